@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "TextGateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+    ],
+    targets: [
+        .target(name: "CEventLoop"),
+        .target(name: "EventLoop", dependencies: ["CEventLoop"], swiftSettings: strict),
+        .target(name: "HTTP1", swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "HTTP1"], swiftSettings: strict),
+        .executableTarget(
+            name: "bench-server",
+            dependencies: ["HTTPServer"],
+            path: "Benchmarks/bench-server",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,25 @@
+#ifndef C_EVENT_LOOP_H
+#define C_EVENT_LOOP_H
+
+// The Linux system headers the event loop needs that Glibc's Swift module does not export.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+
+static const unsigned int CEventLoop_EPOLLIN = EPOLLIN;
+static const unsigned int CEventLoop_EPOLLOUT = EPOLLOUT;
+static const unsigned int CEventLoop_EPOLLRDHUP = EPOLLRDHUP;
+static const unsigned int CEventLoop_EPOLLHUP = EPOLLHUP;
+static const unsigned int CEventLoop_EPOLLERR = EPOLLERR;
+static const unsigned int CEventLoop_EPOLLEXCLUSIVE = EPOLLEXCLUSIVE;
+
+/// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension the Swift Glibc module hides).
+int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length);
+
+/// Names the calling thread (at most 15 bytes are kept).
+void CEventLoop_setThreadName(const char *name);
+
+#endif

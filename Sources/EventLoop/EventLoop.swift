@@ -1,0 +1,239 @@
+#if canImport(Glibc)
+import CEventLoop
+import Glibc
+#endif
+import Synchronization
+
+/// One thread running an epoll selector, timers and a queue of work.
+///
+/// File descriptors registered with a loop, its timers and every object it drives are
+/// touched only on the loop's thread. Other threads reach the loop through ``execute(_:)``,
+/// which puts work on a locked queue and wakes the loop through an `eventfd`.
+///
+/// The loop is also a `TaskExecutor`: a task started with `Task(executorPreference: loop)`
+/// runs its non-isolated code on the loop thread, so a request handler and the connection
+/// that owns it never change thread.
+public final class EventLoop: @unchecked Sendable {
+    // Sendable because every mutable field below is either guarded by `inbox`'s mutex or
+    // touched only on the loop thread (`registrations`, `timers`, `stopRequested`); the
+    // loop-only entry points check `inEventLoop` first.
+
+    private enum Work {
+        case closure(@Sendable () -> Void)
+        case job(UnownedJob)
+    }
+
+    private struct Inbox: ~Copyable {
+        var work: [Work] = []
+        var wakePending = false
+    }
+
+    private struct Registration {
+        let id: UInt32
+        var interest: SelectorInterest
+        let handler: any Selectable
+    }
+
+    /// A short name for logs and the thread name, e.g. `loop-0`.
+    public let name: String
+    private let epollFD: CInt
+    private let wakeFD: CInt
+    private let inbox = Mutex(Inbox())
+    private let threadID = Atomic<UInt>(0)
+    private let finished = Mutex(false)
+
+    private var registrations: [CInt: Registration] = [:]
+    private var nextRegistrationID: UInt32 = 1
+    private var timers = TimerQueue()
+    private var stopRequested = false
+    private var thread: pthread_t?
+
+    private static let wakeToken: UInt64 = UInt64.max
+
+    /// Creates a loop. It does nothing until ``start()``.
+    public init(name: String) throws(IOError) {
+        self.name = name
+        epollFD = try syscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }
+        do {
+            wakeFD = try syscall("eventfd") { eventfd(0, CInt(EFD_NONBLOCK) | CInt(EFD_CLOEXEC)) }
+        } catch {
+            Glibc.close(epollFD)
+            throw error
+        }
+        var event = epoll_event()
+        event.events = CEventLoop_EPOLLIN
+        event.data.u64 = Self.wakeToken
+        _ = try? syscall("epoll_ctl") { epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) }
+    }
+
+    deinit {
+        Glibc.close(wakeFD)
+        Glibc.close(epollFD)
+    }
+
+    /// True on this loop's own thread.
+    @inline(__always)
+    public var inEventLoop: Bool {
+        let id = threadID.load(ordering: .relaxed)
+        return id != 0 && pthread_equal(pthread_self(), pthread_t(id)) != 0
+    }
+
+    // MARK: - Starting and stopping
+
+    /// Starts the loop's thread.
+    public func start() {
+        thread = DetachedThread.start { [self] in self.run() }
+    }
+
+    /// Asks the loop to stop after the work already queued and waits for its thread to end.
+    /// Must not be called on the loop itself.
+    public func stopAndJoin() {
+        precondition(!inEventLoop, "stopAndJoin() called on the loop it stops")
+        execute { [self] in self.stopRequested = true }
+        if let thread {
+            pthread_join(thread, nil)
+            self.thread = nil
+        }
+    }
+
+    // MARK: - Work from any thread
+
+    /// Runs `work` on the loop thread, soon. Safe from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        push(.closure(work))
+    }
+
+    private func push(_ work: Work) {
+        let needsWake = inbox.withLock { inbox -> Bool in
+            inbox.work.append(work)
+            if inbox.wakePending { return false }
+            inbox.wakePending = true
+            return true
+        }
+        if needsWake && !inEventLoop {
+            var one: UInt64 = 1
+            _ = Glibc.write(wakeFD, &one, 8)
+        }
+    }
+
+    // MARK: - Loop-only API
+
+    /// Watches `fd` for `interest` and reports readiness to `handler`. Loop thread only.
+    public func register(_ fd: CInt, interest: SelectorInterest, handler: any Selectable) throws(IOError) {
+        assertInEventLoop()
+        let id = nextRegistrationID
+        nextRegistrationID = nextRegistrationID == UInt32.max ? 1 : nextRegistrationID + 1
+        var event = epoll_event()
+        event.events = interest.rawValue
+        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | (UInt64(id) << 32)
+        _ = try syscall("epoll_ctl(ADD)") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
+        registrations[fd] = Registration(id: id, interest: interest, handler: handler)
+    }
+
+    /// Changes what `fd` is watched for. Loop thread only.
+    public func reregister(_ fd: CInt, interest: SelectorInterest) throws(IOError) {
+        assertInEventLoop()
+        guard var registration = registrations[fd], registration.interest != interest else { return }
+        var event = epoll_event()
+        event.events = interest.rawValue
+        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | (UInt64(registration.id) << 32)
+        _ = try syscall("epoll_ctl(MOD)") { epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) }
+        registration.interest = interest
+        registrations[fd] = registration
+    }
+
+    /// Stops watching `fd`. A descriptor already closed by someone else is tolerated. Loop thread only.
+    public func deregister(_ fd: CInt) {
+        assertInEventLoop()
+        guard registrations.removeValue(forKey: fd) != nil else { return }
+        var event = epoll_event()
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)  // EBADF / ENOENT: already gone, nothing to undo
+    }
+
+    /// Runs `callback` on the loop at `deadline`. Loop thread only.
+    @discardableResult
+    public func scheduleTimer(at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> TimerID {
+        assertInEventLoop()
+        return timers.schedule(at: deadline, callback)
+    }
+
+    /// Cancels a timer that has not fired yet. Loop thread only.
+    public func cancelTimer(_ timer: TimerID) {
+        assertInEventLoop()
+        timers.cancel(timer)
+    }
+
+    /// The number of registered file descriptors (for tests and metrics). Loop thread only.
+    public var registrationCount: Int {
+        assertInEventLoop()
+        return registrations.count
+    }
+
+    @inline(__always)
+    private func assertInEventLoop() {
+        assert(inEventLoop, "loop-confined API used off the loop thread")
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        CEventLoop_setThreadName(String(name.prefix(15)))
+        let capacity: CInt = 1024
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
+        defer { events.deallocate() }
+        var batch: [Work] = []
+        while !stopRequested {
+            let timeout = nextTimeoutMilliseconds()
+            let count = epoll_wait(epollFD, events, capacity, timeout)
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let data = events[index].data.u64
+                    if data == Self.wakeToken {
+                        var value: UInt64 = 0
+                        _ = Glibc.read(wakeFD, &value, 8)
+                        continue
+                    }
+                    let fd = CInt(bitPattern: UInt32(truncatingIfNeeded: data))
+                    let id = UInt32(truncatingIfNeeded: data >> 32)
+                    guard let registration = registrations[fd], registration.id == id else { continue }
+                    registration.handler.selectorEvents(SelectorEvents(rawValue: events[index].events))
+                }
+            }
+            if timers.count > 0 {
+                for callback in timers.takeExpired(now: .now()) { callback() }
+            }
+            inbox.withLock { inbox in
+                swap(&batch, &inbox.work)
+                inbox.wakePending = false
+            }
+            for work in batch {
+                switch work {
+                case .closure(let closure): closure()
+                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
+        threadID.store(0, ordering: .releasing)
+    }
+
+    private func nextTimeoutMilliseconds() -> CInt {
+        let hasWork = inbox.withLock { !$0.work.isEmpty }
+        if hasWork { return 0 }
+        guard let deadline = timers.earliestDeadline() else { return -1 }
+        let nanos = MonotonicInstant.now().nanoseconds(until: deadline)
+        if nanos == 0 { return 0 }
+        return CInt(min((nanos + 999_999) / 1_000_000, 60_000))
+    }
+}
+
+extension EventLoop: TaskExecutor {
+    public func enqueue(_ job: consuming ExecutorJob) {
+        push(.job(UnownedJob(job)))
+    }
+}
+
+extension EventLoop: CustomStringConvertible {
+    public var description: String { "EventLoop(\(name))" }
+}

@@ -1,0 +1,31 @@
+/// Carries a loop-confined value across a `Sendable` boundary; every access checks that it
+/// happens on the owning loop's thread.
+public struct LoopBound<Value>: @unchecked Sendable {
+    // Sendable because `_value` is read and written only on `loop`'s thread, which the
+    // accessors check with a precondition.
+    public let loop: EventLoop
+    private let _value: Value
+
+    /// Wraps `value`; must be called on `loop`.
+    public init(_ value: Value, loop: EventLoop) {
+        precondition(loop.inEventLoop, "LoopBound created off its loop")
+        self.loop = loop
+        self._value = value
+    }
+
+    /// The value; only on the owning loop.
+    public var value: Value {
+        precondition(loop.inEventLoop, "LoopBound used off its loop")
+        return _value
+    }
+
+    /// Runs `body` with the value on the owning loop: at once when already there,
+    /// otherwise through `execute`.
+    public func withValue(_ body: @escaping @Sendable (Value) -> Void) {
+        if loop.inEventLoop {
+            body(_value)
+        } else {
+            loop.execute { body(self.value) }
+        }
+    }
+}

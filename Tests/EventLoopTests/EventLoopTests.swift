@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import Synchronization
+import Testing
+
+@Suite("Event loop")
+struct EventLoopTests {
+    @Test("runs work submitted from other threads on its own thread, in order")
+    func executeOrder() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let seen = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            for index in 0..<1000 {
+                loop.execute {
+                    precondition(loop.inEventLoop)
+                    seen.withLock { $0.append(index) }
+                    if index == 999 { continuation.resume() }
+                }
+            }
+        }
+        #expect(seen.withLock { $0 } == Array(0..<1000))
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test("fires timers in deadline order and skips cancelled ones")
+    func timers() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let fired = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let now = MonotonicInstant.now()
+                loop.scheduleTimer(at: now.advanced(by: .milliseconds(30))) { fired.withLock { $0.append(3) } }
+                loop.scheduleTimer(at: now.advanced(by: .milliseconds(10))) { fired.withLock { $0.append(1) } }
+                let cancelled = loop.scheduleTimer(at: now.advanced(by: .milliseconds(20))) { fired.withLock { $0.append(2) } }
+                loop.cancelTimer(cancelled)
+                loop.scheduleTimer(at: now.advanced(by: .milliseconds(40))) { continuation.resume() }
+            }
+        }
+        #expect(fired.withLock { $0 } == [1, 3])
+    }
+
+    @Test("runs tasks that prefer it as their executor on its thread")
+    func taskExecutor() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let onLoop = await Task(executorPreference: loop) { () async -> Bool in
+            try? await Task.sleep(for: .milliseconds(5))
+            return loop.inEventLoop
+        }.value
+        #expect(onLoop)
+    }
+
+    @Test("reports a readable descriptor to its handler")
+    func readiness() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        var fds: [CInt] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let reader = fds[0]
+        let got = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            loop.execute {
+                let handler = OneShot(fd: reader, loop: loop) { continuation.resume(returning: true) }
+                try? loop.register(reader, interest: .read, handler: handler)
+            }
+            _ = write(fds[1], "x", 1)
+        }
+        #expect(got)
+    }
+}
+
+private final class OneShot: Selectable {
+    let fd: CInt
+    let loop: EventLoop
+    let done: () -> Void
+    init(fd: CInt, loop: EventLoop, done: @escaping () -> Void) {
+        self.fd = fd
+        self.loop = loop
+        self.done = done
+    }
+    func selectorEvents(_ events: SelectorEvents) {
+        loop.deregister(fd)
+        done()
+    }
+}
