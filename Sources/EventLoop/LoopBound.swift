@@ -13,6 +13,13 @@ public struct LoopBound<Value>: @unchecked Sendable {
         self._value = value
     }
 
+    /// Wraps a value created off the loop that no other thread references any more, so that
+    /// from now on only `loop` touches it (for objects built before their loop runs them).
+    public init(handingOver value: Value, to loop: EventLoop) {
+        self.loop = loop
+        self._value = value
+    }
+
     /// The value; only on the owning loop.
     public var value: Value {
         precondition(loop.inEventLoop, "LoopBound used off its loop")
