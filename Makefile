@@ -2,8 +2,9 @@
 SWIFT        ?= swift
 SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
+MOCK_PORT    ?= 9090
 
-.PHONY: help build test release clean fuzz bench-server
+.PHONY: help build test release clean fuzz bench-server bench-client mock
 
 help:
 	@echo "make build         debug build of every target"
@@ -11,6 +12,8 @@ help:
 	@echo "make release       optimized build"
 	@echo "make fuzz          fuzz the HTTP request parser for FUZZ_SECONDS (default 60)"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
+	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
 	@echo "make clean         remove build products"
 
 build:
@@ -28,6 +31,12 @@ fuzz:
 
 bench-server:
 	Benchmarks/bench-server.sh
+
+bench-client:
+	Benchmarks/bench-client.sh
+
+mock:
+	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)
 
 clean:
 	rm -rf .build Fuzz/.build Fuzz/corpus-work

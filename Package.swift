@@ -16,15 +16,28 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CEventLoop"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "HTTP1"], swiftSettings: strict),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
+        .target(name: "ChatAPI", dependencies: ["HTTPClient"], swiftSettings: strict),
+        .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
+        .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
         .executableTarget(
             name: "bench-server",
             dependencies: ["HTTPServer"],
             path: "Benchmarks/bench-server",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "bench-client",
+            dependencies: ["ChatAPI", "HTTPClient"],
+            path: "Benchmarks/bench-client",
+            swiftSettings: strict
+        ),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,147 @@
+public import HTTPClient
+
+/// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key.
+public struct ChatClient: Sendable {
+    /// The base URL without a trailing slash, e.g. `https://api.darvareh.ir/v1`.
+    public let baseURL: String
+    private let apiKey: String
+    private let httpClient: HTTPClient
+    private let timeout: Duration?
+
+    /// - Parameter timeout: the total time per call; nil for the HTTP client's default.
+    public init(httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil) {
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        self.baseURL = base
+        self.apiKey = apiKey
+        self.httpClient = httpClient
+        self.timeout = timeout
+    }
+
+    /// The completion and the raw answer's usage; throws ``ChatError`` only.
+    public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
+        let response = try await send(request, requestID: requestID, streaming: false)
+        guard (200..<300).contains(response.status) else {
+            throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
+        }
+        let completion: ChatCompletion
+        do {
+            completion = try JSON.decode(ChatCompletion.self, from: response.body)
+        } catch {
+            throw .unreadableBody
+        }
+        guard let content = completion.firstContent, !content.allSatisfy(\.isWhitespace) else { throw .noContent }
+        return completion
+    }
+
+    /// Starts a streamed completion (`stream: true`, usage included) and returns once the
+    /// upstream answered 2xx; the events follow as the upstream sends them.
+    public func stream(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletionStream {
+        var request = request
+        request.stream = true
+        request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
+        let body = try encode(request)
+        let streaming: HTTPClientStreamingResponse
+        do {
+            streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream"))
+        } catch {
+            throw Self.map(error)
+        }
+        guard (200..<300).contains(streaming.status) else {
+            // Error bodies are small: read them whole (bounded) for the log and the mapping.
+            var bytes: [UInt8] = []
+            do {
+                for try await chunk in streaming.body where bytes.count < 64 * 1024 { bytes += chunk }
+            } catch {}
+            throw .httpStatus(streaming.status, error: UpstreamErrorBody.decode(from: bytes), retryAfter: streaming.head.header("Retry-After"))
+        }
+        return ChatCompletionStream(body: streaming.body)
+    }
+
+    private func send(_ request: ChatCompletionRequest, requestID: String?, streaming: Bool) async throws(ChatError) -> HTTPClientResponse {
+        let body = try encode(request)
+        do {
+            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json"))
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    private func encode(_ request: ChatCompletionRequest) throws(ChatError) -> [UInt8] {
+        do {
+            return try JSON.encode(request)
+        } catch {
+            throw .transport(detail: "request not encodable")
+        }
+    }
+
+    private func httpRequest(body: [UInt8], requestID: String?, accept: String) -> HTTPClientRequest {
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", "Bearer \(apiKey)"),
+            ("Content-Type", "application/json"),
+            ("Accept", accept),
+        ]
+        if let requestID { headers.append(("X-Request-Id", requestID)) }
+        return HTTPClientRequest(method: "POST", url: baseURL + "/chat/completions", headers: headers, body: body, timeout: timeout)
+    }
+
+    static func map(_ error: any Error) -> ChatError {
+        if let error = error as? HTTPClientError { return ChatError(error) }
+        if error is CancellationError { return .cancelled }
+        return .transport(detail: "unexpected failure")
+    }
+}
+
+/// The events of a streamed completion, decoded as the bytes arrive. Ends after `[DONE]`;
+/// throws ``ChatError`` when the upstream sends an error event, malformed data, or stops
+/// without `[DONE]`.
+public struct ChatCompletionStream: AsyncSequence, Sendable {
+    public typealias Element = ChatCompletionChunk
+    let body: HTTPClientBodyStream
+
+    /// Aborts the upstream transfer.
+    public func cancel() { body.cancel() }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(bytes: body.makeAsyncIterator())
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var bytes: HTTPClientBodyStream.Iterator
+        var decoder = ChatStreamDecoder()
+        var pending: [ChatCompletionChunk] = []
+        var finished = false
+
+        public mutating func next() async throws -> ChatCompletionChunk? {
+            while true {
+                if !pending.isEmpty { return pending.removeFirst() }
+                if finished { return nil }
+                let chunk: [UInt8]?
+                do {
+                    chunk = try await bytes.next()
+                } catch {
+                    finished = true
+                    throw ChatClient.map(error)
+                }
+                do throws(ChatStreamError) {
+                    let events: [ChatStreamEvent]
+                    if let chunk { events = try decoder.feed(chunk) } else { events = try decoder.finish() }
+                    for event in events {
+                        switch event {
+                        case .chunk(let value): pending.append(value)
+                        case .done: finished = true
+                        }
+                    }
+                } catch {
+                    finished = true
+                    switch error {
+                    case .upstreamError(let body): throw ChatError.streamError(body)
+                    case .truncated: throw ChatError.transport(detail: "stream ended without [DONE]")
+                    case .malformedChunk, .eventStream: throw ChatError.transport(detail: "malformed stream")
+                    }
+                }
+                if chunk == nil { finished = true }
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+/// The body of `POST /chat/completions`, as OpenAI defines it (the subset this gateway uses).
+///
+/// Encoding writes OpenAI's snake_case keys and omits every `nil` field (never
+/// `"temperature": null`). Decoding, for requests from OpenAI SDK clients, requires `model`
+/// and `messages`, accepts every other field as absent or `null`, and ignores fields it
+/// does not know (`tools`, `n`, `logprobs`, …).
+public struct ChatCompletionRequest: Codable, Hashable, Sendable {
+    /// The model id.
+    public var model: String
+    /// The conversation so far.
+    public var messages: [ChatMessage]
+    /// Sampling temperature, 0–2.
+    public var temperature: Double?
+    /// Nucleus sampling mass, `top_p`.
+    public var topP: Double?
+    /// The most tokens to generate, `max_tokens`.
+    public var maxTokens: Int?
+    /// The newer spelling of the token limit, `max_completion_tokens`; kept so that a client
+    /// using it is not silently unlimited.
+    public var maxCompletionTokens: Int?
+    /// Whether the answer is streamed as server-sent events.
+    public var stream: Bool?
+    /// Options for a streamed answer, `stream_options`.
+    public var streamOptions: StreamOptions?
+    /// Up to four sequences where generation stops: a string or an array of strings.
+    public var stop: Stop?
+    /// `presence_penalty`, −2–2.
+    public var presencePenalty: Double?
+    /// `frequency_penalty`, −2–2.
+    public var frequencyPenalty: Double?
+    /// An end-user id for abuse monitoring.
+    public var user: String?
+
+    /// Creates a request; every optional field defaults to absent.
+    public init(
+        model: String,
+        messages: [ChatMessage],
+        temperature: Double? = nil,
+        topP: Double? = nil,
+        maxTokens: Int? = nil,
+        maxCompletionTokens: Int? = nil,
+        stream: Bool? = nil,
+        streamOptions: StreamOptions? = nil,
+        stop: Stop? = nil,
+        presencePenalty: Double? = nil,
+        frequencyPenalty: Double? = nil,
+        user: String? = nil
+    ) {
+        self.model = model
+        self.messages = messages
+        self.temperature = temperature
+        self.topP = topP
+        self.maxTokens = maxTokens
+        self.maxCompletionTokens = maxCompletionTokens
+        self.stream = stream
+        self.streamOptions = streamOptions
+        self.stop = stop
+        self.presencePenalty = presencePenalty
+        self.frequencyPenalty = frequencyPenalty
+        self.user = user
+    }
+
+    /// `stream_options`: `{"include_usage": true}` asks for a final chunk with token usage.
+    public struct StreamOptions: Codable, Hashable, Sendable {
+        /// Whether the stream ends with a usage chunk (`include_usage`).
+        public var includeUsage: Bool?
+
+        /// Creates stream options.
+        public init(includeUsage: Bool?) {
+            self.includeUsage = includeUsage
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case includeUsage = "include_usage"
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.includeUsage = try container.decodeIfPresent(Bool.self, forKey: .includeUsage)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(includeUsage, forKey: .includeUsage)
+        }
+    }
+
+    /// `stop`: one string or an array of strings, encoded back in the shape it came in.
+    public enum Stop: Codable, Hashable, Sendable {
+        /// `"stop": "…"`.
+        case single(String)
+        /// `"stop": ["…", "…"]`.
+        case multiple([String])
+
+        /// The stop sequences, whichever shape they came in.
+        public var sequences: [String] {
+            switch self {
+            case .single(let sequence): [sequence]
+            case .multiple(let sequences): sequences
+            }
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let sequence = try? container.decode(String.self) {
+                self = .single(sequence)
+            } else {
+                self = .multiple(try container.decode([String].self))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .single(let sequence): try container.encode(sequence)
+            case .multiple(let sequences): try container.encode(sequences)
+            }
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case model
+        case messages
+        case temperature
+        case topP = "top_p"
+        case maxTokens = "max_tokens"
+        case maxCompletionTokens = "max_completion_tokens"
+        case stream
+        case streamOptions = "stream_options"
+        case stop
+        case presencePenalty = "presence_penalty"
+        case frequencyPenalty = "frequency_penalty"
+        case user
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.model = try container.decode(String.self, forKey: .model)
+        self.messages = try container.decode([ChatMessage].self, forKey: .messages)
+        self.temperature = try container.decodeIfPresent(Double.self, forKey: .temperature)
+        self.topP = try container.decodeIfPresent(Double.self, forKey: .topP)
+        self.maxTokens = try container.decodeIfPresent(Int.self, forKey: .maxTokens)
+        self.maxCompletionTokens = try container.decodeIfPresent(Int.self, forKey: .maxCompletionTokens)
+        self.stream = try container.decodeIfPresent(Bool.self, forKey: .stream)
+        self.streamOptions = try container.decodeIfPresent(StreamOptions.self, forKey: .streamOptions)
+        self.stop = try container.decodeIfPresent(Stop.self, forKey: .stop)
+        self.presencePenalty = try container.decodeIfPresent(Double.self, forKey: .presencePenalty)
+        self.frequencyPenalty = try container.decodeIfPresent(Double.self, forKey: .frequencyPenalty)
+        self.user = try container.decodeIfPresent(String.self, forKey: .user)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(model, forKey: .model)
+        try container.encode(messages, forKey: .messages)
+        try container.encodeIfPresent(temperature, forKey: .temperature)
+        try container.encodeIfPresent(topP, forKey: .topP)
+        try container.encodeIfPresent(maxTokens, forKey: .maxTokens)
+        try container.encodeIfPresent(maxCompletionTokens, forKey: .maxCompletionTokens)
+        try container.encodeIfPresent(stream, forKey: .stream)
+        try container.encodeIfPresent(streamOptions, forKey: .streamOptions)
+        try container.encodeIfPresent(stop, forKey: .stop)
+        try container.encodeIfPresent(presencePenalty, forKey: .presencePenalty)
+        try container.encodeIfPresent(frequencyPenalty, forKey: .frequencyPenalty)
+        try container.encodeIfPresent(user, forKey: .user)
+    }
+}

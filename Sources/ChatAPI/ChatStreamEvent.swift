@@ -1,0 +1,7 @@
+/// What a streamed chat completion yields, as read by ``ChatStreamDecoder``.
+public enum ChatStreamEvent: Hashable, Sendable {
+    /// One chunk of the completion: a piece of text, a finish reason, or the usage.
+    case chunk(ChatCompletionChunk)
+    /// The stream's terminator, `data: [DONE]`.
+    case done
+}

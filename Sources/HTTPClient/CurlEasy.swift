@@ -1,0 +1,88 @@
+import CCurl
+
+/// Owns one curl easy handle. Loop-confined; reused across transfers after `reset()`.
+/// Every option setter throws: setting an option can fail (an unsupported option on this
+/// libcurl, out of memory), and that must never crash the server.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+
+    init() throws(HTTPClientError) {
+        guard let handle = curl_easy_init() else { throw HTTPClientError(.invalidRequest, "curl_easy_init failed") }
+        self.handle = handle
+    }
+
+    /// Frees the handle; the caller removed it from its multi handle first.
+    func cleanup() {
+        curl_easy_cleanup(handle)
+    }
+
+    /// Clears every option for reuse; connections stay in the multi handle's pool.
+    func reset() {
+        curl_easy_reset(handle)
+    }
+
+    /// - SeeAlso: https://curl.se/libcurl/c/curl_easy_setopt.html
+    func set(_ option: CURLoption, _ value: Int) throws(HTTPClientError) {
+        try check(CCurl_easy_setopt_long(handle, option, value), option)
+    }
+
+    func set(_ option: CURLoption, offset value: Int) throws(HTTPClientError) {
+        try check(CCurl_easy_setopt_offset(handle, option, curl_off_t(value)), option)
+    }
+
+    /// Sets a string option; libcurl copies the string (never use this for `POSTFIELDS`).
+    func set(_ option: CURLoption, _ value: String) throws(HTTPClientError) {
+        let code = value.withCString { CCurl_easy_setopt_string(handle, option, $0) }
+        try check(code, option)
+    }
+
+    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws(HTTPClientError) {
+        try check(CCurl_easy_setopt_pointer(handle, option, value), option)
+    }
+
+    func set(_ option: CURLoption, list value: UnsafeMutablePointer<curl_slist>?) throws(HTTPClientError) {
+        try check(CCurl_easy_setopt_slist(handle, option, value), option)
+    }
+
+    func set(_ option: CURLoption, callback value: CCurlDataCallback) throws(HTTPClientError) {
+        try check(CCurl_easy_setopt_data_callback(handle, option, value), option)
+    }
+
+    /// Copies `bytes` as the request body (`POSTFIELDSIZE_LARGE` then `COPYPOSTFIELDS`).
+    func setBody(_ bytes: [UInt8]) throws(HTTPClientError) {
+        try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: bytes.count)
+        let code = bytes.withUnsafeBytes { buffer -> CURLcode in
+            // COPYPOSTFIELDS copies `count` bytes (set above); an empty body still needs a valid pointer.
+            let empty: StaticString = ""
+            let pointer = buffer.baseAddress ?? UnsafeRawPointer(empty.utf8Start)
+            return CCurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: pointer))
+        }
+        try check(code, CURLOPT_COPYPOSTFIELDS)
+    }
+
+    /// The last response's status code, 0 when none arrived.
+    var responseCode: Int {
+        var code = 0
+        _ = CCurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    /// Whether the connection was established (for telling connect timeouts apart).
+    var connected: Bool {
+        var connectTime: curl_off_t = 0
+        _ = CCurl_easy_getinfo_offset(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
+        return connectTime > 0
+    }
+
+    private func check(_ code: CURLcode, _ option: CURLoption) throws(HTTPClientError) {
+        guard code != CURLE_OK else { return }
+        throw HTTPClientError(.invalidRequest, "setting curl option \(option.rawValue): \(Self.describe(code))")
+    }
+
+    static func describe(_ code: CURLcode) -> String {
+        String(cString: curl_easy_strerror(code))
+    }
+}
+
+@available(*, unavailable)
+extension CurlEasy: Sendable {}

@@ -1,0 +1,216 @@
+import CCurl
+import EventLoop
+import Synchronization
+
+/// One request in flight on a ``CurlMulti``: its easy handle, header list, the response as
+/// it arrives, and whoever waits for it. Loop-confined; curl's callbacks reach it through
+/// the pointer given as `WRITEDATA`/`HEADERDATA`, kept alive by the multi's table.
+final class Transfer {
+    let easy: CurlEasy
+    let streaming: Bool
+    private let maxBodyBytes: Int
+    private let highWatermark: Int
+    var headerList: UnsafeMutablePointer<curl_slist>?
+
+    private var status = 0
+    private var headers: [(name: String, value: String)] = []
+    private var headComplete = false
+    private(set) var bodyTooLarge = false
+    private var body: [UInt8] = []
+
+    private var responseWaiter: CheckedContinuation<HTTPClientResponse, any Error>?
+    private var headWaiter: CheckedContinuation<HTTPClientResponseHead, any Error>?
+    private var chunks: [[UInt8]] = []
+    private var queuedBytes = 0
+    private var chunkWaiter: CheckedContinuation<[UInt8]?, any Error>?
+    private(set) var paused = false
+    private var outcome: Result<Void, HTTPClientError>?
+
+    init(easy: CurlEasy, streaming: Bool, maxBodyBytes: Int, highWatermark: Int) {
+        self.easy = easy
+        self.streaming = streaming
+        self.maxBodyBytes = maxBodyBytes
+        self.highWatermark = highWatermark
+    }
+
+    func waitForResponse(_ continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+        responseWaiter = continuation
+    }
+
+    func waitForHead(_ continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) {
+        if headComplete {
+            continuation.resume(returning: HTTPClientResponseHead(status: status, headers: headers))
+        } else if case .failure(let error) = outcome {
+            continuation.resume(throwing: error)
+        } else {
+            headWaiter = continuation
+        }
+    }
+
+    // MARK: - From curl's callbacks
+
+    /// One header line, CRLF included. A status line starts a new block (after a `100
+    /// Continue` or an interim response); the empty line ends it.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        var end = line.count
+        while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
+        let text = UnsafeRawBufferPointer(rebasing: line[0..<end])
+        if text.isEmpty {
+            if status >= 200 && !headComplete {
+                headComplete = true
+                if let waiter = headWaiter {
+                    headWaiter = nil
+                    waiter.resume(returning: HTTPClientResponseHead(status: status, headers: headers))
+                }
+            }
+            return
+        }
+        if text.starts(with: "HTTP/".utf8) {
+            status = 0
+            headers = []
+            let parts = text.split(separator: 0x20, maxSplits: 2)
+            if parts.count >= 2 { status = Int(String(decoding: parts[1], as: UTF8.self)) ?? 0 }
+            return
+        }
+        guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = String(decoding: text[..<colon], as: UTF8.self)
+        var valueStart = colon + 1
+        while valueStart < text.count, text[valueStart] == 0x20 || text[valueStart] == 0x09 { valueStart += 1 }
+        headers.append((name: name, value: String(decoding: text[valueStart...], as: UTF8.self)))
+    }
+
+    /// Body bytes. Returns the count taken, `CCurl_WRITEFUNC_PAUSE` to hold the transfer
+    /// while the consumer is behind, or 0 to abort (body over the limit).
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if !streaming {
+            guard body.count + bytes.count <= maxBodyBytes else {
+                bodyTooLarge = true
+                return 0
+            }
+            body.append(contentsOf: bytes)
+            return bytes.count
+        }
+        if let waiter = chunkWaiter {
+            chunkWaiter = nil
+            waiter.resume(returning: Array(bytes))
+            return bytes.count
+        }
+        if queuedBytes >= highWatermark {
+            paused = true
+            return CCurl_WRITEFUNC_PAUSE
+        }
+        chunks.append(Array(bytes))
+        queuedBytes += bytes.count
+        return bytes.count
+    }
+
+    // MARK: - From the consumer
+
+    /// Hands the next piece of a streamed body to `continuation` (nil at the end).
+    /// Returns true when the transfer was paused and may now resume.
+    func nextChunk(_ continuation: CheckedContinuation<[UInt8]?, any Error>) -> Bool {
+        if !chunks.isEmpty {
+            let chunk = chunks.removeFirst()
+            queuedBytes -= chunk.count
+            continuation.resume(returning: chunk)
+        } else if let outcome {
+            switch outcome {
+            case .success: continuation.resume(returning: nil)
+            case .failure(let error): continuation.resume(throwing: error)
+            }
+        } else {
+            chunkWaiter = continuation
+        }
+        if paused && queuedBytes < highWatermark / 2 {
+            paused = false
+            return true
+        }
+        return false
+    }
+
+    // MARK: - Completion
+
+    /// The transfer ended (done, failed or cancelled): wake everyone waiting.
+    func finish(_ result: Result<Void, HTTPClientError>) {
+        guard outcome == nil else { return }
+        outcome = result
+        if let headerList {
+            curl_slist_free_all(headerList)
+            self.headerList = nil
+        }
+        if let waiter = responseWaiter {
+            responseWaiter = nil
+            switch result {
+            case .success:
+                waiter.resume(returning: HTTPClientResponse(head: HTTPClientResponseHead(status: status, headers: headers), body: body))
+            case .failure(let error):
+                waiter.resume(throwing: error)
+            }
+            body = []
+        }
+        if let waiter = headWaiter {
+            headWaiter = nil
+            if case .failure(let error) = result {
+                waiter.resume(throwing: error)
+            } else {
+                waiter.resume(returning: HTTPClientResponseHead(status: status, headers: headers))
+            }
+        }
+        if let waiter = chunkWaiter {
+            chunkWaiter = nil
+            switch result {
+            case .success: waiter.resume(returning: nil)
+            case .failure(let error): waiter.resume(throwing: error)
+            }
+        }
+    }
+}
+
+@available(*, unavailable)
+extension Transfer: Sendable {}
+
+/// Lets any thread cancel a transfer that a loop owns: cancellation can arrive before the
+/// transfer starts (it is then never started) or while it runs (it is removed at once).
+final class TransferToken: Sendable {
+    private struct State {
+        var cancelled = false
+        var transfer: LoopBound<Transfer>?
+    }
+
+    let multi: LoopBound<CurlMulti>
+    private let state = Mutex(State())
+
+    init(multi: LoopBound<CurlMulti>) {
+        self.multi = multi
+    }
+
+    /// On the loop: records the started transfer; false when cancelled already.
+    func attach(_ transfer: Transfer) -> Bool {
+        state.withLock { state in
+            if state.cancelled { return false }
+            state.transfer = LoopBound(transfer, loop: multi.loop)
+            return true
+        }
+    }
+
+    /// From any thread: aborts the transfer (now, or before it starts).
+    func cancel() {
+        let transfer = state.withLock { state -> LoopBound<Transfer>? in
+            state.cancelled = true
+            defer { state.transfer = nil }
+            return state.transfer
+        }
+        guard let transfer else { return }
+        multi.withValue { multi in multi.cancel(transfer.value) }
+    }
+
+    /// On the loop, once the transfer ended by itself.
+    func detach() {
+        state.withLock { $0.transfer = nil }
+    }
+
+    /// The transfer, on its loop.
+    var transfer: Transfer? {
+        state.withLock { $0.transfer }?.value
+    }
+}

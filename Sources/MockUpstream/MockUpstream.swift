@@ -1,0 +1,227 @@
+import ChatAPI
+public import EventLoop
+import HTTP1
+public import HTTPServer
+import Synchronization
+
+/// An OpenAI-compatible fake upstream on our own ``HTTPServer``, for the demo, tests and
+/// benchmarks: `POST /v1/chat/completions` (JSON, or SSE with `stream: true`),
+/// `GET /v1/models`, and `GET /mock/stats` with its counters. Behaviour is scriptable per
+/// request (see ``MockBehaviour``).
+public final class MockUpstream: Sendable {
+    /// What the mock has seen.
+    public struct Stats: Sendable, Hashable, Codable {
+        /// Chat-completion requests received.
+        public var requests = 0
+        /// Requests whose client went away before the answer ended.
+        public var cancelled = 0
+        /// Requests being answered now.
+        public var inFlight = 0
+        /// TCP connections accepted.
+        public var connections = 0
+        /// Connections open now.
+        public var openConnections = 0
+    }
+
+    private let server: HTTPServer
+    private let handler: MockHandler
+
+    /// - Parameters:
+    ///   - defaults: the behaviour of a request that overrides nothing.
+    ///   - apiKey: when set, requests must carry `Authorization: Bearer <apiKey>` (else 401).
+    public init(configuration: ServerConfiguration, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil) throws {
+        var configuration = configuration
+        configuration.limits.maxBodyBytes = max(configuration.limits.maxBodyBytes, 8 * 1024 * 1024)
+        let handler = MockHandler(defaults: defaults, apiKey: apiKey)
+        var router = Router()
+        router.post("/v1/chat/completions") { try await handler.chatCompletions($0) }
+        router.get("/v1/models") { _ in
+            HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(MockHandler.modelsBody))
+        }
+        router.get("/mock/last-request") { _ in
+            HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(handler.lastRequestBody))
+        }
+        let serverReference = Mutex<HTTPServer?>(nil)
+        router.get("/mock/stats") { _ in
+            let stats = serverReference.withLock { server in server.map { Self.stats(handler, $0) } }
+            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(stats)) ?? []))
+        }
+        let responder = router.buildResponder()
+        let server = try HTTPServer(configuration: configuration) { try await responder.respond(to: $0) }
+        serverReference.withLock { $0 = server }
+        self.server = server
+        self.handler = handler
+    }
+
+    /// Starts listening; returns the bound address.
+    @discardableResult
+    public func start() async throws -> SocketAddress {
+        try await server.start()
+    }
+
+    /// Stops the server (requests in flight are cut after `gracePeriod`).
+    public func shutdown(gracePeriod: Duration = .zero) async {
+        await server.shutdown(gracePeriod: gracePeriod)
+    }
+
+    /// `http://host:port/v1` once started.
+    public var baseURL: String {
+        guard let address = server.localAddress else { return "" }
+        switch address {
+        case .v4(let host, let port): return "http://\(host):\(port)/v1"
+        case .v6(let host, let port): return "http://[\(host)]:\(port)/v1"
+        }
+    }
+
+    /// The counters so far.
+    public var stats: Stats { Self.stats(handler, server) }
+
+    private static func stats(_ handler: MockHandler, _ server: HTTPServer) -> Stats {
+        var stats = handler.counters.withLock { $0 }
+        stats.connections = server.acceptedConnectionCount
+        stats.openConnections = server.openConnectionCount
+        return stats
+    }
+
+    /// The body of the last chat-completion request (for tests that check what was sent).
+    public var lastRequestBody: [UInt8] { handler.lastRequestBody }
+}
+
+/// The mock's request handling and counters, shared by its routes.
+final class MockHandler: Sendable {
+    let counters = Mutex(MockUpstream.Stats())
+    private let lastRequest = Mutex<[UInt8]>([])
+    private let defaults: MockBehaviour
+    private let apiKey: String?
+
+    static let modelsBody = Array(#"{"object":"list","data":[{"id":"mock-model","object":"model","owned_by":"mock"}]}"#.utf8)
+
+    init(defaults: MockBehaviour, apiKey: String?) {
+        self.defaults = defaults
+        self.apiKey = apiKey
+    }
+
+    var lastRequestBody: [UInt8] { lastRequest.withLock { $0 } }
+
+    // MARK: - Chat completions
+
+    func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        counters.withLock {
+            $0.requests += 1
+            $0.inFlight += 1
+        }
+        defer { counters.withLock { $0.inFlight -= 1 } }
+        if request.body.count <= 1024 * 1024 { lastRequest.withLock { $0 = request.body } }
+
+        if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {
+            return Self.error(status: 401, message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key")
+        }
+        guard let chat = try? JSON.decode(ChatCompletionRequest.self, from: request.body) else {
+            return Self.error(status: 400, message: "We could not parse the JSON body of your request.", type: "invalid_request_error", code: nil)
+        }
+        var behaviour = defaults.applying(headers: request.headers)
+        if let last = chat.messages.last(where: { $0.role == .user })?.content {
+            behaviour = behaviour.applying(directivesIn: last)
+        }
+
+        do {
+            if behaviour.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(behaviour.latencyMilliseconds)) }
+        } catch {
+            counters.withLock { $0.cancelled += 1 }
+            throw error
+        }
+
+        if behaviour.status != 200 {
+            var response = Self.error(
+                status: behaviour.status, message: "mock failure \(behaviour.status)",
+                type: behaviour.status >= 500 ? "server_error" : "invalid_request_error",
+                code: behaviour.errorCode ?? Self.defaultCode(for: behaviour.status)
+            )
+            if let retryAfter = behaviour.retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
+            return response
+        }
+        let model = chat.model
+        let promptTokens = chat.messages.reduce(0) { $0 + ($1.content?.utf8.count ?? 0) } / 4 + 1
+        let content = behaviour.body == .noContent ? "" : behaviour.content
+        let usage = Usage(promptTokens: promptTokens, completionTokens: content.utf8.count / 4 + 1,
+                          totalTokens: promptTokens + content.utf8.count / 4 + 1)
+
+        switch behaviour.body {
+        case .garbage:
+            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(Array("<html>upstream proxy error".utf8)))
+        case .empty:
+            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes([]))
+        case .normal, .noContent, .noChoices:
+            break
+        }
+        if chat.stream == true {
+            return stream(content: behaviour.body == .noChoices ? "" : content, model: model, usage: chat.streamOptions?.includeUsage == true ? usage : nil, behaviour: behaviour)
+        }
+        let choices = behaviour.body == .noChoices ? [] : [
+            ChatCompletion.Choice(index: 0, message: ChatCompletion.Message(role: .assistant, content: content), finishReason: "stop")
+        ]
+        let completion = ChatCompletion(id: "chatcmpl-mock", created: 1_700_000_000, model: model, choices: choices, usage: usage)
+        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(completion)) ?? []))
+    }
+
+    private func stream(content: String, model: String, usage: Usage?, behaviour: MockBehaviour) -> HTTPResponse {
+        let pieces = Self.split(content, into: behaviour.deltas)
+        return HTTPResponse(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"], body: .stream { [self] writer in
+            func send(_ chunk: ChatCompletionChunk) async throws {
+                try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: try JSON.encode(chunk), as: UTF8.self)))
+            }
+            do {
+                try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
+                                                   choices: [.init(index: 0, delta: .init(role: .assistant, content: ""))]))
+                for (index, piece) in pieces.enumerated() {
+                    if let after = behaviour.streamErrorAfter, index == after {
+                        let error = UpstreamErrorBody(message: "mock stream failure", type: "server_error", code: "server_error")
+                        try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: try JSON.encode(error), as: UTF8.self)))
+                        return
+                    }
+                    if behaviour.deltaDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(behaviour.deltaDelayMilliseconds)) }
+                    try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
+                                                       choices: [.init(index: 0, delta: .init(content: piece))]))
+                }
+                switch behaviour.cutStream {
+                case .clean: return
+                case .abort: throw CancellationError()
+                case nil: break
+                }
+                try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
+                                                   choices: [.init(index: 0, delta: .init(), finishReason: "stop")]))
+                if let usage {
+                    try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model, choices: [], usage: usage))
+                }
+                try await writer.write(ServerSentEventWriter.done())
+            } catch {
+                if behaviour.cutStream != .abort { self.counters.withLock { $0.cancelled += 1 } }
+                throw error
+            }
+        })
+    }
+
+    /// Splits `text` into `count` pieces on character boundaries (some may be empty for short texts).
+    static func split(_ text: String, into count: Int) -> [String] {
+        let characters = Array(text)
+        guard count > 1, !characters.isEmpty else { return [text] }
+        let size = max(1, (characters.count + count - 1) / count)
+        return stride(from: 0, to: characters.count, by: size).map { String(characters[$0..<min($0 + size, characters.count)]) }
+    }
+
+    private static func defaultCode(for status: Int) -> String? {
+        switch status {
+        case 401: return "invalid_api_key"
+        case 429: return "rate_limit_exceeded"
+        case 500: return "server_error"
+        case 503: return "overloaded"
+        default: return nil
+        }
+    }
+
+    private static func error(status: Int, message: String, type: String, code: String?) -> HTTPResponse {
+        let body = UpstreamErrorBody(message: message, type: type, code: code)
+        return HTTPResponse(status: HTTPStatus(code: status), headers: ["Content-Type": "application/json"],
+                            body: .bytes((try? JSON.encode(body)) ?? []))
+    }
+}

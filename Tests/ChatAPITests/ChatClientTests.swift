@@ -1,0 +1,230 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ChatAPI
+import EventLoop
+import HTTPClient
+import HTTPServer
+import MockUpstream
+import Testing
+
+/// Runs `body` with a mock upstream on an ephemeral loopback port and a client for it.
+private func withMock(
+    apiKey: String = "test-key",
+    clientKey: String? = nil,
+    timeout: Duration? = nil,
+    _ body: (MockUpstream, ChatClient) async throws -> Void
+) async throws {
+    var configuration = ServerConfiguration()
+    configuration.port = 0
+    configuration.loopCount = 1
+    var defaults = MockBehaviour()
+    defaults.deltaDelayMilliseconds = 1
+    let mock = try MockUpstream(configuration: configuration, defaults: defaults, apiKey: apiKey)
+    try await mock.start()
+    let http = try HTTPClient()
+    let client = ChatClient(httpClient: http, baseURL: mock.baseURL + "/", apiKey: clientKey ?? apiKey, timeout: timeout)
+    do {
+        try await body(mock, client)
+    } catch {
+        await http.shutdown()
+        await mock.shutdown()
+        throw error
+    }
+    await http.shutdown()
+    await mock.shutdown()
+}
+
+private func request(_ text: String, model: String = "mock-model") -> ChatCompletionRequest {
+    ChatCompletionRequest(model: model, messages: [
+        ChatMessage(role: .system, content: "You are a test."),
+        ChatMessage(role: .user, content: text),
+    ], temperature: 0.2, maxTokens: 100)
+}
+
+private func expectChatError(_ body: () async throws(ChatError) -> Void, _ check: (ChatError) -> Bool) async {
+    do {
+        try await body()
+        Issue.record("expected a ChatError, got success")
+    } catch {
+        #expect(check(error), "unexpected \(error)")
+    }
+}
+
+private func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
+    while MonotonicInstant.now() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+@Suite("Chat client against mock-upstream", .serialized)
+struct ChatClientTests {
+    @Test("decodes a normal completion with usage and sends the request id and key")
+    func completion() async throws {
+        try await withMock { mock, client in
+            let completion = try await client.complete(request("hello there"), requestID: "req-42")
+            #expect(completion.firstContent?.isEmpty == false)
+            let usage = try #require(completion.usage)
+            #expect(usage.promptTokens ?? 0 > 0)
+            #expect(usage.totalTokens == (usage.promptTokens ?? 0) + (usage.completionTokens ?? 0))
+            let sent = try JSON.decode(ChatCompletionRequest.self, from: mock.lastRequestBody)
+            #expect(sent.model == "mock-model")
+            #expect(sent.maxTokens == 100)
+            #expect(sent.messages.count == 2)
+        }
+    }
+
+    @Test(
+        "maps upstream error statuses to typed errors with code and Retry-After",
+        arguments: [
+            ("[mock:status=400,error-code=context_length_exceeded]", 400, "context_length_exceeded", nil),
+            ("[mock:status=429,retry-after=7]", 429, "rate_limit_exceeded", "7"),
+            ("[mock:status=500]", 500, "server_error", nil),
+            ("[mock:status=503,retry-after=3]", 503, "overloaded", "3"),
+        ] as [(String, Int, String, String?)]
+    )
+    func errorStatuses(directive: String, status: Int, code: String, retryAfter: String?) async throws {
+        try await withMock { _, client in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("text " + directive)) }) { error in
+                guard case .httpStatus(let got, let body, let retry) = error else { return false }
+                return got == status && body?.code == code && retry == retryAfter && body?.message != nil
+            }
+        }
+    }
+
+    @Test("reports a wrong key as 401 invalid_api_key")
+    func unauthorized() async throws {
+        try await withMock(clientKey: "wrong") { _, client in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("hello")) }) { error in
+                guard case .httpStatus(401, let body, _) = error else { return false }
+                return body?.code == "invalid_api_key"
+            }
+        }
+    }
+
+    @Test(
+        "tells unreadable and empty answers apart",
+        arguments: [
+            ("[mock:body=garbage]", "unreadable"),
+            ("[mock:body=empty]", "unreadable"),
+            ("[mock:body=no-content]", "noContent"),
+            ("[mock:body=no-choices]", "noContent"),
+        ]
+    )
+    func badBodies(directive: String, expected: String) async throws {
+        try await withMock { _, client in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request(directive)) }) { error in
+                switch error {
+                case .unreadableBody: return expected == "unreadable"
+                case .noContent: return expected == "noContent"
+                default: return false
+                }
+            }
+        }
+    }
+
+    @Test("reports a refused connection as couldNotConnect")
+    func connectRefused() async throws {
+        let http = try HTTPClient()
+        let client = ChatClient(httpClient: http, baseURL: "http://127.0.0.1:1/v1", apiKey: "k")
+        await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("hello")) }) { error in
+            if case .couldNotConnect = error { return true }
+            return false
+        }
+        await http.shutdown()
+    }
+
+    @Test("ends a slow call at the total timeout")
+    func timeout() async throws {
+        try await withMock(timeout: .milliseconds(200)) { _, client in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("[mock:latency-ms=3000]")) }) { error in
+                if case .timedOut = error { return true }
+                return false
+            }
+        }
+    }
+
+    @Test("aborts the upstream call when the task is cancelled; the mock sees it within a second")
+    func cancellation() async throws {
+        try await withMock { mock, client in
+            let task = Task { () throws(ChatError) -> ChatCompletion in try await client.complete(request("[mock:latency-ms=10000]")) }
+            #expect(await eventually { mock.stats.inFlight == 1 })
+            task.cancel()
+            do {
+                _ = try await task.value
+                Issue.record("expected cancelled, got a completion")
+            } catch {
+                guard case .cancelled? = error as? ChatError else {
+                    Issue.record("expected cancelled, got \(error)")
+                    return
+                }
+            }
+            #expect(await eventually(within: 1) { mock.stats.cancelled == 1 && mock.stats.openConnections == 0 })
+        }
+    }
+
+    @Test("decodes a streamed completion chunk by chunk with usage")
+    func streaming() async throws {
+        try await withMock { _, client in
+            let stream = try await client.stream(request("[mock:deltas=40]"))
+            var text = ""
+            var pieces = 0
+            var usage: Usage?
+            for try await chunk in stream {
+                if let delta = chunk.firstDeltaContent, !delta.isEmpty {
+                    text += delta
+                    pieces += 1
+                }
+                if let value = chunk.usage { usage = value }
+            }
+            #expect(text == MockBehaviour().content)
+            #expect(pieces > 10)
+            #expect(usage?.totalTokens != nil)
+        }
+    }
+
+    @Test(
+        "fails a stream that is cut short or carries an error event",
+        arguments: ["[mock:cut-stream=clean]", "[mock:cut-stream=abort]", "[mock:stream-error-after=2]"]
+    )
+    func brokenStreams(directive: String) async throws {
+        try await withMock { _, client in
+            let stream = try await client.stream(request(directive))
+            do {
+                for try await _ in stream {}
+                Issue.record("stream ended without an error")
+            } catch let error as ChatError {
+                switch error {
+                case .transport: #expect(!directive.contains("stream-error"))
+                case .streamError(let body): #expect(directive.contains("stream-error") && body.code == "server_error")
+                default: Issue.record("unexpected \(error)")
+                }
+            }
+        }
+    }
+
+    @Test("runs 1,000 calls concurrently against a 1 s upstream and reuses connections")
+    func concurrencyAndReuse() async throws {
+        Socket.raiseOpenFileLimit()
+        try await withMock { mock, client in
+            let start = MonotonicInstant.now()
+            let succeeded = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<1000 {
+                    group.addTask { (try? await client.complete(request("[mock:latency-ms=1000]"))) != nil }
+                }
+                var count = 0
+                for await ok in group where ok { count += 1 }
+                return count
+            }
+            #expect(succeeded == 1000)
+            #expect(Double(start.nanoseconds(until: .now())) / 1e9 < 10)  // serial would be 1,000 s
+
+            let before = mock.stats.connections
+            for _ in 0..<100 { _ = try await client.complete(request("again")) }
+            #expect(mock.stats.connections == before)  // the pool served all 100 on kept-alive connections
+        }
+    }
+}

@@ -1,0 +1,297 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import HTTP1
+import HTTPClient
+import HTTPServer
+import Synchronization
+import Testing
+
+/// An in-process upstream on 127.0.0.1 with an ephemeral port.
+private func withUpstream(
+    _ routes: (inout Router) -> Void,
+    _ body: (HTTPServer, String) async throws -> Void
+) async throws {
+    var configuration = ServerConfiguration()
+    configuration.port = 0
+    configuration.loopCount = 1
+    var router = Router()
+    routes(&router)
+    let responder = router.buildResponder()
+    let server = try HTTPServer(configuration: configuration) { try await responder.respond(to: $0) }
+    let address = try await server.start()
+    do {
+        try await body(server, "http://127.0.0.1:\(address.port)")
+    } catch {
+        await server.shutdown(gracePeriod: .zero)
+        throw error
+    }
+    await server.shutdown(gracePeriod: .zero)
+}
+
+private func withClient(
+    _ configure: (inout HTTPClientConfiguration) -> Void = { _ in },
+    _ body: (HTTPClient) async throws -> Void
+) async throws {
+    var configuration = HTTPClientConfiguration()
+    configure(&configuration)
+    let client = try HTTPClient(configuration: configuration)
+    do {
+        try await body(client)
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+    await client.shutdown()
+}
+
+private final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+private func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
+    while MonotonicInstant.now() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+private func openFileDescriptorCount() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count
+}
+
+private func expectClientError(_ kind: HTTPClientError.Kind, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(kind), got success")
+    } catch let error as HTTPClientError {
+        #expect(error.kind == kind)
+    } catch {
+        Issue.record("expected HTTPClientError, got \(error)")
+    }
+}
+
+@Suite("HTTP client on curl multi", .serialized)
+struct HTTPClientTests {
+    @Test("posts a body and reads status, headers and body")
+    func roundTrip() async throws {
+        try await withUpstream({ router in
+            router.post("/echo") { request in
+                HTTPResponse(
+                    status: .created,
+                    headers: ["X-Seen-Id": request.headers["X-Request-Id"] ?? "-", "Content-Type": "text/plain"],
+                    body: .bytes(request.body)
+                )
+            }
+        }) { _, base in
+            try await withClient { client in
+                let body = Array("{\"hello\":\"سلام\"}".utf8)
+                let response = try await client.send(HTTPClientRequest(
+                    method: "POST", url: base + "/echo", headers: [("X-Request-Id", "abc-1")], body: body
+                ))
+                #expect(response.status == 201)
+                #expect(response.header("x-seen-id") == "abc-1")
+                #expect(response.body == body)
+            }
+        }
+    }
+
+    @Test("reuses one kept-alive connection for sequential requests")
+    func keepAliveReuse() async throws {
+        try await withUpstream({ router in router.get("/ok") { _ in .text("ok") } }) { server, base in
+            try await withClient { client in
+                for _ in 0..<50 {
+                    let response = try await client.send(HTTPClientRequest(url: base + "/ok"))
+                    #expect(response.status == 200)
+                }
+            }
+            #expect(server.acceptedConnectionCount == 1)
+        }
+    }
+
+    @Test("runs 1,000 requests concurrently against a 1 s upstream")
+    func concurrency() async throws {
+        Socket.raiseOpenFileLimit()
+        try await withUpstream({ router in
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .seconds(1))
+                return .text("done")
+            }
+        }) { server, base in
+            try await withClient { client in
+                let start = MonotonicInstant.now()
+                let succeeded = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<1000 {
+                        group.addTask { try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200 }
+                    }
+                    var count = 0
+                    for try await ok in group where ok { count += 1 }
+                    return count
+                }
+                let seconds = Double(start.nanoseconds(until: .now())) / 1e9
+                #expect(succeeded == 1000)
+                // Serial requests would take 1,000 s; concurrent ones about one round.
+                #expect(seconds < 10)
+                #expect(server.acceptedConnectionCount <= 1000)
+            }
+        }
+    }
+
+    @Test("reports a refused connection as connectFailed")
+    func connectRefused() async throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        close(fd)  // bound, never listening: the port now refuses
+        try await withClient { client in
+            await expectClientError(.connectFailed) {
+                _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
+            }
+        }
+    }
+
+    @Test("ends a request at its total timeout")
+    func totalTimeout() async throws {
+        try await withUpstream({ router in
+            router.get("/stall") { _ in
+                try await Task.sleep(for: .seconds(5))
+                return .text("late")
+            }
+        }) { _, base in
+            try await withClient { client in
+                await expectClientError(.timedOut) {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .milliseconds(200)))
+                }
+            }
+        }
+    }
+
+    @Test("aborts the upstream transfer within a second of cancelling the task")
+    func cancellation() async throws {
+        let upstreamSawDrop = Flag()
+        try await withUpstream({ router in
+            router.get("/stall") { _ in
+                do {
+                    try await Task.sleep(for: .seconds(10))
+                } catch {
+                    upstreamSawDrop.set()  // the server cancels a handler whose client left
+                    throw error
+                }
+                return .text("late")
+            }
+        }) { _, base in
+            try await withClient { client in
+                let task = Task { try await client.send(HTTPClientRequest(url: base + "/stall")) }
+                try await Task.sleep(for: .milliseconds(100))
+                task.cancel()
+                await expectClientError(.cancelled) { _ = try await task.value }
+                #expect(await eventually(within: 1) { upstreamSawDrop.isSet })
+                #expect(await client.activeTransferCount() == 0)
+            }
+        }
+    }
+
+    @Test("streams a body chunk by chunk as the upstream writes it")
+    func streaming() async throws {
+        try await withUpstream({ router in
+            router.get("/stream") { _ in
+                HTTPResponse(headers: ["Content-Type": "text/event-stream"], body: .stream { writer in
+                    for index in 0..<5 {
+                        try await writer.write("piece \(index)\n")
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                })
+            }
+        }) { _, base in
+            try await withClient { client in
+                let response = try await client.stream(HTTPClientRequest(url: base + "/stream"))
+                #expect(response.status == 200)
+                #expect(response.head.header("content-type") == "text/event-stream")
+                var pieces = 0
+                var text = ""
+                for try await chunk in response.body {
+                    pieces += 1
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                #expect(text == (0..<5).map { "piece \($0)\n" }.joined())
+                #expect(pieces >= 2)
+            }
+        }
+    }
+
+    @Test("aborts a stream when the consumer drops it")
+    func streamDropped() async throws {
+        let upstreamSawDrop = Flag()
+        try await withUpstream({ router in
+            router.get("/endless") { _ in
+                HTTPResponse(body: .stream { writer in
+                    do {
+                        while true {
+                            try await writer.write("tick\n")
+                            try await Task.sleep(for: .milliseconds(10))
+                        }
+                    } catch {
+                        upstreamSawDrop.set()
+                        throw error
+                    }
+                })
+            }
+        }) { _, base in
+            try await withClient { client in
+                do {
+                    let response = try await client.stream(HTTPClientRequest(url: base + "/endless"))
+                    var iterator = response.body.makeAsyncIterator()
+                    _ = try await iterator.next()
+                }
+                #expect(await eventually(within: 1) { upstreamSawDrop.isSet })
+            }
+        }
+    }
+
+    @Test("refuses a response body over the limit")
+    func responseTooLarge() async throws {
+        try await withUpstream({ router in
+            router.get("/big") { _ in HTTPResponse(body: .bytes([UInt8](repeating: 1, count: 100_000))) }
+        }) { _, base in
+            try await withClient({ $0.maxResponseBytes = 10_000 }) { client in
+                await expectClientError(.responseTooLarge) {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/big"))
+                }
+            }
+        }
+    }
+
+    @Test("leaves no file descriptor open after shutdown")
+    func noLeakedDescriptors() async throws {
+        try await withUpstream({ router in router.get("/ok") { _ in .text("ok") } }) { _, base in
+            let before = openFileDescriptorCount()
+            try await withClient { client in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<100 {
+                        group.addTask { _ = try await client.send(HTTPClientRequest(url: base + "/ok")) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(await eventually { openFileDescriptorCount() == before })
+        }
+    }
+}
