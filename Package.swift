@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
         .target(name: "ChatAPI", dependencies: ["HTTPClient"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI"], swiftSettings: strict),
+        .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
         .executableTarget(
@@ -33,6 +35,7 @@ let package = Package(
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),

@@ -67,11 +67,12 @@ final class CurlEasy {
         return code
     }
 
-    /// Whether the connection was established (for telling connect timeouts apart).
+    /// Whether the request got as far as being sent (a new or reused connection was ready),
+    /// for telling connect timeouts from response timeouts.
     var connected: Bool {
-        var connectTime: curl_off_t = 0
-        _ = CCurl_easy_getinfo_offset(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
-        return connectTime > 0
+        var pretransfer: curl_off_t = 0
+        _ = CCurl_easy_getinfo_offset(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        return pretransfer > 0 || responseCode > 0
     }
 
     private func check(_ code: CURLcode, _ option: CURLoption) throws(HTTPClientError) {

@@ -92,15 +92,17 @@ final class CurlMulti {
         try easy.set(CURLOPT_HEADERDATA, pointer: context)
         switch request.method {
         case "GET": try easy.set(CURLOPT_HTTPGET, 1)
+        case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
         case "POST": break
         default: try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
         }
         if let body = request.body { try easy.setBody(body) }
         var list: UnsafeMutablePointer<curl_slist>?
+        // A field with an empty value removes curl's own default for it (e.g. Content-Type).
         for field in request.headers {
             let name = field.name.filter { $0 != "\r" && $0 != "\n" && $0 != ":" }
             let value = field.value.filter { $0 != "\r" && $0 != "\n" }
-            list = curl_slist_append(list, "\(name): \(value)")
+            list = curl_slist_append(list, value.isEmpty ? "\(name):" : "\(name): \(value)")
         }
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
         transfer.headerList = list

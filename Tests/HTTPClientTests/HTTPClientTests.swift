@@ -129,6 +129,23 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("sends HEAD without waiting for a body, and an empty field removes curl's default")
+    func headAndRemovedField() async throws {
+        try await withUpstream({ router in
+            router.get("/doc") { _ in .text("twelve bytes") }
+            router.post("/type") { request in .text(request.headers["Content-Type"] ?? "none") }
+        }) { _, base in
+            try await withClient({ $0.timeout = .seconds(5) }) { client in
+                let head = try await client.send(HTTPClientRequest(method: "HEAD", url: base + "/doc"))
+                #expect(head.status == 200)
+                #expect(head.header("Content-Length") == "12")
+                #expect(head.body.isEmpty)
+                let typed = try await client.send(HTTPClientRequest(method: "POST", url: base + "/type", headers: [("Content-Type", "")], body: [1]))
+                #expect(String(decoding: typed.body, as: UTF8.self) == "none")
+            }
+        }
+    }
+
     @Test("reuses one kept-alive connection for sequential requests")
     func keepAliveReuse() async throws {
         try await withUpstream({ router in router.get("/ok") { _ in .text("ok") } }) { server, base in

@@ -1,0 +1,237 @@
+import ChatAPI
+import EventLoop
+import HTTP1
+public import HTTPClient
+public import HTTPServer
+
+/// The product: `GET|HEAD /api/health` and `POST /api/process` (CONTRACT.md), with the error
+/// middleware that gives every response its request id, JSON errors and access-log line.
+public final class Gateway: Sendable {
+    public let configuration: GatewayConfiguration
+    public let logger: Logger
+    private let chat: ChatClient?
+    private let router: RouterResponder
+    private let version: String
+
+    /// - Parameter httpClient: the upstream client (shared with the server's loops ideally).
+    public init(configuration: GatewayConfiguration, httpClient: HTTPClient, logger: Logger, version: String = TextGatewayVersion.current) {
+        self.configuration = configuration
+        self.logger = logger
+        self.version = version
+        chat = configuration.apiKey.map {
+            ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
+        }
+        var router = Router()
+        let health = Self.health(version: version)
+        router.get("/api/health") { _ in health() }
+        let box = WeakGateway()
+        router.post("/api/process") { request in
+            guard let gateway = box.gateway else { throw GatewayError.internalError }
+            return try await gateway.process(request)
+        }
+        self.router = router.buildResponder()
+        box.gateway = self
+    }
+
+    /// The server settings this gateway needs: address, body limit, JSON protocol errors.
+    public func serverConfiguration() -> ServerConfiguration {
+        var server = ServerConfiguration()
+        server.host = configuration.host
+        server.port = configuration.port
+        if configuration.loopCount > 0 { server.loopCount = configuration.loopCount }
+        server.limits.maxBodyBytes = configuration.maxBodyBytes
+        let logger = self.logger
+        server.protocolErrorResponder = { failure in
+            let id = RequestID.accept(failure.head?.headers["X-Request-Id"])
+            let language = Language(acceptLanguage: failure.head?.headers["Accept-Language"])
+            var response = GatewayError.protocolError(failure.status).response(requestID: id, language: language)
+            response.headers.add(name: "X-Request-Id", value: id)
+            logger.log(.info, "request", [
+                ("request_id", .string(id)),
+                ("method", failure.head.map { .string($0.method.rawValue) }),
+                ("path", failure.head.map { .string($0.path) }),
+                ("status", .int(failure.status.code)),
+                ("error", .string(failure.parseError.map { "\($0)" } ?? "timeout")),
+            ])
+            return response
+        }
+        return server
+    }
+
+    // MARK: - Middleware
+
+    /// Answers any request: routes it, turns every error into the contract's JSON, adds
+    /// `X-Request-Id` (and `Server-Timing` on `/api/process`), and logs one line.
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let start = MonotonicInstant.now()
+        var request = request
+        let id = RequestID.accept(request.headers["X-Request-Id"])
+        request.head.headers.replaceOrAdd(name: "X-Request-Id", value: id)
+        let language = Language(acceptLanguage: request.headers["Accept-Language"])
+        let record = AccessRecord()
+        var response: HTTPResponse
+        do {
+            response = try await AccessRecord.$current.withValue(record) {
+                try await router.respond(to: request)
+            }
+        } catch {
+            let failure = gatewayError(for: error, request: request)
+            record.update { $0.errorCode = failure.code }
+            response = failure.response(requestID: id, language: language)
+        }
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
+        let fields = record.fields
+        let totalNanoseconds = start.nanoseconds(until: .now())
+        let upstreamMs = Double(fields.upstreamNanoseconds) / 1e6
+        let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, fields.upstreamNanoseconds)) / 1e6
+        if request.path == "/api/process" {
+            response.headers.replaceOrAdd(
+                name: "Server-Timing",
+                value: "upstream;dur=\(JSONWriter.decimal(upstreamMs)), gateway;dur=\(JSONWriter.decimal(gatewayMs))"
+            )
+        }
+        logger.log(.info, "request", [
+            ("request_id", .string(id)),
+            ("method", .string(request.method.rawValue)),
+            ("path", .string(request.path)),
+            ("status", .int(response.status.code)),
+            ("code", fields.errorCode.map { .string($0) }),
+            ("task", fields.task.map { .string($0) }),
+            ("text_length", fields.textLength.map { .int($0) }),
+            ("model", fields.model.map { .string($0) }),
+            ("input_tokens", fields.inputTokens.map { .int($0) }),
+            ("output_tokens", fields.outputTokens.map { .int($0) }),
+            ("outcome", fields.outcome.map { .string($0) }),
+            ("upstream_ms", .milliseconds(upstreamMs)),
+            ("gateway_ms", .milliseconds(gatewayMs)),
+            ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
+        ])
+        return response
+    }
+
+    private func gatewayError(for error: any Error, request: HTTPRequest) -> GatewayError {
+        if let error = error as? GatewayError { return error }
+        if let error = error as? HTTPError {
+            switch error.status.code {
+            case 404: return .notFound
+            case 405:
+                var failure = GatewayError.methodNotAllowed
+                failure.headers = error.headers
+                return failure
+            default: return .protocolError(error.status)
+            }
+        }
+        logger.error("unexpected_error", [("path", .string(request.path)), ("type", .string("\(type(of: error))"))])
+        return .internalError
+    }
+
+    // MARK: - Routes
+
+    private static func health(version: String) -> @Sendable () -> HTTPResponse {
+        {
+            var body = JSONWriter(capacity: 96)
+            body.object {
+                $0.field("status", "ok")
+                $0.field("timestamp", Timestamp.iso8601(now: Timestamp.realtime()))
+                $0.field("version", version)
+            }
+            return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
+        }
+    }
+
+    func process(_ request: HTTPRequest) async throws(GatewayError) -> HTTPResponse {
+        let record = AccessRecord.current
+        let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"])
+        record?.update {
+            $0.task = parsed.task.rawValue
+            $0.textLength = parsed.characterCount
+        }
+        guard let chat else { throw .keyNotConfigured }
+        guard let model = configuration.model(for: parsed.task) else { throw .modelNotConfigured }
+        record?.update { $0.model = model }
+        let prompt = Prompt(task: parsed.task, tone: parsed.tone, text: parsed.text)
+        let upstreamRequest = ChatCompletionRequest(
+            model: model,
+            messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+            temperature: parsed.task.temperature,
+            maxTokens: configuration.maxTokens
+        )
+        let requestID = request.headers["X-Request-Id"] ?? RequestID.make()
+        let upstreamStart = MonotonicInstant.now()
+        let completion: ChatCompletion
+        do {
+            completion = try await chat.complete(upstreamRequest, requestID: requestID)
+        } catch {
+            record?.update {
+                $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now())
+                $0.outcome = Self.outcome(of: error)
+            }
+            logUpstreamFailure(error, requestID: requestID)
+            throw .upstream(error)
+        }
+        record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
+        let result = ProcessRequest.trimmed(completion.firstContent ?? "")
+        guard !result.isEmpty else { throw .emptyResult }
+        let usage = completion.usage
+        record?.update {
+            $0.inputTokens = usage?.promptTokens
+            $0.outputTokens = usage?.completionTokens
+        }
+        var body = JSONWriter(capacity: result.utf8.count + 160)
+        body.object {
+            $0.field("success", true)
+            $0.field("result", result)
+            $0.field("requestId", requestID)
+            if let usage {
+                $0.field("usage") { fields in
+                    fields.field("inputTokens", usage.promptTokens ?? 0)
+                    fields.field("outputTokens", usage.completionTokens ?? 0)
+                    fields.field("totalTokens", usage.effectiveTotalTokens ?? 0)
+                }
+            } else {
+                $0.nullField("usage")
+            }
+        }
+        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
+    }
+
+    private static func outcome(of error: ChatError) -> String {
+        switch error {
+        case .cancelled: return "cancelled"
+        case .timedOut: return "upstream_timeout"
+        default: return "upstream_failure"
+        }
+    }
+
+    /// The upstream's own error details go to the log (bounded, one line), never to the client.
+    private func logUpstreamFailure(_ error: ChatError, requestID: String) {
+        var fields: [(String, Logger.Value?)] = [("request_id", .string(requestID)), ("failure", .string(error.description))]
+        if case .httpStatus(let status, let body, _) = error {
+            fields.append(("upstream_status", .int(status)))
+            fields.append(("upstream_code", body?.code.map { .string(String($0.prefix(100))) }))
+            fields.append(("upstream_message", body?.message.map { .string(String($0.prefix(300))) }))
+            if status == 401 || status == 403 {
+                logger.error("upstream_rejected_key", [("request_id", .string(requestID)), ("upstream_status", .int(status))])
+            }
+        }
+        logger.log(error.isCancellation ? .info : .warning, "upstream_failure", fields)
+    }
+}
+
+/// Breaks the reference cycle between the gateway and the routes that call it.
+private final class WeakGateway: @unchecked Sendable {
+    // Written once in Gateway.init before any request can arrive; read-only afterwards.
+    weak var gateway: Gateway?
+}
+
+extension ChatError {
+    var isCancellation: Bool {
+        if case .cancelled = self { return true }
+        return false
+    }
+}
+
+/// The version `--version` and `/api/health` report.
+public enum TextGatewayVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,91 @@
+/// The gateway's settings, read from environment variables (CONTRACT.md, "Configuration").
+/// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server
+/// does not start; a missing key or model is not (then `/api/process` answers 500).
+public struct GatewayConfiguration: Sendable {
+    public var apiKey: String?
+    public var defaultModel: String?
+    public var taskModels: [String: String] = [:]
+    public var baseURL = "https://api.darvareh.ir/v1"
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var upstreamTimeout: Duration = .seconds(60)
+    public var upstreamConnectTimeout: Duration = .seconds(10)
+    public var maxTokens = 1200
+    public var maxBodyBytes = 1_048_576
+    public var logLevel = Logger.Level.info
+    public var logFormat = Logger.Format.text
+    /// How long in-flight requests may run after SIGTERM before connections are closed.
+    public var shutdownGrace: Duration = .seconds(10)
+    /// Event loops; defaults to one per core.
+    public var loopCount = 0
+
+    public init() {}
+
+    /// Reads every variable of CONTRACT.md from `environment`.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name] else { return nil }
+            let trimmed = ProcessRequest.trimmed(raw)
+            return trimmed.isEmpty ? nil : trimmed
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+            guard let text = value(name) else { return nil }
+            guard let number = Int(text), range.contains(number) else {
+                throw ConfigurationError("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        func seconds(_ name: String) throws(ConfigurationError) -> Duration? {
+            guard let text = value(name) else { return nil }
+            guard let number = Double(text), number.isFinite, number > 0, number <= 86_400 else {
+                throw ConfigurationError("\(name) must be a number of seconds greater than 0 (at most 86400)")
+            }
+            return .milliseconds(Int((number * 1000).rounded()))
+        }
+
+        apiKey = value("DARVAREH_API_KEY")
+        defaultModel = value("DARVAREH_MODEL_ID")
+        for task in TextTask.allCases {
+            if let model = value(task.modelVariable) { taskModels[task.rawValue] = model }
+        }
+        if let base = value("DARVAREH_BASE_URL") {
+            let lower = base.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+                throw ConfigurationError("DARVAREH_BASE_URL must start with http:// or https://")
+            }
+            baseURL = base
+        }
+        host = value("HOST") ?? host
+        port = try integer("PORT", 0...65535) ?? port
+        upstreamTimeout = try seconds("UPSTREAM_TIMEOUT_SECONDS") ?? upstreamTimeout
+        upstreamConnectTimeout = try seconds("UPSTREAM_CONNECT_TIMEOUT_SECONDS") ?? upstreamConnectTimeout
+        maxTokens = try integer("MAX_TOKENS", 1...1_000_000) ?? maxTokens
+        maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
+        shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace
+        loopCount = try integer("EVENT_LOOPS", 0...256) ?? loopCount
+        if let name = value("LOG_LEVEL") {
+            guard let level = Logger.Level(name: name) else {
+                throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
+            }
+            logLevel = level
+        }
+        if let name = value("LOG_FORMAT") {
+            guard let format = Logger.Format(rawValue: name.lowercased()) else {
+                throw ConfigurationError("LOG_FORMAT must be text or json")
+            }
+            logFormat = format
+        }
+    }
+
+    /// The model for `task`: its override when set, else `DARVAREH_MODEL_ID`.
+    public func model(for task: TextTask) -> String? {
+        taskModels[task.rawValue] ?? defaultModel
+    }
+}
+
+/// A configuration value that cannot be used. The message names the variable, never its value.
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

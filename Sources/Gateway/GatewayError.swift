@@ -1,0 +1,108 @@
+import ChatAPI
+public import HTTP1
+
+/// An error the gateway answers with: a status, a stable machine-readable code and a human
+/// message in Persian (default) and English. The one place errors become HTTP is
+/// ``response(requestID:language:)``.
+public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: HTTPStatus
+    public let code: String
+    let persian: String
+    let english: String
+    /// Extra response fields (`Allow`, `Retry-After`).
+    public var headers: HTTPHeaders = HTTPHeaders()
+
+    public var description: String { "\(status.code) \(code)" }
+
+    public static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.persian == rhs.persian
+    }
+
+    init(_ status: HTTPStatus, _ code: String, _ persian: String, _ english: String) {
+        self.status = status
+        self.code = code
+        self.persian = persian
+        self.english = english
+    }
+
+    /// The message in the client's language.
+    public func message(_ language: Language) -> String {
+        language == .english ? english : persian
+    }
+
+    static let invalidJSON = GatewayError(.badRequest, "invalid_json", "ساختار درخواست معتبر نیست.", "The request body is not valid.")
+    static let invalidTask = GatewayError(.badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
+    static let invalidTone = GatewayError(.badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
+    static let textTooShort = GatewayError(.badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.", "The text must be at least 20 characters long.")
+    static let notFound = GatewayError(.notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
+    static let methodNotAllowed = GatewayError(.methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.", "This method is not supported for this path.")
+    static let textTooLong = GatewayError(.contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
+    static let bodyTooLarge = GatewayError(.contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
+    static let unsupportedMediaType = GatewayError(.unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.", "The request content type must be application/json.")
+    static let keyNotConfigured = GatewayError(.internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.", "The API key is not configured on the server.")
+    static let modelNotConfigured = GatewayError(.internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.", "The model ID is not configured on the server.")
+    static let upstreamError = GatewayError(.badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.", "The AI service did not return a successful response.")
+    static let emptyResult = GatewayError(.badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.", "No usable response was received from the model.")
+    static let upstreamBusy = GatewayError(.serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.", "The AI service is busy right now. Please try again later.")
+    static let upstreamTimeout = GatewayError(.gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.", "The AI service did not respond in time.")
+    static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
+
+    /// Requests the HTTP layer refuses before any route runs.
+    static func protocolError(_ status: HTTPStatus) -> GatewayError {
+        switch status.code {
+        case 413: return .bodyTooLarge
+        case 408: return GatewayError(status, "request_timeout", "زمان ارسال درخواست به پایان رسید.", "The request was not received in time.")
+        case 414: return GatewayError(status, "uri_too_long", "نشانی درخواست بیش از حد طولانی است.", "The request URI is too long.")
+        case 431: return GatewayError(status, "headers_too_large", "سرآیندهای درخواست بیش از حد بزرگ است.", "The request header fields are too large.")
+        case 501: return GatewayError(status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.", "This kind of request is not supported.")
+        case 505: return GatewayError(status, "http_version_not_supported", "این نسخه از HTTP پشتیبانی نمی‌شود.", "This HTTP version is not supported.")
+        default: return GatewayError(.badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
+        }
+    }
+
+    /// Maps an upstream failure. The upstream's own error text is never part of the result.
+    static func upstream(_ error: ChatError) -> GatewayError {
+        switch error {
+        case .timedOut:
+            return .upstreamTimeout
+        case .httpStatus(let status, let body, let retryAfter):
+            if status == 400 && body?.code == "context_length_exceeded" { return .textTooLong }
+            if status == 429 || status == 503 {
+                var busy = GatewayError.upstreamBusy
+                if let retryAfter, Self.isValidRetryAfter(retryAfter) {
+                    busy.headers.add(name: "Retry-After", value: retryAfter)
+                }
+                return busy
+            }
+            return .upstreamError
+        case .noContent:
+            return .emptyResult
+        case .couldNotConnect, .cancelled, .streamError, .unreadableBody, .transport:
+            return .upstreamError
+        }
+    }
+
+    /// `Retry-After` is passed on only when it is a delay in seconds or an HTTP date, nothing else.
+    private static func isValidRetryAfter(_ value: String) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= 64 else { return false }
+        return value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+    }
+
+    /// The JSON error response: `{"error":true,"reason","message","code","requestId"}`.
+    func response(requestID: String, language: Language) -> HTTPResponse {
+        let message = self.message(language)
+        var body = JSONWriter()
+        body.object {
+            $0.field("error", true)
+            $0.field("reason", message)
+            $0.field("message", message)
+            $0.field("code", code)
+            $0.field("requestId", requestID)
+        }
+        var headers = self.headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
+        return HTTPResponse(status: status, headers: headers, body: .bytes(body.bytes))
+    }
+}
+
+import HTTPServer

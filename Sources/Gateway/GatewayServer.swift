@@ -1,0 +1,89 @@
+public import EventLoop
+public import HTTPClient
+public import HTTPServer
+
+/// The running gateway: one group of event loops shared by the HTTP server and the upstream
+/// client (a request and its upstream call stay on one loop), the gateway's routes, and an
+/// orderly stop.
+public final class GatewayServer: Sendable {
+    public let gateway: Gateway
+    public let server: HTTPServer
+    public let httpClient: HTTPClient
+    private let group: EventLoopGroup
+
+    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, group: EventLoopGroup) {
+        self.gateway = gateway
+        self.server = server
+        self.httpClient = httpClient
+        self.group = group
+    }
+
+    /// The address the server listens on.
+    public var address: SocketAddress? { server.localAddress }
+
+    /// Starts loops, client and server, and logs the start (loudly when the key or model is missing).
+    public static func start(configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development") async throws -> GatewayServer {
+        let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
+        let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop")
+        var clientConfiguration = HTTPClientConfiguration()
+        clientConfiguration.timeout = configuration.upstreamTimeout
+        clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
+        let httpClient: HTTPClient
+        do {
+            httpClient = try HTTPClient(configuration: clientConfiguration, group: group)
+        } catch {
+            group.shutdown()
+            throw error
+        }
+        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger)
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(configuration: gateway.serverConfiguration(), group: group) { await gateway.respond(to: $0) }
+            let address = try await server.start()
+            logger.info("started", [
+                ("version", .string(TextGatewayVersion.current)),
+                ("environment", .string(environmentName)),
+                ("address", .string(address.description)),
+                ("loops", .int(loops)),
+                ("upstream", .string(configuration.baseURL)),
+            ])
+        } catch {
+            await httpClient.shutdown()
+            group.shutdown()
+            throw error
+        }
+        if configuration.apiKey == nil {
+            logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])
+        }
+        for task in TextTask.allCases where configuration.model(for: task) == nil {
+            logger.error("not_configured", [("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
+                                            ("effect", .string("/api/process answers 500 not_configured"))])
+        }
+        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, group: group)
+    }
+
+    /// Stops accepting, lets requests in flight finish within the configured grace period,
+    /// closes every connection, then stops the client and the loops.
+    public func stop() async {
+        await server.shutdown(gracePeriod: gateway.configuration.shutdownGrace)
+        await httpClient.shutdown()
+        let group = self.group
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DetachedThread.detach {
+                group.shutdown()
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// `text-gateway healthcheck`: one GET of /api/health on loopback.
+public enum Healthcheck {
+    public static func run(port: Int) async -> Bool {
+        guard let client = try? HTTPClient() else { return false }
+        let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health", timeout: .seconds(3), connectTimeout: .seconds(2))
+        let healthy = (try? await client.send(request))?.status == 200
+        await client.shutdown()
+        return healthy
+    }
+}

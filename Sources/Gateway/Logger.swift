@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// One-line-per-event logging, as text (`key=value`) or JSON (`LOG_FORMAT=json`).
+///
+/// Callers pass only what may be logged: never a key, a token, an `Authorization` header,
+/// user text or model output. Values are escaped so a value cannot start a new line.
+public struct Logger: Sendable {
+    public enum Level: Int, Comparable, Sendable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+
+        public init?(name: String) {
+            guard let level = Level.allCases.first(where: { $0.name == name.lowercased() }) else { return nil }
+            self = level
+        }
+
+        public var name: String {
+            switch self {
+            case .trace: return "trace"
+            case .debug: return "debug"
+            case .info: return "info"
+            case .notice: return "notice"
+            case .warning: return "warning"
+            case .error: return "error"
+            case .critical: return "critical"
+            }
+        }
+
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    public enum Format: String, Sendable {
+        case text, json
+    }
+
+    /// A field value.
+    public enum Value: Sendable, Equatable {
+        case string(String)
+        case int(Int)
+        case milliseconds(Double)
+        case bool(Bool)
+    }
+
+    public let level: Level
+    public let format: Format
+    private let sink: LogSink
+
+    public init(level: Level = .info, format: Format = .text, sink: LogSink = .standardError) {
+        self.level = level
+        self.format = format
+        self.sink = sink
+    }
+
+    /// Writes one event at `level` with its fields in order; fields with nil values are left out.
+    public func log(_ level: Level, _ event: String, _ fields: [(String, Value?)] = []) {
+        guard level >= self.level else { return }
+        let timestamp = Timestamp.iso8601(now: Timestamp.realtime())
+        var line: [UInt8]
+        switch format {
+        case .json:
+            var writer = JSONWriter()
+            writer.object { object in
+                object.field("ts", timestamp)
+                object.field("level", level.name)
+                object.field("event", event)
+                for (key, value) in fields {
+                    switch value {
+                    case .string(let text): object.field(key, text)
+                    case .int(let number): object.field(key, number)
+                    case .milliseconds(let ms): object.field(key, milliseconds: ms)
+                    case .bool(let flag): object.field(key, flag)
+                    case nil: continue
+                    }
+                }
+            }
+            line = writer.bytes
+        case .text:
+            var text = "\(timestamp) \(level.name.uppercased()) \(event)"
+            for (key, value) in fields {
+                guard let value else { continue }
+                text += " \(key)="
+                switch value {
+                case .string(let string): text += Self.textValue(string)
+                case .int(let number): text += String(number)
+                case .milliseconds(let ms): text += JSONWriter.decimal(ms)
+                case .bool(let flag): text += flag ? "true" : "false"
+                }
+            }
+            line = Array(text.utf8)
+        }
+        line.append(0x0A)
+        sink.write(line)
+    }
+
+    public func info(_ event: String, _ fields: [(String, Value?)] = []) { log(.info, event, fields) }
+    public func warning(_ event: String, _ fields: [(String, Value?)] = []) { log(.warning, event, fields) }
+    public func error(_ event: String, _ fields: [(String, Value?)] = []) { log(.error, event, fields) }
+
+    /// Bare when safe, otherwise quoted with `"`, `\` and control characters escaped.
+    static func textValue(_ value: String) -> String {
+        let plain = !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D && $0 != 0x7F }
+        if plain { return value }
+        var writer = JSONWriter()
+        writer.object { $0.field("v", value) }
+        // {"v":"..."} → "..."
+        return String(decoding: writer.bytes.dropFirst(5).dropLast(), as: UTF8.self)
+    }
+}
+
+/// Where log lines go: standard error (default) or memory (tests). Lines are written whole,
+/// one `write` each, under a lock.
+public final class LogSink: Sendable {
+    private enum Target { case descriptor(CInt), memory }
+    private let target: Target
+    private let captured = Mutex<[String]>([])
+
+    private init(_ target: Target) { self.target = target }
+
+    public static let standardError = LogSink(.descriptor(2))
+    public static let standardOutput = LogSink(.descriptor(1))
+
+    /// A sink that keeps lines for inspection.
+    public static func memory() -> LogSink { LogSink(.memory) }
+
+    /// The lines a memory sink received.
+    public var lines: [String] { captured.withLock { $0 } }
+
+    func write(_ line: [UInt8]) {
+        switch target {
+        case .descriptor(let fd):
+            captured.withLock { _ in
+                _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            }
+        case .memory:
+            let text = String(decoding: line.dropLast(), as: UTF8.self)
+            captured.withLock { $0.append(text) }
+        }
+    }
+}

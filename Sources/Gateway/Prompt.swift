@@ -1,0 +1,52 @@
+/// The two messages sent upstream for a task: the fixed system prompt with the task's
+/// instruction (and tone), and the user's text wrapped as data.
+struct Prompt: Equatable {
+    let system: String
+    let user: String
+
+    init(task: TextTask, tone: Tone?, text: String) {
+        var instruction = task.instructionLines
+        if let tone { instruction.append(tone.instructionLine) }
+        system = PromptText.systemPrefix + instruction.joined(separator: "\n")
+        user = PromptText.userPrefix + Prompt.neutralizingTags(in: text) + PromptText.userSuffix
+    }
+
+    /// Rewrites every `<user_text>` / `</user_text>` tag in `text` (any case, spaces allowed
+    /// inside the brackets) as `[user_text]` / `[/user_text]`, so the text cannot close or
+    /// reopen the block it is wrapped in.
+    static func neutralizingTags(in text: String) -> String {
+        let scalars = Array(text.unicodeScalars)
+        var output = String.UnicodeScalarView()
+        var index = 0
+        while index < scalars.count {
+            if scalars[index] == "<", let (end, closing) = tagEnd(scalars, from: index) {
+                output.append(contentsOf: (closing ? "[/user_text]" : "[user_text]").unicodeScalars)
+                index = end
+            } else {
+                output.append(scalars[index])
+                index += 1
+            }
+        }
+        return String(output)
+    }
+
+    /// If a user_text tag starts at `start` (a `<`), the index after its `>` and whether it closes.
+    private static func tagEnd(_ scalars: [Unicode.Scalar], from start: Int) -> (Int, Bool)? {
+        var index = start + 1
+        func skipSpaces() { while index < scalars.count, scalars[index].properties.isWhitespace { index += 1 } }
+        skipSpaces()
+        var closing = false
+        if index < scalars.count, scalars[index] == "/" {
+            closing = true
+            index += 1
+            skipSpaces()
+        }
+        for expected in "user_text".unicodeScalars {
+            guard index < scalars.count, scalars[index].properties.lowercaseMapping == String(expected) else { return nil }
+            index += 1
+        }
+        skipSpaces()
+        guard index < scalars.count, scalars[index] == ">" else { return nil }
+        return (index + 1, closing)
+    }
+}

@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Request ids: an inbound `X-Request-Id` of 1–128 of `[A-Za-z0-9._-]` is kept, anything
+/// else is replaced by a new random UUID.
+enum RequestID {
+    static func accept(_ inbound: String?) -> String {
+        if let inbound, isWellFormed(inbound) { return inbound }
+        return make()
+    }
+
+    static func isWellFormed(_ value: String) -> Bool {
+        let utf8 = value.utf8
+        guard (1...128).contains(utf8.count) else { return false }
+        return utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// A version-4 UUID in upper-case canonical form.
+    static func make() -> String {
+        var random = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = Array("0123456789ABCDEF".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

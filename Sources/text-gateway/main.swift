@@ -1,0 +1,85 @@
+// text-gateway: the TextGateway server. See `text-gateway --help` and README.md.
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import Gateway
+import HTTPClient
+import HTTPServer
+
+func write(_ text: String, to fd: CInt) {
+    let bytes = Array(text.utf8)
+    _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String, exitCode: CInt = 2) -> Never {
+    write("text-gateway: \(message)\n", to: 2)
+    exit(exitCode)
+}
+
+let command: GatewayCommand
+do {
+    command = try GatewayCommand.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    write("text-gateway: \(error)\n\(GatewayCommand.usage)", to: 2)
+    exit(2)
+}
+
+switch command {
+case .help:
+    write(GatewayCommand.usage, to: 1)
+case .version:
+    write("text-gateway \(TextGatewayVersion.current)\n", to: 1)
+case .healthcheck(let port):
+    exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()["PORT"] ?? "") ?? 8080) ? 0 : 1)
+case .serve(let hostname, let port, let environmentName):
+    // Signals become an event we wait for: blocked here (before any thread starts, so every
+    // thread inherits the mask) and taken with sigwait on a thread of their own.
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    signal(SIGPIPE, SIG_IGN)
+
+    var files: [[String: String]] = []
+    for path in [".env", ".env.\(environmentName)"] {
+        do {
+            if let values = try DotEnv.load(path: path) { files.append(values) }
+        } catch {
+            fail("\(error)")
+        }
+    }
+    let environment = DotEnv.merged(environment: ProcessEnvironment.read(), files: files)
+    var configuration: GatewayConfiguration
+    do {
+        configuration = try GatewayConfiguration(environment: environment)
+    } catch {
+        fail("invalid configuration: \(error)")
+    }
+    if let hostname { configuration.host = hostname }
+    if let port { configuration.port = port }
+
+    let logger = Logger(level: configuration.logLevel, format: configuration.logFormat)
+    let server: GatewayServer
+    do {
+        server = try await GatewayServer.start(configuration: configuration, logger: logger, environmentName: environmentName)
+    } catch {
+        logger.error("start_failed", [("reason", .string("\(error)"))])
+        fail("cannot start: \(error)", exitCode: 1)
+    }
+
+    let blocked = signals
+    let received: Int32 = await withCheckedContinuation { continuation in
+        DetachedThread.detach {
+            var set = blocked
+            var number: Int32 = 0
+            sigwait(&set, &number)
+            continuation.resume(returning: number)
+        }
+    }
+    logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
+    await server.stop()
+    logger.info("stopped")
+}
+exit(0)
