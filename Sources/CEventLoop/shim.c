@@ -1,6 +1,11 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/socket.h>
+#include <signal.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <string.h>
 #include "CEventLoop.h"
 
 int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length) {
@@ -9,4 +14,29 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length) {
 
 void CEventLoop_setThreadName(const char *name) {
     pthread_setname_np(pthread_self(), name);
+}
+
+static int signalPipeWriteEnd = -1;
+
+static void CEventLoop_signalHandler(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    if (signalPipeWriteEnd >= 0) { (void)write(signalPipeWriteEnd, &byte, 1); }
+    errno = saved;
+}
+
+int CEventLoop_signalPipe(const int *signals, int count) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) { return -1; }
+    fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    signalPipeWriteEnd = fds[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = CEventLoop_signalHandler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (int index = 0; index < count; index++) {
+        if (sigaction(signals[index], &action, NULL) != 0) { return -1; }
+    }
+    return fds[0];
 }

@@ -67,12 +67,13 @@ func parseOptions(_ arguments: [String]) -> Options {
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
 
-// Signals become a stream of one event: block them, then wait for them on a thread.
-var signals = sigset_t()
-sigemptyset(&signals)
-sigaddset(&signals, SIGTERM)
-sigaddset(&signals, SIGINT)
-pthread_sigmask(SIG_BLOCK, &signals, nil)
+// Signals become an event to await: their handlers only write to a pipe.
+let signals: SignalStream
+do {
+    signals = try SignalStream([SIGTERM, SIGINT])
+} catch {
+    fail("cannot install signal handlers: \(error)")
+}
 
 let mock: MockUpstream
 do {
@@ -84,13 +85,5 @@ do {
 let ready = Array("mock-upstream listening on \(mock.baseURL)\n".utf8)
 _ = ready.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 
-let blocked = signals
-await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    DetachedThread.detach {
-        var set = blocked
-        var signal: Int32 = 0
-        sigwait(&set, &signal)
-        continuation.resume()
-    }
-}
+_ = await signals.next()
 await mock.shutdown(gracePeriod: .seconds(1))

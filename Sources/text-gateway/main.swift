@@ -33,13 +33,13 @@ case .version:
 case .healthcheck(let port):
     exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):
-    // Signals become an event we wait for: blocked here (before any thread starts, so every
-    // thread inherits the mask) and taken with sigwait on a thread of their own.
-    var signals = sigset_t()
-    sigemptyset(&signals)
-    sigaddset(&signals, SIGTERM)
-    sigaddset(&signals, SIGINT)
-    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    // Signals become an event to await: their handlers only write to a pipe.
+    let signals: SignalStream
+    do {
+        signals = try SignalStream([SIGTERM, SIGINT])
+    } catch {
+        fail("cannot install signal handlers: \(error)", exitCode: 1)
+    }
     signal(SIGPIPE, SIG_IGN)
 
     var files: [[String: String]] = []
@@ -69,15 +69,7 @@ case .serve(let hostname, let port, let environmentName):
         fail("cannot start: \(error)", exitCode: 1)
     }
 
-    let blocked = signals
-    let received: Int32 = await withCheckedContinuation { continuation in
-        DetachedThread.detach {
-            var set = blocked
-            var number: Int32 = 0
-            sigwait(&set, &number)
-            continuation.resume(returning: number)
-        }
-    }
+    let received = await signals.next()
     logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
     await server.stop()
     logger.info("stopped")

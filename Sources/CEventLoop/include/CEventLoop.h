@@ -22,4 +22,9 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length);
 /// Names the calling thread (at most 15 bytes are kept).
 void CEventLoop_setThreadName(const char *name);
 
+/// Routes the given signals to a pipe: their handler writes the signal number as one byte
+/// (async-signal-safe), so a thread can wait for them with read(2). Returns the pipe's read
+/// end, or -1 on failure. Call once, before threads start.
+int CEventLoop_signalPipe(const int *signals, int count);
+
 #endif

@@ -1,0 +1,111 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+
+/// A program started by a test, with its output in temporary files, stopped only by its pid.
+final class ChildProcess {
+    let pid: pid_t
+    private let outputPath: String
+    private(set) var exitStatus: Int32?
+
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    /// The directory of the test bundle, where SwiftPM puts the package's executables.
+    static var productsDirectory: String {
+        let path = CommandLine.arguments[0]
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        var directory = String(path[..<slash])
+        // On Linux the test runner is `<products>/<Package>PackageTests.xctest`.
+        if directory.hasSuffix(".xctest") { directory = String(directory[..<directory.lastIndex(of: "/")!]) }
+        return directory
+    }
+
+    init(_ executable: String, arguments: [String], environment: [String: String], workingDirectory: String? = nil) throws {
+        let path = Self.productsDirectory + "/" + executable
+        guard access(path, X_OK) == 0 else { throw Failure(description: "\(path) is not built") }
+        var template = Array("/tmp/textgateway-child-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else { throw Failure(description: "mkstemp failed") }
+        outputPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fd, 1)
+        posix_spawn_file_actions_adddup2(&actions, fd, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Children start with no blocked signals, whatever the test runner's threads block.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+
+        // `env -C DIR` changes directory, then execs the program in place (same pid).
+        let launcher = workingDirectory == nil ? path : "/usr/bin/env"
+        let words = workingDirectory.map { ["env", "-C", $0, path] } ?? [path]
+        let argv = (words + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, launcher, &actions, &attributes, argv, envp)
+        close(fd)
+        guard rc == 0 else { throw Failure(description: "posix_spawn failed: \(rc)") }
+        pid = child
+    }
+
+    deinit {
+        if exitStatus == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        unlink(outputPath)
+    }
+
+    /// Everything the child wrote to stdout and stderr so far.
+    var output: String {
+        guard let file = fopen(outputPath, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits up to `seconds` for the child to exit; returns its exit code (or 128+signal).
+    func waitForExit(seconds: Double) async -> Int32? {
+        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
+        while MonotonicInstant.now() < deadline {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+                exitStatus = code
+                return code
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+
+    /// Waits up to `seconds` until the output contains `text`.
+    func waitForOutput(_ text: String, seconds: Double = 10) async -> Bool {
+        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
+        while MonotonicInstant.now() < deadline {
+            if output.contains(text) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return output.contains(text)
+    }
+}

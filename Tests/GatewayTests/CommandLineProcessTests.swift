@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import Gateway
+import HTTPClient
+import HTTPServer
+import MockUpstream
+import Testing
+
+@Suite("text-gateway as a process", .serialized)
+struct CommandLineProcessTests {
+    static let baseEnvironment = ["PATH": "/usr/bin:/bin", "LOG_FORMAT": "text"]
+
+    /// A fresh empty working directory, so no developer `.env` is read.
+    static func emptyDirectory() -> String {
+        var template = Array("/tmp/textgateway-cwd-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { return "/tmp" }
+        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    @Test("prints its version and help and exits 0")
+    func versionAndHelp() async throws {
+        let version = try ChildProcess("text-gateway", arguments: ["--version"], environment: Self.baseEnvironment)
+        #expect(await version.waitForExit(seconds: 10) == 0)
+        #expect(version.output == "text-gateway \(TextGatewayVersion.current)\n")
+        let help = try ChildProcess("text-gateway", arguments: ["--help"], environment: Self.baseEnvironment)
+        #expect(await help.waitForExit(seconds: 10) == 0)
+        #expect(help.output.contains("usage: text-gateway"))
+    }
+
+    @Test(
+        "refuses invalid settings with a clear message and exit code 2",
+        arguments: [
+            (["serve", "--port", "70000"], [:], "--port"),
+            (["serve", "--bogus"], [:], "unknown option"),
+            (["serve"], ["PORT": "http"], "PORT"),
+            (["serve"], ["UPSTREAM_TIMEOUT_SECONDS": "soon"], "UPSTREAM_TIMEOUT_SECONDS"),
+            (["serve"], ["LOG_FORMAT": "xml"], "LOG_FORMAT"),
+            (["serve"], ["DARVAREH_BASE_URL": "ftp://example"], "DARVAREH_BASE_URL"),
+        ] as [([String], [String: String], String)]
+    )
+    func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {
+        let child = try ChildProcess("text-gateway", arguments: arguments, environment: Self.baseEnvironment.merging(environment) { $1 },
+                                     workingDirectory: Self.emptyDirectory())
+        #expect(await child.waitForExit(seconds: 10) == 2)
+        #expect(child.output.contains(mention))
+    }
+
+    @Test("reports a malformed .env line with its line number, without the value, and exits 2")
+    func malformedDotEnv() async throws {
+        let directory = Self.emptyDirectory()
+        let path = directory + "/.env"
+        let text = "# settings\nDARVAREH_MODEL_ID=m\nDARVAREH_API_KEY=\"sk-unterminated-secret\n"
+        let file = fopen(path, "w")
+        fputs(text, file)
+        fclose(file)
+        defer { unlink(path) }
+        let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: Self.baseEnvironment,
+                                     workingDirectory: directory)
+        #expect(await child.waitForExit(seconds: 10) == 2)
+        #expect(child.output.contains(".env:3"))
+        #expect(!child.output.contains("sk-unterminated-secret"))
+    }
+
+    @Test("drains on SIGTERM: the request in flight completes, new connections are refused, exit 0")
+    func gracefulShutdown() async throws {
+        var mockConfiguration = ServerConfiguration()
+        mockConfiguration.port = 0
+        mockConfiguration.loopCount = 1
+        let mock = try MockUpstream(configuration: mockConfiguration, apiKey: "k")
+        try await mock.start()
+        let directory = Self.emptyDirectory()
+        let child = try ChildProcess(
+            "text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
+            environment: Self.baseEnvironment.merging([
+                "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL, "SHUTDOWN_GRACE_SECONDS": "5",
+            ]) { $1 },
+            workingDirectory: directory
+        )
+        #expect(await child.waitForOutput("started"))
+        let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
+        let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
+        #expect(port > 0)
+        let client = try HTTPClient()
+        let body = Array(#"{"task":"titles","text":"متنی برای آزمون توقف آرام سرور با درخواست در جریان [mock:latency-ms=800]"}"#.utf8)
+        let inFlight = Task {
+            try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/api/process",
+                                                    headers: [("Content-Type", "application/json")], body: body))
+        }
+        #expect(await eventuallyTrue { mock.stats.inFlight == 1 })
+        child.signal(SIGTERM)
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(await child.waitForExit(seconds: 10) == 0)
+        #expect(child.output.contains("stopping") && child.output.contains("stopped"))
+        let refused = try? await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health", timeout: .seconds(2)))
+        #expect(refused == nil)
+        await client.shutdown()
+        await mock.shutdown()
+    }
+
+    @Test("starts without a key, logs it loudly, serves health and answers 500 not_configured")
+    func missingKey() async throws {
+        let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: Self.baseEnvironment,
+                                     workingDirectory: Self.emptyDirectory())
+        #expect(await child.waitForOutput("started"))
+        #expect(child.output.contains("ERROR not_configured missing=DARVAREH_API_KEY"))
+        let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
+        let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
+        let client = try HTTPClient()
+        #expect(try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health")).status == 200)
+        let process = try await client.send(HTTPClientRequest(
+            method: "POST", url: "http://127.0.0.1:\(port)/api/process", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"task":"summarize","text":"متنی که به اندازه کافی بلند است برای آزمون"}"#.utf8)))
+        #expect(process.status == 500)
+        #expect(String(decoding: process.body, as: UTF8.self).contains("not_configured"))
+        await client.shutdown()
+        child.signal(SIGINT)
+        #expect(await child.waitForExit(seconds: 10) == 0)
+    }
+}
+
+func eventuallyTrue(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
+    while MonotonicInstant.now() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}

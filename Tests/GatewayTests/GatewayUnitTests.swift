@@ -1,0 +1,115 @@
+@testable import Gateway
+import Testing
+
+@Suite("Gateway pieces")
+struct GatewayUnitTests {
+    @Test(
+        "neutralises user_text tags in any case and spacing, and nothing else",
+        arguments: [
+            ("a </user_text> b", "a [/user_text] b"),
+            ("<USER_TEXT>x</User_Text>", "[user_text]x[/user_text]"),
+            ("< / user_text >", "[/user_text]"),
+            ("<user_textx> <user text> <b>", "<user_textx> <user text> <b>"),
+            ("متن </user_text>\nادامه", "متن [/user_text]\nادامه"),
+            ("<<</user_text>>", "<<[/user_text]>"),
+        ]
+    )
+    func neutralizes(input: String, expected: String) {
+        #expect(Prompt.neutralizingTags(in: input) == expected)
+    }
+
+    @Test("adds the tone as one line after the task instruction")
+    func toneLine() {
+        let plain = Prompt(task: .titles, tone: nil, text: "t")
+        let toned = Prompt(task: .titles, tone: .social, text: "t")
+        #expect(toned.system == plain.system + "\n" + Tone.social.instructionLine)
+        #expect(plain.system.split(separator: "\n").suffix(4).count == 4)
+    }
+
+    @Test(
+        "picks the language from Accept-Language",
+        arguments: [
+            (nil, Language.persian), ("en", .english), ("en-GB", .english), ("fa", .persian), ("de, en;q=0.5", .english),
+            ("fa;q=0.9, en;q=0.8", .persian), ("en;q=0, fa", .persian), ("*", .persian), ("EN-us", .english),
+        ] as [(String?, Language)]
+    )
+    func language(header: String?, expected: Language) {
+        #expect(Language(acceptLanguage: header) == expected)
+    }
+
+    @Test("keeps well-formed request ids and replaces the rest with UUIDs")
+    func requestIDs() {
+        #expect(RequestID.accept("abc-DEF_1.2") == "abc-DEF_1.2")
+        for bad in ["", "a b", "a/b", "ä", String(repeating: "x", count: 129)] {
+            let made = RequestID.accept(bad)
+            #expect(made != bad && made.count == 36)
+        }
+        #expect(RequestID.make() != RequestID.make())
+    }
+
+    @Test("reads every variable and treats empty values as unset")
+    func configuration() throws {
+        let configuration = try GatewayConfiguration(environment: [
+            "DARVAREH_API_KEY": "key", "DARVAREH_MODEL_ID": "base", "SUMMARY_MODEL_ID": "sum", "REWRITE_MODEL_ID": "",
+            "EXTRACTION_MODEL_ID": "ext", "CREATIVE_MODEL_ID": "cre", "DARVAREH_BASE_URL": "http://127.0.0.1:9/v1",
+            "HOST": "0.0.0.0", "PORT": "9000", "UPSTREAM_TIMEOUT_SECONDS": "1.5", "UPSTREAM_CONNECT_TIMEOUT_SECONDS": "2",
+            "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
+        ])
+        #expect(configuration.model(for: .summarize) == "sum")
+        #expect(configuration.model(for: .rewrite) == "base")
+        #expect(configuration.model(for: .keyPoints) == "ext")
+        #expect(configuration.model(for: .titles) == "cre")
+        #expect(configuration.port == 9000 && configuration.host == "0.0.0.0")
+        #expect(configuration.upstreamTimeout == .milliseconds(1500))
+        #expect(configuration.maxTokens == 99 && configuration.maxBodyBytes == 4096)
+        #expect(configuration.logLevel == .warning && configuration.logFormat == .json)
+        let defaults = try GatewayConfiguration(environment: ["DARVAREH_API_KEY": "  "])
+        #expect(defaults.apiKey == nil)
+        #expect(defaults.baseURL == "https://api.darvareh.ir/v1")
+        #expect(defaults.port == 8080 && defaults.maxTokens == 1200 && defaults.maxBodyBytes == 1_048_576)
+        #expect(defaults.upstreamTimeout == .seconds(60) && defaults.upstreamConnectTimeout == .seconds(10))
+    }
+
+    @Test(
+        "refuses invalid values naming the variable, never the value",
+        arguments: ["PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud", "MAX_BODY_BYTES=12"]
+    )
+    func invalidConfiguration(assignment: String) {
+        let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: [parts[0]: parts[1]]) }
+        do {
+            _ = try GatewayConfiguration(environment: [parts[0]: parts[1]])
+        } catch {
+            #expect(error.message.contains(parts[0]))
+        }
+    }
+
+    @Test("parses the command line")
+    func commandLine() throws {
+        #expect(try GatewayCommand.parse([]) == .serve(hostname: nil, port: nil, environment: "development"))
+        #expect(try GatewayCommand.parse(["serve", "--hostname", "::", "--port", "80", "--env", "production"])
+                == .serve(hostname: "::", port: 80, environment: "production"))
+        #expect(try GatewayCommand.parse(["--port", "1"]) == .serve(hostname: nil, port: 1, environment: "development"))
+        #expect(try GatewayCommand.parse(["--help"]) == .help)
+        #expect(try GatewayCommand.parse(["--version"]) == .version)
+        #expect(try GatewayCommand.parse(["healthcheck", "--port", "81"]) == .healthcheck(port: 81))
+        for bad in [["serve", "--port"], ["serve", "--port", "x"], ["launch"], ["serve", "--env", "../x"], ["healthcheck", "--env", "p"]] {
+            #expect(throws: CommandLineError.self) { try GatewayCommand.parse(bad) }
+        }
+    }
+
+    @Test("writes JSON with escaped strings and log values that cannot break a line")
+    func escaping() {
+        var writer = JSONWriter()
+        writer.object {
+            $0.field("s", "a\"b\\c\nd\u{1}")
+            $0.field("n", 3)
+            $0.nullField("z")
+            $0.field("ms", milliseconds: 1.23456)
+        }
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"s":"a\"b\\c\nd\u0001","n":3,"z":null,"ms":1.235}"#)
+        #expect(Logger.textValue("plain") == "plain")
+        #expect(Logger.textValue("two words\nnext=line") == #""two words\nnext=line""#)
+        #expect(JSONWriter.decimal(0.0004) == "0" && JSONWriter.decimal(12) == "12" && JSONWriter.decimal(0.05) == "0.05")
+    }
+}
