@@ -23,15 +23,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_mock() {  # start_mock NAME ARGS... ; sets url_NAME
+start_mock() {  # start_mock NAME ARGS... (not in a subshell: the pid must reach the trap)
     local name=$1; shift
     "$bin/mock-upstream" --port 0 --api-key bench-key "$@" >"$work/$name.out" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do grep -q 'listening on' "$work/$name.out" && break; sleep 0.05; done
-    sed -n 's/.*listening on \(.*\)$/\1/p' "$work/$name.out"
 }
-fast=$(start_mock fast --delta-delay-ms 0)
-slow=$(start_mock slow --latency-ms 2000)
+url_of() { sed -n 's/.*listening on \(.*\)$/\1/p' "$work/$1.out"; }
+start_mock fast --delta-delay-ms 0
+start_mock slow --latency-ms 2000
+fast=$(url_of fast)
+slow=$(url_of slow)
 
 "$bin/bench-client" throughput "$fast" "$concurrency" "$seconds"
 "$bin/bench-client" inflight "$slow" "$inflight"

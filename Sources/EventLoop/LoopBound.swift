@@ -26,6 +26,12 @@ public struct LoopBound<Value>: @unchecked Sendable {
         return _value
     }
 
+    /// The value when called on the owning loop, nil elsewhere (lets hot paths skip a closure).
+    @inline(__always)
+    public var valueIfInEventLoop: Value? {
+        loop.inEventLoop ? _value : nil
+    }
+
     /// Runs `body` with the value on the owning loop: at once when already there,
     /// otherwise through `execute`.
     public func withValue(_ body: @escaping @Sendable (Value) -> Void) {

@@ -184,7 +184,11 @@ final class HTTPConnection: Selectable {
     private static func send(_ response: HTTPResponse, on connection: LoopBound<HTTPConnection>) async {
         switch response.body {
         case .bytes(let bytes):
-            connection.withValue { $0.writeResponse(response, body: bytes) }
+            if let value = connection.valueIfInEventLoop {
+                value.writeResponse(response, body: bytes)
+            } else {
+                connection.withValue { $0.writeResponse(response, body: bytes) }
+            }
         case .stream(let produce):
             let started = await withCheckedContinuation { continuation in
                 connection.withValue { continuation.resume(returning: $0.beginStream(response)) }

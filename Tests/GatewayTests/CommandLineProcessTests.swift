@@ -6,6 +6,7 @@ import Gateway
 import HTTPClient
 import HTTPServer
 import MockUpstream
+import TestSupport
 import Testing
 
 @Suite("text-gateway as a process", .serialized)
@@ -88,7 +89,7 @@ struct CommandLineProcessTests {
             try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/api/process",
                                                     headers: [("Content-Type", "application/json")], body: body))
         }
-        #expect(await eventuallyTrue { mock.stats.inFlight == 1 })
+        #expect(await eventually { mock.stats.inFlight == 1 })
         child.signal(SIGTERM)
         let response = try await inFlight.value
         #expect(response.status == 200)
@@ -119,13 +120,4 @@ struct CommandLineProcessTests {
         child.signal(SIGINT)
         #expect(await child.waitForExit(seconds: 10) == 0)
     }
-}
-
-func eventuallyTrue(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
-    while MonotonicInstant.now() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }

@@ -164,13 +164,3 @@ final class TestClient {
         return response
     }
 }
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(within seconds: Double = 5, _ condition: () async -> Bool) async -> Bool {
-    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
-    while MonotonicInstant.now() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}

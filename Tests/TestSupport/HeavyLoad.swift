@@ -1,0 +1,22 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+
+/// Runs tests that open a thousand connections at once one at a time across every suite
+/// (the suites run in parallel on a 2-core machine), through an exclusive `flock`.
+public enum HeavyLoad {
+    public static func exclusive<T>(_ body: () async throws -> T) async throws -> T {
+        let fd = open("/tmp/textgateway-heavy-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return try await body() }
+        defer { close(fd) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DetachedThread.detach {
+                while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+                continuation.resume()
+            }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try await body()
+    }
+}
