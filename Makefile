@@ -4,12 +4,15 @@ SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test release clean fuzz bench-server bench-client mock
+.PHONY: help build test release run demo bench clean fuzz bench-server bench-client mock
 
 help:
 	@echo "make build         debug build of every target"
 	@echo "make test          build and run every test (what CI runs)"
-	@echo "make release       optimized build"
+	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
+	@echo "make run           run the gateway from the working directory's .env"
+	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
+	@echo "make bench         wrk: POST /api/process through the gateway vs straight to the mock (needs wrk)"
 	@echo "make fuzz          fuzz the HTTP request parser for FUZZ_SECONDS (default 60)"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
@@ -24,7 +27,17 @@ test:
 	$(SWIFT) test --skip-build
 
 release:
-	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --static-swift-stdlib --product text-gateway
+	@echo "built $$($(SWIFT) build -c release --show-bin-path)/text-gateway"
+
+run:
+	$(SWIFT) run -c release text-gateway serve
+
+demo:
+	scripts/demo.sh
+
+bench:
+	Benchmarks/bench-gateway.sh
 
 fuzz:
 	Fuzz/run.sh RequestParser $(FUZZ_SECONDS)

@@ -5,8 +5,9 @@ import Glibc
 /// The process environment as a dictionary, read once from `/proc/self/environ` (the
 /// gateway never calls `setenv`, so this is the whole environment).
 public enum ProcessEnvironment {
-    public static func read() -> [String: String] {
-        guard let bytes = readFile("/proc/self/environ") else { return [:] }
+    /// Nil when `/proc` is not mounted: better to refuse to start than to run on defaults.
+    public static func read() -> [String: String]? {
+        guard let bytes = readFile("/proc/self/environ") else { return nil }
         var environment: [String: String] = [:]
         for entry in bytes.split(separator: 0) {
             guard let equals = entry.firstIndex(of: UInt8(ascii: "=")) else { continue }

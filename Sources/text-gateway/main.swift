@@ -31,7 +31,7 @@ case .help:
 case .version:
     write("text-gateway \(TextGatewayVersion.current)\n", to: 1)
 case .healthcheck(let port):
-    exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()["PORT"] ?? "") ?? 8080) ? 0 : 1)
+    exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()?["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):
     // Signals become an event to await: their handlers only write to a pipe.
     let signals: SignalStream
@@ -50,7 +50,10 @@ case .serve(let hostname, let port, let environmentName):
             fail("\(error)")
         }
     }
-    let environment = DotEnv.merged(environment: ProcessEnvironment.read(), files: files)
+    guard let processEnvironment = ProcessEnvironment.read() else {
+        fail("cannot read the environment from /proc/self/environ (is /proc mounted?)")
+    }
+    let environment = DotEnv.merged(environment: processEnvironment, files: files)
     var configuration: GatewayConfiguration
     do {
         configuration = try GatewayConfiguration(environment: environment)
