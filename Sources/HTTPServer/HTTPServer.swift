@@ -88,15 +88,22 @@ public final class HTTPServer: Sendable {
         let address = try Socket.localAddress(listenerFD)
 
         var contexts: [LoopBound<LoopState>] = []
+        let distributor = ConnectionDistributor()
         do {
+            var loopContexts: [LoopBound<ServerLoopContext>] = []
             for loop in group.loops {
                 let fd = listenerFD
-                contexts.append(try await Self.onLoop(loop) { [configuration, responder, counters] () throws(IOError) in
+                let (state, context) = try await Self.onLoop(loop) { [configuration, responder, counters] () throws(IOError) in
                     let context = ServerLoopContext(loop: loop, configuration: configuration, responder: responder, counters: counters)
-                    let listener = Listener(fd: fd, context: context)
-                    try listener.start()
-                    return LoopBound(LoopState(context: context, listener: listener), loop: loop)
-                })
+                    let listener = Listener(fd: fd, context: context, distributor: distributor)
+                    return (LoopBound(LoopState(context: context, listener: listener), loop: loop), LoopBound(context, loop: loop))
+                }
+                contexts.append(state)
+                loopContexts.append(context)
+            }
+            distributor.setContexts(loopContexts)
+            for bound in contexts {
+                try await Self.onLoop(bound.loop) { () throws(IOError) in try bound.value.listener.start() }
             }
         } catch {
             for bound in contexts { await Self.onLoop(bound.loop) { bound.value.listener.stop() } }

@@ -3,17 +3,20 @@ import Glibc
 #endif
 import EventLoop
 
-/// Accepts connections for one loop from the listening socket every loop shares
-/// (registered with `EPOLLEXCLUSIVE`, so a new connection wakes one loop).
+/// Accepts connections from the listening socket every loop shares (registered with
+/// `EPOLLEXCLUSIVE`, so a new connection wakes one loop), and hands them to the
+/// ``ConnectionDistributor``, which spreads them over the loops.
 final class Listener: Selectable {
     private let fd: CInt
     private let context: ServerLoopContext
+    private let distributor: ConnectionDistributor
     private var registered = false
     private var stopped = false
 
-    init(fd: CInt, context: ServerLoopContext) {
+    init(fd: CInt, context: ServerLoopContext, distributor: ConnectionDistributor) {
         self.fd = fd
         self.context = context
+        self.distributor = distributor
     }
 
     func start() throws(IOError) {
@@ -31,7 +34,7 @@ final class Listener: Selectable {
     }
 
     func selectorEvents(_ events: SelectorEvents) {
-        // A bounded batch per wake-up keeps one loop from taking every connection of a burst.
+        // A bounded batch per wake-up, so accepting never starves the loop's connections.
         for _ in 0..<64 {
             guard !stopped else { return }
             let result: IOResult<(fd: CInt, peer: SocketAddress?)>
@@ -49,12 +52,7 @@ final class Listener: Selectable {
             }
             context.counters.accepted.add(1, ordering: .relaxed)
             Socket.setNoDelay(accepted.fd)
-            let connection = HTTPConnection(fd: accepted.fd, remoteAddress: accepted.peer, context: context)
-            do {
-                try connection.start()
-            } catch {
-                connection.close()
-            }
+            distributor.place(fd: accepted.fd, peer: accepted.peer, acceptedOn: context)
         }
     }
 
