@@ -36,14 +36,21 @@ public struct ChatClient: Sendable {
 
     /// Starts a streamed completion (`stream: true`, usage included) and returns once the
     /// upstream answered 2xx; the events follow as the upstream sends them.
-    public func stream(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletionStream {
+    /// - Parameter timeout: the whole stream's time limit; nil for the client's default.
+    public func stream(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> ChatCompletionStream {
+        ChatCompletionStream(body: try await streamBytes(request, requestID: requestID, timeout: timeout))
+    }
+
+    /// Starts a streamed completion and returns the upstream's raw event-stream bytes once it
+    /// answered 2xx (for relaying them as they come). `stream` and `stream_options` are set.
+    public func streamBytes(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
         var request = request
         request.stream = true
         request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
         let body = try encode(request)
         let streaming: HTTPClientStreamingResponse
         do {
-            streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream"))
+            streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout))
         } catch {
             throw Self.map(error)
         }
@@ -55,13 +62,23 @@ public struct ChatClient: Sendable {
             } catch {}
             throw .httpStatus(streaming.status, error: UpstreamErrorBody.decode(from: bytes), retryAfter: streaming.head.header("Retry-After"))
         }
-        return ChatCompletionStream(body: streaming.body)
+        return streaming.body
+    }
+
+    /// Sends `request` as it is and returns the upstream's 2xx answer unread (for relaying);
+    /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
+    public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> HTTPClientResponse {
+        let response = try await send(request, requestID: requestID, streaming: false)
+        guard (200..<300).contains(response.status) else {
+            throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
+        }
+        return response
     }
 
     private func send(_ request: ChatCompletionRequest, requestID: String?, streaming: Bool) async throws(ChatError) -> HTTPClientResponse {
         let body = try encode(request)
         do {
-            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json"))
+            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout))
         } catch {
             throw Self.map(error)
         }
@@ -75,14 +92,14 @@ public struct ChatClient: Sendable {
         }
     }
 
-    private func httpRequest(body: [UInt8], requestID: String?, accept: String) -> HTTPClientRequest {
+    private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {
         var headers: [(name: String, value: String)] = [
             ("Authorization", "Bearer \(apiKey)"),
             ("Content-Type", "application/json"),
             ("Accept", accept),
         ]
         if let requestID { headers.append(("X-Request-Id", requestID)) }
-        return HTTPClientRequest(method: "POST", url: baseURL + "/chat/completions", headers: headers, body: body, timeout: timeout)
+        return HTTPClientRequest(method: "POST", url: baseURL + "/chat/completions", headers: headers, body: body, timeout: timeout ?? self.timeout)
     }
 
     static func map(_ error: any Error) -> ChatError {
@@ -98,6 +115,11 @@ public struct ChatClient: Sendable {
 public struct ChatCompletionStream: AsyncSequence, Sendable {
     public typealias Element = ChatCompletionChunk
     let body: HTTPClientBodyStream
+
+    /// Decodes the chunks of an event stream.
+    public init(body: HTTPClientBodyStream) {
+        self.body = body
+    }
 
     /// Aborts the upstream transfer.
     public func cancel() { body.cancel() }

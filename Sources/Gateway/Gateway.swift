@@ -1,5 +1,6 @@
 import ChatAPI
 import EventLoop
+import Synchronization
 import HTTP1
 public import HTTPClient
 public import HTTPServer
@@ -12,6 +13,8 @@ public final class Gateway: Sendable {
     private let chat: ChatClient?
     private let router: RouterResponder
     private let version: String
+    /// Streams being answered, so a shutdown can end each with a last event.
+    private let streams = Mutex<[ObjectIdentifier: StreamControl]>([:])
 
     /// - Parameter httpClient: the upstream client (shared with the server's loops ideally).
     public init(configuration: GatewayConfiguration, httpClient: HTTPClient, logger: Logger, version: String = TextGatewayVersion.current) {
@@ -80,21 +83,37 @@ public final class Gateway: Sendable {
             response = failure.response(requestID: id, language: language)
         }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
+        if case .stream(let produce) = response.body {
+            // A streamed answer is logged when it ends, with what it used.
+            let status = response.status.code
+            response.body = .stream { [self, request] writer in
+                defer { logAccess(request: request, id: id, status: status, record: record, start: start) }
+                try await produce(writer)
+            }
+            return response
+        }
+        let timing = logAccess(request: request, id: id, status: response.status.code, record: record, start: start)
+        if request.path == "/api/process" {
+            response.headers.replaceOrAdd(
+                name: "Server-Timing",
+                value: "upstream;dur=\(JSONWriter.decimal(timing.upstream)), gateway;dur=\(JSONWriter.decimal(timing.gateway))"
+            )
+        }
+        return response
+    }
+
+    /// Writes the access-log line; returns the upstream and gateway milliseconds.
+    @discardableResult
+    private func logAccess(request: HTTPRequest, id: String, status: Int, record: AccessRecord, start: MonotonicInstant) -> (upstream: Double, gateway: Double) {
         let fields = record.fields
         let totalNanoseconds = start.nanoseconds(until: .now())
         let upstreamMs = Double(fields.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, fields.upstreamNanoseconds)) / 1e6
-        if request.path == "/api/process" {
-            response.headers.replaceOrAdd(
-                name: "Server-Timing",
-                value: "upstream;dur=\(JSONWriter.decimal(upstreamMs)), gateway;dur=\(JSONWriter.decimal(gatewayMs))"
-            )
-        }
         logger.log(.info, "request", [
             ("request_id", .string(id)),
             ("method", .string(request.method.rawValue)),
             ("path", .string(request.path)),
-            ("status", .int(response.status.code)),
+            ("status", .int(status)),
             ("code", fields.errorCode.map { .string($0) }),
             ("task", fields.task.map { .string($0) }),
             ("text_length", fields.textLength.map { .int($0) }),
@@ -106,7 +125,7 @@ public final class Gateway: Sendable {
             ("gateway_ms", .milliseconds(gatewayMs)),
             ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
         ])
-        return response
+        return (upstreamMs, gatewayMs)
     }
 
     private func gatewayError(for error: any Error, request: HTTPRequest) -> GatewayError {
@@ -157,6 +176,10 @@ public final class Gateway: Sendable {
             maxTokens: configuration.maxTokens
         )
         let requestID = request.headers["X-Request-Id"] ?? RequestID.make()
+        if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
+            return streamResponse(chat: chat, request: upstreamRequest, requestID: requestID,
+                                  language: Language(acceptLanguage: request.headers["Accept-Language"]), record: record)
+        }
         let upstreamStart = MonotonicInstant.now()
         let completion: ChatCompletion
         do {
@@ -193,6 +216,41 @@ public final class Gateway: Sendable {
             }
         }
         return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
+    }
+
+    /// `Accept: text/event-stream` (alone or among others).
+    static func acceptsEventStream(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        return accept.split(separator: ",").contains {
+            ($0.split(separator: ";").first ?? "").lowercased().filter { $0 != " " } == "text/event-stream"
+        }
+    }
+
+    private func streamResponse(chat: ChatClient, request: ChatCompletionRequest, requestID: String, language: Language, record: AccessRecord?) -> HTTPResponse {
+        let limits = StreamControl.Limits(
+            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
+            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
+        )
+        let stream = ProcessStream(
+            chat: chat, request: request, requestID: requestID, language: language,
+            control: StreamControl(limits: limits), totalTimeout: configuration.streamTotalTimeout, record: record,
+            logFailure: { [self] error in logUpstreamFailure(error, requestID: requestID) }
+        )
+        return HTTPResponse(
+            headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+            body: .stream { [self] writer in
+                let key = ObjectIdentifier(stream.control)
+                streams.withLock { $0[key] = stream.control }
+                defer { _ = streams.withLock { $0.removeValue(forKey: key) } }
+                try await stream.run(writer)
+            }
+        )
+    }
+
+    /// Ends every stream in flight with an `error` event (`shutting_down`), for the end of a
+    /// shutdown's grace period.
+    public func endStreams() {
+        for control in streams.withLock({ Array($0.values) }) { control.end(.shutdown) }
     }
 
     private static func outcome(of error: ChatError) -> String {

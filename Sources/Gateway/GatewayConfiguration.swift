@@ -18,6 +18,25 @@ public struct GatewayConfiguration: Sendable {
     public var shutdownGrace: Duration = .seconds(10)
     /// Event loops; defaults to one per core.
     public var loopCount = 0
+    /// `GATEWAY_MODELS`: the `/v1` model aliases a client may name, in order (alias →
+    /// upstream model id). When empty, the one alias `default` names `DARVAREH_MODEL_ID`.
+    public var modelAliases: [(alias: String, model: String)] = []
+
+    /// The aliases in force.
+    public var effectiveModelAliases: [(alias: String, model: String)] {
+        if !modelAliases.isEmpty { return modelAliases }
+        return defaultModel.map { [("default", $0)] } ?? []
+    }
+    /// A stream whose first upstream token takes longer ends with `upstream_timeout`.
+    public var streamFirstTokenTimeout: Duration = .seconds(30)
+    /// A stream whose upstream stays silent this long between chunks ends with `upstream_timeout`.
+    public var streamIdleTimeout: Duration = .seconds(30)
+    /// The longest a whole stream may run.
+    public var streamTotalTimeout: Duration = .seconds(300)
+    /// A comment line (`: ping`) is sent when a stream has been quiet this long.
+    public var heartbeatInterval: Duration = .seconds(15)
+    /// Most messages a `/v1/chat/completions` request may carry.
+    public var maxMessages = 256
 
     public init() {}
 
@@ -63,6 +82,21 @@ public struct GatewayConfiguration: Sendable {
         maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
         shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace
         loopCount = try integer("EVENT_LOOPS", 0...256) ?? loopCount
+        streamFirstTokenTimeout = try seconds("STREAM_FIRST_TOKEN_TIMEOUT_SECONDS") ?? streamFirstTokenTimeout
+        streamIdleTimeout = try seconds("STREAM_IDLE_TIMEOUT_SECONDS") ?? streamIdleTimeout
+        streamTotalTimeout = try seconds("STREAM_TOTAL_TIMEOUT_SECONDS") ?? streamTotalTimeout
+        heartbeatInterval = try seconds("HEARTBEAT_SECONDS") ?? heartbeatInterval
+        maxMessages = try integer("MAX_MESSAGES", 1...10_000) ?? maxMessages
+        if let list = value("GATEWAY_MODELS") {
+            for item in list.split(separator: ",") {
+                let pair = item.split(separator: "=", maxSplits: 1).map { ProcessRequest.trimmed(String($0)) }
+                guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
+                    throw ConfigurationError("GATEWAY_MODELS must be a list of alias=upstream-model-id, separated by commas")
+                }
+                modelAliases.removeAll { $0.alias == pair[0] }
+                modelAliases.append((pair[0], pair[1]))
+            }
+        }
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
                 throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
@@ -75,6 +109,11 @@ public struct GatewayConfiguration: Sendable {
             }
             logFormat = format
         }
+    }
+
+    /// The upstream model id for a `/v1` alias, nil when the alias is not allowed.
+    public func upstreamModel(forAlias alias: String) -> String? {
+        effectiveModelAliases.first { $0.alias == alias }?.model
     }
 
     /// The model for `task`: its override when set, else `DARVAREH_MODEL_ID`.

@@ -45,6 +45,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let emptyResult = GatewayError(.badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.", "No usable response was received from the model.")
     static let upstreamBusy = GatewayError(.serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.", "The AI service is busy right now. Please try again later.")
     static let upstreamTimeout = GatewayError(.gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.", "The AI service did not respond in time.")
+    static let shuttingDown = GatewayError(.serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.", "The server is shutting down. Please try again.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// Requests the HTTP layer refuses before any route runs.

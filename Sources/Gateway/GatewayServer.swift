@@ -65,7 +65,11 @@ public final class GatewayServer: Sendable {
     /// Stops accepting, lets requests in flight finish within the configured grace period,
     /// closes every connection, then stops the client and the loops.
     public func stop() async {
-        await server.shutdown(gracePeriod: gateway.configuration.shutdownGrace)
+        let gateway = self.gateway
+        await server.shutdown(gracePeriod: gateway.configuration.shutdownGrace, whenGraceEnds: {
+            // Streams still running get a last `error` event, then the connections close.
+            gateway.endStreams()
+        })
         await httpClient.shutdown()
         let group = self.group
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -122,6 +122,17 @@ public final class HTTPServer: Sendable {
     /// in flight finish for up to `gracePeriod`, then closes every connection. When the
     /// server made its own loops, they are stopped too.
     public func shutdown(gracePeriod: Duration) async {
+        await shutdown(gracePeriod: gracePeriod, whenGraceEnds: nil)
+    }
+
+    /// Like ``shutdown(gracePeriod:)``; when the grace period ends with connections still
+    /// open, `whenGraceEnds` runs first (to end long responses cleanly, e.g. a last event on
+    /// a stream) and connections get up to `finalGrace` more before they are closed.
+    public func shutdown(
+        gracePeriod: Duration,
+        whenGraceEnds: (@Sendable () async -> Void)?,
+        finalGrace: Duration = .seconds(1)
+    ) async {
         let (contexts, listenerFD) = state.withLock { state -> ([LoopBound<LoopState>], CInt) in
             guard !state.stopped else { return ([], -1) }
             state.stopped = true
@@ -142,6 +153,13 @@ public final class HTTPServer: Sendable {
         let deadline = MonotonicInstant.now().advanced(by: gracePeriod)
         while counters.open.load(ordering: .relaxed) > 0 && MonotonicInstant.now() < deadline {
             try? await Task.sleep(for: .milliseconds(5))
+        }
+        if let whenGraceEnds, counters.open.load(ordering: .relaxed) > 0 {
+            await whenGraceEnds()
+            let finalDeadline = MonotonicInstant.now().advanced(by: finalGrace)
+            while counters.open.load(ordering: .relaxed) > 0 && MonotonicInstant.now() < finalDeadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
         }
         for bound in contexts {
             await Self.onLoop(bound.loop) {

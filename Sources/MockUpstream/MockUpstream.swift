@@ -105,12 +105,33 @@ final class MockHandler: Sendable {
 
     // MARK: - Chat completions
 
+    /// Answers one chat-completion request; it counts as in flight until its answer (a
+    /// stream included) has been written.
     func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
         counters.withLock {
             $0.requests += 1
             $0.inFlight += 1
         }
-        defer { counters.withLock { $0.inFlight -= 1 } }
+        let response: HTTPResponse
+        do {
+            response = try await answer(request)
+        } catch {
+            counters.withLock { $0.inFlight -= 1 }
+            throw error
+        }
+        guard case .stream(let produce) = response.body else {
+            counters.withLock { $0.inFlight -= 1 }
+            return response
+        }
+        var streamed = response
+        streamed.body = .stream { [self] writer in
+            defer { counters.withLock { $0.inFlight -= 1 } }
+            try await produce(writer)
+        }
+        return streamed
+    }
+
+    private func answer(_ request: HTTPRequest) async throws -> HTTPResponse {
         if request.body.count <= 1024 * 1024 { lastRequest.withLock { $0 = request.body } }
 
         if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {

@@ -53,7 +53,8 @@ struct RoutesEndToEndTests {
             #expect(line.contains(format == .json ? "\"input_tokens\":" : "input_tokens="))
             if format == .json {
                 #expect(line.hasPrefix("{") && line.hasSuffix("}"))
-                #expect((try? JSON.decode([String: JSONScalar].self, from: Array(line.utf8))) != nil)
+                let object = try JSON.decode([String: JSONScalar].self, from: Array(line.utf8))
+                #expect(!object.values.contains { if case .object = $0 { return true } else { return false } })
             }
             let all = lines.joined(separator: "\n")
             #expect(lines.contains { $0.contains("upstream_failure") && $0.contains("mock failure 500") })
@@ -65,13 +66,15 @@ struct RoutesEndToEndTests {
 }
 
 /// Any JSON scalar, to check that a log line parses as a flat JSON object.
-enum JSONScalar: Decodable {
+enum JSONScalar: Decodable, Equatable {
     case string(String), number(Double), bool(Bool), null
+    case object([String: JSONScalar])
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Bool.self) { self = .bool(value) }
         else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else { self = .string(try container.decode(String.self)) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else { self = .object(try container.decode([String: JSONScalar].self)) }
     }
 }

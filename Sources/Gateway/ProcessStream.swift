@@ -1,0 +1,149 @@
+import ChatAPI
+import EventLoop
+import HTTPServer
+import Synchronization
+
+/// A streamed `/api/process` answer (CONTRACT.md, "Streaming"): `start`, one `delta` per
+/// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
+/// quiet for a heartbeat interval.
+struct ProcessStream: Sendable {
+    let chat: ChatClient
+    let request: ChatCompletionRequest
+    let requestID: String
+    let language: Language
+    let control: StreamControl
+    let totalTimeout: Duration
+    let record: AccessRecord?
+    let logFailure: @Sendable (ChatError) -> Void
+
+    private enum Outcome: Sendable {
+        case done(String, Usage?)
+        case failed(ChatError)
+        case ended(StreamControl.EndReason)
+        case clientGone
+    }
+
+    /// Writes the whole event stream; returns when it ended (or the client left).
+    func run(_ writer: ResponseBodyWriter) async throws {
+        try await writer.write(event("start") { $0.field("requestId", requestID) })
+        control.noteWrite()
+        let upstreamStart = MonotonicInstant.now()
+        let outcome = await withTaskGroup(of: Outcome?.self) { group -> Outcome in
+            group.addTask { await consume(writer) }
+            group.addTask { await watch(writer) }
+            var result = Outcome.clientGone
+            for await value in group {
+                if let value {
+                    result = value
+                    group.cancelAll()
+                } else if control.endReason != nil {
+                    group.cancelAll()  // the watchdog ended the stream: stop reading the upstream
+                }
+            }
+            return result
+        }
+        record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
+        switch outcome {
+        case .done(let text, let usage):
+            record?.update {
+                $0.inputTokens = usage?.promptTokens
+                $0.outputTokens = usage?.completionTokens
+            }
+            if ProcessRequest.trimmed(text).isEmpty {
+                try await fail(.emptyResult, writer)
+                return
+            }
+            record?.update { $0.outcome = "done" }
+            try await writer.write(event("done") {
+                $0.field("requestId", requestID)
+                $0.field("result", text)
+                if let usage {
+                    $0.field("usage") { fields in
+                        fields.field("inputTokens", usage.promptTokens ?? 0)
+                        fields.field("outputTokens", usage.completionTokens ?? 0)
+                        fields.field("totalTokens", usage.effectiveTotalTokens ?? 0)
+                    }
+                } else {
+                    $0.nullField("usage")
+                }
+            })
+        case .failed(let error):
+            logFailure(error)
+            try await fail(.upstream(error), writer)
+        case .ended(let reason):
+            try await fail(reason == .shutdown ? .shuttingDown : .upstreamTimeout, writer)
+            record?.update { $0.outcome = reason == .shutdown ? "shutdown" : "stream_timeout" }
+        case .clientGone:
+            record?.update { $0.outcome = "cancelled" }
+        }
+    }
+
+    /// Reads the upstream and writes a `delta` per piece.
+    private func consume(_ writer: ResponseBodyWriter) async -> Outcome {
+        var text = ""
+        var usage: Usage?
+        do {
+            let stream = try await chat.stream(request, requestID: requestID, timeout: totalTimeout)
+            for try await chunk in stream {
+                let delta = chunk.firstDeltaContent ?? ""
+                control.noteUpstream(token: !delta.isEmpty)
+                if let value = chunk.usage { usage = value }
+                guard !delta.isEmpty else { continue }
+                text += delta
+                try await writer.write(event("delta") {
+                    $0.field("requestId", requestID)
+                    $0.field("delta", delta)
+                    $0.field("text", text)
+                })
+                control.noteWrite()
+            }
+            return .done(text, usage)
+        } catch let error as ChatError {
+            if let reason = control.endReason { return .ended(reason) }
+            if case .cancelled = error { return .clientGone }
+            return .failed(error)
+        } catch {
+            // ConnectionClosedError from the writer, or cancellation: the client is gone.
+            if let reason = control.endReason { return .ended(reason) }
+            return .clientGone
+        }
+    }
+
+    /// Sends heartbeats and ends the stream when a time limit passes.
+    private func watch(_ writer: ResponseBodyWriter) async -> Outcome? {
+        let tick = control.tick
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            if Task.isCancelled { return nil }
+            if control.checkTimeouts() != nil { return nil }
+            if control.needsHeartbeat() {
+                do {
+                    try await writer.write(ServerSentEventWriter.comment("ping"))
+                } catch {
+                    return .clientGone
+                }
+                control.noteWrite()
+            }
+        }
+        return nil
+    }
+
+    private func fail(_ error: GatewayError, _ writer: ResponseBodyWriter) async throws {
+        record?.update { $0.errorCode = error.code }
+        try await writer.write(event("error") {
+            let message = error.message(language)
+            $0.field("error", true)
+            $0.field("reason", message)
+            $0.field("message", message)
+            $0.field("code", error.code)
+            $0.field("requestId", requestID)
+            $0.field("status", error.status.code)
+        })
+    }
+
+    private func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.object(body)
+        return ServerSentEventWriter.event(name: name, data: String(decoding: writer.bytes, as: UTF8.self))
+    }
+}

@@ -1,0 +1,83 @@
+import EventLoop
+import Synchronization
+
+/// The clock of one streamed answer, shared by the task reading the upstream, the watchdog
+/// that sends heartbeats and enforces the stream timeouts, and a shutdown that ends it.
+final class StreamControl: Sendable {
+    enum EndReason: Sendable, Equatable {
+        case firstTokenTimeout, idleTimeout, totalTimeout, shutdown
+    }
+
+    struct Limits: Sendable {
+        var firstToken: Duration
+        var idle: Duration
+        var total: Duration
+        var heartbeat: Duration
+    }
+
+    private struct State {
+        var lastWrite: MonotonicInstant
+        var lastUpstream: MonotonicInstant
+        var sawToken = false
+        var endReason: EndReason?
+    }
+
+    private let started: MonotonicInstant
+    private let limits: Limits
+    private let state: Mutex<State>
+
+    init(limits: Limits, now: MonotonicInstant = .now()) {
+        started = now
+        self.limits = limits
+        state = Mutex(State(lastWrite: now, lastUpstream: now))
+    }
+
+    var endReason: EndReason? { state.withLock { $0.endReason } }
+
+    func noteWrite(_ now: MonotonicInstant = .now()) {
+        state.withLock { $0.lastWrite = now }
+    }
+
+    /// The upstream sent something; `token` when it carried answer text.
+    func noteUpstream(token: Bool, _ now: MonotonicInstant = .now()) {
+        state.withLock {
+            $0.lastUpstream = now
+            if token { $0.sawToken = true }
+        }
+    }
+
+    /// Asks the stream to end (e.g. at the end of a shutdown's grace period).
+    func end(_ reason: EndReason) {
+        state.withLock { if $0.endReason == nil { $0.endReason = reason } }
+    }
+
+    /// Checks the time limits at `now`: records and returns the one that passed, if any.
+    func checkTimeouts(_ now: MonotonicInstant = .now()) -> EndReason? {
+        state.withLock { state in
+            if let reason = state.endReason { return reason }
+            let reason: EndReason?
+            if started.nanoseconds(until: now) >= limits.total.nanosecondsClamped {
+                reason = .totalTimeout
+            } else if !state.sawToken && started.nanoseconds(until: now) >= limits.firstToken.nanosecondsClamped {
+                reason = .firstTokenTimeout
+            } else if state.sawToken && state.lastUpstream.nanoseconds(until: now) >= limits.idle.nanosecondsClamped {
+                reason = .idleTimeout
+            } else {
+                reason = nil
+            }
+            state.endReason = reason
+            return reason
+        }
+    }
+
+    /// Whether the client has heard nothing for a heartbeat interval.
+    func needsHeartbeat(_ now: MonotonicInstant = .now()) -> Bool {
+        state.withLock { $0.lastWrite.nanoseconds(until: now) >= limits.heartbeat.nanosecondsClamped }
+    }
+
+    /// How often the watchdog looks: often enough for the shortest limit.
+    var tick: Duration {
+        let shortest = min(limits.heartbeat, limits.firstToken, limits.idle)
+        return max(.milliseconds(20), min(.milliseconds(250), shortest / 4))
+    }
+}
