@@ -4,11 +4,12 @@ SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test release run demo bench clean fuzz bench-server bench-client mock
+.PHONY: help build test test-openai release run demo bench clean fuzz bench-server bench-client mock
 
 help:
 	@echo "make build         debug build of every target"
 	@echo "make test          build and run every test (what CI runs)"
+	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
@@ -53,3 +54,12 @@ mock:
 
 clean:
 	rm -rf .build Fuzz/.build Fuzz/corpus-work
+
+# The official openai Python package against the gateway's /v1 (a venv inside .build).
+VENV := .build/venv
+test-openai:
+	$(SWIFT) build $(SWIFT_FLAGS) --product text-gateway
+	$(SWIFT) build $(SWIFT_FLAGS) --product mock-upstream
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check openai
+	$(VENV)/bin/python Tests/python/openai_sdk_check.py

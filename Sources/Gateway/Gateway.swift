@@ -10,7 +10,7 @@ public import HTTPServer
 public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     public let logger: Logger
-    private let chat: ChatClient?
+    let chat: ChatClient?
     private let router: RouterResponder
     private let version: String
     /// Streams being answered, so a shutdown can end each with a last event.
@@ -31,6 +31,14 @@ public final class Gateway: Sendable {
         router.post("/api/process") { request in
             guard let gateway = box.gateway else { throw GatewayError.internalError }
             return try await gateway.process(request)
+        }
+        router.get("/v1/models") { _ in
+            guard let gateway = box.gateway else { throw GatewayError.internalError }
+            return gateway.models()
+        }
+        router.post("/v1/chat/completions") { request in
+            guard let gateway = box.gateway else { throw GatewayError.internalError }
+            return try await gateway.chatCompletions(request)
         }
         self.router = router.buildResponder()
         box.gateway = self
@@ -70,7 +78,8 @@ public final class Gateway: Sendable {
         var request = request
         let id = RequestID.accept(request.headers["X-Request-Id"])
         request.head.headers.replaceOrAdd(name: "X-Request-Id", value: id)
-        let language = Language(acceptLanguage: request.headers["Accept-Language"])
+        let openAI = request.path.hasPrefix("/v1/")
+        let language = Language(acceptLanguage: request.headers["Accept-Language"], default: openAI ? .english : .persian)
         let record = AccessRecord()
         var response: HTTPResponse
         do {
@@ -80,7 +89,7 @@ public final class Gateway: Sendable {
         } catch {
             let failure = gatewayError(for: error, request: request)
             record.update { $0.errorCode = failure.code }
-            response = failure.response(requestID: id, language: language)
+            response = openAI ? failure.openAIResponse(language: language) : failure.response(requestID: id, language: language)
         }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
         if case .stream(let produce) = response.body {
@@ -227,24 +236,33 @@ public final class Gateway: Sendable {
     }
 
     private func streamResponse(chat: ChatClient, request: ChatCompletionRequest, requestID: String, language: Language, record: AccessRecord?) -> HTTPResponse {
-        let limits = StreamControl.Limits(
-            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
-            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
-        )
         let stream = ProcessStream(
             chat: chat, request: request, requestID: requestID, language: language,
-            control: StreamControl(limits: limits), totalTimeout: configuration.streamTotalTimeout, record: record,
+            control: StreamControl(limits: streamLimits), totalTimeout: configuration.streamTotalTimeout, record: record,
             logFailure: { [self] error in logUpstreamFailure(error, requestID: requestID) }
         )
         return HTTPResponse(
             headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
             body: .stream { [self] writer in
-                let key = ObjectIdentifier(stream.control)
-                streams.withLock { $0[key] = stream.control }
-                defer { _ = streams.withLock { $0.removeValue(forKey: key) } }
-                try await stream.run(writer)
+                try await withStreamRegistered(stream.control) { try await stream.run(writer) }
             }
         )
+    }
+
+    /// The time limits of a stream, from the configuration.
+    var streamLimits: StreamControl.Limits {
+        StreamControl.Limits(
+            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
+            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
+        )
+    }
+
+    /// Runs a stream while it is known to ``endStreams()``.
+    func withStreamRegistered(_ control: StreamControl, _ body: () async throws -> Void) async throws {
+        let key = ObjectIdentifier(control)
+        streams.withLock { $0[key] = control }
+        defer { _ = streams.withLock { $0.removeValue(forKey: key) } }
+        try await body()
     }
 
     /// Ends every stream in flight with an `error` event (`shutting_down`), for the end of a
@@ -262,7 +280,7 @@ public final class Gateway: Sendable {
     }
 
     /// The upstream's own error details go to the log (bounded, one line), never to the client.
-    private func logUpstreamFailure(_ error: ChatError, requestID: String) {
+    func logUpstreamFailure(_ error: ChatError, requestID: String) {
         var fields: [(String, Logger.Value?)] = [("request_id", .string(requestID)), ("failure", .string(error.description))]
         if case .httpStatus(let status, let body, _) = error {
             fields.append(("upstream_status", .int(status)))

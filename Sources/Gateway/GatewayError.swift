@@ -45,6 +45,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let emptyResult = GatewayError(.badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.", "No usable response was received from the model.")
     static let upstreamBusy = GatewayError(.serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.", "The AI service is busy right now. Please try again later.")
     static let upstreamTimeout = GatewayError(.gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.", "The AI service did not respond in time.")
+    static let invalidMessages = GatewayError(.badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.", "messages must hold between one and the allowed number of messages.")
+    static func modelNotFound(_ alias: String) -> GatewayError {
+        let shown = String(alias.prefix(100).filter { !$0.isNewline })
+        return GatewayError(.badRequest, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+    }
     static let shuttingDown = GatewayError(.serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.", "The server is shutting down. Please try again.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
@@ -87,6 +92,32 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     private static func isValidRetryAfter(_ value: String) -> Bool {
         guard !value.isEmpty, value.utf8.count <= 64 else { return false }
         return value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+    }
+
+    /// The error in OpenAI's shape, `{"error":{"message","type","code","param"}}`, for `/v1`
+    /// clients (their SDKs read it).
+    func openAIResponse(language: Language) -> HTTPResponse {
+        var body = JSONWriter()
+        body.object {
+            $0.field("error") { error in
+                error.field("message", message(language))
+                error.field("type", openAIType)
+                error.field("code", code)
+                error.nullField("param")
+            }
+        }
+        var headers = self.headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
+        return HTTPResponse(status: status, headers: headers, body: .bytes(body.bytes))
+    }
+
+    var openAIType: String {
+        switch status.code {
+        case 401: return "authentication_error"
+        case 429: return "rate_limit_error"
+        case 500...: return "server_error"
+        default: return "invalid_request_error"
+        }
     }
 
     /// The JSON error response: `{"error":true,"reason","message","code","requestId"}`.

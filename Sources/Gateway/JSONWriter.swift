@@ -55,6 +55,17 @@ struct JSONWriter {
         object(body)
     }
 
+    mutating func field<Element>(_ name: String, array elements: [Element], _ body: (inout JSONWriter, Element) -> Void) {
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+        for element in elements {
+            object { body(&$0, element) }
+        }
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
     mutating func nullField(_ name: String) {
         key(name)
         null()

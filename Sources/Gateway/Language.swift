@@ -4,9 +4,9 @@ public enum Language: Sendable {
 
     /// Picks the language from an `Accept-Language` value: the highest-weighted tag that is
     /// `en…` or `fa…` wins; anything else means Persian.
-    init(acceptLanguage: String?) {
+    init(acceptLanguage: String?, default fallback: Language = .persian) {
         guard let acceptLanguage else {
-            self = .persian
+            self = fallback
             return
         }
         var best: (weight: Double, language: Language)?
@@ -30,6 +30,6 @@ public enum Language: Sendable {
             }
             if let language, weight > 0, weight > (best?.weight ?? 0) { best = (weight, language) }
         }
-        self = best?.language ?? .persian
+        self = best?.language ?? fallback
     }
 }
