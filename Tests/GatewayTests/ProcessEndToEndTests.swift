@@ -2,6 +2,7 @@ import ChatAPI
 import Gateway
 import HTTPClient
 import Testing
+import TestSupport
 
 @Suite("POST /api/process end to end", .serialized)
 struct ProcessEndToEndTests {
@@ -220,6 +221,17 @@ struct ProcessEndToEndTests {
             #expect(response.status == 413)
             #expect(response.header("X-Request-Id") == "big-1")
             #expect(try Body(response).code == "body_too_large")
+        }
+    }
+
+    @Test("aborts the upstream call within a second when the client disconnects, and logs it as cancelled")
+    func clientDisconnect() async throws {
+        try await GatewayHarness.with { harness in
+            let call = Task { try await harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=10000]") }
+            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            call.cancel()
+            #expect(await eventually(within: 1) { harness.mock.stats.cancelled == 1 && harness.mock.stats.openConnections == 0 })
+            #expect(await eventually { harness.logs.lines.contains { $0.contains("outcome=cancelled") } })
         }
     }
 }
