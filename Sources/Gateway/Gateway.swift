@@ -214,15 +214,7 @@ public final class Gateway: Sendable {
             $0.field("success", true)
             $0.field("result", result)
             $0.field("requestId", requestID)
-            if let usage {
-                $0.field("usage") { fields in
-                    fields.field("inputTokens", usage.promptTokens ?? 0)
-                    fields.field("outputTokens", usage.completionTokens ?? 0)
-                    fields.field("totalTokens", usage.effectiveTotalTokens ?? 0)
-                }
-            } else {
-                $0.nullField("usage")
-            }
+            $0.usageField(usage)
         }
         return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
     }

@@ -103,20 +103,7 @@ struct StreamRelay: Sendable {
     }
 
     func run(_ writer: ResponseBodyWriter) async throws {
-        let outcome = await withTaskGroup(of: Outcome?.self) { group -> Outcome in
-            group.addTask { await relay(writer) }
-            group.addTask { await watch(writer) }
-            var result = Outcome.clientGone
-            for await value in group {
-                if let value {
-                    result = value
-                    group.cancelAll()
-                } else if control.endReason != nil {
-                    group.cancelAll()
-                }
-            }
-            return result
-        }
+        let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await relay(writer) }
         bytes.cancel()
         record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
         switch outcome {
@@ -167,24 +154,6 @@ struct StreamRelay: Sendable {
             return .clientGone
         }
         return decoder.isDone ? .done(usage) : .failed("upstream_error")
-    }
-
-    private func watch(_ writer: ResponseBodyWriter) async -> Outcome? {
-        let tick = control.tick
-        while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
-            if Task.isCancelled { return nil }
-            if control.checkTimeouts() != nil { return nil }
-            if control.needsHeartbeat() {
-                do {
-                    try await writer.write(ServerSentEventWriter.comment("ping"))
-                } catch {
-                    return .clientGone
-                }
-                control.noteWrite()
-            }
-        }
-        return nil
     }
 
     static func errorEvent(_ error: GatewayError) -> [UInt8] {

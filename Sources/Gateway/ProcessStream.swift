@@ -28,20 +28,7 @@ struct ProcessStream: Sendable {
         try await writer.write(event("start") { $0.field("requestId", requestID) })
         control.noteWrite()
         let upstreamStart = MonotonicInstant.now()
-        let outcome = await withTaskGroup(of: Outcome?.self) { group -> Outcome in
-            group.addTask { await consume(writer) }
-            group.addTask { await watch(writer) }
-            var result = Outcome.clientGone
-            for await value in group {
-                if let value {
-                    result = value
-                    group.cancelAll()
-                } else if control.endReason != nil {
-                    group.cancelAll()  // the watchdog ended the stream: stop reading the upstream
-                }
-            }
-            return result
-        }
+        let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(writer) }
         record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
         switch outcome {
         case .done(let text, let usage):
@@ -57,15 +44,7 @@ struct ProcessStream: Sendable {
             try await writer.write(event("done") {
                 $0.field("requestId", requestID)
                 $0.field("result", text)
-                if let usage {
-                    $0.field("usage") { fields in
-                        fields.field("inputTokens", usage.promptTokens ?? 0)
-                        fields.field("outputTokens", usage.completionTokens ?? 0)
-                        fields.field("totalTokens", usage.effectiveTotalTokens ?? 0)
-                    }
-                } else {
-                    $0.nullField("usage")
-                }
+                $0.usageField(usage)
             })
         case .failed(let error):
             logFailure(error)
@@ -107,25 +86,6 @@ struct ProcessStream: Sendable {
             if let reason = control.endReason { return .ended(reason) }
             return .clientGone
         }
-    }
-
-    /// Sends heartbeats and ends the stream when a time limit passes.
-    private func watch(_ writer: ResponseBodyWriter) async -> Outcome? {
-        let tick = control.tick
-        while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
-            if Task.isCancelled { return nil }
-            if control.checkTimeouts() != nil { return nil }
-            if control.needsHeartbeat() {
-                do {
-                    try await writer.write(ServerSentEventWriter.comment("ping"))
-                } catch {
-                    return .clientGone
-                }
-                control.noteWrite()
-            }
-        }
-        return nil
     }
 
     private func fail(_ error: GatewayError, _ writer: ResponseBodyWriter) async throws {

@@ -1,4 +1,6 @@
+import ChatAPI
 import EventLoop
+import HTTPServer
 import Synchronization
 
 /// The clock of one streamed answer, shared by the task reading the upstream, the watchdog
@@ -79,5 +81,47 @@ final class StreamControl: Sendable {
     var tick: Duration {
         let shortest = min(limits.heartbeat, limits.firstToken, limits.idle)
         return max(.milliseconds(20), min(.milliseconds(250), shortest / 4))
+    }
+
+    /// Runs `work` (reading the upstream and writing to the client) beside a watchdog that
+    /// sends heartbeats and, when a time limit passes or ``end(_:)`` is called, cancels
+    /// `work`, which then reports how it ended. `clientGone` is the outcome when a heartbeat
+    /// finds the client gone.
+    func run<Outcome: Sendable>(
+        _ writer: ResponseBodyWriter,
+        clientGone: Outcome,
+        _ work: @escaping @Sendable () async -> Outcome
+    ) async -> Outcome {
+        await withTaskGroup(of: Outcome?.self) { group -> Outcome in
+            group.addTask { await work() }
+            group.addTask { await self.watch(writer) ? nil : clientGone }
+            var result = clientGone
+            for await value in group {
+                if let value {
+                    result = value
+                    group.cancelAll()
+                } else if endReason != nil {
+                    group.cancelAll()  // the watchdog ended the stream: stop reading the upstream
+                }
+            }
+            return result
+        }
+    }
+
+    /// Heartbeats and time limits until cancelled or a limit passes; false when the client is gone.
+    private func watch(_ writer: ResponseBodyWriter) async -> Bool {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            if Task.isCancelled || checkTimeouts() != nil { return true }
+            if needsHeartbeat() {
+                do {
+                    try await writer.write(ServerSentEventWriter.comment("ping"))
+                } catch {
+                    return false
+                }
+                noteWrite()
+            }
+        }
+        return true
     }
 }
