@@ -85,11 +85,7 @@ public struct ChatClient: Sendable {
     }
 
     private func encode(_ request: ChatCompletionRequest) throws(ChatError) -> [UInt8] {
-        do {
-            return try JSON.encode(request)
-        } catch {
-            throw .transport(detail: "request not encodable")
-        }
+        request.jsonBytes()
     }
 
     private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {

@@ -165,3 +165,38 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         try container.encodeIfPresent(user, forKey: .user)
     }
 }
+
+extension ChatCompletionRequest {
+    /// The request as OpenAI JSON, written directly (the hot path of every upstream call);
+    /// the same document as `JSON.encode(self)`: snake_case keys, nil fields left out.
+    public func jsonBytes() -> [UInt8] {
+        var writer = JSONWriter(capacity: messages.reduce(256) { $0 + ($1.content?.utf8.count ?? 0) + 48 })
+        writer.object { body in
+            body.field("model", model)
+            body.field("messages", array: messages) { message, item in
+                message.field("role", item.role.rawValue)
+                if let content = item.content { message.field("content", content) }
+                if let name = item.name { message.field("name", name) }
+            }
+            if let temperature { body.field("temperature", temperature) }
+            if let topP { body.field("top_p", topP) }
+            if let maxTokens { body.field("max_tokens", maxTokens) }
+            if let maxCompletionTokens { body.field("max_completion_tokens", maxCompletionTokens) }
+            if let stream { body.field("stream", stream) }
+            if let includeUsage = streamOptions?.includeUsage {
+                body.field("stream_options") { $0.field("include_usage", includeUsage) }
+            } else if streamOptions != nil {
+                body.field("stream_options") { _ in }
+            }
+            switch stop {
+            case .single(let value): body.field("stop", value)
+            case .multiple(let values): body.field("stop", strings: values)
+            case nil: break
+            }
+            if let presencePenalty { body.field("presence_penalty", presencePenalty) }
+            if let frequencyPenalty { body.field("frequency_penalty", frequencyPenalty) }
+            if let user { body.field("user", user) }
+        }
+        return writer.bytes
+    }
+}

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ChatAPI
 import Synchronization
 
 /// One-line-per-event logging, as text (`key=value`) or JSON (`LOG_FORMAT=json`).

@@ -15,6 +15,7 @@ struct Prompt: Equatable {
     /// inside the brackets) as `[user_text]` / `[/user_text]`, so the text cannot close or
     /// reopen the block it is wrapped in.
     static func neutralizingTags(in text: String) -> String {
+        guard text.utf8.contains(UInt8(ascii: "<")) else { return text }  // the usual case: no tag possible
         let scalars = Array(text.unicodeScalars)
         var output = String.UnicodeScalarView()
         var index = 0

@@ -1,3 +1,4 @@
+import ChatAPI
 @testable import Gateway
 import Testing
 
