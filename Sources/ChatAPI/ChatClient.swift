@@ -26,7 +26,7 @@ public struct ChatClient: Sendable {
         }
         let completion: ChatCompletion
         do {
-            completion = try JSON.decode(ChatCompletion.self, from: response.body)
+            completion = try ChatCompletion(jsonBytes: response.body)
         } catch {
             throw .unreadableBody
         }

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import ChatAPI
 
 /// A validated `POST /api/process` body.
 struct ProcessRequest: Equatable {
@@ -22,26 +18,26 @@ struct ProcessRequest: Equatable {
     /// in that order, and throws the first failure.
     static func parse(body: [UInt8], contentType: String?) throws(GatewayError) -> ProcessRequest {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
-        let raw: RawBody
-        do {
-            raw = try JSONDecoder().decode(RawBody.self, from: Data(body))
-        } catch {
-            throw .invalidJSON
-        }
-        guard let task = TextTask(rawValue: raw.task) else { throw .invalidTask }
+        // The body must be an object with string `task` and `text`; `tone` may be absent or
+        // null; unknown fields are ignored.
+        guard let document = try? JSONValue.parse(body), case .object = document,
+              let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue
+        else { throw .invalidJSON }
+        guard let task = TextTask(rawValue: taskName) else { throw .invalidTask }
         let tone: Tone?
-        switch raw.tone {
-        case .absent: tone = nil
-        case .invalid: throw .invalidTone
-        case .value(let value):
+        switch document["tone"] {
+        case nil, .null?: tone = nil
+        case .string(let value)?:
             guard let known = Tone(rawValue: value) else { throw .invalidTone }
             tone = known
+        default: throw .invalidTone
         }
-        let text = trimmed(raw.text)
+        let stream = document["stream"] == .bool(true)
+        let text = trimmed(rawText)
         let count = text.count
         if count < minimumCharacters { throw .textTooShort }
         if count > maximumCharacters { throw .textTooLong }
-        return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: raw.stream)
+        return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: stream)
     }
 
     /// `application/json`, any case, with or without parameters.
@@ -56,31 +52,5 @@ struct ProcessRequest: Equatable {
               let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return "" }
         return String(text[first...last])
-    }
-}
-
-/// The body as sent: `task` and `text` must be strings; `tone` may be absent or null.
-private struct RawBody: Decodable {
-    enum ToneField { case absent, value(String), invalid }
-
-    let task: String
-    let text: String
-    let tone: ToneField
-    let stream: Bool
-
-    enum CodingKeys: String, CodingKey { case task, text, tone, stream }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        task = try container.decode(String.self, forKey: .task)
-        text = try container.decode(String.self, forKey: .text)
-        if try !container.contains(.tone) || container.decodeNil(forKey: .tone) {
-            tone = .absent
-        } else if let value = try? container.decode(String.self, forKey: .tone) {
-            tone = .value(value)
-        } else {
-            tone = .invalid
-        }
-        stream = (try? container.decodeIfPresent(Bool.self, forKey: .stream)) ?? false
     }
 }

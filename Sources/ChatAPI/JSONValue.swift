@@ -1,0 +1,287 @@
+/// A parsed JSON document, for the hot paths that read a few fields of a small document
+/// (the request body, the upstream's answer) several times faster than `JSONDecoder`.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The member `key` of an object, nil for anything else or a missing member.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// A whole number that fits `Int`.
+    public var intValue: Int? {
+        guard case .number(let value) = self, value.rounded() == value, abs(value) < 9.0e15 else { return nil }
+        return Int(value)
+    }
+
+    public var isNull: Bool { self == .null }
+
+    /// Parses `bytes` as one JSON value (RFC 8259): strict syntax, valid UTF-8 only, nesting
+    /// bounded by `maximumDepth`. Duplicate keys: the last one wins.
+    public static func parse(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+        var parser = JSONByteParser(maximumDepth: maximumDepth)
+        return try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            try parser.parseDocument(buffer)
+        }
+    }
+}
+
+/// Why bytes are not a JSON document. Says where, never what (it may be user text).
+public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let offset: Int
+    public let reason: String
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+private struct JSONByteParser {
+    let maximumDepth: Int
+    private var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    private var index = 0
+    private var depth = 0
+
+    init(maximumDepth: Int) {
+        self.maximumDepth = maximumDepth
+    }
+
+    mutating func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+        input = buffer
+        index = 0
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == input.count else { throw error("text after the value") }
+        return value
+    }
+
+    private func error(_ reason: String) -> JSONParseError {
+        JSONParseError(offset: index, reason: reason)
+    }
+
+    private mutating func skipWhitespace() {
+        while index < input.count {
+            switch input[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < input.count else { throw error("unexpected end") }
+        switch input[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(JSONParseError) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= input.count else { throw error("unexpected end") }
+        for offset in 0..<count where input[index + offset] != word.utf8Start[offset] {
+            throw error("unknown literal")
+        }
+        index += count
+    }
+
+    private mutating func enter() throws(JSONParseError) {
+        depth += 1
+        if depth > maximumDepth { throw error("nested too deeply") }
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < input.count, input[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < input.count, input[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipWhitespace()
+            members[key] = try parseValue()
+            skipWhitespace()
+            guard index < input.count else { throw error("unexpected end") }
+            if input[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if input[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            } else {
+                throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < input.count, input[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < input.count else { throw error("unexpected end") }
+            if input[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if input[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            } else {
+                throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    /// A string starting at the opening quote; leaves `index` after the closing one.
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1
+        let start = index
+        // Fast path: no escape before the closing quote.
+        while index < input.count {
+            let byte = input[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: input[start..<index])
+                index += 1
+                guard let text = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8") }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in a string") }
+            index += 1
+        }
+        var bytes = Array(input[start..<index])
+        while index < input.count {
+            let byte = input[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                guard let text = String(validating: bytes, as: UTF8.self) else { throw error("invalid UTF-8") }
+                return text
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < input.count else { throw error("unexpected end") }
+                let escape = input[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): bytes.append(0x22)
+                case UInt8(ascii: "\\"): bytes.append(0x5C)
+                case UInt8(ascii: "/"): bytes.append(0x2F)
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "u"): appendScalar(try parseUnicodeEscape(), to: &bytes)
+                default: throw error("unknown escape")
+                }
+            default:
+                if byte < 0x20 { throw error("control character in a string") }
+                bytes.append(byte)
+                index += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    /// The scalar of `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate
+    /// becomes U+FFFD.
+    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let high = try hex4()
+        if (0xD800...0xDBFF).contains(high) {
+            if index + 6 <= input.count, input[index] == UInt8(ascii: "\\"), input[index + 1] == UInt8(ascii: "u") {
+                let saved = index
+                index += 2
+                let low = try hex4()
+                if (0xDC00...0xDFFF).contains(low) {
+                    return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)) ?? "\u{FFFD}"
+                }
+                index = saved
+            }
+            return "\u{FFFD}"
+        }
+        return Unicode.Scalar(high) ?? "\u{FFFD}"
+    }
+
+    private mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= input.count else { throw error("unexpected end") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = input[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("bad \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private func appendScalar(_ scalar: Unicode.Scalar, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: String(scalar).utf8)
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> Double {
+        let start = index
+        if input[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
+        if input[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < input.count, isDigit(input[index]) { index += 1 }
+        }
+        if index < input.count, input[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
+            while index < input.count, isDigit(input[index]) { index += 1 }
+        }
+        if index < input.count, input[index] == UInt8(ascii: "e") || input[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
+            while index < input.count, isDigit(input[index]) { index += 1 }
+        }
+        guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)),
+              value.isFinite
+        else { throw error("number out of range") }
+        return value
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}

@@ -1,0 +1,74 @@
+import ChatAPI
+import Testing
+
+@Suite("JSONValue parser")
+struct JSONParserTests {
+    typealias Value = ChatAPI.JSONValue
+
+    @Test(
+        "parses valid documents",
+        arguments: [
+            (#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
+             Value.object(["a": .number(1), "b": .array([.bool(true), .bool(false), .null]), "c": .object(["d": .string("e")])])),
+            (#" [ -0 , 1.5e3 , 0.1 , 2E-2 ] "#, .array([.number(0), .number(1500), .number(0.1), .number(0.02)])),
+            (#""\u00e9\ud83d\ude00\n\t\"\\\/""#, .string("é😀\n\t\"\\/")),
+            (#""سلام \u200c دنیا""#, .string("سلام \u{200C} دنیا")),
+            (#""\ud800x""#, .string("\u{FFFD}x")),
+            (#"{"k":1,"k":2}"#, .object(["k": .number(2)])),
+            ("{}", .object([:])),
+            ("[]", .array([])),
+            ("\"\"", .string("")),
+        ]
+    )
+    func valid(text: String, expected: Value) throws {
+        #expect(try Value.parse(Array(text.utf8)) == expected)
+    }
+
+    @Test(
+        "refuses invalid documents",
+        arguments: [
+            "", " ", "[1,]", "{\"a\":1,}", "01", "+1", ".5", "1.", "-", "1e", "tru", "nul", "'a'", "{a:1}", "[1 2]",
+            "\"a", "\"\u{1}\"", "\"\\x\"", "\"\\u12\"", "{\"a\"}", "{\"a\":}", "[1]]", "1 2", "NaN", "Infinity", "1e999",
+        ]
+    )
+    func invalid(text: String) {
+        #expect(throws: JSONParseError.self) { try Value.parse(Array(text.utf8)) }
+    }
+
+    @Test("refuses invalid UTF-8 and nesting past the limit")
+    func limits() {
+        #expect(throws: JSONParseError.self) { try Value.parse([0x22, 0xC3, 0x28, 0x22]) }
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: JSONParseError.self) { try Value.parse(Array(deep.utf8)) }
+        let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect((try? Value.parse(Array(fine.utf8))) != nil)
+    }
+
+    @Test(
+        "reads completions exactly as the Decodable conformance does",
+        arguments: [
+            #"{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"سلام"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},"extra":{"deep":[1]}}"#,
+            #"{"choices":[{"message":{"content":null}}]}"#,
+            #"{"choices":null,"usage":null}"#,
+            #"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"text":"b"}]}}]}"#,
+            #"{}"#,
+        ]
+    )
+    func completionShape(text: String) throws {
+        let bytes = Array(text.utf8)
+        #expect(try ChatCompletion(jsonBytes: bytes) == JSON.decode(ChatCompletion.self, from: bytes))
+    }
+
+    @Test(
+        "refuses completions of the wrong shape, as the Decodable conformance does",
+        arguments: [
+            #"[]"#, #"{"choices":{}}"#, #"{"usage":{"prompt_tokens":"3"}}"#, #"{"choices":[{"message":{"content":[{"type":"image_url"}]}}]}"#,
+            #"{"id":5}"#, #"<html>"#,
+        ]
+    )
+    func completionWrongShape(text: String) {
+        let bytes = Array(text.utf8)
+        #expect(throws: JSONShapeError.self) { try ChatCompletion(jsonBytes: bytes) }
+        #expect(throws: (any Error).self) { try JSON.decode(ChatCompletion.self, from: bytes) }
+    }
+}
