@@ -13,6 +13,8 @@ public final class Gateway: Sendable {
     let chat: ChatClient?
     private let router: RouterResponder
     private let version: String
+    /// Identical `/api/process` answers within `CACHE_TTL_SECONDS`; nil when caching is off.
+    private let cache: ResponseCache?
     /// Streams being answered, so a shutdown can end each with a last event.
     private let streams = Mutex<[ObjectIdentifier: StreamControl]>([:])
 
@@ -21,6 +23,7 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.version = version
+        cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         chat = configuration.apiKey.map {
             ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
         }
@@ -189,10 +192,37 @@ public final class Gateway: Sendable {
             return streamResponse(chat: chat, request: upstreamRequest, requestID: requestID,
                                   language: Language(acceptLanguage: request.headers["Accept-Language"]), record: record)
         }
+        let answer: ResponseCache.Answer
+        var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
+        if let cache {
+            let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text)
+            let (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
+                try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+            }
+            answer = cached
+            headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
+            if hit { record?.update { $0.outcome = "cache_hit" } }
+        } else {
+            answer = try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+        }
+        let result = answer.result
+        let usage = answer.usage
+        var body = JSONWriter(capacity: result.utf8.count + 160)
+        body.object {
+            $0.field("success", true)
+            $0.field("result", result)
+            $0.field("requestId", requestID)
+            $0.usageField(usage)
+        }
+        return HTTPResponse(headers: headers, body: .bytes(body.bytes))
+    }
+
+    /// One upstream call for a task: the trimmed answer and its usage, or the mapped error.
+    private func complete(chat: ChatClient, request: ChatCompletionRequest, requestID: String, record: AccessRecord?) async throws(GatewayError) -> ResponseCache.Answer {
         let upstreamStart = MonotonicInstant.now()
         let completion: ChatCompletion
         do {
-            completion = try await chat.complete(upstreamRequest, requestID: requestID)
+            completion = try await chat.complete(request, requestID: requestID)
         } catch {
             record?.update {
                 $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now())
@@ -201,22 +231,15 @@ public final class Gateway: Sendable {
             logUpstreamFailure(error, requestID: requestID)
             throw .upstream(error)
         }
-        record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
         let result = ProcessRequest.trimmed(completion.firstContent ?? "")
-        guard !result.isEmpty else { throw .emptyResult }
         let usage = completion.usage
         record?.update {
+            $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now())
             $0.inputTokens = usage?.promptTokens
             $0.outputTokens = usage?.completionTokens
         }
-        var body = JSONWriter(capacity: result.utf8.count + 160)
-        body.object {
-            $0.field("success", true)
-            $0.field("result", result)
-            $0.field("requestId", requestID)
-            $0.usageField(usage)
-        }
-        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
+        guard !result.isEmpty else { throw .emptyResult }
+        return ResponseCache.Answer(result: result, usage: usage)
     }
 
     /// `Accept: text/event-stream` (alone or among others).

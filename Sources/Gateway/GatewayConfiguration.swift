@@ -37,6 +37,11 @@ public struct GatewayConfiguration: Sendable {
     public var heartbeatInterval: Duration = .seconds(15)
     /// Most messages a `/v1/chat/completions` request may carry.
     public var maxMessages = 256
+    /// How long identical `/api/process` answers are served from memory; nil (the default,
+    /// `CACHE_TTL_SECONDS=0`) turns the cache off.
+    public var cacheTimeToLive: Duration?
+    /// Most answers the cache holds.
+    public var cacheMaxEntries = 1000
 
     public init() {}
 
@@ -87,6 +92,8 @@ public struct GatewayConfiguration: Sendable {
         streamTotalTimeout = try seconds("STREAM_TOTAL_TIMEOUT_SECONDS") ?? streamTotalTimeout
         heartbeatInterval = try seconds("HEARTBEAT_SECONDS") ?? heartbeatInterval
         maxMessages = try integer("MAX_MESSAGES", 1...10_000) ?? maxMessages
+        if let ttl = try integer("CACHE_TTL_SECONDS", 0...604_800), ttl > 0 { cacheTimeToLive = .seconds(ttl) }
+        cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
         if let list = value("GATEWAY_MODELS") {
             for item in list.split(separator: ",") {
                 let pair = item.split(separator: "=", maxSplits: 1).map { ProcessRequest.trimmed(String($0)) }
