@@ -4,6 +4,7 @@ import Synchronization
 /// Reached through a task-local, so handlers need no extra parameter.
 final class AccessRecord: Sendable {
     struct Fields: Sendable {
+        var userID: String?
         var task: String?
         var textLength: Int?
         var model: String?

@@ -108,6 +108,13 @@ public enum DotEnv {
     }
 
     /// Reads at most ``maximumFileSize`` bytes of the regular file at `path`; `nil` if absent.
+    /// The UTF-8 text of a regular file of at most ``maximumFileSize`` bytes, nil when it
+    /// is missing, unreadable, too large or not UTF-8 (for other configuration files).
+    static func readText(path: String) -> String? {
+        guard let bytes = try? readFile(path: path) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     private static func readFile(path: String) throws(DotEnvError) -> [UInt8]? {
         // A C path ends at the first NUL; refuse rather than open a different file.
         guard !path.utf8.contains(0) else { throw .readFailed(path: path, errno: EINVAL) }

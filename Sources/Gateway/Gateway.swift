@@ -13,16 +13,29 @@ public final class Gateway: Sendable {
     let chat: ChatClient?
     private let router: RouterResponder
     private let version: String
+    let metrics: GatewayMetrics
+    /// Per-caller limits; nil when `RATE_LIMITS=off`. Behind a protocol, so a shared store
+    /// can take the in-memory one's place when several instances run.
+    private let limiter: (any RateLimiter)?
+    /// Wall-clock time for rate windows and daily quotas (tests drive it).
+    private let clock: @Sendable () -> Instant
     /// Identical `/api/process` answers within `CACHE_TTL_SECONDS`; nil when caching is off.
     private let cache: ResponseCache?
     /// Streams being answered, so a shutdown can end each with a last event.
     private let streams = Mutex<[ObjectIdentifier: StreamControl]>([:])
 
     /// - Parameter httpClient: the upstream client (shared with the server's loops ideally).
-    public init(configuration: GatewayConfiguration, httpClient: HTTPClient, logger: Logger, version: String = TextGatewayVersion.current) {
+    public init(
+        configuration: GatewayConfiguration, httpClient: HTTPClient, logger: Logger,
+        rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
+        version: String = TextGatewayVersion.current
+    ) {
         self.configuration = configuration
+        self.clock = clock
+        limiter = configuration.rateLimitsEnabled ? (rateLimiter ?? InMemoryRateLimiter()) : nil
         self.logger = logger
         self.version = version
+        metrics = GatewayMetrics()
         cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         chat = configuration.apiKey.map {
             ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
@@ -34,6 +47,10 @@ public final class Gateway: Sendable {
         router.post("/api/process") { request in
             guard let gateway = box.gateway else { throw GatewayError.internalError }
             return try await gateway.process(request)
+        }
+        router.get("/metrics") { request in
+            guard let gateway = box.gateway else { throw GatewayError.internalError }
+            return try gateway.metricsResponse(request)
         }
         router.get("/v1/models") { _ in
             guard let gateway = box.gateway else { throw GatewayError.internalError }
@@ -84,8 +101,13 @@ public final class Gateway: Sendable {
         let openAI = request.path.hasPrefix("/v1/")
         let language = Language(acceptLanguage: request.headers["Accept-Language"], default: openAI ? .english : .persian)
         let record = AccessRecord()
+        metrics.inFlight.increment()
         var response: HTTPResponse
+        var admission: Admission?
         do {
+            if openAI || request.path == "/api/process" {
+                admission = try await admit(request, record: record)
+            }
             response = try await AccessRecord.$current.withValue(record) {
                 try await router.respond(to: request)
             }
@@ -95,15 +117,24 @@ public final class Gateway: Sendable {
             response = openAI ? failure.openAIResponse(language: language) : failure.response(requestID: id, language: language)
         }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: id)
+        for field in admission?.status?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
         if case .stream(let produce) = response.body {
-            // A streamed answer is logged when it ends, with what it used.
+            // A streamed answer is accounted for and logged when it ends, with what it used.
             let status = response.status.code
-            response.body = .stream { [self, request] writer in
-                defer { logAccess(request: request, id: id, status: status, record: record, start: start) }
-                try await produce(writer)
+            response.body = .stream { [self, request, admission] writer in
+                do {
+                    try await produce(writer)
+                } catch {
+                    await finish(admission, record: record)
+                    logAccess(request: request, id: id, status: status, record: record, start: start)
+                    throw error
+                }
+                await finish(admission, record: record)
+                logAccess(request: request, id: id, status: status, record: record, start: start)
             }
             return response
         }
+        await finish(admission, record: record)
         let timing = logAccess(request: request, id: id, status: response.status.code, record: record, start: start)
         if request.path == "/api/process" {
             response.headers.replaceOrAdd(
@@ -114,6 +145,66 @@ public final class Gateway: Sendable {
         return response
     }
 
+    /// A request let in by the rate limiter: what to charge and release when it ends.
+    struct Admission: Sendable {
+        let key: String
+        let plan: Plan
+        let lease: RateLease
+        let status: RateStatus?
+    }
+
+    /// Authenticates the caller (when tokens are configured) and takes a rate-limit lease
+    /// (when limits are on); throws `unauthorized` or `rate_limited` with its headers.
+    private func admit(_ request: HTTPRequest, record: AccessRecord) async throws(GatewayError) -> Admission? {
+        var caller: Caller?
+        if let tokens = configuration.tokens {
+            guard let authenticated = tokens.authenticate(authorization: request.headers["Authorization"]) else {
+                throw .unauthorized
+            }
+            caller = authenticated
+            record.update { $0.userID = authenticated.userID }
+        }
+        guard let limiter else { return nil }
+        let plan = configuration.plans.plan(for: caller)
+        let key: String
+        if let caller {
+            key = "user:" + caller.userID
+        } else {
+            let peer = request.remoteAddress?.host ?? "unknown"
+            key = "address:" + configuration.trustedProxies.clientAddress(peer: peer, forwardedFor: request.headers["X-Forwarded-For"])
+        }
+        switch await limiter.acquire(key: key, plan: plan, now: clock()) {
+        case .allowed(let lease, let status):
+            return Admission(key: key, plan: plan, lease: lease, status: status)
+        case .refused(let status, let reason):
+            metrics.rateLimited.labels(Self.label(reason)).increment()
+            record.update { $0.outcome = "rate_limited" }
+            var error = GatewayError.rateLimited
+            for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
+            throw error
+        }
+    }
+
+    /// Charges the tokens a request used (answers from the cache are free) and releases its lease.
+    private func finish(_ admission: Admission?, record: AccessRecord) async {
+        metrics.inFlight.decrement()
+        guard let admission, let limiter else { return }
+        let fields = record.fields
+        let used = (fields.inputTokens ?? 0) + (fields.outputTokens ?? 0)
+        if used > 0, fields.outcome != "cache_hit" {
+            await limiter.record(tokens: used, key: admission.key, plan: admission.plan, now: clock())
+        }
+        await limiter.release(admission.lease)
+    }
+
+    private static func label(_ reason: RefusalReason) -> String {
+        switch reason {
+        case .requestsPerMinute: return "requests_per_minute"
+        case .concurrency: return "concurrency"
+        case .dailyTokens: return "daily_tokens"
+        }
+    }
+
     /// Writes the access-log line; returns the upstream and gateway milliseconds.
     @discardableResult
     private func logAccess(request: HTTPRequest, id: String, status: Int, record: AccessRecord, start: MonotonicInstant) -> (upstream: Double, gateway: Double) {
@@ -121,8 +212,11 @@ public final class Gateway: Sendable {
         let totalNanoseconds = start.nanoseconds(until: .now())
         let upstreamMs = Double(fields.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, fields.upstreamNanoseconds)) / 1e6
+        metrics.finished(path: request.path, status: status, seconds: Double(totalNanoseconds) / 1e9,
+                         upstreamSeconds: upstreamMs / 1000, fields: fields)
         logger.log(.info, "request", [
             ("request_id", .string(id)),
+            ("user_id", fields.userID.map { .string($0) }),
             ("method", .string(request.method.rawValue)),
             ("path", .string(request.path)),
             ("status", .int(status)),
@@ -196,11 +290,19 @@ public final class Gateway: Sendable {
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         if let cache {
             let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text)
-            let (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+            let cached: ResponseCache.Answer
+            let hit: Bool
+            do {
+                (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
+                    try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+                }
+            } catch {
+                metrics.cache.labels("miss").increment()
+                throw error
             }
             answer = cached
             headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
+            metrics.cache.labels(hit ? "hit" : "miss").increment()
             if hit { record?.update { $0.outcome = "cache_hit" } }
         } else {
             answer = try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
@@ -240,6 +342,16 @@ public final class Gateway: Sendable {
         }
         guard !result.isEmpty else { throw .emptyResult }
         return ResponseCache.Answer(result: result, usage: usage)
+    }
+
+    /// The Prometheus exposition; with `METRICS_TOKEN` set, only for `Bearer <that token>`.
+    func metricsResponse(_ request: HTTPRequest) throws(GatewayError) -> HTTPResponse {
+        if let token = configuration.metricsToken {
+            let expected = Array("Bearer \(token)".utf8)
+            let given = Array((request.headers["Authorization"] ?? "").utf8)
+            guard ConstantTime.equals(expected, given) else { throw .unauthorized }
+        }
+        return HTTPResponse(headers: ["Content-Type": MetricsRegistry.contentType], body: .bytes(Array(metrics.registry.exposition().utf8)))
     }
 
     /// `Accept: text/event-stream` (alone or among others).
@@ -286,6 +398,20 @@ public final class Gateway: Sendable {
         for control in streams.withLock({ Array($0.values) }) { control.end(.shutdown) }
     }
 
+    /// A bounded label for an upstream failure.
+    static func errorKind(_ error: ChatError) -> String {
+        switch error {
+        case .couldNotConnect: return "connect"
+        case .timedOut: return "timeout"
+        case .cancelled: return "cancelled"
+        case .httpStatus(let status, _, _): return status == 429 || status == 503 ? "busy" : "status_\(status / 100)xx"
+        case .streamError: return "stream_error"
+        case .unreadableBody: return "unreadable"
+        case .noContent: return "no_content"
+        case .transport: return "transport"
+        }
+    }
+
     private static func outcome(of error: ChatError) -> String {
         switch error {
         case .cancelled: return "cancelled"
@@ -296,6 +422,7 @@ public final class Gateway: Sendable {
 
     /// The upstream's own error details go to the log (bounded, one line), never to the client.
     func logUpstreamFailure(_ error: ChatError, requestID: String) {
+        metrics.upstreamErrors.labels(Self.errorKind(error)).increment()
         var fields: [(String, Logger.Value?)] = [("request_id", .string(requestID)), ("failure", .string(error.description))]
         if case .httpStatus(let status, let body, _) = error {
             fields.append(("upstream_status", .int(status)))

@@ -4,18 +4,23 @@ public enum GatewayCommand: Equatable, Sendable {
     case serve(hostname: String?, port: Int?, environment: String)
     /// `healthcheck [--port P]`: GET /api/health on loopback; exit 0 when it answers 200.
     case healthcheck(port: Int?)
+    /// `token hash`: reads a caller token from standard input, prints its SHA-256 hash (the
+    /// form `GATEWAY_TOKENS` / `GATEWAY_TOKENS_FILE` store).
+    case tokenHash
     case help
     case version
 
     public static let usage = """
         usage: text-gateway [serve] [--hostname H] [--port P] [--env development|production|testing]
                text-gateway healthcheck [--port P]
+               text-gateway token hash < token.txt
                text-gateway --help | --version
 
         serve        run the gateway (the default). Settings come from the environment,
                      after .env and then .env.<env> in the working directory; the real
                      environment wins, and --hostname/--port win over HOST/PORT.
         healthcheck  ask a running gateway on 127.0.0.1 for /api/health (for HEALTHCHECK).
+        token hash   read a caller token from standard input and print its SHA-256 hash.
 
         """
 
@@ -24,6 +29,7 @@ public enum GatewayCommand: Equatable, Sendable {
         var rest = arguments[...]
         if rest.first == "--help" || rest.first == "-h" || rest.first == "help" { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
+        if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
         var subcommand = "serve"
         if let first = rest.first, !first.hasPrefix("-") {
             subcommand = first

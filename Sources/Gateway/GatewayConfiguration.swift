@@ -42,6 +42,16 @@ public struct GatewayConfiguration: Sendable {
     public var cacheTimeToLive: Duration?
     /// Most answers the cache holds.
     public var cacheMaxEntries = 1000
+    /// When set, `GET /metrics` needs `Authorization: Bearer <this>`.
+    public var metricsToken: String?
+    /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
+    public var tokens: TokenStore?
+    /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
+    public var plans = PlanCatalog()
+    /// Per-user (or per-address) rate limits and token quotas; `RATE_LIMITS=off` disables them.
+    public var rateLimitsEnabled = true
+    /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
+    public var trustedProxies = TrustedProxies(ranges: [])
 
     public init() {}
 
@@ -94,6 +104,45 @@ public struct GatewayConfiguration: Sendable {
         maxMessages = try integer("MAX_MESSAGES", 1...10_000) ?? maxMessages
         if let ttl = try integer("CACHE_TTL_SECONDS", 0...604_800), ttl > 0 { cacheTimeToLive = .seconds(ttl) }
         cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
+        metricsToken = value("METRICS_TOKEN")
+        if let inline = value("GATEWAY_TOKENS") {
+            do {
+                tokens = try TokenStore.parse(inline: inline)
+            } catch {
+                throw ConfigurationError("GATEWAY_TOKENS: \(error)")
+            }
+        } else if let path = value("GATEWAY_TOKENS_FILE") {
+            guard let text = DotEnv.readText(path: path) else {
+                throw ConfigurationError("GATEWAY_TOKENS_FILE cannot be read (at most 1 MiB of UTF-8 text)")
+            }
+            do {
+                tokens = try TokenStore.parse(file: text)
+            } catch {
+                throw ConfigurationError("GATEWAY_TOKENS_FILE: \(error)")
+            }
+        }
+        if tokens?.isEmpty == true { tokens = nil }
+        if let text = value("PLANS") {
+            do {
+                plans = try PlanCatalog.parse(text)
+            } catch {
+                throw ConfigurationError("PLANS: \(error)")
+            }
+        }
+        if let text = value("TRUSTED_PROXIES") {
+            do {
+                trustedProxies = try TrustedProxies.parse(text)
+            } catch {
+                throw ConfigurationError("TRUSTED_PROXIES: \(error)")
+            }
+        }
+        if let flag = value("RATE_LIMITS") {
+            switch flag.lowercased() {
+            case "on", "true", "1": rateLimitsEnabled = true
+            case "off", "false", "0": rateLimitsEnabled = false
+            default: throw ConfigurationError("RATE_LIMITS must be on or off")
+            }
+        }
         if let list = value("GATEWAY_MODELS") {
             for item in list.split(separator: ",") {
                 let pair = item.split(separator: "=", maxSplits: 1).map { ProcessRequest.trimmed(String($0)) }

@@ -34,6 +34,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let invalidTask = GatewayError(.badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
     static let invalidTone = GatewayError(.badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
     static let textTooShort = GatewayError(.badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.", "The text must be at least 20 characters long.")
+    static let unauthorized: GatewayError = {
+        var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
+        error.headers.add(name: "WWW-Authenticate", value: "Bearer")
+        return error
+    }()
+    static let rateLimited = GatewayError(.tooManyRequests, "rate_limited", "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.", "Too many requests. Please try again later.")
     static let notFound = GatewayError(.notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
     static let methodNotAllowed = GatewayError(.methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.", "This method is not supported for this path.")
     static let textTooLong = GatewayError(.contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")

@@ -22,7 +22,10 @@ public final class GatewayServer: Sendable {
     public var address: SocketAddress? { server.localAddress }
 
     /// Starts loops, client and server, and logs the start (loudly when the key or model is missing).
-    public static func start(configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development") async throws -> GatewayServer {
+    public static func start(
+        configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development",
+        clock: @escaping @Sendable () -> Instant = { .now }
+    ) async throws -> GatewayServer {
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop")
         var clientConfiguration = HTTPClientConfiguration()
@@ -35,11 +38,15 @@ public final class GatewayServer: Sendable {
             group.shutdown()
             throw error
         }
-        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger)
+        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock)
         let server: HTTPServer
         do {
             server = try HTTPServer(configuration: gateway.serverConfiguration(), group: group) { await gateway.respond(to: $0) }
             let address = try await server.start()
+            let open = server
+            gateway.metrics.registry.gaugeFunction("textgateway_open_connections", help: "Client connections open now.") {
+                Double(open.openConnectionCount)
+            }
             logger.info("started", [
                 ("version", .string(TextGatewayVersion.current)),
                 ("environment", .string(environmentName)),
@@ -51,6 +58,11 @@ public final class GatewayServer: Sendable {
             await httpClient.shutdown()
             group.shutdown()
             throw error
+        }
+        let loopback = configuration.host == "localhost" || configuration.host.hasPrefix("127.") || configuration.host == "::1"
+        if configuration.tokens == nil && !loopback {
+            logger.warning("open_gateway", [("address", .string(configuration.host)),
+                                            ("effect", .string("no GATEWAY_TOKENS: anyone who reaches this address can spend the upstream key"))])
         }
         if configuration.apiKey == nil {
             logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])

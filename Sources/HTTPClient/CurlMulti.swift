@@ -85,7 +85,9 @@ final class CurlMulti {
         try easy.set(CURLOPT_TCP_KEEPALIVE, configuration.tcpKeepAlive ? 1 : 0)
         try easy.set(CURLOPT_TCP_NODELAY, 1)
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        try easy.set(CURLOPT_PIPEWAIT, 1)
+        // Waiting to multiplex only pays over TLS, where ALPN reveals HTTP/2 during the handshake;
+        // over plain http it would hold a request until the first response on a new connection.
+        try easy.set(CURLOPT_PIPEWAIT, lowercasedURL.hasPrefix("https://") ? 1 : 0)
         try easy.set(CURLOPT_WRITEFUNCTION, callback: curlWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try easy.set(CURLOPT_HEADERFUNCTION, callback: curlHeaderCallback)

@@ -30,6 +30,18 @@ case .help:
     write(GatewayCommand.usage, to: 1)
 case .version:
     write("text-gateway \(TextGatewayVersion.current)\n", to: 1)
+case .tokenHash:
+    var input: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while input.count <= 4096 {
+        let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { break }
+        input += chunk[0..<count]
+    }
+    let token = String(decoding: input, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+    guard !token.isEmpty, input.count <= 4096 else { fail("token hash: write one token (at most 512 characters) on standard input") }
+    write(TokenStore.hashLine(forToken: token) + "\n", to: 1)
 case .healthcheck(let port):
     exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()?["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):

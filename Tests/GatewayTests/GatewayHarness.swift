@@ -19,6 +19,7 @@ struct GatewayHarness {
     static func with(
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logFormat: Logger.Format = .text,
+        clock: @escaping @Sendable () -> Instant = { .now },
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         var mockConfiguration = ServerConfiguration()
@@ -35,9 +36,10 @@ struct GatewayHarness {
         configuration.port = 0
         configuration.loopCount = 2
         configuration.shutdownGrace = .seconds(1)
+        configuration.rateLimitsEnabled = false  // the access tests turn limits on themselves
         configure(&configuration)
         let logs = LogSink.memory()
-        let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs))
+        let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock)
         let client = try HTTPClient()
         let harness = GatewayHarness(mock: mock, running: running, client: client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)")
         do {

@@ -138,6 +138,26 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("opens a second connection instead of waiting for the first one's answer")
+    func doesNotWaitForBusyConnection() async throws {
+        try await withUpstream({ router in
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .milliseconds(600))
+                return .text("slow")
+            }
+            router.get("/fast") { _ in .text("fast") }
+        }) { _, base in
+            try await withClient { client in
+                let slow = Task { try await client.send(HTTPClientRequest(url: base + "/slow")) }
+                try await Task.sleep(for: .milliseconds(100))
+                let start = MonotonicInstant.now()
+                #expect(try await client.send(HTTPClientRequest(url: base + "/fast")).status == 200)
+                #expect(start.nanoseconds(until: .now()) < 400_000_000)  // not queued behind the slow one
+                _ = try await slow.value
+            }
+        }
+    }
+
     @Test("reuses one kept-alive connection for sequential requests")
     func keepAliveReuse() async throws {
         try await withUpstream({ router in router.get("/ok") { _ in .text("ok") } }) { server, base in

@@ -1,0 +1,15 @@
+/// Who made a request, as a valid bearer token told the gateway: the user id it was issued
+/// to and the name of its plan.
+///
+/// Safe to log (the access log carries ``userID``); it holds nothing secret.
+public struct Caller: Sendable, Hashable {
+    /// The user the token was issued to.
+    public let userID: String
+    /// The plan the token's limits come from; see ``PlanCatalog/plan(named:)``.
+    public let plan: String
+
+    public init(userID: String, plan: String) {
+        self.userID = userID
+        self.plan = plan
+    }
+}

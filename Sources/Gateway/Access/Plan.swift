@@ -1,0 +1,52 @@
+/// The limits one class of callers runs under. `nil` means unlimited.
+///
+/// Plans come from `PLANS` through ``PlanCatalog``; a caller's plan is named by its token
+/// entry, and callers without a token get ``PlanCatalog/guest``.
+public struct Plan: Sendable, Hashable {
+    /// The plan's name: 1–64 of `[A-Za-z0-9._-]`.
+    public let name: String
+    /// Requests a key may start in any 60-second window (sliding, one-second resolution).
+    public let requestsPerMinute: Int?
+    /// Requests a key may have running at once.
+    public let concurrentRequests: Int?
+    /// Upstream tokens a key may use per UTC day. A request is refused once the quota is
+    /// used up; one that starts under it may finish over it.
+    public let tokensPerDay: Int?
+
+    /// A plan. Limits below zero count as zero (every request refused).
+    public init(name: String, requestsPerMinute: Int?, concurrentRequests: Int?, tokensPerDay: Int?) {
+        self.name = name
+        self.requestsPerMinute = requestsPerMinute.map { max(0, $0) }
+        self.concurrentRequests = concurrentRequests.map { max(0, $0) }
+        self.tokensPerDay = tokensPerDay.map { max(0, $0) }
+    }
+
+    /// A plan with no limits at all.
+    public static func unlimited(name: String) -> Plan {
+        Plan(name: name, requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: nil)
+    }
+
+    /// Whether the plan limits nothing (a limiter keeps no state for it).
+    public var isUnlimited: Bool {
+        requestsPerMinute == nil && concurrentRequests == nil && tokensPerDay == nil
+    }
+
+    /// The longest plan name accepted.
+    public static let maximumNameLength = 64
+
+    /// Whether `text` is 1–64 of `[A-Za-z0-9._-]`.
+    public static func isValidName(_ text: some StringProtocol) -> Bool {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+}

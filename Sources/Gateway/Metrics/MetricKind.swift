@@ -1,0 +1,6 @@
+/// The Prometheus metric types this registry exposes, spelled as on a `# TYPE` line.
+enum MetricKind: String, Sendable {
+    case counter
+    case gauge
+    case histogram
+}

@@ -1,0 +1,703 @@
+import Testing
+
+#if canImport(Gateway)
+@testable import Gateway
+#else
+@testable import Access
+#endif
+
+/// Authentication, rate limits and client addresses: the pure parts under `Gateway/Access`.
+@Suite("Access")
+struct AccessTests {
+    // Digests computed with Python's hashlib.
+    static let aliceToken = "secret-token-alice"
+    static let aliceHash = "a116b9ec15e1d1859515c83a50ec850e708a07369d58bddf57f4913683e50c08"
+    static let bobToken = "secret-token-bob"
+    static let bobHash = "201fb90e3cc7a7c159d51dea6cc69666ca9ea8eb5a75d463c73d4b11541b77d4"
+
+    // MARK: - SHA-256
+
+    @Suite("SHA-256")
+    struct SHA256Tests {
+        /// `(i * 7 + 3) % 256` for i in 0..<n: lengths around the padding boundaries.
+        static func pattern(_ count: Int) -> [UInt8] {
+            (0..<count).map { UInt8(($0 * 7 + 3) % 256) }
+        }
+
+        static let vectors: [(name: String, input: [UInt8], digest: String)] = [
+            ("empty", [], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", Array("abc".utf8), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("448 bits", Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8),
+             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+            ("55 bytes", pattern(55), "e7313d333c272e639f790978283f9eb392e843d0f29b7016828bb1daa4aac70b"),
+            ("56 bytes", pattern(56), "4324d65f3c103567f5589c710bc08f8523f929a9272e3af36fc968e52abc6c27"),
+            ("63 bytes", pattern(63), "81c80242132f230c3bd41b3e63bbcff16107339549214a99614ff26664625055"),
+            ("64 bytes", pattern(64), "39e3d7b6b5d075d37d053ad89b24b41bef4f3c29760c84447cab3f3be1882241"),
+            ("65 bytes", pattern(65), "aacca6ff74fdbb296d165a45cecfa04e5127bc008770fbbdd48006f2d2fae95e"),
+            ("119 bytes", pattern(119), "9ce7368e4daf32341631b492e80359dc9f594b48453cd0dd5bf0b19279cc177e"),
+            ("120 bytes", pattern(120), "7836b787757e95e58b3ca5aec90b1b004e8deba1e50e9675af9cabf1a13a04b5"),
+            ("128 bytes", pattern(128), "d2742f1f4ac6bb7ca2b239ee18402ba8b3f9f8e652d2a72973c2b9ba11c08cf6"),
+            ("1000 bytes", pattern(1000), "1e9bc38cbf860b9ec31918b065f9b52476c549a782e0e7990bed8ce3868d2371"),
+            ("UTF-8", Array("سلام".utf8), "bda1fa48345336618741fd2c4bc02809eb099c49a9b02fb5056401ab6d4dc3e6"),
+        ]
+
+        @Test("matches the FIPS 180-4 and hashlib digests", arguments: vectors)
+        func matchesKnownDigests(vector: (name: String, input: [UInt8], digest: String)) {
+            #expect(SHA256.hexDigest(vector.input) == vector.digest, "\(vector.name)")
+            #expect(SHA256.hash(vector.input).count == 32)
+        }
+
+        @Test("hashes one million 'a'")
+        func hashesOneMillionA() {
+            let input = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+            #expect(SHA256.hexDigest(input) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        }
+
+        @Test("hashes any sequence of bytes, not only arrays")
+        func hashesNonContiguousSequences() {
+            let lazy = (0..<65).lazy.map { UInt8(($0 * 7 + 3) % 256) }
+            #expect(SHA256.hexDigest(lazy) == "aacca6ff74fdbb296d165a45cecfa04e5127bc008770fbbdd48006f2d2fae95e")
+            #expect(SHA256.hexDigest("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        }
+
+        @Test("writes the digest as lower-case hex")
+        func writesLowerCaseHex() {
+            let digest = SHA256.hexDigest([0xFF])
+            #expect(digest.count == 64)
+            #expect(digest == digest.lowercased())
+        }
+    }
+
+    // MARK: - Constant-time comparison
+
+    @Suite("Constant-time comparison")
+    struct ConstantTimeTests {
+        static let cases: [(a: [UInt8], b: [UInt8], equal: Bool)] = [
+            ([], [], true),
+            ([1, 2, 3], [1, 2, 3], true),
+            ([1, 2, 3], [9, 2, 3], false),
+            ([1, 2, 3], [1, 2, 9], false),
+            ([1, 2, 3], [1, 2], false),
+            ([1, 2], [1, 2, 3], false),
+            ([], [0], false),
+            ([0x80], [0x00], false),
+        ]
+
+        @Test("equals exactly when both hold the same bytes", arguments: cases)
+        func comparesBytes(testCase: (a: [UInt8], b: [UInt8], equal: Bool)) {
+            #expect(ConstantTime.equals(testCase.a, testCase.b) == testCase.equal)
+        }
+
+        @Test("compares full digests")
+        func comparesDigests() {
+            let digest = SHA256.hash(Array("token".utf8))
+            var other = digest
+            other[31] ^= 1
+            #expect(ConstantTime.equals(digest, digest))
+            #expect(!ConstantTime.equals(digest, other))
+        }
+    }
+
+    // MARK: - Token configuration
+
+    @Suite("Token configuration")
+    struct TokenConfigurationTests {
+        @Test("parses GATEWAY_TOKENS entries")
+        func parsesInline() throws {
+            let store = try TokenStore.parse(inline: " \(aliceHash):alice:pro , \(bobHash.uppercased()):bob@example.com:free,")
+            #expect(store.count == 2)
+            #expect(store.entries.map(\.userID) == ["alice", "bob@example.com"])
+            #expect(store.entries.map(\.plan) == ["pro", "free"])
+            #expect(store.authenticate(authorization: "Bearer \(bobToken)") == Caller(userID: "bob@example.com", plan: "free"))
+        }
+
+        @Test("parses an empty GATEWAY_TOKENS as no callers")
+        func parsesEmptyInline() throws {
+            #expect(try TokenStore.parse(inline: "").isEmpty)
+            #expect(try TokenStore.parse(inline: " , ").isEmpty)
+        }
+
+        static let inlineErrors: [(text: String, error: TokenConfigError)] = [
+            ("\(aliceHash):alice", TokenConfigError(.wrongFieldCount(found: 2), at: .entry(1))),
+            ("\(aliceHash):alice:pro,\(bobHash):bob:pro:extra", TokenConfigError(.wrongFieldCount(found: 4), at: .entry(2))),
+            ("\(aliceHash):alice:pro,,abc:bob:pro", TokenConfigError(.invalidHash, at: .entry(3))),
+            ("\(aliceHash.dropLast())g:alice:pro", TokenConfigError(.invalidHash, at: .entry(1))),
+            ("\(aliceHash)0:alice:pro", TokenConfigError(.invalidHash, at: .entry(1))),
+            ("\(aliceHash)::pro", TokenConfigError(.invalidUserID, at: .entry(1))),
+            ("\(aliceHash):al ice:pro", TokenConfigError(.invalidUserID, at: .entry(1))),
+            ("\(aliceHash):alice:", TokenConfigError(.invalidPlanName, at: .entry(1))),
+            ("\(aliceHash):alice:pro/x", TokenConfigError(.invalidPlanName, at: .entry(1))),
+            ("\(aliceHash):alice:pro,\(bobHash):bob:pro,\(aliceHash.uppercased()):carol:pro",
+             TokenConfigError(.duplicateToken(first: .entry(1)), at: .entry(3))),
+        ]
+
+        @Test("rejects malformed GATEWAY_TOKENS entries by position", arguments: inlineErrors)
+        func rejectsMalformedInline(testCase: (text: String, error: TokenConfigError)) {
+            #expect(throws: testCase.error) { try TokenStore.parse(inline: testCase.text) }
+        }
+
+        @Test("parses a tokens file with comments, blank lines, tabs and CRLF")
+        func parsesFile() throws {
+            let text = """
+            # callers of the staging gateway
+            \(aliceHash) alice pro   # the first one
+
+            \t\(bobHash)\tbob\tfree\r
+            """
+            let store = try TokenStore.parse(file: text)
+            #expect(store.entries.map(\.userID) == ["alice", "bob"])
+            #expect(store.authenticate(authorization: "Bearer \(aliceToken)") == Caller(userID: "alice", plan: "pro"))
+        }
+
+        static let fileErrors: [(text: String, error: TokenConfigError)] = [
+            ("# header\n\n\(aliceHash) alice\n", TokenConfigError(.wrongFieldCount(found: 2), at: .line(3))),
+            ("\(aliceHash) alice pro\r\n\r\nnot-a-hash bob pro\r\n", TokenConfigError(.invalidHash, at: .line(3))),
+            ("\(aliceHash):alice:pro\n", TokenConfigError(.wrongFieldCount(found: 1), at: .line(1))),
+            ("\(aliceHash) alice pro\n\(aliceHash) alice2 pro\n", TokenConfigError(.duplicateToken(first: .line(1)), at: .line(2))),
+            ("\n\n\n\n\(aliceHash) alice pro!\n", TokenConfigError(.invalidPlanName, at: .line(5))),
+        ]
+
+        @Test("rejects malformed tokens file lines by line number", arguments: fileErrors)
+        func rejectsMalformedFile(testCase: (text: String, error: TokenConfigError)) {
+            #expect(throws: testCase.error) { try TokenStore.parse(file: testCase.text) }
+        }
+
+        @Test("errors never echo a hash or a field")
+        func errorsDoNotEchoSecrets() {
+            let texts = [
+                "\(aliceHash):alice:pro,\(aliceHash):alice:pro",
+                "\(aliceToken):alice:pro",
+                "\(aliceHash):\(aliceToken)!:pro",
+                "\(aliceHash)",
+            ]
+            for text in texts {
+                do {
+                    _ = try TokenStore.parse(inline: text)
+                    Issue.record("expected an error for \(text.count) characters of configuration")
+                } catch {
+                    let message = error.description
+                    #expect(!message.contains(aliceHash))
+                    #expect(!message.contains(String(aliceHash.prefix(8))))
+                    #expect(!message.contains(aliceToken))
+                    #expect(message.hasPrefix("entry "))
+                }
+            }
+            #expect(TokenConfigError(.invalidHash, at: .line(4)).description == "line 4: the token hash is not 64 hexadecimal digits")
+        }
+
+        @Test("a configured entry prints without its digest")
+        func callerTokenDescriptionHidesDigest() throws {
+            let entry = try #require(CallerToken(hexDigest: aliceHash, userID: "alice", plan: "pro"))
+            #expect(entry.description == "CallerToken(userID: alice, plan: pro)")
+            #expect(!String(describing: entry).contains(String(aliceHash.prefix(8))))
+            #expect(CallerToken(hexDigest: "abc", userID: "alice", plan: "pro") == nil)
+        }
+    }
+
+    // MARK: - Authentication
+
+    @Suite("Bearer authentication")
+    struct AuthenticationTests {
+        static let store = TokenStore(entries: [
+            CallerToken(hexDigest: aliceHash, userID: "alice", plan: "pro")!,
+            CallerToken(hexDigest: bobHash, userID: "bob", plan: "free")!,
+        ])
+        static let alice = Caller(userID: "alice", plan: "pro")
+
+        static let cases: [(name: String, header: String?, caller: Caller?)] = [
+            ("missing header", nil, nil),
+            ("empty header", "", nil),
+            ("scheme only", "Bearer", nil),
+            ("scheme and space", "Bearer ", nil),
+            ("wrong scheme", "Basic \(aliceToken)", nil),
+            ("token without scheme", aliceToken, nil),
+            ("wrong token", "Bearer secret-token-mallory", nil),
+            ("right token", "Bearer \(aliceToken)", alice),
+            ("lower-case scheme", "bearer \(aliceToken)", alice),
+            ("upper-case scheme", "BEARER \(aliceToken)", alice),
+            ("two spaces", "Bearer  \(aliceToken)", nil),
+            ("tab instead of space", "Bearer\t\(aliceToken)", nil),
+            ("leading space", " Bearer \(aliceToken)", nil),
+            ("trailing space", "Bearer \(aliceToken) ", nil),
+            ("token with a space", "Bearer secret token", nil),
+            ("token prefix", "Bearer \(aliceToken.dropLast())", nil),
+            ("token with a suffix", "Bearer \(aliceToken)x", nil),
+            ("the hash as token", "Bearer \(aliceHash)", nil),
+            ("non-ASCII token", "Bearer \(aliceToken)é", nil),
+            ("scheme look-alike", "Bearex \(aliceToken)", nil),
+            ("longer scheme", "Bearers \(aliceToken)", nil),
+            ("too long", "Bearer " + String(repeating: "a", count: 513), nil),
+        ]
+
+        @Test("accepts exactly `Bearer <token>` of a configured token", arguments: cases)
+        func authenticates(testCase: (name: String, header: String?, caller: Caller?)) {
+            #expect(Self.store.authenticate(authorization: testCase.header) == testCase.caller, "\(testCase.name)")
+        }
+
+        @Test("accepts a token of the longest length")
+        func acceptsLongestToken() {
+            let token = String(repeating: "~", count: TokenStore.maximumTokenLength)
+            let store = TokenStore(entries: [CallerToken(hexDigest: TokenStore.hashLine(forToken: token), userID: "long", plan: "pro")!])
+            #expect(store.authenticate(authorization: "Bearer \(token)") == Caller(userID: "long", plan: "pro"))
+            #expect(TokenStore.isAcceptableToken(token))
+            #expect(!TokenStore.isAcceptableToken(token + "~"))
+            #expect(!TokenStore.isAcceptableToken(""))
+        }
+
+        @Test("an empty store lets nobody in")
+        func emptyStoreRefuses() {
+            #expect(TokenStore(entries: []).authenticate(authorization: "Bearer \(aliceToken)") == nil)
+        }
+
+        @Test("hashLine prints the configured digest of a token read from stdin")
+        func hashLinePrintsDigest() {
+            #expect(TokenStore.hashLine(forToken: aliceToken) == aliceHash)
+            #expect(TokenStore.hashLine(forToken: "\(aliceToken)\n") == aliceHash)
+            #expect(TokenStore.hashLine(forToken: "  \(aliceToken)\r\n") == aliceHash)
+        }
+    }
+
+    // MARK: - Plans
+
+    @Suite("Plans")
+    struct PlanTests {
+        @Test("parses PLANS with unlimited fields")
+        func parsesPlans() throws {
+            let catalog = try PlanCatalog.parse(" free:20:2:50000 , pro:600:16:5000000,internal:-:-:-,")
+            #expect(catalog.plan(named: "free") == Plan(name: "free", requestsPerMinute: 20, concurrentRequests: 2, tokensPerDay: 50_000))
+            #expect(catalog.plan(named: "pro").requestsPerMinute == 600)
+            #expect(catalog.plan(named: "internal").isUnlimited)
+            #expect(catalog.all.map(\.name) == ["default", "free", "guest", "internal", "pro"])
+        }
+
+        @Test("has built-in guest and default plans")
+        func hasBuiltIns() throws {
+            let catalog = try PlanCatalog.parse("")
+            #expect(catalog.guest == PlanCatalog.builtInGuest)
+            #expect(catalog.guest.requestsPerMinute == 30)
+            #expect(catalog.plan(for: nil) == catalog.guest)
+            #expect(catalog.plan(named: "unknown") == catalog.default)
+            #expect(catalog.plan(for: Caller(userID: "x", plan: "gold")) == PlanCatalog.builtInDefault)
+        }
+
+        @Test("lets PLANS redefine guest and default")
+        func redefinesBuiltIns() throws {
+            let catalog = try PlanCatalog.parse("guest:5:1:1000,default:-:4:-")
+            #expect(catalog.guest == Plan(name: "guest", requestsPerMinute: 5, concurrentRequests: 1, tokensPerDay: 1000))
+            #expect(catalog.plan(named: "nope") == Plan(name: "default", requestsPerMinute: nil, concurrentRequests: 4, tokensPerDay: nil))
+        }
+
+        static let errors: [(text: String, error: PlanConfigError)] = [
+            ("free:20:2", PlanConfigError(.wrongFieldCount(found: 3), position: 1)),
+            ("free:20:2:100,pro:1:2:3:4", PlanConfigError(.wrongFieldCount(found: 5), position: 2)),
+            ("free:20:2:100,,b@d:1:1:1", PlanConfigError(.invalidName, position: 3)),
+            ("free:x:2:100", PlanConfigError(.invalidLimit(.requestsPerMinute), position: 1)),
+            ("free:20:0:100", PlanConfigError(.invalidLimit(.concurrentRequests), position: 1)),
+            ("free:20:2:-5", PlanConfigError(.invalidLimit(.tokensPerDay), position: 1)),
+            ("free:+20:2:5", PlanConfigError(.invalidLimit(.requestsPerMinute), position: 1)),
+            ("free:20:2:99999999999999999999", PlanConfigError(.invalidLimit(.tokensPerDay), position: 1)),
+            ("free:20:2:", PlanConfigError(.invalidLimit(.tokensPerDay), position: 1)),
+            ("free:1:1:1,free:2:2:2", PlanConfigError(.duplicateName(first: 1), position: 2)),
+        ]
+
+        @Test("rejects malformed PLANS entries by position", arguments: errors)
+        func rejectsMalformedPlans(testCase: (text: String, error: PlanConfigError)) {
+            #expect(throws: testCase.error) { try PlanCatalog.parse(testCase.text) }
+        }
+    }
+
+    // MARK: - Rate limits
+
+    @Suite("Rate limits")
+    struct RateLimitTests {
+        /// Midnight UTC of some day, so daily resets are easy to see.
+        static let midnight = 19_700.0 * 86_400
+
+        static func at(_ seconds: Double) -> Instant {
+            Instant(secondsSinceEpoch: midnight + seconds)
+        }
+
+        static func allowed(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (lease: RateLease, status: RateStatus?)? {
+            guard case .allowed(let lease, let status) = decision else {
+                Issue.record("expected the request to be allowed, got \(decision)", sourceLocation: sourceLocation)
+                return nil
+            }
+            return (lease, status)
+        }
+
+        static func refused(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (status: RateStatus, reason: RefusalReason)? {
+            guard case .refused(let status, let reason) = decision else {
+                Issue.record("expected the request to be refused, got \(decision)", sourceLocation: sourceLocation)
+                return nil
+            }
+            return (status, reason)
+        }
+
+        @Test("refuses past the per-minute limit with Retry-After, then allows as the window slides")
+        func perMinuteLimit() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 3, concurrentRequests: nil, tokensPerDay: nil)
+
+            var remaining: [Int] = []
+            for offset in [100.5, 110.5, 120.5] {
+                let (lease, status) = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(offset))))
+                #expect(!lease.holdsSlot)
+                remaining.append(try #require(status).remaining)
+                #expect(status == RateStatus(quota: .requestsPerMinute, limit: 3, remaining: status!.remaining, resetSeconds: 60))
+            }
+            #expect(remaining == [2, 1, 0])
+
+            // The oldest request (second 100) leaves the window at 160.
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(130))))
+            #expect(refusal.reason == .requestsPerMinute)
+            #expect(refusal.status == RateStatus(quota: .requestsPerMinute, limit: 3, remaining: 0, resetSeconds: 50, retryAfterSeconds: 30))
+            #expect(refusal.status.headerFields.map(\.name) == ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"])
+            #expect(refusal.status.headerFields.map(\.value) == ["3", "0", "50", "30"])
+
+            let late = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(159.9))))
+            #expect(late.status.retryAfterSeconds == 1)
+
+            // Refused requests were not counted: at 160 exactly one slot is free again.
+            let again = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(160))))
+            #expect(again.status?.remaining == 0)
+            let next = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(165))))
+            #expect(next.status.retryAfterSeconds == 5)
+
+            // Other keys have their own windows.
+            #expect(Self.allowed(await limiter.acquire(key: "other", plan: plan, now: Self.at(165))) != nil)
+
+            // A full minute after the last request, the whole limit is back.
+            let fresh = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(221))))
+            #expect(fresh.status?.remaining == 2)
+        }
+
+        @Test("counts requests in the same second together")
+        func sameSecond() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 2, concurrentRequests: nil, tokensPerDay: nil)
+            _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(10.1))
+            _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(10.2))
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(10.7))))
+            #expect(refusal.status.retryAfterSeconds == 60)
+            #expect(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(70))) != nil)
+        }
+
+        @Test("refuses past the concurrency limit until a lease is released")
+        func concurrencyLimit() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: 2, tokensPerDay: nil)
+            let first = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(0))))
+            let second = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(0))))
+            #expect(first.lease.holdsSlot && second.lease != first.lease)
+            #expect(first.status == nil)
+
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(1))))
+            #expect(refusal.reason == .concurrency)
+            #expect(refusal.status == RateStatus(quota: .concurrentRequests, limit: 2, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1))
+
+            await limiter.release(first.lease)
+            let third = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(2))))
+
+            // Releasing the same lease again frees nothing.
+            await limiter.release(first.lease)
+            #expect(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(3)))?.reason == .concurrency)
+
+            await limiter.release(second.lease)
+            await limiter.release(third.lease)
+            #expect(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(4))) != nil)
+            #expect(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(4))) != nil)
+        }
+
+        @Test("a concurrency refusal reports the per-minute status with Retry-After 1")
+        func concurrencyRefusalReportsHeadline() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 10, concurrentRequests: 1, tokensPerDay: 1000)
+            _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(0.5))
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(5.5))))
+            #expect(refusal.reason == .concurrency)
+            #expect(refusal.status == RateStatus(quota: .requestsPerMinute, limit: 10, remaining: 9, resetSeconds: 55, retryAfterSeconds: 1))
+        }
+
+        @Test("refuses once the daily tokens are used up, until the next UTC day")
+        func dailyTokens() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: 1000)
+            let first = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(100))))
+            #expect(first.status == RateStatus(quota: .tokensPerDay, limit: 1000, remaining: 1000, resetSeconds: 86_300))
+
+            await limiter.record(tokens: 600, key: "k", plan: plan, now: Self.at(110))
+            let second = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(200))))
+            #expect(second.status?.remaining == 400)
+
+            // The call that started under the quota overruns it.
+            await limiter.record(tokens: 600, key: "k", plan: plan, now: Self.at(210))
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(300))))
+            #expect(refusal.reason == .dailyTokens)
+            #expect(refusal.status == RateStatus(quota: .tokensPerDay, limit: 1000, remaining: 0, resetSeconds: 86_100, retryAfterSeconds: 86_100))
+
+            let lastSecond = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_399.5))))
+            #expect(lastSecond.status.retryAfterSeconds == 1)
+
+            let nextDay = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_400))))
+            #expect(nextDay.status?.remaining == 1000)
+        }
+
+        @Test("a daily refusal speaks of the daily quota even when the plan limits the minute")
+        func dailyRefusalWithPerMinute() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 100, concurrentRequests: nil, tokensPerDay: 10)
+            let allowed = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(0))))
+            #expect(allowed.status?.quota == .requestsPerMinute)
+            await limiter.record(tokens: 10, key: "k", plan: plan, now: Self.at(1))
+            let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(2))))
+            #expect(refusal.reason == .dailyTokens)
+            #expect(refusal.status.quota == .tokensPerDay)
+            #expect(refusal.status.limit == 10)
+        }
+
+        @Test("unlimited plans are always allowed and leave no state")
+        func unlimitedPlans() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan.unlimited(name: "internal")
+            for index in 0..<1_000 {
+                let allowed = try #require(Self.allowed(await limiter.acquire(key: "k\(index % 7)", plan: plan, now: Self.at(0))))
+                #expect(allowed.status == nil)
+                #expect(!allowed.lease.holdsSlot)
+                await limiter.record(tokens: 1_000_000, key: "k", plan: plan, now: Self.at(0))
+                await limiter.release(allowed.lease)
+            }
+            #expect(limiter.keyCount == 0)
+        }
+
+        @Test("zero limits refuse without crashing")
+        func zeroLimits() async throws {
+            let limiter = InMemoryRateLimiter()
+            let noRequests = Plan(name: "z", requestsPerMinute: 0, concurrentRequests: nil, tokensPerDay: nil)
+            #expect(Self.refused(await limiter.acquire(key: "a", plan: noRequests, now: Self.at(0)))?.status.retryAfterSeconds == 60)
+            let noSlots = Plan(name: "z", requestsPerMinute: nil, concurrentRequests: -3, tokensPerDay: nil)
+            #expect(Self.refused(await limiter.acquire(key: "b", plan: noSlots, now: Self.at(0)))?.reason == .concurrency)
+            let noTokens = Plan(name: "z", requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: 0)
+            #expect(Self.refused(await limiter.acquire(key: "c", plan: noTokens, now: Self.at(0)))?.reason == .dailyTokens)
+        }
+
+        @Test("a clock stepping back neither crashes nor forgets counts")
+        func clockSteppingBack() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 2, concurrentRequests: nil, tokensPerDay: 100)
+            _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(86_400 + 50))
+            await limiter.record(tokens: 100, key: "k", plan: plan, now: Self.at(86_400 + 51))
+            // Back into the previous day: today's tokens still count.
+            #expect(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_390)))?.reason == .dailyTokens)
+            let odd = Instant(secondsSinceEpoch: .nan)
+            #expect(odd.secondsSinceEpoch == 0)
+            _ = await limiter.acquire(key: "k", plan: plan, now: Instant(secondsSinceEpoch: .infinity))
+            _ = await limiter.acquire(key: "k", plan: plan, now: Instant(secondsSinceEpoch: -.infinity))
+        }
+
+        @Test("idle keys are swept: 100,000 distinct keys leave no entries once idle")
+        func sweepsIdleKeys() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = PlanCatalog.builtInGuest
+            for index in 0..<100_000 {
+                let decision = await limiter.acquire(key: "10.\(index >> 16).\((index >> 8) & 255).\(index & 255)", plan: plan, now: Self.at(0))
+                let allowed = try #require(Self.allowed(decision))
+                await limiter.release(allowed.lease)
+            }
+            #expect(limiter.keyCount == 100_000)
+            await limiter.record(tokens: 10, key: "10.0.0.1", plan: plan, now: Self.at(1))
+
+            // A minute later only the key with tokens counted today is still needed.
+            limiter.sweep(now: Self.at(61))
+            #expect(limiter.keyCount == 1)
+            // The next UTC day, nothing is.
+            limiter.sweep(now: Self.at(86_400))
+            #expect(limiter.keyCount == 0)
+        }
+
+        @Test("the periodic sweep runs from acquire")
+        func sweepsFromAcquire() async throws {
+            let limiter = InMemoryRateLimiter(sweepInterval: 100)
+            let plan = PlanCatalog.builtInGuest
+            for index in 0..<5_000 {
+                let lease = try #require(Self.allowed(await limiter.acquire(key: "a\(index)", plan: plan, now: Self.at(0))))
+                await limiter.release(lease.lease)
+            }
+            // Calls a minute later sweep the idle keys within max(100, keys) calls.
+            for index in 0..<5_000 {
+                _ = await limiter.acquire(key: "b\(index % 10)", plan: plan, now: Self.at(120))
+            }
+            #expect(limiter.keyCount <= 10)
+        }
+
+        @Test("a flood of distinct busy keys stays under maximumKeys")
+        func boundsKeysUnderFlood() async throws {
+            let limiter = InMemoryRateLimiter(maximumKeys: 1_000)
+            let plan = PlanCatalog.builtInGuest
+            var largest = 0
+            for index in 0..<20_000 {
+                let now = Self.at(Double(index) * 0.001)
+                let allowed = try #require(Self.allowed(await limiter.acquire(key: "k\(index)", plan: plan, now: now)))
+                await limiter.release(allowed.lease)
+                largest = max(largest, limiter.keyCount)
+            }
+            #expect(largest <= 1_000)
+            // The most recent keys keep their counts.
+            let recent = Plan(name: "one", requestsPerMinute: 1, concurrentRequests: nil, tokensPerDay: nil)
+            _ = await limiter.acquire(key: "k19999", plan: recent, now: Self.at(20))
+            #expect(Self.refused(await limiter.acquire(key: "k19999", plan: recent, now: Self.at(20)))?.reason == .requestsPerMinute)
+        }
+
+        @Test("keys holding a lease are never evicted")
+        func leasesPinKeys() async throws {
+            let limiter = InMemoryRateLimiter(maximumKeys: 10, sweepInterval: 1)
+            let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: 1, tokensPerDay: nil)
+            var held: [RateLease] = []
+            for index in 0..<20 {
+                held.append(try #require(Self.allowed(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(0)))).lease)
+            }
+            for index in 0..<1_000 {
+                let allowed = try #require(Self.allowed(await limiter.acquire(key: "churn\(index)", plan: plan, now: Self.at(100))))
+                await limiter.release(allowed.lease)
+            }
+            for index in 0..<20 {
+                #expect(Self.refused(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(200)))?.reason == .concurrency)
+            }
+            for lease in held { await limiter.release(lease) }
+            limiter.sweep(now: Self.at(300))
+            #expect(limiter.keyCount == 0)
+        }
+
+        @Test("the limiter is usable through the protocol from many tasks at once")
+        func concurrentUse() async throws {
+            let limiter: any RateLimiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: 500, concurrentRequests: nil, tokensPerDay: nil)
+            let allowedCount = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<1_000 {
+                    group.addTask {
+                        if case .allowed(let lease, _) = await limiter.acquire(key: "shared", plan: plan, now: Self.at(0)) {
+                            await limiter.release(lease)
+                            return true
+                        }
+                        return false
+                    }
+                }
+                var count = 0
+                for await allowed in group where allowed { count += 1 }
+                return count
+            }
+            #expect(allowedCount == 500)
+        }
+    }
+
+    // MARK: - Addresses
+
+    @Suite("Client addresses")
+    struct ClientAddressTests {
+        static let cidrCases: [(range: String, address: String, contained: Bool)] = [
+            ("10.0.0.0/8", "10.255.1.2", true),
+            ("10.0.0.0/8", "11.0.0.1", false),
+            ("10.0.0.0/8", "9.255.255.255", false),
+            ("192.168.1.0/24", "192.168.1.77", true),
+            ("192.168.1.0/24", "192.168.2.1", false),
+            ("172.16.0.0/12", "172.31.255.255", true),
+            ("172.16.0.0/12", "172.32.0.0", false),
+            ("127.0.0.1/32", "127.0.0.1", true),
+            ("127.0.0.1", "127.0.0.1", true),
+            ("127.0.0.1", "127.0.0.2", false),
+            ("10.1.2.3/8", "10.9.9.9", true),
+            ("0.0.0.0/0", "8.8.8.8", true),
+            ("0.0.0.0/0", "2001:db8::1", false),
+            ("::1/128", "::1", true),
+            ("::1", "::1", true),
+            ("::1", "::2", false),
+            ("2001:db8::/32", "2001:db8:ffff::1", true),
+            ("2001:db8::/32", "2001:db9::1", false),
+            ("2001:db8::/33", "2001:db8:7fff::1", true),
+            ("2001:db8::/33", "2001:db8:8000::1", false),
+            ("2001:db8:0:0:1::/80", "2001:db8::1:0:0:1", true),
+            ("2001:db8:0:0:1::/80", "2001:db8::2:0:0:1", false),
+            ("fe80::/10", "FE80::1", true),
+            ("::/0", "2001:db8::1", true),
+            ("10.0.0.0/8", "::ffff:10.1.2.3", true),
+            ("10.0.0.0/8", "::ffff:11.1.2.3", false),
+            ("::ffff:10.0.0.0/104", "10.20.30.40", true),
+            ("10.0.0.0/8", "::10.1.2.3", false),
+        ]
+
+        @Test("matches IPv4, IPv6 and IPv4-mapped addresses", arguments: cidrCases)
+        func matchesRanges(testCase: (range: String, address: String, contained: Bool)) throws {
+            let range = try #require(CIDR(testCase.range))
+            let address = try #require(IPAddress(testCase.address))
+            #expect(range.contains(address) == testCase.contained, "\(testCase.range) ∋ \(testCase.address)")
+        }
+
+        static let invalidRanges = [
+            "", "abc", "10.0.0.0/33", "::1/129", "10.0.0/8", "10.0.0.0/", "/8", "10.0.0.0/8/8",
+            "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/0008", " 10.0.0.0/8", "1.2.3.4\0", "fe80::1%eth0",
+            "256.0.0.1", "1.2.3.4.5", "::1::2", "[::1]", "10.0.0.0/8 ",
+        ]
+
+        @Test("rejects malformed ranges", arguments: invalidRanges)
+        func rejectsMalformedRanges(text: String) {
+            #expect(CIDR(text) == nil)
+        }
+
+        @Test("writes addresses and ranges canonically")
+        func canonicalText() throws {
+            #expect(try #require(IPAddress("::FFFF:1.2.3.4")).description == "1.2.3.4")
+            #expect(try #require(IPAddress("2001:DB8:0:0:0:0:0:1")).description == "2001:db8::1")
+            #expect(try #require(IPAddress("::1")).description == "::1")
+            #expect(IPAddress("1.2.3.4") == IPAddress("::ffff:1.2.3.4"))
+            #expect(try #require(CIDR("10.1.2.3/8")).description == "10.0.0.0/8")
+            #expect(try #require(CIDR("2001:db8::1/32")).description == "2001:db8::/32")
+        }
+
+        @Test("parses TRUSTED_PROXIES and names a bad entry's position")
+        func parsesTrustedProxies() throws {
+            let proxies = try TrustedProxies.parse(" 10.0.0.0/8, 127.0.0.1 ,::1,")
+            #expect(proxies.ranges.map(\.description) == ["10.0.0.0/8", "127.0.0.1/32", "::1/128"])
+            #expect(try TrustedProxies.parse("").ranges.isEmpty)
+            #expect(throws: TrustedProxiesError(position: 3)) { try TrustedProxies.parse("10.0.0.0/8,,localhost") }
+        }
+
+        static let proxies = TrustedProxies(ranges: [CIDR("10.0.0.0/8")!, CIDR("127.0.0.1")!, CIDR("::1")!])
+
+        static let clientCases: [(name: String, peer: String, forwardedFor: String?, client: String)] = [
+            ("untrusted peer ignores the header", "203.0.113.5", "1.1.1.1", "203.0.113.5"),
+            ("trusted peer without a header", "10.0.0.2", nil, "10.0.0.2"),
+            ("trusted peer with an empty header", "10.0.0.2", "", "10.0.0.2"),
+            ("trusted peer", "10.0.0.2", "198.51.100.7", "198.51.100.7"),
+            ("spoofed left entries are ignored", "10.0.0.2", "6.6.6.6, 7.7.7.7,198.51.100.7", "198.51.100.7"),
+            ("trusted hops are skipped", "127.0.0.1", "6.6.6.6, 198.51.100.7, 10.0.0.5, 10.0.0.6", "198.51.100.7"),
+            ("all trusted gives the leftmost", "10.0.0.2", "10.0.0.9, 10.0.0.5", "10.0.0.9"),
+            ("malformed entries are skipped", "10.0.0.2", "198.51.100.7, not-an-ip, , 10.0.0.5", "198.51.100.7"),
+            ("a malformed right entry is skipped", "10.0.0.2", "198.51.100.7, unknown", "198.51.100.7"),
+            ("only malformed entries give the peer", "10.0.0.2", "garbage,,;", "10.0.0.2"),
+            ("IPv4 with a port", "10.0.0.2", "198.51.100.7:5555", "198.51.100.7"),
+            ("IPv6 in brackets with a port", "10.0.0.2", "[2001:db8::7]:443", "2001:db8::7"),
+            ("IPv6 bare", "::1", "2001:DB8::5", "2001:db8::5"),
+            ("mapped trusted peer", "::ffff:10.0.0.2", "198.51.100.7", "198.51.100.7"),
+            ("mapped untrusted peer comes back as IPv4", "::ffff:203.0.113.5", nil, "203.0.113.5"),
+            ("mapped forwarded entry that is trusted", "10.0.0.2", "198.51.100.7, ::ffff:10.3.3.3", "198.51.100.7"),
+            ("peer that is no IP address", "unix", "198.51.100.7", "unix"),
+            ("bad port", "10.0.0.2", "6.6.6.6, 198.51.100.7:99999999", "6.6.6.6"),
+            ("a comma inside a grapheme cluster still splits", "10.0.0.2", "1.2.3.4\u{0600}, 198.51.100.7", "198.51.100.7"),
+            ("tabs around entries", "10.0.0.2", "\t198.51.100.7\t", "198.51.100.7"),
+            ("only the rightmost 32 entries are read", "10.0.0.2",
+             (["6.6.6.6"] + Array(repeating: "10.0.0.1", count: 40)).joined(separator: ", "), "10.0.0.1"),
+            ("a huge header does not crash", "10.0.0.2", String(repeating: ",", count: 100_000), "10.0.0.2"),
+        ]
+
+        @Test("finds the client behind trusted proxies", arguments: clientCases)
+        func findsClient(testCase: (name: String, peer: String, forwardedFor: String?, client: String)) {
+            let client = Self.proxies.clientAddress(peer: testCase.peer, forwardedFor: testCase.forwardedFor)
+            #expect(client == testCase.client, "\(testCase.name)")
+        }
+
+        @Test("with no trusted proxies the peer is always the client")
+        func noTrustedProxies() {
+            #expect(TrustedProxies.none.clientAddress(peer: "10.0.0.2", forwardedFor: "6.6.6.6") == "10.0.0.2")
+            #expect(TrustedProxies.none.clientAddress(peer: "127.0.0.1", forwardedFor: "6.6.6.6") == "127.0.0.1")
+        }
+    }
+}
