@@ -46,6 +46,8 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-bench.XXXXXX")
 mock_pid=
 gateway_pid=
+controls_pid=
+started_pid=
 stop() { # stop PID, politely then firmly, and reap it
     local pid=$1
     [ -n "$pid" ] || return 0
@@ -58,6 +60,8 @@ cleanup() {
     local status=$?
     trap - EXIT INT TERM
     stop "$gateway_pid"
+    stop "$controls_pid"
+    stop "$started_pid"
     stop "$mock_pid"
     rm -rf "$work"
     exit "$status"
@@ -93,29 +97,43 @@ done
 # With LOG_LEVEL=warning it does not log its address, so the port is chosen here and the
 # start is retried if another process takes it first.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-gateway_port=
-for _ in $(seq 5); do
-    candidate=$((20000 + RANDOM % 40000))
-    port_in_use "$candidate" && continue
-    (
-        cd "$work"
-        exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-            DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=bench-key DARVAREH_MODEL_ID=bench-model \
-            LOG_LEVEL=warning \
-            "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
-    ) 2>"$work/gateway.log" &
-    gateway_pid=$!
-    for _ in $(seq 100); do # up to 10 s
-        kill -0 "$gateway_pid" 2>/dev/null || break
-        if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then gateway_port=$candidate; break; fi
-        sleep 0.1
+start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
+    local name=$1; shift
+    started_port=
+    started_pid=
+    for _ in $(seq 5); do
+        candidate=$((20000 + RANDOM % 40000))
+        port_in_use "$candidate" && continue
+        (
+            cd "$work"
+            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
+                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=bench-key DARVAREH_MODEL_ID=bench-model \
+                LOG_LEVEL=warning "$@" \
+                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
+        ) 2>"$work/$name.log" &
+        started_pid=$!
+        for _ in $(seq 100); do # up to 10 s
+            kill -0 "$started_pid" 2>/dev/null || break
+            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then started_port=$candidate; break; fi
+            sleep 0.1
+        done
+        [ -n "$started_port" ] && return 0
+        stop "$started_pid"
+        started_pid=
+        grep -q 'Address already in use' "$work/$name.log" || { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
     done
-    [ -n "$gateway_port" ] && break
-    stop "$gateway_pid"
-    gateway_pid=
-    grep -q 'Address already in use' "$work/gateway.log" || { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
-done
-[ -n "$gateway_port" ] || die "could not find a free port for text-gateway"
+    die "could not find a free port for text-gateway ($name)"
+}
+# gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
+start_gateway gateway RATE_LIMITS=off METRICS=off
+gateway_port=$started_port
+gateway_pid=$started_pid
+# controls: the same with caller tokens, rate limits (a plan that never refuses) and metrics.
+bench_token=bench-caller-token-0123456789
+token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
+start_gateway controls GATEWAY_TOKENS="$token_hash:bench:bench" PLANS="bench:100000000:100000:-" RATE_LIMITS=on METRICS=on
+controls_port=$started_port
+controls_pid=$started_pid
 
 # Request bodies. The direct body carries the messages the gateway builds for this text
 # (CONTRACT.md: the summarize system prompt and the wrapped user text).
@@ -127,6 +145,7 @@ printf '{"model":"bench-model","messages":[{"role":"system","content":"%s"},{"ro
     "$system" "$user" >"$work/direct.json"
 
 gateway_url="http://127.0.0.1:$gateway_port/api/process"
+controls_url="http://127.0.0.1:$controls_port/api/process"
 direct_url="$mock_url/chat/completions"
 
 # Both targets must answer 200 with a result before anything is measured.
@@ -141,17 +160,23 @@ check() { # name url body [token]
     fi
 }
 check gateway "$gateway_url" "$work/gateway.json"
+check controls "$controls_url" "$work/gateway.json" "$bench_token"
 check direct "$direct_url" "$work/direct.json" bench-key
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway: $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS unset = one per core)"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS unset = one per core; RATE_LIMITS=off METRICS=off, no tokens)"
+echo "controls: $controls_url  (text-gateway, pid $controls_pid: caller token, rate limits and metrics on)"
 echo "direct:  $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
 echo "bodies:  gateway $(wc -c <"$work/gateway.json") bytes (text ${#text} characters), direct $(wc -c <"$work/direct.json") bytes"
 echo
 
 run_wrk() { # target connections duration output
     local url body token= threads=2
-    if [ "$1" = gateway ]; then url=$gateway_url; body=$work/gateway.json; else url=$direct_url; body=$work/direct.json; token=bench-key; fi
+    case "$1" in
+        gateway) url=$gateway_url; body=$work/gateway.json ;;
+        controls) url=$controls_url; body=$work/gateway.json; token=$bench_token ;;
+        *) url=$direct_url; body=$work/direct.json; token=bench-key ;;
+    esac
     [ "$2" -eq 1 ] && threads=1
     wrk -t"$threads" -c"$2" -d"$3" --latency -s Benchmarks/process.lua "$url" -- "$body" $token >"$4" 2>&1 ||
         { cat "$4" >&2; die "wrk failed against $1"; }
@@ -161,13 +186,14 @@ if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     say "bench-gateway: warm-up ($warmup per target)"
     last=${connection_list[$((${#connection_list[@]} - 1))]}
     run_wrk gateway "$last" "$warmup" "$work/warmup.txt"
+    run_wrk controls "$last" "$warmup" "$work/warmup.txt"
     run_wrk direct "$last" "$warmup" "$work/warmup.txt"
 fi
 
 problems=0
 for round in $(seq "$rounds"); do
     for c in "${connection_list[@]}"; do
-        for target in gateway direct; do
+        for target in gateway controls direct; do
             say "bench-gateway: round $round/$rounds, $c connections, $target"
             out="$work/$target.c$c.r$round.txt"
             run_wrk "$target" "$c" "$duration" "$out"
@@ -183,7 +209,7 @@ for round in $(seq "$rounds"); do
 done
 
 # One line per run: target connections rps p50_ms p99_ms
-for file in "$work"/gateway.c*.r*.txt "$work"/direct.c*.r*.txt; do
+for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/direct.c*.r*.txt; do
     name=$(basename "$file" .txt)
     target=${name%%.*}
     c=${name#*.c}; c=${c%%.*}
@@ -217,12 +243,18 @@ awk -v order="${connection_list[*]}" '
             c = cs[i]; g = "gateway " c; d = "direct " c
             gp50 = median(p50[g]); gp99 = median(p99[g]); dp50 = median(p50[d]); dp99 = median(p99[d])
             printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %+13.3f | %+13.3f |\n", c, "gateway", median(rps[g]), gp50, gp99, gp50 - dp50, gp99 - dp99
+            k = "controls " c; kp50 = median(p50[k]); kp99 = median(p99[k])
+            printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %+13.3f | %+13.3f |\n", c, "controls", median(rps[k]), kp50, kp99, kp50 - dp50, kp99 - dp99
             printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %13s | %13s |\n", c, "direct", median(rps[d]), dp50, dp99, "", ""
+            controls[c] = sprintf("%s connections: controls add %+.3f ms p50 (%+.1f%% of the gateway'"'"'s added p50), %+.1f%% requests/s", c, kp50 - gp50, (gp50 - dp50) > 0 ? 100 * (kp50 - gp50) / (gp50 - dp50) : 0, median(rps[g]) > 0 ? 100 * (median(rps[k]) - median(rps[g])) / median(rps[g]) : 0)
         }
+        print ""
+        for (i = 1; i <= n; i++) print controls[cs[i]]
     }
 ' "$work/runs.txt"
 echo
 echo "added = gateway − direct: the gateway's own cost on top of the upstream call (same machine, same mock)."
+echo "controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
 
 if [ "$problems" -ne 0 ]; then
     say ""

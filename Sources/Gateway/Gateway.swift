@@ -212,8 +212,10 @@ public final class Gateway: Sendable {
         let totalNanoseconds = start.nanoseconds(until: .now())
         let upstreamMs = Double(fields.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, fields.upstreamNanoseconds)) / 1e6
-        metrics.finished(path: request.path, status: status, seconds: Double(totalNanoseconds) / 1e9,
-                         upstreamSeconds: upstreamMs / 1000, fields: fields)
+        if configuration.metricsEnabled {
+            metrics.finished(path: request.path, status: status, seconds: Double(totalNanoseconds) / 1e9,
+                             upstreamSeconds: upstreamMs / 1000, fields: fields)
+        }
         logger.log(.info, "request", [
             ("request_id", .string(id)),
             ("user_id", fields.userID.map { .string($0) }),

@@ -50,6 +50,8 @@ public struct GatewayConfiguration: Sendable {
     public var plans = PlanCatalog()
     /// Per-user (or per-address) rate limits and token quotas; `RATE_LIMITS=off` disables them.
     public var rateLimitsEnabled = true
+    /// Request metrics for `/metrics`; `METRICS=off` stops recording them.
+    public var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
     public var trustedProxies = TrustedProxies(ranges: [])
 
@@ -68,6 +70,14 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
             }
             return number
+        }
+        func flag(_ name: String) throws(ConfigurationError) -> Bool? {
+            guard let text = value(name) else { return nil }
+            switch text.lowercased() {
+            case "on", "true", "1", "yes": return true
+            case "off", "false", "0", "no": return false
+            default: throw ConfigurationError("\(name) must be on or off")
+            }
         }
         func seconds(_ name: String) throws(ConfigurationError) -> Duration? {
             guard let text = value(name) else { return nil }
@@ -136,13 +146,8 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("TRUSTED_PROXIES: \(error)")
             }
         }
-        if let flag = value("RATE_LIMITS") {
-            switch flag.lowercased() {
-            case "on", "true", "1": rateLimitsEnabled = true
-            case "off", "false", "0": rateLimitsEnabled = false
-            default: throw ConfigurationError("RATE_LIMITS must be on or off")
-            }
-        }
+        rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
+        metricsEnabled = try flag("METRICS") ?? metricsEnabled
         if let list = value("GATEWAY_MODELS") {
             for item in list.split(separator: ",") {
                 let pair = item.split(separator: "=", maxSplits: 1).map { ProcessRequest.trimmed(String($0)) }

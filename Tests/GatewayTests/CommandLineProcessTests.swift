@@ -39,6 +39,10 @@ struct CommandLineProcessTests {
             (["serve"], ["UPSTREAM_TIMEOUT_SECONDS": "soon"], "UPSTREAM_TIMEOUT_SECONDS"),
             (["serve"], ["LOG_FORMAT": "xml"], "LOG_FORMAT"),
             (["serve"], ["DARVAREH_BASE_URL": "ftp://example"], "DARVAREH_BASE_URL"),
+            (["serve"], ["GATEWAY_TOKENS": "nothex:alice:pro"], "GATEWAY_TOKENS"),
+            (["serve"], ["PLANS": "pro:fast:-:-"], "PLANS"),
+            (["serve"], ["TRUSTED_PROXIES": "10.0.0.0/99"], "TRUSTED_PROXIES"),
+            (["serve"], ["RATE_LIMITS": "maybe"], "RATE_LIMITS"),
         ] as [([String], [String: String], String)]
     )
     func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {

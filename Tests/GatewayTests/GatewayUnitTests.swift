@@ -94,6 +94,7 @@ struct GatewayUnitTests {
         #expect(try GatewayCommand.parse(["--help"]) == .help)
         #expect(try GatewayCommand.parse(["--version"]) == .version)
         #expect(try GatewayCommand.parse(["healthcheck", "--port", "81"]) == .healthcheck(port: 81))
+        #expect(try GatewayCommand.parse(["token", "hash"]) == .tokenHash)
         for bad in [["serve", "--port"], ["serve", "--port", "x"], ["launch"], ["serve", "--env", "../x"], ["healthcheck", "--env", "p"]] {
             #expect(throws: CommandLineError.self) { try GatewayCommand.parse(bad) }
         }
