@@ -14,7 +14,7 @@ help:
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
 	@echo "make bench         wrk: POST /api/process through the gateway vs straight to the mock (needs wrk)"
-	@echo "make fuzz          fuzz the HTTP request parser for FUZZ_SECONDS (default 60)"
+	@echo "make fuzz          fuzz the HTTP request parser and the JSON parser, FUZZ_SECONDS each (default 60)"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
@@ -42,6 +42,7 @@ bench:
 
 fuzz:
 	Fuzz/run.sh RequestParser $(FUZZ_SECONDS)
+	Fuzz/run.sh JSONValue $(FUZZ_SECONDS)
 
 bench-server:
 	Benchmarks/bench-server.sh

@@ -11,13 +11,14 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh RequestParser [seconds=60] [extra libFuzzer args...]}
+target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue [seconds=60] [extra libFuzzer args...]}
 shift
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 
 case "$target" in
     RequestParser) sources=(Sources/HTTP1/*.swift) ;;
+    JSONValue) sources=(Sources/ChatAPI/JSONValue.swift) ;;
     *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
 
