@@ -82,7 +82,8 @@ swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]
 bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
 
 # mock-upstream on a port the kernel picks; its stdout line tells the URL.
-"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key bench-key >"$work/mock.out" 2>"$work/mock.err" &
+mock_key=bench-key  # the mock's key, which the gateway sends upstream
+"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key "$mock_key" >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
 mock_url=
 for _ in $(seq 100); do # up to 10 s
@@ -107,7 +108,7 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
         (
             cd "$work"
             exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=bench-key DARVAREH_MODEL_ID=bench-model \
+                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model \
                 LOG_LEVEL=warning "$@" \
                 "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
         ) 2>"$work/$name.log" &
@@ -161,7 +162,7 @@ check() { # name url body [token]
 }
 check gateway "$gateway_url" "$work/gateway.json"
 check controls "$controls_url" "$work/gateway.json" "$bench_token"
-check direct "$direct_url" "$work/direct.json" bench-key
+check direct "$direct_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
 echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS unset = one per core; RATE_LIMITS=off METRICS=off, no tokens)"
@@ -175,7 +176,7 @@ run_wrk() { # target connections duration output
     case "$1" in
         gateway) url=$gateway_url; body=$work/gateway.json ;;
         controls) url=$controls_url; body=$work/gateway.json; token=$bench_token ;;
-        *) url=$direct_url; body=$work/direct.json; token=bench-key ;;
+        *) url=$direct_url; body=$work/direct.json; token=$mock_key ;;
     esac
     [ "$2" -eq 1 ] && threads=1
     wrk -t"$threads" -c"$2" -d"$3" --latency -s Benchmarks/process.lua "$url" -- "$body" $token >"$4" 2>&1 ||

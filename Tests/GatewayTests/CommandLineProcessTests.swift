@@ -56,7 +56,7 @@ struct CommandLineProcessTests {
     func malformedDotEnv() async throws {
         let directory = Self.emptyDirectory()
         let path = directory + "/.env"
-        let text = "# settings\nDARVAREH_MODEL_ID=m\nDARVAREH_API_KEY=\"sk-unterminated-secret\n"
+        let text = "# settings\nDARVAREH_API_KEY=k # a test key\nDARVAREH_MODEL_ID=\"sk-unterminated-secret\n"
         let file = fopen(path, "w")
         fputs(text, file)
         fclose(file)
