@@ -18,6 +18,8 @@
 # saw a non-2xx response, since its figures would not measure the real path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
 
 rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
@@ -48,14 +50,6 @@ mock_pid=
 gateway_pid=
 controls_pid=
 started_pid=
-stop() { # stop PID, politely then firmly, and reap it
-    local pid=$1
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
@@ -97,7 +91,6 @@ done
 # The gateway, in a clean environment and an empty directory (no .env), on a free port.
 # With LOG_LEVEL=warning it does not log its address, so the port is chosen here and the
 # start is retried if another process takes it first.
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     local name=$1; shift
     started_port=

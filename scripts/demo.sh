@@ -13,6 +13,8 @@
 # variables nor a .env file in the repository can change what the demo does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
 
 port=${DEMO_PORT:-8080}
 once=${DEMO_ONCE:-0}
@@ -26,7 +28,6 @@ case "$port" in '' | *[!0-9]*) die "DEMO_PORT must be a port number, not '$port'
 command -v curl >/dev/null || die "needs curl (apt-get install -y curl)"
 
 # Something already accepting connections on the port (on 127.0.0.1 or on all addresses)?
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port_taken_message() {
     say "demo: port $port on 127.0.0.1 is already in use."
     say "      stop whatever listens there, or choose another port: DEMO_PORT=8081 make demo"
@@ -37,14 +38,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-demo.XXXXXX")
 mock_pid=
 gateway_pid=
 tail_pid=
-stop() { # stop PID, politely then firmly, and reap it
-    local pid=$1
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     local status=$?
     trap - EXIT INT TERM

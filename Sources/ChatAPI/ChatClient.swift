@@ -20,7 +20,7 @@ public struct ChatClient: Sendable {
 
     /// The completion and the raw answer's usage; throws ``ChatError`` only.
     public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
-        let response = try await send(request, requestID: requestID, streaming: false)
+        let response = try await send(request, requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
@@ -68,14 +68,14 @@ public struct ChatClient: Sendable {
     /// Sends `request` as it is and returns the upstream's 2xx answer unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
     public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> HTTPClientResponse {
-        let response = try await send(request, requestID: requestID, streaming: false)
+        let response = try await send(request, requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
         return response
     }
 
-    private func send(_ request: ChatCompletionRequest, requestID: String?, streaming: Bool) async throws(ChatError) -> HTTPClientResponse {
+    private func send(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> HTTPClientResponse {
         let body = try encode(request)
         do {
             return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout))

@@ -2,15 +2,16 @@ import Synchronization
 
 /// One counter: a value that only goes up, for one tuple of label values. Increments are
 /// lock-free; look the counter up once with `CounterFamily.labels(_:)` and keep it.
-public final class Counter: Sendable {
+public final class Counter: ScalarMetric {
+    public static var kind: MetricKind { .counter }
     /// Whole increments, kept apart so the common `increment()` is a single atomic add.
     private let whole = Atomic<UInt64>(0)
     /// Fractional increments, as the bit pattern of a `Double`.
     private let fraction = Atomic<UInt64>(0.0.bitPattern)
     let labelValues: [String]
-    let renderedLabels: String
+    public let renderedLabels: String
 
-    init(labelValues: [String], renderedLabels: String) {
+    public init(labelValues: [String], renderedLabels: String) {
         self.labelValues = labelValues
         self.renderedLabels = renderedLabels
     }

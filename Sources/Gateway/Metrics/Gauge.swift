@@ -2,13 +2,14 @@ import Synchronization
 
 /// One gauge: a value that goes up and down, for one tuple of label values. Every
 /// operation is lock-free; look the gauge up once with `GaugeFamily.labels(_:)` and keep it.
-public final class Gauge: Sendable {
+public final class Gauge: ScalarMetric {
+    public static var kind: MetricKind { .gauge }
     /// The value, as the bit pattern of a `Double`.
     private let bits = Atomic<UInt64>(0.0.bitPattern)
     let labelValues: [String]
-    let renderedLabels: String
+    public let renderedLabels: String
 
-    init(labelValues: [String], renderedLabels: String) {
+    public init(labelValues: [String], renderedLabels: String) {
         self.labelValues = labelValues
         self.renderedLabels = renderedLabels
     }
