@@ -10,6 +10,8 @@ public struct GatewayConfiguration: Sendable {
     public var port = 8080
     public var upstreamTimeout: Duration = .seconds(60)
     public var upstreamConnectTimeout: Duration = .seconds(10)
+    /// Most upstream connections open at once; calls beyond it wait for a free one.
+    public var upstreamMaxConnections = 16_384
     public var maxTokens = 1200
     public var maxBodyBytes = 1_048_576
     public var logLevel = Logger.Level.info
@@ -103,6 +105,7 @@ public struct GatewayConfiguration: Sendable {
         port = try integer("PORT", 0...65535) ?? port
         upstreamTimeout = try seconds("UPSTREAM_TIMEOUT_SECONDS") ?? upstreamTimeout
         upstreamConnectTimeout = try seconds("UPSTREAM_CONNECT_TIMEOUT_SECONDS") ?? upstreamConnectTimeout
+        upstreamMaxConnections = try integer("UPSTREAM_MAX_CONNECTIONS", 1...1_000_000) ?? upstreamMaxConnections
         maxTokens = try integer("MAX_TOKENS", 1...1_000_000) ?? maxTokens
         maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
         shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace

@@ -31,6 +31,7 @@ public final class GatewayServer: Sendable {
         var clientConfiguration = HTTPClientConfiguration()
         clientConfiguration.timeout = configuration.upstreamTimeout
         clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
+        clientConfiguration.maxConnections = configuration.upstreamMaxConnections
         let httpClient: HTTPClient
         do {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)

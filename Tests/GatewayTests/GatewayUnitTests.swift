@@ -54,7 +54,7 @@ struct GatewayUnitTests {
             "DARVAREH_API_KEY": "key", "DARVAREH_MODEL_ID": "base", "SUMMARY_MODEL_ID": "sum", "REWRITE_MODEL_ID": "",
             "EXTRACTION_MODEL_ID": "ext", "CREATIVE_MODEL_ID": "cre", "DARVAREH_BASE_URL": "http://127.0.0.1:9/v1",
             "HOST": "0.0.0.0", "PORT": "9000", "UPSTREAM_TIMEOUT_SECONDS": "1.5", "UPSTREAM_CONNECT_TIMEOUT_SECONDS": "2",
-            "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
+            "UPSTREAM_MAX_CONNECTIONS": "20000", "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
         ])
         #expect(configuration.model(for: .summarize) == "sum")
         #expect(configuration.model(for: .rewrite) == "base")
@@ -62,6 +62,7 @@ struct GatewayUnitTests {
         #expect(configuration.model(for: .titles) == "cre")
         #expect(configuration.port == 9000 && configuration.host == "0.0.0.0")
         #expect(configuration.upstreamTimeout == .milliseconds(1500))
+        #expect(configuration.upstreamMaxConnections == 20000)
         #expect(configuration.maxTokens == 99 && configuration.maxBodyBytes == 4096)
         #expect(configuration.logLevel == .warning && configuration.logFormat == .json)
         let defaults = try GatewayConfiguration(environment: ["DARVAREH_API_KEY": "  "])
@@ -69,11 +70,12 @@ struct GatewayUnitTests {
         #expect(defaults.baseURL == "https://api.darvareh.ir/v1")
         #expect(defaults.port == 8080 && defaults.maxTokens == 1200 && defaults.maxBodyBytes == 1_048_576)
         #expect(defaults.upstreamTimeout == .seconds(60) && defaults.upstreamConnectTimeout == .seconds(10))
+        #expect(defaults.upstreamMaxConnections == 16_384)
     }
 
     @Test(
         "refuses invalid values naming the variable, never the value",
-        arguments: ["PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud", "MAX_BODY_BYTES=12"]
+        arguments: ["PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud", "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0"]
     )
     func invalidConfiguration(assignment: String) {
         let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
