@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 #include "CEventLoop.h"
 
 int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length) {
@@ -14,6 +15,10 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length) {
 
 void CEventLoop_setThreadName(const char *name) {
     pthread_setname_np(pthread_self(), name);
+}
+
+long CEventLoop_getrandom(void *buffer, unsigned long length) {
+    return getrandom(buffer, length, 0);
 }
 
 static int signalPipeWriteEnd = -1;

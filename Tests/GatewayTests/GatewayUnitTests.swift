@@ -48,6 +48,19 @@ struct GatewayUnitTests {
         #expect(RequestID.make() != RequestID.make())
     }
 
+    @Test("makes distinct version-4 UUIDs across many refills of the random pool")
+    func requestIDsAreUUIDs() {
+        var seen = Set<String>()
+        for _ in 0..<2000 {  // 16 bytes each: several 4 KiB refills
+            let id = RequestID.make()
+            let bytes = Array(id.utf8)
+            #expect(bytes.count == 36 && bytes[8] == UInt8(ascii: "-") && bytes[14] == UInt8(ascii: "4"))
+            #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(bytes[19]))
+            seen.insert(id)
+        }
+        #expect(seen.count == 2000)
+    }
+
     @Test("reads every variable and treats empty values as unset")
     func configuration() throws {
         let configuration = try GatewayConfiguration(environment: [

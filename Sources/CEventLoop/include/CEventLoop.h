@@ -22,6 +22,10 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length);
 /// Names the calling thread (at most 15 bytes are kept).
 void CEventLoop_setThreadName(const char *name);
 
+/// Fills `buffer` with `length` bytes from the kernel's random source (getrandom(2), which
+/// the Swift Glibc module does not export); returns the bytes written or -1.
+long CEventLoop_getrandom(void *buffer, unsigned long length);
+
 /// Routes the given signals to a pipe: their handler writes the signal number as one byte
 /// (async-signal-safe), so a thread can wait for them with read(2). Returns the pipe's read
 /// end, or -1 on failure. Call once, before threads start.

@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import CEventLoop
+import Glibc
+#endif
+
+/// The kernel's random source, many bytes per system call.
+public enum SystemRandom {
+    /// Fills `buffer` completely; false when the kernel could not (the caller falls back).
+    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        guard let base = buffer.baseAddress else { return true }
+        var filled = 0
+        while filled < buffer.count {
+            let count = CEventLoop_getrandom(base + filled, UInt(buffer.count - filled))
+            if count > 0 {
+                filled += count
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+}
