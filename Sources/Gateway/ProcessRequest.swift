@@ -34,7 +34,7 @@ struct ProcessRequest: Equatable {
         }
         let stream = document["stream"] == .bool(true)
         let text = trimmed(rawText)
-        let count = text.count
+        let count = CharacterCount.of(text)
         if count < minimumCharacters { throw .textTooShort }
         if count > maximumCharacters { throw .textTooLong }
         return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: stream)

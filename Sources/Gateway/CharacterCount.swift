@@ -1,0 +1,73 @@
+/// Counts characters (extended grapheme clusters) exactly as `String.count` does, without
+/// running the full segmentation algorithm for the text the gateway mostly sees: Latin,
+/// Persian and Arabic letters, their combining marks, ZWNJ, punctuation and line breaks.
+///
+/// Each scalar is sorted into a class whose place in the grapheme break rules (UAX #29) is
+/// fixed: `plain` (Grapheme_Cluster_Break=Other), `extend` (Extend, never a conjunct linker),
+/// `control`, CR and LF. For those the rules reduce to: CR × LF (GB3), a break around every
+/// control (GB4, GB5), Extend joins what precedes it (GB9), a break everywhere else (GB999).
+/// A scalar outside these classes (Hangul, emoji joiners, regional indicators, Prepend and
+/// SpacingMark characters, other scripts) sends the whole text to `String.count`.
+enum CharacterCount {
+    static func of(_ text: String) -> Int {
+        var count = 0
+        var previous = Previous.start
+        for scalar in text.unicodeScalars {
+            switch classify(scalar.value) {
+            case .plain:
+                count += 1
+                previous = .cluster
+            case .extend:
+                if previous != .cluster {  // at the start or after a control: a cluster of its own
+                    count += 1
+                    previous = .cluster
+                }
+            case .carriageReturn:
+                count += 1
+                previous = .carriageReturn
+            case .lineFeed:
+                if previous != .carriageReturn { count += 1 }
+                previous = .control
+            case .control:
+                count += 1
+                previous = .control
+            case .other:
+                return text.count
+            }
+        }
+        return count
+    }
+
+    private enum Previous { case start, cluster, carriageReturn, control }
+    private enum Class { case plain, extend, carriageReturn, lineFeed, control, other }
+
+    @inline(__always)
+    private static func classify(_ value: UInt32) -> Class {
+        switch value {
+        case 0x20...0x7E: return .plain
+        case 0x0A: return .lineFeed
+        case 0x0D: return .carriageReturn
+        case 0x00...0x1F, 0x7F...0x9F, 0xAD: return .control
+        case 0xA0...0x2FF: return .plain
+        case 0x300...0x36F: return .extend
+        case 0x600...0x6FF: return arabic(value)
+        case 0x750...0x77F: return .plain  // Arabic Supplement letters
+        case 0x200C: return .extend  // ZERO WIDTH NON-JOINER
+        case 0x200B, 0x200E, 0x200F, 0x2028...0x202E: return .control
+        case 0x2010...0x2027, 0x2030...0x205E: return .plain  // dashes, quotes, punctuation
+        default: return .other
+        }
+    }
+
+    /// The Arabic block (U+0600–U+06FF), Persian letters and digits included.
+    @inline(__always)
+    private static func arabic(_ value: UInt32) -> Class {
+        switch value {
+        case 0x600...0x605, 0x6DD: return .other  // Prepend
+        case 0x61C: return .control  // ARABIC LETTER MARK
+        case 0x610...0x61A, 0x64B...0x65F, 0x670, 0x6D6...0x6DC, 0x6DF...0x6E4, 0x6E7...0x6E8, 0x6EA...0x6ED:
+            return .extend  // harakat and Quranic marks
+        default: return .plain
+        }
+    }
+}
