@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# What does the gateway add to an upstream call? `make bench` runs this.
+# What does the gateway add to an upstream call, next to a proxy that does no work?
+# `make bench` runs this (then Benchmarks/bench-scale.sh).
 #
-# Starts mock-upstream (no latency, one loop) and text-gateway in front of it, then runs wrk,
-# interleaved and repeated, against
-#   gateway: POST /api/process {"task":"summarize", ...}         through text-gateway
-#   direct:  POST /v1/chat/completions with the same messages     straight to the mock
-# and reports medians: requests/s, p50, p99, and the gateway's added latency.
+# Starts mock-upstream (no latency, one loop), text-gateway in front of it twice, and nginx
+# as a plain reverse proxy to the same mock, then runs wrk, interleaved and repeated, against
+#   gateway:  POST /api/process {"task":"summarize", ...}  through text-gateway (no tokens,
+#             RATE_LIMITS=off, METRICS=off)
+#   controls: the same through a second text-gateway with a caller token, rate limits, metrics
+#   nginx:    POST /v1/chat/completions (the messages the gateway builds) through nginx
+#             proxying to the mock over kept-alive connections: the cost of a pass-through proxy
+#   direct:   the same request straight to the mock
+# and reports medians: requests/s, p50, p99, p99.9, and added latency against direct.
 #
 # Settings (environment):
-#   ROUNDS=3              rounds; each round runs every connection count on both targets
-#   DURATION=10s          length of one wrk run
-#   CONNECTIONS="1 16 64" connection counts (wrk -t1 for 1 connection, -t2 otherwise)
-#   WARMUP=2s             one unrecorded run per target before the rounds (0 to skip)
-#   SWIFT_BUILD_FLAGS=... extra `swift build` flags, e.g. "--scratch-path /tmp/build"
+#   ROUNDS=3                  rounds; each round runs every connection count on every target
+#   DURATION=10s              length of one wrk run
+#   CONNECTIONS="1 16 64 256" connection counts (wrk -t1 for 1 connection, -t2 otherwise)
+#   WARMUP=2s                 one unrecorded run per target before the rounds (0 to skip)
+#   SWIFT_BUILD_FLAGS=...     extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 #
-# Needs wrk (apt-get install -y wrk) and curl; installs nothing itself. Exits 1 when any run
-# saw a non-2xx response, since its figures would not measure the real path.
+# Needs wrk, nginx and curl (apt-get install -y wrk nginx-light curl); installs nothing itself.
+# Exits 1 when any run saw a non-2xx response, since its figures would not measure the real path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
@@ -23,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
-connections=${CONNECTIONS:-1 16 64}
+connections=${CONNECTIONS:-1 16 64 256}
 warmup=${WARMUP:-2s}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 read -r -a connection_list <<<"$connections"
@@ -34,6 +39,9 @@ die() { say "bench-gateway: $*"; exit 1; }
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
 command -v curl >/dev/null || missing+=(curl)
+command -v python3 >/dev/null || missing+=(python3)
+nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+[ -n "$nginx_bin" ] || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
     say "bench-gateway needs: ${missing[*]}"
     say "install with: apt-get install -y ${missing[*]}"
@@ -49,12 +57,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-bench.XXXXXX")
 mock_pid=
 gateway_pid=
 controls_pid=
+nginx_pid=
 started_pid=
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
     stop "$gateway_pid"
     stop "$controls_pid"
+    stop "$nginx_pid"
     stop "$started_pid"
     stop "$mock_pid"
     rm -rf "$work"
@@ -129,6 +139,40 @@ start_gateway controls GATEWAY_TOKENS="$token_hash:bench:bench" PLANS="bench:100
 controls_port=$started_port
 controls_pid=$started_pid
 
+# nginx: a reverse proxy that does no work, to the same mock over kept-alive connections.
+mock_hostport=${mock_url#http://}; mock_hostport=${mock_hostport%%/*}
+mock_path=${mock_url#http://"$mock_hostport"}
+nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/nginx"
+cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes $(nproc);
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    server_tokens off;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    upstream mock { server $mock_hostport; keepalive 512; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:$nginx_port;
+        location / {
+            proxy_pass http://mock;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+CONF
+"$nginx_bin" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
+nginx_pid=$!
+
 # Request bodies. The direct body carries the messages the gateway builds for this text
 # (CONTRACT.md: the summarize system prompt and the wrapped user text).
 text='شهرداری تهران اعلام کرد که از ابتدای مهرماه ۱۲۰ دستگاه اتوبوس برقی جدید به ناوگان حمل‌ونقل عمومی پایتخت اضافه می‌شود. این اتوبوس‌ها در خطوط پرتردد مرکز شهر به کار گرفته خواهند شد و انتظار می‌رود آلودگی هوا و صدا در این مناطق کاهش یابد. به گفته مسئولان، ایستگاه‌های شارژ سریع نیز در پایانه‌های اصلی نصب شده است.'
@@ -141,6 +185,12 @@ printf '{"model":"bench-model","messages":[{"role":"system","content":"%s"},{"ro
 gateway_url="http://127.0.0.1:$gateway_port/api/process"
 controls_url="http://127.0.0.1:$controls_port/api/process"
 direct_url="$mock_url/chat/completions"
+nginx_url="http://127.0.0.1:$nginx_port$mock_path/chat/completions"
+for _ in $(seq 100); do # up to 10 s
+    port_in_use "$nginx_port" && break
+    kill -0 "$nginx_pid" 2>/dev/null || { cat "$work/nginx.log" "$work/nginx/error.log" >&2; die "nginx did not start"; }
+    sleep 0.1
+done
 
 # Both targets must answer 200 with a result before anything is measured.
 check() { # name url body [token]
@@ -156,11 +206,13 @@ check() { # name url body [token]
 check gateway "$gateway_url" "$work/gateway.json"
 check controls "$controls_url" "$work/gateway.json" "$bench_token"
 check direct "$direct_url" "$work/direct.json" "$mock_key"
+check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
 echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS unset = one per core; RATE_LIMITS=off METRICS=off, no tokens)"
 echo "controls: $controls_url  (text-gateway, pid $controls_pid: caller token, rate limits and metrics on)"
-echo "direct:  $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
+echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
+echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
 echo "bodies:  gateway $(wc -c <"$work/gateway.json") bytes (text ${#text} characters), direct $(wc -c <"$work/direct.json") bytes"
 echo
 
@@ -169,6 +221,7 @@ run_wrk() { # target connections duration output
     case "$1" in
         gateway) url=$gateway_url; body=$work/gateway.json ;;
         controls) url=$controls_url; body=$work/gateway.json; token=$bench_token ;;
+        nginx) url=$nginx_url; body=$work/direct.json; token=$mock_key ;;
         *) url=$direct_url; body=$work/direct.json; token=$mock_key ;;
     esac
     [ "$2" -eq 1 ] && threads=1
@@ -181,13 +234,14 @@ if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     last=${connection_list[$((${#connection_list[@]} - 1))]}
     run_wrk gateway "$last" "$warmup" "$work/warmup.txt"
     run_wrk controls "$last" "$warmup" "$work/warmup.txt"
+    run_wrk nginx "$last" "$warmup" "$work/warmup.txt"
     run_wrk direct "$last" "$warmup" "$work/warmup.txt"
 fi
 
 problems=0
 for round in $(seq "$rounds"); do
     for c in "${connection_list[@]}"; do
-        for target in gateway controls direct; do
+        for target in gateway controls nginx direct; do
             say "bench-gateway: round $round/$rounds, $c connections, $target"
             out="$work/$target.c$c.r$round.txt"
             run_wrk "$target" "$c" "$duration" "$out"
@@ -202,8 +256,8 @@ for round in $(seq "$rounds"); do
     done
 done
 
-# One line per run: target connections rps p50_ms p99_ms
-for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/direct.c*.r*.txt; do
+# One line per run: target connections rps p50_ms p99_ms p99.9_ms
+for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/nginx.c*.r*.txt "$work"/direct.c*.r*.txt; do
     name=$(basename "$file" .txt)
     target=${name%%.*}
     c=${name#*.c}; c=${c%%.*}
@@ -216,38 +270,51 @@ for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/direct.
         /^Requests\/sec:/ { rps = $2 }
         /^[ \t]+50%/ { p50 = ms($2) }
         /^[ \t]+99%/ { p99 = ms($2) }
-        END { printf "%s %s %s %s %s\n", target, c, rps, p50, p99 }
+        /^p99.9_us / { p999 = $2 / 1000 }
+        END { printf "%s %s %s %s %s %s\n", target, c, rps, p50, p99, p999 }
     ' "$file"
 done >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
 echo
-awk -v order="${connection_list[*]}" '
-    function median(list,   n, values, i, j, t) {
-        n = split(list, values, " ")
-        for (i = 2; i <= n; i++) { t = values[i] + 0; for (j = i - 1; j >= 1 && values[j] + 0 > t; j--) values[j + 1] = values[j]; values[j + 1] = t }
-        return n % 2 ? values[(n + 1) / 2] : (values[n / 2] + values[n / 2 + 1]) / 2
-    }
-    { key = $1 " " $2; rps[key] = rps[key] " " $3; p50[key] = p50[key] " " $4; p99[key] = p99[key] " " $5 }
-    END {
-        printf "| %11s | %-7s | %10s | %8s | %8s | %13s | %13s |\n", "connections", "target", "requests/s", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms"
-        printf "|-------------|---------|------------|----------|----------|---------------|---------------|\n"
-        n = split(order, cs, " ")
-        for (i = 1; i <= n; i++) {
-            c = cs[i]; g = "gateway " c; d = "direct " c
-            gp50 = median(p50[g]); gp99 = median(p99[g]); dp50 = median(p50[d]); dp99 = median(p99[d])
-            printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %+13.3f | %+13.3f |\n", c, "gateway", median(rps[g]), gp50, gp99, gp50 - dp50, gp99 - dp99
-            k = "controls " c; kp50 = median(p50[k]); kp99 = median(p99[k])
-            printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %+13.3f | %+13.3f |\n", c, "controls", median(rps[k]), kp50, kp99, kp50 - dp50, kp99 - dp99
-            printf "| %11s | %-7s | %10.0f | %8.3f | %8.3f | %13s | %13s |\n", c, "direct", median(rps[d]), dp50, dp99, "", ""
-            controls[c] = sprintf("%s connections: controls add %+.3f ms p50 (%+.1f%% of the gateway'"'"'s added p50), %+.1f%% requests/s", c, kp50 - gp50, (gp50 - dp50) > 0 ? 100 * (kp50 - gp50) / (gp50 - dp50) : 0, median(rps[g]) > 0 ? 100 * (median(rps[k]) - median(rps[g])) / median(rps[g]) : 0)
-        }
-        print ""
-        for (i = 1; i <= n; i++) print controls[cs[i]]
-    }
-' "$work/runs.txt"
+python3 - "$work/runs.txt" "${connection_list[@]}" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    target, c, *values = line.split()
+    rows.setdefault((target, int(c)), []).append([float(v) for v in values])
+def med(target, c, i):
+    runs = rows.get((target, c))
+    return statistics.median(r[i] for r in runs) if runs else float("nan")
+print("| connections | target | requests/s | p50 ms | p99 ms | p99.9 ms | added p50 ms | added p99 ms |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|")
+counts = [int(c) for c in sys.argv[2:]]
+for c in counts:
+    for target in ("gateway", "controls", "nginx", "direct"):
+        rps, p50, p99, p999 = (med(target, c, i) for i in range(4))
+        added = "" if target == "direct" else f"{p50 - med('direct', c, 1):+.3f} | {p99 - med('direct', c, 2):+.3f}"
+        print(f"| {c} | {target} | {rps:.0f} | {p50:.3f} | {p99:.3f} | {p999:.3f} | {added or ' | '} |")
+print()
+def verdict(ok): return "met" if ok else "NOT met"
+if 1 in counts:
+    a50 = med("gateway", 1, 1) - med("direct", 1, 1); a99 = med("gateway", 1, 2) - med("direct", 1, 2)
+    n50 = med("nginx", 1, 1) - med("direct", 1, 1)
+    print(f"goal, 1 connection: gateway adds p50 {a50:+.3f} ms (goal <= 0.100: {verdict(a50 <= 0.1)}), "
+          f"p99 {a99:+.3f} ms (goal <= 0.500: {verdict(a99 <= 0.5)}); nginx adds p50 {n50:+.3f} ms")
+if 16 in counts:
+    g, n = med("gateway", 16, 2), med("nginx", 16, 2)
+    print(f"goal, 16 connections: gateway p99 {g:.3f} ms vs nginx pass-through p99 {n:.3f} ms ({verdict(g <= n)})")
+if 64 in counts:
+    g, n = med("gateway", 64, 0), med("nginx", 64, 0)
+    print(f"goal, 64 connections: gateway {g:.0f} req/s = {g / n:.2f}x nginx pass-through {n:.0f} req/s (goal >= 0.80: {verdict(g >= 0.8 * n)})")
+for c in counts:
+    g50 = med("gateway", c, 1) - med("direct", c, 1); k50 = med("controls", c, 1) - med("direct", c, 1)
+    g, k = med("gateway", c, 0), med("controls", c, 0)
+    share = 100 * (k50 - g50) / g50 if g50 > 0 else 0
+    print(f"controls at {c} connections: {k50 - g50:+.3f} ms p50 ({share:+.1f}% of the gateway's added p50), {100 * (k - g) / g:+.1f}% requests/s")
+PY
 echo
-echo "added = gateway − direct: the gateway's own cost on top of the upstream call (same machine, same mock)."
+echo "added = target − direct: the target's own cost on top of the upstream call (same machine, same mock)."
 echo "controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
 
 if [ "$problems" -ne 0 ]; then
