@@ -113,8 +113,12 @@ final class CurlMulti {
 
     /// Aborts a transfer: removed from the multi handle at once, its connection closed
     /// rather than returned to the pool mid-response.
+    /// A transfer that already ended is left alone: its easy handle may be carrying a newer
+    /// transfer by now, which a late cancel (a dropped stream, a task cancelled after its
+    /// answer) must not touch.
     func cancel(_ transfer: Transfer) {
-        guard transfers.removeValue(forKey: transfer.easy.handle) != nil else { return }
+        guard transfers[transfer.easy.handle] === transfer else { return }
+        transfers.removeValue(forKey: transfer.easy.handle)
         curl_multi_remove_handle(handle, transfer.easy.handle)
         transfer.finish(.failure(HTTPClientError(.cancelled)))
         recycle(transfer.easy)
@@ -122,7 +126,7 @@ final class CurlMulti {
 
     /// Continues a transfer paused because its consumer fell behind.
     func resume(_ transfer: Transfer) {
-        guard transfers[transfer.easy.handle] != nil else { return }
+        guard transfers[transfer.easy.handle] === transfer else { return }
         curl_easy_pause(transfer.easy.handle, CCurl_PAUSE_CONT)
     }
 

@@ -321,6 +321,37 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("a stream cancelled after it ended leaves the next transfer on its reused handle alone")
+    func lateCancelOfFinishedStream() async throws {
+        try await withUpstream({ router in
+            router.get("/short") { _ in .text("done") }
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .milliseconds(300))
+                return .text("slow answer")
+            }
+        }) { _, base in
+            try await withClient { client in
+                // The stream ends by itself; its easy handle goes back to the pool.
+                let finished = try await client.stream(HTTPClientRequest(url: base + "/short"))
+                for try await _ in finished.body {}
+                // The next request picks that handle up; the old stream is cancelled meanwhile.
+                let answered = Flag()
+                let next = Task {
+                    defer { answered.set() }
+                    return try await client.send(HTTPClientRequest(url: base + "/slow"))
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                finished.body.cancel()
+                // Bounded: before the fix the request was dropped by curl and never answered.
+                try #require(await eventually(within: 3) { answered.isSet })
+                let response = try await next.value
+                #expect(response.status == 200)
+                #expect(String(decoding: response.body, as: UTF8.self) == "slow answer")
+                #expect(await client.activeTransferCount() == 0)
+            }
+        }
+    }
+
     @Test("refuses a response body over the limit")
     func responseTooLarge() async throws {
         try await withUpstream({ router in
