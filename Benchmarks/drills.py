@@ -1,0 +1,1132 @@
+#!/usr/bin/env python3
+"""Fault drills for TextGateway: the load and check client that Benchmarks/drills.sh runs.
+
+Python 3.11 standard library only. Every request is one asyncio coroutine on a raw socket
+speaking HTTP/1.1 by hand (Content-Length request bodies; responses framed by
+Content-Length, chunked encoding or the end of the connection), and every wait is bounded,
+so a hang becomes a FAIL rather than a hung script.
+
+Each subcommand is one drill against processes the shell script started (loopback only):
+
+  upstream-restart  steady load while the script SIGKILLs the mock and restarts it on the
+                    same port (the script writes `kill <epoch>` / `restart <epoch>` lines to
+                    --marks once --ready exists)
+  upstream-faults   slow, garbage, empty and failing upstream answers, plain and streamed
+  disconnects       thousands of clients hanging up mid-request, then leak checks
+  sigterm           SIGTERM with requests in flight (the script reports the exit status in
+                    --exit-file as `<status> <epoch>`)
+
+Each prints detail lines and one `PASS drill-name: …` or `FAIL drill-name: …` line with
+its figures; exit status 0 is PASS, 1 is FAIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+
+HOST = "127.0.0.1"
+# 20+ characters of Persian news text; a `[mock:…]` directive is appended when a drill
+# scripts the upstream (the gateway forwards the user's text, so the mock sees it).
+TEXT = (
+    "شهرداری تهران اعلام کرد که از ابتدای مهرماه ۱۲۰ دستگاه اتوبوس برقی جدید به ناوگان "
+    "حمل‌ونقل عمومی پایتخت اضافه می‌شود و ایستگاه‌های شارژ سریع در پایانه‌ها نصب شده است."
+)
+ERROR_CONTENT_TYPE = "application/json; charset=utf-8"
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+
+
+# MARK: - HTTP/1.1 client
+
+
+class TransportFailure(Exception):
+    """A request that got no complete HTTP response: refused, reset, cut short, timed out."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+
+
+class Response:
+    __slots__ = ("status", "headers", "body", "framing")
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes, framing: str) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.framing = framing  # "length", "chunked" (terminal chunk seen) or "close"
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def process_body(directive: str = "", stream: bool = False, task: str = "summarize") -> bytes:
+    text = TEXT + (f" [mock:{directive}]" if directive else "")
+    body: dict = {"task": task, "text": text}
+    if stream:
+        body["stream"] = True
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def http_request(method: str, path: str, body: bytes = b"", keep_alive: bool = True,
+                 headers: dict[str, str] | None = None) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}"]
+    if body or method == "POST":
+        lines.append("Content-Type: application/json")
+        lines.append(f"Content-Length: {len(body)}")
+    if not keep_alive:
+        lines.append("Connection: close")
+    for name, value in (headers or {}).items():
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def connect(port: int, timeout: float = 5.0) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    try:
+        return await asyncio.wait_for(asyncio.open_connection(HOST, port, limit=1 << 20), timeout)
+    except ConnectionRefusedError:
+        raise TransportFailure("refused") from None
+    except (asyncio.TimeoutError, TimeoutError):
+        raise TransportFailure("connect_timeout") from None
+    except OSError as error:
+        raise TransportFailure("connect_error", str(error)) from None
+
+
+async def read_response(reader: asyncio.StreamReader, head_request: bool = False) -> Response:
+    """One response: status line, headers, then the body as its framing says."""
+    try:
+        line = await reader.readline()
+        if not line:
+            raise TransportFailure("eof_before_response")
+        if not line.endswith(b"\n"):
+            raise TransportFailure("eof_in_head")
+        parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise TransportFailure("bad_status_line", repr(line[:80]))
+        status = int(parts[1])
+        headers: dict[str, str] = {}
+        while True:
+            field = await reader.readline()
+            if not field.endswith(b"\n"):
+                raise TransportFailure("eof_in_head")
+            if field in (b"\r\n", b"\n"):
+                break
+            name, _, value = field.decode("latin-1").partition(":")
+            key = name.strip().lower()
+            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+        if head_request or status in (204, 304) or 100 <= status < 200:
+            return Response(status, headers, b"", "length")
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = bytearray()
+            while True:
+                size_line = await reader.readline()
+                if not size_line.endswith(b"\n"):
+                    raise TransportFailure("eof_in_chunked_body", f"after {len(body)} bytes, no terminal chunk")
+                size = int(size_line.split(b";")[0].strip(), 16)
+                if size == 0:
+                    while True:  # trailer section
+                        trailer = await reader.readline()
+                        if not trailer.endswith(b"\n"):
+                            raise TransportFailure("eof_in_trailers")
+                        if trailer in (b"\r\n", b"\n"):
+                            break
+                    return Response(status, headers, bytes(body), "chunked")
+                chunk = await reader.readexactly(size + 2)
+                if chunk[-2:] != b"\r\n":
+                    raise TransportFailure("bad_chunk", "chunk data not followed by CRLF")
+                body += chunk[:-2]
+        if "content-length" in headers:
+            return Response(status, headers, await reader.readexactly(int(headers["content-length"])), "length")
+        return Response(status, headers, await reader.read(), "close")
+    except asyncio.IncompleteReadError as error:
+        raise TransportFailure("eof_in_body", f"{len(error.partial)} of {error.expected} bytes") from None
+    except (ConnectionResetError, BrokenPipeError):
+        raise TransportFailure("reset") from None
+    except ValueError as error:
+        raise TransportFailure("protocol", str(error)) from None
+
+
+async def expect_eof(reader: asyncio.StreamReader, timeout: float = 3.0) -> str | None:
+    """After a `Connection: close` response the server must close: None when it did."""
+    try:
+        rest = await asyncio.wait_for(reader.read(1024), timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        return f"connection not closed {timeout:.0f} s after the response"
+    except (ConnectionResetError, BrokenPipeError):
+        return "connection reset after the response"
+    return None if rest == b"" else f"{len(rest)} unexpected bytes after the response"
+
+
+def close_writer(writer: asyncio.StreamWriter, reset: bool = False) -> None:
+    try:
+        if reset:  # SO_LINGER 0: close() sends RST instead of FIN
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        else:
+            writer.close()
+    except OSError:
+        pass
+
+
+async def one_shot(port: int, raw: bytes, timeout: float, check_close: bool = False,
+                   head_request: bool = False) -> tuple[Response, float, str | None]:
+    """Connect, send `raw` (which should say `Connection: close`), read the response.
+    Returns (response, seconds, close problem or None). Raises TransportFailure."""
+    start = time.monotonic()
+    reader, writer = await connect(port, timeout)
+    try:
+        writer.write(raw)
+        try:
+            response = await asyncio.wait_for(read_response(reader, head_request), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise TransportFailure("hang", f"no complete response within {timeout:.1f} s") from None
+        elapsed = time.monotonic() - start
+        problem = await expect_eof(reader) if check_close else None
+        return response, elapsed, problem
+    finally:
+        close_writer(writer)
+
+
+class KeepAliveConnection:
+    """One client connection reused for sequential requests (reopened when the server closes it)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.reused = False
+
+    async def request(self, raw: bytes) -> Response:
+        if self.writer is None:
+            self.reader, self.writer = await connect(self.port)
+            self.reused = False
+        else:
+            self.reused = True
+        try:
+            self.writer.write(raw)
+            await self.writer.drain()
+        except (ConnectionResetError, BrokenPipeError):
+            self.close()
+            raise TransportFailure("reset", "while sending") from None
+        try:
+            response = await read_response(self.reader)
+        except BaseException:
+            self.close()
+            raise
+        if response.headers.get("connection", "").lower() == "close" or response.framing == "close":
+            self.close()
+        return response
+
+    def close(self) -> None:
+        if self.writer is not None:
+            close_writer(self.writer)
+        self.reader = self.writer = None
+
+
+# MARK: - Contract checks
+
+
+def check_error(response: Response, status: int | set[int], codes: str | set[str]) -> list[str]:
+    """A gateway error: the status, JSON `{error, reason, message, code, requestId}`, headers."""
+    statuses = {status} if isinstance(status, int) else status
+    wanted = {codes} if isinstance(codes, str) else codes
+    problems = []
+    if response.status not in statuses:
+        problems.append(f"status {response.status}, wanted {sorted(statuses)}")
+    if response.headers.get("content-type") != ERROR_CONTENT_TYPE:
+        problems.append(f"Content-Type {response.headers.get('content-type')!r}")
+    request_id = response.headers.get("x-request-id")
+    if not request_id:
+        problems.append("no X-Request-Id header")
+    try:
+        body = response.json()
+    except ValueError:
+        return problems + [f"body is not JSON: {response.body[:120]!r}"]
+    if not isinstance(body, dict):
+        return problems + ["body is not a JSON object"]
+    if body.get("error") is not True:
+        problems.append(f"error={body.get('error')!r}")
+    if body.get("code") not in wanted:
+        problems.append(f"code {body.get('code')!r}, wanted {sorted(wanted)}")
+    if not isinstance(body.get("message"), str) or not body.get("message") or body.get("reason") != body.get("message"):
+        problems.append("reason/message missing or different")
+    if body.get("requestId") != request_id:
+        problems.append(f"requestId {body.get('requestId')!r} != X-Request-Id {request_id!r}")
+    return problems
+
+
+def check_success(response: Response) -> list[str]:
+    """A 200 `{success: true, result, requestId, usage}`."""
+    if response.status != 200:
+        return [f"status {response.status}"]
+    try:
+        body = response.json()
+    except ValueError:
+        return [f"body is not JSON: {response.body[:120]!r}"]
+    problems = []
+    if body.get("success") is not True:
+        problems.append(f"success={body.get('success')!r}")
+    if not isinstance(body.get("result"), str) or not body["result"]:
+        problems.append("empty result")
+    if body.get("requestId") != response.headers.get("x-request-id"):
+        problems.append("requestId != X-Request-Id")
+    usage = body.get("usage", "missing")
+    if usage is not None and not (isinstance(usage, dict) and {"inputTokens", "outputTokens", "totalTokens"} <= usage.keys()):
+        problems.append(f"usage {usage!r}")
+    return problems
+
+
+def outcome_key(response: Response) -> str:
+    """`200`, or `<status> <code>` for a JSON error."""
+    if response.status == 200:
+        return "200"
+    try:
+        code = response.json().get("code")
+    except (ValueError, AttributeError):
+        code = "non-json"
+    return f"{response.status} {code}"
+
+
+def parse_sse(body: bytes) -> tuple[list[tuple[str, str]], int, list[str]]:
+    """Events as (name, data), comment lines seen, and format problems."""
+    problems: list[str] = []
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return [], 0, ["stream is not UTF-8"]
+    events: list[tuple[str, str]] = []
+    comments = 0
+    name: str | None = None
+    data: list[str] = []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    else:
+        problems.append("stream does not end with a newline")
+    for line in lines:
+        line = line.removesuffix("\r")
+        if line == "":
+            if name is not None or data:
+                events.append((name or "message", "\n".join(data)))
+            name, data = None, []
+        elif line.startswith(":"):
+            comments += 1
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+            else:
+                problems.append(f"unexpected field {field!r}")
+    if name is not None or data:
+        problems.append("last event not terminated by a blank line")
+        events.append((name or "message", "\n".join(data)))
+    return events, comments, problems
+
+
+def check_stream(response: Response, terminal: str, code: str | None = None, status: int | None = None,
+                 deltas: int | None = None) -> tuple[list[str], str]:
+    """An SSE answer: `start`, `delta`s whose `text` grows by each `delta` in order, then
+    exactly one terminal event (`done`, or `error` with the error JSON plus `status`), and
+    a complete chunked body. Returns (problems, summary such as `start,delta×5,error`)."""
+    problems: list[str] = []
+    if response.status != 200:
+        return [f"status {response.status} {response.body[:160]!r}"], f"HTTP {response.status}"
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        problems.append(f"Content-Type {response.headers.get('content-type')!r}")
+    if response.framing != "chunked":
+        problems.append(f"body framing {response.framing}, wanted chunked with a terminal chunk")
+    request_id = response.headers.get("x-request-id")
+    events, _comments, format_problems = parse_sse(response.body)
+    problems += format_problems
+    names = [name for name, _ in events]
+    summary = ",".join(f"{n}×{c}" if c > 1 else n for n, c in _runs(names))
+    decoded = []
+    for name, data in events:
+        try:
+            decoded.append((name, json.loads(data)))
+        except ValueError:
+            problems.append(f"{name} event data is not JSON: {data[:80]!r}")
+            return problems, summary
+    if not decoded or decoded[0][0] != "start":
+        return problems + ["first event is not start"], summary
+    if decoded[0][1] != {"requestId": request_id}:
+        problems.append(f"start data {decoded[0][1]!r}, wanted requestId {request_id!r}")
+    text = ""
+    seen_deltas = 0
+    index = 1
+    while index < len(decoded) and decoded[index][0] == "delta":
+        data = decoded[index][1]
+        if data.get("requestId") != request_id:
+            problems.append("delta requestId differs")
+        delta = data.get("delta")
+        if not isinstance(delta, str) or not delta:
+            problems.append(f"delta #{seen_deltas + 1} has no text")
+            delta = ""
+        if data.get("text") != text + delta:
+            problems.append(f"delta #{seen_deltas + 1}: text is not the previous text plus the delta (out of order?)")
+        text = data.get("text") if isinstance(data.get("text"), str) else text + delta
+        seen_deltas += 1
+        index += 1
+    rest = decoded[index:]
+    terminals = [name for name, _ in rest if name in ("done", "error")]
+    if len(rest) != 1 or len(terminals) != 1:
+        problems.append(f"after the deltas: {[name for name, _ in rest]}, wanted exactly one terminal event")
+    if "done" in names and terminal == "error":
+        problems.append("a done event in a failed stream")
+    if deltas is not None and seen_deltas != deltas:
+        problems.append(f"{seen_deltas} deltas, wanted {deltas}")
+    if rest:
+        name, data = rest[-1]
+        if name != terminal:
+            problems.append(f"terminal event {name} {json.dumps(data, ensure_ascii=False)[:160]}, wanted {terminal}")
+        elif terminal == "done":
+            if data.get("result") != text or data.get("requestId") != request_id or "usage" not in data:
+                problems.append("done: result/requestId/usage wrong")
+        else:
+            if data.get("error") is not True or data.get("code") != code or data.get("status") != status:
+                problems.append(f"error event {data.get('code')!r}/{data.get('status')!r}, wanted {code}/{status}")
+            if not data.get("message") or data.get("reason") != data.get("message") or data.get("requestId") != request_id:
+                problems.append("error event: message/reason/requestId wrong")
+    return problems, summary
+
+
+def _runs(names: list[str]):
+    out: list[list] = []
+    for name in names:
+        if out and out[-1][0] == name:
+            out[-1][1] += 1
+        else:
+            out.append([name, 1])
+    return out
+
+
+# MARK: - Process observation (Linux /proc)
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def sockets_to_port(pid: int, port: int) -> int:
+    """The process's TCP sockets whose remote port is `port` (its connections to the mock)."""
+    inodes = set()
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                next(handle)
+                for line in handle:
+                    fields = line.split()
+                    if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                        count += 1
+        except FileNotFoundError:
+            pass
+    return count
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter from /proc/<pid>/stat, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+async def gateway_gauges(port: int) -> dict[str, float]:
+    response, _, _ = await one_shot(port, http_request("GET", "/metrics", keep_alive=False), 5.0)
+    gauges = {}
+    for line in response.body.decode().splitlines():
+        if line.startswith(("textgateway_requests_in_flight ", "textgateway_open_connections ")):
+            name, value = line.split()
+            gauges[name] = float(value)
+    return gauges
+
+
+async def mock_stats(port: int) -> dict:
+    response, _, _ = await one_shot(port, http_request("GET", "/mock/stats", keep_alive=False), 5.0)
+    return response.json()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def verdict(name: str, ok: bool, figures: str) -> int:
+    say(f"{'PASS' if ok else 'FAIL'} {name}: {figures}")
+    return 0 if ok else 1
+
+
+# MARK: - Drill 1: the upstream killed mid-run and restarted
+
+
+async def drill_upstream_restart(args) -> int:
+    timeout = args.upstream_timeout
+    latency_bound = timeout + args.margin
+    hard = timeout + args.margin + 10
+    plain_raw = http_request("POST", "/api/process", process_body())
+    stream_raw = http_request("POST", "/api/process", process_body(stream=True))
+    streamers = round(args.clients * args.stream_share)
+    records: list[tuple[float, float, str, str]] = []  # start, end (epoch), outcome, problem
+    stop = asyncio.Event()
+    ready_after = args.clients * 2  # answers before the load counts as steady
+    state = {"answers": 0, "ready": False}
+
+    async def client(stream: bool) -> None:
+        raw = stream_raw if stream else plain_raw
+        connection = KeepAliveConnection(args.port)
+        while not stop.is_set():
+            start = time.time()
+            try:
+                response = await asyncio.wait_for(connection.request(raw), hard)
+            except (asyncio.TimeoutError, TimeoutError):
+                connection.close()
+                records.append((start, time.time(), "transport hang", f"no answer within {hard:.0f} s"))
+                continue
+            except TransportFailure as failure:
+                records.append((start, time.time(), f"transport {failure.kind}", failure.detail))
+                await asyncio.sleep(0.05)
+                continue
+            end = time.time()
+            key = outcome_key(response)
+            if stream and key == "200":
+                # A stream ends with `done`, or `error` upstream_error (502) / upstream_timeout (504).
+                events, _, _ = parse_sse(response.body)
+                last = events[-1] if events else ("", "{}")
+                try:
+                    data = json.loads(last[1])
+                except ValueError:
+                    data = {}
+                if last[0] == "error" and data.get("code") in ("upstream_error", "upstream_timeout"):
+                    key = f"stream error {data['code']}"
+                    problems = check_stream(response, "error", data["code"], 502 if data["code"] == "upstream_error" else 504)[0]
+                else:
+                    key = "stream done" if last[0] == "done" else f"stream {last[0] or 'empty'} {data.get('code', '')}".rstrip()
+                    problems = check_stream(response, "done")[0]
+            elif key == "200":
+                problems = check_success(response)
+            elif key in ("502 upstream_error", "504 upstream_timeout"):
+                problems = check_error(response, response.status, key.split()[1])
+            else:
+                problems = [f"not a contract outcome for a dead upstream: {key} {response.body[:160]!r}"]
+            records.append((start, end, key, "; ".join(problems)))
+            state["answers"] += 1
+            if not state["ready"] and state["answers"] >= ready_after:
+                state["ready"] = True
+                with open(args.ready, "w") as handle:
+                    handle.write(f"{time.time():.6f}\n")
+        connection.close()
+
+    def marks() -> dict[str, float]:
+        found = {}
+        try:
+            with open(args.marks) as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        found[parts[0]] = float(parts[1])
+        except FileNotFoundError:
+            pass
+        return found
+
+    async def conductor() -> str | None:
+        deadline = time.time() + args.deadline
+        while time.time() < deadline:
+            found = marks()
+            if "restart" in found and time.time() >= found["restart"] + args.after_restart:
+                return None
+            await asyncio.sleep(0.1)
+        return f"the script did not kill and restart the mock within {args.deadline:.0f} s (marks: {marks()})"
+
+    tasks = [asyncio.create_task(client(stream=index < streamers)) for index in range(args.clients)]
+    trouble = await conductor()
+    stop.set()
+    await asyncio.wait(tasks, timeout=hard + 5)
+    for task in tasks:
+        task.cancel()
+    found = marks()
+    if trouble or "kill" not in found or "restart" not in found:
+        return verdict("upstream-restart", False, trouble or f"marks missing: {found}")
+    kill_at, restart_at = found["kill"], found["restart"]
+
+    counts = collections.Counter(record[2] for record in records)
+    latencies = [end - start for start, end, _, _ in records]
+    bad = [record for record in records if record[3] or record[2].startswith("transport")]
+    before = [r for r in records if r[1] < kill_at]
+    good = ("200", "stream done")
+    before_bad = [r for r in before if r[2] not in good]
+    in_flight_at_kill = [r for r in records if r[0] < kill_at < r[1]]
+    down = [r for r in records if kill_at + 0.5 < r[0] and r[1] < restart_at]
+    successes_after = sorted(r[1] for r in records if r[2] in good and r[1] > restart_at)
+    first_success = successes_after[0] if successes_after else None
+    recover = (first_success - restart_at) if first_success else None
+    settled = [r for r in records if first_success and r[0] > first_success + 1.0]
+    settled_bad = [r for r in settled if r[2] not in good]
+    slow = [r for r in records if r[1] - r[0] > latency_bound]
+
+    say(f"  load: {args.clients} keep-alive clients ({streamers} streaming); mock SIGKILLed at +{kill_at - records[0][0]:.1f} s, "
+        f"restarted on the same port {restart_at - kill_at:.1f} s later; load kept {args.after_restart:.0f} s after")
+    say(f"  outcomes: {dict(sorted(counts.items()))}")
+    say(f"  before the kill: {len(before)} answers, {len(before_bad)} failed; in flight at the kill: "
+        f"{len(in_flight_at_kill)} -> {dict(collections.Counter(r[2] for r in in_flight_at_kill))}")
+    say(f"  while down: {len(down)} answers -> {dict(collections.Counter(r[2] for r in down))}")
+    say(f"  after recovery (+1 s): {len(settled)} answers, {len(settled_bad)} failed")
+    say(f"  latency: p50 {percentile(latencies, 0.5) * 1000:.0f} ms, p99 {percentile(latencies, 0.99) * 1000:.0f} ms, "
+        f"max {max(latencies) * 1000:.0f} ms (bound {latency_bound:.1f} s)")
+    for record in (bad + slow + before_bad + settled_bad)[:8]:
+        offset = record[0] - kill_at
+        say(f"  !! {record[2]} after {record[1] - record[0]:.2f} s, started {abs(offset):.2f} s "
+            f"{'before' if offset < 0 else 'after'} the kill: {record[3]}")
+
+    ok = (not bad and not slow and not before_bad and recover is not None and recover <= args.recover_within
+          and not settled_bad and len(down) > 0)
+    problems = []
+    if bad:
+        problems.append(f"{len(bad)} non-contract answers or transport failures")
+    if slow:
+        problems.append(f"{len(slow)} slower than {latency_bound:.1f} s")
+    if before_bad:
+        problems.append(f"{len(before_bad)} failures before the kill")
+    if recover is None or recover > args.recover_within:
+        problems.append(f"no recovery within {args.recover_within:.0f} s of the restart")
+    if settled_bad:
+        problems.append(f"{len(settled_bad)} failures after recovery")
+    if not down:
+        problems.append("no requests answered while the upstream was down")
+    figures = (f"{len(records)} requests, " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+               + f"; max latency {max(latencies):.2f} s (bound {latency_bound:.1f} s); "
+               + (f"recovered {recover:.2f} s after the restart" if recover is not None else "did not recover")
+               + (f" — {'; '.join(problems)}" if problems else ""))
+    return verdict("upstream-restart", ok, figures)
+
+
+# MARK: - Drill 2: slow, garbage, empty and cut-off upstream answers
+
+
+async def drill_upstream_faults(args) -> int:
+    timeout = args.upstream_timeout
+    first_token = args.first_token_timeout
+    hard = max(timeout, first_token) + args.margin + 10
+    plain_cases = [
+        # name, directive, count, status, code, latency window (min, max) or None
+        ("slow", "latency-ms=%d" % int((timeout + 4) * 1000), args.slow_requests, 504, "upstream_timeout",
+         (timeout - 0.05, timeout + args.margin)),
+        ("garbage-body", "body=garbage", 50, 502, "upstream_error", None),
+        ("empty-body", "body=empty", 50, 502, "upstream_error", None),
+        ("empty-content", "body=no-content", 50, 502, "empty_result", None),
+        ("no-choices", "body=no-choices", 50, 502, "empty_result", None),
+        ("upstream-500", "status=500", 50, 502, "upstream_error", None),
+        ("upstream-429", "status=429,retry-after=7", 50, 503, "upstream_busy", None),
+    ]
+    stream_cases = [
+        # name, directive, count, terminal, code, status, deltas, latency window
+        ("stream-normal", "", 50, "done", None, None, 5, None),
+        ("stream-cut-abort", "cut-stream=abort", 50, "error", "upstream_error", 502, 5, None),
+        ("stream-cut-clean", "cut-stream=clean", 50, "error", "upstream_error", 502, 5, None),
+        ("stream-error-after", "stream-error-after=2", 50, "error", "upstream_error", 502, 2, None),
+        ("stream-empty", "body=no-content", 50, "error", "empty_result", 502, 0, None),
+        ("stream-slow", "latency-ms=%d" % int((first_token + 4) * 1000), 50, "error", "upstream_timeout", 504, 0,
+         (first_token - 0.05, first_token + args.margin)),
+    ]
+
+    async def plain(case) -> tuple[str, list[str], float]:
+        name, directive, _count, status, code, _window = case
+        raw = http_request("POST", "/api/process", process_body(directive), keep_alive=False)
+        try:
+            response, elapsed, close_problem = await one_shot(args.port, raw, hard, check_close=True)
+        except TransportFailure as failure:
+            return outcome_text(failure), [str(failure)], 0.0
+        problems = check_error(response, status, code)
+        if close_problem:
+            problems.append(close_problem)
+        if code == "upstream_busy" and response.headers.get("retry-after") != "7":
+            problems.append(f"Retry-After {response.headers.get('retry-after')!r}, wanted the upstream's 7")
+        return outcome_key(response), problems, elapsed
+
+    async def streamed(case) -> tuple[str, list[str], float]:
+        name, directive, _count, terminal, code, status, deltas, _window = case
+        raw = http_request("POST", "/api/process", process_body(directive, stream=True), keep_alive=False)
+        try:
+            response, elapsed, close_problem = await one_shot(args.port, raw, hard, check_close=True)
+        except TransportFailure as failure:
+            return outcome_text(failure), [str(failure)], 0.0
+        problems, summary = check_stream(response, terminal, code, status, deltas)
+        if close_problem:
+            problems.append(close_problem)
+        return summary, problems, elapsed
+
+    def outcome_text(failure: TransportFailure) -> str:
+        return f"transport {failure.kind}"
+
+    jobs = []
+    for case in plain_cases:
+        jobs += [(case[0], case[5], plain(case)) for _ in range(case[2])]
+    for case in stream_cases:
+        jobs += [(case[0], case[7], streamed(case)) for _ in range(case[2])]
+    started = time.monotonic()
+    results = await asyncio.gather(*(job[2] for job in jobs))
+    wall = time.monotonic() - started
+
+    by_case: dict[str, list] = collections.defaultdict(list)
+    windows: dict[str, tuple[float, float] | None] = {}
+    for (name, window, _), result in zip(jobs, results):
+        by_case[name].append(result)
+        windows[name] = window
+    failed = 0
+    summaries: list[str] = []
+    timed: list[str] = []
+    for name, outcomes in by_case.items():
+        counts = collections.Counter(outcome for outcome, _, _ in outcomes)
+        problems = collections.Counter(p for _, ps, _ in outcomes for p in ps)
+        elapsed = [e for _, _, e in outcomes if e > 0]
+        window = windows[name]
+        late = [e for e in elapsed if window and not (window[0] <= e <= window[1])]
+        ok = not problems and not late and len(elapsed) == len(outcomes)
+        failed += 0 if ok else 1
+        timing = (f"latency min {min(elapsed):.2f} s max {max(elapsed):.2f} s" if elapsed else "no answers")
+        if window:
+            timing += f" (wanted {window[0]:.2f}–{window[1]:.2f} s; {len(late)} outside)"
+        say(f"  {'ok  ' if ok else 'BAD '} {name}: {len(outcomes)} × {', '.join(f'{k} ({v})' for k, v in counts.items())}; {timing}")
+        for problem, count in problems.most_common(4):
+            say(f"       !! {count} × {problem}")
+        if not ok:
+            summaries.append(name)
+        if window and elapsed:
+            timed.append(f"{name} {min(elapsed):.2f}–{max(elapsed):.2f} s")
+    return verdict("upstream-faults", failed == 0,
+                   f"{len(jobs)} requests in {wall:.1f} s, {len(by_case) - failed}/{len(by_case)} cases right"
+                   + (f" (wrong: {', '.join(summaries)})" if summaries else "")
+                   + f"; timeouts answered at {', '.join(timed)} (timeouts {timeout:g} s / first token {first_token:g} s)")
+
+
+# MARK: - Drill 3: thousands of clients disconnecting mid-request
+
+
+async def drill_disconnects(args) -> int:
+    pid, gport, mport = args.gateway_pid, args.port, args.mock_port
+    hard = 10.0
+
+    async def observe() -> dict:
+        figures = {"fds": fd_count(pid), "rss_kib": rss_kib(pid), "to_mock": sockets_to_port(pid, mport)}
+        gauges = await gateway_gauges(gport)
+        stats = await mock_stats(mport)
+        figures["in_flight"] = gauges.get("textgateway_requests_in_flight", -1)
+        figures["open_connections"] = gauges.get("textgateway_open_connections", -1)
+        figures["mock_open"] = stats.get("openConnections", -1)
+        figures["mock_in_flight"] = stats.get("inFlight", -1)
+        figures["mock_requests"] = stats.get("requests", 0)
+        figures["mock_cancelled"] = stats.get("cancelled", 0)
+        return figures
+
+    def settled(now: dict) -> dict[str, bool]:
+        return {
+            "in-flight gauge": now["in_flight"] <= baseline["in_flight"],
+            "open connections": now["open_connections"] <= baseline["open_connections"],
+            "mock connections": now["mock_open"] <= baseline["mock_open"] and now["mock_in_flight"] == 0,
+            "sockets to mock": now["to_mock"] <= baseline["to_mock"],
+            "gateway fds": now["fds"] <= baseline["fds"],
+        }
+
+    async def one(index: int, stream: bool, reset: bool, outcome: collections.Counter, closed_at: list) -> None:
+        raw = http_request("POST", "/api/process", process_body(stream=stream), keep_alive=False,
+                           headers={"X-Request-Id": f"drill-disconnect-{index}"})
+        try:
+            reader, writer = await connect(gport, hard)
+        except TransportFailure as failure:
+            outcome[f"connect {failure.kind}"] += 1
+            return
+        received = b""
+        eof = False
+        try:
+            writer.write(raw)
+            await writer.drain()
+            deadline = time.monotonic() + args.hold
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), left)
+                except (asyncio.TimeoutError, TimeoutError):
+                    break
+                if not data:
+                    eof = True
+                    break
+                received += data
+        except (ConnectionResetError, BrokenPipeError):
+            outcome["reset by the gateway"] += 1
+            return
+        finally:
+            close_writer(writer, reset=reset)
+            closed_at.append(time.monotonic())
+        kind = "stream" if stream else "plain"
+        if eof:
+            outcome[f"{kind}: gateway closed first"] += 1
+        elif stream:
+            outcome["stream: start seen, then hung up" if b"event: start" in received else "stream: hung up before start"] += 1
+        else:
+            outcome["plain: hung up before the answer" if not received else f"plain: answered before the hang-up ({received[:12]!r})"] += 1
+
+    # Warm-up: a small burst of the same hang-ups, then normal requests, so that what the
+    # gateway creates once (a loop's timer, pooled upstream connections, curl's handles)
+    # exists before the baseline is taken.
+    warm_outcome: collections.Counter = collections.Counter()
+    await asyncio.wait_for(asyncio.gather(*(
+        one(-1 - i, stream=i % 2 == 1, reset=i % 4 == 3, outcome=warm_outcome, closed_at=[])
+        for i in range(min(100, args.requests)))), hard + args.hold + 30)
+    await asyncio.sleep(1.0)
+    for _ in range(4):
+        warm, _, _ = await one_shot(gport, http_request("POST", "/api/process", process_body("latency-ms=0"), keep_alive=False), hard)
+        if check_success(warm):
+            return verdict("disconnects", False, f"a warm-up request failed: {check_success(warm)}")
+    await asyncio.sleep(0.5)
+    baseline = await observe()
+    say(f"  baseline: gateway fds {baseline['fds']}, RSS {baseline['rss_kib'] / 1024:.1f} MiB, sockets to the mock "
+        f"{baseline['to_mock']}, in-flight gauge {baseline['in_flight']:.0f} (this /metrics request), open connections "
+        f"{baseline['open_connections']:.0f}; mock open connections {baseline['mock_open']} (this /mock/stats one included), in flight {baseline['mock_in_flight']}")
+
+    rounds = []
+    all_ok = True
+    # A stream may not have had its `start` event yet when a busy machine hangs it up.
+    expected_outcomes = {"stream: start seen, then hung up", "stream: hung up before start", "plain: hung up before the answer"}
+    for round_number in range(1, args.rounds + 1):
+        outcome: collections.Counter = collections.Counter()
+        closed_at: list[float] = []
+        peak = {"rss_kib": 0, "fds": 0, "to_mock": 0}
+        done = asyncio.Event()
+
+        async def sample_peak() -> None:
+            while not done.is_set():
+                try:
+                    peak["rss_kib"] = max(peak["rss_kib"], rss_kib(pid))
+                    peak["fds"] = max(peak["fds"], fd_count(pid))
+                    peak["to_mock"] = max(peak["to_mock"], sockets_to_port(pid, mport))
+                except OSError:
+                    pass
+                await asyncio.sleep(0.1)
+
+        sampler = asyncio.create_task(sample_peak())
+        started = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*(
+            one(i, stream=i % 2 == 1, reset=i % 4 == 3, outcome=outcome, closed_at=closed_at)
+            for i in range(args.requests))), hard + args.hold + 30)
+        done.set()
+        await sampler
+        last_close = max(closed_at) if closed_at else time.monotonic()
+        # Poll until every figure is back at its baseline, or the settle time is over.
+        settle_times: dict[str, float | None] = {}
+        now = await observe()
+        while True:
+            elapsed = time.monotonic() - last_close
+            for name, ok in settled(now).items():
+                if ok and settle_times.get(name) is None:
+                    settle_times[name] = elapsed
+                elif not ok:
+                    settle_times[name] = None
+            if all(v is not None for v in settle_times.values()) or elapsed > args.settle:
+                break
+            await asyncio.sleep(0.1)
+            now = await observe()
+        unexpected = {k: v for k, v in outcome.items() if k not in expected_outcomes}
+        not_settled = [name for name, t in settle_times.items() if t is None]
+        say(f"  round {round_number}: {args.requests} requests (half streamed, 1 in 4 closed with RST) sent and hung up "
+            f"after {args.hold:.1f} s, over {last_close - started:.1f} s; outcomes {dict(outcome)}")
+        say(f"    peak during: gateway fds {peak['fds']}, sockets to the mock {peak['to_mock']}, RSS {peak['rss_kib'] / 1024:.1f} MiB; "
+            f"mock requests +{now['mock_requests'] - baseline['mock_requests']}, cancelled +{now['mock_cancelled'] - baseline['mock_cancelled']}")
+        say(f"    after {time.monotonic() - last_close:.1f} s: in-flight gauge {now['in_flight']:.0f}, open connections "
+            f"{now['open_connections']:.0f}, mock open {now['mock_open']} / in flight {now['mock_in_flight']}, sockets to the mock "
+            f"{now['to_mock']}, gateway fds {now['fds']}, RSS {now['rss_kib'] / 1024:.1f} MiB")
+        say("    back to baseline: " + ", ".join(
+            f"{name} {'%.1f s' % t if t is not None else 'NO'}" for name, t in settle_times.items()))
+        ok = not unexpected and not not_settled and peak["to_mock"] > 0
+        if peak["to_mock"] == 0:
+            say("    !! no gateway→mock sockets seen during the burst: the drill did not reach the upstream")
+        if unexpected:
+            say(f"    !! unexpected outcomes: {unexpected}")
+        rounds.append({"rss": now["rss_kib"], "settle": settle_times, "ok": ok, "peak": peak, "unexpected": unexpected})
+        all_ok = all_ok and ok
+
+    # The allocator keeps what the first bursts needed (RSS plateaus); a leak keeps growing
+    # round after round, so rounds 2 → last are compared.
+    growth_kib = rounds[-1]["rss"] - baseline["rss_kib"]
+    growth_bound_kib = args.rss_kib_per_request * args.requests
+    if len(rounds) >= 3:
+        leak_kib = (rounds[-1]["rss"] - rounds[1]["rss"]) / ((len(rounds) - 2) * args.requests)
+        leak_text = f"rounds 2→{len(rounds)} {(rounds[-1]['rss'] - rounds[1]['rss']) / 1024:+.1f} MiB = {leak_kib:.2f} KiB per request (bound {args.leak_kib_per_request:g})"
+    else:
+        leak_kib = 0.0
+        leak_text = "leak check needs 3 rounds"
+    rss_ok = growth_kib <= growth_bound_kib and leak_kib <= args.leak_kib_per_request
+    after, _, _ = await one_shot(gport, http_request("POST", "/api/process", process_body("latency-ms=0"), keep_alive=False), hard)
+    after_ok = not check_success(after)
+    say(f"  RSS: baseline {baseline['rss_kib'] / 1024:.1f} MiB, after each round "
+        + ", ".join(f"{r['rss'] / 1024:.1f}" for r in rounds)
+        + f" MiB; kept {growth_kib / 1024:+.1f} MiB (bound {growth_bound_kib / 1024:.0f} MiB = {args.rss_kib_per_request:g} KiB per concurrent request); {leak_text}")
+    say(f"  a normal request afterwards: {outcome_key(after)}")
+    worst = max((t or 0.0) for r in rounds for t in r["settle"].values())
+    stuck = sorted({n for r in rounds for n, t in r["settle"].items() if t is None})
+    unexpected_total: collections.Counter = collections.Counter()
+    for r in rounds:
+        unexpected_total.update(r["unexpected"])
+    figures = (f"{args.rounds}×{args.requests} hang-ups; "
+               + (f"NOT back to baseline within {args.settle:.1f} s: {stuck}" if stuck
+                  else f"all figures back to baseline within {worst:.1f} s")
+               + (f"; unexpected client outcomes {dict(unexpected_total)}" if unexpected_total else "")
+               + ("; no sockets to the mock seen in a round" if any(r["peak"]["to_mock"] == 0 for r in rounds) else "")
+               + ("" if rss_ok else "; RSS over its bound")
+               + f"; peak {max(r['peak']['fds'] for r in rounds)} gateway fds / {max(r['peak']['to_mock'] for r in rounds)} sockets to the mock"
+               + f"; RSS {baseline['rss_kib'] / 1024:.0f} -> {rounds[-1]['rss'] / 1024:.0f} MiB ({leak_text})"
+               + f"; normal request after: {outcome_key(after)}")
+    return verdict("disconnects", all_ok and rss_ok and after_ok, figures)
+
+
+# MARK: - Drill 4: SIGTERM with requests in flight
+
+
+async def drill_sigterm(args) -> int:
+    pid, port = args.gateway_pid, args.port
+    grace = args.grace
+    hard = grace + args.margin + 10
+    sent = 0
+    all_sent = asyncio.Event()
+    results: list[tuple[str, str, float]] = []  # outcome, problem, seconds
+
+    async def one(index: int) -> None:
+        nonlocal sent
+        raw = http_request("POST", "/api/process", process_body(), keep_alive=False,
+                           headers={"X-Request-Id": f"drill-sigterm-{index}"})
+        start = time.monotonic()
+        try:
+            reader, writer = await connect(port, 10)
+        except TransportFailure as failure:
+            results.append((f"transport {failure.kind}", "could not connect before the signal", 0.0))
+            sent += 1
+            if sent == args.requests:
+                all_sent.set()
+            return
+        try:
+            writer.write(raw)
+            await writer.drain()
+            sent += 1
+            if sent == args.requests:
+                all_sent.set()
+            try:
+                response = await asyncio.wait_for(read_response(reader), hard)
+            except (asyncio.TimeoutError, TimeoutError):
+                results.append(("transport hang", f"no answer within {hard:.0f} s", time.monotonic() - start))
+                return
+            except TransportFailure as failure:
+                results.append((f"transport {failure.kind}", failure.detail, time.monotonic() - start))
+                return
+            elapsed = time.monotonic() - start
+            problems = check_success(response)
+            if response.headers.get("x-request-id") != f"drill-sigterm-{index}":
+                problems.append("X-Request-Id not echoed")
+            close_problem = await expect_eof(reader)
+            if close_problem:
+                problems.append(close_problem)
+            results.append((outcome_key(response), "; ".join(problems), elapsed))
+        except (ConnectionResetError, BrokenPipeError):
+            results.append(("transport reset", "while sending", time.monotonic() - start))
+        finally:
+            close_writer(writer)
+
+    load_started = time.monotonic()
+    tasks = [asyncio.create_task(one(i)) for i in range(args.requests)]
+    try:
+        await asyncio.wait_for(all_sent.wait(), 15)
+    except (asyncio.TimeoutError, TimeoutError):
+        for task in tasks:
+            task.cancel()
+        return verdict("sigterm", False, f"only {sent} of {args.requests} requests could be sent within 15 s")
+    sent_at = time.monotonic()
+    await asyncio.sleep(max(0.0, args.signal_after - 0.15))
+    try:
+        gauges = await gateway_gauges(port)
+        in_flight = gauges.get("textgateway_requests_in_flight", -1) - 1  # minus the /metrics request itself
+    except TransportFailure:
+        in_flight = -1
+    await asyncio.sleep(max(0.0, sent_at + args.signal_after - time.monotonic()))
+    os.kill(pid, signal.SIGTERM)
+    signal_at = time.monotonic()
+    signal_epoch = time.time()
+
+    probes: collections.Counter = collections.Counter()
+    probe_problems: list[str] = []
+    exited_at: list[float] = []
+
+    async def watch_exit() -> None:
+        while time.monotonic() < signal_at + hard:
+            state = process_state(pid)
+            if state is None or state in ("Z", "X"):
+                exited_at.append(time.monotonic())
+                return
+            await asyncio.sleep(0.02)
+
+    async def probe() -> None:
+        # New connections after the signal: refused (the listener is closed) or 503.
+        await asyncio.sleep(0.1)
+        while not exited_at and time.monotonic() < signal_at + grace + args.margin:
+            alive = not exited_at
+            try:
+                response, _, _ = await one_shot(port, http_request("POST", "/api/process", process_body("latency-ms=0"), keep_alive=False), 3.0)
+                key = outcome_key(response)
+                probes[f"answered {key}"] += 1
+                if response.status != 503:
+                    probe_problems.append(f"a new request after the signal was answered {key}")
+            except TransportFailure as failure:
+                probes[failure.kind + ("" if alive else " (after exit)")] += 1
+                if failure.kind != "refused":
+                    probe_problems.append(f"a new connection after the signal: {failure.kind} {failure.detail}")
+            await asyncio.sleep(0.1)
+
+    watcher = asyncio.create_task(watch_exit())
+    prober = asyncio.create_task(probe())
+    await asyncio.wait_for(asyncio.gather(*tasks), hard + 5)
+    await watcher
+    await prober
+    # The script reaps the gateway and writes its exit status.
+    status_line = None
+    deadline = time.monotonic() + hard
+    while time.monotonic() < deadline:
+        try:
+            with open(args.exit_file) as handle:
+                status_line = handle.read().split()
+            if len(status_line) == 2:
+                break
+        except FileNotFoundError:
+            pass
+        await asyncio.sleep(0.05)
+    exit_status = int(status_line[0]) if status_line and len(status_line) == 2 else None
+    exit_after = (exited_at[0] - signal_at) if exited_at else (
+        float(status_line[1]) - signal_epoch if status_line and len(status_line) == 2 else None)
+
+    counts = collections.Counter(outcome for outcome, _, _ in results)
+    bad = [r for r in results if r[0] != "200" or r[1]]
+    slowest = max((r[2] for r in results), default=0.0)
+    say(f"  {args.requests} requests sent over {sent_at - load_started:.2f} s, "
+        f"SIGTERM {signal_at - sent_at:.2f} s after the last was sent ({in_flight:.0f} in flight per /metrics just before)")
+    say(f"  outcomes: {dict(counts)}; slowest {slowest:.2f} s")
+    say(f"  new connections after the signal: {dict(probes) or 'none tried'}")
+    say(f"  gateway exit: status {exit_status}, {exit_after:.2f} s after SIGTERM (grace {grace:.0f} s)" if exit_after is not None
+        else "  gateway exit: not seen")
+    for outcome, problem, seconds in bad[:8]:
+        say(f"  !! {outcome} after {seconds:.2f} s: {problem}")
+    for problem in collections.Counter(probe_problems).most_common(4):
+        say(f"  !! {problem[1]} × {problem[0]}")
+    ok = (not bad and not probe_problems and exit_status == 0 and exit_after is not None
+          and exit_after <= grace + args.margin)
+    problems = []
+    if bad:
+        problems.append(f"{len(bad)} in-flight requests not answered 200")
+    if probe_problems:
+        problems.append(f"{len(probe_problems)} new connections neither refused nor 503")
+    if exit_status != 0:
+        problems.append(f"exit status {exit_status}")
+    if exit_after is None or exit_after > grace + args.margin:
+        problems.append("no exit within the grace period")
+    return verdict("sigterm", ok,
+                   f"{counts.get('200', 0)}/{args.requests} in-flight requests answered 200, "
+                   f"exit status {exit_status} {exit_after if exit_after is not None else float('nan'):.2f} s after SIGTERM "
+                   f"(grace {grace:.0f} s + {args.margin:.1f} s), new connections: {dict(probes)}"
+                   + (f" — {'; '.join(problems)}" if problems else ""))
+
+
+# MARK: - Command line
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="drill", required=True)
+
+    def common(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--port", type=int, required=True, help="the gateway's port")
+        command.add_argument("--margin", type=float, default=1.5, help="seconds allowed beyond a timeout")
+
+    one = commands.add_parser("upstream-restart")
+    common(one)
+    one.add_argument("--clients", type=int, default=150)
+    one.add_argument("--stream-share", type=float, default=0.1, help="fraction of the clients that stream")
+    one.add_argument("--upstream-timeout", type=float, required=True)
+    one.add_argument("--marks", required=True)
+    one.add_argument("--ready", required=True)
+    one.add_argument("--after-restart", type=float, default=6.0)
+    one.add_argument("--recover-within", type=float, default=5.0)
+    one.add_argument("--deadline", type=float, default=60.0)
+
+    two = commands.add_parser("upstream-faults")
+    common(two)
+    two.add_argument("--upstream-timeout", type=float, required=True)
+    two.add_argument("--first-token-timeout", type=float, required=True)
+    two.add_argument("--slow-requests", type=int, default=200)
+
+    three = commands.add_parser("disconnects")
+    common(three)
+    three.add_argument("--gateway-pid", type=int, required=True)
+    three.add_argument("--mock-port", type=int, required=True)
+    three.add_argument("--requests", type=int, default=2000)
+    three.add_argument("--hold", type=float, default=0.5, help="seconds before a client hangs up")
+    three.add_argument("--rounds", type=int, default=4)
+    three.add_argument("--settle", type=float, default=3.0, help="seconds allowed to get back to baseline")
+    three.add_argument("--rss-kib-per-request", type=float, default=96.0,
+                       help="RSS the gateway may keep after the bursts, per concurrent request")
+    three.add_argument("--leak-kib-per-request", type=float, default=6.0,
+                       help="RSS growth per request allowed from round 2 on")
+
+    four = commands.add_parser("sigterm")
+    common(four)
+    four.add_argument("--gateway-pid", type=int, required=True)
+    four.add_argument("--requests", type=int, default=500)
+    four.add_argument("--grace", type=float, required=True)
+    four.add_argument("--signal-after", type=float, default=0.3)
+    four.add_argument("--exit-file", required=True)
+
+    args = parser.parse_args()
+    drill = {
+        "upstream-restart": drill_upstream_restart,
+        "upstream-faults": drill_upstream_faults,
+        "disconnects": drill_disconnects,
+        "sigterm": drill_sigterm,
+    }[args.drill]
+    try:
+        return asyncio.run(drill(args))
+    except TransportFailure as failure:
+        return verdict(args.drill, False, f"unexpected transport failure: {failure}")
+    except (asyncio.TimeoutError, TimeoutError):
+        return verdict(args.drill, False, "the drill itself timed out (something hung)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Fault drills: does the gateway keep its contract when things go wrong? `make drills` runs this.
+#
+# Builds mock-upstream and text-gateway (release), then for each drill starts a fresh mock
+# (on a port the kernel picks) and a fresh gateway (clean environment, empty directory, a
+# free port), runs Benchmarks/drills.py against them and stops them:
+#   1 upstream-restart  steady load; the mock is SIGKILLed mid-run, restarted on the same
+#                       port a few seconds later; contract statuses only, bounded latency,
+#                       no reset or hung connection, recovery without restarting the gateway
+#   2 upstream-faults   slow upstream (504 at the timeout), garbage / empty bodies and
+#                       upstream errors (502, 503), streams cut off or failing (one final
+#                       `error` event, never `done`, a clean end of the chunked body)
+#   3 disconnects       thousands of clients (half streaming) hanging up mid-request against
+#                       a slow upstream; in-flight gauge, connections, upstream sockets, fds
+#                       and RSS back to baseline, then a normal request still works
+#   4 sigterm           SIGTERM with hundreds of requests in flight: all answered 200, exit 0
+#                       within the grace period, new connections refused (or 503)
+# Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
+# (the work directory with every log is then kept and named).
+#
+# Settings (environment):
+#   DRILLS="1 2 3 4"              which drills to run
+#   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
+#   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
+#   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
+#   DRILL_DISCONNECT_ROUNDS=4     drill 3: rounds (growth from round 2 on would be a leak)
+#   DRILL_SIGTERM_REQUESTS=500    drill 4: requests in flight at the signal
+#   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
+# Needs python3 (3.11, standard library only); installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
+
+drills=${DRILLS:-1 2 3 4}
+clients=${DRILL_CLIENTS:-150}
+stream_share=${DRILL_STREAM_SHARE:-0.1}
+disconnects=${DRILL_DISCONNECTS:-2000}
+disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-4}
+sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "drills: $*"; exit 1; }
+
+command -v python3 >/dev/null || die "needs python3"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "needs Python 3.11 or newer"
+for value in "$clients" "$disconnects" "$disconnect_rounds" "$sigterm_requests"; do
+    case "$value" in '' | *[!0-9]* | 0) die "DRILL_* settings must be positive whole numbers, not '$value'" ;; esac
+done
+
+# Thousands of sockets: the client, the gateway (client side and upstream side) and the mock.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge $((disconnects * 2 + 512)) ] ||
+    say "drills: warning: open-file limit $(ulimit -n) is low for DRILL_DISCONNECTS=$disconnects"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-drills.XXXXXX")
+mock_pid=
+gateway_pid=
+client_pid=
+failed=()
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    [ -n "$client_pid" ] && kill -TERM "$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
+    stop "$gateway_pid"
+    stop "$mock_pid"
+    if [ "$status" -eq 0 ] && [ "${KEEP_WORK:-0}" = 0 ]; then
+        rm -rf "$work"
+    else
+        say "drills: logs kept in $work"
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+echo "TextGateway fault drills — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "machine: $(nproc) cores; $(uname -sr); $(python3 --version); open-file limit $(ulimit -n)"
+
+say "drills: building mock-upstream and text-gateway (release)"
+swift build -c release --product mock-upstream ${build_flags[@]+"${build_flags[@]}"} >&2
+swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]}"} >&2
+bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+mock_key=drill-key # the mock's key, which the gateway sends upstream
+
+# start_mock NAME PORT MOCK-OPTIONS... : sets mock_pid, mock_port, mock_url. With a fixed
+# PORT (a restart) it retries for up to 10 s while the port is still taken.
+start_mock() {
+    local name=$1 port=$2
+    shift 2
+    mock_url=
+    for _ in $(seq 50); do
+        "$bin/mock-upstream" --port "$port" --api-key "$mock_key" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+        mock_pid=$!
+        for _ in $(seq 200); do # up to 10 s
+            mock_url=$(sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$work/$name.out")
+            [ -n "$mock_url" ] && break
+            kill -0 "$mock_pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        [ -n "$mock_url" ] && break
+        wait "$mock_pid" 2>/dev/null || true
+        mock_pid=
+        [ "$port" != 0 ] && grep -qi 'in use' "$work/$name.err" && { sleep 0.2; continue; }
+        cat "$work/$name.err" >&2
+        die "mock-upstream ($name) did not start"
+    done
+    [ -n "$mock_url" ] || die "mock-upstream ($name) could not bind port $port within 10 s"
+    mock_port=${mock_url##*:}
+    mock_port=${mock_port%%/*}
+}
+
+# start_gateway NAME VAR=VALUE... : the gateway in a clean environment and an empty
+# directory (no .env), on a free port; sets gateway_pid and gateway_port.
+start_gateway() {
+    local name=$1 candidate
+    shift
+    gateway_port=
+    gateway_pid=
+    mkdir -p "$work/$name"
+    for _ in $(seq 5); do
+        candidate=$((20000 + RANDOM % 40000))
+        port_in_use "$candidate" && continue
+        (
+            cd "$work/$name"
+            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
+                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=drill-model \
+                RATE_LIMITS=off METRICS=on LOG_LEVEL=info "$@" \
+                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
+        ) 2>"$work/$name.log" &
+        gateway_pid=$!
+        for _ in $(seq 200); do # up to 10 s
+            kill -0 "$gateway_pid" 2>/dev/null || break
+            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then gateway_port=$candidate; break; fi
+            sleep 0.05
+        done
+        [ -n "$gateway_port" ] && return 0
+        stop "$gateway_pid"
+        gateway_pid=
+        grep -q 'Address already in use' "$work/$name.log" || { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
+    done
+    die "could not find a free port for text-gateway ($name)"
+}
+
+stop_all() {
+    stop "$gateway_pid"
+    gateway_pid=
+    stop "$mock_pid"
+    mock_pid=
+}
+
+# record NAME STATUS: a drill's verdict (the client printed its PASS/FAIL line).
+record() {
+    if [ "$2" -ne 0 ]; then
+        failed+=("$1")
+        say "drills: $1 failed; gateway log: $work/$1.gateway.log (last lines below)"
+        tail -n 5 "$work/$1.gateway.log" >&2 2>/dev/null || true
+    fi
+}
+
+drill_upstream_restart() {
+    local timeout=3 status=0 marks="$work/upstream-restart.marks" ready="$work/upstream-restart.ready"
+    echo
+    echo "== 1. upstream killed mid-run and restarted ($clients clients, $stream_share of them streaming; mock latency 80 ms, UPSTREAM_TIMEOUT_SECONDS=$timeout)"
+    start_mock upstream-restart.mock 0 --latency-ms 80
+    start_gateway upstream-restart.gateway UPSTREAM_TIMEOUT_SECONDS=$timeout UPSTREAM_CONNECT_TIMEOUT_SECONDS=2 LOG_LEVEL=warning
+    python3 Benchmarks/drills.py upstream-restart --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
+        --upstream-timeout "$timeout" --marks "$marks" --ready "$ready" --after-restart 6 &
+    client_pid=$!
+    for _ in $(seq 300); do # up to 30 s for the load to be steady
+        [ -s "$ready" ] && break
+        kill -0 "$client_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -s "$ready" ]; then
+        sleep 3
+        # Marks bracket the outage: `kill` is written just before the signal, `restart` once
+        # the new mock listens.
+        echo "kill $(date +%s.%N)" >>"$marks"
+        kill -KILL "$mock_pid"
+        wait "$mock_pid" 2>/dev/null || true
+        mock_pid=
+        sleep 4
+        start_mock upstream-restart.mock2 "$mock_port" --latency-ms 80
+        echo "restart $(date +%s.%N)" >>"$marks"
+    fi
+    wait "$client_pid" || status=$?
+    client_pid=
+    stop_all
+    record upstream-restart "$status"
+}
+
+drill_upstream_faults() {
+    local timeout=2 first_token=2 status=0
+    echo
+    echo "== 2. upstream slow, garbage, empty, failing; streams cut (UPSTREAM_TIMEOUT_SECONDS=$timeout, STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=$first_token)"
+    start_mock upstream-faults.mock 0
+    start_gateway upstream-faults.gateway UPSTREAM_TIMEOUT_SECONDS=$timeout STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=$first_token
+    python3 Benchmarks/drills.py upstream-faults --port "$gateway_port" \
+        --upstream-timeout "$timeout" --first-token-timeout "$first_token" || status=$?
+    stop_all
+    record upstream-faults "$status"
+}
+
+drill_disconnects() {
+    local status=0
+    echo
+    echo "== 3. $disconnects clients at a time hanging up after 0.5 s (half streaming; mock latency 5 s), $disconnect_rounds rounds"
+    start_mock disconnects.mock 0 --latency-ms 5000
+    start_gateway disconnects.gateway UPSTREAM_TIMEOUT_SECONDS=30 LOG_LEVEL=warning
+    python3 Benchmarks/drills.py disconnects --port "$gateway_port" --gateway-pid "$gateway_pid" \
+        --mock-port "$mock_port" --requests "$disconnects" --rounds "$disconnect_rounds" || status=$?
+    stop_all
+    record disconnects "$status"
+}
+
+drill_sigterm() {
+    local grace=5 status=0 gateway_status=0 exit_file="$work/sigterm.exit"
+    echo
+    echo "== 4. SIGTERM with $sigterm_requests requests in flight (mock latency 1 s, SHUTDOWN_GRACE_SECONDS=$grace)"
+    start_mock sigterm.mock 0 --latency-ms 1000
+    start_gateway sigterm.gateway SHUTDOWN_GRACE_SECONDS=$grace UPSTREAM_TIMEOUT_SECONDS=30
+    python3 Benchmarks/drills.py sigterm --port "$gateway_port" --gateway-pid "$gateway_pid" \
+        --requests "$sigterm_requests" --grace "$grace" --exit-file "$exit_file" &
+    client_pid=$!
+    # The client sends SIGTERM; reap the gateway here (SIGKILL if it outlives the grace
+    # period by far) and hand its exit status to the client.
+    for _ in $(seq $(((grace + 30) * 20))); do
+        kill -0 "$gateway_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -KILL "$gateway_pid" 2>/dev/null && say "drills: the gateway outlived SIGTERM by $((grace + 30)) s; killed"
+    wait "$gateway_pid" || gateway_status=$?
+    echo "$gateway_status $(date +%s.%N)" >"$exit_file"
+    gateway_pid=
+    wait "$client_pid" || status=$?
+    client_pid=
+    grep -q 'stopping signal=SIGTERM' "$work/sigterm.gateway.log" ||
+        say "drills: the gateway log has no 'stopping signal=SIGTERM' line"
+    stop_all
+    record sigterm "$status"
+}
+
+started=$SECONDS
+for drill in $drills; do
+    case "$drill" in
+        1 | upstream-restart) drill_upstream_restart ;;
+        2 | upstream-faults) drill_upstream_faults ;;
+        3 | disconnects) drill_disconnects ;;
+        4 | sigterm) drill_sigterm ;;
+        *) die "unknown drill '$drill' (1-4)" ;;
+    esac
+done
+echo
+if [ ${#failed[@]} -eq 0 ]; then
+    echo "drills: all passed in $((SECONDS - started)) s"
+else
+    echo "drills: FAILED: ${failed[*]} ($((SECONDS - started)) s)"
+    exit 1
+fi
