@@ -4,42 +4,76 @@ import Glibc
 import CCurl
 import EventLoop
 
-/// One long-lived curl multi handle driven by an ``EventLoop``: curl's sockets sit in the
-/// loop's epoll (`CURLMOPT_SOCKETFUNCTION`), its timeout is one loop timer
-/// (`CURLMOPT_TIMERFUNCTION`), and readiness becomes `curl_multi_socket_action`. The handle
-/// owns the connection pool, so connections are reused across requests. Every curl call
-/// happens on the loop thread, and never from inside a curl callback.
+/// The upstream side of one ``EventLoop``: curl multi handles ("lanes") driven by the loop.
+/// Curl's sockets sit in the loop's epoll (`CURLMOPT_SOCKETFUNCTION`), each lane's timeout
+/// is one loop timer (`CURLMOPT_TIMERFUNCTION`), and readiness becomes
+/// `curl_multi_socket_action`. Every curl call happens on the loop thread, and never from
+/// inside a curl callback.
+///
+/// Why lanes: a multi handle keeps its connections to one host in a list that it walks for
+/// every new transfer (looking for one to reuse) and when a connection is returned, so with
+/// thousands of transfers in flight on one handle each start costs thousands of steps. A
+/// lane takes at most ``HTTPClientConfiguration/transfersPerCurlHandle`` transfers; lanes fill in order, so light traffic stays
+/// on the first lane and reuses its connections, and a burst spreads over as many lanes as
+/// it needs. A lane without transfers for ``HTTPClientConfiguration/idleConnectionTimeout``
+/// is closed with its idle connections, so a burst's connections do not outlive it.
 final class CurlMulti {
     let loop: EventLoop
-    private let handle: UnsafeMutableRawPointer
     private let configuration: HTTPClientConfiguration
-    private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    private let laneCapacity: Int
+    private let maxLanes: Int
+    /// Open lanes, in the order they are filled.
+    private var lanes: [CurlLane] = []
+    private var transfers: [UnsafeMutableRawPointer: (transfer: Transfer, lane: CurlLane)] = [:]
     private var sockets: [curl_socket_t: CurlSocket] = [:]
-    private var timer: TimerID?
     private var idleHandles: [CurlEasy] = []
+    private var sweepTimer: TimerID?
     private var isShutdown = false
 
     /// Transfers in flight (for tests and metrics).
     var activeTransfers: Int { transfers.count }
 
     init(loop: EventLoop, configuration: HTTPClientConfiguration, maxConnections: Int) throws(HTTPClientError) {
-        guard let handle = curl_multi_init() else { throw HTTPClientError(.invalidRequest, "curl_multi_init failed") }
         self.loop = loop
-        self.handle = handle
         self.configuration = configuration
-        let context = Unmanaged.passUnretained(self).toOpaque()
+        laneCapacity = max(1, min(configuration.transfersPerCurlHandle, maxConnections))
+        maxLanes = max(1, maxConnections / self.laneCapacity)
+        lanes.append(try makeLane())  // the first lane exists up front: a bad libcurl fails at start
+    }
+
+    private func makeLane() throws(HTTPClientError) -> CurlLane {
+        guard let handle = curl_multi_init() else { throw HTTPClientError(.invalidRequest, "curl_multi_init failed") }
+        let lane = CurlLane(handle: handle, multi: self)
+        let context = Unmanaged.passUnretained(lane).toOpaque()
         var failed = false
         failed = failed || CCurl_multi_setopt_socket_callback(handle, curlSocketCallback) != CURLM_OK
         failed = failed || CCurl_multi_setopt_pointer(handle, CURLMOPT_SOCKETDATA, context) != CURLM_OK
         failed = failed || CCurl_multi_setopt_timer_callback(handle, curlTimerCallback) != CURLM_OK
         failed = failed || CCurl_multi_setopt_pointer(handle, CURLMOPT_TIMERDATA, context) != CURLM_OK
-        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections) != CURLM_OK
-        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, configuration.maxIdleConnectionsPerLoop) != CURLM_OK
+        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, laneCapacity) != CURLM_OK
+        // The cache holds every connection of the lane, busy or idle: sized so curl never
+        // evicts while the lane is full, and never walks it for an eviction on each return.
+        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, laneCapacity) != CURLM_OK
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) != CURLM_OK
         if failed {
             curl_multi_cleanup(handle)
             throw HTTPClientError(.invalidRequest, "configuring the curl multi handle failed")
         }
+        return lane
+    }
+
+    /// The first lane with room; a new lane when all are full and the cap allows; else the
+    /// least busy (curl queues the transfer until one of its connections is free).
+    private func pickLane() throws(HTTPClientError) -> CurlLane {
+        for lane in lanes where lane.active < laneCapacity { return lane }
+        if lanes.count < maxLanes {
+            let lane = try makeLane()
+            lanes.append(lane)
+            return lane
+        }
+        var best = lanes[0]
+        for lane in lanes where lane.active < best.active { best = lane }
+        return best
     }
 
     // MARK: - Transfers
@@ -60,14 +94,23 @@ final class CurlMulti {
             recycle(easy)
             throw error
         }
-        let code = curl_multi_add_handle(handle, easy.handle)
+        let lane: CurlLane
+        do throws(HTTPClientError) {
+            lane = try pickLane()
+        } catch {
+            transfer.finish(.failure(error))
+            recycle(easy)
+            throw error
+        }
+        let code = curl_multi_add_handle(lane.handle, easy.handle)
         guard code == CURLM_OK else {
             let error = HTTPClientError(.invalidRequest, String(cString: curl_multi_strerror(code)))
             transfer.finish(.failure(error))
             recycle(easy)
             throw error
         }
-        transfers[easy.handle] = transfer
+        transfers[easy.handle] = (transfer, lane)
+        lane.active += 1
         return transfer
     }
 
@@ -117,17 +160,26 @@ final class CurlMulti {
     /// transfer by now, which a late cancel (a dropped stream, a task cancelled after its
     /// answer) must not touch.
     func cancel(_ transfer: Transfer) {
-        guard transfers[transfer.easy.handle] === transfer else { return }
+        guard let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
         transfers.removeValue(forKey: transfer.easy.handle)
-        curl_multi_remove_handle(handle, transfer.easy.handle)
+        curl_multi_remove_handle(entry.lane.handle, transfer.easy.handle)
+        ended(on: entry.lane)
         transfer.finish(.failure(HTTPClientError(.cancelled)))
         recycle(transfer.easy)
     }
 
     /// Continues a transfer paused because its consumer fell behind.
     func resume(_ transfer: Transfer) {
-        guard transfers[transfer.easy.handle] === transfer else { return }
+        guard let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
         curl_easy_pause(transfer.easy.handle, CCurl_PAUSE_CONT)
+    }
+
+    private func ended(on lane: CurlLane) {
+        lane.active -= 1
+        if lane.active == 0 {
+            lane.idleSince = .now()
+            scheduleSweep()
+        }
     }
 
     private func recycle(_ easy: CurlEasy) {
@@ -141,23 +193,67 @@ final class CurlMulti {
 
     // MARK: - Driving curl
 
-    func socketAction(_ socket: curl_socket_t, _ mask: Int32) {
-        guard !isShutdown else { return }
+    fileprivate func socketAction(_ lane: CurlLane, _ socket: curl_socket_t, _ mask: Int32) {
+        guard !isShutdown, !lane.isClosed else { return }
         var running: Int32 = 0
-        _ = curl_multi_socket_action(handle, socket, mask, &running)
-        drainMessages()
+        _ = curl_multi_socket_action(lane.handle, socket, mask, &running)
+        drainMessages(lane)
     }
 
-    private func drainMessages() {
+    private func drainMessages(_ lane: CurlLane) {
         var remaining: Int32 = 0
-        while let message = curl_multi_info_read(handle, &remaining) {
+        while let message = curl_multi_info_read(lane.handle, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easyHandle = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
-            guard let transfer = transfers.removeValue(forKey: easyHandle) else { continue }
-            let result = classify(code, transfer)
-            curl_multi_remove_handle(handle, easyHandle)
-            transfer.finish(result)
-            recycle(transfer.easy)
+            guard let entry = transfers.removeValue(forKey: easyHandle) else { continue }
+            let result = classify(code, entry.transfer)
+            curl_multi_remove_handle(lane.handle, easyHandle)
+            ended(on: lane)
+            entry.transfer.finish(result)
+            recycle(entry.transfer.easy)
+        }
+    }
+
+    // MARK: - Closing idle lanes
+
+    private func scheduleSweep() {
+        guard sweepTimer == nil, !isShutdown else { return }
+        sweepTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.idleConnectionTimeout)) { [unowned self] in
+            self.sweepTimer = nil
+            self.closeIdleLanes()
+        }
+    }
+
+    /// Closes every lane that has had no transfer for the idle timeout, with its connections.
+    private func closeIdleLanes() {
+        guard !isShutdown else { return }
+        let now = MonotonicInstant.now()
+        var waiting = false
+        var kept: [CurlLane] = []
+        for lane in lanes {
+            guard lane.active == 0 else {
+                kept.append(lane)
+                continue
+            }
+            if lane.idleSince.advanced(by: configuration.idleConnectionTimeout) <= now {
+                close(lane)
+            } else {
+                kept.append(lane)
+                waiting = true
+            }
+        }
+        lanes = kept
+        if waiting { scheduleSweep() }
+    }
+
+    private func close(_ lane: CurlLane) {
+        lane.isClosed = true
+        if let timer = lane.timer { loop.cancelTimer(timer) }
+        lane.timer = nil
+        curl_multi_cleanup(lane.handle)  // closes the lane's connections; may call back to forget sockets
+        for (socket, watcher) in sockets where watcher.lane === lane {
+            sockets.removeValue(forKey: socket)
+            loop.deregister(socket)
         }
     }
 
@@ -179,7 +275,7 @@ final class CurlMulti {
     }
 
     /// `CURLMOPT_SOCKETFUNCTION`: watch, re-watch or forget a socket.
-    fileprivate func updateSocket(_ socket: curl_socket_t, what: Int32) {
+    fileprivate func updateSocket(_ socket: curl_socket_t, what: Int32, lane: CurlLane) {
         if what == CURL_POLL_REMOVE {
             if sockets.removeValue(forKey: socket) != nil { loop.deregister(socket) }
             return
@@ -187,10 +283,15 @@ final class CurlMulti {
         var interest: SelectorInterest = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.read) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.write) }
+        if let watcher = sockets[socket], watcher.lane !== lane {
+            // A descriptor number another lane used before: watch it for this lane now.
+            sockets.removeValue(forKey: socket)
+            loop.deregister(socket)
+        }
         if sockets[socket] != nil {
             try? loop.reregister(socket, interest: interest)
         } else {
-            let watcher = CurlSocket(socket: socket, multi: self)
+            let watcher = CurlSocket(socket: socket, lane: lane)
             do {
                 try loop.register(socket, interest: interest, handler: watcher)
                 sockets[socket] = watcher
@@ -201,14 +302,14 @@ final class CurlMulti {
     }
 
     /// `CURLMOPT_TIMERFUNCTION`: one loop timer; curl is called from the timer, never from here.
-    fileprivate func updateTimer(milliseconds: Int) {
-        if let timer { loop.cancelTimer(timer) }
-        timer = nil
-        guard milliseconds >= 0 else { return }
+    fileprivate func updateTimer(_ lane: CurlLane, milliseconds: Int) {
+        if let timer = lane.timer { loop.cancelTimer(timer) }
+        lane.timer = nil
+        guard milliseconds >= 0, !lane.isClosed else { return }
         let deadline = MonotonicInstant.now().advanced(by: .milliseconds(milliseconds))
-        timer = loop.scheduleTimer(at: deadline) { [unowned self] in
-            self.timer = nil
-            self.socketAction(CCurl_SOCKET_TIMEOUT, 0)
+        lane.timer = loop.scheduleTimer(at: deadline) { [unowned self] in
+            lane.timer = nil
+            self.socketAction(lane, CCurl_SOCKET_TIMEOUT, 0)
         }
     }
 
@@ -218,20 +319,21 @@ final class CurlMulti {
     /// rather than in `deinit`: cleanup calls back into this object.
     func shutdown() {
         guard !isShutdown else { return }
-        for (easyHandle, transfer) in transfers {
-            curl_multi_remove_handle(handle, easyHandle)
-            transfer.finish(.failure(HTTPClientError(.shutdown)))
-            transfer.easy.cleanup()
+        for (easyHandle, entry) in transfers {
+            curl_multi_remove_handle(entry.lane.handle, easyHandle)
+            entry.transfer.finish(.failure(HTTPClientError(.shutdown)))
+            entry.transfer.easy.cleanup()
         }
         transfers = [:]
         isShutdown = true
         for easy in idleHandles { easy.cleanup() }
         idleHandles = []
-        curl_multi_cleanup(handle)
+        for lane in lanes { close(lane) }
+        lanes = []
         for socket in sockets.keys { loop.deregister(socket) }
         sockets = [:]
-        if let timer { loop.cancelTimer(timer) }
-        timer = nil
+        if let sweepTimer { loop.cancelTimer(sweepTimer) }
+        sweepTimer = nil
     }
 
     static func milliseconds(_ duration: Duration) -> Int {
@@ -242,14 +344,31 @@ final class CurlMulti {
 @available(*, unavailable)
 extension CurlMulti: Sendable {}
 
+/// One curl multi handle of a ``CurlMulti``, and what the loop keeps for it.
+private final class CurlLane {
+    let handle: UnsafeMutableRawPointer
+    unowned let multi: CurlMulti
+    var timer: TimerID?
+    /// Transfers on this lane now.
+    var active = 0
+    /// When `active` last dropped to zero.
+    var idleSince = MonotonicInstant.now()
+    var isClosed = false
+
+    init(handle: UnsafeMutableRawPointer, multi: CurlMulti) {
+        self.handle = handle
+        self.multi = multi
+    }
+}
+
 /// The loop's handler for one curl socket.
 private final class CurlSocket: Selectable {
     let socket: curl_socket_t
-    unowned let multi: CurlMulti
+    let lane: CurlLane
 
-    init(socket: curl_socket_t, multi: CurlMulti) {
+    init(socket: curl_socket_t, lane: CurlLane) {
         self.socket = socket
-        self.multi = multi
+        self.lane = lane
     }
 
     func selectorEvents(_ events: SelectorEvents) {
@@ -257,19 +376,21 @@ private final class CurlSocket: Selectable {
         if events.contains(.readable) || events.contains(.hangup) { mask |= CURL_CSELECT_IN }
         if events.contains(.writable) { mask |= CURL_CSELECT_OUT }
         if events.contains(.error) { mask |= CURL_CSELECT_ERR }
-        multi.socketAction(socket, mask)
+        lane.multi.socketAction(lane, socket, mask)
     }
 }
 
 private let curlSocketCallback: CCurlSocketCallback = { _, socket, what, context, _ in
     guard let context else { return 0 }
-    Unmanaged<CurlMulti>.fromOpaque(context).takeUnretainedValue().updateSocket(socket, what: what)
+    let lane = Unmanaged<CurlLane>.fromOpaque(context).takeUnretainedValue()
+    lane.multi.updateSocket(socket, what: what, lane: lane)
     return 0
 }
 
 private let curlTimerCallback: CCurlTimerCallback = { _, milliseconds, context in
     guard let context else { return 0 }
-    Unmanaged<CurlMulti>.fromOpaque(context).takeUnretainedValue().updateTimer(milliseconds: milliseconds)
+    let lane = Unmanaged<CurlLane>.fromOpaque(context).takeUnretainedValue()
+    lane.multi.updateTimer(lane, milliseconds: milliseconds)
     return 0
 }
 

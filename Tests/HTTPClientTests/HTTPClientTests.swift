@@ -201,6 +201,70 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("spreads transfers over more curl handles past their capacity, within the connection cap")
+    func lanesAndConnectionCap() async throws {
+        for (cap, expectedPeak) in [(64, 40), (8, 8)] {
+            let current = Atomic<Int>(0)
+            let peak = Atomic<Int>(0)
+            try await withUpstream({ router in
+                router.get("/slow") { _ in
+                    let now = current.add(1, ordering: .relaxed).newValue
+                    var seen = peak.load(ordering: .relaxed)
+                    while now > seen, !peak.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
+                        seen = peak.load(ordering: .relaxed)
+                    }
+                    try await Task.sleep(for: .milliseconds(300))
+                    current.subtract(1, ordering: .relaxed)
+                    return .text("done")
+                }
+            }) { _, base in
+                try await withClient({
+                    $0.transfersPerCurlHandle = 4
+                    $0.maxConnections = cap
+                }) { client in
+                    let succeeded = try await withThrowingTaskGroup(of: Bool.self) { group in
+                        for _ in 0..<40 {
+                            group.addTask { try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200 }
+                        }
+                        var count = 0
+                        for try await ok in group where ok { count += 1 }
+                        return count
+                    }
+                    #expect(succeeded == 40)
+                    // 40 at once on handles of 4 when the cap allows; never more than the cap.
+                    #expect(peak.load(ordering: .relaxed) == expectedPeak, "connection cap \(cap)")
+                }
+            }
+        }
+    }
+
+    @Test("closes idle upstream connections after the idle timeout")
+    func idleConnectionsClosed() async throws {
+        try await withUpstream({ router in
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .milliseconds(100))
+                return .text("done")
+            }
+        }) { server, base in
+            try await withClient({
+                $0.transfersPerCurlHandle = 4
+                $0.idleConnectionTimeout = .milliseconds(300)
+            }) { client in
+                let port = Int(base.split(separator: ":").last!)!
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<12 {
+                        group.addTask { _ = try await client.send(HTTPClientRequest(url: base + "/slow")) }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(openSockets(toPort: port) >= 12)  // kept for reuse at first
+                #expect(await eventually(within: 3) { openSockets(toPort: port) == 0 })
+                // And the client still works afterwards, on a fresh connection.
+                #expect(try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200)
+            }
+        }
+    }
+
     @Test("reports a refused connection as connectFailed")
     func connectRefused() async throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
