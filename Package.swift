@@ -34,7 +34,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-client",
-            dependencies: ["ChatAPI", "HTTPClient"],
+            dependencies: ["ChatAPI", "HTTPClient", "CEventLoop"],
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),

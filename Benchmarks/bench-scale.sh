@@ -1,0 +1,506 @@
+#!/usr/bin/env bash
+# How the gateway holds up at scale. `make bench-scale` runs this.
+#
+# Scenarios (each prints a markdown table and its goal):
+#   idle         a fresh gateway: RSS and open fds after start, and the time from spawning the
+#                process to its first 200 from GET /api/health (polled every ~1 ms); 5 starts
+#   concurrency  1,000 / 5,000 / 10,000 POST /api/process at once, one connection each, against
+#                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS
+#   streams      2,000 concurrent "stream": true requests of 50 deltas each, every stream checked
+#                (start, deltas whose text only grows, one done with the full text)
+#   soak         SOAK_SECONDS of steady load (32 callers, mock latency 20 ms) after a 30 s
+#                warm-up: gateway RSS drift, errors, open fds before, during and after the load
+#
+# Settings (environment):
+#   SCENARIOS="idle concurrency streams soak"   which to run, in this order
+#   IDLE_RUNS=5                                 gateway starts in idle
+#   CONCURRENCY_COUNTS="1000 5000 10000"        requests in flight, one fresh gateway + mock each
+#   STREAMS=2000  STREAM_DELTAS=50  STREAM_DELTA_DELAY_MS=20
+#   SOAK_SECONDS=600  SOAK_CONCURRENCY=32  SOAK_LATENCY_MS=20  SOAK_WARMUP_SECONDS=30
+#   SOAK_SETTLE_SECONDS=65                      wait after the load before the last fd count
+#                                               (past the mock's 60 s idle timeout)
+#   SWIFT_BUILD_FLAGS="--scratch-path /tmp/scale-build --static-swift-stdlib"
+#                                               extra `swift build -c release` flags; the default
+#                                               links the Swift runtime statically, as
+#                                               `make release` and the Dockerfile do
+#
+# Needs the Swift toolchain (with libcurl4-openssl-dev) and Linux /proc; installs nothing.
+# Uses ss (iproute2) when present to break the gateway's sockets down. Exits 1 when a scenario
+# saw a failed request or stream.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
+
+scenarios=${SCENARIOS:-idle concurrency streams soak}
+idle_runs=${IDLE_RUNS:-5}
+counts=${CONCURRENCY_COUNTS:-1000 5000 10000}
+stream_count=${STREAMS:-2000}
+stream_deltas=${STREAM_DELTAS:-50}
+stream_delay=${STREAM_DELTA_DELAY_MS:-20}
+soak_seconds=${SOAK_SECONDS:-600}
+soak_concurrency=${SOAK_CONCURRENCY:-32}
+soak_latency=${SOAK_LATENCY_MS:-20}
+soak_warmup=${SOAK_WARMUP_SECONDS:-30}
+soak_settle=${SOAK_SETTLE_SECONDS:-65}
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---scratch-path /tmp/scale-build --static-swift-stdlib}"
+read -r -a scenario_list <<<"$scenarios"
+read -r -a count_list <<<"$counts"
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "bench-scale: $*"; exit 1; }
+
+if ! command -v swift >/dev/null; then
+    say "bench-scale needs the Swift toolchain on PATH (e.g. export PATH=/opt/swift/usr/bin:\$PATH)"
+    say "and libcurl's headers: apt-get install -y libcurl4-openssl-dev"
+    exit 1
+fi
+[ -r /proc/self/status ] || die "needs Linux /proc"
+for s in "${scenario_list[@]}"; do
+    case "$s" in idle | concurrency | streams | soak) ;; *) die "unknown scenario '$s' (idle, concurrency, streams, soak)" ;; esac
+done
+positive() { case "$2" in '' | *[!0-9]* | 0) die "$1 must be a positive whole number, not '$2'" ;; esac; }
+positive IDLE_RUNS "$idle_runs"
+positive STREAMS "$stream_count"
+positive STREAM_DELTAS "$stream_deltas"
+positive SOAK_SECONDS "$soak_seconds"
+positive SOAK_CONCURRENCY "$soak_concurrency"
+for c in "${count_list[@]}"; do positive CONCURRENCY_COUNTS "$c"; done
+for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle"; do
+    case "$v" in '' | *[!0-9]*) die "delays and durations must be whole numbers, not '$v'" ;; esac
+done
+
+# Every request holds a client connection and an upstream connection in the gateway.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+fd_limit=$(ulimit -n)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-scale.XXXXXX")
+mock_pid=
+gateway_pid=
+sampler_pid=
+load_pid=
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    stop "$load_pid"
+    stop "$sampler_pid"
+    stop "$gateway_pid"
+    stop "$mock_pid"
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+memory=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+echo "# TextGateway scale benchmark — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo
+echo "machine: $(nproc) cores, ${model:-unknown CPU}, $memory; $(uname -sr)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); open-file limit $fd_limit (hard $(ulimit -Hn)); somaxconn $(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo '?')"
+echo "swift: $(swift --version 2>/dev/null | head -n 1)"
+echo "scenarios: ${scenario_list[*]}"
+echo
+
+say "bench-scale: building mock-upstream, text-gateway and bench-client (release)"
+for product in mock-upstream text-gateway bench-client; do
+    swift build -c release --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
+done
+bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+
+mock_key=bench-key
+gateway_env=(DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off UPSTREAM_MAX_CONNECTIONS=20000)
+echo "commands (B = $bin; the gateway runs in an empty temp dir, in a clean environment):"
+echo '```'
+echo "swift build -c release --product {mock-upstream,text-gateway,bench-client} ${build_flags[*]}"
+echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --latency-ms L [--content TEXT]"
+echo "env -i PATH=… HOME=… DARVAREH_BASE_URL=<mock>/v1 ${gateway_env[*]} \\"
+echo "    B/text-gateway serve --hostname 127.0.0.1 --port <free port> --env production"
+echo "B/bench-client startup|burst|streams|steady …   (each scenario shows its own line)"
+echo '```'
+echo
+
+# --- helpers ---------------------------------------------------------------------------------
+
+mib() { awk -v k="${1:-0}" 'BEGIN { printf "%.1f", k / 1024 }'; }
+status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+# kv FILE PREFIX KEY: KEY's value on the first line of FILE that starts with "PREFIX ".
+kv() {
+    awk -v prefix="$2 " -v key="$3" 'index($0, prefix) == 1 {
+        for (i = 2; i <= NF; i++) if (index($i, key "=") == 1) { print substr($i, length(key) + 2); exit } }' "$1"
+}
+# A TcpExt counter from /proc/net/netstat (namespace-wide).
+tcpext() {
+    awk -v want="$1" '$1 == "TcpExt:" { if (!seen) { for (i = 2; i <= NF; i++) name[i] = $i; seen = 1 }
+        else { for (i = 2; i <= NF; i++) if (name[i] == want) print $i } }' /proc/net/netstat
+}
+
+start_mock() { # ARGS... ; sets mock_pid, mock_url
+    "$bin/mock-upstream" --port 0 --loops 2 --api-key "$mock_key" "$@" >"$work/mock.out" 2>"$work/mock.err" &
+    mock_pid=$!
+    mock_url=
+    for _ in $(seq 100); do
+        mock_url=$(sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$work/mock.out")
+        [ -n "$mock_url" ] && return 0
+        kill -0 "$mock_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$work/mock.err" >&2
+    die "mock-upstream did not report its address within 10 s"
+}
+
+# The gateway in a clean environment and an empty directory on a free port; the start is
+# retried if another process takes the port first. Sets gateway_pid, gateway_port.
+start_gateway() {
+    gateway_port=
+    gateway_pid=
+    mkdir -p "$work/run"
+    for _ in $(seq 5); do
+        candidate=$((20000 + RANDOM % 12000))
+        port_in_use "$candidate" && continue
+        (
+            cd "$work/run"
+            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" "${gateway_env[@]}" \
+                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
+        ) 2>"$work/gateway.log" &
+        gateway_pid=$!
+        for _ in $(seq 100); do
+            kill -0 "$gateway_pid" 2>/dev/null || break
+            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then gateway_port=$candidate; break; fi
+            sleep 0.1
+        done
+        [ -n "$gateway_port" ] && return 0
+        stop "$gateway_pid"
+        gateway_pid=
+        grep -q 'Address already in use' "$work/gateway.log" || { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
+    done
+    die "could not find a free port for text-gateway"
+}
+
+stop_pair() {
+    stop "$gateway_pid"
+    gateway_pid=
+    stop "$mock_pid"
+    mock_pid=
+}
+
+# One request must succeed before anything is measured.
+check_gateway() { # BODY_FILE
+    if ! "$bin/bench-client" burst "http://127.0.0.1:$gateway_port/api/process" 1 "$1" >"$work/check.txt" 2>&1 ||
+        [ "$(kv "$work/check.txt" burst ok)" != 1 ]; then
+        cat "$work/check.txt" >&2
+        tail -n 20 "$work/gateway.log" >&2
+        die "the gateway did not answer a first request with 200"
+    fi
+}
+
+text='شهرداری تهران اعلام کرد که از ابتدای مهرماه ۱۲۰ دستگاه اتوبوس برقی جدید به ناوگان حمل‌ونقل عمومی پایتخت اضافه می‌شود. این اتوبوس‌ها در خطوط پرتردد مرکز شهر به کار گرفته خواهند شد.'
+printf '{"task":"summarize","text":"%s"}' "$text" >"$work/process.json"
+problems=0
+
+# --- idle ------------------------------------------------------------------------------------
+
+scenario_idle() {
+    echo "## idle: a fresh gateway"
+    echo
+    echo '```'
+    echo "env -i … B/bench-client startup $idle_runs 1000 -- B/text-gateway serve --hostname 127.0.0.1 --port {port} --env production"
+    echo '```'
+    echo "Each start: posix_spawn, then connect + GET /api/health every ~1 ms until a 200; RSS and fds"
+    echo "read from /proc at that moment and again after 1 s idle; then SIGTERM."
+    echo
+    mkdir -p "$work/run"
+    (
+        cd "$work/run"
+        exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL=http://127.0.0.1:9/v1 "${gateway_env[@]}" \
+            "$bin/bench-client" startup "$idle_runs" 1000 -- "$bin/text-gateway" serve --hostname 127.0.0.1 --port '{port}' --env production
+    ) >"$work/idle.txt" 2>"$work/idle.err" || { cat "$work/idle.err" >&2; die "idle: bench-client startup failed"; }
+    awk '
+        function kv(key,   i, p) { for (i = 1; i <= NF; i++) { split($i, p, "="); if (p[1] == key) return p[2] } return "" }
+        function median(a, n,   i, j, t, b) {
+            for (i = 1; i <= n; i++) b[i] = a[i]
+            for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
+            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+        }
+        /^startup / {
+            n++; ready[n] = kv("ready_ms"); rr[n] = kv("rss_ready_kib") / 1024; rss[n] = kv("rss_kib") / 1024
+            anon[n] = kv("rss_anon_kib") / 1024; file[n] = kv("rss_file_kib") / 1024; fr[n] = kv("fds_ready"); fd[n] = kv("fds")
+        }
+        END {
+            print "| start | ready ms | RSS at ready MiB | RSS after 1 s MiB | of which anon / file-backed MiB | fds at ready | fds after 1 s |"
+            print "|------:|---------:|-----------------:|------------------:|--------------------------------:|-------------:|--------------:|"
+            for (i = 1; i <= n; i++)
+                printf "| %d | %.1f | %.1f | %.1f | %.1f / %.1f | %d | %d |\n", i, ready[i], rr[i], rss[i], anon[i], file[i], fr[i], fd[i]
+            printf "| **median** | **%.1f** | %.1f | **%.1f** | %.1f / %.1f | %d | **%d** |\n", median(ready, n), median(rr, n), median(rss, n), median(anon, n), median(file, n), median(fr, n), median(fd, n)
+            print ""
+            m = median(rss, n); r = median(ready, n)
+            printf "goal: RSS ≤ 20 MB (%.1f MiB = %.1f MB: %s), ready ≤ 100 ms (%.1f ms: %s)\n", m, m * 1.048576, (m * 1.048576 <= 20 ? "met" : "MISSED"), r, (r <= 100 ? "met" : "MISSED")
+        }
+    ' "$work/idle.txt"
+    echo
+}
+
+# --- concurrency -----------------------------------------------------------------------------
+
+scenario_concurrency() {
+    echo "## concurrency: N requests in flight at once, mock latency 2 s"
+    echo
+    echo '```'
+    echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --latency-ms 2000"
+    echo "BENCH_WATCH=gateway=<pid>,mock=<pid> B/bench-client burst http://127.0.0.1:<port>/api/process N process.json"
+    echo '```'
+    echo "One fresh mock + gateway per N. bench-client opens N sockets at once (Connection: close, raw"
+    echo "epoll, a few µs of client CPU each) and samples both processes' RSS and fds every 20 ms."
+    echo "Each request holds two fds in the gateway (client + upstream socket): \"held at once\" = (peak fds −"
+    echo "fds before) / 2; \"ramp\" = when the gateway's fds first reached 95 % of their peak. CPU = user +"
+    echo "system seconds during the burst. Listen overflows: TcpExt ListenOverflows + ListenDrops over the"
+    echo "run (namespace-wide)."
+    echo
+    local largest=0
+    for n in "${count_list[@]}"; do [ "$n" -gt "$largest" ] && largest=$n; done
+    if [ "$fd_limit" -lt $((2 * largest + 64)) ]; then
+        echo "note: the open-file limit here is $fd_limit (hard); $largest requests fully in flight need about"
+        echo "$((2 * largest + 64)) descriptors in the gateway (a client and an upstream socket each)."
+        echo
+    fi
+    printf '| in flight | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | gateway peak RSS MiB | gateway peak fds | held at once | ramp ms | gateway CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows |\n'
+    printf '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+    local worst_wall=0 worst_rss=0 failed_total=0 notes=()
+    for n in "${count_list[@]}"; do
+        say "bench-scale: concurrency $n"
+        start_mock --latency-ms 2000
+        start_gateway
+        check_gateway "$work/process.json"
+        local overflows_before drops_before
+        overflows_before=$(tcpext ListenOverflows)
+        drops_before=$(tcpext ListenDrops)
+        local fds_before
+        fds_before=$(fd_count "$gateway_pid")
+        local out="$work/burst.$n.txt"
+        BENCH_WATCH="gateway=$gateway_pid,mock=$mock_pid" \
+            "$bin/bench-client" burst "http://127.0.0.1:$gateway_port/api/process" "$n" "$work/process.json" >"$out" 2>&1 ||
+            { cat "$out" >&2; die "bench-client burst $n failed"; }
+        local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
+        local failed outcomes
+        failed=$(kv "$out" burst failed)
+        outcomes=$(kv "$out" burst outcomes)
+        local peak_fds
+        peak_fds=$(kv "$out" "watch name=gateway" peak_fds)
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+            "$n" "$(kv "$out" burst ok)" "$failed$([ "$failed" = 0 ] || echo " ($outcomes)")" "$(kv "$out" burst wall_s)" \
+            "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" \
+            "$(mib "$(kv "$out" "watch name=gateway" hwm_kib)")" "$peak_fds" "$(((peak_fds - fds_before) / 2))" \
+            "$(kv "$out" "watch name=gateway" fds_95_ms)" "$(kv "$out" "watch name=gateway" cpu_s)" \
+            "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" \
+            "$(kv "$out" burst client_cpu_s)" "$overflows"
+        failed_total=$((failed_total + failed))
+        worst_wall=$(awk -v a="$worst_wall" -v b="$(kv "$out" burst wall_s)" 'BEGIN { print (b > a ? b : a) }')
+        worst_rss=$(awk -v a="$worst_rss" -v b="$(kv "$out" "watch name=gateway" hwm_kib)" 'BEGIN { print (b > a ? b : a) }')
+        [ "$peak_fds" -ge "$fd_limit" ] && notes+=("at $n the gateway reached its open-file limit ($fd_limit)")
+        if [ -s "$work/gateway.log" ]; then
+            notes+=("gateway log at $n: $(wc -l <"$work/gateway.log") line(s); $(sed -n 's/.* \([A-Z]*\) \([a-z_]*\) .*failure="\([^"]*\)".*/\1 \2: \3/p; t; s/^[^ ]* \([A-Z]*\) \([a-z_]*\).*/\1 \2/p' "$work/gateway.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')")
+        fi
+        stop_pair
+    done
+    echo
+    for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
+    [ ${#notes[@]} -eq 0 ] || echo
+    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" 'BEGIN {
+        printf "goal: all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
+            (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), rss / 1024, (rss * 1024 <= 512e6 ? "met" : "MISSED") }'
+    echo
+    [ "$failed_total" = 0 ] || problems=$((problems + 1))
+}
+
+# --- streams ---------------------------------------------------------------------------------
+
+scenario_streams() {
+    echo "## streams: $stream_count concurrent streams of $stream_deltas deltas"
+    echo
+    # Two characters a piece: the mock cuts its answer into exactly STREAM_DELTAS pieces.
+    local content=
+    for _ in $(seq "$stream_deltas"); do content+="نو"; done
+    printf '{"task":"summarize","text":"%s [mock:deltas=%s,delta-delay-ms=%s]","stream":true}' \
+        "$text" "$stream_deltas" "$stream_delay" >"$work/stream.json"
+    echo '```'
+    echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --content <$((2 * stream_deltas)) characters>"
+    echo "BENCH_WATCH=gateway=<pid>,mock=<pid> B/bench-client streams http://127.0.0.1:<port>/api/process $stream_count stream.json $stream_deltas"
+    echo '```'
+    echo "The text carries [mock:deltas=$stream_deltas,delta-delay-ms=$stream_delay]. A stream passes with exactly: start, $stream_deltas delta"
+    echo "events whose text is the previous text + delta (same requestId), then one done whose result is"
+    echo "that text, then the end of the body. Through HTTPClient.stream + ServerSentEventReader."
+    echo
+    say "bench-scale: streams $stream_count"
+    start_mock --content "$content"
+    start_gateway
+    check_gateway "$work/process.json"
+    local out="$work/streams.txt"
+    BENCH_WATCH="gateway=$gateway_pid,mock=$mock_pid" \
+        "$bin/bench-client" streams "http://127.0.0.1:$gateway_port/api/process" "$stream_count" "$work/stream.json" "$stream_deltas" >"$out" 2>&1 ||
+        { cat "$out" >&2; die "bench-client streams failed"; }
+    local failed
+    failed=$(kv "$out" streams failed)
+    echo "| streams | passed | failed (reasons) | wall s | stream p50 ms | p99 ms | max ms | first delta p50 / p99 ms | gateway peak RSS MiB | gateway peak fds | gateway CPU s | mock peak RSS MiB | mock CPU s | client CPU s |"
+    echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' \
+        "$stream_count" "$(kv "$out" streams passed)" "$failed$([ "$failed" = 0 ] || echo " ($(kv "$out" streams outcomes))")" \
+        "$(kv "$out" streams wall_s)" "$(kv "$out" streams p50_ms)" "$(kv "$out" streams p99_ms)" "$(kv "$out" streams max_ms)" \
+        "$(kv "$out" streams first_delta_p50_ms)" "$(kv "$out" streams first_delta_p99_ms)" \
+        "$(mib "$(kv "$out" "watch name=gateway" hwm_kib)")" "$(kv "$out" "watch name=gateway" peak_fds)" \
+        "$(kv "$out" "watch name=gateway" cpu_s)" "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" \
+        "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" streams client_cpu_s)"
+    echo
+    awk -v failed="$failed" -v rss="$(kv "$out" "watch name=gateway" hwm_kib)" -v ideal="$(awk -v d="$stream_deltas" -v t="$stream_delay" 'BEGIN { print d * t / 1000 }')" 'BEGIN {
+        printf "goal: every stream passes (%s), gateway peak RSS ≤ 256 MB (%.0f MiB: %s); one stream alone takes ≈ %.1f s (deltas × delay)\n",
+            (failed == 0 ? "met" : "MISSED, " failed " failed"), rss / 1024, (rss * 1024 <= 256e6 ? "met" : "MISSED"), ideal }'
+    echo
+    [ "$failed" = 0 ] || problems=$((problems + 1))
+    stop_pair
+}
+
+# --- soak ------------------------------------------------------------------------------------
+
+# The gateway's TCP sockets to the mock (its upstream pool) with their states, and the rest
+# (listener, clients); needs ss. Prints "UPSTREAM STATES OTHER", or "- - -" without ss.
+socket_breakdown() {
+    command -v ss >/dev/null || { echo "- - -"; return; }
+    local mock_port=${mock_url##*:}
+    mock_port=${mock_port%%/*}
+    ss -tanp 2>/dev/null | awk -v pid="pid=$gateway_pid," -v up=":$mock_port" '
+        index($0, pid) { if ($5 ~ up "$") { upstream++; state[$1]++ } else other++ }
+        END { s = ""; for (k in state) s = s (s == "" ? "" : ",") k ":" state[k]
+              printf "%d %s %d\n", upstream, (s == "" ? "-" : s), other }'
+}
+describe_sockets() { # "UPSTREAM STATES OTHER"
+    set -- $1
+    [ "$1" = - ] && { echo "(ss not available)"; return; }
+    echo "$1 upstream ($2), $3 other TCP"
+}
+
+scenario_soak() {
+    local total=$((soak_warmup + soak_seconds))
+    echo "## soak: $soak_seconds s steady load after a ${soak_warmup} s warm-up"
+    echo
+    echo '```'
+    echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --latency-ms $soak_latency"
+    echo "B/bench-client steady http://127.0.0.1:<port>/api/process $soak_concurrency $total process.json"
+    echo '```'
+    echo "$soak_concurrency callers in closed loops on keep-alive connections; the gateway's VmRSS and open fds"
+    echo "are read from /proc every 10 s. Start = the sample after the warm-up, end = the last sample"
+    echo "under load; after = ${soak_settle} s after the load stopped, then once more after one request."
+    echo
+    say "bench-scale: soak ${soak_warmup}+${soak_seconds} s"
+    start_mock --latency-ms "$soak_latency"
+    start_gateway
+    check_gateway "$work/process.json"
+    sleep 1
+    local fds_before rss_before sockets_before
+    fds_before=$(fd_count "$gateway_pid")
+    rss_before=$(status_kib "$gateway_pid" VmRSS)
+    sockets_before=$(socket_breakdown)
+    "$bin/bench-client" steady "http://127.0.0.1:$gateway_port/api/process" "$soak_concurrency" "$total" "$work/process.json" \
+        >"$work/steady.txt" 2>&1 &
+    load_pid=$!
+    local pid=$gateway_pid
+    (
+        started=$(date +%s)
+        for t in $(seq 10 10 $((total - 1))); do
+            now=$(date +%s)
+            [ $((started + t)) -gt "$now" ] && sleep $((started + t - now))
+            echo "$t $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status") $(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 | wc -l)"
+        done
+    ) >"$work/samples.txt" 2>/dev/null &
+    sampler_pid=$!
+    local load_status=0
+    wait "$load_pid" || load_status=$?
+    load_pid=
+    wait "$sampler_pid" || true
+    sampler_pid=
+    [ "$load_status" = 0 ] || { cat "$work/steady.txt" >&2; die "bench-client steady failed"; }
+    local sockets_end fds_end_now
+    fds_end_now=$(fd_count "$gateway_pid")
+    sockets_end=$(socket_breakdown)
+    sleep "$soak_settle"
+    local fds_after rss_after sockets_after
+    fds_after=$(fd_count "$gateway_pid")
+    rss_after=$(status_kib "$gateway_pid" VmRSS)
+    sockets_after=$(socket_breakdown)
+    # One more request: does the pool drop connections the upstream closed meanwhile?
+    check_gateway "$work/process.json"
+    sleep 1
+    local fds_poked sockets_poked
+    fds_poked=$(fd_count "$gateway_pid")
+    sockets_poked=$(socket_breakdown)
+    local hwm
+    hwm=$(status_kib "$gateway_pid" VmHWM)
+    local errors
+    errors=$(kv "$work/steady.txt" steady errors)
+
+    awk -v warm="$soak_warmup" -v total="$total" -v before_rss="$rss_before" -v before_fds="$fds_before" \
+        -v after_rss="$rss_after" -v after_fds="$fds_after" -v end_fds="$fds_end_now" -v settle="$soak_settle" -v poked_fds="$fds_poked" '
+        { t[NR] = $1; rss[NR] = $2; fd[NR] = $3; n = NR }
+        END {
+            s = 0; for (i = 1; i <= n; i++) if (t[i] >= warm) { s = i; break }
+            if (s == 0) s = 1
+            mid_t = warm + (total - warm) / 2; m = s
+            for (i = s; i <= n; i++) if (t[i] <= mid_t) m = i
+            e = n
+            minfd = fd[s]; maxfd = fd[s]; minr = rss[s]; maxr = rss[s]
+            for (i = s; i <= n; i++) { if (fd[i] < minfd) minfd = fd[i]; if (fd[i] > maxfd) maxfd = fd[i]; if (rss[i] < minr) minr = rss[i]; if (rss[i] > maxr) maxr = rss[i] }
+            print "| point | t s | gateway RSS MiB | open fds |"
+            print "|---|---:|---:|---:|"
+            printf "| before load | – | %.1f | %d |\n", before_rss / 1024, before_fds
+            printf "| start (after warm-up) | %d | %.1f | %d |\n", t[s], rss[s] / 1024, fd[s]
+            printf "| middle | %d | %.1f | %d |\n", t[m], rss[m] / 1024, fd[m]
+            printf "| end | %d | %.1f | %d |\n", t[e], rss[e] / 1024, fd[e]
+            printf "| load stopped | +0 | – | %d |\n", end_fds
+            printf "| after load | +%d | %.1f | %d |\n", settle, after_rss / 1024, after_fds
+            printf "| then 1 request | +%d | – | %d |\n", settle + 1, poked_fds
+            print ""
+            drift = rss[s] > 0 ? 100 * (rss[e] - rss[s]) / rss[s] : 0
+            printf "RSS under load: min %.1f, max %.1f MiB; drift end vs start %+.2f %%; fds under load %d–%d\n", minr / 1024, maxr / 1024, drift, minfd, maxfd
+            printf "drift=%.2f\n", drift > "/dev/stderr"
+        }
+    ' "$work/samples.txt" 2>"$work/drift.txt"
+    local drift
+    drift=$(sed -n 's/^drift=//p' "$work/drift.txt")
+    echo "load: $(sed -n 's/^steady: //p' "$work/steady.txt")"
+    echo "      $(grep '^  latency' "$work/steady.txt" | sed 's/^ *//')"
+    echo "gateway high-water RSS $(mib "$hwm") MiB"
+    echo "gateway TCP sockets: before load $(describe_sockets "$sockets_before"); load stopped $(describe_sockets "$sockets_end");"
+    echo "after +${soak_settle} s $(describe_sockets "$sockets_after"); after one more request $(describe_sockets "$sockets_poked")"
+    echo
+    echo "<details><summary>samples every 10 s: t, VmRSS MiB, fds; requests/s per 10 s</summary>"
+    echo
+    echo '```'
+    awk '{ printf "%s%s %.1f %s", (NR % 8 == 1 ? (NR > 1 ? "\n" : "") : "; "), $1, $2 / 1024, $3 } END { if (NR) print "" }' "$work/samples.txt"
+    sed -n 's/^steady-interval t_s=\([0-9]*\).* rps=\([0-9]*\).*/\1:\2/p' "$work/steady.txt" |
+        awk '{ printf "%s%s", (NR % 12 == 1 ? (NR > 1 ? "\n" : "") : " "), $0 } END { if (NR) print "" }'
+    echo '```'
+    echo "</details>"
+    echo
+    local up_before up_after
+    up_before=$(echo "$sockets_before" | cut -d' ' -f1)
+    up_after=$(echo "$sockets_after" | cut -d' ' -f1)
+    awk -v drift="$drift" -v errors="$errors" -v before="$fds_before" -v after="$fds_after" -v ub="$up_before" -v ua="$up_after" 'BEGIN {
+        printf "goal: RSS drift within 5 %% (%+.2f %%: %s), 0 errors (%s: %s), ", drift, (drift <= 5 && drift >= -5 ? "met" : "MISSED"), errors, (errors == 0 ? "met" : "MISSED")
+        if (after <= before) printf "fds back to baseline (%d before, %d after: met)\n", before, after
+        else if (ub != "-" && after - ua <= before - ub)
+            printf "fds back to baseline apart from %d idle pooled upstream connections (%d before, %d after; to the mock %d before, %d after; every other fd is back)\n", ua - ub, before, after, ub, ua
+        else printf "fds back to baseline (%d before, %d after: MISSED)\n", before, after }'
+    echo
+    [ "$errors" = 0 ] || problems=$((problems + 1))
+    stop_pair
+}
+
+for s in "${scenario_list[@]}"; do
+    "scenario_$s"
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ "$problems" -ne 0 ]; then
+    say "bench-scale: $problems scenario(s) saw failed requests or streams"
+    exit 1
+fi
