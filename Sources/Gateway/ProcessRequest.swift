@@ -43,7 +43,8 @@ struct ProcessRequest: Equatable {
     /// `application/json`, any case, with or without parameters.
     static func isJSON(_ contentType: String) -> Bool {
         if contentType == "application/json" || contentType == "application/json; charset=utf-8" { return true }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        // Everything before the first `;`, even when empty (";application/json" is not JSON).
+        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         return mediaType.lowercased().filter { $0 != " " && $0 != "\t" } == "application/json"
     }
 
