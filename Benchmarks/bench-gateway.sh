@@ -17,7 +17,9 @@
 #   DURATION=10s              length of one wrk run
 #   CONNECTIONS="1 16 64 256" connection counts (wrk -t1 for 1 connection, -t2 otherwise)
 #   WARMUP=2s                 one unrecorded run per target before the rounds (0 to skip)
-#   SWIFT_BUILD_FLAGS=...     extra `swift build` flags, e.g. "--scratch-path /tmp/build"
+#   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   extra `swift build -c release` flags; the default
+#                             links the Swift runtime statically, as `make release` and the
+#                             Dockerfile do
 #
 # Needs wrk, nginx and curl (apt-get install -y wrk nginx-light curl); installs nothing itself.
 # Exits 1 when any run saw a non-2xx response, since its figures would not measure the real path.
@@ -30,7 +32,7 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-1 16 64 256}
 warmup=${WARMUP:-2s}
-read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a connection_list <<<"$connections"
 
 say() { printf '%s\n' "$*" >&2; }

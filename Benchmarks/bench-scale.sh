@@ -19,7 +19,7 @@
 #   SOAK_SECONDS=600  SOAK_CONCURRENCY=32  SOAK_LATENCY_MS=20  SOAK_WARMUP_SECONDS=30
 #   SOAK_SETTLE_SECONDS=65                      wait after the load before the last fd count
 #                                               (past the mock's 60 s idle timeout)
-#   SWIFT_BUILD_FLAGS="--scratch-path /tmp/scale-build --static-swift-stdlib"
+#   SWIFT_BUILD_FLAGS="--static-swift-stdlib"
 #                                               extra `swift build -c release` flags; the default
 #                                               links the Swift runtime statically, as
 #                                               `make release` and the Dockerfile do
@@ -43,7 +43,7 @@ soak_concurrency=${SOAK_CONCURRENCY:-32}
 soak_latency=${SOAK_LATENCY_MS:-20}
 soak_warmup=${SOAK_WARMUP_SECONDS:-30}
 soak_settle=${SOAK_SETTLE_SECONDS:-65}
-read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---scratch-path /tmp/scale-build --static-swift-stdlib}"
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a scenario_list <<<"$scenarios"
 read -r -a count_list <<<"$counts"
 
