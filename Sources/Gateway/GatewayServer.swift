@@ -28,10 +28,11 @@ public final class GatewayServer: Sendable {
     ) async throws -> GatewayServer {
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop")
+        let descriptors = DescriptorBudget(limit: Socket.raiseOpenFileLimit())
         var clientConfiguration = HTTPClientConfiguration()
         clientConfiguration.timeout = configuration.upstreamTimeout
         clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
-        clientConfiguration.maxConnections = configuration.upstreamMaxConnections
+        clientConfiguration.maxConnections = descriptors.cap(configuration.upstreamMaxConnections)
         let httpClient: HTTPClient
         do {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)
@@ -42,7 +43,9 @@ public final class GatewayServer: Sendable {
         let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock)
         let server: HTTPServer
         do {
-            server = try HTTPServer(configuration: gateway.serverConfiguration(), group: group) { await gateway.respond(to: $0) }
+            var serverConfiguration = gateway.serverConfiguration()
+            serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
+            server = try HTTPServer(configuration: serverConfiguration, group: group) { await gateway.respond(to: $0) }
             let address = try await server.start()
             let open = server
             gateway.metrics.registry.gaugeFunction("textgateway_open_connections", help: "Client connections open now.") {
@@ -59,6 +62,13 @@ public final class GatewayServer: Sendable {
             await httpClient.shutdown()
             group.shutdown()
             throw error
+        }
+        if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
+            logger.warning("descriptor_limit", [
+                ("open_file_limit", .int(descriptors.limit)),
+                ("client_connections", .int(descriptors.perSide)), ("upstream_connections", .int(descriptors.perSide)),
+                ("effect", .string("requests beyond these wait; raise the hard open-file limit (ulimit -n) to hold more")),
+            ])
         }
         let loopback = configuration.host == "localhost" || configuration.host.hasPrefix("127.") || configuration.host == "::1"
         if configuration.tokens == nil && !loopback {
@@ -103,4 +113,21 @@ public enum Healthcheck {
         await client.shutdown()
         return healthy
     }
+}
+
+/// Every request in flight holds two descriptors: the caller's connection and its upstream
+/// one. When the open-file limit cannot hold both caps, each side gets half of what the limit
+/// leaves after a reserve (listener, epoll, eventfds, logs), so a burst waits for free
+/// connections instead of failing for want of a descriptor.
+struct DescriptorBudget: Equatable {
+    static let reserve = 64
+    let limit: Int
+    let perSide: Int
+
+    init(limit: Int) {
+        self.limit = limit
+        perSide = limit > 0 ? max(16, (limit - Self.reserve) / 2) : Int.max
+    }
+
+    func cap(_ configured: Int) -> Int { min(configured, perSide) }
 }

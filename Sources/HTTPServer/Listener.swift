@@ -37,6 +37,11 @@ final class Listener: Selectable {
         // A bounded batch per wake-up, so accepting never starves the loop's connections.
         for _ in 0..<64 {
             guard !stopped else { return }
+            if context.counters.open.load(ordering: .relaxed) >= context.configuration.maxConnections {
+                // Full: leave new connections in the listen backlog until some close.
+                pause(for: .milliseconds(10))
+                return
+            }
             let result: IOResult<(fd: CInt, peer: SocketAddress?)>
             do {
                 result = try Socket.accept(fd)
@@ -45,11 +50,6 @@ final class Listener: Selectable {
                 return
             }
             guard case .processed(let accepted) = result else { return }
-            let configuration = context.configuration
-            if context.counters.open.load(ordering: .relaxed) >= configuration.maxConnections {
-                Socket.close(accepted.fd)
-                continue
-            }
             context.counters.accepted.add(1, ordering: .relaxed)
             Socket.setNoDelay(accepted.fd)
             distributor.place(fd: accepted.fd, peer: accepted.peer, acceptedOn: context)

@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var backlog: Int32 = 4096
     /// Parser limits: request line, header section, header count, body size.
     public var limits = RequestParser.Limits()
-    /// Open connections above this are accepted and closed at once.
+    /// At this many open connections the server stops accepting; newer connections wait in
+    /// the listen backlog until some close.
     public var maxConnections: Int = 100_000
     /// From the first byte of a request to the end of its header section.
     public var headerReadTimeout: Duration = .seconds(10)

@@ -48,6 +48,16 @@ struct GatewayUnitTests {
         #expect(RequestID.make() != RequestID.make())
     }
 
+    @Test("splits the open-file limit between caller and upstream connections when it is short")
+    func descriptorBudget() {
+        let tight = DescriptorBudget(limit: 20_000)
+        #expect(tight.perSide == 9_968)
+        #expect(tight.cap(16_384) == 9_968 && tight.cap(100) == 100)
+        #expect(DescriptorBudget(limit: 1_048_576).cap(16_384) == 16_384)
+        #expect(DescriptorBudget(limit: 50).cap(1_000) == 16)
+        #expect(DescriptorBudget(limit: 0).cap(16_384) == 16_384)  // limit unknown: caps as configured
+    }
+
     @Test("makes distinct version-4 UUIDs across many refills of the random pool")
     func requestIDsAreUUIDs() {
         var seen = Set<String>()

@@ -27,6 +27,28 @@ struct ServerEndToEndTests {
         }
     }
 
+    @Test("at its connection cap it stops accepting, and serves the waiting connection once one closes")
+    func connectionCap() async throws {
+        try await withServer(configure: { $0.maxConnections = 2 }, routes: echoRoutes) { server, port in
+            try await onThread {
+                let first = try TestClient(port: port)
+                let second = try TestClient(port: port)
+                for client in [first, second] {
+                    try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    #expect(try client.readResponse().status == 200)
+                }
+                // Connects (the kernel's backlog takes it) but is not accepted while two are open.
+                let third = try TestClient(port: port)
+                try third.send("GET /path?waiting HTTP/1.1\r\nHost: x\r\n\r\n")
+                first.abort()
+                let response = try third.readResponse()
+                #expect(response.status == 200 && response.text == "/path?waiting")
+                second.abort()
+            }
+            #expect(server.acceptedConnectionCount == 3)
+        }
+    }
+
     @Test("answers three pipelined requests in one write, in order")
     func pipelined() async throws {
         try await withServer(routes: { router in
