@@ -2,9 +2,11 @@
 SWIFT        ?= swift
 SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= 10000000
+FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz bench-server bench-client mock
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-scale bench-server bench-client mock drills
 
 help:
 	@echo "make build         debug build of every target"
@@ -13,11 +15,15 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         wrk: POST /api/process through the gateway vs straight to the mock (needs wrk)"
-	@echo "make fuzz          fuzz the HTTP request parser and the JSON parser, FUZZ_SECONDS each (default 60)"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct) then bench-scale"
+	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
+	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body), FUZZ_SECONDS each (default 60)"
+	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make bench-scale   the gateway at scale: idle RSS and start time, 10,000 in flight, 2,000 streams, soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
+	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load"
 	@echo "make clean         remove build products"
 
 build:
@@ -37,12 +43,28 @@ run:
 demo:
 	scripts/demo.sh
 
-bench:
+bench: bench-gateway bench-scale
+
+bench-gateway:
 	Benchmarks/bench-gateway.sh
 
 fuzz:
 	Fuzz/run.sh RequestParser $(FUZZ_SECONDS)
 	Fuzz/run.sh JSONValue $(FUZZ_SECONDS)
+	Fuzz/run.sh DotEnv $(FUZZ_SECONDS)
+	Fuzz/run.sh SSE $(FUZZ_SECONDS)
+	Fuzz/run.sh ProcessBody $(FUZZ_SECONDS)
+
+# The fastest targets first; each line is "<Target>: N runs in S s (R exec/s), no crash".
+fuzz-long:
+	Fuzz/run.sh JSONValue runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh ProcessBody runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh DotEnv runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh SSE runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh RequestParser runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	@echo "----"
+	@cat Fuzz/.build/JSONValue.summary Fuzz/.build/ProcessBody.summary Fuzz/.build/DotEnv.summary \
+		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary
 
 bench-server:
 	Benchmarks/bench-server.sh
@@ -50,8 +72,14 @@ bench-server:
 bench-client:
 	Benchmarks/bench-client.sh
 
+bench-scale:
+	Benchmarks/bench-scale.sh
+
 mock:
 	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)
+
+drills:
+	Benchmarks/drills.sh
 
 clean:
 	rm -rf .build Fuzz/.build Fuzz/corpus-work

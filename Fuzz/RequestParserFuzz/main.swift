@@ -1,6 +1,10 @@
-// libFuzzer target for RequestParser. Built together with Sources/HTTP1/*.swift into one
-// module by Fuzz/run.sh, so it can see internal API. Every invariant violation traps, which
-// libFuzzer reports as a crash with the input saved.
+// libFuzzer target for RequestParser. Every invariant violation traps, which libFuzzer
+// reports as a crash with the input saved.
+//
+// Fuzz/run.sh builds Sources/HTTP1 as its own module with coverage and `-enable-testing`,
+// and this file without coverage: the harness's own comparisons would otherwise cost about
+// as much as the parser's and add features that say nothing about the parser.
+@testable import HTTP1
 
 /// Limits small enough for the fuzzer to reach every limit check quickly.
 private let smallLimits = RequestParser.Limits(
@@ -16,15 +20,35 @@ private struct Outcome: Equatable {
     var error: HTTPParseError?
 }
 
-/// Feeds `pieces` one after the other, drains events after each, and checks the invariants
-/// that hold for any input.
-private func run(_ pieces: [UnsafeRawBufferPointer], limits: RequestParser.Limits) -> Outcome {
-    var parser = RequestParser(limits: limits)
+/// How the input is cut into the pieces fed to the parser.
+private enum Feeding {
+    case whole
+    case split(at: Int)
+    case byteByByte
+}
+
+/// One feeding of the input into a fresh parser, checking after every piece and event the
+/// invariants that hold for any input.
+private struct Run {
+    let limits: RequestParser.Limits
+    /// Whether to check each head's promises; the other feedings must give equal heads.
+    let checksHeads: Bool
+    var parser: RequestParser
     var outcome = Outcome()
+    /// Body bytes not yet merged into `outcome.events`, so that merging stays linear.
+    var pendingBody: [UInt8] = []
     var framing: BodyFraming?
     var bodyBytes = 0
     var total = 0
-    for piece in pieces {
+
+    init(limits: RequestParser.Limits, checksHeads: Bool) {
+        self.limits = limits
+        self.checksHeads = checksHeads
+        parser = RequestParser(limits: limits)
+    }
+
+    /// Feeds one piece and drains its events; false once the parser has failed.
+    mutating func feed(_ piece: UnsafeRawBufferPointer) -> Bool {
         parser.append(piece)
         total += piece.count
         require(parser.bufferedByteCount <= total, "buffered more than received")
@@ -33,30 +57,17 @@ private func run(_ pieces: [UnsafeRawBufferPointer], limits: RequestParser.Limit
             do {
                 event = try parser.next()
             } catch {
-                outcome.error = error
-                require(!parser.isAwaitingRequest, "a failed parser awaits a request")
-                for _ in 0..<2 {
-                    do {
-                        _ = try parser.next()
-                        fatalError("next() returned after an error")
-                    } catch let again {
-                        require(again == error, "a different error after an error")
-                    }
-                }
-                parser.append(piece)
-                require(parser.bufferedByteCount == 0, "a failed parser buffers bytes")
-                if case .bodyTooLarge = error.code, case .contentLength(let length)? = framing {
-                    require(length > limits.maxBodyBytes && bodyBytes == 0, "unexpected bodyTooLarge")
-                }
-                return outcome
+                fail(with: error, piece: piece)
+                return false
             }
-            guard let event else { break }
+            guard let event else { return true }
             switch event {
             case .head(let head):
                 require(framing == nil, "head inside a request")
-                check(head)
+                if checksHeads { check(head) }
                 framing = head.framing
                 bodyBytes = 0
+                flushBody()
                 outcome.events.append(event)
             case .body(let bytes):
                 require(framing != nil, "body outside a request")
@@ -68,11 +79,7 @@ private func run(_ pieces: [UnsafeRawBufferPointer], limits: RequestParser.Limit
                 } else {
                     require(framing == .chunked, "body without framing")
                 }
-                if case .body(let previous)? = outcome.events.last {
-                    outcome.events[outcome.events.count - 1] = .body(previous + bytes)
-                } else {
-                    outcome.events.append(event)
-                }
+                pendingBody.append(contentsOf: bytes)
             case .end:
                 switch framing {
                 case .contentLength(let length)?: require(bodyBytes == length, "short body")
@@ -81,11 +88,63 @@ private func run(_ pieces: [UnsafeRawBufferPointer], limits: RequestParser.Limit
                 case nil: fatalError("end outside a request")
                 }
                 framing = nil
+                flushBody()
                 outcome.events.append(event)
             }
         }
     }
-    return outcome
+
+    /// A failed parser keeps failing the same way and buffers nothing more.
+    private mutating func fail(with error: HTTPParseError, piece: UnsafeRawBufferPointer) {
+        outcome.error = error
+        require(!parser.isAwaitingRequest, "a failed parser awaits a request")
+        for _ in 0..<2 {
+            do {
+                _ = try parser.next()
+                fatalError("next() returned after an error")
+            } catch let again {
+                require(again == error, "a different error after an error")
+            }
+        }
+        parser.append(piece)
+        require(parser.bufferedByteCount == 0, "a failed parser buffers bytes")
+        if case .bodyTooLarge = error.code, case .contentLength(let length)? = framing {
+            require(length > limits.maxBodyBytes && bodyBytes == 0, "unexpected bodyTooLarge")
+        }
+    }
+
+    private mutating func flushBody() {
+        guard !pendingBody.isEmpty else { return }
+        outcome.events.append(.body(pendingBody))
+        pendingBody = []
+    }
+
+    mutating func finish() -> Outcome {
+        flushBody()
+        return outcome
+    }
+}
+
+private func run(
+    _ input: UnsafeRawBufferPointer,
+    _ feeding: Feeding,
+    limits: RequestParser.Limits,
+    checksHeads: Bool = false
+) -> Outcome {
+    var run = Run(limits: limits, checksHeads: checksHeads)
+    switch feeding {
+    case .whole:
+        _ = run.feed(input)
+    case .split(let index):
+        if run.feed(UnsafeRawBufferPointer(rebasing: input[..<index])) {
+            _ = run.feed(UnsafeRawBufferPointer(rebasing: input[index...]))
+        }
+    case .byteByByte:
+        for index in input.indices {
+            guard run.feed(UnsafeRawBufferPointer(rebasing: input[index..<index + 1])) else { break }
+        }
+    }
+    return run.finish()
 }
 
 /// Checks what a head promises: a token method, a path, a supported version, one Host for
@@ -127,13 +186,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let first = input.first else { return 0 }
     // The first byte picks where to split the input in two.
     let split = size * Int(first) / 255
-    let halves = [UnsafeRawBufferPointer(rebasing: input[..<split]), UnsafeRawBufferPointer(rebasing: input[split...])]
     for limits in [RequestParser.Limits(), smallLimits] {
-        let whole = run([input], limits: limits)
-        require(run(halves, limits: limits) == whole, "splitting the input changed the outcome")
+        // The whole feeding checks every head; the others must give the same outcome, so
+        // the same heads.
+        let whole = run(input, .whole, limits: limits, checksHeads: true)
+        require(run(input, .split(at: split), limits: limits) == whole, "splitting the input changed the outcome")
         if size <= 512 {
-            let bytes = (0..<size).map { UnsafeRawBufferPointer(rebasing: input[$0..<$0 + 1]) }
-            require(run(bytes, limits: limits) == whole, "feeding byte by byte changed the outcome")
+            require(run(input, .byteByByte, limits: limits) == whole, "feeding byte by byte changed the outcome")
         }
     }
     return 0
