@@ -12,6 +12,8 @@ public struct GatewayConfiguration: Sendable {
     public var upstreamConnectTimeout: Duration = .seconds(10)
     /// Most upstream connections open at once; calls beyond it wait for a free one.
     public var upstreamMaxConnections = 16_384
+    /// Idle upstream connections are closed this long after their last use.
+    public var upstreamIdleTimeout: Duration = .seconds(60)
     public var maxTokens = 1200
     public var maxBodyBytes = 1_048_576
     public var logLevel = Logger.Level.info
@@ -106,6 +108,7 @@ public struct GatewayConfiguration: Sendable {
         upstreamTimeout = try seconds("UPSTREAM_TIMEOUT_SECONDS") ?? upstreamTimeout
         upstreamConnectTimeout = try seconds("UPSTREAM_CONNECT_TIMEOUT_SECONDS") ?? upstreamConnectTimeout
         upstreamMaxConnections = try integer("UPSTREAM_MAX_CONNECTIONS", 1...1_000_000) ?? upstreamMaxConnections
+        upstreamIdleTimeout = try seconds("UPSTREAM_IDLE_TIMEOUT_SECONDS") ?? upstreamIdleTimeout
         maxTokens = try integer("MAX_TOKENS", 1...1_000_000) ?? maxTokens
         maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
         shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace

@@ -33,6 +33,7 @@ public final class GatewayServer: Sendable {
         clientConfiguration.timeout = configuration.upstreamTimeout
         clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
         clientConfiguration.maxConnections = descriptors.cap(configuration.upstreamMaxConnections)
+        clientConfiguration.idleConnectionTimeout = configuration.upstreamIdleTimeout
         let httpClient: HTTPClient
         do {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)

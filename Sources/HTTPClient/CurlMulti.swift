@@ -216,9 +216,10 @@ final class CurlMulti {
 
     // MARK: - Closing idle lanes
 
-    private func scheduleSweep() {
+    private func scheduleSweep(at deadline: MonotonicInstant? = nil) {
         guard sweepTimer == nil, !isShutdown else { return }
-        sweepTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.idleConnectionTimeout)) { [unowned self] in
+        let deadline = deadline ?? MonotonicInstant.now().advanced(by: configuration.idleConnectionTimeout)
+        sweepTimer = loop.scheduleTimer(at: deadline) { [unowned self] in
             self.sweepTimer = nil
             self.closeIdleLanes()
         }
@@ -228,22 +229,23 @@ final class CurlMulti {
     private func closeIdleLanes() {
         guard !isShutdown else { return }
         let now = MonotonicInstant.now()
-        var waiting = false
+        var next: MonotonicInstant?
         var kept: [CurlLane] = []
         for lane in lanes {
             guard lane.active == 0 else {
                 kept.append(lane)
                 continue
             }
-            if lane.idleSince.advanced(by: configuration.idleConnectionTimeout) <= now {
+            let expiry = lane.idleSince.advanced(by: configuration.idleConnectionTimeout)
+            if expiry <= now {
                 close(lane)
             } else {
                 kept.append(lane)
-                waiting = true
+                if next.map({ expiry < $0 }) ?? true { next = expiry }
             }
         }
         lanes = kept
-        if waiting { scheduleSweep() }
+        if let next { scheduleSweep(at: next) }
     }
 
     private func close(_ lane: CurlLane) {

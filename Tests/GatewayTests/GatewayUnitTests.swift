@@ -77,7 +77,7 @@ struct GatewayUnitTests {
             "DARVAREH_API_KEY": "key", "DARVAREH_MODEL_ID": "base", "SUMMARY_MODEL_ID": "sum", "REWRITE_MODEL_ID": "",
             "EXTRACTION_MODEL_ID": "ext", "CREATIVE_MODEL_ID": "cre", "DARVAREH_BASE_URL": "http://127.0.0.1:9/v1",
             "HOST": "0.0.0.0", "PORT": "9000", "UPSTREAM_TIMEOUT_SECONDS": "1.5", "UPSTREAM_CONNECT_TIMEOUT_SECONDS": "2",
-            "UPSTREAM_MAX_CONNECTIONS": "20000", "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
+            "UPSTREAM_MAX_CONNECTIONS": "20000", "UPSTREAM_IDLE_TIMEOUT_SECONDS": "2.5", "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
         ])
         #expect(configuration.model(for: .summarize) == "sum")
         #expect(configuration.model(for: .rewrite) == "base")
@@ -86,6 +86,7 @@ struct GatewayUnitTests {
         #expect(configuration.port == 9000 && configuration.host == "0.0.0.0")
         #expect(configuration.upstreamTimeout == .milliseconds(1500))
         #expect(configuration.upstreamMaxConnections == 20000)
+        #expect(configuration.upstreamIdleTimeout == .milliseconds(2500))
         #expect(configuration.maxTokens == 99 && configuration.maxBodyBytes == 4096)
         #expect(configuration.logLevel == .warning && configuration.logFormat == .json)
         let defaults = try GatewayConfiguration(environment: ["DARVAREH_API_KEY": "  "])
@@ -93,7 +94,7 @@ struct GatewayUnitTests {
         #expect(defaults.baseURL == "https://api.darvareh.ir/v1")
         #expect(defaults.port == 8080 && defaults.maxTokens == 1200 && defaults.maxBodyBytes == 1_048_576)
         #expect(defaults.upstreamTimeout == .seconds(60) && defaults.upstreamConnectTimeout == .seconds(10))
-        #expect(defaults.upstreamMaxConnections == 16_384)
+        #expect(defaults.upstreamMaxConnections == 16_384 && defaults.upstreamIdleTimeout == .seconds(60))
     }
 
     @Test(
