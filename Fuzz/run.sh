@@ -87,7 +87,7 @@ echo "building $binary"
 if [ ${#modules[@]} -eq 0 ]; then
     swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld \
         -module-name "${target}Fuzz" \
-        "${inline[@]}" "Fuzz/${target}Fuzz/main.swift" \
+        "${inline[@]}" "Fuzz/${target}Fuzz/main.swift" Fuzz/Require.swift \
         -o "$binary"
 else
     objects=()
@@ -100,8 +100,8 @@ else
             -c -o "$build/$name.o" ${module#*:}
         objects+=("$build/$name.o")
     done
-    swiftc -O -sanitize=address -parse-as-library -module-name "${target}Fuzz" -I "$build" \
-        -c -o "$build/main.o" "Fuzz/${target}Fuzz/main.swift"
+    swiftc -O -sanitize=address -parse-as-library -wmo -module-name "${target}Fuzz" -I "$build" \
+        -c -o "$build/main.o" "Fuzz/${target}Fuzz/main.swift" Fuzz/Require.swift
     swiftc -sanitize=fuzzer,address -use-ld=lld "${objects[@]}" "$build/main.o" -o "$binary"
 fi
 

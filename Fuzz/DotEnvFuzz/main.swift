@@ -96,17 +96,6 @@ private func serialize(_ entries: [Entry]) -> [UInt8] {
     return bytes
 }
 
-/// Traps with `message` when `condition` is false. Unlike `precondition`, the message and
-/// line survive `-O`, so libFuzzer's log says which invariant broke.
-private func require(
-    _ condition: Bool,
-    _ message: @autoclosure () -> String = "invariant violated",
-    file: StaticString = #fileID,
-    line: UInt = #line
-) {
-    if !condition { fatalError(message(), file: file, line: line) }
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var bytes: [UInt8] = []

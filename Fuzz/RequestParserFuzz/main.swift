@@ -169,17 +169,6 @@ private func check(_ head: RequestHead) {
     }
 }
 
-/// Traps with `message` when `condition` is false. Unlike `precondition`, the message and
-/// line survive `-O`, so libFuzzer's log says which invariant broke.
-private func require(
-    _ condition: Bool,
-    _ message: @autoclosure () -> String = "invariant violated",
-    file: StaticString = #fileID,
-    line: UInt = #line
-) {
-    if !condition { fatalError(message(), file: file, line: line) }
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
