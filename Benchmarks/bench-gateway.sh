@@ -104,31 +104,11 @@ done
 # With LOG_LEVEL=warning it does not log its address, so the port is chosen here and the
 # start is retried if another process takes it first.
 start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
-    local name=$1; shift
-    started_port=
-    started_pid=
-    for _ in $(seq 5); do
-        candidate=$((20000 + RANDOM % 40000))
-        port_in_use "$candidate" && continue
-        (
-            cd "$work"
-            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model \
-                LOG_LEVEL=warning "$@" \
-                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
-        ) 2>"$work/$name.log" &
-        started_pid=$!
-        for _ in $(seq 100); do # up to 10 s
-            kill -0 "$started_pid" 2>/dev/null || break
-            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then started_port=$candidate; break; fi
-            sleep 0.1
-        done
-        [ -n "$started_port" ] && return 0
-        stop "$started_pid"
-        started_pid=
-        grep -q 'Address already in use' "$work/$name.log" || { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
-    done
-    die "could not find a free port for text-gateway ($name)"
+    local name=$1
+    shift
+    start_text_gateway "$bin" "$work/$name" "$work/$name.log" \
+        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning "$@" ||
+        { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
 # gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
 start_gateway gateway RATE_LIMITS=off METRICS=off

@@ -154,29 +154,10 @@ start_mock() { # ARGS... ; sets mock_pid, mock_url
 # The gateway in a clean environment and an empty directory on a free port; the start is
 # retried if another process takes the port first. Sets gateway_pid, gateway_port.
 start_gateway() {
-    gateway_port=
-    gateway_pid=
-    mkdir -p "$work/run"
-    for _ in $(seq 5); do
-        candidate=$((20000 + RANDOM % 12000))
-        port_in_use "$candidate" && continue
-        (
-            cd "$work/run"
-            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" "${gateway_env[@]}" \
-                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
-        ) 2>"$work/gateway.log" &
-        gateway_pid=$!
-        for _ in $(seq 100); do
-            kill -0 "$gateway_pid" 2>/dev/null || break
-            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then gateway_port=$candidate; break; fi
-            sleep 0.1
-        done
-        [ -n "$gateway_port" ] && return 0
-        stop "$gateway_pid"
-        gateway_pid=
-        grep -q 'Address already in use' "$work/gateway.log" || { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
-    done
-    die "could not find a free port for text-gateway"
+    start_text_gateway "$bin" "$work/run" "$work/gateway.log" DARVAREH_BASE_URL="$mock_url" "${gateway_env[@]}" ||
+        { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
+    gateway_port=$started_port
+    gateway_pid=$started_pid
 }
 
 stop_pair() {

@@ -115,33 +115,14 @@ start_mock() {
 # start_gateway NAME VAR=VALUE... : the gateway in a clean environment and an empty
 # directory (no .env), on a free port; sets gateway_pid and gateway_port.
 start_gateway() {
-    local name=$1 candidate
+    local name=$1
     shift
-    gateway_port=
-    gateway_pid=
-    mkdir -p "$work/$name"
-    for _ in $(seq 5); do
-        candidate=$((20000 + RANDOM % 40000))
-        port_in_use "$candidate" && continue
-        (
-            cd "$work/$name"
-            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-                DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=drill-model \
-                RATE_LIMITS=off METRICS=on LOG_LEVEL=info "$@" \
-                "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
-        ) 2>"$work/$name.log" &
-        gateway_pid=$!
-        for _ in $(seq 200); do # up to 10 s
-            kill -0 "$gateway_pid" 2>/dev/null || break
-            if "$bin/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then gateway_port=$candidate; break; fi
-            sleep 0.05
-        done
-        [ -n "$gateway_port" ] && return 0
-        stop "$gateway_pid"
-        gateway_pid=
-        grep -q 'Address already in use' "$work/$name.log" || { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
-    done
-    die "could not find a free port for text-gateway ($name)"
+    start_text_gateway "$bin" "$work/$name" "$work/$name.log" \
+        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=drill-model \
+        RATE_LIMITS=off METRICS=on LOG_LEVEL=info "$@" ||
+        { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
+    gateway_port=$started_port
+    gateway_pid=$started_pid
 }
 
 stop_all() {

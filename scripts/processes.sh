@@ -13,3 +13,38 @@ stop() {
 
 # port_in_use PORT: something already accepts connections on 127.0.0.1:PORT.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_text_gateway BIN_DIR RUN_DIR LOG VAR=VALUE... : runs BIN_DIR/text-gateway in RUN_DIR
+# (so no .env of the project applies) with a clean environment of PATH, HOME and the given
+# variables, on a free loopback port below the ephemeral range, and waits up to 10 s for its
+# health check. Sets started_port and started_pid; returns 1, with the output in LOG, when
+# it did not start. A port another process takes first is retried.
+start_text_gateway() {
+    local bin_dir=$1 run_dir=$2 log=$3 candidate
+    shift 3
+    started_port=
+    started_pid=
+    mkdir -p "$run_dir"
+    for _ in $(seq 5); do
+        candidate=$((20000 + RANDOM % 12000))
+        port_in_use "$candidate" && continue
+        (
+            cd "$run_dir"
+            exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" "$@" \
+                "$bin_dir/text-gateway" serve --hostname 127.0.0.1 --port "$candidate" --env production
+        ) 2>"$log" &
+        started_pid=$!
+        for _ in $(seq 200); do
+            kill -0 "$started_pid" 2>/dev/null || break
+            if "$bin_dir/text-gateway" healthcheck --port "$candidate" >/dev/null 2>&1; then
+                started_port=$candidate
+                return 0
+            fi
+            sleep 0.05
+        done
+        stop "$started_pid"
+        started_pid=
+        grep -q 'Address already in use' "$log" || return 1
+    done
+    return 1
+}
