@@ -93,7 +93,7 @@ mock_key=bench-key  # the mock's key, which the gateway sends upstream
 mock_pid=$!
 mock_url=
 for _ in $(seq 100); do # up to 10 s
-    mock_url=$(sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$work/mock.out")
+    mock_url=$(mock_address "$work/mock.out")
     [ -n "$mock_url" ] && break
     kill -0 "$mock_pid" 2>/dev/null || break
     sleep 0.1

@@ -142,7 +142,7 @@ start_mock() { # ARGS... ; sets mock_pid, mock_url
     mock_pid=$!
     mock_url=
     for _ in $(seq 100); do
-        mock_url=$(sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$work/mock.out")
+        mock_url=$(mock_address "$work/mock.out")
         [ -n "$mock_url" ] && return 0
         kill -0 "$mock_pid" 2>/dev/null || break
         sleep 0.1

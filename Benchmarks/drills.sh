@@ -95,7 +95,7 @@ start_mock() {
         "$bin/mock-upstream" --port "$port" --api-key "$mock_key" "$@" >"$work/$name.out" 2>"$work/$name.err" &
         mock_pid=$!
         for _ in $(seq 200); do # up to 10 s
-            mock_url=$(sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$work/$name.out")
+            mock_url=$(mock_address "$work/$name.out")
             [ -n "$mock_url" ] && break
             kill -0 "$mock_pid" 2>/dev/null || break
             sleep 0.05

@@ -48,3 +48,10 @@ start_text_gateway() {
     done
     return 1
 }
+
+# mock_address FILE: the URL mock-upstream printed to FILE ("mock-upstream listening on
+# http://…"), or nothing yet. The file may not exist yet: the shell that starts the mock in
+# the background creates it.
+mock_address() {
+    sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$1" 2>/dev/null || true
+}
