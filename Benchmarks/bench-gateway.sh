@@ -91,13 +91,7 @@ bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}
 mock_key=bench-key  # the mock's key, which the gateway sends upstream
 "$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key "$mock_key" >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
-mock_url=
-for _ in $(seq 100); do # up to 10 s
-    mock_url=$(mock_address "$work/mock.out")
-    [ -n "$mock_url" ] && break
-    kill -0 "$mock_pid" 2>/dev/null || break
-    sleep 0.1
-done
+mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || mock_url=
 [ -n "$mock_url" ] || { cat "$work/mock.err" >&2; die "mock-upstream did not report its address within 10 s"; }
 
 # The gateway, in a clean environment and an empty directory (no .env), on a free port.

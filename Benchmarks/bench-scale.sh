@@ -140,13 +140,7 @@ tcpext() {
 start_mock() { # ARGS... ; sets mock_pid, mock_url
     "$bin/mock-upstream" --port 0 --loops 2 --api-key "$mock_key" "$@" >"$work/mock.out" 2>"$work/mock.err" &
     mock_pid=$!
-    mock_url=
-    for _ in $(seq 100); do
-        mock_url=$(mock_address "$work/mock.out")
-        [ -n "$mock_url" ] && return 0
-        kill -0 "$mock_pid" 2>/dev/null || break
-        sleep 0.1
-    done
+    mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") && return 0
     cat "$work/mock.err" >&2
     die "mock-upstream did not report its address within 10 s"
 }

@@ -94,12 +94,7 @@ start_mock() {
     for _ in $(seq 50); do
         "$bin/mock-upstream" --port "$port" --api-key "$mock_key" "$@" >"$work/$name.out" 2>"$work/$name.err" &
         mock_pid=$!
-        for _ in $(seq 200); do # up to 10 s
-            mock_url=$(mock_address "$work/$name.out")
-            [ -n "$mock_url" ] && break
-            kill -0 "$mock_pid" 2>/dev/null || break
-            sleep 0.05
-        done
+        mock_url=$(await_mock_address "$mock_pid" "$work/$name.out") || mock_url=
         [ -n "$mock_url" ] && break
         wait "$mock_pid" 2>/dev/null || true
         mock_pid=

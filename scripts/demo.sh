@@ -60,13 +60,7 @@ bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}
 # The mock upstream, on a port the kernel picks; its first stdout line tells the URL.
 "$bin/mock-upstream" --port 0 --api-key demo-key >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
-mock_url=
-for _ in $(seq 100); do # up to 10 s
-    mock_url=$(mock_address "$work/mock.out")
-    [ -n "$mock_url" ] && break
-    kill -0 "$mock_pid" 2>/dev/null || break
-    sleep 0.1
-done
+mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || mock_url=
 if [ -z "$mock_url" ]; then
     cat "$work/mock.err" >&2
     die "mock-upstream did not report its address within 10 s"

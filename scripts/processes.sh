@@ -55,3 +55,16 @@ start_text_gateway() {
 mock_address() {
     sed -n 's/^mock-upstream listening on \(http:[^ ]*\)$/\1/p' "$1" 2>/dev/null || true
 }
+
+# await_mock_address PID FILE: waits up to 10 s for the mock-upstream with PID to print its
+# address to FILE, and prints it; fails when the mock exits or stays silent.
+await_mock_address() {
+    local url
+    for _ in $(seq 200); do
+        url=$(mock_address "$2")
+        [ -n "$url" ] && { printf '%s\n' "$url"; return 0; }
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
