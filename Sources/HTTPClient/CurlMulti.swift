@@ -145,13 +145,26 @@ final class CurlMulti {
         var list: UnsafeMutablePointer<curl_slist>?
         // A field with an empty value removes curl's own default for it (e.g. Content-Type).
         for field in request.headers {
-            let name = field.name.filter { $0 != "\r" && $0 != "\n" && $0 != ":" }
-            let value = field.value.filter { $0 != "\r" && $0 != "\n" }
-            list = curl_slist_append(list, value.isEmpty ? "\(name):" : "\(name): \(value)")
+            list = curl_slist_append(list, Self.headerLine(name: field.name, value: field.value))
         }
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
         transfer.headerList = list
         try easy.set(CURLOPT_HTTPHEADER, list: list)
+    }
+
+    /// `name: value` for curl's header list, with CR and LF dropped from both and `:` from the
+    /// name, so a field can never start another line; `name:` when the value is empty.
+    static func headerLine(name: String, value: String) -> String {
+        func clean(_ text: String, droppingColon: Bool) -> String {
+            let unsafe = text.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.contains { $0 == 0x0D || $0 == 0x0A || (droppingColon && $0 == UInt8(ascii: ":")) }
+            }
+            guard unsafe ?? true else { return text }  // the usual case: nothing to drop
+            return String(decoding: text.utf8.filter { $0 != 0x0D && $0 != 0x0A && !(droppingColon && $0 == UInt8(ascii: ":")) }, as: UTF8.self)
+        }
+        let name = clean(name, droppingColon: true)
+        let value = clean(value, droppingColon: false)
+        return value.isEmpty ? name + ":" : name + ": " + value
     }
 
     /// Aborts a transfer: removed from the multi handle at once, its connection closed

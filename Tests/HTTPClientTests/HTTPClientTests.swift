@@ -138,6 +138,24 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("drops CR, LF and CRLF from header fields, so a value cannot start another header")
+    func headerFieldsCannotInjectLines() async throws {
+        try await withUpstream({ router in
+            router.get("/seen") { request in
+                .text("\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|\(request.headers["XAB"] ?? "-")")
+            }
+        }) { _, base in
+            try await withClient({ $0.timeout = .seconds(5) }) { client in
+                let response = try await client.send(HTTPClientRequest(
+                    method: "GET", url: base + "/seen",
+                    headers: [("X-Note", "one\r\nX-Injected: yes\rtwo\nthree"), ("X:A\r\nB", "c")]
+                ))
+                #expect(response.status == 200)
+                #expect(String(decoding: response.body, as: UTF8.self) == "oneX-Injected: yestwothree|-|c")
+            }
+        }
+    }
+
     @Test("opens a second connection instead of waiting for the first one's answer")
     func doesNotWaitForBusyConnection() async throws {
         try await withUpstream({ router in
