@@ -53,6 +53,7 @@ struct ProcessRequest: Equatable {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
               let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return "" }
+        if first == text.startIndex, text.index(after: last) == text.endIndex { return text }  // nothing to trim
         return String(text[first...last])
     }
 }

@@ -5,17 +5,37 @@ struct Prompt: Equatable {
     let user: String
 
     init(task: TextTask, tone: Tone?, text: String) {
+        system = Prompt.systemPrompts[Prompt.systemPromptIndex(task: task, tone: tone)]
+        user = PromptText.userPrefix + Prompt.neutralizingTags(in: text) + PromptText.userSuffix
+    }
+
+    /// The system prompt of every task and tone (no tone first), built once: they are fixed.
+    private static let systemPrompts: [String] = TextTask.allCases.flatMap { task in
+        ([nil] + Tone.allCases).map { tone in systemPrompt(task: task, tone: tone) }
+    }
+
+    private static func systemPromptIndex(task: TextTask, tone: Tone?) -> Int {
+        let taskIndex = TextTask.allCases.firstIndex(of: task) ?? 0
+        let toneIndex = tone.map { (Tone.allCases.firstIndex(of: $0) ?? 0) + 1 } ?? 0
+        return taskIndex * (Tone.allCases.count + 1) + toneIndex
+    }
+
+    /// The fixed prefix, the task's four instruction lines, and the tone's line if any.
+    static func systemPrompt(task: TextTask, tone: Tone?) -> String {
         var instruction = task.instructionLines
         if let tone { instruction.append(tone.instructionLine) }
-        system = PromptText.systemPrefix + instruction.joined(separator: "\n")
-        user = PromptText.userPrefix + Prompt.neutralizingTags(in: text) + PromptText.userSuffix
+        return PromptText.systemPrefix + instruction.joined(separator: "\n")
     }
 
     /// Rewrites every `<user_text>` / `</user_text>` tag in `text` (any case, spaces allowed
     /// inside the brackets) as `[user_text]` / `[/user_text]`, so the text cannot close or
     /// reopen the block it is wrapped in.
     static func neutralizingTags(in text: String) -> String {
-        guard text.utf8.contains(UInt8(ascii: "<")) else { return text }  // the usual case: no tag possible
+        // The usual case: no `<`, so no tag possible. Scanning the contiguous bytes is several
+        // times faster than iterating the `utf8` view.
+        let mayHoldTag = text.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "<")) }
+            ?? text.utf8.contains(UInt8(ascii: "<"))
+        guard mayHoldTag else { return text }
         let scalars = Array(text.unicodeScalars)
         var output = String.UnicodeScalarView()
         var index = 0

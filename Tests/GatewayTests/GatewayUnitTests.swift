@@ -27,6 +27,22 @@ struct GatewayUnitTests {
         #expect(plain.system.split(separator: "\n").suffix(4).count == 4)
     }
 
+    @Test("every task and tone gets its own system prompt, the task's lines then the tone's")
+    func systemPromptOfEveryTaskAndTone() {
+        var seen = Set<String>()
+        for task in TextTask.allCases {
+            for tone in [nil] + Tone.allCases {
+                let system = Prompt(task: task, tone: tone, text: "t").system
+                let lines = system.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                #expect(Array(lines.suffix(tone == nil ? 4 : 5).prefix(4)) == task.instructionLines)
+                #expect(tone.map { lines.last == $0.instructionLine } ?? true)
+                #expect(system.hasPrefix(PromptText.systemPrefix))
+                seen.insert(system)
+            }
+        }
+        #expect(seen.count == TextTask.allCases.count * (Tone.allCases.count + 1))
+    }
+
     @Test(
         "picks the language from Accept-Language",
         arguments: [
