@@ -1,8 +1,20 @@
 extension ChatCompletion {
-    /// Reads a completion from raw JSON with ``JSONValue`` (the hot path of every call);
+    /// Reads a completion from raw JSON (the hot path of every call): the usual shape straight
+    /// from the bytes (``ChatCompletionReader``), anything else through ``JSONValue``;
     /// the same result and the same leniency as the `Decodable` conformance: every field is
     /// optional, `choices` missing or null is empty, a field of the wrong type fails.
     public init(jsonBytes bytes: [UInt8]) throws(JSONShapeError) {
+        do throws(ChatCompletionReader.Failure) {
+            self = try ChatCompletionReader.read(bytes)
+        } catch .syntax {
+            throw JSONShapeError()
+        } catch {
+            self = try Self(jsonValueBytes: bytes)  // .unhandled: a shape the fast reading leaves to this one
+        }
+    }
+
+    /// The general reading, through a ``JSONValue`` tree: every shape the fields allow.
+    init(jsonValueBytes bytes: [UInt8]) throws(JSONShapeError) {
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes)

@@ -44,19 +44,27 @@ public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible
     public var description: String { "invalid JSON at byte \(offset): \(reason)" }
 }
 
-private struct JSONByteParser {
+/// The parser behind ``JSONValue/parse(_:maximumDepth:)``; ``ChatCompletion`` also reads
+/// with its primitives directly (see `ChatCompletion+JSONValue.swift`).
+struct JSONByteParser {
     let maximumDepth: Int
-    private var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
-    private var index = 0
-    private var depth = 0
+    private(set) var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    var index = 0
+    var depth = 0
 
     init(maximumDepth: Int) {
         self.maximumDepth = maximumDepth
     }
 
-    mutating func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+    /// Starts reading `buffer` from its first byte.
+    mutating func begin(_ buffer: UnsafeBufferPointer<UInt8>) {
         input = buffer
         index = 0
+        depth = 0
+    }
+
+    mutating func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+        begin(buffer)
         skipWhitespace()
         let value = try parseValue()
         skipWhitespace()
@@ -64,11 +72,11 @@ private struct JSONByteParser {
         return value
     }
 
-    private func error(_ reason: String) -> JSONParseError {
+    func error(_ reason: String) -> JSONParseError {
         JSONParseError(offset: index, reason: reason)
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < input.count {
             switch input[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -77,7 +85,7 @@ private struct JSONByteParser {
         }
     }
 
-    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < input.count else { throw error("unexpected end") }
         switch input[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -91,7 +99,7 @@ private struct JSONByteParser {
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws(JSONParseError) {
+    mutating func literal(_ word: StaticString) throws(JSONParseError) {
         let count = word.utf8CodeUnitCount
         guard index + count <= input.count else { throw error("unexpected end") }
         for offset in 0..<count where input[index + offset] != word.utf8Start[offset] {
@@ -100,7 +108,7 @@ private struct JSONByteParser {
         index += count
     }
 
-    private mutating func enter() throws(JSONParseError) {
+    mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > maximumDepth { throw error("nested too deeply") }
     }
@@ -109,11 +117,13 @@ private struct JSONByteParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSONValue] = [:]
+        // Collected in order, then hashed into a dictionary of the right size in one go
+        // (growing one member at a time rehashes several times).
+        var members: [(String, JSONValue)] = []
         skipWhitespace()
         if index < input.count, input[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
         while true {
             skipWhitespace()
@@ -123,14 +133,14 @@ private struct JSONByteParser {
             guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue()
+            members.append((key, try parseValue()))
             skipWhitespace()
             guard index < input.count else { throw error("unexpected end") }
             if input[index] == UInt8(ascii: ",") {
                 index += 1
             } else if input[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(members)
+                return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
             } else {
                 throw error("expected ',' or '}'")
             }
@@ -164,21 +174,20 @@ private struct JSONByteParser {
     }
 
     /// A string starting at the opening quote; leaves `index` after the closing one.
-    private mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseString() throws(JSONParseError) -> String {
         index += 1
         let start = index
         // Fast path: no escape before the closing quote.
-        while index < input.count {
+        index = JSONStringScan.firstSpecial(in: input, from: index, delete: false)
+        if index < input.count {
             let byte = input[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: input[start..<index])
                 index += 1
-                guard let text = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8") }
+                guard let text = UTF8Text.string(slice) else { throw error("invalid UTF-8") }
                 return text
             }
-            if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string") }
-            index += 1
         }
         var bytes = Array(input[start..<index])
         while index < input.count {
@@ -186,7 +195,7 @@ private struct JSONByteParser {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                guard let text = String(validating: bytes, as: UTF8.self) else { throw error("invalid UTF-8") }
+                guard let text = bytes.withUnsafeBufferPointer(UTF8Text.string) else { throw error("invalid UTF-8") }
                 return text
             case UInt8(ascii: "\\"):
                 index += 1
@@ -255,7 +264,7 @@ private struct JSONByteParser {
         bytes.append(contentsOf: String(scalar).utf8)
     }
 
-    private mutating func parseNumber() throws(JSONParseError) -> Double {
+    mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = index
         if input[index] == UInt8(ascii: "-") { index += 1 }
         guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
@@ -274,6 +283,15 @@ private struct JSONByteParser {
             if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
             guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
             while index < input.count, isDigit(input[index]) { index += 1 }
+        }
+        // A whole number of up to 15 digits (token counts, timestamps) is exact in a Double:
+        // computed here rather than by text-to-double conversion.
+        let negative = input[start] == UInt8(ascii: "-")
+        let digitsStart = negative ? start + 1 : start
+        if index - digitsStart <= 15, !input[digitsStart..<index].contains(where: { !isDigit($0) }) {
+            var whole = 0
+            for digit in input[digitsStart..<index] { whole = whole * 10 + Int(digit - UInt8(ascii: "0")) }
+            return negative ? -Double(whole) : Double(whole)
         }
         guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)),
               value.isFinite

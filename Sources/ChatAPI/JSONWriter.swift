@@ -125,12 +125,12 @@ public struct JSONWriter {
         value.withUTF8 { utf8 in
             // Copy runs of plain bytes in bulk; escape only what JSON requires.
             var runStart = 0
-            for index in 0..<utf8.count {
-                let byte = utf8[index]
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
+            var index = JSONStringScan.firstSpecial(in: utf8, from: 0, delete: true)
+            while index < utf8.count {
                 if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                appendEscaped(byte)
+                appendEscaped(utf8[index])
                 runStart = index + 1
+                index = JSONStringScan.firstSpecial(in: utf8, from: runStart, delete: true)
             }
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
         }

@@ -35,6 +35,22 @@ struct JSONParserTests {
         #expect(throws: JSONParseError.self) { try Value.parse(Array(text.utf8)) }
     }
 
+    @Test("reads whole numbers of every length as the text-to-double conversion does")
+    func wholeNumbers() throws {
+        var generator = SystemRandomNumberGenerator()
+        for digits in 1...20 {
+            for _ in 0..<200 {
+                var text = Bool.random(using: &generator) ? "-" : ""
+                text += String(Int.random(in: 1...9, using: &generator))
+                for _ in 1..<digits { text += String(Int.random(in: 0...9, using: &generator)) }
+                let parsed = try Value.parse(Array(text.utf8))
+                #expect(parsed == .number(try #require(Double(text))), "\(text)")
+            }
+        }
+        #expect(try Value.parse(Array("-0".utf8)) == .number(-0.0))
+        #expect(try Value.parse(Array("[0,7,-7]".utf8)) == .array([.number(0), .number(7), .number(-7)]))
+    }
+
     @Test("refuses invalid UTF-8 and nesting past the limit")
     func limits() {
         #expect(throws: JSONParseError.self) { try Value.parse([0x22, 0xC3, 0x28, 0x22]) }
