@@ -4,7 +4,9 @@ public import HTTPClient
 public struct ChatClient: Sendable {
     /// The base URL without a trailing slash, e.g. `https://api.darvareh.ir/v1`.
     public let baseURL: String
-    private let apiKey: String
+    /// `Bearer <key>` and `<baseURL>/chat/completions`, built once rather than per call.
+    private let authorization: String
+    private let completionsURL: String
     private let httpClient: HTTPClient
     private let timeout: Duration?
 
@@ -13,7 +15,8 @@ public struct ChatClient: Sendable {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
-        self.apiKey = apiKey
+        authorization = "Bearer " + apiKey
+        completionsURL = base + "/chat/completions"
         self.httpClient = httpClient
         self.timeout = timeout
     }
@@ -90,12 +93,12 @@ public struct ChatClient: Sendable {
 
     private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {
         var headers: [(name: String, value: String)] = [
-            ("Authorization", "Bearer \(apiKey)"),
+            ("Authorization", authorization),
             ("Content-Type", "application/json"),
             ("Accept", accept),
         ]
         if let requestID { headers.append(("X-Request-Id", requestID)) }
-        return HTTPClientRequest(method: "POST", url: baseURL + "/chat/completions", headers: headers, body: body, timeout: timeout ?? self.timeout)
+        return HTTPClientRequest(method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout)
     }
 
     static func map(_ error: any Error) -> ChatError {

@@ -37,6 +37,21 @@ public enum JSONValue: Sendable, Equatable {
     }
 }
 
+extension JSONValue {
+    /// The members `names` of the object in `bytes` — for each name its value (the last one
+    /// when the key repeats), or nil when absent — without building the rest of the tree.
+    /// The whole document is checked as ``parse(_:maximumDepth:)`` checks it, and fails
+    /// exactly when that fails; a valid document that is not an object gives nil.
+    public static func parseMembers(
+        of bytes: [UInt8], named names: [StaticString], maximumDepth: Int = 64
+    ) throws(JSONParseError) -> [JSONValue?]? {
+        var parser = JSONByteParser(maximumDepth: maximumDepth)
+        return try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            try parser.parseMembers(of: buffer, named: names)
+        }
+    }
+}
+
 /// Why bytes are not a JSON document. Says where, never what (it may be user text).
 public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
     public let offset: Int
@@ -70,6 +85,69 @@ struct JSONByteParser {
         skipWhitespace()
         guard index == input.count else { throw error("text after the value") }
         return value
+    }
+
+    mutating func parseMembers(of buffer: UnsafeBufferPointer<UInt8>, named names: [StaticString]) throws(JSONParseError) -> [JSONValue?]? {
+        begin(buffer)
+        skipWhitespace()
+        guard index < input.count, input[index] == UInt8(ascii: "{") else {
+            _ = try parseDocument(buffer)  // valid or not, but not an object
+            return nil
+        }
+        try enter()
+        index += 1
+        var values = [JSONValue?](repeating: nil, count: names.count)
+        skipWhitespace()
+        if index < input.count, input[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            members: while true {
+                skipWhitespace()
+                guard index < input.count, input[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                let slot = try memberSlot(names)
+                skipWhitespace()
+                guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                index += 1
+                skipWhitespace()
+                let value = try parseValue()
+                if let slot { values[slot] = value }
+                skipWhitespace()
+                guard index < input.count else { throw error("unexpected end") }
+                switch input[index] {
+                case UInt8(ascii: ","): index += 1
+                case UInt8(ascii: "}"):
+                    index += 1
+                    break members
+                default: throw error("expected ',' or '}'")
+                }
+            }
+        }
+        depth -= 1
+        skipWhitespace()
+        guard index == input.count else { throw error("text after the value") }
+        return values
+    }
+
+    /// Reads a member name (at its opening quote) and returns which of `names` it is. A name
+    /// without escapes is compared as bytes, without making a string of it.
+    private mutating func memberSlot(_ names: [StaticString]) throws(JSONParseError) -> Int? {
+        let start = index + 1
+        let end = JSONStringScan.firstSpecial(in: input, from: start, delete: false)
+        guard end < input.count, input[end] == UInt8(ascii: "\"") else {
+            let key = try parseString()  // escapes, or an error to report
+            return names.firstIndex { $0.withUTF8Buffer { key.utf8.elementsEqual($0) } }
+        }
+        let key = UnsafeBufferPointer(rebasing: input[start..<end])
+        if let slot = names.firstIndex(where: { $0.withUTF8Buffer { key.elementsEqual($0) } }) {
+            index = end + 1
+            return slot
+        }
+        guard UTF8Text.isValid(key) else {
+            index = start
+            throw error("invalid UTF-8")
+        }
+        index = end + 1
+        return nil
     }
 
     func error(_ reason: String) -> JSONParseError {

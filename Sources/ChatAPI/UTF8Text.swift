@@ -22,4 +22,17 @@ enum UTF8Text {
         } ?? text.utf8.elementsEqual(bytes)
         return unchanged ? text : nil
     }
+
+    /// Whether `bytes` are valid UTF-8: plain ASCII is answered eight bytes at a time, anything
+    /// else by ``string(_:)``.
+    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if let base = bytes.baseAddress {
+            while index + 8 <= bytes.count, UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+            }
+        }
+        while index < bytes.count, bytes[index] < 0x80 { index += 1 }
+        return index == bytes.count || string(bytes) != nil
+    }
 }

@@ -20,19 +20,19 @@ struct ProcessRequest: Equatable {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
         // The body must be an object with string `task` and `text`; `tone` may be absent or
         // null; unknown fields are ignored.
-        guard let document = try? JSONValue.parse(body), case .object = document,
-              let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue
+        guard let members = try? JSONValue.parseMembers(of: body, named: ["task", "text", "tone", "stream"]),
+              let taskName = members[0]?.stringValue, let rawText = members[1]?.stringValue
         else { throw .invalidJSON }
         guard let task = TextTask(rawValue: taskName) else { throw .invalidTask }
         let tone: Tone?
-        switch document["tone"] {
+        switch members[2] {
         case nil, .null?: tone = nil
         case .string(let value)?:
             guard let known = Tone(rawValue: value) else { throw .invalidTone }
             tone = known
         default: throw .invalidTone
         }
-        let stream = document["stream"] == .bool(true)
+        let stream = members[3] == .bool(true)
         let text = trimmed(rawText)
         let count = CharacterCount.of(text)
         if count < minimumCharacters { throw .textTooShort }

@@ -51,6 +51,37 @@ struct JSONParserTests {
         #expect(try Value.parse(Array("[0,7,-7]".utf8)) == .array([.number(0), .number(7), .number(-7)]))
     }
 
+    @Test("reads chosen members as the whole parse does, on 20,000 generated documents")
+    func membersAgreeWithTheWholeParse() {
+        let names: [StaticString] = ["task", "text", "tone", "stream"]
+        let keys = [#""task""#, #""text""#, #""tone""#, #""stream""#, #""other""#, #""t\u0061sk""#, #""\u00e9""#, "\"\u{E9}t\"", "\"k\u{FF}\""]
+        let values = [#""summarize""#, #""متن""#, "null", "true", "1.5", "[1,{\"a\":[]}]", #"{"task":"x"}"#, #""a\"b""#, "[[[[]]]]"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            var members: [String] = []
+            for _ in 0..<Int.random(in: 0...5, using: &generator) {
+                members.append(keys.randomElement(using: &generator)! + " : " + values.randomElement(using: &generator)!)
+            }
+            var text = Int.random(in: 0..<20, using: &generator) == 0 ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "} "
+            var bytes = Array(text.utf8)
+            if Int.random(in: 0..<6, using: &generator) == 0, !bytes.isEmpty {
+                let at = Int.random(in: 0..<bytes.count, using: &generator)
+                if Bool.random(using: &generator) { bytes.removeSubrange(at...) } else { bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at) }
+            }
+            text = String(decoding: bytes, as: UTF8.self)
+            let whole = try? Value.parse(bytes, maximumDepth: 4)
+            let chosen = Result { () throws(JSONParseError) in try Value.parseMembers(of: bytes, named: names, maximumDepth: 4) }
+            switch (whole, chosen) {
+            case (nil, .failure): break
+            case (.object(let object)?, .success(let found?)):
+                #expect(found == [object["task"], object["text"], object["tone"], object["stream"]], "\(text)")
+            case (_?, .success(nil)):
+                if case .object = whole { Issue.record("an object read as not one: \(text)") }
+            default: Issue.record("the whole parse gave \(String(describing: whole)), the members \(chosen): \(text)")
+            }
+        }
+    }
+
     @Test("refuses invalid UTF-8 and nesting past the limit")
     func limits() {
         #expect(throws: JSONParseError.self) { try Value.parse([0x22, 0xC3, 0x28, 0x22]) }
