@@ -28,8 +28,10 @@ public final class GatewayServer: Sendable {
     ) async throws -> GatewayServer {
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop")
-        let descriptors = DescriptorBudget(limit: Socket.raiseOpenFileLimit())
         var clientConfiguration = HTTPClientConfiguration()
+        let descriptors = DescriptorBudget(
+            limit: Socket.raiseOpenFileLimit(), loops: loops, connectionsPerCurlHandle: clientConfiguration.transfersPerCurlHandle
+        )
         clientConfiguration.timeout = configuration.upstreamTimeout
         clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
         clientConfiguration.maxConnections = descriptors.cap(configuration.upstreamMaxConnections)
@@ -118,16 +120,25 @@ public enum Healthcheck {
 
 /// Every request in flight holds two descriptors: the caller's connection and its upstream
 /// one. When the open-file limit cannot hold both caps, each side gets half of what the limit
-/// leaves after a reserve (listener, epoll, eventfds, logs), so a burst waits for free
-/// connections instead of failing for want of a descriptor.
+/// leaves after a reserve (listener, epoll, eventfds, logs) and the upstream side's curl
+/// handles (two descriptors each, their wake-up socket pair: one handle per
+/// `transfersPerCurlHandle` connections, plus one per loop for rounding), so a burst waits
+/// for free connections instead of failing for want of a descriptor.
 struct DescriptorBudget: Equatable {
     static let reserve = 64
     let limit: Int
     let perSide: Int
 
-    init(limit: Int) {
+    init(limit: Int, loops: Int, connectionsPerCurlHandle: Int) {
         self.limit = limit
-        perSide = limit > 0 ? max(16, (limit - Self.reserve) / 2) : Int.max
+        guard limit > 0 else {
+            perSide = Int.max
+            return
+        }
+        // 2·S + reserve + 2·(S / perHandle + loops) ≤ limit, solved for S.
+        let perHandle = max(1, connectionsPerCurlHandle)
+        let usable = limit - Self.reserve - 2 * loops
+        perSide = max(16, usable * perHandle / (2 * perHandle + 2))
     }
 
     func cap(_ configured: Int) -> Int { min(configured, perSide) }

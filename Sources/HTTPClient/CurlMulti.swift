@@ -21,7 +21,9 @@ final class CurlMulti {
     let loop: EventLoop
     private let configuration: HTTPClientConfiguration
     private let laneCapacity: Int
-    private let maxLanes: Int
+    /// Connections all lanes together may hold: lanes are added while their capacities sum
+    /// to less, the last one with what is left.
+    private let maxConnections: Int
     /// Open lanes, in the order they are filled.
     private var lanes: [CurlLane] = []
     private var transfers: [UnsafeMutableRawPointer: (transfer: Transfer, lane: CurlLane)] = [:]
@@ -37,23 +39,23 @@ final class CurlMulti {
         self.loop = loop
         self.configuration = configuration
         laneCapacity = max(1, min(configuration.transfersPerCurlHandle, maxConnections))
-        maxLanes = max(1, maxConnections / self.laneCapacity)
-        lanes.append(try makeLane())  // the first lane exists up front: a bad libcurl fails at start
+        self.maxConnections = max(1, maxConnections)
+        lanes.append(try makeLane(capacity: laneCapacity))  // the first lane exists up front: a bad libcurl fails at start
     }
 
-    private func makeLane() throws(HTTPClientError) -> CurlLane {
+    private func makeLane(capacity: Int) throws(HTTPClientError) -> CurlLane {
         guard let handle = curl_multi_init() else { throw HTTPClientError(.invalidRequest, "curl_multi_init failed") }
-        let lane = CurlLane(handle: handle, multi: self)
+        let lane = CurlLane(handle: handle, multi: self, capacity: capacity)
         let context = Unmanaged.passUnretained(lane).toOpaque()
         var failed = false
         failed = failed || CCurl_multi_setopt_socket_callback(handle, curlSocketCallback) != CURLM_OK
         failed = failed || CCurl_multi_setopt_pointer(handle, CURLMOPT_SOCKETDATA, context) != CURLM_OK
         failed = failed || CCurl_multi_setopt_timer_callback(handle, curlTimerCallback) != CURLM_OK
         failed = failed || CCurl_multi_setopt_pointer(handle, CURLMOPT_TIMERDATA, context) != CURLM_OK
-        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, laneCapacity) != CURLM_OK
+        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, capacity) != CURLM_OK
         // The cache holds every connection of the lane, busy or idle: sized so curl never
         // evicts while the lane is full, and never walks it for an eviction on each return.
-        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, laneCapacity) != CURLM_OK
+        failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, capacity) != CURLM_OK
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) != CURLM_OK
         if failed {
             curl_multi_cleanup(handle)
@@ -65,9 +67,10 @@ final class CurlMulti {
     /// The first lane with room; a new lane when all are full and the cap allows; else the
     /// least busy (curl queues the transfer until one of its connections is free).
     private func pickLane() throws(HTTPClientError) -> CurlLane {
-        for lane in lanes where lane.active < laneCapacity { return lane }
-        if lanes.count < maxLanes {
-            let lane = try makeLane()
+        for lane in lanes where lane.active < lane.capacity { return lane }
+        let room = maxConnections - lanes.reduce(0) { $0 + $1.capacity }
+        if room > 0 {
+            let lane = try makeLane(capacity: min(laneCapacity, room))
             lanes.append(lane)
             return lane
         }
@@ -363,6 +366,8 @@ extension CurlMulti: Sendable {}
 private final class CurlLane {
     let handle: UnsafeMutableRawPointer
     unowned let multi: CurlMulti
+    /// Transfers (and connections) this lane takes at most.
+    let capacity: Int
     var timer: TimerID?
     /// Transfers on this lane now.
     var active = 0
@@ -370,9 +375,10 @@ private final class CurlLane {
     var idleSince = MonotonicInstant.now()
     var isClosed = false
 
-    init(handle: UnsafeMutableRawPointer, multi: CurlMulti) {
+    init(handle: UnsafeMutableRawPointer, multi: CurlMulti, capacity: Int) {
         self.handle = handle
         self.multi = multi
+        self.capacity = capacity
     }
 }
 

@@ -66,12 +66,15 @@ struct GatewayUnitTests {
 
     @Test("splits the open-file limit between caller and upstream connections when it is short")
     func descriptorBudget() {
-        let tight = DescriptorBudget(limit: 20_000)
-        #expect(tight.perSide == 9_968)
-        #expect(tight.cap(16_384) == 9_968 && tight.cap(100) == 100)
-        #expect(DescriptorBudget(limit: 1_048_576).cap(16_384) == 16_384)
-        #expect(DescriptorBudget(limit: 50).cap(1_000) == 16)
-        #expect(DescriptorBudget(limit: 0).cap(16_384) == 16_384)  // limit unknown: caps as configured
+        let tight = DescriptorBudget(limit: 20_000, loops: 2, connectionsPerCurlHandle: 256)
+        #expect(tight.perSide == 9_927)
+        #expect(tight.cap(16_384) == 9_927 && tight.cap(100) == 100)
+        // Both sides full, with the curl handles' socket pairs (20 per loop), fit the limit.
+        let handles = 2 * ((tight.perSide / 2 + 255) / 256)
+        #expect(2 * tight.perSide + DescriptorBudget.reserve + 2 * handles <= 20_000)
+        #expect(DescriptorBudget(limit: 1_048_576, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)
+        #expect(DescriptorBudget(limit: 50, loops: 2, connectionsPerCurlHandle: 256).cap(1_000) == 16)
+        #expect(DescriptorBudget(limit: 0, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)  // limit unknown: caps as configured
     }
 
     @Test("makes distinct version-4 UUIDs across many refills of the random pool")

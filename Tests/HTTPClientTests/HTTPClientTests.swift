@@ -221,7 +221,7 @@ struct HTTPClientTests {
 
     @Test("spreads transfers over more curl handles past their capacity, within the connection cap")
     func lanesAndConnectionCap() async throws {
-        for (cap, expectedPeak) in [(64, 40), (8, 8)] {
+        for (cap, expectedPeak) in [(64, 40), (8, 8), (10, 10)] {  // 10: lanes of 4, 4 and 2
             let current = Atomic<Int>(0)
             let peak = Atomic<Int>(0)
             try await withUpstream({ router in
@@ -266,7 +266,7 @@ struct HTTPClientTests {
         }) { server, base in
             try await withClient({
                 $0.transfersPerCurlHandle = 4
-                $0.idleConnectionTimeout = .milliseconds(300)
+                $0.idleConnectionTimeout = .seconds(1)  // long enough to see them kept while other tests load the machine
             }) { client in
                 let port = Int(base.split(separator: ":").last!)!
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -276,7 +276,7 @@ struct HTTPClientTests {
                     try await group.waitForAll()
                 }
                 #expect(openSockets(toPort: port) >= 12)  // kept for reuse at first
-                #expect(await eventually(within: 3) { openSockets(toPort: port) == 0 })
+                #expect(await eventually(within: 5) { openSockets(toPort: port) == 0 })
                 // And the client still works afterwards, on a fresh connection.
                 #expect(try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200)
             }
