@@ -118,34 +118,8 @@ controls_pid=$started_pid
 # nginx: a reverse proxy that does no work, to the same mock over kept-alive connections.
 mock_hostport=${mock_url#http://}; mock_hostport=${mock_hostport%%/*}
 mock_path=${mock_url#http://"$mock_hostport"}
-nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<CONF
-worker_processes $(nproc);
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    server_tokens off;
-    keepalive_requests 1000000;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    upstream mock { server $mock_hostport; keepalive 512; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:$nginx_port;
-        location / {
-            proxy_pass http://mock;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-CONF
+nginx_port=$(free_port)
+write_nginx_conf "$work/nginx" "$nginx_port" "$mock_hostport" 8192
 "$nginx_bin" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
 nginx_pid=$!
 

@@ -70,6 +70,10 @@ for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle"; do
     case "$v" in '' | *[!0-9]*) die "delays and durations must be whole numbers, not '$v'" ;; esac
 done
 
+# nginx is optional here: the concurrency scenario runs it as a reference when installed.
+nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+[ -n "$nginx_bin" ] || say "bench-scale: nginx not found (apt-get install -y nginx-light); the concurrency scenario runs without its nginx reference"
+
 # Every request holds a client connection and an upstream connection in the gateway.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 fd_limit=$(ulimit -n)
@@ -77,6 +81,7 @@ fd_limit=$(ulimit -n)
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-scale.XXXXXX")
 mock_pid=
 gateway_pid=
+nginx_pid=
 sampler_pid=
 load_pid=
 cleanup() {
@@ -85,6 +90,7 @@ cleanup() {
     stop "$load_pid"
     stop "$sampler_pid"
     stop "$gateway_pid"
+    stop "$nginx_pid"
     stop "$mock_pid"
     rm -rf "$work"
     exit "$status"
@@ -161,6 +167,31 @@ stop_pair() {
     mock_pid=
 }
 
+# nginx as a plain reverse proxy to the current mock, CONNECTIONS per worker. Sets nginx_pid
+# and nginx_url (the mock's base URL through nginx). Only when nginx is installed.
+start_nginx() { # CONNECTIONS
+    local hostport=${mock_url#http://}
+    hostport=${hostport%%/*}
+    local port
+    port=$(free_port)
+    nginx_url="http://127.0.0.1:$port${mock_url#http://"$hostport"}"
+    write_nginx_conf "$work/nginx" "$port" "$hostport" "$1" reuseport
+    "$nginx_bin" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
+    nginx_pid=$!
+    for _ in $(seq 100); do
+        port_in_use "$port" && [ "$(pgrep -c -P "$nginx_pid")" -ge "$(nproc)" ] && return 0
+        kill -0 "$nginx_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$work/nginx.log" "$work/nginx/error.log" >&2
+    die "nginx did not start"
+}
+
+stop_nginx() {
+    stop "$nginx_pid"
+    nginx_pid=
+}
+
 # One request must succeed before anything is measured.
 check_gateway() { # BODY_FILE
     if ! "$bin/bench-client" burst "http://127.0.0.1:$gateway_port/api/process" 1 "$1" >"$work/check.txt" 2>&1 ||
@@ -173,6 +204,8 @@ check_gateway() { # BODY_FILE
 
 text='شهرداری تهران اعلام کرد که از ابتدای مهرماه ۱۲۰ دستگاه اتوبوس برقی جدید به ناوگان حمل‌ونقل عمومی پایتخت اضافه می‌شود. این اتوبوس‌ها در خطوط پرتردد مرکز شهر به کار گرفته خواهند شد.'
 printf '{"task":"summarize","text":"%s"}' "$text" >"$work/process.json"
+# The references' body: the text as one user message, straight to the chat-completions API.
+printf '{"model":"bench-model","messages":[{"role":"user","content":"%s"}],"temperature":0.2}' "$text" >"$work/direct.json"
 problems=0
 
 # --- idle ------------------------------------------------------------------------------------
@@ -225,11 +258,16 @@ scenario_concurrency() {
     echo '```'
     echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --latency-ms 2000"
     echo "BENCH_WATCH=gateway=<pid>,mock=<pid> B/bench-client burst http://127.0.0.1:<port>/api/process N process.json"
+    echo "nginx -c nginx.conf   (reverse proxy to the mock, $(nproc) workers, listen … reuseport)"
+    echo "BENCH_TOKEN=$mock_key BENCH_WATCH=… B/bench-client burst http://127.0.0.1:<nginx or mock port>/v1/chat/completions N direct.json"
     echo '```'
-    echo "One fresh mock + gateway per N. bench-client opens N sockets at once (Connection: close, raw"
-    echo "epoll, a few µs of client CPU each) and samples both processes' RSS and fds every 20 ms."
-    echo "Each request holds two fds in the gateway (client + upstream socket): \"held at once\" = (peak fds −"
-    echo "fds before) / 2; \"ramp\" = when the gateway's fds first reached 95 % of their peak. CPU = user +"
+    echo "A fresh mock per N and target. bench-client opens N sockets at once (Connection: close, raw"
+    echo "epoll, a few µs of client CPU each) and samples the processes' RSS every 20 ms and their fds"
+    echo "as often as costs at most 5 % of a core. Targets: the gateway; nginx as a plain reverse proxy"
+    echo "to the mock (its figures are the sum over its workers); the mock directly, which is the floor"
+    echo "this machine sets for N connections (client and mock alone)."
+    echo "Each request holds two fds in a proxy (client + upstream socket): \"held at once\" = (peak fds −"
+    echo "fds before) / 2; \"ramp\" = when the proxy's fds first reached 95 % of their peak. CPU = user +"
     echo "system seconds during the burst. Listen overflows: TcpExt ListenOverflows + ListenDrops over the"
     echo "run (namespace-wide)."
     echo
@@ -237,54 +275,92 @@ scenario_concurrency() {
     for n in "${count_list[@]}"; do [ "$n" -gt "$largest" ] && largest=$n; done
     if [ "$fd_limit" -lt $((2 * largest + 64)) ]; then
         echo "note: the open-file limit here is $fd_limit (hard); $largest requests fully in flight need about"
-        echo "$((2 * largest + 64)) descriptors in the gateway (a client and an upstream socket each)."
+        echo "$((2 * largest + 64)) descriptors in the gateway (a client and an upstream socket each), so the"
+        echo "gateway holds $(((fd_limit - 64) / 2)) at once and the rest wait in its listen backlog for a"
+        echo "descriptor. nginx runs one process per core, each with its own limit."
         echo
     fi
-    printf '| in flight | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | gateway peak RSS MiB | gateway peak fds | held at once | ramp ms | gateway CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows |\n'
-    printf '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
-    local worst_wall=0 worst_rss=0 failed_total=0 notes=()
+    printf '| in flight | target | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | proxy peak RSS MiB | proxy peak fds | held at once | ramp ms | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows |\n'
+    printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+    local worst_wall=0 worst_rss=0 failed_total=0 notes=() floor=
     for n in "${count_list[@]}"; do
-        say "bench-scale: concurrency $n"
-        start_mock --latency-ms 2000
-        start_gateway
-        check_gateway "$work/process.json"
-        local overflows_before drops_before
-        overflows_before=$(tcpext ListenOverflows)
-        drops_before=$(tcpext ListenDrops)
-        local fds_before
-        fds_before=$(fd_count "$gateway_pid")
-        local out="$work/burst.$n.txt"
-        BENCH_WATCH="gateway=$gateway_pid,mock=$mock_pid" \
-            "$bin/bench-client" burst "http://127.0.0.1:$gateway_port/api/process" "$n" "$work/process.json" >"$out" 2>&1 ||
-            { cat "$out" >&2; die "bench-client burst $n failed"; }
-        local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
-        local failed outcomes
-        failed=$(kv "$out" burst failed)
-        outcomes=$(kv "$out" burst outcomes)
-        local peak_fds
-        peak_fds=$(kv "$out" "watch name=gateway" peak_fds)
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-            "$n" "$(kv "$out" burst ok)" "$failed$([ "$failed" = 0 ] || echo " ($outcomes)")" "$(kv "$out" burst wall_s)" \
-            "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" \
-            "$(mib "$(kv "$out" "watch name=gateway" hwm_kib)")" "$peak_fds" "$(((peak_fds - fds_before) / 2))" \
-            "$(kv "$out" "watch name=gateway" fds_95_ms)" "$(kv "$out" "watch name=gateway" cpu_s)" \
-            "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" \
-            "$(kv "$out" burst client_cpu_s)" "$overflows"
-        failed_total=$((failed_total + failed))
-        worst_wall=$(awk -v a="$worst_wall" -v b="$(kv "$out" burst wall_s)" 'BEGIN { print (b > a ? b : a) }')
-        worst_rss=$(awk -v a="$worst_rss" -v b="$(kv "$out" "watch name=gateway" hwm_kib)" 'BEGIN { print (b > a ? b : a) }')
-        [ "$peak_fds" -ge "$fd_limit" ] && notes+=("at $n the gateway reached its open-file limit ($fd_limit)")
-        if [ -s "$work/gateway.log" ]; then
-            notes+=("gateway log at $n: $(wc -l <"$work/gateway.log") line(s); $(sed -n 's/.* \([A-Z]*\) \([a-z_]*\) .*failure="\([^"]*\)".*/\1 \2: \3/p; t; s/^[^ ]* \([A-Z]*\) \([a-z_]*\).*/\1 \2/p' "$work/gateway.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')")
-        fi
-        stop_pair
+        for target in gateway nginx direct; do
+            [ "$target" = nginx ] && [ -z "$nginx_bin" ] && continue
+            say "bench-scale: concurrency $n, $target"
+            start_mock --latency-ms 2000
+            local url watch token= body=$work/direct.json expect='"choices":' proxies=()
+            case "$target" in
+                gateway)
+                    start_gateway
+                    check_gateway "$work/process.json"
+                    url="http://127.0.0.1:$gateway_port/api/process"
+                    body=$work/process.json
+                    expect='"success":true'
+                    proxies=("$gateway_pid")
+                    ;;
+                nginx)
+                    start_nginx $((2 * n + 256))
+                    url="$nginx_url/chat/completions"
+                    token=$mock_key
+                    mapfile -t proxies < <(pgrep -P "$nginx_pid")
+                    ;;
+                direct)
+                    url="$mock_url/chat/completions"
+                    token=$mock_key
+                    ;;
+            esac
+            watch="mock=$mock_pid"
+            local index=0 pid
+            for pid in ${proxies[@]+"${proxies[@]}"}; do watch+=",proxy$index=$pid"; index=$((index + 1)); done
+            local overflows_before drops_before fds_before=0
+            overflows_before=$(tcpext ListenOverflows)
+            drops_before=$(tcpext ListenDrops)
+            for pid in ${proxies[@]+"${proxies[@]}"}; do fds_before=$((fds_before + $(fd_count "$pid"))); done
+            local out="$work/burst.$n.$target.txt"
+            BENCH_EXPECT=$expect BENCH_TOKEN=$token BENCH_WATCH="$watch" "$bin/bench-client" burst "$url" "$n" "$body" >"$out" 2>&1 ||
+                { cat "$out" >&2; die "bench-client burst $n against $target failed"; }
+            local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
+            local failed outcomes
+            failed=$(kv "$out" burst failed)
+            outcomes=$(kv "$out" burst outcomes)
+            # The proxy's figures: summed over its processes (one for the gateway, the workers for nginx).
+            local rss=0 fds=0 cpu=0 ramp=0 line
+            while read -r line; do
+                rss=$((rss + $(kv <(echo "$line") watch hwm_kib)))
+                fds=$((fds + $(kv <(echo "$line") watch peak_fds)))
+                cpu=$(awk -v a="$cpu" -v b="$(kv <(echo "$line") watch cpu_s)" 'BEGIN { print a + b }')
+                ramp=$(awk -v a="$ramp" -v b="$(kv <(echo "$line") watch fds_95_ms)" 'BEGIN { print (b > a ? b : a) }')
+            done < <(grep '^watch name=proxy' "$out")
+            local proxy_columns="– | – | – | – | –"
+            if [ ${#proxies[@]} -gt 0 ]; then
+                proxy_columns="$(mib "$rss") | $fds | $(((fds - fds_before) / 2)) | $ramp | $cpu"
+            fi
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$n" "$target" "$(kv "$out" burst ok)" "$failed$([ "$failed" = 0 ] || echo " ($outcomes)")" "$(kv "$out" burst wall_s)" \
+                "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" "$proxy_columns" \
+                "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" \
+                "$(kv "$out" burst client_cpu_s)" "$overflows"
+            if [ "$target" = gateway ]; then
+                failed_total=$((failed_total + failed))
+                worst_wall=$(awk -v a="$worst_wall" -v b="$(kv "$out" burst wall_s)" 'BEGIN { print (b > a ? b : a) }')
+                worst_rss=$(awk -v a="$worst_rss" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')
+                [ "$fds" -ge "$fd_limit" ] && notes+=("at $n the gateway reached its open-file limit ($fd_limit)")
+                if [ -s "$work/gateway.log" ]; then
+                    notes+=("gateway log at $n: $(wc -l <"$work/gateway.log") line(s); $(sed -n 's/.* \([A-Z]*\) \([a-z_]*\) .*failure="\([^"]*\)".*/\1 \2: \3/p; t; s/^[^ ]* \([A-Z]*\) \([a-z_]*\).*/\1 \2/p' "$work/gateway.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')")
+                fi
+            fi
+            [ "$target" = direct ] && [ "$n" = "$largest" ] && floor=$(kv "$out" burst wall_s)
+            [ "$target" = gateway ] || [ "$failed" = 0 ] || notes+=("$target at $n: $failed failed ($outcomes)")
+            stop_nginx
+            stop_pair
+        done
     done
     echo
     for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
     [ ${#notes[@]} -eq 0 ] || echo
-    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" 'BEGIN {
-        printf "goal: all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
-            (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), rss / 1024, (rss * 1024 <= 512e6 ? "met" : "MISSED") }'
+    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" -v floor="${floor:-?}" 'BEGIN {
+        printf "goal: all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s; the mock direct takes %s s here), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
+            (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), floor, rss / 1024, (rss * 1024 <= 512e6 ? "met" : "MISSED") }'
     echo
     [ "$failed_total" = 0 ] || problems=$((problems + 1))
 }

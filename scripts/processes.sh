@@ -1,4 +1,4 @@
-# Shell helpers shared by scripts/demo.sh and Benchmarks/bench-gateway.sh (sourced, not run).
+# Shell helpers shared by scripts/demo.sh and the Benchmarks/ scripts (sourced, not run).
 
 # stop PID: politely (SIGTERM), then firmly after 5 s (SIGKILL), and reap it. Only ever
 # called with the pids of processes the calling script started.
@@ -67,4 +67,50 @@ await_mock_address() {
         sleep 0.05
     done
     return 1
+}
+
+# write_nginx_conf DIR PORT UPSTREAM_HOSTPORT CONNECTIONS [LISTEN_OPTIONS]: DIR/nginx.conf for
+# nginx as a plain reverse proxy on 127.0.0.1:PORT to UPSTREAM_HOSTPORT over kept-alive
+# connections: one worker per core, CONNECTIONS connections per worker (a proxied request
+# takes two) and the descriptors for them, no access log. LISTEN_OPTIONS go on the listen
+# line (e.g. reuseport, so the kernel spreads connections evenly over the workers).
+write_nginx_conf() {
+    local dir=$1 port=$2 upstream=$3 connections=$4 listen_options=${5:-} files hard
+    files=$((connections + 64))
+    hard=$(ulimit -Hn)
+    [ "$hard" != unlimited ] && [ "$files" -gt "$hard" ] && files=$hard
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes $(nproc);
+worker_rlimit_nofile $files;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections $connections; }
+http {
+    access_log off;
+    server_tokens off;
+    keepalive_requests 1000000;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    upstream mock { server $upstream; keepalive 512; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:$port${listen_options:+ $listen_options};
+        location / {
+            proxy_pass http://mock;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 60s;
+        }
+    }
+}
+CONF
+}
+
+# free_port: a loopback TCP port nothing listens on now (the kernel's choice).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
