@@ -53,7 +53,9 @@ case "$target" in
         modules=("HTTP1:Sources/HTTP1/*.swift")
         ;;
     JSONValue)
-        inline=(Sources/ChatAPI/JSONValue.swift)
+        # The parser with its scans, and both readings of a chat completion built on it.
+        modules=("ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift
+            Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
         ;;
     DotEnv)
         modules=("Gateway:Sources/Gateway/DotEnv.swift Sources/Gateway/DotEnvError.swift")
@@ -64,7 +66,7 @@ case "$target" in
     ProcessBody)
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
-            "ChatAPI:Sources/ChatAPI/JSONValue.swift"
+            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
             "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift"
         )
         # Room for a text of 12,000 characters and then some.

@@ -1,12 +1,16 @@
 // libFuzzer entry for JSONValue.parse: arbitrary bytes must parse or throw, never crash,
-// hang or grow without bound; a document that parses must parse the same way again.
+// hang or grow without bound; a document that parses must parse the same way again. The
+// readings built on the parser must agree with it: the chosen members of an object
+// (JSONValue.parseMembers) and a chat completion read straight from the bytes
+// (ChatCompletionReader) against its reading through a JSONValue tree.
+@testable import ChatAPI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let first = try? JSONValue.parse(bytes)
     let second = try? JSONValue.parse(bytes)
-    precondition(first == second, "parsing is not deterministic")
+    require(first == second, "parsing is not deterministic")
     if let first {
         // Walk the tree; depth is bounded by the parser.
         func count(_ value: JSONValue) -> Int {
@@ -16,9 +20,23 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             default: return 1
             }
         }
-        precondition(count(first) <= size + 1, "more values than input bytes")
+        require(count(first) <= size + 1, "more values than input bytes")
     }
     let shallow = try? JSONValue.parse(bytes, maximumDepth: 2)
-    if shallow != nil { precondition(first != nil, "a depth limit accepted what no limit refused") }
+    if shallow != nil { require(first != nil, "a depth limit accepted what no limit refused") }
+
+    let names: [StaticString] = ["id", "choices", "message", "content", "usage"]
+    switch (first, Result { () throws(JSONParseError) in try JSONValue.parseMembers(of: bytes, named: names) }) {
+    case (nil, .failure): break
+    case (.object(let object)?, .success(let found?)):
+        require(found == [object["id"], object["choices"], object["message"], object["content"], object["usage"]], "members differ")
+    case (let value?, .success(nil)):
+        if case .object = value { require(false, "an object read as not one") }
+    default: require(false, "the members reading and the whole parse disagree on validity")
+    }
+
+    let fast = try? ChatCompletion(jsonBytes: bytes)
+    let general = try? ChatCompletion(jsonValueBytes: bytes)
+    require(fast == general, "the two readings of a chat completion disagree")
     return 0
 }
