@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-scale bench-server bench-client mock drills
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-scale bench-server bench-client bench-instructions mock drills
 
 help:
 	@echo "make build         debug build of every target"
@@ -21,6 +21,7 @@ help:
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind)"
 	@echo "make bench-scale   the gateway at scale: idle RSS and start time, 10,000 in flight, 2,000 streams, soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
 	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load"
@@ -74,6 +75,9 @@ bench-client:
 
 bench-scale:
 	Benchmarks/bench-scale.sh
+
+bench-instructions:
+	Benchmarks/instructions.sh
 
 mock:
 	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The two messages sent upstream for a task: the fixed system prompt with the task's
 /// instruction (and tone), and the user's text wrapped as data.
 struct Prompt: Equatable {
@@ -31,10 +35,12 @@ struct Prompt: Equatable {
     /// inside the brackets) as `[user_text]` / `[/user_text]`, so the text cannot close or
     /// reopen the block it is wrapped in.
     static func neutralizingTags(in text: String) -> String {
-        // The usual case: no `<`, so no tag possible. Scanning the contiguous bytes is several
+        // The usual case: no `<`, so no tag possible. memchr over the contiguous bytes is many
         // times faster than iterating the `utf8` view.
-        let mayHoldTag = text.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "<")) }
-            ?? text.utf8.contains(UInt8(ascii: "<"))
+        let mayHoldTag = text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard let start = bytes.baseAddress else { return false }
+            return memchr(start, Int32(UInt8(ascii: "<")), bytes.count) != nil
+        } ?? text.utf8.contains(UInt8(ascii: "<"))
         guard mayHoldTag else { return text }
         let scalars = Array(text.unicodeScalars)
         var output = String.UnicodeScalarView()
