@@ -275,8 +275,9 @@ scenario_concurrency() {
     for n in "${count_list[@]}"; do [ "$n" -gt "$largest" ] && largest=$n; done
     if [ "$fd_limit" -lt $((2 * largest + 64)) ]; then
         echo "note: the open-file limit here is $fd_limit (hard); $largest requests fully in flight need about"
+        # The gateway's DescriptorBudget: 2·S + 64 + 2·(S / 256 + loops) ≤ limit, with a loop per core.
         echo "$((2 * largest + 64)) descriptors in the gateway (a client and an upstream socket each), so the"
-        echo "gateway holds $(((fd_limit - 64) / 2)) at once and the rest wait in its listen backlog for a"
+        echo "gateway holds $(((fd_limit - 64 - 2 * $(nproc)) * 256 / 514)) at once and the rest wait in its listen backlog for a"
         echo "descriptor. nginx runs one process per core, each with its own limit."
         echo
     fi
