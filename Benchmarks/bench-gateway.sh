@@ -61,31 +61,15 @@ gateway_pid=
 controls_pid=
 nginx_pid=
 started_pid=
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    stop "$gateway_pid"
-    stop "$controls_pid"
-    stop "$nginx_pid"
-    stop "$started_pid"
-    stop "$mock_pid"
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stop_on_exit "$work" gateway_pid controls_pid nginx_pid started_pid mock_pid
 
-model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
 echo "TextGateway gateway benchmark — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-echo "machine: $(nproc) cores, ${model:-unknown CPU}; $(uname -sr)"
+echo "machine: $(nproc) cores, $(cpu_model); $(uname -sr)"
 echo "wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1); rounds=$rounds duration=$duration connections=\"${connection_list[*]}\" warmup=$warmup"
 echo
 
 say "bench-gateway: building mock-upstream and text-gateway (release)"
-swift build -c release --product mock-upstream ${build_flags[@]+"${build_flags[@]}"} >&2
-swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]}"} >&2
-bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+build_release mock-upstream text-gateway
 
 # mock-upstream on a port the kernel picks; its stdout line tells the URL.
 mock_key=bench-key  # the mock's key, which the gateway sends upstream

@@ -84,36 +84,19 @@ gateway_pid=
 nginx_pid=
 sampler_pid=
 load_pid=
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    stop "$load_pid"
-    stop "$sampler_pid"
-    stop "$gateway_pid"
-    stop "$nginx_pid"
-    stop "$mock_pid"
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stop_on_exit "$work" load_pid sampler_pid gateway_pid nginx_pid mock_pid
 
-model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
 memory=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 echo "# TextGateway scale benchmark — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo
-echo "machine: $(nproc) cores, ${model:-unknown CPU}, $memory; $(uname -sr)"
+echo "machine: $(nproc) cores, $(cpu_model), $memory; $(uname -sr)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); open-file limit $fd_limit (hard $(ulimit -Hn)); somaxconn $(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo '?')"
 echo "swift: $(swift --version 2>/dev/null | head -n 1)"
 echo "scenarios: ${scenario_list[*]}"
 echo
 
 say "bench-scale: building mock-upstream, text-gateway and bench-client (release)"
-for product in mock-upstream text-gateway bench-client; do
-    swift build -c release --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
-done
-bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+build_release mock-upstream text-gateway bench-client
 
 mock_key=bench-key
 gateway_env=(DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off UPSTREAM_MAX_CONNECTIONS=20000)

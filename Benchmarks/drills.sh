@@ -80,9 +80,7 @@ echo "TextGateway fault drills — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine: $(nproc) cores; $(uname -sr); $(python3 --version); open-file limit $(ulimit -n)"
 
 say "drills: building mock-upstream and text-gateway (release)"
-swift build -c release --product mock-upstream ${build_flags[@]+"${build_flags[@]}"} >&2
-swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]}"} >&2
-bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+build_release mock-upstream text-gateway
 mock_key=drill-key # the mock's key, which the gateway sends upstream
 
 # start_mock NAME PORT MOCK-OPTIONS... : sets mock_pid, mock_port, mock_url. With a fixed

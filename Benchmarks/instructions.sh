@@ -31,24 +31,13 @@ case "$requests$warmup$top" in *[!0-9]*) die "REQUESTS, WARMUP and TOP must be w
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instructions.XXXXXX")
 mock_pid=
 gateway_pid=
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    stop "$gateway_pid"
-    stop "$mock_pid"
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stop_on_exit "$work" gateway_pid mock_pid
 
 say "instructions: building mock-upstream and text-gateway (release)"
-swift build -c release --product mock-upstream ${build_flags[@]+"${build_flags[@]}"} >&2
-swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]}"} >&2
-bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+build_release mock-upstream text-gateway
 
-"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key bench-key >"$work/mock.out" 2>"$work/mock.err" &
+mock_key=bench-key  # the mock's key, which the gateway sends upstream
+"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key "$mock_key" >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock.err" >&2; die "mock-upstream did not start"; }
 
@@ -57,7 +46,7 @@ port=$(free_port)
 mkdir -p "$work/run"
 (
     cd "$work/run"
-    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=bench-key \
+    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" \
         DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production

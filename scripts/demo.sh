@@ -53,9 +53,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 say "demo: building mock-upstream and text-gateway (release)"
-swift build -c release --product mock-upstream ${build_flags[@]+"${build_flags[@]}"} >&2
-swift build -c release --product text-gateway ${build_flags[@]+"${build_flags[@]}"} >&2
-bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+build_release mock-upstream text-gateway
 
 # The mock upstream, on a port the kernel picks; its first stdout line tells the URL.
 "$bin/mock-upstream" --port 0 --api-key demo-key >"$work/mock.out" 2>"$work/mock.err" &

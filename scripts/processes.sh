@@ -114,3 +114,39 @@ CONF
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# build_release PRODUCT...: `swift build -c release` of each product with the caller's
+# build_flags array (progress to stderr), then sets bin to the directory holding them.
+build_release() {
+    local product
+    for product in "$@"; do
+        swift build -c release --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
+    done
+    bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+}
+
+# stop_on_exit WORK_DIR PID_VARIABLE...: when the script exits (or gets INT/TERM), stops the
+# processes whose pids the named variables hold at that moment, in that order, removes
+# WORK_DIR, and keeps the script's exit status.
+stop_on_exit() {
+    exit_work=$1
+    shift
+    exit_pid_variables=("$@")
+    trap stop_started_processes EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+stop_started_processes() {
+    local status=$? variable
+    trap - EXIT INT TERM
+    for variable in "${exit_pid_variables[@]}"; do stop "${!variable:-}"; done
+    rm -rf "$exit_work"
+    exit "$status"
+}
+
+# cpu_model: the CPU's model name, for the machine line of a benchmark's output.
+cpu_model() {
+    local model
+    model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+    printf '%s\n' "${model:-unknown CPU}"
+}
