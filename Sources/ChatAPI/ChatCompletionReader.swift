@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reads the usual shape of a chat completion straight from its bytes, without building a
 /// ``JSONValue`` tree (no dictionary per object, no hashing of keys): the answer of every
 /// non-streamed upstream call goes through here.
@@ -37,25 +33,24 @@ struct ChatCompletionReader {
 
     private mutating func completion() throws(Failure) -> ChatCompletion {
         parser.skipWhitespace()
-        try openObject()
         var completion = ChatCompletion(object: nil, choices: [])
-        var first = true
-        while let key = try nextKey(&first) {
+        try object { reader, key throws(Failure) in
             if Self.matches(key, "id") {
-                completion.id = try optionalString()
+                completion.id = try reader.optionalString()
             } else if Self.matches(key, "object") {
-                completion.object = try optionalString()
+                completion.object = try reader.optionalString()
             } else if Self.matches(key, "created") {
-                completion.created = try optionalInt()
+                completion.created = try reader.optionalInt()
             } else if Self.matches(key, "model") {
-                completion.model = try optionalString()
+                completion.model = try reader.optionalString()
             } else if Self.matches(key, "choices") {
-                completion.choices = try choices()
+                completion.choices = try reader.choices()
             } else if Self.matches(key, "usage") {
-                completion.usage = try usage()
+                completion.usage = try reader.usage()
             } else {
-                try skipValue(ofUnknownKey: key)
+                return false
             }
+            return true
         }
         return completion
     }
@@ -88,55 +83,52 @@ struct ChatCompletionReader {
     }
 
     private mutating func choice() throws(Failure) -> ChatCompletion.Choice {
-        try openObject()
         var choice = ChatCompletion.Choice(index: nil, message: nil)
-        var first = true
-        while let key = try nextKey(&first) {
+        try object { reader, key throws(Failure) in
             if Self.matches(key, "index") {
-                choice.index = try optionalInt()
+                choice.index = try reader.optionalInt()
             } else if Self.matches(key, "message") {
-                choice.message = try message()
+                choice.message = try reader.message()
             } else if Self.matches(key, "finish_reason") {
-                choice.finishReason = try optionalString()
+                choice.finishReason = try reader.optionalString()
             } else {
-                try skipValue(ofUnknownKey: key)
+                return false
             }
+            return true
         }
         return choice
     }
 
     private mutating func message() throws(Failure) -> ChatCompletion.Message? {
         if try null() { return nil }
-        try openObject()
         var message = ChatCompletion.Message(role: nil, content: nil)
-        var first = true
-        while let key = try nextKey(&first) {
+        try object { reader, key throws(Failure) in
             if Self.matches(key, "role") {
-                message.role = try optionalString().map(ChatRole.init(rawValue:))
+                message.role = try reader.optionalString().map(ChatRole.init(rawValue:))
             } else if Self.matches(key, "content") {
-                message.content = try optionalString()  // an array of parts is left to the general reading
+                message.content = try reader.optionalString()  // an array of parts is left to the general reading
             } else {
-                try skipValue(ofUnknownKey: key)
+                return false
             }
+            return true
         }
         return message
     }
 
     private mutating func usage() throws(Failure) -> Usage? {
         if try null() { return nil }
-        try openObject()
         var usage = Usage(promptTokens: nil, completionTokens: nil, totalTokens: nil)
-        var first = true
-        while let key = try nextKey(&first) {
+        try object { reader, key throws(Failure) in
             if Self.matches(key, "prompt_tokens") {
-                usage.promptTokens = try optionalInt()
+                usage.promptTokens = try reader.optionalInt()
             } else if Self.matches(key, "completion_tokens") {
-                usage.completionTokens = try optionalInt()
+                usage.completionTokens = try reader.optionalInt()
             } else if Self.matches(key, "total_tokens") {
-                usage.totalTokens = try optionalInt()
+                usage.totalTokens = try reader.optionalInt()
             } else {
-                try skipValue(ofUnknownKey: key)
+                return false
             }
+            return true
         }
         return usage
     }
@@ -174,7 +166,7 @@ struct ChatCompletionReader {
 
     /// Checks and skips the value of a member this reader does not use.
     private mutating func skipValue(ofUnknownKey key: UnsafeBufferPointer<UInt8>) throws(Failure) {
-        guard UTF8Text.string(key) != nil else { throw .syntax }
+        guard UTF8Text.isValid(key) else { throw .syntax }
         do { _ = try parser.parseValue() } catch { throw .syntax }
     }
 
@@ -184,49 +176,27 @@ struct ChatCompletionReader {
         do { try parser.enter() } catch { throw .syntax }
     }
 
-    /// At `{`: enters the object. Anything else is not an object, left to the general reading.
-    private mutating func openObject() throws(Failure) {
+    /// Reads the object at the reader. `member` reads the value of a key it knows and returns
+    /// true; the values of the other keys are checked and skipped. Anything but an object is
+    /// left to the general reading.
+    private mutating func object(_ member: (inout Self, UnsafeBufferPointer<UInt8>) throws(Failure) -> Bool) throws(Failure) {
         guard peek() == UInt8(ascii: "{") else { throw .unhandled }
         try enter()
         parser.index += 1
-    }
-
-    /// The next member's key, with the reader on its value; nil after the closing `}`.
-    private mutating func nextKey(_ first: inout Bool) throws(Failure) -> UnsafeBufferPointer<UInt8>? {
-        parser.skipWhitespace()
-        if first {
-            first = false
-            if peek() == UInt8(ascii: "}") {
-                parser.index += 1
-                parser.depth -= 1
-                return nil
-            }
-        } else {
-            switch peek() {
-            case UInt8(ascii: ","):
-                parser.index += 1
-                parser.skipWhitespace()
-            case UInt8(ascii: "}"):
-                parser.index += 1
-                parser.depth -= 1
-                return nil
-            default: throw .syntax
+        var first = true
+        while true {
+            let name: JSONByteParser.MemberName?
+            do { name = try parser.nextMemberName(&first) } catch { throw .syntax }
+            switch name {
+            case nil: return
+            case .escaped?: throw .unhandled
+            case .plain(let key)?:
+                if try !member(&self, key) { try skipValue(ofUnknownKey: key) }
             }
         }
-        guard peek() == UInt8(ascii: "\"") else { throw .syntax }
-        let start = parser.index + 1
-        let end = JSONStringScan.firstSpecial(in: parser.input, from: start, delete: false)
-        guard end < parser.input.count, parser.input[end] == UInt8(ascii: "\"") else { throw .unhandled }  // escapes
-        parser.index = end + 1
-        parser.skipWhitespace()
-        guard peek() == UInt8(ascii: ":") else { throw .syntax }
-        parser.index += 1
-        parser.skipWhitespace()
-        return UnsafeBufferPointer(rebasing: parser.input[start..<end])
     }
 
     private static func matches(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-        guard key.count == name.utf8CodeUnitCount, let start = key.baseAddress else { return false }
-        return memcmp(start, name.utf8Start, key.count) == 0
+        JSONByteParser.name(key, is: name)
     }
 }

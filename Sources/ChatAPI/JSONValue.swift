@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A parsed JSON document, for the hot paths that read a few fields of a small document
 /// (the request body, the upstream's answer) several times faster than `JSONDecoder`.
 public enum JSONValue: Sendable, Equatable {
@@ -97,57 +101,76 @@ struct JSONByteParser {
         try enter()
         index += 1
         var values = [JSONValue?](repeating: nil, count: names.count)
-        skipWhitespace()
-        if index < input.count, input[index] == UInt8(ascii: "}") {
-            index += 1
-        } else {
-            members: while true {
-                skipWhitespace()
-                guard index < input.count, input[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-                let slot = try memberSlot(names)
-                skipWhitespace()
-                guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
-                index += 1
-                skipWhitespace()
-                let value = try parseValue()
-                if let slot { values[slot] = value }
-                skipWhitespace()
-                guard index < input.count else { throw error("unexpected end") }
-                switch input[index] {
-                case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "}"):
-                    index += 1
-                    break members
-                default: throw error("expected ',' or '}'")
-                }
-            }
+        var first = true
+        while let name = try nextMemberName(&first) {
+            let slot = try self.slot(of: name, in: names)
+            let value = try parseValue()
+            if let slot { values[slot] = value }
         }
-        depth -= 1
         skipWhitespace()
         guard index == input.count else { throw error("text after the value") }
         return values
     }
 
-    /// Reads a member name (at its opening quote) and returns which of `names` it is. A name
-    /// without escapes is compared as bytes, without making a string of it.
-    private mutating func memberSlot(_ names: [StaticString]) throws(JSONParseError) -> Int? {
+    /// Which of `names` a member name is. A plain name is compared as bytes, without making a
+    /// string of it; one that is none of them must still be valid UTF-8.
+    private func slot(of name: MemberName, in names: [StaticString]) throws(JSONParseError) -> Int? {
+        switch name {
+        case .escaped(let key):
+            return names.firstIndex { $0.withUTF8Buffer { key.utf8.elementsEqual($0) } }
+        case .plain(let key):
+            if let slot = names.firstIndex(where: { Self.name(key, is: $0) }) { return slot }
+            guard UTF8Text.isValid(key) else { throw error("invalid UTF-8") }
+            return nil
+        }
+    }
+
+    /// Whether the bytes of a plain member name are `expected`.
+    static func name(_ key: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
+        guard key.count == expected.utf8CodeUnitCount else { return false }
+        guard let start = key.baseAddress else { return true }  // both empty
+        return memcmp(start, expected.utf8Start, key.count) == 0
+    }
+
+    /// A member name as read: its bytes when it has no escapes (not yet checked for UTF-8: the
+    /// caller keeps, compares or checks it), else the decoded string.
+    enum MemberName {
+        case plain(UnsafeBufferPointer<UInt8>)
+        case escaped(String)
+    }
+
+    /// Moves to the next member of the object being read — after its `{` (`first`) or after a
+    /// member's value — and returns its name with the parser on its value; nil after the
+    /// closing `}`, which also leaves the object's depth.
+    mutating func nextMemberName(_ first: inout Bool) throws(JSONParseError) -> MemberName? {
+        skipWhitespace()
+        guard index < input.count else { throw error("unexpected end") }
+        if input[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return nil
+        }
+        if !first {
+            guard input[index] == UInt8(ascii: ",") else { throw error("expected ',' or '}'") }
+            index += 1
+            skipWhitespace()
+        }
+        first = false
+        guard index < input.count, input[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
         let start = index + 1
         let end = JSONStringScan.firstSpecial(in: input, from: start, delete: false)
-        guard end < input.count, input[end] == UInt8(ascii: "\"") else {
-            let key = try parseString()  // escapes, or an error to report
-            return names.firstIndex { $0.withUTF8Buffer { key.utf8.elementsEqual($0) } }
-        }
-        let key = UnsafeBufferPointer(rebasing: input[start..<end])
-        if let slot = names.firstIndex(where: { $0.withUTF8Buffer { key.elementsEqual($0) } }) {
+        let name: MemberName
+        if end < input.count, input[end] == UInt8(ascii: "\"") {
             index = end + 1
-            return slot
+            name = .plain(UnsafeBufferPointer(rebasing: input[start..<end]))
+        } else {
+            name = .escaped(try parseString())  // escapes, or an error to report
         }
-        guard UTF8Text.isValid(key) else {
-            index = start
-            throw error("invalid UTF-8")
-        }
-        index = end + 1
-        return nil
+        skipWhitespace()
+        guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+        index += 1
+        skipWhitespace()
+        return name
     }
 
     func error(_ reason: String) -> JSONParseError {
@@ -193,36 +216,23 @@ struct JSONByteParser {
 
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
-        defer { depth -= 1 }
         index += 1
         // Collected in order, then hashed into a dictionary of the right size in one go
         // (growing one member at a time rehashes several times).
         var members: [(String, JSONValue)] = []
-        skipWhitespace()
-        if index < input.count, input[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object([:])
-        }
-        while true {
-            skipWhitespace()
-            guard index < input.count, input[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-            let key = try parseString()
-            skipWhitespace()
-            guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
-            index += 1
-            skipWhitespace()
-            members.append((key, try parseValue()))
-            skipWhitespace()
-            guard index < input.count else { throw error("unexpected end") }
-            if input[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if input[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
-            } else {
-                throw error("expected ',' or '}'")
+        var first = true
+        while let name = try nextMemberName(&first) {
+            let key: String
+            switch name {
+            case .plain(let bytes):
+                guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
+                key = text
+            case .escaped(let text):
+                key = text
             }
+            members.append((key, try parseValue()))
         }
+        return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
     }
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {
@@ -345,6 +355,8 @@ struct JSONByteParser {
     mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = index
         if input[index] == UInt8(ascii: "-") { index += 1 }
+        let digitsStart = index
+        var isWhole = true
         guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
         if input[index] == UInt8(ascii: "0") {
             index += 1
@@ -352,11 +364,13 @@ struct JSONByteParser {
             while index < input.count, isDigit(input[index]) { index += 1 }
         }
         if index < input.count, input[index] == UInt8(ascii: ".") {
+            isWhole = false
             index += 1
             guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
             while index < input.count, isDigit(input[index]) { index += 1 }
         }
         if index < input.count, input[index] == UInt8(ascii: "e") || input[index] == UInt8(ascii: "E") {
+            isWhole = false
             index += 1
             if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
             guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
@@ -364,12 +378,10 @@ struct JSONByteParser {
         }
         // A whole number of up to 15 digits (token counts, timestamps) is exact in a Double:
         // computed here rather than by text-to-double conversion.
-        let negative = input[start] == UInt8(ascii: "-")
-        let digitsStart = negative ? start + 1 : start
-        if index - digitsStart <= 15, !input[digitsStart..<index].contains(where: { !isDigit($0) }) {
+        if isWhole, index - digitsStart <= 15 {
             var whole = 0
             for digit in input[digitsStart..<index] { whole = whole * 10 + Int(digit - UInt8(ascii: "0")) }
-            return negative ? -Double(whole) : Double(whole)
+            return digitsStart > start ? -Double(whole) : Double(whole)
         }
         guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)),
               value.isFinite

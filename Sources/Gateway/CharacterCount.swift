@@ -12,50 +12,34 @@ enum CharacterCount {
     static func of(_ text: String) -> Int {
         // Straight from the UTF-8 bytes (a Swift string's are always valid): decoding through
         // `unicodeScalars` costs several times more per scalar.
-        let counted = text.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
-            smallClasses.withUnsafeBufferPointer { table -> Int? in
-                var counter = Counter()
-                var index = 0
-                while index < bytes.count {
-                    let lead = bytes[index]
-                    let value: UInt32
-                    switch lead {
-                    case ..<0x80:
-                        value = UInt32(lead)
-                        index += 1
-                    case ..<0xE0:
-                        value = UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F)
-                        index += 2
-                    case ..<0xF0:
-                        value = UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
-                        index += 3
-                    default:
-                        return nil  // beyond U+FFFF: emoji and other planes, never one of our classes
-                    }
-                    guard counter.add(value < 0x800 ? table[Int(value)] : classify(value)) else { return nil }
-                }
-                return counter.count
-            }
-        }
-        switch counted {
-        case let count??: return count
-        case .some(nil): return text.count
-        case nil:
-            var counter = Counter()
-            for scalar in text.unicodeScalars where !counter.add(classify(scalar.value)) { return text.count }
-            return counter.count
-        }
+        var text = text
+        let counted = text.withUTF8 { bytes in smallClasses.withUnsafeBufferPointer { count(bytes, classes: $0) } }
+        return counted ?? text.count
     }
 
-    /// The grapheme break rules for the classes below, one scalar at a time.
-    private struct Counter {
+    /// The count of valid UTF-8 `bytes`, or nil at the first scalar outside the classes
+    /// handled here. `classes` is ``smallClasses``.
+    private static func count(_ bytes: UnsafeBufferPointer<UInt8>, classes: UnsafeBufferPointer<Class>) -> Int? {
         var count = 0
         var previous = Previous.start
-
-        /// Counts a scalar of class `kind`; false when it is outside the classes handled here.
-        @inline(__always)
-        mutating func add(_ kind: Class) -> Bool {
-            switch kind {
+        var index = 0
+        while index < bytes.count {
+            let lead = bytes[index]
+            let value: UInt32
+            switch lead {
+            case ..<0x80:
+                value = UInt32(lead)
+                index += 1
+            case ..<0xE0:
+                value = UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F)
+                index += 2
+            case ..<0xF0:
+                value = UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
+                index += 3
+            default:
+                return nil  // beyond U+FFFF: emoji and other planes, never one of our classes
+            }
+            switch value < 0x800 ? classes[Int(value)] : classify(value) {
             case .plain:
                 count += 1
                 previous = .cluster
@@ -74,10 +58,10 @@ enum CharacterCount {
                 count += 1
                 previous = .control
             case .other:
-                return false
+                return nil
             }
-            return true
         }
+        return count
     }
 
     private enum Previous { case start, cluster, carriageReturn, control }

@@ -13,15 +13,20 @@ struct Prompt: Equatable {
         user = PromptText.userPrefix + Prompt.neutralizingTags(in: text) + PromptText.userSuffix
     }
 
+    /// `allCases` builds a new array on every call; these are built once.
+    private static let tasks = TextTask.allCases
+    private static let tones = Tone.allCases
+
     /// The system prompt of every task and tone (no tone first), built once: they are fixed.
-    private static let systemPrompts: [String] = TextTask.allCases.flatMap { task in
-        ([nil] + Tone.allCases).map { tone in systemPrompt(task: task, tone: tone) }
+    private static let systemPrompts: [String] = tasks.flatMap { task in
+        ([nil] + tones).map { tone in systemPrompt(task: task, tone: tone) }
     }
 
+    /// The place of a task and tone in ``systemPrompts``.
     private static func systemPromptIndex(task: TextTask, tone: Tone?) -> Int {
-        let taskIndex = TextTask.allCases.firstIndex(of: task) ?? 0
-        let toneIndex = tone.map { (Tone.allCases.firstIndex(of: $0) ?? 0) + 1 } ?? 0
-        return taskIndex * (Tone.allCases.count + 1) + toneIndex
+        let taskIndex = tasks.firstIndex(of: task) ?? 0
+        let toneIndex = tone.map { (tones.firstIndex(of: $0) ?? 0) + 1 } ?? 0
+        return taskIndex * (tones.count + 1) + toneIndex
     }
 
     /// The fixed prefix, the task's four instruction lines, and the tone's line if any.
@@ -37,10 +42,11 @@ struct Prompt: Equatable {
     static func neutralizingTags(in text: String) -> String {
         // The usual case: no `<`, so no tag possible. memchr over the contiguous bytes is many
         // times faster than iterating the `utf8` view.
-        let mayHoldTag = text.utf8.withContiguousStorageIfAvailable { bytes in
+        var text = text
+        let mayHoldTag = text.withUTF8 { bytes in
             guard let start = bytes.baseAddress else { return false }
             return memchr(start, Int32(UInt8(ascii: "<")), bytes.count) != nil
-        } ?? text.utf8.contains(UInt8(ascii: "<"))
+        }
         guard mayHoldTag else { return text }
         let scalars = Array(text.unicodeScalars)
         var output = String.UnicodeScalarView()

@@ -159,11 +159,10 @@ final class CurlMulti {
     /// name, so a field can never start another line; `name:` when the value is empty.
     static func headerLine(name: String, value: String) -> String {
         func clean(_ text: String, droppingColon: Bool) -> String {
-            let unsafe = text.utf8.withContiguousStorageIfAvailable { bytes in
-                bytes.contains { $0 == 0x0D || $0 == 0x0A || (droppingColon && $0 == UInt8(ascii: ":")) }
-            }
-            guard unsafe ?? true else { return text }  // the usual case: nothing to drop
-            return String(decoding: text.utf8.filter { $0 != 0x0D && $0 != 0x0A && !(droppingColon && $0 == UInt8(ascii: ":")) }, as: UTF8.self)
+            func dropped(_ byte: UInt8) -> Bool { byte == 0x0D || byte == 0x0A || (droppingColon && byte == UInt8(ascii: ":")) }
+            var text = text
+            guard text.withUTF8({ $0.contains(where: dropped) }) else { return text }  // the usual case: nothing to drop
+            return String(decoding: text.utf8.filter { !dropped($0) }, as: UTF8.self)
         }
         let name = clean(name, droppingColon: true)
         let value = clean(value, droppingColon: false)
