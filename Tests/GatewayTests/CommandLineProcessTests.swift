@@ -110,7 +110,8 @@ struct CommandLineProcessTests {
         let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: Self.baseEnvironment,
                                      workingDirectory: Self.emptyDirectory())
         #expect(await child.waitForOutput("started"))
-        #expect(child.output.contains("ERROR not_configured missing=DARVAREH_API_KEY"))
+        // Logged right after `started`, possibly a moment later: waited for, not just looked up.
+        #expect(await child.waitForOutput("ERROR not_configured missing=DARVAREH_API_KEY"))
         let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
         let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
         let client = try HTTPClient()
