@@ -139,29 +139,56 @@ public struct JSONWriter {
     }
 
     private mutating func appendEscaped(_ byte: UInt8) {
+        // Byte by byte: an array literal here would cost an allocation per escape.
+        bytes.append(0x5C)
         switch byte {
-        case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-        case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-        case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-        case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-        case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
         default:
-            let hex = Array("0123456789abcdef".utf8)
-            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            bytes.append(UInt8(ascii: "u"))
+            bytes.append(0x30)
+            bytes.append(0x30)
+            bytes.append(Self.hexDigit(byte >> 4))
+            bytes.append(Self.hexDigit(byte & 0xF))
         }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 0x30 + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// `12.345` style: at most three decimals, no exponent.
     public static func decimal(_ value: Double) -> String {
-        guard value.isFinite, value >= 0 else { return "0" }
-        let thousandths = Int((value * 1000).rounded())
-        let whole = thousandths / 1000
-        let fraction = thousandths % 1000
-        if fraction == 0 { return String(whole) }
-        var digits = String(fraction)
-        while digits.count < 3 { digits = "0" + digits }
-        while digits.hasSuffix("0") { digits.removeLast() }
-        return "\(whole).\(digits)"
+        var text = ""
+        appendDecimal(value, to: &text)
+        return text
+    }
+
+    /// Appends ``decimal(_:)`` of `value` to `text`, without an intermediate string.
+    public static func appendDecimal(_ value: Double, to text: inout String) {
+        guard value.isFinite, value >= 0 else {
+            text += "0"
+            return
+        }
+        let thousandths = Int((min(value, 9e15) * 1000).rounded())  // clamped: never past Int.max
+        text += String(thousandths / 1000)
+        var fraction = thousandths % 1000
+        guard fraction != 0 else { return }
+        var digits = 3
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        // `fraction` now has `digits` places, written with their leading zeros (5 → ".005").
+        text.append(".")
+        var divisor = 1
+        for _ in 1..<digits { divisor *= 10 }
+        while divisor > 0 {
+            text.unicodeScalars.append(Unicode.Scalar(UInt8(ascii: "0") + UInt8(fraction / divisor % 10)))
+            divisor /= 10
+        }
     }
 }
-

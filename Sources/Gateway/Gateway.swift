@@ -137,10 +137,12 @@ public final class Gateway: Sendable {
         await finish(admission, record: record)
         let timing = logAccess(request: request, id: id, status: response.status.code, record: record, start: start)
         if request.path == "/api/process" {
-            response.headers.replaceOrAdd(
-                name: "Server-Timing",
-                value: "upstream;dur=\(JSONWriter.decimal(timing.upstream)), gateway;dur=\(JSONWriter.decimal(timing.gateway))"
-            )
+            var value = "upstream;dur="
+            value.reserveCapacity(48)
+            JSONWriter.appendDecimal(timing.upstream, to: &value)
+            value += ", gateway;dur="
+            JSONWriter.appendDecimal(timing.gateway, to: &value)
+            response.headers.replaceOrAdd(name: "Server-Timing", value: value)
         }
         return response
     }

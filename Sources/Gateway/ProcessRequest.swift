@@ -50,10 +50,32 @@ struct ProcessRequest: Equatable {
 
     /// `text` without leading or trailing Unicode whitespace and newlines.
     static func trimmed(_ text: String) -> String {
+        if startsAndEndsVisibly(text) { return text }  // the usual case, decided from two bytes
+        return trimmedByCharacters(text)
+    }
+
+    /// The definition: whitespace `Character`s (grapheme clusters) off both ends.
+    static func trimmedByCharacters(_ text: String) -> String {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
               let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return "" }
         if first == text.startIndex, text.index(after: last) == text.endIndex { return text }  // nothing to trim
         return String(text[first...last])
+    }
+
+    /// True when neither end of `text` can be a whitespace `Character`, judged from its
+    /// bytes; false means "look closer", not "has whitespace".
+    ///
+    /// A `Character` is whitespace when its first scalar is. The first `Character` starts
+    /// with the first scalar, so a visible ASCII byte (0x21–0x7E) or a lead byte of U+0100–
+    /// U+07FF (0xC4–0xDF: Latin to Arabic and Thaana, no whitespace there) settles the start.
+    /// The last `Character` ends with the last scalar; when that is visible ASCII, nothing
+    /// before it can join its cluster but a Prepend scalar, and no Prepend is whitespace.
+    static func startsAndEndsVisibly(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let first = bytes.first, let last = bytes.last else { return false }
+            return (0x21...0x7E ~= first || 0xC4...0xDF ~= first) && 0x21...0x7E ~= last
+        }
     }
 }

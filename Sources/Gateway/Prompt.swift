@@ -10,7 +10,13 @@ struct Prompt: Equatable {
 
     init(task: TextTask, tone: Tone?, text: String) {
         system = Prompt.systemPrompts[Prompt.systemPromptIndex(task: task, tone: tone)]
-        user = PromptText.userPrefix + Prompt.neutralizingTags(in: text) + PromptText.userSuffix
+        let body = Prompt.neutralizingTags(in: text)
+        var user = ""
+        user.reserveCapacity(PromptText.userPrefix.utf8.count + body.utf8.count + PromptText.userSuffix.utf8.count)
+        user += PromptText.userPrefix
+        user += body
+        user += PromptText.userSuffix
+        self.user = user  // one allocation, where `a + b + c` makes two
     }
 
     /// `allCases` builds a new array on every call; these are built once.

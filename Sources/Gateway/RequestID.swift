@@ -23,18 +23,33 @@ enum RequestID {
 
     /// A version-4 UUID in upper-case canonical form.
     static func make() -> String {
-        var bytes = randomBytes.next16()
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = Array("0123456789ABCDEF".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        var (high, low) = randomBytes.next128()
+        high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4 (byte 6)
+        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant (byte 8)
+        // One allocation: the 36 characters written straight into the string's storage.
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var at = 0
+            func put(_ word: UInt64, bytes: Range<Int>) {
+                for index in bytes {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - (index & 7))))
+                    text[at] = hexDigit(byte >> 4)
+                    text[at + 1] = hexDigit(byte & 0x0F)
+                    at += 2
+                }
+            }
+            put(high, bytes: 0..<8)
+            put(low, bytes: 8..<16)
+            return at
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
     private static let randomBytes = RandomPool()
@@ -49,7 +64,8 @@ private final class RandomPool: Sendable {
     }
     private let buffer = Mutex(Buffer())
 
-    func next16() -> [UInt8] {
+    /// 16 random bytes, as two big-endian words (byte 0 is the high byte of the first).
+    func next128() -> (UInt64, UInt64) {
         buffer.withLock { buffer in
             if buffer.offset + 16 > buffer.bytes.count {
                 buffer.bytes.withUnsafeMutableBytes { raw in
@@ -63,7 +79,10 @@ private final class RandomPool: Sendable {
                 buffer.offset = 0
             }
             defer { buffer.offset += 16 }
-            return Array(buffer.bytes[buffer.offset..<buffer.offset + 16])
+            return buffer.bytes.withUnsafeBytes { raw in
+                (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: buffer.offset, as: UInt64.self)),
+                 UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: buffer.offset + 8, as: UInt64.self)))
+            }
         }
     }
 }

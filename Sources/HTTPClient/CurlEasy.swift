@@ -1,10 +1,15 @@
 import CCurl
 
-/// Owns one curl easy handle. Loop-confined; reused across transfers after `reset()`.
+/// Owns one curl easy handle. Loop-confined; reused across transfers after ``recycle()``.
 /// Every option setter throws: setting an option can fail (an unsupported option on this
 /// libcurl, out of memory), and that must never crash the server.
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
+    /// The options every transfer shares are set (they survive between transfers).
+    var hasFixedOptions = false
+    /// The last transfer set options the next one might not set again (a method other than
+    /// POST): ``recycle()`` clears every option.
+    var needsReset = false
 
     init() throws(HTTPClientError) {
         guard let handle = curl_easy_init() else { throw HTTPClientError(.invalidRequest, "curl_easy_init failed") }
@@ -16,9 +21,23 @@ final class CurlEasy {
         curl_easy_cleanup(handle)
     }
 
-    /// Clears every option for reuse; connections stay in the multi handle's pool.
-    func reset() {
-        curl_easy_reset(handle)
+    /// Readies the handle for its next transfer. The pointers into the finished transfer (its
+    /// callbacks' context, its header list) are cleared, so curl holds none that dangle; all
+    /// options are cleared only when ``needsReset``. Connections stay in the multi's pool.
+    func recycle() {
+        if needsReset {
+            curl_easy_reset(handle)
+            hasFixedOptions = false
+            needsReset = false
+            return
+        }
+        // The callbacks answer a nil context by stopping the transfer.
+        if CCurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, nil) != CURLE_OK
+            || CCurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, nil) != CURLE_OK
+            || CCurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, nil) != CURLE_OK {
+            curl_easy_reset(handle)
+            hasFixedOptions = false
+        }
     }
 
     /// - SeeAlso: https://curl.se/libcurl/c/curl_easy_setopt.html

@@ -118,55 +118,62 @@ final class CurlMulti {
     }
 
     private func configure(_ easy: CurlEasy, for request: HTTPClientRequest, transfer: Transfer) throws(HTTPClientError) {
-        let lowercasedURL = request.url.lowercased()
-        guard lowercasedURL.hasPrefix("http://") || lowercasedURL.hasPrefix("https://") else {
+        guard let secure = Self.isSecure(request.url) else {
             throw HTTPClientError(.invalidRequest, "only http and https URLs are allowed")
+        }
+        if !easy.hasFixedOptions {
+            // The same for every transfer: set once per handle, and again only after a reset.
+            try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+            try easy.set(CURLOPT_NOSIGNAL, 1)
+            try easy.set(CURLOPT_TCP_KEEPALIVE, configuration.tcpKeepAlive ? 1 : 0)
+            try easy.set(CURLOPT_TCP_NODELAY, 1)
+            try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            try easy.set(CURLOPT_WRITEFUNCTION, callback: curlWriteCallback)
+            try easy.set(CURLOPT_HEADERFUNCTION, callback: curlHeaderCallback)
+            easy.hasFixedOptions = true
         }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         try easy.set(CURLOPT_URL, request.url)
-        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout ?? configuration.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout))
-        try easy.set(CURLOPT_TCP_KEEPALIVE, configuration.tcpKeepAlive ? 1 : 0)
-        try easy.set(CURLOPT_TCP_NODELAY, 1)
-        try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // Waiting to multiplex only pays over TLS, where ALPN reveals HTTP/2 during the handshake;
         // over plain http it would hold a request until the first response on a new connection.
-        try easy.set(CURLOPT_PIPEWAIT, lowercasedURL.hasPrefix("https://") ? 1 : 0)
-        try easy.set(CURLOPT_WRITEFUNCTION, callback: curlWriteCallback)
+        try easy.set(CURLOPT_PIPEWAIT, secure ? 1 : 0)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
-        try easy.set(CURLOPT_HEADERFUNCTION, callback: curlHeaderCallback)
         try easy.set(CURLOPT_HEADERDATA, pointer: context)
         switch request.method {
-        case "GET": try easy.set(CURLOPT_HTTPGET, 1)
-        case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
-        case "POST": break
-        default: try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
+        case "POST":
+            // A POST always has a body, empty when none is given: curl's default would read stdin.
+            try easy.setBody(request.body ?? [])
+        default:
+            // Other methods change options a POST does not set again: reset before the next use.
+            easy.needsReset = true
+            switch request.method {
+            case "GET": try easy.set(CURLOPT_HTTPGET, 1)
+            case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
+            default: try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
+            }
+            if let body = request.body { try easy.setBody(body) }
         }
-        if let body = request.body { try easy.setBody(body) }
-        var list: UnsafeMutablePointer<curl_slist>?
-        // A field with an empty value removes curl's own default for it (e.g. Content-Type).
-        for field in request.headers {
-            list = curl_slist_append(list, Self.headerLine(name: field.name, value: field.value))
-        }
-        list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
-        transfer.headerList = list
+        transfer.headerList = CurlHeaderList(request.headers)
+        guard let list = transfer.headerList?.head else { throw HTTPClientError(.invalidRequest, "out of memory for the header list") }
         try easy.set(CURLOPT_HTTPHEADER, list: list)
     }
 
-    /// `name: value` for curl's header list, with CR and LF dropped from both and `:` from the
-    /// name, so a field can never start another line; `name:` when the value is empty.
-    static func headerLine(name: String, value: String) -> String {
-        func clean(_ text: String, droppingColon: Bool) -> String {
-            func dropped(_ byte: UInt8) -> Bool { byte == 0x0D || byte == 0x0A || (droppingColon && byte == UInt8(ascii: ":")) }
-            var text = text
-            guard text.withUTF8({ $0.contains(where: dropped) }) else { return text }  // the usual case: nothing to drop
-            return String(decoding: text.utf8.filter { !dropped($0) }, as: UTF8.self)
+    /// Whether `url` is https (true) or http (false), by its scheme in any case; nil for any other.
+    static func isSecure(_ url: String) -> Bool? {
+        var url = url
+        return url.withUTF8 { bytes -> Bool? in
+            func hasPrefix(_ prefix: StaticString) -> Bool {
+                let count = prefix.utf8CodeUnitCount
+                guard bytes.count >= count else { return false }
+                for index in 0..<count where bytes[index] | 0x20 != prefix.utf8Start[index] | 0x20 { return false }
+                return true
+            }
+            if hasPrefix("http://") { return false }
+            if hasPrefix("https://") { return true }
+            return nil
         }
-        let name = clean(name, droppingColon: true)
-        let value = clean(value, droppingColon: false)
-        return value.isEmpty ? name + ":" : name + ": " + value
     }
 
     /// Aborts a transfer: removed from the multi handle at once, its connection closed
@@ -198,7 +205,7 @@ final class CurlMulti {
     }
 
     private func recycle(_ easy: CurlEasy) {
-        easy.reset()
+        easy.recycle()
         if idleHandles.count < 256 && !isShutdown {
             idleHandles.append(easy)
         } else {

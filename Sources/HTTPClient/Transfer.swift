@@ -10,7 +10,7 @@ final class Transfer {
     let streaming: Bool
     private let maxBodyBytes: Int
     private let highWatermark: Int
-    var headerList: UnsafeMutablePointer<curl_slist>?
+    var headerList: CurlHeaderList?
 
     private var status = 0
     private var headers: [(name: String, value: String)] = []
@@ -66,10 +66,9 @@ final class Transfer {
             return
         }
         if text.starts(with: "HTTP/".utf8) {
-            status = 0
+            status = Self.statusCode(ofStatusLine: text)
             headers = []
-            let parts = text.split(separator: 0x20, maxSplits: 2)
-            if parts.count >= 2 { status = Int(String(decoding: parts[1], as: UTF8.self)) ?? 0 }
+            headers.reserveCapacity(8)
             return
         }
         guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else { return }
@@ -77,6 +76,19 @@ final class Transfer {
         var valueStart = colon + 1
         while valueStart < text.count, text[valueStart] == 0x20 || text[valueStart] == 0x09 { valueStart += 1 }
         headers.append((name: name, value: String(decoding: text[valueStart...], as: UTF8.self)))
+    }
+
+    /// The code of a status line (`HTTP/1.1 200 OK`): the three digits after the first
+    /// space, 0 when there are none.
+    static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int {
+        guard let space = line.firstIndex(of: 0x20), space + 3 <= line.count else { return 0 }
+        var code = 0
+        for index in space + 1...space + 3 {
+            let digit = line[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return 0 }
+            code = code * 10 + Int(digit)
+        }
+        return space + 4 == line.count || line[space + 4] == 0x20 ? code : 0
     }
 
     /// Body bytes. Returns the count taken, `CCurl_WRITEFUNC_PAUSE` to hold the transfer
@@ -134,10 +146,8 @@ final class Transfer {
     func finish(_ result: Result<Void, HTTPClientError>) {
         guard outcome == nil else { return }
         outcome = result
-        if let headerList {
-            curl_slist_free_all(headerList)
-            self.headerList = nil
-        }
+        headerList?.free()
+        headerList = nil
         if let waiter = responseWaiter {
             responseWaiter = nil
             switch result {

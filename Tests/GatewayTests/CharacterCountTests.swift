@@ -52,3 +52,44 @@ struct CharacterCountTests {
          0x1100, 0x1161, 0xFE0F, 0xFEFF].contains(scalar.value)
     }
 }
+
+@Suite("Trimming the text")
+struct TrimmingTests {
+    @Test("the byte-level shortcut agrees with trimming by Characters")
+    func shortcutAgreesWithDefinition() {
+        // Whitespace of every kind, ASCII edges, marks that join a space into one Character,
+        // Prepend, and the lead bytes at the edges of the shortcut's range.
+        let pool: [Unicode.Scalar] = [
+            0x20, 0x09, 0x0A, 0x0D, 0x0B, 0x0C, 0x85, 0xA0, 0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F,
+            0x205F, 0x3000, 0x21, 0x41, 0x7E, 0x7F, 0x2E, 0xFF, 0x100, 0x301, 0x36F, 0x600, 0x605, 0x627,
+            0x64B, 0x6CC, 0x7FF, 0x800, 0x200C, 0x200D, 0xFE0F, 0x1F600, 0x1F3FD,
+        ].map { Unicode.Scalar($0)! }
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(truncatingIfNeeded: state >> 33)
+        }
+        var shortcuts = 0
+        for _ in 0..<20_000 {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<(1 + next() % 8) { scalars.append(pool[next() % pool.count]) }
+            let text = String(scalars)
+            if ProcessRequest.startsAndEndsVisibly(text) {
+                shortcuts += 1
+                #expect(ProcessRequest.trimmedByCharacters(text) == text, "scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            }
+            #expect(ProcessRequest.trimmed(text) == ProcessRequest.trimmedByCharacters(text))
+        }
+        #expect(shortcuts > 500)  // the shortcut was exercised, not only the fallback
+    }
+
+    @Test("a space joined with a combining mark is trimmed; a Prepend before ASCII is kept")
+    func clusterEdges() {
+        #expect(ProcessRequest.trimmed("abc \u{301}") == "abc")
+        #expect(ProcessRequest.trimmed(" \u{301}abc") == "abc")
+        #expect(ProcessRequest.trimmed("\u{600}a") == "\u{600}a")
+        #expect(ProcessRequest.trimmed("\u{A0}سلام.") == "سلام.")
+        #expect(ProcessRequest.trimmed("سلام.\u{2029}") == "سلام.")
+        #expect(ProcessRequest.trimmed(" \t\n") == "")
+    }
+}

@@ -85,6 +85,10 @@ struct GatewayUnitTests {
             let bytes = Array(id.utf8)
             #expect(bytes.count == 36 && bytes[8] == UInt8(ascii: "-") && bytes[14] == UInt8(ascii: "4"))
             #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(bytes[19]))
+            let dashes: Set = [8, 13, 18, 23]
+            #expect(bytes.indices.allSatisfy { index in
+                dashes.contains(index) ? bytes[index] == UInt8(ascii: "-") : Array("0123456789ABCDEF".utf8).contains(bytes[index])
+            }, "\(id)")
             seen.insert(id)
         }
         #expect(seen.count == 2000)
@@ -155,8 +159,25 @@ struct GatewayUnitTests {
             $0.field("ms", milliseconds: 1.23456)
         }
         #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"s":"a\"b\\c\nd\u0001","n":3,"z":null,"ms":1.235}"#)
+        var escapes = JSONWriter()
+        escapes.object { $0.field("e", "\r\t\u{1F}\u{7F}\u{0}x\"\\") }
+        #expect(String(decoding: escapes.bytes, as: UTF8.self) == #"{"e":"\r\t\u001f\u007f\u0000x\"\\"}"#)
         #expect(Logger.textValue("plain") == "plain")
         #expect(Logger.textValue("two words\nnext=line") == #""two words\nnext=line""#)
         #expect(JSONWriter.decimal(0.0004) == "0" && JSONWriter.decimal(12) == "12" && JSONWriter.decimal(0.05) == "0.05")
+        #expect(JSONWriter.decimal(-1) == "0" && JSONWriter.decimal(.nan) == "0" && JSONWriter.decimal(.infinity) == "0")
+        #expect(JSONWriter.decimal(1e300) == "9000000000000000")
+        // Against the plain definition: thousandths rounded, trailing zeros of the fraction dropped.
+        for thousandths in Array(0...2_100) + [9_999, 10_001, 123_456_789] {
+            let value = Double(thousandths) / 1000
+            var expected = String(thousandths / 1000)
+            if thousandths % 1000 != 0 {
+                var fraction = String(thousandths % 1000)
+                while fraction.count < 3 { fraction = "0" + fraction }
+                while fraction.hasSuffix("0") { fraction.removeLast() }
+                expected += "." + fraction
+            }
+            #expect(JSONWriter.decimal(value) == expected)
+        }
     }
 }

@@ -138,6 +138,35 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("a reused handle carries only each request's own method, body and fields")
+    func reusedHandleCarriesNothingOver() async throws {
+        let describe: HTTPResponder = { request in
+            .text("\(request.method.rawValue) \(request.body.count) \(request.headers["X-One"] ?? "-")")
+        }
+        try await withUpstream({ router in
+            for method in ["GET", "POST", "HEAD", "PUT"] { router.on(HTTPMethod(method), "/info", use: describe) }
+        }) { _, base in
+            // The client has one loop, and one request at a time: each reuses the same easy handle.
+            try await withClient({ $0.timeout = .seconds(5) }) { client in
+                func send(_ method: String, _ body: [UInt8]?, _ headers: [(name: String, value: String)] = []) async throws -> String {
+                    let response = try await client.send(HTTPClientRequest(method: method, url: base + "/info", headers: headers, body: body))
+                    #expect(response.status == 200)
+                    return String(decoding: response.body, as: UTF8.self)
+                }
+                var seen: [String] = []
+                seen.append(try await send("POST", [1, 2, 3], [("X-One", "1")]))
+                seen.append(try await send("POST", [4]))
+                seen.append(try await send("HEAD", nil))
+                seen.append(try await send("POST", [5, 6]))
+                seen.append(try await send("GET", nil, [("X-One", "2")]))
+                seen.append(try await send("POST", nil))  // no body: empty, never curl's default of stdin
+                seen.append(try await send("PUT", [7]))
+                seen.append(try await send("POST", [8, 9, 10, 11]))
+                #expect(seen == ["POST 3 1", "POST 1 -", "", "POST 2 -", "GET 0 2", "POST 0 -", "PUT 1 -", "POST 4 -"])
+            }
+        }
+    }
+
     @Test("drops CR, LF and CRLF from header fields, so a value cannot start another header")
     func headerFieldsCannotInjectLines() async throws {
         try await withUpstream({ router in
