@@ -10,10 +10,12 @@
 #   nginx:    POST /v1/chat/completions (the messages the gateway builds) through nginx
 #             proxying to the mock over kept-alive connections: the cost of a pass-through proxy
 #   direct:   the same request straight to the mock
-# and reports medians: requests/s, p50, p99, p99.9, and added latency against direct.
+# and reports medians: requests/s, p50, p99, p99.9, added latency against direct, and the CPU
+# time per request of the target's processes and of the mock (user + system, from /proc).
 #
 # Settings (environment):
-#   ROUNDS=3                  rounds; each round runs every connection count on every target
+#   ROUNDS=4                  rounds; each round runs every connection count on every target,
+#                             starting with the next target (4 rounds: each target once in each place)
 #   DURATION=10s              length of one wrk run
 #   CONNECTIONS="1 16 64 256" connection counts (wrk -t1 for 1 connection, -t2 otherwise)
 #   WARMUP=2s                 one unrecorded run per target before the rounds (0 to skip)
@@ -28,7 +30,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-4}
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-1 16 64 256}
 warmup=${WARMUP:-2s}
@@ -172,13 +174,42 @@ if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     run_wrk direct "$last" "$warmup" "$work/warmup.txt"
 fi
 
+# CPU time (user + system, in clock ticks) of processes and all their threads, from /proc.
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { # PID...
+    local pid total=0 stat fields
+    for pid in "$@"; do
+        for stat in /proc/"$pid"/task/*/stat; do
+            [ -r "$stat" ] || continue
+            fields=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
+            read -r -a fields <<<"$fields"
+            total=$((total + fields[11] + fields[12]))  # utime, stime (fields 14 and 15 of stat)
+        done
+    done
+    echo "$total"
+}
+target_pids() { # target: the processes doing the target's own work (none for direct)
+    case "$1" in
+        gateway) echo "$gateway_pid" ;;
+        controls) echo "$controls_pid" ;;
+        nginx) echo "$nginx_pid" $(pgrep -P "$nginx_pid" || true) ;;
+    esac
+}
+
 problems=0
+targets=(gateway controls nginx direct)
 for round in $(seq "$rounds"); do
+    # Each round starts with the next target, so none always runs first (after the previous
+    # connection count's last run) or last.
+    order=("${targets[@]:$(((round - 1) % 4))}" "${targets[@]:0:$(((round - 1) % 4))}")
     for c in "${connection_list[@]}"; do
-        for target in gateway controls nginx direct; do
+        for target in "${order[@]}"; do
             say "bench-gateway: round $round/$rounds, $c connections, $target"
             out="$work/$target.c$c.r$round.txt"
+            read -r -a pids <<<"$(target_pids "$target")"
+            before=$(cpu_ticks ${pids[@]+"${pids[@]}"}) mock_before=$(cpu_ticks "$mock_pid")
             run_wrk "$target" "$c" "$duration" "$out"
+            echo "cpu_ticks $(($(cpu_ticks ${pids[@]+"${pids[@]}"}) - before)) $(($(cpu_ticks "$mock_pid") - mock_before))" >>"$out"
             if grep -q 'Non-2xx or 3xx responses' "$out"; then
                 problems=$((problems + 1))
                 say "!!!!!! $target at $c connections, round $round: $(grep 'Non-2xx or 3xx responses' "$out") — NOT all 200, figures invalid"
@@ -201,12 +232,17 @@ for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/nginx.c
             unit = text; sub(/^[0-9.]+/, "", unit)
             return value * (unit == "us" ? 0.001 : unit == "s" ? 1000 : unit == "m" ? 60000 : 1)
         }
+        /requests in / { requests = $1 }
+        /^cpu_ticks / { own = $2; mock = $3 }
         /^Requests\/sec:/ { rps = $2 }
         /^[ \t]+50%/ { p50 = ms($2) }
         /^[ \t]+99%/ { p99 = ms($2) }
         /^p99.9_us / { p999 = $2 / 1000 }
-        END { printf "%s %s %s %s %s %s\n", target, c, rps, p50, p99, p999 }
-    ' "$file"
+        END {
+            per = requests > 0 ? 1e6 / ticks / requests : 0
+            printf "%s %s %s %s %s %s %s %s\n", target, c, rps, p50, p99, p999, own * per, mock * per
+        }
+    ' ticks="$ticks" "$file"
 done >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
@@ -220,14 +256,15 @@ for line in open(sys.argv[1]):
 def med(target, c, i):
     runs = rows.get((target, c))
     return statistics.median(r[i] for r in runs) if runs else float("nan")
-print("| connections | target | requests/s | p50 ms | p99 ms | p99.9 ms | added p50 ms | added p99 ms |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|")
+print("| connections | target | requests/s | p50 ms | p99 ms | p99.9 ms | added p50 ms | added p99 ms | CPU µs/request | mock CPU µs/request |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 counts = [int(c) for c in sys.argv[2:]]
 for c in counts:
     for target in ("gateway", "controls", "nginx", "direct"):
-        rps, p50, p99, p999 = (med(target, c, i) for i in range(4))
+        rps, p50, p99, p999, own, mock = (med(target, c, i) for i in range(6))
         added = "" if target == "direct" else f"{p50 - med('direct', c, 1):+.3f} | {p99 - med('direct', c, 2):+.3f}"
-        print(f"| {c} | {target} | {rps:.0f} | {p50:.3f} | {p99:.3f} | {p999:.3f} | {added or ' | '} |")
+        cpu = "" if target == "direct" else f"{own:.0f}"
+        print(f"| {c} | {target} | {rps:.0f} | {p50:.3f} | {p99:.3f} | {p999:.3f} | {added or ' | '} | {cpu} | {mock:.0f} |")
 print()
 def verdict(ok): return "met" if ok else "NOT met"
 if 1 in counts:
@@ -250,6 +287,8 @@ PY
 echo
 echo "added = target − direct: the target's own cost on top of the upstream call (same machine, same mock)."
 echo "controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
+echo "CPU µs/request = user + system time of the target's processes (all threads; nginx: master and workers)"
+echo "during its runs, per request answered; mock CPU = the same for mock-upstream."
 
 if [ "$problems" -ne 0 ]; then
     say ""
