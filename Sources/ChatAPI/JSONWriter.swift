@@ -36,18 +36,25 @@ public struct JSONWriter {
 
     public mutating func field(_ name: String, _ value: Int) {
         key(name)
-        bytes.append(contentsOf: String(value).utf8)
-        needsComma = true
+        integer(value)
     }
 
     public mutating func field(_ name: String, _ value: Int?) {
         key(name)
-        if let value {
-            bytes.append(contentsOf: String(value).utf8)
-            needsComma = true
-        } else {
-            null()
-        }
+        if let value { integer(value) } else { null() }
+    }
+
+    /// The decimal digits, written straight into the bytes (no intermediate string).
+    private mutating func integer(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let magnitude = value.magnitude
+        var place: UInt = 1
+        while place <= magnitude / 10 { place *= 10 }
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / place % 10))
+            place /= 10
+        } while place > 0
+        needsComma = true
     }
 
     public mutating func field(_ name: String, object body: (inout JSONWriter) -> Void) {

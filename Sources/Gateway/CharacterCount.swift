@@ -25,6 +25,20 @@ enum CharacterCount {
         var index = 0
         while index < bytes.count {
             let lead = bytes[index]
+            // The common case first: a visible ASCII character, or a two-byte letter (Latin,
+            // Arabic, Persian) of the plain class, is a cluster of its own.
+            if lead &- 0x20 < 0x5F {
+                count += 1
+                previous = .cluster
+                index += 1
+                continue
+            }
+            if lead & 0xE0 == 0xC0, classes[Int(UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F))] == .plain {
+                count += 1
+                previous = .cluster
+                index += 2
+                continue
+            }
             let value: UInt32
             switch lead {
             case ..<0x80:

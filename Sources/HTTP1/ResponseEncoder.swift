@@ -82,8 +82,16 @@ public enum ResponseEncoder {
         buffer.append(contentsOf: "0\r\n\r\n".utf8)
     }
 
-    private static func writeDecimal(_ value: Int, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: String(value).utf8)
+    /// The digits of `value` (a minus sign first when negative), without building a string.
+    static func writeDecimal(_ value: Int, into buffer: inout [UInt8]) {
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        let magnitude = value.magnitude
+        var place: UInt = 1
+        while place <= magnitude / 10 { place *= 10 }
+        while place > 0 {
+            buffer.append(UInt8(ascii: "0") + UInt8(magnitude / place % 10))
+            place /= 10
+        }
     }
 
     /// Appends the string's UTF-8 bytes with CR, LF and NUL replaced by spaces.

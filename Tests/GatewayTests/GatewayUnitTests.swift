@@ -159,6 +159,11 @@ struct GatewayUnitTests {
             $0.field("ms", milliseconds: 1.23456)
         }
         #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"s":"a\"b\\c\nd\u0001","n":3,"z":null,"ms":1.235}"#)
+        for value in [0, 7, 10, 99, 100, 65_536, -3, -100, Int.max, Int.min] {
+            var numbers = JSONWriter()
+            numbers.object { $0.field("n", value); $0.field("m", Optional(value)); $0.field("z", Int?.none) }
+            #expect(String(decoding: numbers.bytes, as: UTF8.self) == #"{"n":\#(value),"m":\#(value),"z":null}"#)
+        }
         var escapes = JSONWriter()
         escapes.object { $0.field("e", "\r\t\u{1F}\u{7F}\u{0}x\"\\") }
         #expect(String(decoding: escapes.bytes, as: UTF8.self) == #"{"e":"\r\t\u001f\u007f\u0000x\"\\"}"#)

@@ -23,6 +23,15 @@ struct ResponseEncoderTests {
         #expect(text(buffer) == "prefixHTTP/1.0 599 \r\n\r\n")
     }
 
+    @Test("decimal fields are written digit for digit, as String(Int) would")
+    func decimals() {
+        for value in [0, 1, 9, 10, 99, 100, 101, 12_345, 1_000_000, -1, -10, Int.max, Int.min] {
+            var buffer: [UInt8] = []
+            ResponseEncoder.writeField(name: "Content-Length", value: value, into: &buffer)
+            #expect(text(buffer) == "Content-Length: \(String(value))\r\n")
+        }
+    }
+
     @Test("CR, LF and NUL in the phrase, names and values are written as spaces")
     func noResponseSplitting() {
         var buffer: [UInt8] = []
