@@ -19,6 +19,7 @@
 #   DURATION=10s              length of one wrk run
 #   CONNECTIONS="1 16 64 256" connection counts (wrk -t1 for 1 connection, -t2 otherwise)
 #   WARMUP=2s                 one unrecorded run per target before the rounds (0 to skip)
+#   EVENT_LOOPS=              the gateways' event loops (unset: the gateway's default, one per core)
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   extra `swift build -c release` flags; the default
 #                             links the Swift runtime statically, as `make release` and the
 #                             Dockerfile do
@@ -56,6 +57,8 @@ case "$rounds" in '' | *[!0-9]* | 0) die "ROUNDS must be a positive whole number
 for c in "${connection_list[@]}"; do
     case "$c" in '' | *[!0-9]* | 0) die "CONNECTIONS must be positive whole numbers, not '$c'" ;; esac
 done
+event_loops=${EVENT_LOOPS:-}
+case "$event_loops" in *[!0-9]*) die "EVENT_LOOPS must be a whole number" ;; esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-bench.XXXXXX")
 mock_pid=
@@ -87,7 +90,8 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     local name=$1
     shift
     start_text_gateway "$bin" "$work/$name" "$work/$name.log" \
-        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning "$@" ||
+        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning \
+        ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
 # gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
@@ -145,7 +149,7 @@ check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS unset = one per core; RATE_LIMITS=off METRICS=off, no tokens)"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off, no tokens)"
 echo "controls: $controls_url  (text-gateway, pid $controls_pid: caller token, rate limits and metrics on)"
 echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
 echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
