@@ -10,16 +10,9 @@ public enum Language: Sendable {
             return
         }
         var best: (weight: Double, language: Language)?
-        for item in acceptLanguage.split(separator: ",").prefix(32) {
-            let parts = item.split(separator: ";")
-            let tag = parts.first.map { String($0).lowercased().filter { $0 != " " } } ?? ""
-            var weight = 1.0
-            for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                if pair.count == 2, pair[0].filter({ $0 != " " }) == "q" {
-                    weight = Double(pair[1].filter { $0 != " " }) ?? 0
-                }
-            }
+        for element in HeaderElement.list(acceptLanguage) {
+            let tag = element.value
+            let weight = element.weight
             let language: Language?
             if tag == "en" || tag.hasPrefix("en-") {
                 language = .english

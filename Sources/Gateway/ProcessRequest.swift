@@ -43,9 +43,7 @@ struct ProcessRequest: Equatable {
     /// `application/json`, any case, with or without parameters.
     static func isJSON(_ contentType: String) -> Bool {
         if contentType == "application/json" || contentType == "application/json; charset=utf-8" { return true }
-        // Everything before the first `;`, even when empty (";application/json" is not JSON).
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return mediaType.lowercased().filter { $0 != " " && $0 != "\t" } == "application/json"
+        return HeaderElement(Substring(contentType)).value == "application/json"
     }
 
     /// `text` without leading or trailing Unicode whitespace and newlines.

@@ -48,10 +48,23 @@ struct GatewayUnitTests {
         arguments: [
             (nil, Language.persian), ("en", .english), ("en-GB", .english), ("fa", .persian), ("de, en;q=0.5", .english),
             ("fa;q=0.9, en;q=0.8", .persian), ("en;q=0, fa", .persian), ("*", .persian), ("EN-us", .english),
+            ("fa;q=0.4, en; Q = 0.5", .english), ("\ten", .english), (";en", .persian), ("fa;q=x, en;q=0.1", .english),
         ] as [(String?, Language)]
     )
     func language(header: String?, expected: Language) {
         #expect(Language(acceptLanguage: header) == expected)
+    }
+
+    @Test(
+        "streams for Accept: text/event-stream among other ranges, in any case and spacing",
+        arguments: [
+            (nil, false), ("text/event-stream", true), ("application/json, Text/Event-Stream;q=0.9", true),
+            (" text/event-stream ; charset=utf-8", true), ("\ttext/event-stream", true), ("*/*", false),
+            (";text/event-stream", false), ("text/event-streams", false), ("application/json", false),
+        ] as [(String?, Bool)]
+    )
+    func eventStreamAccept(header: String?, expected: Bool) {
+        #expect(Gateway.acceptsEventStream(header) == expected)
     }
 
     @Test("keeps well-formed request ids and replaces the rest with UUIDs")
