@@ -38,8 +38,6 @@ warmup=${WARMUP:-2s}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a connection_list <<<"$connections"
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "bench-gateway: $*"; exit 1; }
 
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)

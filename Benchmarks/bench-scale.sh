@@ -47,8 +47,6 @@ read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a scenario_list <<<"$scenarios"
 read -r -a count_list <<<"$counts"
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "bench-scale: $*"; exit 1; }
 
 if ! command -v swift >/dev/null; then
     say "bench-scale needs the Swift toolchain on PATH (e.g. export PATH=/opt/swift/usr/bin:\$PATH)"

@@ -40,8 +40,6 @@ disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-4}
 sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "drills: $*"; exit 1; }
 
 command -v python3 >/dev/null || die "needs python3"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "needs Python 3.11 or newer"

@@ -20,8 +20,6 @@ requests=${REQUESTS:-2000}
 warmup=${WARMUP:-200}
 top=${TOP:-25}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
-say() { printf '%s\n' "$*" >&2; }
-die() { say "instructions: $*"; exit 1; }
 for command in valgrind callgrind_control python3; do
     command -v "$command" >/dev/null || die "needs valgrind and python3: apt-get install -y valgrind python3"
 done
@@ -46,7 +44,7 @@ port=$(free_port)
 mkdir -p "$work/run"
 (
     cd "$work/run"
-    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" \
+    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
         DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production

@@ -20,8 +20,6 @@ port=${DEMO_PORT:-8080}
 once=${DEMO_ONCE:-0}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "demo: $*"; exit 1; }
 
 case "$port" in '' | *[!0-9]*) die "DEMO_PORT must be a port number, not '$port'" ;; esac
 [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "DEMO_PORT must be in 1...65535, not $port"

@@ -1,5 +1,9 @@
 # Shell helpers shared by scripts/demo.sh and the Benchmarks/ scripts (sourced, not run).
 
+# say MESSAGE: to standard error. die MESSAGE: the same after the script's name, then exit 1.
+say() { printf '%s\n' "$*" >&2; }
+die() { say "$(basename "$0" .sh): $*"; exit 1; }
+
 # stop PID: politely (SIGTERM), then firmly after 5 s (SIGKILL), and reap it. Only ever
 # called with the pids of processes the calling script started.
 stop() {

@@ -61,25 +61,9 @@ struct ChatCompletionReader {
         try enter()
         parser.index += 1
         var choices: [ChatCompletion.Choice] = []
-        parser.skipWhitespace()
-        if peek() == UInt8(ascii: "]") {
-            parser.index += 1
-            parser.depth -= 1
-            return choices
-        }
-        while true {
-            parser.skipWhitespace()
-            choices.append(try choice())
-            parser.skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","): parser.index += 1
-            case UInt8(ascii: "]"):
-                parser.index += 1
-                parser.depth -= 1
-                return choices
-            default: throw .syntax
-            }
-        }
+        var first = true
+        while try nextElement(&first) { choices.append(try choice()) }
+        return choices
     }
 
     private mutating func choice() throws(Failure) -> ChatCompletion.Choice {
@@ -174,6 +158,10 @@ struct ChatCompletionReader {
 
     private mutating func enter() throws(Failure) {
         do { try parser.enter() } catch { throw .syntax }
+    }
+
+    private mutating func nextElement(_ first: inout Bool) throws(Failure) -> Bool {
+        do { return try parser.nextElement(&first) } catch { throw .syntax }
     }
 
     /// Reads the object at the reader. `member` reads the value of a key it knows and returns

@@ -69,7 +69,7 @@ struct JSONByteParser {
     let maximumDepth: Int
     private(set) var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     var index = 0
-    var depth = 0
+    private var depth = 0
 
     init(maximumDepth: Int) {
         self.maximumDepth = maximumDepth
@@ -237,28 +237,31 @@ struct JSONByteParser {
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
-        defer { depth -= 1 }
         index += 1
         var elements: [JSONValue] = []
+        var first = true
+        while try nextElement(&first) { elements.append(try parseValue()) }
+        return .array(elements)
+    }
+
+    /// Moves to the next element of the array being read — after its `[` (`first`) or after
+    /// an element — and returns true with the parser on it; false after the closing `]`, which
+    /// also leaves the array's depth. The array counterpart of ``nextMemberName(_:)``.
+    mutating func nextElement(_ first: inout Bool) throws(JSONParseError) -> Bool {
         skipWhitespace()
-        if index < input.count, input[index] == UInt8(ascii: "]") {
+        guard index < input.count else { throw error("unexpected end") }
+        if input[index] == UInt8(ascii: "]") {
             index += 1
-            return .array(elements)
+            depth -= 1
+            return false
         }
-        while true {
+        if !first {
+            guard input[index] == UInt8(ascii: ",") else { throw error("expected ',' or ']'") }
+            index += 1
             skipWhitespace()
-            elements.append(try parseValue())
-            skipWhitespace()
-            guard index < input.count else { throw error("unexpected end") }
-            if input[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if input[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            } else {
-                throw error("expected ',' or ']'")
-            }
         }
+        first = false
+        return true
     }
 
     /// A string starting at the opening quote; leaves `index` after the closing one.

@@ -33,7 +33,7 @@ enum CharacterCount {
                 index += 1
                 continue
             }
-            if lead & 0xE0 == 0xC0, classes[Int(UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F))] == .plain {
+            if lead & 0xE0 == 0xC0, classes[Int(twoByteValue(lead, bytes[index + 1]))] == .plain {
                 count += 1
                 previous = .cluster
                 index += 2
@@ -45,7 +45,7 @@ enum CharacterCount {
                 value = UInt32(lead)
                 index += 1
             case ..<0xE0:
-                value = UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F)
+                value = twoByteValue(lead, bytes[index + 1])
                 index += 2
             case ..<0xF0:
                 value = UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
@@ -76,6 +76,12 @@ enum CharacterCount {
             }
         }
         return count
+    }
+
+    /// The scalar of a two-byte UTF-8 sequence.
+    @inline(__always)
+    private static func twoByteValue(_ lead: UInt8, _ continuation: UInt8) -> UInt32 {
+        UInt32(lead & 0x1F) << 6 | UInt32(continuation & 0x3F)
     }
 
     private enum Previous { case start, cluster, carriageReturn, control }
