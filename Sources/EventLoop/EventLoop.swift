@@ -41,6 +41,11 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let threadID = Atomic<UInt>(0)
     private let finished = Mutex(false)
+    // The load of the last finished window (thousandths), when that window ended, and whether
+    // the loop is in `epoll_wait`: written by the loop, read by any thread through `recentLoad`.
+    private let windowLoad = Atomic<Int>(0)
+    private let windowEnded = Atomic<UInt64>(0)
+    private let waiting = Atomic<Bool>(false)
 
     private var registrations: [CInt: Registration] = [:]
     private var nextRegistrationID: UInt32 = 1
@@ -76,6 +81,22 @@ public final class EventLoop: @unchecked Sendable {
     public var inEventLoop: Bool {
         let id = threadID.load(ordering: .relaxed)
         return id != 0 && pthread_equal(pthread_self(), pthread_t(id)) != 0
+    }
+
+    /// How long a load window lasts: the loop measures its load over windows of at least this.
+    public static let loadWindow: Duration = .milliseconds(100)
+
+    /// How busy the loop has been lately, in thousandths of the time: the share of its last
+    /// ``loadWindow`` or more spent working rather than waiting in `epoll_wait`. A loop that
+    /// has not ended an iteration for two windows counts as idle while it waits and as fully
+    /// busy while it works. Read from any thread.
+    public var recentLoad: Int {
+        let ended = windowEnded.load(ordering: .acquiring)
+        let now = MonotonicInstant.now().nanoseconds
+        if now > ended, now - ended > 2 * Self.loadWindow.nanosecondsClamped {
+            return waiting.load(ordering: .relaxed) ? 0 : 1000
+        }
+        return windowLoad.load(ordering: .relaxed)
     }
 
     // MARK: - Starting and stopping
@@ -183,9 +204,22 @@ public final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         var batch: [Work] = []
+        let window = Self.loadWindow.nanosecondsClamped
+        var windowStart = MonotonicInstant.now()
+        var windowBusy: UInt64 = 0
+        windowEnded.store(windowStart.nanoseconds, ordering: .releasing)
         while !stopRequested {
             let timeout = nextTimeoutMilliseconds()
+            waiting.store(true, ordering: .relaxed)
             let count = epoll_wait(epollFD, events, capacity, timeout)
+            waiting.store(false, ordering: .relaxed)
+            let woke = MonotonicInstant.now()
+            if windowStart.nanoseconds(until: woke) >= window {
+                // A long wait ends the window, so the work that follows starts a fresh one.
+                endLoadWindow(busy: windowBusy, from: windowStart, to: woke)
+                windowStart = woke
+                windowBusy = 0
+            }
             if count > 0 {
                 for index in 0..<Int(count) {
                     let data = events[index].data.u64
@@ -214,8 +248,21 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             batch.removeAll(keepingCapacity: true)
+            let done = MonotonicInstant.now()
+            windowBusy += woke.nanoseconds(until: done)
+            if windowStart.nanoseconds(until: done) >= window {
+                endLoadWindow(busy: windowBusy, from: windowStart, to: done)
+                windowStart = done
+                windowBusy = 0
+            }
         }
         threadID.store(0, ordering: .releasing)
+    }
+
+    private func endLoadWindow(busy: UInt64, from start: MonotonicInstant, to end: MonotonicInstant) {
+        let elapsed = max(1, start.nanoseconds(until: end))
+        windowLoad.store(Int(min(busy, elapsed) * 1000 / elapsed), ordering: .relaxed)
+        windowEnded.store(end.nanoseconds, ordering: .releasing)
     }
 
     private func nextTimeoutMilliseconds() -> CInt {

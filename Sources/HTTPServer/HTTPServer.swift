@@ -90,18 +90,21 @@ public final class HTTPServer: Sendable {
         var contexts: [LoopBound<LoopState>] = []
         let distributor = ConnectionDistributor()
         do {
-            var loopContexts: [LoopBound<ServerLoopContext>] = []
+            var loopContexts: [(context: LoopBound<ServerLoopContext>, occupancy: LoopOccupancy)] = []
             for loop in group.loops {
                 let fd = listenerFD
+                let occupancy = LoopOccupancy()
                 let (state, context) = try await Self.onLoop(loop) { [configuration, responder, counters] () throws(IOError) in
-                    let context = ServerLoopContext(loop: loop, configuration: configuration, responder: responder, counters: counters)
+                    let context = ServerLoopContext(
+                        loop: loop, configuration: configuration, responder: responder, counters: counters, occupancy: occupancy
+                    )
                     let listener = Listener(fd: fd, context: context, distributor: distributor)
                     return (LoopBound(LoopState(context: context, listener: listener), loop: loop), LoopBound(context, loop: loop))
                 }
                 contexts.append(state)
-                loopContexts.append(context)
+                loopContexts.append((context, occupancy))
             }
-            distributor.setContexts(loopContexts)
+            distributor.setLoops(loopContexts, maxConnections: configuration.maxConnections)
             for bound in contexts {
                 try await Self.onLoop(bound.loop) { () throws(IOError) in try bound.value.listener.start() }
             }

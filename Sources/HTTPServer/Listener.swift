@@ -5,7 +5,7 @@ import EventLoop
 
 /// Accepts connections from the listening socket every loop shares (registered with
 /// `EPOLLEXCLUSIVE`, so a new connection wakes one loop), and hands them to the
-/// ``ConnectionDistributor``, which spreads them over the loops.
+/// ``ConnectionDistributor``, which places them on the loops.
 final class Listener: Selectable {
     private let fd: CInt
     private let context: ServerLoopContext
@@ -50,6 +50,9 @@ final class Listener: Selectable {
                 return
             }
             guard case .processed(let accepted) = result else { return }
+            // Counted as open from here, not from when its loop starts it: a connection handed
+            // to another loop is not counted there yet, and the cap must hold meanwhile.
+            context.counters.open.add(1, ordering: .relaxed)
             context.counters.accepted.add(1, ordering: .relaxed)
             Socket.setNoDelay(accepted.fd)
             distributor.place(fd: accepted.fd, peer: accepted.peer, acceptedOn: context)

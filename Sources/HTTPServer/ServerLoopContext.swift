@@ -12,6 +12,8 @@ final class ServerLoopContext {
     let configuration: ServerConfiguration
     let responder: HTTPResponder
     let counters: ServerCounters
+    /// This loop's open connections, for the ``ConnectionDistributor`` on other loops.
+    let occupancy: LoopOccupancy
     /// One read buffer for every connection of the loop: a read is consumed before the next.
     let readBuffer: UnsafeMutableRawBufferPointer
     var connections: [ObjectIdentifier: HTTPConnection] = [:]
@@ -19,11 +21,15 @@ final class ServerLoopContext {
     private var dateSecond = -1
     private var dateString = ""
 
-    init(loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder, counters: ServerCounters) {
+    init(
+        loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder, counters: ServerCounters,
+        occupancy: LoopOccupancy
+    ) {
         self.loop = loop
         self.configuration = configuration
         self.responder = responder
         self.counters = counters
+        self.occupancy = occupancy
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
@@ -42,13 +48,15 @@ final class ServerLoopContext {
     }
 
     func add(_ connection: HTTPConnection) {
+        // `counters.open` already counts it: the listener reserved its slot when accepting.
         connections[ObjectIdentifier(connection)] = connection
-        counters.open.add(1, ordering: .relaxed)
+        occupancy.open.add(1, ordering: .relaxed)
     }
 
     func remove(_ connection: HTTPConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             counters.open.subtract(1, ordering: .relaxed)
+            occupancy.open.subtract(1, ordering: .relaxed)
         }
     }
 }
@@ -60,4 +68,9 @@ extension ServerLoopContext: Sendable {}
 final class ServerCounters: Sendable {
     let open = Atomic<Int>(0)
     let accepted = Atomic<Int>(0)
+}
+
+/// Connections open on one loop, written by that loop and read by whichever loop accepts.
+final class LoopOccupancy: Sendable {
+    let open = Atomic<Int>(0)
 }

@@ -45,6 +45,34 @@ struct EventLoopTests {
         #expect(fired.withLock { $0 } == [1, 3])
     }
 
+    @Test("reports a high load after working through a window and a low one after waiting")
+    func recentLoad() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        func onLoop(_ body: @escaping @Sendable () -> Void) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                loop.execute {
+                    body()
+                    continuation.resume()
+                }
+            }
+        }
+        await onLoop {
+            let end = MonotonicInstant.now().advanced(by: .milliseconds(250))
+            while MonotonicInstant.now() < end {}
+        }
+        await onLoop {}
+        #expect(loop.recentLoad >= 900)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: .milliseconds(300))) { continuation.resume() }
+            }
+        }
+        await onLoop {}
+        #expect(loop.recentLoad <= 100, "300 ms spent waiting for a timer counted as work")
+    }
+
     @Test("runs tasks that prefer it as their executor on its thread")
     func taskExecutor() async throws {
         let group = try EventLoopGroup(loopCount: 1)
