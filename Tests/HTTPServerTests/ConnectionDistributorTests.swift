@@ -73,11 +73,10 @@ struct ConnectionDistributorTests {
         await loops.close()
     }
 
-    @Test("a loop busy for most of the last period passes new connections to an idle one")
+    @Test("a loop busy for most of its last window passes new connections to an idle one")
     func busyLoopPassesOn() async throws {
         let loops = try await PlacementLoops(maxConnections: 1000)
-        await loops.keepBusy(loop: 0, for: .milliseconds(400))
-        for _ in 0..<3 { try await loops.place(acceptedOn: 0) }
+        try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 3)
         try await loops.waitFor(open: [0, 3])
         await loops.close()
     }
@@ -85,11 +84,10 @@ struct ConnectionDistributorTests {
     @Test("when every loop is busy, connections go to the loop with the fewest")
     func allBusySpread() async throws {
         let loops = try await PlacementLoops(maxConnections: 1000)
-        async let first: Void = loops.keepBusy(loop: 0, for: .milliseconds(400))
-        async let second: Void = loops.keepBusy(loop: 1, for: .milliseconds(400))
-        _ = await (first, second)
-        for _ in 0..<4 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [2, 2])
+        // Loop 1 is still working when loop 0, after its own work, places the connections.
+        await loops.startWork(on: 1, for: .milliseconds(1500))
+        try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 2)
+        try await loops.waitFor(open: [1, 1])
         await loops.close()
     }
 }
@@ -130,18 +128,60 @@ private final class PlacementLoops: Sendable {
 
     /// Hands the distributor a new connection as if loop `index` had accepted it.
     func place(acceptedOn index: Int) async throws {
+        let fd = try makeConnection()
+        let context = contexts[index]
+        let distributor = distributor
+        await Self.run(on: context.loop) { distributor.place(fd: fd, peer: nil, acceptedOn: context.value) }
+        try await waitUntilStarted()
+    }
+
+    /// Keeps loop `index` working for `duration`, then, on its very next turn (while its
+    /// load still shows that work), places `count` connections as if it had accepted them.
+    func placeAfterWork(on index: Int, for duration: Duration, count: Int) async throws {
+        var fds: [CInt] = []
+        for _ in 0..<count { fds.append(try makeConnection()) }
+        let context = contexts[index]
+        let distributor = distributor
+        let connections = fds
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            context.loop.execute {
+                let end = MonotonicInstant.now().advanced(by: duration)
+                while MonotonicInstant.now() < end {}
+                // Timers run in the next iteration, after this one has ended the load window.
+                context.loop.scheduleTimer(at: .now()) {
+                    for fd in connections { distributor.place(fd: fd, peer: nil, acceptedOn: context.value) }
+                    continuation.resume()
+                }
+            }
+        }
+        try await waitUntilStarted()
+    }
+
+    /// Starts loop `index` working for `duration` and returns once it has begun.
+    func startWork(on index: Int, for duration: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            group.loops[index].execute {
+                continuation.resume()
+                let end = MonotonicInstant.now().advanced(by: duration)
+                while MonotonicInstant.now() < end {}
+            }
+        }
+    }
+
+    /// One end of a new socket pair for the server side; the test keeps the other.
+    private func makeConnection() throws -> CInt {
         var pair: [CInt] = [-1, -1]
         let created = pair.withUnsafeMutableBufferPointer {
             socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
         }
         try #require(created == 0)
         peers.update { $0.append(pair[1]) }
-        let context = contexts[index]
-        let distributor = distributor
-        let fd = pair[0]
-        await Self.run(on: context.loop) { distributor.place(fd: fd, peer: nil, acceptedOn: context.value) }
-        // A connection handed to the other loop starts there a moment later: wait for it, so
-        // the next placement sees it counted.
+        return pair[0]
+    }
+
+    /// A connection handed to the other loop starts there a moment later: waits until every
+    /// connection made so far is counted on some loop.
+    private func waitUntilStarted() async throws {
         let placed = peers.value.count
         let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
         while openCounts.reduce(0, +) < placed && MonotonicInstant.now() < deadline {
@@ -150,14 +190,6 @@ private final class PlacementLoops: Sendable {
     }
 
     var openCounts: [Int] { occupancies.map { $0.open.load(ordering: .relaxed) } }
-
-    /// Keeps loop `index` working for `duration`, as a loop busy with requests would.
-    func keepBusy(loop index: Int, for duration: Duration) async {
-        await Self.run(on: group.loops[index]) {
-            let end = MonotonicInstant.now().advanced(by: duration)
-            while MonotonicInstant.now() < end {}
-        }
-    }
 
     /// Waits (up to 5 s) until the loops hold `open` connections, and checks they do.
     func waitFor(open expected: [Int]) async throws {
