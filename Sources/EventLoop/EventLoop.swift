@@ -208,18 +208,23 @@ public final class EventLoop: @unchecked Sendable {
         var windowStart = MonotonicInstant.now()
         var windowBusy: UInt64 = 0
         windowEnded.store(windowStart.nanoseconds, ordering: .releasing)
+        /// Publishes the load window and starts the next once it has lasted long enough.
+        func endLoadWindowIfDue(at now: MonotonicInstant) {
+            let elapsed = windowStart.nanoseconds(until: now)
+            guard elapsed >= window else { return }
+            windowLoad.store(Int(min(windowBusy, elapsed) * 1000 / elapsed), ordering: .relaxed)
+            windowEnded.store(now.nanoseconds, ordering: .releasing)
+            windowStart = now
+            windowBusy = 0
+        }
         while !stopRequested {
             let timeout = nextTimeoutMilliseconds()
             waiting.store(true, ordering: .relaxed)
             let count = epoll_wait(epollFD, events, capacity, timeout)
             waiting.store(false, ordering: .relaxed)
             let woke = MonotonicInstant.now()
-            if windowStart.nanoseconds(until: woke) >= window {
-                // A long wait ends the window, so the work that follows starts a fresh one.
-                endLoadWindow(busy: windowBusy, from: windowStart, to: woke)
-                windowStart = woke
-                windowBusy = 0
-            }
+            // A long wait ends the window, so the work that follows starts a fresh one.
+            endLoadWindowIfDue(at: woke)
             if count > 0 {
                 for index in 0..<Int(count) {
                     let data = events[index].data.u64
@@ -250,19 +255,9 @@ public final class EventLoop: @unchecked Sendable {
             batch.removeAll(keepingCapacity: true)
             let done = MonotonicInstant.now()
             windowBusy += woke.nanoseconds(until: done)
-            if windowStart.nanoseconds(until: done) >= window {
-                endLoadWindow(busy: windowBusy, from: windowStart, to: done)
-                windowStart = done
-                windowBusy = 0
-            }
+            endLoadWindowIfDue(at: done)
         }
         threadID.store(0, ordering: .releasing)
-    }
-
-    private func endLoadWindow(busy: UInt64, from start: MonotonicInstant, to end: MonotonicInstant) {
-        let elapsed = max(1, start.nanoseconds(until: end))
-        windowLoad.store(Int(min(busy, elapsed) * 1000 / elapsed), ordering: .relaxed)
-        windowEnded.store(end.nanoseconds, ordering: .releasing)
     }
 
     private func nextTimeoutMilliseconds() -> CInt {

@@ -78,7 +78,7 @@ final class ConnectionDistributor: Sendable {
         if let fullest { return fullest }
         let count = open.count
         var emptiest = cursor % count
-        for step in 1..<max(1, count) {
+        for step in 1..<count {
             let index = (cursor + step) % count
             if open[index] < open[emptiest] { emptiest = index }
         }

@@ -183,8 +183,13 @@ private final class PlacementLoops: Sendable {
     /// connection made so far is counted on some loop.
     private func waitUntilStarted() async throws {
         let placed = peers.value.count
+        try await poll { self.openCounts.reduce(0, +) >= placed }
+    }
+
+    /// Polls `condition` every millisecond until it holds or 5 s have passed.
+    private func poll(until condition: () -> Bool) async throws {
         let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
-        while openCounts.reduce(0, +) < placed && MonotonicInstant.now() < deadline {
+        while !condition() && MonotonicInstant.now() < deadline {
             try await Task.sleep(for: .milliseconds(1))
         }
     }
@@ -193,10 +198,7 @@ private final class PlacementLoops: Sendable {
 
     /// Waits (up to 5 s) until the loops hold `open` connections, and checks they do.
     func waitFor(open expected: [Int]) async throws {
-        let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
-        while openCounts != expected && MonotonicInstant.now() < deadline {
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        try await poll { self.openCounts == expected }
         #expect(openCounts == expected)
     }
 
