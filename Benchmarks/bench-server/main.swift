@@ -1,4 +1,6 @@
-// A minimal server for `make bench-server`: answers `GET /` with a fixed 13-byte body.
+// A minimal server for `make bench-server`: answers `GET /` with a fixed 13-byte body, and
+// `GET /work?us=N` with the same after keeping its loop busy for N microseconds (at most one
+// second): a handler that needs the CPU, for measuring how connections spread over loops.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,6 +24,14 @@ while let argument = arguments.next() {
 let body = Array("Hello, world!".utf8)
 var router = Router()
 router.get("/") { _ in HTTPResponse(headers: ["Content-Type": "text/plain"], body: .bytes(body)) }
+router.get("/work") { request in
+    let microseconds = request.head.query.flatMap { query in
+        query.split(separator: "&").lazy.compactMap { $0.hasPrefix("us=") ? Int($0.dropFirst(3)) : nil }.first
+    } ?? 0
+    let end = ContinuousClock.now + .microseconds(min(max(microseconds, 0), 1_000_000))
+    while ContinuousClock.now < end {}
+    return HTTPResponse(headers: ["Content-Type": "text/plain"], body: .bytes(body))
+}
 let responder = router.buildResponder()
 let server = try HTTPServer(configuration: configuration) { try await responder.respond(to: $0) }
 let address = try await server.start()

@@ -14,11 +14,38 @@ import Synchronization
 /// there). When no loop has headroom, the connection goes to the loop with the fewest, so a
 /// burst of thousands ends up spread evenly, as what is split across loops (a client's
 /// connection pool) expects.
+///
+/// Connections stay where they are placed, so a burst that arrives while the loops are idle
+/// (a reverse proxy filling its pool, a benchmark's connections) would all stay on one loop
+/// and leave the other cores idle however busy that loop became. A **saturated** loop (one
+/// working nearly all the time while the machine leaves at least half a CPU idle, so another
+/// loop would find a CPU to run on) therefore hands kept-alive connections, between two
+/// requests, to a loop with headroom that holds fewer, until the two hold about as many.
+/// While the machine's CPUs are taken (by the upstream, a proxy, other programs), a busy loop
+/// keeps its connections: spreading them would only take CPU from those and add wake-ups.
 final class ConnectionDistributor: Sendable {
     /// A loop whose ``EventLoop/recentLoad`` is under this (thousandths) has headroom.
     static let busyLimit = 500
     /// A loop packs connections while it holds fewer than this many more than the emptiest loop.
     static let packLimit = 256
+
+    /// A loop is saturated from this ``EventLoop/recentLoad`` (thousandths) …
+    let saturatedLoad: Int
+    /// … while the machine leaves at least this much CPU time idle (thousandths of one CPU).
+    let freeCPU: Int
+    private let idleCPUs: @Sendable () -> Int?
+
+    /// `idleCPUs` tells how much CPU time the machine left idle lately (``IdleCPU/idleCPUs(now:)``).
+    init(saturatedLoad: Int = 900, freeCPU: Int = 500, idleCPUs: (@Sendable () -> Int?)? = nil) {
+        self.saturatedLoad = saturatedLoad
+        self.freeCPU = freeCPU
+        if let idleCPUs {
+            self.idleCPUs = idleCPUs
+        } else {
+            let sampler = IdleCPU()
+            self.idleCPUs = { sampler.idleCPUs() }
+        }
+    }
 
     private struct Loop {
         let context: LoopBound<ServerLoopContext>
@@ -44,7 +71,8 @@ final class ConnectionDistributor: Sendable {
     }
 
     /// Starts the connection `fd` on the loop ``choose(accepting:headroom:open:cursor:)`` picks
-    /// (here, when that is this loop).
+    /// (here, when that is this loop). The chosen loop counts the connection from now on, so
+    /// the next choice sees it even before that loop has started it.
     func place(fd: CInt, peer: SocketAddress?, acceptedOn context: ServerLoopContext) {
         let target = state.withLock { state -> LoopBound<ServerLoopContext>? in
             guard state.loops.count > 1, let accepting = state.loops.firstIndex(where: { $0.context.loop === context.loop }) else {
@@ -55,13 +83,56 @@ final class ConnectionDistributor: Sendable {
             let headroom = state.loops.indices.map {
                 open[$0] < min(state.share, fewest + Self.packLimit) && state.loops[$0].context.loop.recentLoad < Self.busyLimit
             }
-            return state.loops[Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor)].context
+            let chosen = state.loops[Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor)]
+            chosen.occupancy.open.add(1, ordering: .relaxed)
+            return chosen.context
         }
         guard let target, target.loop !== context.loop else {
+            if target == nil { context.occupancy.open.add(1, ordering: .relaxed) }
             Self.start(fd: fd, peer: peer, on: context)
             return
         }
         target.loop.execute { Self.start(fd: fd, peer: peer, on: target.value) }
+    }
+
+    /// The loop a kept-alive connection of `context`'s loop should move to before its next
+    /// request, counted there from now on; nil to stay. Called on `context`'s loop after each
+    /// response, so the common case (the loop is not saturated) reads a clock and no lock.
+    func handOffTarget(from context: ServerLoopContext) -> LoopBound<ServerLoopContext>? {
+        let ownLoad = context.loop.recentLoad
+        // The machine's idle time only once the loop is busy: reading it can cost a file read.
+        guard ownLoad >= saturatedLoad, isSaturated(load: ownLoad, idle: idleCPUs()) else { return nil }
+        return state.withLock { state -> LoopBound<ServerLoopContext>? in
+            guard state.loops.count > 1, let source = state.loops.firstIndex(where: { $0.context.loop === context.loop }) else {
+                return nil
+            }
+            let open = state.loops.map { $0.occupancy.open.load(ordering: .relaxed) }
+            let load = state.loops.indices.map { $0 == source ? 1000 : state.loops[$0].context.loop.recentLoad }
+            guard let target = Self.handOffTarget(from: source, open: open, load: load, share: state.share) else { return nil }
+            state.loops[target].occupancy.open.add(1, ordering: .relaxed)
+            return state.loops[target].context
+        }
+    }
+
+    /// Whether a loop with this ``EventLoop/recentLoad`` is saturated while the machine leaves
+    /// `idle` CPU time idle (thousandths of one CPU; nil: not known).
+    func isSaturated(load: Int, idle: Int?) -> Bool {
+        guard let idle else { return false }
+        return load >= saturatedLoad && idle >= freeCPU
+    }
+
+    /// The loop a saturated loop `source` hands a connection to: among the loops with
+    /// headroom (under ``busyLimit`` and their `share` of the cap) that hold at least two
+    /// fewer connections than `source`, the one holding the fewest (the first among equals);
+    /// nil when there is none, or when moving one would only swap which loop holds more.
+    static func handOffTarget(from source: Int, open: [Int], load: [Int], share: Int) -> Int? {
+        var emptiest: Int?
+        for index in open.indices where index != source && load[index] < busyLimit && open[index] < share {
+            guard open[index] + 1 < open[source] else { continue }
+            if let best = emptiest, open[best] <= open[index] { continue }
+            emptiest = index
+        }
+        return emptiest
     }
 
     /// The loop for a new connection. Among the loops with headroom, the one holding the most
@@ -86,20 +157,24 @@ final class ConnectionDistributor: Sendable {
         return emptiest
     }
 
-    private static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext) {
+    /// Starts serving `fd` on `context`'s loop, which already counts it (``place(fd:peer:acceptedOn:)``
+    /// or ``handOffTarget(from:)``), as the server does.
+    static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext) {
         if context.quiescing {
-            // Accepted just before shutdown began: refuse rather than serve.
+            // Accepted or handed over just before shutdown began: refuse rather than serve.
             Socket.close(fd)
             context.counters.open.subtract(1, ordering: .relaxed)
+            context.occupancy.open.subtract(1, ordering: .relaxed)
             return
         }
         let connection = HTTPConnection(fd: fd, remoteAddress: peer, context: context)
         do {
             try connection.start()
         } catch {
-            // Never added to its loop, so closing it does not give back the listener's count.
+            // Never added to its loop, so closing it does not give back the counts.
             connection.close()
             context.counters.open.subtract(1, ordering: .relaxed)
+            context.occupancy.open.subtract(1, ordering: .relaxed)
         }
     }
 }

@@ -344,6 +344,10 @@ final class HTTPConnection: Selectable {
             linger()
             return
         }
+        if parser.bufferedByteCount == 0, parser.isAwaitingRequest, let target = context.distributor.handOffTarget(from: context) {
+            handOff(to: target)
+            return
+        }
         state = .reading
         setInterest(interest.union(.read))
         setDeadline(.idle, after: context.configuration.idleTimeout)
@@ -418,6 +422,21 @@ final class HTTPConnection: Selectable {
         Socket.shutdownWrite(fd)
         setInterest([.read])
         setDeadline(.linger, after: context.configuration.lingerTimeout)
+    }
+
+    /// Moves the connection, idle between two requests with nothing buffered either way, to
+    /// `target`'s loop: this loop stops watching it and forgets it, and `target` starts it
+    /// afresh (a request already on its way waits in the socket until then).
+    private func handOff(to target: LoopBound<ServerLoopContext>) {
+        state = .closed
+        loop.deregister(fd)
+        if let timer { loop.cancelTimer(timer.id) }
+        timer = nil
+        deadline = nil
+        context.detach(self)
+        let fd = fd
+        let peer = remoteAddress
+        target.loop.execute { ConnectionDistributor.start(fd: fd, peer: peer, on: target.value) }
     }
 
     /// Closes the socket at once, cancelling a running handler and failing waiting writers.

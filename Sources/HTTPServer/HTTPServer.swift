@@ -96,7 +96,8 @@ public final class HTTPServer: Sendable {
                 let occupancy = LoopOccupancy()
                 let (state, context) = try await Self.onLoop(loop) { [configuration, responder, counters] () throws(IOError) in
                     let context = ServerLoopContext(
-                        loop: loop, configuration: configuration, responder: responder, counters: counters, occupancy: occupancy
+                        loop: loop, configuration: configuration, responder: responder, counters: counters, occupancy: occupancy,
+                        distributor: distributor
                     )
                     let listener = Listener(fd: fd, context: context, distributor: distributor)
                     return (LoopBound(LoopState(context: context, listener: listener), loop: loop), LoopBound(context, loop: loop))

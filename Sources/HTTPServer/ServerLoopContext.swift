@@ -14,6 +14,8 @@ final class ServerLoopContext {
     let counters: ServerCounters
     /// This loop's open connections, for the ``ConnectionDistributor`` on other loops.
     let occupancy: LoopOccupancy
+    /// Places connections over the server's loops, and moves them off this loop when it is saturated.
+    let distributor: ConnectionDistributor
     /// One read buffer for every connection of the loop: a read is consumed before the next.
     let readBuffer: UnsafeMutableRawBufferPointer
     var connections: [ObjectIdentifier: HTTPConnection] = [:]
@@ -23,13 +25,14 @@ final class ServerLoopContext {
 
     init(
         loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder, counters: ServerCounters,
-        occupancy: LoopOccupancy
+        occupancy: LoopOccupancy, distributor: ConnectionDistributor
     ) {
         self.loop = loop
         self.configuration = configuration
         self.responder = responder
         self.counters = counters
         self.occupancy = occupancy
+        self.distributor = distributor
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
@@ -48,15 +51,23 @@ final class ServerLoopContext {
     }
 
     func add(_ connection: HTTPConnection) {
-        // `counters.open` already counts it: the listener reserved its slot when accepting.
+        // Both counts already include it: the listener reserved the server's slot when
+        // accepting, the distributor this loop's when choosing it.
         connections[ObjectIdentifier(connection)] = connection
-        occupancy.open.add(1, ordering: .relaxed)
     }
 
     func remove(_ connection: HTTPConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             counters.open.subtract(1, ordering: .relaxed)
             occupancy.open.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// The connection leaves for another loop, which counts it already: it stays open for the server.
+    func detach(_ connection: HTTPConnection) {
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            occupancy.open.subtract(1, ordering: .relaxed)
+            counters.moved.add(1, ordering: .relaxed)
         }
     }
 }
@@ -68,9 +79,12 @@ extension ServerLoopContext: Sendable {}
 final class ServerCounters: Sendable {
     let open = Atomic<Int>(0)
     let accepted = Atomic<Int>(0)
+    /// Kept-alive connections handed from a saturated loop to another.
+    let moved = Atomic<Int>(0)
 }
 
-/// Connections open on one loop, written by that loop and read by whichever loop accepts.
+/// Connections open on one loop or on their way to it: counted by the loop that chooses it,
+/// given back by the loop itself when one closes or leaves.
 final class LoopOccupancy: Sendable {
     let open = Atomic<Int>(0)
 }

@@ -92,28 +92,167 @@ struct ConnectionDistributorTests {
     }
 }
 
+@Suite("Moving connections off a saturated loop")
+struct ConnectionHandOffTests {
+    @Test("a loop is saturated when it works nearly all the time and the machine leaves a CPU idle enough")
+    func saturation() {
+        let distributor = ConnectionDistributor(idleCPUs: { nil })
+        #expect(distributor.isSaturated(load: 1000, idle: 2000))
+        #expect(distributor.isSaturated(load: distributor.saturatedLoad, idle: distributor.freeCPU))
+        #expect(!distributor.isSaturated(load: distributor.saturatedLoad - 1, idle: 2000))
+        #expect(!distributor.isSaturated(load: 1000, idle: distributor.freeCPU - 1), "no CPU free for another loop")
+        #expect(!distributor.isSaturated(load: 1000, idle: nil), "the machine's idle time not known yet")
+    }
+
+    @Test("hands to the loop with headroom holding the fewest, while it holds at least two fewer")
+    func targetTable() {
+        // (source, open per loop, load per loop, share, target)
+        let cases: [(Int, [Int], [Int], Int, Int?)] = [
+            (0, [64, 0], [1000, 0], 1000, 1),
+            (0, [33, 31], [1000, 0], 1000, 1),
+            (0, [32, 31], [1000, 0], 1000, nil),
+            (0, [32, 32], [1000, 0], 1000, nil),
+            (0, [64, 0], [1000, 500], 1000, nil),
+            (0, [64, 0], [1000, 499], 1000, 1),
+            (0, [64, 10], [1000, 0], 10, nil),
+            (1, [0, 64], [0, 1000], 1000, 0),
+            (0, [64, 20, 10], [1000, 0, 0], 1000, 2),
+            (0, [64, 20, 10], [1000, 0, 800], 1000, 1),
+            (0, [64, 10, 10], [1000, 0, 0], 1000, 1),
+            (2, [5, 5, 9], [0, 0, 1000], 1000, 0),
+            (0, [9], [1000], 1000, nil),
+        ]
+        for (source, open, load, share, target) in cases {
+            #expect(ConnectionDistributor.handOffTarget(from: source, open: open, load: load, share: share) == target, "\(open) \(load)")
+        }
+    }
+
+    @Test("a saturated loop hands kept-alive connections to an idle loop until they hold about as many")
+    func handsOffWhenSaturated() async throws {
+        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
+        for _ in 0..<4 { try await loops.place(acceptedOn: 0) }
+        try await loops.waitFor(open: [4, 0])
+        for peer in 0..<4 { #expect(try await loops.exchange(on: peer, path: "/compute") == "ok") }
+        try await loops.waitFor(open: [2, 2])
+        #expect(loops.movedCount == 2)
+        // Moved connections go on serving, from their new loop.
+        for peer in 0..<4 { #expect(try await loops.exchange(on: peer, path: "/") == "ok") }
+        try await loops.waitFor(open: [2, 2])
+        await loops.close()
+    }
+
+    @Test("a busy loop keeps its connections while the machine has no CPU free, and a loop that is not busy keeps them")
+    func keepsWhenNotSaturated() async throws {
+        try await expectNoneMove(idleCPUs: 300, path: "/compute", rounds: 1)
+        try await expectNoneMove(idleCPUs: 2000, path: "/", rounds: 3)
+    }
+
+    /// Two connections on loop 0 answer `rounds` requests for `path` each, while the machine
+    /// leaves `idleCPUs` idle; none may move.
+    private func expectNoneMove(idleCPUs: Int, path: String, rounds: Int) async throws {
+        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { idleCPUs }))
+        for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
+        try await loops.waitFor(open: [2, 0])
+        for _ in 0..<rounds {
+            for peer in 0..<2 { #expect(try await loops.exchange(on: peer, path: path) == "ok") }
+        }
+        #expect(loops.movedCount == 0, "idle CPUs \(idleCPUs), \(path)")
+        #expect(loops.openCounts == [2, 0])
+        await loops.close()
+    }
+
+    @Test("a connection with a pipelined request waiting stays until that one is answered too")
+    func pipelinedStays() async throws {
+        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
+        for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
+        try await loops.waitFor(open: [2, 0])
+        let answers = try await loops.exchange(on: 0, paths: ["/compute", "/", "/"])
+        #expect(answers == ["ok", "ok", "ok"])
+        try await loops.waitFor(open: [1, 1])
+        #expect(try await loops.exchange(on: 0, path: "/") == "ok")
+        await loops.close()
+    }
+}
+
+@Suite("The machine's idle CPU time")
+struct IdleCPUTests {
+    @Test("reads idle and I/O-wait ticks from the first line of /proc/stat, and nothing else")
+    func parse() {
+        let stat = "cpu  4705 356 584 3699 23 0 11 0 0 0\ncpu0 2352 178 292 1849 11 0 5 0 0 0\nintr 1 2 3\n"
+        #expect(IdleCPU.idleTicks(inFirstLineOf: ArraySlice(stat.utf8)) == 3722)
+        for text in ["", "cpu  1 2 3", "cpu0 1 2 3 4 5", "intr 1 2 3 4 5 6", "cpu  1 2 3 x 5 6", "cpu  1 2 3 -4 5 6"] {
+            #expect(IdleCPU.idleTicks(inFirstLineOf: ArraySlice(text.utf8)) == nil, "\(text)")
+        }
+    }
+
+    @Test("answers for the interval between its last two reads, reading at most every 250 ms")
+    func intervals() {
+        let ticks = Observed<UInt64?>(1000)
+        let reads = Observed(0)
+        let sampler = IdleCPU(read: {
+            reads.update { $0 += 1 }
+            return ticks.value
+        })
+        let start = MonotonicInstant.now()
+        func at(_ milliseconds: Int) -> MonotonicInstant { start.advanced(by: .milliseconds(milliseconds)) }
+        let perSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
+        #expect(sampler.idleCPUs(now: at(0)) == nil, "one read: no interval yet")
+        ticks.update { $0 = 1000 + UInt64(perSecond / 2) }  // half a CPU-second idle …
+        #expect(sampler.idleCPUs(now: at(100)) == nil, "too soon for another read")
+        #expect(reads.value == 1)
+        #expect(sampler.idleCPUs(now: at(500)) == 1000)  // … in half a second: one CPU idle
+        #expect(sampler.idleCPUs(now: at(600)) == 1000, "the last interval's figure, without a read")
+        #expect(reads.value == 2)
+        ticks.update { $0 = $0.map { $0 + UInt64(perSecond) } }  // one CPU-second idle in 2 s …
+        #expect(sampler.idleCPUs(now: at(2500)) == nil, "an interval over a second says little about now")
+        ticks.update { $0 = $0.map { $0 + UInt64(perSecond / 4) } }  // … a quarter in half a second
+        #expect(sampler.idleCPUs(now: at(3000)) == 500)
+        ticks.update { $0 = nil }
+        #expect(sampler.idleCPUs(now: at(3300)) == nil, "an unreadable file")
+    }
+
+    @Test("reads this machine's /proc/stat")
+    func live() async throws {
+        // A sleep of 300 ms can take over a second while the suites run in parallel: then the
+        // interval is too long to answer for, and the test tries again.
+        var idle: Int?
+        for _ in 0..<10 where idle == nil {
+            let sampler = IdleCPU()
+            _ = sampler.idleCPUs()
+            try await Task.sleep(for: .milliseconds(300))
+            idle = sampler.idleCPUs()
+        }
+        let measured = try #require(idle)
+        #expect(measured >= 0 && measured <= 1000 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) + 100)
+    }
+}
+
 /// Two running loops with a server context each and a distributor over them. Connections
-/// are one end of a socket pair; the test holds the other end.
+/// are one end of a socket pair; the test holds the other end. The server answers "ok" to
+/// every request; `/compute` first keeps its loop busy for 250 ms.
 private final class PlacementLoops: Sendable {
     let group: EventLoopGroup
     let occupancies: [LoopOccupancy]
     let contexts: [LoopBound<ServerLoopContext>]
-    let distributor = ConnectionDistributor()
+    let distributor: ConnectionDistributor
+    private let counters: [ServerCounters]
     private let peers = Observed<[CInt]>([])
 
-    init(maxConnections: Int) async throws {
+    init(maxConnections: Int, distributor: ConnectionDistributor = ConnectionDistributor()) async throws {
+        self.distributor = distributor
         group = try EventLoopGroup(loopCount: 2, namePrefix: "placement")
         var configuration = ServerConfiguration()
         configuration.maxConnections = maxConnections
         var occupancies: [LoopOccupancy] = []
         var contexts: [LoopBound<ServerLoopContext>] = []
+        let counters = ServerCounters()
         for loop in group.loops {
             let occupancy = LoopOccupancy()
             let context = await Self.run(on: loop) { [configuration] in
                 LoopBound(
                     ServerLoopContext(
-                        loop: loop, configuration: configuration, responder: { _ in .text("ok") },
-                        counters: ServerCounters(), occupancy: occupancy
+                        loop: loop, configuration: configuration, responder: Self.respond,
+                        counters: counters, occupancy: occupancy, distributor: distributor
                     ),
                     loop: loop
                 )
@@ -123,7 +262,72 @@ private final class PlacementLoops: Sendable {
         }
         self.occupancies = occupancies
         self.contexts = contexts
+        self.counters = [counters]
         distributor.setLoops(Array(zip(contexts, occupancies)), maxConnections: maxConnections)
+    }
+
+    @Sendable private static func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        switch request.path {
+        case "/compute":
+            let end = MonotonicInstant.now().advanced(by: .milliseconds(250))
+            while MonotonicInstant.now() < end {}
+        default:
+            break
+        }
+        return .text("ok")
+    }
+
+    var movedCount: Int { counters.reduce(0) { $0 + $1.moved.load(ordering: .relaxed) } }
+
+    /// Sends a GET for `path` on the test's end of connection `peer` and returns the body.
+    func exchange(on peer: Int, path: String) async throws -> String {
+        try await exchange(on: peer, paths: [path]).first ?? ""
+    }
+
+    /// Sends GETs for `paths` in one write (pipelined) and returns the bodies, in order.
+    func exchange(on peer: Int, paths: [String]) async throws -> [String] {
+        let fd = peers.value[peer]
+        let request = Array(paths.map { "GET \($0) HTTP/1.1\r\nHost: test\r\n\r\n" }.joined().utf8)
+        try #require(request.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == request.count)
+        var received: [UInt8] = []
+        var bodies: [String] = []
+        let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bodies.count < paths.count && MonotonicInstant.now() < deadline {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                received += buffer[0..<count]
+                bodies = Self.bodies(in: received)
+            } else {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        return bodies
+    }
+
+    /// The bodies of the complete `Content-Length` responses in `bytes`.
+    private static func bodies(in bytes: [UInt8]) -> [String] {
+        var bodies: [String] = []
+        var start = 0
+        while let headEnd = Self.endOfHead(in: bytes, from: start) {
+            let head = String(decoding: bytes[start..<headEnd], as: UTF8.self).lowercased()
+            let length = head.split(separator: "\r\n").lazy
+                .compactMap { $0.hasPrefix("content-length:") ? Int($0.dropFirst("content-length:".count).filter { $0 != " " }) : nil }
+                .first
+            guard let length, bytes.count >= headEnd + 4 + length else { break }
+            bodies.append(String(decoding: bytes[(headEnd + 4)..<(headEnd + 4 + length)], as: UTF8.self))
+            start = headEnd + 4 + length
+        }
+        return bodies
+    }
+
+    /// Where the next `\r\n\r\n` at or after `start` begins.
+    private static func endOfHead(in bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count >= start + 4 else { return nil }
+        for index in start...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
     }
 
     /// Hands the distributor a new connection as if loop `index` had accepted it.
