@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,6 +16,13 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length) {
 
 void CEventLoop_setThreadName(const char *name) {
     pthread_setname_np(pthread_self(), name);
+}
+
+int CEventLoop_affinityCPUCount(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+    return CPU_COUNT(&set);
 }
 
 long CEventLoop_getrandom(void *buffer, unsigned long length) {

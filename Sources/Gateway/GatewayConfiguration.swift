@@ -20,7 +20,7 @@ public struct GatewayConfiguration: Sendable {
     public var logFormat = Logger.Format.text
     /// How long in-flight requests may run after SIGTERM before connections are closed.
     public var shutdownGrace: Duration = .seconds(10)
-    /// Event loops; defaults to one per core.
+    /// Event loops; 0 (the default) is one per CPU the process may use (``EventLoopGroup/processorCount``).
     public var loopCount = 0
     /// `GATEWAY_MODELS`: the `/v1` model aliases a client may name, in order (alias →
     /// upstream model id). When empty, the one alias `default` names `DARVAREH_MODEL_ID`.

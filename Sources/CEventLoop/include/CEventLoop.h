@@ -22,6 +22,9 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length);
 /// Names the calling thread (at most 15 bytes are kept).
 void CEventLoop_setThreadName(const char *name);
 
+/// The number of CPUs this process may run on (its affinity mask), or 0 when unknown.
+int CEventLoop_affinityCPUCount(void);
+
 /// Fills `buffer` with `length` bytes from the kernel's random source (getrandom(2), which
 /// the Swift Glibc module does not export); returns the bytes written or -1.
 long CEventLoop_getrandom(void *buffer, unsigned long length);

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import EventLoop
+import Testing
+
+@Suite("The default loop count")
+struct ProcessorCountTests {
+    @Test("reads a cgroup v2 CPU quota as whole CPUs, rounded up; no quota or anything unreadable is nil")
+    func quota() {
+        let cases: [(String, Int?)] = [
+            ("max 100000\n", nil),
+            ("150000 100000\n", 2),
+            ("100000 100000\n", 1),
+            ("50000 100000", 1),
+            ("400000 100000\n", 4),
+            ("", nil),
+            ("100000", nil),
+            ("0 100000", nil),
+            ("-1 100000", nil),
+            ("100000 0", nil),
+            ("abc 100000", nil),
+            ("100000 100000 7", nil),
+        ]
+        for (text, expected) in cases {
+            #expect(EventLoopGroup.quotaCPUs(cpuMax: text) == expected, "\(text.debugDescription)")
+        }
+    }
+
+    @Test("takes the fewest of the online CPUs, the affinity mask and the quota, ignoring unknown counts")
+    func available() {
+        // (online, affinity, quota, loops)
+        let cases: [(Int, Int, Int?, Int)] = [
+            (8, 8, nil, 8),
+            (8, 2, nil, 2),
+            (8, 8, 3, 3),
+            (8, 2, 4, 2),
+            (8, 0, nil, 8),
+            (0, 0, nil, 1),
+            (-1, 4, nil, 4),
+            (2, 2, 64, 2),
+        ]
+        for (online, affinity, quota, loops) in cases {
+            #expect(EventLoopGroup.availableCPUs(online: online, affinity: affinity, quota: quota) == loops)
+        }
+    }
+
+    @Test("on this machine: at least one, at most the online CPUs")
+    func live() {
+        let count = EventLoopGroup.processorCount
+        #expect(count >= 1 && count <= Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
