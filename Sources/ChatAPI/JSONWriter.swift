@@ -174,28 +174,41 @@ public struct JSONWriter {
         return text
     }
 
-    /// Appends ``decimal(_:)`` of `value` to `text`, without an intermediate string.
+    /// Appends ``decimal(_:)`` of `value` to `text`: the digits are written into a small
+    /// buffer from the last one back and appended at once (a small string, no allocation).
     public static func appendDecimal(_ value: Double, to text: inout String) {
         guard value.isFinite, value >= 0 else {
             text += "0"
             return
         }
         let thousandths = Int((min(value, 9e15) * 1000).rounded())  // clamped: never past Int.max
-        text += String(thousandths / 1000)
-        var fraction = thousandths % 1000
-        guard fraction != 0 else { return }
-        var digits = 3
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        // `fraction` now has `digits` places, written with their leading zeros (5 → ".005").
-        text.append(".")
-        var divisor = 1
-        for _ in 1..<digits { divisor *= 10 }
-        while divisor > 0 {
-            text.unicodeScalars.append(Unicode.Scalar(UInt8(ascii: "0") + UInt8(fraction / divisor % 10)))
-            divisor /= 10
+        // At most 16 whole digits (9e15), a point and three decimals.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            var start = buffer.count
+            func prepend(_ byte: UInt8) {
+                start -= 1
+                buffer[start] = byte
+            }
+            var fraction = thousandths % 1000
+            if fraction != 0 {
+                var digits = 3
+                while fraction % 10 == 0 {
+                    fraction /= 10
+                    digits -= 1
+                }
+                // `fraction` has `digits` places, written with their leading zeros (5 → ".005").
+                for _ in 0..<digits {
+                    prepend(UInt8(ascii: "0") + UInt8(fraction % 10))
+                    fraction /= 10
+                }
+                prepend(UInt8(ascii: "."))
+            }
+            var whole = thousandths / 1000
+            repeat {
+                prepend(UInt8(ascii: "0") + UInt8(whole % 10))
+                whole /= 10
+            } while whole > 0
+            text += String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
         }
     }
 }
