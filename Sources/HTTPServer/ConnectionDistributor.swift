@@ -35,7 +35,8 @@ final class ConnectionDistributor: Sendable {
     let freeCPU: Int
     private let idleCPUs: @Sendable () -> Int?
 
-    /// `idleCPUs` tells how much CPU time the machine left idle lately (``IdleCPU/idleCPUs(now:)``).
+    /// `idleCPUs` tells how much CPU time the machine left idle lately, in thousandths of one
+    /// CPU, or nil when that is not known; by default an ``IdleCPU`` reading `/proc/stat`.
     init(saturatedLoad: Int = 900, freeCPU: Int = 500, idleCPUs: (@Sendable () -> Int?)? = nil) {
         self.saturatedLoad = saturatedLoad
         self.freeCPU = freeCPU
