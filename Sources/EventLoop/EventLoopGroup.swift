@@ -19,21 +19,47 @@ public final class EventLoopGroup: Sendable {
     /// The CPUs this process can use, the default loop count: the online processors, fewer
     /// when its affinity mask allows fewer (`docker run --cpuset-cpus`, `taskset`), fewer
     /// again when its cgroup's CPU quota is smaller (`docker run --cpus`, a Kubernetes CPU
-    /// limit; cgroup v2's `cpu.max`, rounded up). More loops than that would only take turns
-    /// on the same CPUs, and under a quota be throttled together.
+    /// limit; cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us`, rounded up). More loops than
+    /// that would only take turns on the same CPUs, and under a quota be throttled together.
     public static var processorCount: Int {
-        let quota = readShortFile("/sys/fs/cgroup/cpu.max").flatMap(quotaCPUs(cpuMax:))
-        return availableCPUs(
-            online: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), affinity: Int(CEventLoop_affinityCPUCount()), quota: quota
+        availableCPUs(
+            online: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), affinity: Int(CEventLoop_affinityCPUCount()), quota: cgroupQuotaCPUs()
         )
     }
 
-    /// The first 256 bytes of a small file such as a cgroup setting; nil when it cannot be read.
-    private static func readShortFile(_ path: String) -> String? {
+    /// The CPUs the cgroup's quota allows, from the v2 file or else the v1 pair; nil without a
+    /// quota. Under v1 the process's own cgroup (`/proc/self/cgroup`) is looked for below the
+    /// controller's mount, then the mount itself (what a container sees).
+    private static func cgroupQuotaCPUs() -> Int? {
+        if let cpuMax = readShortFile("/sys/fs/cgroup/cpu.max") { return quotaCPUs(cpuMax: cpuMax) }
+        let own = readShortFile("/proc/self/cgroup", limit: 4096).flatMap(cgroupV1CPUPath(in:)) ?? ""
+        for mount in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
+            for directory in Set([mount + own, mount]).sorted(by: { $0.count > $1.count }) {
+                if let quota = readShortFile(directory + "/cpu.cfs_quota_us"), let period = readShortFile(directory + "/cpu.cfs_period_us") {
+                    return quotaCPUs(cfsQuota: quota, cfsPeriod: period)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// The path of the v1 `cpu` controller's cgroup in `/proc/self/cgroup` ("4:cpu,cpuacct:/a/b"
+    /// gives "/a/b"); "" for the root, nil when there is no such line.
+    static func cgroupV1CPUPath(in text: String) -> String? {
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[1].split(separator: ",").contains("cpu") else { continue }
+            return fields[2] == "/" ? "" : String(fields[2])
+        }
+        return nil
+    }
+
+    /// The first `limit` bytes of a small file such as a cgroup setting; nil when it cannot be read.
+    private static func readShortFile(_ path: String, limit: Int = 256) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 256)
+        var buffer = [UInt8](repeating: 0, count: limit)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
         return String(decoding: buffer[0..<count], as: UTF8.self)
@@ -49,9 +75,19 @@ public final class EventLoopGroup: Sendable {
     /// rounded up; nil without a quota or for anything unreadable.
     static func quotaCPUs(cpuMax: String) -> Int? {
         let fields = cpuMax.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count == 2, let quota = Int(fields[0]), let period = Int(fields[1]), quota > 0, period > 0 else {
-            return nil
-        }
+        guard fields.count == 2, let quota = Int(fields[0]), let period = Int(fields[1]) else { return nil }
+        return quotaCPUs(quota: quota, period: period)
+    }
+
+    /// The same from cgroup v1's `cpu.cfs_quota_us` ("-1": no quota) and `cpu.cfs_period_us`.
+    static func quotaCPUs(cfsQuota: String, cfsPeriod: String) -> Int? {
+        func number(_ text: String) -> Int? { Int(text.filter { $0 != "\n" && $0 != " " }) }
+        guard let quota = number(cfsQuota), let period = number(cfsPeriod) else { return nil }
+        return quotaCPUs(quota: quota, period: period)
+    }
+
+    private static func quotaCPUs(quota: Int, period: Int) -> Int? {
+        guard quota > 0, period > 0 else { return nil }
         return (quota + period - 1) / period
     }
 

@@ -27,6 +27,32 @@ struct ProcessorCountTests {
         }
     }
 
+    @Test("reads a cgroup v1 CPU quota the same way; -1 is no quota")
+    func quotaV1() {
+        let cases: [(String, String, Int?)] = [
+            ("-1\n", "100000\n", nil),
+            ("150000\n", "100000\n", 2),
+            ("100000", "100000", 1),
+            ("250000\n", "100000\n", 3),
+            ("0\n", "100000\n", nil),
+            ("100000\n", "0\n", nil),
+            ("", "100000", nil),
+            ("x", "100000", nil),
+        ]
+        for (quota, period, expected) in cases {
+            #expect(EventLoopGroup.quotaCPUs(cfsQuota: quota, cfsPeriod: period) == expected, "\(quota.debugDescription) \(period.debugDescription)")
+        }
+    }
+
+    @Test("finds the cpu controller's cgroup in /proc/self/cgroup")
+    func v1Path() {
+        #expect(EventLoopGroup.cgroupV1CPUPath(in: "4:memory:/m\n2:cpuacct:/x\n1:cpu:/a/b\n0::/\n") == "/a/b")
+        #expect(EventLoopGroup.cgroupV1CPUPath(in: "3:cpu,cpuacct:/system.slice/x.service\n") == "/system.slice/x.service")
+        #expect(EventLoopGroup.cgroupV1CPUPath(in: "1:cpu:/\n") == "")
+        #expect(EventLoopGroup.cgroupV1CPUPath(in: "0::/user.slice\n") == nil, "cgroup v2 only")
+        #expect(EventLoopGroup.cgroupV1CPUPath(in: "") == nil)
+    }
+
     @Test("takes the fewest of the online CPUs, the affinity mask and the quota, ignoring unknown counts")
     func available() {
         // (online, affinity, quota, loops)
