@@ -54,15 +54,10 @@ public final class EventLoopGroup: Sendable {
         return nil
     }
 
-    /// The first `limit` bytes of a small file such as a cgroup setting; nil when it cannot be read.
+    /// A small text file such as a cgroup setting; nil when it cannot be read or is empty.
     private static func readShortFile(_ path: String, limit: Int = 256) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: limit)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self)
+        guard let bytes = SmallFile.read(path, upTo: limit), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The smallest of the known counts (those above 0), at least 1.

@@ -100,9 +100,7 @@ final class ConnectionDistributor: Sendable {
     /// request, counted there from now on; nil to stay. Called on `context`'s loop after each
     /// response, so the common case (the loop is not saturated) reads a clock and no lock.
     func handOffTarget(from context: ServerLoopContext) -> LoopBound<ServerLoopContext>? {
-        let ownLoad = context.loop.recentLoad
-        // The machine's idle time only once the loop is busy: reading it can cost a file read.
-        guard ownLoad >= saturatedLoad, isSaturated(load: ownLoad, idle: idleCPUs()) else { return nil }
+        guard isSaturated(load: context.loop.recentLoad, idle: idleCPUs()) else { return nil }
         return state.withLock { state -> LoopBound<ServerLoopContext>? in
             guard state.loops.count > 1, let source = state.loops.firstIndex(where: { $0.context.loop === context.loop }) else {
                 return nil
@@ -116,10 +114,11 @@ final class ConnectionDistributor: Sendable {
     }
 
     /// Whether a loop with this ``EventLoop/recentLoad`` is saturated while the machine leaves
-    /// `idle` CPU time idle (thousandths of one CPU; nil: not known).
-    func isSaturated(load: Int, idle: Int?) -> Bool {
-        guard let idle else { return false }
-        return load >= saturatedLoad && idle >= freeCPU
+    /// `idle` CPU time idle (thousandths of one CPU; nil: not known). `idle` is asked only
+    /// for a busy loop: finding it out can cost a file read.
+    func isSaturated(load: Int, idle: @autoclosure () -> Int?) -> Bool {
+        guard load >= saturatedLoad, let idle = idle() else { return false }
+        return idle >= freeCPU
     }
 
     /// The loop a saturated loop `source` hands a connection to: among the loops with

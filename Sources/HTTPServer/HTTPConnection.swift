@@ -344,7 +344,7 @@ final class HTTPConnection: Selectable {
             linger()
             return
         }
-        if parser.bufferedByteCount == 0, parser.isAwaitingRequest, let target = context.distributor.handOffTarget(from: context) {
+        if parser.isAwaitingRequest, let target = context.distributor.handOffTarget(from: context) {
             handOff(to: target)
             return
         }

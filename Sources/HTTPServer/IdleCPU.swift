@@ -63,13 +63,7 @@ final class IdleCPU: Sendable {
 
     /// The idle and I/O-wait ticks of all CPUs, from the first line of `/proc/stat`.
     @Sendable static func readProcStat() -> UInt64? {
-        let fd = open("/proc/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return idleTicks(inFirstLineOf: buffer[0..<count])
+        SmallFile.read("/proc/stat", upTo: 256).flatMap { idleTicks(inFirstLineOf: $0[...]) }
     }
 
     /// `cpu  user nice system idle iowait …`: idle + iowait, or nil for anything else.
