@@ -25,6 +25,18 @@ int CEventLoop_affinityCPUCount(void) {
     return CPU_COUNT(&set);
 }
 
+int CEventLoop_affinityCPUs(unsigned char *flags, int capacity) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    int marked = 0;
+    for (int cpu = 0; cpu < capacity; cpu++) {
+        flags[cpu] = (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)) ? 1 : 0;
+        marked += flags[cpu];
+    }
+    return marked;
+}
+
 long CEventLoop_getrandom(void *buffer, unsigned long length) {
     return getrandom(buffer, length, 0);
 }

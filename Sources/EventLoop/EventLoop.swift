@@ -13,6 +13,9 @@ import Synchronization
 /// The loop is also a `TaskExecutor`: a task started with `Task(executorPreference: loop)`
 /// runs its non-isolated code on the loop thread, so a request handler and the connection
 /// that owns it never change thread.
+///
+/// With ``LoopPolling``, a loop whose events come quickly polls for them for a short,
+/// adaptive window (``PollWindow``) before it sleeps, while the machine leaves it a CPU.
 public final class EventLoop: @unchecked Sendable {
     // Sendable because every mutable field below is either guarded by `inbox`'s mutex or
     // touched only on the loop thread (`registrations`, `timers`, `stopRequested`); the
@@ -52,12 +55,15 @@ public final class EventLoop: @unchecked Sendable {
     private var timers = TimerQueue()
     private var stopRequested = false
     private var thread: pthread_t?
+    private let polling: LoopPolling?
 
     private static let wakeToken: UInt64 = UInt64.max
 
-    /// Creates a loop. It does nothing until ``start()``.
-    public init(name: String) throws(IOError) {
+    /// Creates a loop. It does nothing until ``start()``. With `polling`, it polls for events
+    /// before it sleeps when they have been coming quickly.
+    public init(name: String, polling: LoopPolling? = nil) throws(IOError) {
         self.name = name
+        self.polling = polling
         epollFD = try syscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }
         do {
             wakeFD = try syscall("eventfd") { eventfd(0, CInt(EFD_NONBLOCK) | CInt(EFD_CLOEXEC)) }
@@ -217,10 +223,16 @@ public final class EventLoop: @unchecked Sendable {
             windowStart = now
             windowBusy = 0
         }
+        var pollWindow = PollWindow(limit: polling?.limitNanoseconds ?? 0)
         while !stopRequested {
             let timeout = nextTimeoutMilliseconds()
             waiting.store(true, ordering: .relaxed)
-            let count = epoll_wait(epollFD, events, capacity, timeout)
+            let count: CInt
+            if let polling, timeout != 0 {
+                count = waitPolling(events, capacity, timeout: timeout, window: &pollWindow, polling: polling)
+            } else {
+                count = epoll_wait(epollFD, events, capacity, timeout)
+            }
             waiting.store(false, ordering: .relaxed)
             let woke = MonotonicInstant.now()
             // A long wait ends the window, so the work that follows starts a fresh one.
@@ -260,9 +272,37 @@ public final class EventLoop: @unchecked Sendable {
         threadID.store(0, ordering: .releasing)
     }
 
+    /// Waits for events as `epoll_wait` would with `timeout` (not 0), polling first for the
+    /// window when it is open and the machine leaves a CPU, then adapts the window.
+    private func waitPolling(
+        _ events: UnsafeMutablePointer<epoll_event>, _ capacity: CInt, timeout: CInt, window: inout PollWindow, polling: LoopPolling
+    ) -> CInt {
+        let start = MonotonicInstant.now()
+        var count: CInt = 0
+        if window.current > 0, polling.beginPolling(load: windowLoad.load(ordering: .relaxed)) {
+            // Poll no longer than the window, nor past the next timer.
+            var pollEnd = start.nanoseconds + window.current
+            if let deadline = timers.earliestDeadline() { pollEnd = min(pollEnd, deadline.nanoseconds) }
+            var now = start
+            repeat {
+                count = epoll_wait(epollFD, events, capacity, 0)
+                now = .now()
+            } while count == 0 && now.nanoseconds < pollEnd
+            polling.endPolling(nanoseconds: start.nanoseconds(until: now), caughtEvent: count > 0)
+        }
+        if count == 0 {
+            count = epoll_wait(epollFD, events, capacity, nextTimeoutMilliseconds())
+        }
+        window.record(waited: start.nanoseconds(until: .now()))
+        return count
+    }
+
+    private func inboxHasWork() -> Bool {
+        inbox.withLock { !$0.work.isEmpty }
+    }
+
     private func nextTimeoutMilliseconds() -> CInt {
-        let hasWork = inbox.withLock { !$0.work.isEmpty }
-        if hasWork { return 0 }
+        if inboxHasWork() { return 0 }
         guard let deadline = timers.earliestDeadline() else { return -1 }
         let nanos = MonotonicInstant.now().nanoseconds(until: deadline)
         if nanos == 0 { return 0 }

@@ -4,13 +4,21 @@ import Synchronization
 public final class EventLoopGroup: Sendable {
     /// The loops, in creation order.
     public let loops: [EventLoop]
+    /// The idle CPU time of the machine lately, the loops' polling counted as idle.
+    public let idleCPU: IdleCPU
+    /// What the loops share when they poll for events before sleeping; nil when they do not.
+    public let polling: LoopPolling?
     private let cursor = Atomic<Int>(0)
 
-    /// Starts `count` loops (at least one) named `<prefix>-<index>`.
-    public init(loopCount count: Int, namePrefix: String = "loop") throws(IOError) {
+    /// Starts `count` loops (at least one) named `<prefix>-<index>`. With `polling`, a loop
+    /// whose events come quickly polls for them before it sleeps, while the machine leaves it
+    /// a CPU (``LoopPolling``).
+    public init(loopCount count: Int, namePrefix: String = "loop", polling: LoopPolling? = nil) throws(IOError) {
+        self.polling = polling
+        idleCPU = polling?.idleCPU ?? IdleCPU()
         var loops: [EventLoop] = []
         for index in 0..<max(1, count) {
-            loops.append(try EventLoop(name: "\(namePrefix)-\(index)"))
+            loops.append(try EventLoop(name: "\(namePrefix)-\(index)", polling: polling))
         }
         self.loops = loops
         for loop in loops { loop.start() }
@@ -27,10 +35,10 @@ public final class EventLoopGroup: Sendable {
         )
     }
 
-    /// The CPUs the cgroup's quota allows, from the v2 file or else the v1 pair; nil without a
-    /// quota. Under v1 the process's own cgroup (`/proc/self/cgroup`) is looked for below the
-    /// controller's mount, then the mount itself (what a container sees).
-    private static func cgroupQuotaCPUs() -> Int? {
+    /// The CPUs the cgroup's quota allows, rounded up, from the v2 file or else the v1 pair; nil
+    /// without a quota. Under v1 the process's own cgroup (`/proc/self/cgroup`) is looked for
+    /// below the controller's mount, then the mount itself (what a container sees).
+    public static func cgroupQuotaCPUs() -> Int? {
         if let cpuMax = readShortFile("/sys/fs/cgroup/cpu.max") { return quotaCPUs(cpuMax: cpuMax) }
         let own = readShortFile("/proc/self/cgroup", limit: 4096).flatMap(cgroupV1CPUPath(in:)) ?? ""
         for mount in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {

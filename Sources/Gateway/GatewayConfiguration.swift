@@ -22,6 +22,16 @@ public struct GatewayConfiguration: Sendable {
     public var shutdownGrace: Duration = .seconds(10)
     /// Event loops; 0 (the default) is one per CPU the process may use (``EventLoopGroup/processorCount``).
     public var loopCount = 0
+    /// `EVENT_LOOP_POLL_MICROSECONDS`: the longest a loop whose events come quickly polls for
+    /// them before it sleeps (``LoopPolling``); 0 turns polling off. Nil (the default) is
+    /// ``defaultLoopPollMicroseconds``, or 0 under a cgroup CPU quota, which polling would spend.
+    public var loopPollMicroseconds: Int?
+    public static let defaultLoopPollMicroseconds = 500
+
+    /// The polling limit in force, given the CPUs the cgroup's quota allows (nil: no quota).
+    public func loopPollLimit(cpuQuota: Int?) -> Duration {
+        .microseconds(loopPollMicroseconds ?? (cpuQuota == nil ? Self.defaultLoopPollMicroseconds : 0))
+    }
     /// `GATEWAY_MODELS`: the `/v1` model aliases a client may name, in order (alias →
     /// upstream model id). When empty, the one alias `default` names `DARVAREH_MODEL_ID`.
     public var modelAliases: [(alias: String, model: String)] = []
@@ -113,6 +123,7 @@ public struct GatewayConfiguration: Sendable {
         maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
         shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace
         loopCount = try integer("EVENT_LOOPS", 0...256) ?? loopCount
+        loopPollMicroseconds = try integer("EVENT_LOOP_POLL_MICROSECONDS", 0...1000) ?? loopPollMicroseconds
         streamFirstTokenTimeout = try seconds("STREAM_FIRST_TOKEN_TIMEOUT_SECONDS") ?? streamFirstTokenTimeout
         streamIdleTimeout = try seconds("STREAM_IDLE_TIMEOUT_SECONDS") ?? streamIdleTimeout
         streamTotalTimeout = try seconds("STREAM_TOTAL_TIMEOUT_SECONDS") ?? streamTotalTimeout

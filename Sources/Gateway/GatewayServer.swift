@@ -27,7 +27,9 @@ public final class GatewayServer: Sendable {
         clock: @escaping @Sendable () -> Instant = { .now }
     ) async throws -> GatewayServer {
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
-        let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop")
+        let pollLimit = configuration.loopPollLimit(cpuQuota: EventLoopGroup.cgroupQuotaCPUs())
+        let polling = pollLimit > .zero ? LoopPolling(limit: pollLimit, idleCPU: IdleCPU()) : nil
+        let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop", polling: polling)
         var clientConfiguration = HTTPClientConfiguration()
         let descriptors = DescriptorBudget(
             limit: Socket.raiseOpenFileLimit(), loops: loops, connectionsPerCurlHandle: clientConfiguration.transfersPerCurlHandle
@@ -59,6 +61,7 @@ public final class GatewayServer: Sendable {
                 ("environment", .string(environmentName)),
                 ("address", .string(address.description)),
                 ("loops", .int(loops)),
+                ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
                 ("upstream", .string(configuration.baseURL)),
             ])
         } catch {

@@ -36,16 +36,11 @@ final class ConnectionDistributor: Sendable {
     private let idleCPUs: @Sendable () -> Int?
 
     /// `idleCPUs` tells how much CPU time the machine left idle lately, in thousandths of one
-    /// CPU, or nil when that is not known; by default an ``IdleCPU`` reading `/proc/stat`.
-    init(saturatedLoad: Int = 900, freeCPU: Int = 500, idleCPUs: (@Sendable () -> Int?)? = nil) {
+    /// CPU, or nil when that is not known: the server's group's ``EventLoopGroup/idleCPU``.
+    init(saturatedLoad: Int = 900, freeCPU: Int = 500, idleCPUs: @escaping @Sendable () -> Int?) {
         self.saturatedLoad = saturatedLoad
         self.freeCPU = freeCPU
-        if let idleCPUs {
-            self.idleCPUs = idleCPUs
-        } else {
-            let sampler = IdleCPU()
-            self.idleCPUs = { sampler.idleCPUs() }
-        }
+        self.idleCPUs = idleCPUs
     }
 
     private struct Loop {

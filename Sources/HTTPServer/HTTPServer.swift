@@ -88,7 +88,7 @@ public final class HTTPServer: Sendable {
         let address = try Socket.localAddress(listenerFD)
 
         var contexts: [LoopBound<LoopState>] = []
-        let distributor = ConnectionDistributor()
+        let distributor = ConnectionDistributor(idleCPUs: { [group] in group.idleCPU.idleCPUs() })
         do {
             var loopContexts: [(context: LoopBound<ServerLoopContext>, occupancy: LoopOccupancy)] = []
             for loop in group.loops {

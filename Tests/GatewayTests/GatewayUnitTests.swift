@@ -107,6 +107,24 @@ struct GatewayUnitTests {
         #expect(seen.count == 2000)
     }
 
+    @Test("polls up to EVENT_LOOP_POLL_MICROSECONDS, by default 500 µs without a CPU quota and not at all under one")
+    func loopPolling() throws {
+        let defaults = try GatewayConfiguration(environment: [:])
+        #expect(defaults.loopPollMicroseconds == nil)
+        #expect(defaults.loopPollLimit(cpuQuota: nil) == .microseconds(500))
+        #expect(defaults.loopPollLimit(cpuQuota: 2) == .zero, "a quota would pay for the polling")
+        let set = try GatewayConfiguration(environment: ["EVENT_LOOP_POLL_MICROSECONDS": "150"])
+        #expect(set.loopPollLimit(cpuQuota: nil) == .microseconds(150))
+        #expect(set.loopPollLimit(cpuQuota: 2) == .microseconds(150), "set explicitly, it holds under a quota too")
+        let off = try GatewayConfiguration(environment: ["EVENT_LOOP_POLL_MICROSECONDS": "0"])
+        #expect(off.loopPollLimit(cpuQuota: nil) == .zero)
+        for bad in ["-1", "1001", "0.5", "fast"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try GatewayConfiguration(environment: ["EVENT_LOOP_POLL_MICROSECONDS": bad])
+            }
+        }
+    }
+
     @Test("reads every variable and treats empty values as unset")
     func configuration() throws {
         let configuration = try GatewayConfiguration(environment: [

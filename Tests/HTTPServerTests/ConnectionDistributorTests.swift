@@ -174,59 +174,6 @@ struct ConnectionHandOffTests {
     }
 }
 
-@Suite("The machine's idle CPU time")
-struct IdleCPUTests {
-    @Test("reads idle and I/O-wait ticks from the first line of /proc/stat, and nothing else")
-    func parse() {
-        let stat = "cpu  4705 356 584 3699 23 0 11 0 0 0\ncpu0 2352 178 292 1849 11 0 5 0 0 0\nintr 1 2 3\n"
-        #expect(IdleCPU.idleTicks(inFirstLineOf: ArraySlice(stat.utf8)) == 3722)
-        for text in ["", "cpu  1 2 3", "cpu0 1 2 3 4 5", "intr 1 2 3 4 5 6", "cpu  1 2 3 x 5 6", "cpu  1 2 3 -4 5 6"] {
-            #expect(IdleCPU.idleTicks(inFirstLineOf: ArraySlice(text.utf8)) == nil, "\(text)")
-        }
-    }
-
-    @Test("answers for the interval between its last two reads, reading at most every 250 ms")
-    func intervals() {
-        let ticks = Observed<UInt64?>(1000)
-        let reads = Observed(0)
-        let sampler = IdleCPU(read: {
-            reads.update { $0 += 1 }
-            return ticks.value
-        })
-        let start = MonotonicInstant.now()
-        func at(_ milliseconds: Int) -> MonotonicInstant { start.advanced(by: .milliseconds(milliseconds)) }
-        let perSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
-        #expect(sampler.idleCPUs(now: at(0)) == nil, "one read: no interval yet")
-        ticks.update { $0 = 1000 + UInt64(perSecond / 2) }  // half a CPU-second idle …
-        #expect(sampler.idleCPUs(now: at(100)) == nil, "too soon for another read")
-        #expect(reads.value == 1)
-        #expect(sampler.idleCPUs(now: at(500)) == 1000)  // … in half a second: one CPU idle
-        #expect(sampler.idleCPUs(now: at(600)) == 1000, "the last interval's figure, without a read")
-        #expect(reads.value == 2)
-        ticks.update { $0 = $0.map { $0 + UInt64(perSecond) } }  // one CPU-second idle in 2 s …
-        #expect(sampler.idleCPUs(now: at(2500)) == nil, "an interval over a second says little about now")
-        ticks.update { $0 = $0.map { $0 + UInt64(perSecond / 4) } }  // … a quarter in half a second
-        #expect(sampler.idleCPUs(now: at(3000)) == 500)
-        ticks.update { $0 = nil }
-        #expect(sampler.idleCPUs(now: at(3300)) == nil, "an unreadable file")
-    }
-
-    @Test("reads this machine's /proc/stat")
-    func live() async throws {
-        // A sleep of 300 ms can take over a second while the suites run in parallel: then the
-        // interval is too long to answer for, and the test tries again.
-        var idle: Int?
-        for _ in 0..<10 where idle == nil {
-            let sampler = IdleCPU()
-            _ = sampler.idleCPUs()
-            try await Task.sleep(for: .milliseconds(300))
-            idle = sampler.idleCPUs()
-        }
-        let measured = try #require(idle)
-        #expect(measured >= 0 && measured <= 1000 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) + 100)
-    }
-}
-
 /// Two running loops with a server context each and a distributor over them. Connections
 /// are one end of a socket pair; the test holds the other end. The server answers "ok" to
 /// every request; `/compute` first keeps its loop busy for 250 ms.
@@ -238,7 +185,7 @@ private final class PlacementLoops: Sendable {
     private let counters: [ServerCounters]
     private let peers = Observed<[CInt]>([])
 
-    init(maxConnections: Int, distributor: ConnectionDistributor = ConnectionDistributor()) async throws {
+    init(maxConnections: Int, distributor: ConnectionDistributor = ConnectionDistributor(idleCPUs: { nil })) async throws {
         self.distributor = distributor
         group = try EventLoopGroup(loopCount: 2, namePrefix: "placement")
         var configuration = ServerConfiguration()

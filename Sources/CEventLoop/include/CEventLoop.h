@@ -25,6 +25,11 @@ void CEventLoop_setThreadName(const char *name);
 /// The number of CPUs this process may run on (its affinity mask), or 0 when unknown.
 int CEventLoop_affinityCPUCount(void);
 
+/// Marks in `flags` (one byte per CPU number below `capacity`) the CPUs this process may run
+/// on: 1 for each CPU in its affinity mask, 0 for the others. Returns how many it marked, or
+/// -1 when the mask cannot be read.
+int CEventLoop_affinityCPUs(unsigned char *flags, int capacity);
+
 /// Fills `buffer` with `length` bytes from the kernel's random source (getrandom(2), which
 /// the Swift Glibc module does not export); returns the bytes written or -1.
 long CEventLoop_getrandom(void *buffer, unsigned long length);
