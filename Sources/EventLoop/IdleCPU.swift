@@ -40,6 +40,9 @@ public final class IdleCPU: Sendable {
         self.read = read
     }
 
+    /// Time the loops of this process have spent polling for events so far.
+    public var polledNanoseconds: UInt64 { polled.load(ordering: .relaxed) }
+
     /// Adds time a loop of this process spent polling for events.
     public func recordPolling(nanoseconds: UInt64) {
         polled.add(nanoseconds, ordering: .relaxed)

@@ -56,6 +56,12 @@ public final class GatewayServer: Sendable {
             gateway.metrics.registry.gaugeFunction("textgateway_open_connections", help: "Client connections open now.") {
                 Double(open.openConnectionCount)
             }
+            gateway.metrics.registry.counterFunction(
+                "textgateway_loop_polled_wakeups_total", help: "Event-loop waits that ended on an event found while polling, without sleeping."
+            ) { Double(polling?.polledWakeupCount ?? 0) }
+            gateway.metrics.registry.counterFunction(
+                "textgateway_loop_polling_seconds_total", help: "Time the event loops spent polling for events before sleeping."
+            ) { Double(polling?.idleCPU.polledNanoseconds ?? 0) / 1e9 }
             logger.info("started", [
                 ("version", .string(TextGatewayVersion.current)),
                 ("environment", .string(environmentName)),

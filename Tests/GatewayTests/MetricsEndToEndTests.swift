@@ -40,6 +40,8 @@ struct MetricsEndToEndTests {
             #expect(samples[#"textgateway_request_duration_seconds_count{route="/api/process"}"#] == 5)
             #expect(samples["textgateway_requests_in_flight"] == 1)  // the scrape itself
             #expect((samples["textgateway_open_connections"] ?? 0) >= 1)
+            #expect(samples["textgateway_loop_polled_wakeups_total"] != nil)
+            #expect(samples["textgateway_loop_polling_seconds_total"] != nil)
         }
     }
 

@@ -3,6 +3,7 @@
 #else
 @testable import Metrics
 #endif
+import Synchronization
 import Testing
 
 @Suite("Metrics")
@@ -285,6 +286,16 @@ struct MetricsTests {
         registry.gaugeFunction("reading", help: "r2") { -1.5 }
         let text = registry.exposition()
         #expect(text.contains("# HELP reading r2\n# TYPE reading gauge\nreading -1.5\n# HELP after_total"))
+    }
+
+    @Test("a counter function is typed counter and read at each scrape")
+    func counterFunctionReadsAtScrape() {
+        let registry = MetricsRegistry()
+        let total = Mutex(3.0)
+        registry.counterFunction("polled_total", help: "p") { total.withLock { $0 } }
+        #expect(registry.exposition() == "# HELP polled_total p\n# TYPE polled_total counter\npolled_total 3\n")
+        total.withLock { $0 = 8 }
+        #expect(registry.exposition().hasSuffix("\npolled_total 8\n"))
     }
 
     @Test("negative counter increments and NaN observations are ignored")

@@ -79,12 +79,24 @@ public final class MetricsRegistry: Sendable {
     /// (so a server restarted in the same process reports its own value), keeping the
     /// gauge's place in the output.
     public func gaugeFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        registerFunction(name, help: help, kind: .gauge, read)
+    }
+
+    /// Registers a counter without labels whose running total `read` returns at each scrape
+    /// (a total kept elsewhere, such as the event loops' polling), as ``gaugeFunction(_:help:_:)``
+    /// does for a gauge. The name ends in `_total`.
+    public func counterFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        precondition(name.hasSuffix("_total"), "counter \(name) must end in _total")
+        registerFunction(name, help: help, kind: .counter, read)
+    }
+
+    private func registerFunction(_ name: String, help: String, kind: MetricKind, _ read: @escaping @Sendable () -> Double) {
         MetricName.validate(name, labels: [])
-        let family = GaugeFunction(name: name, help: help, read: read)
+        let family = FunctionMetric(name: name, help: help, kind: kind, read: read)
         state.withLock { state in
             if let index = state.indexByName[name] {
                 precondition(
-                    state.families[index] is GaugeFunction,
+                    (state.families[index] as? FunctionMetric)?.kind == kind,
                     "metric \(name) is already registered as another kind of metric"
                 )
                 state.families[index] = family
