@@ -18,13 +18,6 @@ void CEventLoop_setThreadName(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }
 
-int CEventLoop_affinityCPUCount(void) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-    return CPU_COUNT(&set);
-}
-
 int CEventLoop_affinityCPUs(unsigned char *flags, int capacity) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -223,18 +223,19 @@ public final class EventLoop: @unchecked Sendable {
             windowStart = now
             windowBusy = 0
         }
-        var pollWindow = PollWindow(limit: polling?.limitNanoseconds ?? 0)
+        var pollWindow = PollWindow(limit: polling?.limit.nanosecondsClamped ?? 0)
         while !stopRequested {
             let timeout = nextTimeoutMilliseconds()
             waiting.store(true, ordering: .relaxed)
             let count: CInt
+            let woke: MonotonicInstant
             if let polling, timeout != 0 {
-                count = waitPolling(events, capacity, timeout: timeout, window: &pollWindow, polling: polling)
+                (count, woke) = waitPolling(events, capacity, window: &pollWindow, polling: polling)
             } else {
                 count = epoll_wait(epollFD, events, capacity, timeout)
+                woke = .now()
             }
             waiting.store(false, ordering: .relaxed)
-            let woke = MonotonicInstant.now()
             // A long wait ends the window, so the work that follows starts a fresh one.
             endLoadWindowIfDue(at: woke)
             if count > 0 {
@@ -272,11 +273,12 @@ public final class EventLoop: @unchecked Sendable {
         threadID.store(0, ordering: .releasing)
     }
 
-    /// Waits for events as `epoll_wait` would with `timeout` (not 0), polling first for the
-    /// window when it is open and the machine leaves a CPU, then adapts the window.
+    /// Waits for events as `epoll_wait` would with the next timeout (not 0), polling first for
+    /// the window when it is open and the machine leaves a CPU, then adapts the window. Returns
+    /// the event count and when the wait ended.
     private func waitPolling(
-        _ events: UnsafeMutablePointer<epoll_event>, _ capacity: CInt, timeout: CInt, window: inout PollWindow, polling: LoopPolling
-    ) -> CInt {
+        _ events: UnsafeMutablePointer<epoll_event>, _ capacity: CInt, window: inout PollWindow, polling: LoopPolling
+    ) -> (count: CInt, woke: MonotonicInstant) {
         let start = MonotonicInstant.now()
         var count: CInt = 0
         if window.current > 0, polling.beginPolling(load: windowLoad.load(ordering: .relaxed)) {
@@ -293,16 +295,14 @@ public final class EventLoop: @unchecked Sendable {
         if count == 0 {
             count = epoll_wait(epollFD, events, capacity, nextTimeoutMilliseconds())
         }
-        window.record(waited: start.nanoseconds(until: .now()))
-        return count
-    }
-
-    private func inboxHasWork() -> Bool {
-        inbox.withLock { !$0.work.isEmpty }
+        let woke = MonotonicInstant.now()
+        window.record(waited: start.nanoseconds(until: woke))
+        return (count, woke)
     }
 
     private func nextTimeoutMilliseconds() -> CInt {
-        if inboxHasWork() { return 0 }
+        let hasWork = inbox.withLock { !$0.work.isEmpty }
+        if hasWork { return 0 }
         guard let deadline = timers.earliestDeadline() else { return -1 }
         let nanos = MonotonicInstant.now().nanoseconds(until: deadline)
         if nanos == 0 { return 0 }

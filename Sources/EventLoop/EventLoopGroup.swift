@@ -31,8 +31,19 @@ public final class EventLoopGroup: Sendable {
     /// that would only take turns on the same CPUs, and under a quota be throttled together.
     public static var processorCount: Int {
         availableCPUs(
-            online: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), affinity: Int(CEventLoop_affinityCPUCount()), quota: cgroupQuotaCPUs()
+            online: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), affinity: affinityCPUs()?.count(where: { $0 }) ?? 0,
+            quota: cgroupQuotaCPUs()
         )
+    }
+
+    /// The CPU numbers the process can have, from the configured processors.
+    private static let configuredCPUs = Int(sysconf(Int32(_SC_NPROCESSORS_CONF))).clamped(to: 1...4096)
+
+    /// The process's affinity mask: true for each CPU number it may run on; nil when unknown.
+    static func affinityCPUs() -> [Bool]? {
+        var flags = [UInt8](repeating: 0, count: configuredCPUs)
+        let marked = flags.withUnsafeMutableBufferPointer { CEventLoop_affinityCPUs($0.baseAddress, CInt($0.count)) }
+        return marked > 0 ? flags.map { $0 != 0 } : nil
     }
 
     /// The CPUs the cgroup's quota allows, rounded up, from the v2 file or else the v1 pair; nil
@@ -110,3 +121,9 @@ public final class EventLoopGroup: Sendable {
 import CEventLoop
 import Glibc
 #endif
+
+extension Comparable {
+    fileprivate func clamped(to range: ClosedRange<Self>) -> Self {
+        min(max(self, range.lowerBound), range.upperBound)
+    }
+}

@@ -1,5 +1,4 @@
 #if canImport(Glibc)
-import CEventLoop
 import Glibc
 #endif
 import Synchronization
@@ -77,12 +76,9 @@ public final class IdleCPU: Sendable {
 
     /// The idle time of the CPUs in the affinity mask, from `/proc/stat`.
     @Sendable public static func readProcStat() -> UInt64? {
-        let capacity = Int(sysconf(Int32(_SC_NPROCESSORS_CONF))).clamped(to: 1...4096)
-        var flags = [UInt8](repeating: 0, count: capacity)
-        let marked = flags.withUnsafeMutableBufferPointer { CEventLoop_affinityCPUs($0.baseAddress, CInt(capacity)) }
-        let cpus: [Bool]? = marked > 0 ? flags.map { $0 != 0 } : nil
+        let cpus = EventLoopGroup.affinityCPUs()
         // The `cpu` lines come first; each is under 200 bytes.
-        guard let stat = SmallFile.read("/proc/stat", upTo: 256 + 200 * capacity),
+        guard let stat = SmallFile.read("/proc/stat", upTo: 256 + 200 * (cpus?.count ?? 1)),
             let ticks = idleTicks(in: stat[...], cpus: cpus)
         else { return nil }
         return ticks * (1_000_000_000 / ticksPerSecond)
@@ -113,11 +109,5 @@ public final class IdleCPU: Sendable {
             if cpus == nil { break }
         }
         return counted > 0 ? total : nil
-    }
-}
-
-extension Comparable {
-    fileprivate func clamped(to range: ClosedRange<Self>) -> Self {
-        min(max(self, range.lowerBound), range.upperBound)
     }
 }

@@ -16,7 +16,6 @@ public final class LoopPolling: Sendable {
     public let limit: Duration
     /// Where polling time is counted as idle, and where the machine's idle time is read.
     public let idleCPU: IdleCPU
-    let limitNanoseconds: UInt64
     private let pollingLoops = Atomic<Int>(0)
     private let polledWakeups = Atomic<Int>(0)
     private let idleCPUs: @Sendable () -> Int?
@@ -26,7 +25,6 @@ public final class LoopPolling: Sendable {
     public init(limit: Duration, idleCPU: IdleCPU, idleCPUs: (@Sendable () -> Int?)? = nil) {
         self.limit = limit
         self.idleCPU = idleCPU
-        limitNanoseconds = limit.nanosecondsClamped
         self.idleCPUs = idleCPUs ?? { idleCPU.idleCPUs() }
     }
 

@@ -53,6 +53,21 @@ final class ConnectionDistributor: Sendable {
         /// Connections one loop takes before it counts as full.
         var share = 0
         var cursor = 0
+
+        /// Where `loop` is among the loops, when there is another to choose; else nil.
+        func index(of loop: EventLoop) -> Int? {
+            guard loops.count > 1 else { return nil }
+            return loops.firstIndex { $0.context.loop === loop }
+        }
+
+        /// The connections each loop holds or has been given.
+        var open: [Int] { loops.map { $0.occupancy.open.load(ordering: .relaxed) } }
+
+        /// Counts one more connection on loop `index`, and gives its context.
+        func reserve(_ index: Int) -> LoopBound<ServerLoopContext> {
+            loops[index].occupancy.open.add(1, ordering: .relaxed)
+            return loops[index].context
+        }
     }
 
     private let state = Mutex(State())
@@ -71,17 +86,13 @@ final class ConnectionDistributor: Sendable {
     /// the next choice sees it even before that loop has started it.
     func place(fd: CInt, peer: SocketAddress?, acceptedOn context: ServerLoopContext) {
         let target = state.withLock { state -> LoopBound<ServerLoopContext>? in
-            guard state.loops.count > 1, let accepting = state.loops.firstIndex(where: { $0.context.loop === context.loop }) else {
-                return nil
-            }
-            let open = state.loops.map { $0.occupancy.open.load(ordering: .relaxed) }
+            guard let accepting = state.index(of: context.loop) else { return nil }
+            let open = state.open
             let fewest = open.min() ?? 0
             let headroom = state.loops.indices.map {
                 open[$0] < min(state.share, fewest + Self.packLimit) && state.loops[$0].context.loop.recentLoad < Self.busyLimit
             }
-            let chosen = state.loops[Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor)]
-            chosen.occupancy.open.add(1, ordering: .relaxed)
-            return chosen.context
+            return state.reserve(Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor))
         }
         guard let target, target.loop !== context.loop else {
             if target == nil { context.occupancy.open.add(1, ordering: .relaxed) }
@@ -97,14 +108,10 @@ final class ConnectionDistributor: Sendable {
     func handOffTarget(from context: ServerLoopContext) -> LoopBound<ServerLoopContext>? {
         guard isSaturated(load: context.loop.recentLoad, idle: idleCPUs()) else { return nil }
         return state.withLock { state -> LoopBound<ServerLoopContext>? in
-            guard state.loops.count > 1, let source = state.loops.firstIndex(where: { $0.context.loop === context.loop }) else {
-                return nil
-            }
-            let open = state.loops.map { $0.occupancy.open.load(ordering: .relaxed) }
+            guard let source = state.index(of: context.loop) else { return nil }
             let load = state.loops.indices.map { $0 == source ? 1000 : state.loops[$0].context.loop.recentLoad }
-            guard let target = Self.handOffTarget(from: source, open: open, load: load, share: state.share) else { return nil }
-            state.loops[target].occupancy.open.add(1, ordering: .relaxed)
-            return state.loops[target].context
+            guard let target = Self.handOffTarget(from: source, open: state.open, load: load, share: state.share) else { return nil }
+            return state.reserve(target)
         }
     }
 
@@ -158,8 +165,7 @@ final class ConnectionDistributor: Sendable {
         if context.quiescing {
             // Accepted or handed over just before shutdown began: refuse rather than serve.
             Socket.close(fd)
-            context.counters.open.subtract(1, ordering: .relaxed)
-            context.occupancy.open.subtract(1, ordering: .relaxed)
+            context.giveBack()
             return
         }
         let connection = HTTPConnection(fd: fd, remoteAddress: peer, context: context)
@@ -168,8 +174,7 @@ final class ConnectionDistributor: Sendable {
         } catch {
             // Never added to its loop, so closing it does not give back the counts.
             connection.close()
-            context.counters.open.subtract(1, ordering: .relaxed)
-            context.occupancy.open.subtract(1, ordering: .relaxed)
+            context.giveBack()
         }
     }
 }

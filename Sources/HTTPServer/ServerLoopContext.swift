@@ -57,10 +57,14 @@ final class ServerLoopContext {
     }
 
     func remove(_ connection: HTTPConnection) {
-        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
-            counters.open.subtract(1, ordering: .relaxed)
-            occupancy.open.subtract(1, ordering: .relaxed)
-        }
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil { giveBack() }
+    }
+
+    /// Gives back the server's and this loop's count of a connection that closed, or that was
+    /// counted for this loop and never started.
+    func giveBack() {
+        counters.open.subtract(1, ordering: .relaxed)
+        occupancy.open.subtract(1, ordering: .relaxed)
     }
 
     /// The connection leaves for another loop, which counts it already: it stays open for the server.

@@ -22,9 +22,6 @@ int CEventLoop_accept4(int fd, struct sockaddr *address, socklen_t *length);
 /// Names the calling thread (at most 15 bytes are kept).
 void CEventLoop_setThreadName(const char *name);
 
-/// The number of CPUs this process may run on (its affinity mask), or 0 when unknown.
-int CEventLoop_affinityCPUCount(void);
-
 /// Marks in `flags` (one byte per CPU number below `capacity`) the CPUs this process may run
 /// on: 1 for each CPU in its affinity mask, 0 for the others. Returns how many it marked, or
 /// -1 when the mask cannot be read.
