@@ -167,6 +167,32 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("a reused handle goes to each request's own URL, past the URLs parsed once, and a malformed URL fails alone")
+    func reusedHandleFollowsEachURL() async throws {
+        try await withUpstream({ router in
+            for index in 0..<20 { router.post("/u/\(index)", use: { _ in .text("\(index)") }) }
+        }) { _, base in
+            // One loop, one request at a time, POST only: every request reuses the same easy
+            // handle without a reset, so a URL left set from an earlier request would show.
+            try await withClient({ $0.timeout = .seconds(5) }) { client in
+                func post(_ url: String) async throws -> String {
+                    let response = try await client.send(HTTPClientRequest(method: "POST", url: url, body: []))
+                    #expect(response.status == 200)
+                    return String(decoding: response.body, as: UTF8.self)
+                }
+                let order = Array(0..<20) + Array((0..<20).reversed()) + [3, 17, 3]
+                var seen: [String] = []
+                for index in order { seen.append(try await post(base + "/u/\(index)")) }
+                #expect(seen == order.map { String($0) })
+                await expectClientError(.invalidRequest) {
+                    _ = try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:port/u/1", body: []))
+                }
+                #expect(try await post(base + "/u/5") == "5")
+                #expect(try await post(base + "/u/18") == "18")
+            }
+        }
+    }
+
     @Test("drops CR, LF and CRLF from header fields, so a value cannot start another header")
     func headerFieldsCannotInjectLines() async throws {
         try await withUpstream({ router in
