@@ -35,6 +35,9 @@ final class CurlMulti {
     /// ``parsedURLLimit`` of them, curl parses the rest itself.
     private var parsedURLs: [String: OpaquePointer] = [:]
     private static let parsedURLLimit = 16
+    /// The URL parsed last: a client mostly calls one, and comparing with it (the same string
+    /// storage: one check) costs less than hashing the text for the dictionary.
+    private var lastParsedURL: (url: String, parsed: OpaquePointer)?
     private var sweepTimer: TimerID?
     private var isShutdown = false
 
@@ -172,13 +175,18 @@ final class CurlMulti {
     /// when there are ``parsedURLLimit`` already, or curl rejects it (the transfer then
     /// fails in curl with the error it always gave).
     private func parsedURL(_ url: String) -> OpaquePointer? {
-        if let parsed = parsedURLs[url] { return parsed }
+        if let last = lastParsedURL, last.url == url { return last.parsed }
+        if let parsed = parsedURLs[url] {
+            lastParsedURL = (url, parsed)
+            return parsed
+        }
         guard parsedURLs.count < Self.parsedURLLimit, let parsed = curl_url() else { return nil }
         guard curl_url_set(parsed, CURLUPART_URL, url, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else {
             curl_url_cleanup(parsed)
             return nil
         }
         parsedURLs[url] = parsed
+        lastParsedURL = (url, parsed)
         return parsed
     }
 
@@ -380,6 +388,7 @@ final class CurlMulti {
         sockets = [:]
         for parsed in parsedURLs.values { curl_url_cleanup(parsed) }  // no easy handle is left to use them
         parsedURLs = [:]
+        lastParsedURL = nil
         if let sweepTimer { loop.cancelTimer(sweepTimer) }
         sweepTimer = nil
     }
