@@ -4,6 +4,7 @@ import Glibc
 import EventLoop
 import HTTP1
 @testable import HTTPServer
+import Synchronization
 import Testing
 
 @Suite("Connection placement over the server's loops")
@@ -84,10 +85,15 @@ struct ConnectionDistributorTests {
     @Test("when every loop is busy, connections go to the loop with the fewest")
     func allBusySpread() async throws {
         let loops = try await PlacementLoops(maxConnections: 1000)
-        // Loop 1 is still working when loop 0, after its own work, places the connections.
-        await loops.startWork(on: 1, for: .milliseconds(1500))
-        try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 2)
-        try await loops.waitFor(open: [1, 1])
+        // Loop 1 is still working when loop 0, after its own work, places the connections:
+        // it works until they are placed, however long a loaded machine takes to get there.
+        let placed = WorkStop()
+        await loops.startWork(on: 1, until: placed)
+        do {
+            defer { placed.set() }
+            try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 2)
+            try await loops.waitFor(open: [1, 1])
+        }
         await loops.close()
     }
 }
@@ -308,13 +314,13 @@ private final class PlacementLoops: Sendable {
         try await waitUntilStarted()
     }
 
-    /// Starts loop `index` working for `duration` and returns once it has begun.
-    func startWork(on index: Int, for duration: Duration) async {
+    /// Starts loop `index` working until `stop` is set (30 s at most) and returns once it has begun.
+    func startWork(on index: Int, until stop: WorkStop) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             group.loops[index].execute {
                 continuation.resume()
-                let end = MonotonicInstant.now().advanced(by: duration)
-                while MonotonicInstant.now() < end {}
+                let end = MonotonicInstant.now().advanced(by: .seconds(30))
+                while !stop.isSet && MonotonicInstant.now() < end {}
             }
         }
     }
@@ -365,4 +371,11 @@ private final class PlacementLoops: Sendable {
             loop.execute { continuation.resume(returning: body()) }
         }
     }
+}
+
+/// Tells a loop kept working by ``PlacementLoops/startWork(on:until:)`` to stop.
+final class WorkStop: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    var isSet: Bool { stopped.load(ordering: .relaxed) }
+    func set() { stopped.store(true, ordering: .relaxed) }
 }
