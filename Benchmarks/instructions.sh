@@ -9,6 +9,8 @@
 # libraries that take them (self cost, the top TOP).
 #
 # Settings (environment): REQUESTS=2000 WARMUP=200 TOP=25
+#   PROVIDER_HEADERS=1   the mock answers with the 15 header fields a hosted API behind a CDN
+#                        sends (`mock-upstream --provider-headers`), not only Content-Type
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   as bench-gateway (what `make release` ships)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
 set -euo pipefail
@@ -19,6 +21,12 @@ cd "$(dirname "$0")/.."
 requests=${REQUESTS:-2000}
 warmup=${WARMUP:-200}
 top=${TOP:-25}
+mock_options=()
+case "${PROVIDER_HEADERS:-0}" in
+    1) mock_options=(--provider-headers) ;;
+    0) ;;
+    *) die "PROVIDER_HEADERS must be 0 or 1" ;;
+esac
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 for command in valgrind callgrind_control python3; do
     command -v "$command" >/dev/null || die "needs valgrind and python3: apt-get install -y valgrind python3"
@@ -35,7 +43,7 @@ say "instructions: building mock-upstream and text-gateway (release)"
 build_release mock-upstream text-gateway
 
 mock_key=bench-key  # the mock's key, which the gateway sends upstream
-"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key "$mock_key" >"$work/mock.out" 2>"$work/mock.err" &
+"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key "$mock_key" "${mock_options[@]}" >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock.err" >&2; die "mock-upstream did not start"; }
 
@@ -62,7 +70,7 @@ printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<${#text} characters>}, one kept-alive connection,"
 echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=warning,"
-echo "RATE_LIMITS=off, METRICS=off)."
+echo "RATE_LIMITS=off, METRICS=off); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
 echo
 python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" <<'PY'
 import http.client, subprocess, sys

@@ -30,20 +30,31 @@ public struct HTTPClientRequest: Sendable {
     }
 }
 
-/// The status line and header fields of a response.
+/// The status line and header fields of a response. The fields are kept as received and
+/// decoded when asked for.
 public struct HTTPClientResponseHead: Sendable {
     public var status: Int
-    /// Header fields in the order received, names as sent.
-    public var headers: [(name: String, value: String)]
+    var fields: ResponseFields
 
     public init(status: Int, headers: [(name: String, value: String)]) {
         self.status = status
-        self.headers = headers
+        fields = ResponseFields(headers)
     }
 
-    /// The first value of the header named `name` (case-insensitive).
+    init(status: Int, fields: ResponseFields) {
+        self.status = status
+        self.fields = fields
+    }
+
+    /// Header fields in the order received, names as sent.
+    public var headers: [(name: String, value: String)] {
+        get { fields.fields }
+        set { fields = ResponseFields(newValue) }
+    }
+
+    /// The first value of the header named `name`, compared ignoring ASCII case.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        fields.value(of: name)
     }
 }
 

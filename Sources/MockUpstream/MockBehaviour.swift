@@ -16,6 +16,7 @@ public import HTTP1
 /// | `cut-stream` | `clean` (end without `[DONE]`) or `abort` (drop the connection mid-stream) |
 /// | `stream-error-after` | send an error event after this many pieces |
 /// | `content` | the answer text |
+/// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
 public struct MockBehaviour: Sendable, Hashable {
     public enum BodyKind: String, Sendable, Hashable {
         case normal, garbage, empty
@@ -37,6 +38,27 @@ public struct MockBehaviour: Sendable, Hashable {
     public var cutStream: StreamCut?
     public var streamErrorAfter: Int?
     public var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
+    public var providerHeaders = false
+
+    /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
+    /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
+    public static let providerHeaderFields: [(name: String, value: String)] = [
+        ("x-request-id", "req_5f0c9a7e2b3d4c1a8e6f7b9d0a1c2e3f"),
+        ("openai-processing-ms", "412"),
+        ("openai-version", "2020-10-01"),
+        ("x-ratelimit-limit-requests", "10000"),
+        ("x-ratelimit-limit-tokens", "2000000"),
+        ("x-ratelimit-remaining-requests", "9999"),
+        ("x-ratelimit-remaining-tokens", "1999580"),
+        ("x-ratelimit-reset-requests", "6ms"),
+        ("x-ratelimit-reset-tokens", "12ms"),
+        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
+        ("cf-cache-status", "DYNAMIC"),
+        ("set-cookie", "__cf_bm=Zk1qX2c3Vn9Rb0tQdUx4Y2pNd0ZhS3RyT2xQbUZ6c1Q-1700000000-1.0.1.1-aGVsbG8gd29ybGQgdGhpcyBpcyBhIG1vY2sgY29va2ll; path=/; expires=Tue, 14-Nov-23 22:43:20 GMT; domain=.api.example.com; HttpOnly; Secure; SameSite=None"),
+        ("server", "cloudflare"),
+        ("cf-ray", "8f3c2b1a9d7e4f21-FRA"),
+        ("alt-svc", "h3=\":443\"; ma=86400"),
+    ]
 
     public init() {}
 
@@ -53,6 +75,7 @@ public struct MockBehaviour: Sendable, Hashable {
         case "cut-stream": cutStream = StreamCut(rawValue: value)
         case "stream-error-after": streamErrorAfter = Int(value)
         case "content": content = value
+        case "provider-headers": providerHeaders = ["on", "true", "1"].contains(value.lowercased())
         default: break
         }
     }

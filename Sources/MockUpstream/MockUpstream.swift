@@ -176,13 +176,22 @@ final class MockHandler: Sendable {
             break
         }
         if chat.stream == true {
-            return stream(content: behaviour.body == .noChoices ? "" : content, model: model, usage: chat.streamOptions?.includeUsage == true ? usage : nil, behaviour: behaviour)
+            let response = stream(content: behaviour.body == .noChoices ? "" : content, model: model, usage: chat.streamOptions?.includeUsage == true ? usage : nil, behaviour: behaviour)
+            return Self.withProviderHeaders(response, behaviour)
         }
         let choices = behaviour.body == .noChoices ? [] : [
             ChatCompletion.Choice(index: 0, message: ChatCompletion.Message(role: .assistant, content: content), finishReason: "stop")
         ]
         let completion = ChatCompletion(id: "chatcmpl-mock", created: 1_700_000_000, model: model, choices: choices, usage: usage)
-        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(completion)) ?? []))
+        let response = HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(completion)) ?? []))
+        return Self.withProviderHeaders(response, behaviour)
+    }
+
+    private static func withProviderHeaders(_ response: HTTPResponse, _ behaviour: MockBehaviour) -> HTTPResponse {
+        guard behaviour.providerHeaders else { return response }
+        var response = response
+        for field in MockBehaviour.providerHeaderFields { response.headers.add(name: field.name, value: field.value) }
+        return response
     }
 
     private func stream(content: String, model: String, usage: Usage?, behaviour: MockBehaviour) -> HTTPResponse {

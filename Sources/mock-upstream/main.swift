@@ -17,6 +17,7 @@ let usage = """
       --deltas N            pieces per streamed answer (default 5)
       --delta-delay-ms N    pause between streamed pieces (default 10)
       --content TEXT        the answer text
+      --provider-headers    answer with the header fields a hosted API behind a CDN sends
     Prints "mock-upstream listening on http://HOST:PORT/v1" once ready; stops on SIGTERM/SIGINT.
 
     """
@@ -56,6 +57,7 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--deltas": options.defaults.deltas = max(1, number(argument))
         case "--delta-delay-ms": options.defaults.deltaDelayMilliseconds = number(argument)
         case "--content": options.defaults.content = value(argument)
+        case "--provider-headers": options.defaults.providerHeaders = true
         case "--help", "-h":
             _ = Array(usage.utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
             exit(0)

@@ -87,6 +87,37 @@ struct ChatClientTests {
         }
     }
 
+    @Test("with a hosted API's header fields (the mock's provider-headers) a completion decodes the same, and the fields arrive in order")
+    func providerHeaderFields() async throws {
+        try await withMock { mock, client in
+            let completion = try await client.complete(request("hello [mock:provider-headers=on]"), requestID: "req-43")
+            #expect(completion.firstContent == MockBehaviour().content)
+            let http = try HTTPClient()
+            func post(_ text: String) async throws -> HTTPClientResponse {
+                try await http.send(HTTPClientRequest(
+                    method: "POST", url: mock.baseURL + "/chat/completions",
+                    headers: [("Authorization", "Bearer test-key"), ("Content-Type", "application/json")],
+                    body: try JSON.encode(request(text))
+                ))
+            }
+            do {
+                let with = try await post("hi [mock:provider-headers=on]")
+                let names = Set(MockBehaviour.providerHeaderFields.map(\.name))
+                let received = with.head.headers.filter { names.contains($0.name) }
+                #expect(received.map(\.name) == MockBehaviour.providerHeaderFields.map(\.name))
+                #expect(received.map(\.value) == MockBehaviour.providerHeaderFields.map(\.value))
+                #expect(with.header("X-RateLimit-Remaining-Tokens") == "1999580")
+                let without = try await post("hi")
+                #expect(without.header("x-ratelimit-remaining-tokens") == nil)
+                #expect(without.status == 200)
+            } catch {
+                await http.shutdown()
+                throw error
+            }
+            await http.shutdown()
+        }
+    }
+
     @Test("reports a wrong key as 401 invalid_api_key")
     func unauthorized() async throws {
         try await withMock(clientKey: "wrong") { _, client in

@@ -121,6 +121,47 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("keeps every response field in order, repeats and case included, and finds one ignoring ASCII case")
+    func responseFields() async throws {
+        let cookie = "__cf_bm=" + String(repeating: "a1B2", count: 40) + "; path=/; HttpOnly; Secure; SameSite=None"
+        let sent: [(name: String, value: String)] = [
+            ("X-One", "1"), ("x-ratelimit-remaining-tokens", "1999580"), ("X-One", "2"), ("X-Empty", ""),
+            ("X-Persian", "سلام دنیا"), ("Set-Cookie", cookie),
+        ]
+        try await withUpstream({ router in
+            router.get("/fields") { _ in
+                var response = HTTPResponse.text("ok")
+                for field in sent { response.headers.add(name: field.name, value: field.value) }
+                return response
+            }
+        }) { _, base in
+            try await withClient({ $0.timeout = .seconds(5) }) { client in
+                let response = try await client.send(HTTPClientRequest(url: base + "/fields"))
+                #expect(response.status == 200)
+                let received = response.head.headers.filter { $0.name.hasPrefix("X-") || $0.name.hasPrefix("x-") || $0.name == "Set-Cookie" }
+                #expect(received.map(\.name) == sent.map(\.name))
+                #expect(received.map(\.value) == sent.map(\.value))
+                #expect(response.header("x-one") == "1", "the first of a repeated field")
+                #expect(response.header("X-RATELIMIT-REMAINING-TOKENS") == "1999580")
+                #expect(response.header("x-empty") == "")
+                #expect(response.header("x-persian") == "سلام دنیا")
+                #expect(response.header("set-cookie") == cookie)
+                #expect(response.header("X-On") == nil, "a prefix of a name is not the name")
+                #expect(response.header("X-One-Two") == nil)
+                #expect(response.header("missing") == nil)
+            }
+        }
+        // The same through the public initializer, and a head whose fields are replaced.
+        var head = HTTPClientResponseHead(status: 429, headers: [("Retry-After", "7"), ("retry-after", "8"), ("X-É", "é")])
+        #expect(head.header("RETRY-after") == "7")
+        #expect(head.header("x-é") == nil, "only ASCII letters compare ignoring case")
+        #expect(head.header("X-É") == "é")
+        head.headers = [("A", "1")]
+        #expect(head.headers.map(\.name) == ["A"])
+        #expect(head.header("retry-after") == nil)
+        #expect(HTTPClientResponseHead(status: 204, headers: []).headers.isEmpty)
+    }
+
     @Test("sends HEAD without waiting for a body, and an empty field removes curl's default")
     func headAndRemovedField() async throws {
         try await withUpstream({ router in
