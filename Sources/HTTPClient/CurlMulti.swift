@@ -29,15 +29,14 @@ final class CurlMulti {
     private var transfers: [UnsafeMutableRawPointer: (transfer: Transfer, lane: CurlLane)] = [:]
     private var sockets: [curl_socket_t: CurlSocket] = [:]
     private var idleHandles: [CurlEasy] = []
-    /// URLs parsed once for `CURLOPT_CURLU`, by their text: with a parsed URL set, curl
+    /// URLs parsed once for `CURLOPT_CURLU`, with their text: with a parsed URL set, curl
     /// neither parses the URL again nor rebuilds its text for each transfer (measured: 4 % of
-    /// the gateway's instructions per request). A client calls a handful of URLs; past
-    /// ``parsedURLLimit`` of them, curl parses the rest itself.
-    private var parsedURLs: [String: OpaquePointer] = [:]
+    /// the gateway's instructions per request). A client calls a handful of URLs, so they are
+    /// found by comparing texts in order (the same string storage: one check each), which
+    /// costs less than hashing the text; past ``parsedURLLimit`` of them, curl parses the
+    /// rest itself.
+    private var parsedURLs: [(url: String, parsed: OpaquePointer)] = []
     private static let parsedURLLimit = 16
-    /// The URL parsed last: a client mostly calls one, and comparing with it (the same string
-    /// storage: one check) costs less than hashing the text for the dictionary.
-    private var lastParsedURL: (url: String, parsed: OpaquePointer)?
     private var sweepTimer: TimerID?
     private var isShutdown = false
 
@@ -175,18 +174,13 @@ final class CurlMulti {
     /// when there are ``parsedURLLimit`` already, or curl rejects it (the transfer then
     /// fails in curl with the error it always gave).
     private func parsedURL(_ url: String) -> OpaquePointer? {
-        if let last = lastParsedURL, last.url == url { return last.parsed }
-        if let parsed = parsedURLs[url] {
-            lastParsedURL = (url, parsed)
-            return parsed
-        }
+        if let known = parsedURLs.first(where: { $0.url == url }) { return known.parsed }
         guard parsedURLs.count < Self.parsedURLLimit, let parsed = curl_url() else { return nil }
         guard curl_url_set(parsed, CURLUPART_URL, url, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else {
             curl_url_cleanup(parsed)
             return nil
         }
-        parsedURLs[url] = parsed
-        lastParsedURL = (url, parsed)
+        parsedURLs.append((url, parsed))
         return parsed
     }
 
@@ -386,9 +380,8 @@ final class CurlMulti {
         lanes = []
         for socket in sockets.keys { loop.deregister(socket) }
         sockets = [:]
-        for parsed in parsedURLs.values { curl_url_cleanup(parsed) }  // no easy handle is left to use them
-        parsedURLs = [:]
-        lastParsedURL = nil
+        for entry in parsedURLs { curl_url_cleanup(entry.parsed) }  // no easy handle is left to use them
+        parsedURLs = []
         if let sweepTimer { loop.cancelTimer(sweepTimer) }
         sweepTimer = nil
     }
