@@ -353,12 +353,25 @@ final class CurlMulti {
     fileprivate func updateTimer(_ lane: CurlLane, milliseconds: Int) {
         if let timer = lane.timer { loop.cancelTimer(timer) }
         lane.timer = nil
+        lane.timerDueNow = milliseconds == 0
         guard milliseconds >= 0, !lane.isClosed else { return }
         let deadline = MonotonicInstant.now().advanced(by: .milliseconds(milliseconds))
         lane.timer = loop.scheduleTimer(at: deadline) { [unowned self] in
             lane.timer = nil
+            lane.timerDueNow = false
             self.socketAction(lane, CCurl_SOCKET_TIMEOUT, 0)
         }
+    }
+
+    /// Lets curl do at once what it asked to do on the next tick of its timer, when `transfer`
+    /// was just added: its request goes out now, not after the loop has read every other
+    /// event of this wake-up. Called outside curl's callbacks, once the transfer has a waiter.
+    func startNow(_ transfer: Transfer) {
+        guard let lane = transfers[transfer.easy.handle]?.lane, lane.timerDueNow, let timer = lane.timer else { return }
+        loop.cancelTimer(timer)
+        lane.timer = nil
+        lane.timerDueNow = false
+        socketAction(lane, CCurl_SOCKET_TIMEOUT, 0)
     }
 
     // MARK: - Shutdown
@@ -401,6 +414,8 @@ private final class CurlLane {
     /// Transfers (and connections) this lane takes at most.
     let capacity: Int
     var timer: TimerID?
+    /// curl asked for its timer with no delay: it has work to do at once (a transfer just added).
+    var timerDueNow = false
     /// Transfers on this lane now.
     var active = 0
     /// When `active` last dropped to zero.

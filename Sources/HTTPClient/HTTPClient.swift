@@ -60,7 +60,7 @@ public final class HTTPClient: Sendable {
                     do {
                         let transfer = try multi.start(request, streaming: false)
                         transfer.waitForResponse(continuation)
-                        if !token.attach(transfer) { multi.cancel(transfer) }
+                        if token.attach(transfer) { multi.startNow(transfer) } else { multi.cancel(transfer) }
                     } catch {
                         continuation.resume(throwing: error)
                     }
@@ -83,6 +83,7 @@ public final class HTTPClient: Sendable {
                         let transfer = try multi.start(request, streaming: true)
                         if token.attach(transfer) {
                             transfer.waitForHead(continuation)
+                            multi.startNow(transfer)
                         } else {
                             multi.cancel(transfer)
                             continuation.resume(throwing: HTTPClientError(.cancelled))

@@ -33,11 +33,12 @@ private func withUpstream(
 
 private func withClient(
     _ configure: (inout HTTPClientConfiguration) -> Void = { _ in },
+    on group: EventLoopGroup? = nil,
     _ body: (HTTPClient) async throws -> Void
 ) async throws {
     var configuration = HTTPClientConfiguration()
     configure(&configuration)
-    let client = try HTTPClient(configuration: configuration)
+    let client = try HTTPClient(configuration: configuration, group: group)
     do {
         try await body(client)
     } catch {
@@ -282,6 +283,40 @@ struct HTTPClientTests {
                 }
             }
             #expect(server.acceptedConnectionCount == 1)
+        }
+    }
+
+    @Test("a request started on the client's loop goes out before that loop turns again")
+    func requestLeavesWithoutWaitingForTheLoop() async throws {
+        let arrived = Atomic<Int>(0)
+        try await withUpstream({ router in
+            router.post("/in") { _ in
+                arrived.add(1, ordering: .relaxed)
+                return .text("in")
+            }
+        }) { _, base in
+            let group = try EventLoopGroup(loopCount: 1, namePrefix: "client-test")
+            defer { group.shutdown() }
+            try await withClient({ _ in }, on: group) { client in
+                // The first request opens the connection; the second reuses it.
+                let first = try await client.send(HTTPClientRequest(method: "POST", url: base + "/in", body: [1]))
+                #expect(first.status == 200)
+                let loop = group.loops[0]
+                let seenBeforeReturning = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                    loop.execute {
+                        // Runs until the send suspends, on this loop's thread; the loop stays
+                        // inside this closure while the upstream (its own thread) is watched.
+                        Task.immediate(executorPreference: loop) {
+                            _ = try? await client.send(HTTPClientRequest(method: "POST", url: base + "/in", body: [2]))
+                        }
+                        let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
+                        while arrived.load(ordering: .relaxed) < 2, MonotonicInstant.now() < deadline { usleep(1_000) }
+                        done.resume(returning: arrived.load(ordering: .relaxed) == 2)
+                    }
+                }
+                #expect(seenBeforeReturning)
+                #expect(await eventually { await client.activeTransferCount() == 0 })
+            }
         }
     }
 
