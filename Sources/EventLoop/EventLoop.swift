@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// File descriptors registered with a loop, its timers and every object it drives are
 /// touched only on the loop's thread. Other threads reach the loop through ``execute(_:)``,
-/// which puts work on a locked queue and wakes the loop through an `eventfd`.
+/// which puts work on a locked queue and wakes the loop through an `eventfd`. Work the loop
+/// gives itself goes on a queue of its own, without a lock, and runs right after the event
+/// handler that gave it, before the next event's.
 ///
 /// The loop is also a `TaskExecutor`: a task started with `Task(executorPreference: loop)`
 /// runs its non-isolated code on the loop thread, so a request handler and the connection
@@ -50,6 +52,10 @@ public final class EventLoop: @unchecked Sendable {
     private let windowEnded = Atomic<UInt64>(0)
     private let waiting = Atomic<Bool>(false)
 
+    /// Work the loop gave itself (a task an event's handler resumed, say), without a lock: run
+    /// right after the handler of each event, so an answer does not wait for every other event
+    /// of the wake-up to be handled first. Loop thread only.
+    private var ownWork: [Work] = []
     private var registrations: [CInt: Registration] = [:]
     private var nextRegistrationID: UInt32 = 1
     private var timers = TimerQueue()
@@ -125,19 +131,26 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: - Work from any thread
 
-    /// Runs `work` on the loop thread, soon. Safe from any thread.
+    /// Runs `work` on the loop thread, soon. Safe from any thread. Called on the loop itself
+    /// (an event's handler resuming a task, say), `work` runs as soon as the handler, timer or
+    /// work that called it returns, before the loop's next event; from another thread, after
+    /// the events of the loop's next wake-up.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         push(.closure(work))
     }
 
     private func push(_ work: Work) {
+        if inEventLoop {
+            ownWork.append(work)
+            return
+        }
         let needsWake = inbox.withLock { inbox -> Bool in
             inbox.work.append(work)
             if inbox.wakePending { return false }
             inbox.wakePending = true
             return true
         }
-        if needsWake && !inEventLoop {
+        if needsWake {
             var one: UInt64 = 1
             _ = Glibc.write(wakeFD, &one, 8)
         }
@@ -250,27 +263,40 @@ public final class EventLoop: @unchecked Sendable {
                     let id = UInt32(truncatingIfNeeded: data >> 32)
                     guard let registration = registrations[fd], registration.id == id else { continue }
                     registration.handler.selectorEvents(SelectorEvents(rawValue: events[index].events))
+                    if !ownWork.isEmpty { runOwnWork(&batch) }
                 }
             }
             if timers.count > 0 {
                 for callback in timers.takeExpired(now: .now()) { callback() }
             }
+            if !ownWork.isEmpty { runOwnWork(&batch) }
             inbox.withLock { inbox in
                 swap(&batch, &inbox.work)
                 inbox.wakePending = false
             }
-            for work in batch {
-                switch work {
-                case .closure(let closure): closure()
-                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
-                }
-            }
+            for work in batch { run(work) }
             batch.removeAll(keepingCapacity: true)
+            if !ownWork.isEmpty { runOwnWork(&batch) }
             let done = MonotonicInstant.now()
             windowBusy += woke.nanoseconds(until: done)
             endLoadWindowIfDue(at: done)
         }
         threadID.store(0, ordering: .releasing)
+    }
+
+    /// Runs the work the loop has given itself so far; what that work adds runs at the next call.
+    private func runOwnWork(_ batch: inout [Work]) {
+        swap(&batch, &ownWork)
+        for work in batch { run(work) }
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    @inline(__always)
+    private func run(_ work: Work) {
+        switch work {
+        case .closure(let closure): closure()
+        case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 
     /// Waits for events as `epoll_wait` would with the next timeout (not 0), polling first for
@@ -301,6 +327,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMilliseconds() -> CInt {
+        if !ownWork.isEmpty { return 0 }
         let hasWork = inbox.withLock { !$0.work.isEmpty }
         if hasWork { return 0 }
         guard let deadline = timers.earliestDeadline() else { return -1 }

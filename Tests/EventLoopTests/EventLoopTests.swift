@@ -100,6 +100,43 @@ struct EventLoopTests {
         }
         #expect(got)
     }
+
+    @Test("work a handler gives its own loop runs before the next descriptor's handler")
+    func ownWorkFollowsItsEvent() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let pairs: [[CInt]] = (0..<3).map { _ in
+            var fds: [CInt] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+            _ = write(fds[1], "x", 1)  // readable before it is registered: one wake-up reports all
+            return fds
+        }
+        defer { for fds in pairs { close(fds[0]); close(fds[1]) } }
+        let log = Mutex<[String]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                for (index, fds) in pairs.enumerated() {
+                    let handler = OneShot(fd: fds[0], loop: loop) {
+                        log.withLock { $0.append("event \(index)") }
+                        loop.execute {
+                            let count = log.withLock { log in
+                                log.append("work \(index)")
+                                return log.count
+                            }
+                            if count == 2 * pairs.count { continuation.resume() }
+                        }
+                    }
+                    try? loop.register(fds[0], interest: .read, handler: handler)
+                }
+            }
+        }
+        let entries = log.withLock { $0 }
+        #expect(entries.count == 6)
+        for index in stride(from: 0, to: entries.count - 1, by: 2) {
+            #expect(entries[index + 1] == "work " + entries[index].dropFirst("event ".count), "\(entries)")
+        }
+    }
 }
 
 private final class OneShot: Selectable {
