@@ -89,8 +89,11 @@ final class CurlMulti {
 
     // MARK: - Transfers
 
-    /// Configures an easy handle for `request` and adds it; curl starts it on the next timer tick.
-    func start(_ request: HTTPClientRequest, streaming: Bool) throws(HTTPClientError) -> Transfer {
+    /// Configures an easy handle for `request`, adds it, lets `attach` give the transfer its
+    /// waiter (false: the caller was cancelled meanwhile, and the transfer is cancelled), then
+    /// lets curl start it at once: on a kept-alive connection the request is written before
+    /// this returns, not after the loop has handled every other event of its wake-up.
+    func start(_ request: HTTPClientRequest, streaming: Bool, attach: (Transfer) -> Bool) throws(HTTPClientError) {
         guard !isShutdown else { throw HTTPClientError(.shutdown) }
         let easy: CurlEasy
         if let idle = idleHandles.popLast() { easy = idle } else { easy = try CurlEasy() }
@@ -113,16 +116,20 @@ final class CurlMulti {
             recycle(easy)
             throw error
         }
+        lane.adding = true
         let code = curl_multi_add_handle(lane.handle, easy.handle)
+        lane.adding = false
         guard code == CURLM_OK else {
             let error = HTTPClientError(.invalidRequest, String(cString: curl_multi_strerror(code)))
             transfer.finish(.failure(error))
             recycle(easy)
+            if lane.dueNow { runTimeout(lane) }
             throw error
         }
         transfers[easy.handle] = (transfer, lane)
         lane.active += 1
-        return transfer
+        if !attach(transfer) { cancel(transfer) }
+        if lane.dueNow { runTimeout(lane) }
     }
 
     private func configure(_ easy: CurlEasy, for request: HTTPClientRequest, transfer: Transfer) throws(HTTPClientError) {
@@ -296,8 +303,9 @@ final class CurlMulti {
 
     private func close(_ lane: CurlLane) {
         lane.isClosed = true
-        if let timer = lane.timer { loop.cancelTimer(timer) }
+        if let timer = lane.timer { loop.cancelTimer(timer.id) }
         lane.timer = nil
+        lane.deadline = nil
         curl_multi_cleanup(lane.handle)  // closes the lane's connections; may call back to forget sockets
         for (socket, watcher) in sockets where watcher.lane === lane {
             sockets.removeValue(forKey: socket)
@@ -349,28 +357,43 @@ final class CurlMulti {
         }
     }
 
-    /// `CURLMOPT_TIMERFUNCTION`: one loop timer; curl is called from the timer, never from here.
+    /// `CURLMOPT_TIMERFUNCTION`: curl is called from a loop timer (or from ``start``), never
+    /// from here. curl moves its deadline on nearly every call (each transfer's own timeout);
+    /// the loop timer is moved only when the deadline comes sooner, and one that fires early
+    /// sets itself again for the deadline, so a busy lane does not reschedule a timer for each
+    /// request.
     fileprivate func updateTimer(_ lane: CurlLane, milliseconds: Int) {
-        if let timer = lane.timer { loop.cancelTimer(timer) }
-        lane.timer = nil
-        lane.timerDueNow = milliseconds == 0
-        guard milliseconds >= 0, !lane.isClosed else { return }
-        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(milliseconds))
-        lane.timer = loop.scheduleTimer(at: deadline) { [unowned self] in
-            lane.timer = nil
-            lane.timerDueNow = false
-            self.socketAction(lane, CCurl_SOCKET_TIMEOUT, 0)
+        guard milliseconds >= 0, !lane.isClosed else {
+            lane.deadline = nil  // a loop timer still set finds nothing to do
+            lane.dueNow = false
+            return
         }
+        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(milliseconds))
+        lane.deadline = deadline
+        lane.dueNow = milliseconds == 0 && lane.adding  // ``start`` calls curl as soon as it may
+        if lane.dueNow { return }
+        if let timer = lane.timer, timer.at <= deadline { return }
+        setTimer(lane, at: deadline)
     }
 
-    /// Lets curl do at once what it asked to do on the next tick of its timer, when `transfer`
-    /// was just added: its request goes out now, not after the loop has read every other
-    /// event of this wake-up. Called outside curl's callbacks, once the transfer has a waiter.
-    func startNow(_ transfer: Transfer) {
-        guard let lane = transfers[transfer.easy.handle]?.lane, lane.timerDueNow, let timer = lane.timer else { return }
-        loop.cancelTimer(timer)
-        lane.timer = nil
-        lane.timerDueNow = false
+    private func setTimer(_ lane: CurlLane, at deadline: MonotonicInstant) {
+        if let timer = lane.timer { loop.cancelTimer(timer.id) }
+        let id = loop.scheduleTimer(at: deadline) { [unowned self] in
+            lane.timer = nil
+            guard let deadline = lane.deadline else { return }
+            if MonotonicInstant.now() < deadline {
+                self.setTimer(lane, at: deadline)
+            } else {
+                self.runTimeout(lane)
+            }
+        }
+        lane.timer = (id, deadline)
+    }
+
+    /// Lets curl do what it asked its timer for; it sets the next deadline itself.
+    private func runTimeout(_ lane: CurlLane) {
+        lane.deadline = nil
+        lane.dueNow = false
         socketAction(lane, CCurl_SOCKET_TIMEOUT, 0)
     }
 
@@ -413,9 +436,14 @@ private final class CurlLane {
     unowned let multi: CurlMulti
     /// Transfers (and connections) this lane takes at most.
     let capacity: Int
-    var timer: TimerID?
-    /// curl asked for its timer with no delay: it has work to do at once (a transfer just added).
-    var timerDueNow = false
+    /// When curl wants `CURL_SOCKET_TIMEOUT` next; nil when it wants no call.
+    var deadline: MonotonicInstant?
+    /// The loop timer serving `deadline` and when it fires: never after `deadline`.
+    var timer: (id: TimerID, at: MonotonicInstant)?
+    /// True while ``CurlMulti/start`` adds a transfer to this lane.
+    var adding = false
+    /// curl asked, while a transfer was being added, to be called at once: ``CurlMulti/start`` does.
+    var dueNow = false
     /// Transfers on this lane now.
     var active = 0
     /// When `active` last dropped to zero.

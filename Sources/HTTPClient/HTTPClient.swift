@@ -58,9 +58,10 @@ public final class HTTPClient: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
                 token.multi.withValue { multi in
                     do {
-                        let transfer = try multi.start(request, streaming: false)
-                        transfer.waitForResponse(continuation)
-                        if token.attach(transfer) { multi.startNow(transfer) } else { multi.cancel(transfer) }
+                        try multi.start(request, streaming: false) { transfer in
+                            transfer.waitForResponse(continuation)
+                            return token.attach(transfer)
+                        }
                     } catch {
                         continuation.resume(throwing: error)
                     }
@@ -80,13 +81,13 @@ public final class HTTPClient: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) in
                 token.multi.withValue { multi in
                     do {
-                        let transfer = try multi.start(request, streaming: true)
-                        if token.attach(transfer) {
+                        try multi.start(request, streaming: true) { transfer in
+                            guard token.attach(transfer) else {
+                                continuation.resume(throwing: HTTPClientError(.cancelled))
+                                return false
+                            }
                             transfer.waitForHead(continuation)
-                            multi.startNow(transfer)
-                        } else {
-                            multi.cancel(transfer)
-                            continuation.resume(throwing: HTTPClientError(.cancelled))
+                            return true
                         }
                     } catch {
                         continuation.resume(throwing: error)

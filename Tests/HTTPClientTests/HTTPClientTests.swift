@@ -452,6 +452,46 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("a timeout later than an earlier transfer's, or sooner than one in flight, still ends its request")
+    func timeoutsAcrossTransfers() async throws {
+        try await withUpstream({ router in
+            router.get("/quick") { _ in .text("quick") }
+            router.get("/pause") { _ in
+                try await Task.sleep(for: .milliseconds(100))
+                return .text("pause")
+            }
+            router.get("/stall") { _ in
+                try await Task.sleep(for: .seconds(5))
+                return .text("late")
+            }
+        }) { _, base in
+            try await withClient { client in
+                // The loop timer set for the quick request's 150 ms is left in place when the
+                // next deadline comes later; firing early, it must still lead to that deadline.
+                let quick = try await client.send(HTTPClientRequest(url: base + "/quick", timeout: .milliseconds(150)))
+                #expect(quick.status == 200)
+                await expectClientError(.timedOut) {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .milliseconds(600)))
+                }
+                // A deadline sooner than the one the loop timer waits for moves the timer. Two
+                // kept-alive connections first, and time for their connect timers to pass, so
+                // that no other timer calls curl early anyway.
+                async let first = client.send(HTTPClientRequest(url: base + "/pause"))
+                async let second = client.send(HTTPClientRequest(url: base + "/pause"))
+                #expect(try await [first.status, second.status] == [200, 200])
+                try await Task.sleep(for: .milliseconds(400))
+                let long = Task { try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .seconds(4))) }
+                try await Task.sleep(for: .milliseconds(50))
+                let start = MonotonicInstant.now()
+                await expectClientError(.timedOut) {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .milliseconds(300)))
+                }
+                #expect(start.nanoseconds(until: .now()) < 2_500_000_000, "the 300 ms timeout waited for the 4 s one")
+                await expectClientError(.timedOut) { _ = try await long.value }
+            }
+        }
+    }
+
     @Test("aborts the upstream transfer within a second of cancelling the task")
     func cancellation() async throws {
         let upstreamSawDrop = Flag()
