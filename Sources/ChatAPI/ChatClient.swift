@@ -92,11 +92,11 @@ public struct ChatClient: Sendable {
     }
 
     private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {
-        var headers: [(name: String, value: String)] = [
-            ("Authorization", authorization),
-            ("Content-Type", "application/json"),
-            ("Accept", accept),
-        ]
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(4)
+        headers.append(("Authorization", authorization))
+        headers.append(("Content-Type", "application/json"))
+        headers.append(("Accept", accept))
         if let requestID { headers.append(("X-Request-Id", requestID)) }
         return HTTPClientRequest(method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout)
     }

@@ -18,9 +18,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         self.fields = fields
     }
 
-    /// Creates a list from a literal such as `["Content-Type": "text/plain"]`, in literal order.
+    /// Creates a list from a literal such as `["Content-Type": "text/plain"]`, in literal order,
+    /// with room for a few fields more (a response usually gets some on its way out).
     public init(dictionaryLiteral elements: (String, String)...) {
-        fields = elements.map { (name: $0.0, value: $0.1) }
+        fields = []
+        fields.reserveCapacity(elements.count + 4)
+        for (name, value) in elements { fields.append((name: name, value: value)) }
     }
 
     /// The number of fields, counting repeated names separately.
