@@ -24,21 +24,25 @@ enum CharacterCount {
         var previous = Previous.start
         var index = 0
         while index < bytes.count {
+            // The common case first, in a loop of its own: a visible ASCII character, or a
+            // two-byte letter (Latin, Arabic, Persian) of the plain class, is a cluster of its
+            // own. (The counts cannot overflow: each is at most the number of bytes.)
+            let runStart = count
+            while index &+ 1 < bytes.count {
+                let lead = bytes[index]
+                if lead &- 0x20 < 0x5F {
+                    count &+= 1
+                    index &+= 1
+                } else if lead & 0xE0 == 0xC0, classes[Int(twoByteValue(lead, bytes[index &+ 1]))] == .plain {
+                    count &+= 1
+                    index &+= 2
+                } else {
+                    break
+                }
+            }
+            if count != runStart { previous = .cluster }
+            guard index < bytes.count else { break }
             let lead = bytes[index]
-            // The common case first: a visible ASCII character, or a two-byte letter (Latin,
-            // Arabic, Persian) of the plain class, is a cluster of its own.
-            if lead &- 0x20 < 0x5F {
-                count += 1
-                previous = .cluster
-                index += 1
-                continue
-            }
-            if lead & 0xE0 == 0xC0, classes[Int(twoByteValue(lead, bytes[index + 1]))] == .plain {
-                count += 1
-                previous = .cluster
-                index += 2
-                continue
-            }
             let value: UInt32
             switch lead {
             case ..<0x80:
