@@ -23,7 +23,13 @@ public struct ChatClient: Sendable {
 
     /// The completion and the raw answer's usage; throws ``ChatError`` only.
     public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
-        let response = try await send(request, requestID: requestID)
+        try await complete(body: request.jsonBytes(), requestID: requestID)
+    }
+
+    /// ``complete(_:requestID:)`` for a request already encoded, such as a
+    /// ``ChatRequestBodyTemplate``'s body; `stream` must not be set in it.
+    public func complete(body: [UInt8], requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
+        let response = try await send(body: body, requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
@@ -71,15 +77,14 @@ public struct ChatClient: Sendable {
     /// Sends `request` as it is and returns the upstream's 2xx answer unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
     public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> HTTPClientResponse {
-        let response = try await send(request, requestID: requestID)
+        let response = try await send(body: request.jsonBytes(), requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
         return response
     }
 
-    private func send(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> HTTPClientResponse {
-        let body = try encode(request)
+    private func send(body: [UInt8], requestID: String?) async throws(ChatError) -> HTTPClientResponse {
         do {
             return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout))
         } catch {

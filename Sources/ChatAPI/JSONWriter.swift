@@ -128,6 +128,14 @@ public struct JSONWriter {
 
     private mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        Self.appendStringContents(of: value, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    /// Appends what goes between the quotes of `value` as a JSON string: its UTF-8 bytes with
+    /// `"`, `\`, control characters and DEL escaped, exactly as the writer writes strings.
+    public static func appendStringContents(of value: String, to bytes: inout [UInt8]) {
         var value = value
         value.withUTF8 { utf8 in
             // Copy runs of plain bytes in bulk; escape only what JSON requires.
@@ -135,17 +143,15 @@ public struct JSONWriter {
             var index = JSONStringScan.firstSpecial(in: utf8, from: 0, delete: true)
             while index < utf8.count {
                 if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                appendEscaped(utf8[index])
+                appendEscaped(utf8[index], to: &bytes)
                 runStart = index + 1
                 index = JSONStringScan.firstSpecial(in: utf8, from: runStart, delete: true)
             }
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
         }
-        bytes.append(UInt8(ascii: "\""))
-        needsComma = true
     }
 
-    private mutating func appendEscaped(_ byte: UInt8) {
+    private static func appendEscaped(_ byte: UInt8, to bytes: inout [UInt8]) {
         // Byte by byte: an array literal here would cost an allocation per escape.
         bytes.append(0x5C)
         switch byte {

@@ -23,6 +23,9 @@ public final class Gateway: Sendable {
     private let cache: ResponseCache?
     /// Streams being answered, so a shutdown can end each with a last event.
     private let streams = Mutex<[ObjectIdentifier: StreamControl]>([:])
+    /// The upstream body of every task and tone (``Prompt/index(task:tone:)``) but for the
+    /// user's text, encoded once; nil for a task without a model.
+    private let bodyTemplates: [ChatRequestBodyTemplate?]
 
     /// - Parameter httpClient: the upstream client (shared with the server's loops ideally).
     public init(
@@ -37,6 +40,13 @@ public final class Gateway: Sendable {
         self.version = version
         metrics = GatewayMetrics()
         cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
+        bodyTemplates = Prompt.combinations.map { task, tone in
+            configuration.model(for: task).flatMap { model in
+                ChatRequestBodyTemplate(Self.upstreamRequest(
+                    task: task, tone: tone, text: ChatRequestBodyTemplate.placeholder, model: model, configuration: configuration
+                ))
+            }
+        }
         chat = configuration.apiKey.map {
             ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
         }
@@ -278,18 +288,16 @@ public final class Gateway: Sendable {
         guard let chat else { throw .keyNotConfigured }
         guard let model = configuration.model(for: parsed.task) else { throw .modelNotConfigured }
         record?.update { $0.model = model }
-        let prompt = Prompt(task: parsed.task, tone: parsed.tone, text: parsed.text)
-        let upstreamRequest = ChatCompletionRequest(
-            model: model,
-            messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
-            temperature: parsed.task.temperature,
-            maxTokens: configuration.maxTokens
-        )
         let requestID = request.headers["X-Request-Id"] ?? RequestID.make()
         if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
+            let upstreamRequest = Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration)
             return streamResponse(chat: chat, request: upstreamRequest, requestID: requestID,
                                   language: Language(acceptLanguage: request.headers["Accept-Language"]), record: record)
         }
+        // The same bytes as the request's `jsonBytes()`, escaping only the text.
+        let upstreamBody = bodyTemplates[Prompt.index(task: parsed.task, tone: parsed.tone)]?
+            .body(filling: Prompt.neutralizingTags(in: parsed.text))
+            ?? Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration).jsonBytes()
         let answer: ResponseCache.Answer
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         if let cache {
@@ -298,7 +306,7 @@ public final class Gateway: Sendable {
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+                    try await complete(chat: chat, body: upstreamBody, requestID: requestID, record: record)
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
@@ -309,7 +317,7 @@ public final class Gateway: Sendable {
             metrics.cache.labels(hit ? "hit" : "miss").increment()
             if hit { record?.update { $0.outcome = "cache_hit" } }
         } else {
-            answer = try await complete(chat: chat, request: upstreamRequest, requestID: requestID, record: record)
+            answer = try await complete(chat: chat, body: upstreamBody, requestID: requestID, record: record)
         }
         let result = answer.result
         let usage = answer.usage
@@ -323,12 +331,24 @@ public final class Gateway: Sendable {
         return HTTPResponse(headers: headers, body: .bytes(body.bytes))
     }
 
+    /// The upstream request for a task, tone and text: the task's system prompt, the text
+    /// wrapped as data, the task's temperature and the configured token limit.
+    static func upstreamRequest(task: TextTask, tone: Tone?, text: String, model: String, configuration: GatewayConfiguration) -> ChatCompletionRequest {
+        let prompt = Prompt(task: task, tone: tone, text: text)
+        return ChatCompletionRequest(
+            model: model,
+            messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+            temperature: task.temperature,
+            maxTokens: configuration.maxTokens
+        )
+    }
+
     /// One upstream call for a task: the trimmed answer and its usage, or the mapped error.
-    private func complete(chat: ChatClient, request: ChatCompletionRequest, requestID: String, record: AccessRecord?) async throws(GatewayError) -> ResponseCache.Answer {
+    private func complete(chat: ChatClient, body: [UInt8], requestID: String, record: AccessRecord?) async throws(GatewayError) -> ResponseCache.Answer {
         let upstreamStart = MonotonicInstant.now()
         let completion: ChatCompletion
         do {
-            completion = try await chat.complete(request, requestID: requestID)
+            completion = try await chat.complete(body: body, requestID: requestID)
         } catch {
             record?.update {
                 $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now())

@@ -9,7 +9,7 @@ struct Prompt: Equatable {
     let user: String
 
     init(task: TextTask, tone: Tone?, text: String) {
-        system = Prompt.systemPrompts[Prompt.systemPromptIndex(task: task, tone: tone)]
+        system = Prompt.systemPrompts[Prompt.index(task: task, tone: tone)]
         let body = Prompt.neutralizingTags(in: text)
         var user = ""
         user.reserveCapacity(PromptText.userPrefix.utf8.count + body.utf8.count + PromptText.userSuffix.utf8.count)
@@ -23,13 +23,16 @@ struct Prompt: Equatable {
     private static let tasks = TextTask.allCases
     private static let tones = Tone.allCases
 
-    /// The system prompt of every task and tone (no tone first), built once: they are fixed.
-    private static let systemPrompts: [String] = tasks.flatMap { task in
-        ([nil] + tones).map { tone in systemPrompt(task: task, tone: tone) }
+    /// The system prompt of every task and tone, built once: they are fixed.
+    private static let systemPrompts: [String] = combinations.map { systemPrompt(task: $0.task, tone: $0.tone) }
+
+    /// Every task with every tone (no tone first), in the order of ``index(task:tone:)``.
+    static let combinations: [(task: TextTask, tone: Tone?)] = tasks.flatMap { task in
+        ([nil] + tones).map { tone in (task, tone) }
     }
 
-    /// The place of a task and tone in ``systemPrompts``.
-    private static func systemPromptIndex(task: TextTask, tone: Tone?) -> Int {
+    /// The place of a task and tone in ``combinations`` (and in the system prompts).
+    static func index(task: TextTask, tone: Tone?) -> Int {
         let taskIndex = tasks.firstIndex(of: task) ?? 0
         let toneIndex = tone.map { (tones.firstIndex(of: $0) ?? 0) + 1 } ?? 0
         return taskIndex * (tones.count + 1) + toneIndex
