@@ -56,7 +56,7 @@ public struct ChatClient: Sendable {
         var request = request
         request.stream = true
         request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
-        let body = try encode(request)
+        let body = request.jsonBytes()
         let streaming: HTTPClientStreamingResponse
         do {
             streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout))
@@ -90,10 +90,6 @@ public struct ChatClient: Sendable {
         } catch {
             throw Self.map(error)
         }
-    }
-
-    private func encode(_ request: ChatCompletionRequest) throws(ChatError) -> [UInt8] {
-        request.jsonBytes()
     }
 
     private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {
