@@ -7,7 +7,8 @@
 #   concurrency  1,000 / 5,000 / 10,000 POST /api/process at once, one connection each, against
 #                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS
 #   streams      2,000 concurrent "stream": true requests of 50 deltas each, every stream checked
-#                (start, deltas whose text only grows, one done with the full text)
+#                (start, deltas whose text only grows, one done with the full text); the same
+#                streams from the mock through nginx and direct as references
 #   soak         SOAK_SECONDS of steady load (32 callers, mock latency 20 ms) after a 30 s
 #                warm-up: gateway RSS drift, errors, open fds before, during and after the load
 #
@@ -68,9 +69,9 @@ for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle"; do
     case "$v" in '' | *[!0-9]*) die "delays and durations must be whole numbers, not '$v'" ;; esac
 done
 
-# nginx is optional here: the concurrency scenario runs it as a reference when installed.
+# nginx is optional here: the concurrency and streams scenarios run it as a reference when installed.
 nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
-[ -n "$nginx_bin" ] || say "bench-scale: nginx not found (apt-get install -y nginx-light); the concurrency scenario runs without its nginx reference"
+[ -n "$nginx_bin" ] || say "bench-scale: nginx not found (apt-get install -y nginx-light); the concurrency and streams scenarios run without their nginx reference"
 
 # Every request holds a client connection and an upstream connection in the gateway.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -148,15 +149,16 @@ stop_pair() {
     mock_pid=
 }
 
-# nginx as a plain reverse proxy to the current mock, CONNECTIONS per worker. Sets nginx_pid
-# and nginx_url (the mock's base URL through nginx). Only when nginx is installed.
-start_nginx() { # CONNECTIONS
+# nginx as a plain reverse proxy to the current mock, CONNECTIONS per worker (unbuffered: each
+# piece of an answer passed on as it comes, for event streams). Sets nginx_pid and nginx_url
+# (the mock's base URL through nginx). Only when nginx is installed.
+start_nginx() { # CONNECTIONS [unbuffered]
     local hostport=${mock_url#http://}
     hostport=${hostport%%/*}
     local port
     port=$(free_port)
     nginx_url="http://127.0.0.1:$port${mock_url#http://"$hostport"}"
-    write_nginx_conf "$work/nginx" "$port" "$hostport" "$1" reuseport
+    write_nginx_conf "$work/nginx" "$port" "$hostport" "$1" reuseport ${2:+"$2"}
     "$nginx_bin" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
     nginx_pid=$!
     for _ in $(seq 100); do
@@ -171,6 +173,23 @@ start_nginx() { # CONNECTIONS
 stop_nginx() {
     stop "$nginx_pid"
     nginx_pid=
+}
+
+# A target's processes for BENCH_WATCH ("mock=PID,proxy0=PID,…"; the gateway, nginx's
+# workers, none for the mock direct) from the array proxies; sets watch.
+watch_list() {
+    watch="mock=$mock_pid"
+    local index=0 pid
+    for pid in ${proxies[@]+"${proxies[@]}"}; do watch+=",proxy$index=$pid"; index=$((index + 1)); done
+}
+
+# The proxy's figures in bench-client's output FILE, summed over its processes (one for the
+# gateway, the workers for nginx): "RSS_KIB PEAK_FDS CPU_S RAMP_MS" (peak RSS from VmHWM).
+proxy_totals() { # FILE
+    grep '^watch name=proxy' "$1" | awk '
+        function kv(key,   i, p) { for (i = 2; i <= NF; i++) { split($i, p, "="); if (p[1] == key) return p[2] } return 0 }
+        { rss += kv("hwm_kib"); fds += kv("peak_fds"); cpu += kv("cpu_s"); r = kv("fds_95_ms"); if (r > ramp) ramp = r }
+        END { printf "%d %d %.2f %d\n", rss, fds, cpu, ramp }'
 }
 
 # One request must succeed before anything is measured.
@@ -291,10 +310,8 @@ scenario_concurrency() {
                     token=$mock_key
                     ;;
             esac
-            watch="mock=$mock_pid"
-            local index=0 pid
-            for pid in ${proxies[@]+"${proxies[@]}"}; do watch+=",proxy$index=$pid"; index=$((index + 1)); done
-            local overflows_before drops_before fds_before=0
+            watch_list
+            local overflows_before drops_before fds_before=0 pid
             overflows_before=$(tcpext ListenOverflows)
             drops_before=$(tcpext ListenDrops)
             for pid in ${proxies[@]+"${proxies[@]}"}; do fds_before=$((fds_before + $(fd_count "$pid"))); done
@@ -305,14 +322,8 @@ scenario_concurrency() {
             local failed outcomes
             failed=$(kv "$out" burst failed)
             outcomes=$(kv "$out" burst outcomes)
-            # The proxy's figures: summed over its processes (one for the gateway, the workers for nginx).
-            local rss=0 fds=0 cpu=0 ramp=0 line
-            while read -r line; do
-                rss=$((rss + $(kv <(echo "$line") watch hwm_kib)))
-                fds=$((fds + $(kv <(echo "$line") watch peak_fds)))
-                cpu=$(awk -v a="$cpu" -v b="$(kv <(echo "$line") watch cpu_s)" 'BEGIN { print a + b }')
-                ramp=$(awk -v a="$ramp" -v b="$(kv <(echo "$line") watch fds_95_ms)" 'BEGIN { print (b > a ? b : a) }')
-            done < <(grep '^watch name=proxy' "$out")
+            local rss fds cpu ramp
+            read -r rss fds cpu ramp < <(proxy_totals "$out")
             local proxy_columns="– | – | – | – | –"
             if [ ${#proxies[@]} -gt 0 ]; then
                 proxy_columns="$(mib "$rss") | $fds | $(((fds - fds_before) / 2)) | $ramp | $cpu"
@@ -353,44 +364,82 @@ scenario_streams() {
     echo "## streams: $stream_count concurrent streams of $stream_deltas deltas"
     echo
     # Two characters a piece: the mock cuts its answer into exactly STREAM_DELTAS pieces.
-    local content=
+    local content= directive="[mock:deltas=$stream_deltas,delta-delay-ms=$stream_delay]"
     for _ in $(seq "$stream_deltas"); do content+="نو"; done
-    printf '{"task":"summarize","text":"%s [mock:deltas=%s,delta-delay-ms=%s]","stream":true}' \
-        "$text" "$stream_deltas" "$stream_delay" >"$work/stream.json"
+    printf '{"task":"summarize","text":"%s %s","stream":true}' "$text" "$directive" >"$work/stream.json"
+    printf '{"model":"bench-model","messages":[{"role":"user","content":"%s %s"}],"temperature":0.2,"stream":true}' \
+        "$text" "$directive" >"$work/stream-direct.json"
     echo '```'
     echo "B/mock-upstream --port 0 --loops 2 --api-key $mock_key --content <$((2 * stream_deltas)) characters>"
-    echo "BENCH_WATCH=gateway=<pid>,mock=<pid> B/bench-client streams http://127.0.0.1:<port>/api/process $stream_count stream.json $stream_deltas"
+    echo "BENCH_WATCH=mock=<pid>,proxy0=<pid> B/bench-client streams http://127.0.0.1:<port>/api/process $stream_count stream.json $stream_deltas"
+    echo "nginx -c nginx.conf   (reverse proxy to the mock, $(nproc) workers, listen … reuseport, proxy_buffering off)"
+    echo "BENCH_STREAM_FORMAT=chat BENCH_TOKEN=$mock_key BENCH_WATCH=… B/bench-client streams http://127.0.0.1:<nginx or mock port>/v1/chat/completions $stream_count stream-direct.json $stream_deltas"
     echo '```'
-    echo "The text carries [mock:deltas=$stream_deltas,delta-delay-ms=$stream_delay]. A stream passes with exactly: start, $stream_deltas delta"
-    echo "events whose text is the previous text + delta (same requestId), then one done whose result is"
-    echo "that text, then the end of the body. Through HTTPClient.stream + ServerSentEventReader."
+    echo "The text carries $directive. Through the gateway a stream passes with exactly: start,"
+    echo "$stream_deltas delta events whose text is the previous text + delta (same requestId), then one done whose"
+    echo "result is that text, then the end of the body. The references (a fresh mock each) answer the"
+    echo "same text as one user message with chat-completions chunks: a stream passes with exactly"
+    echo "$stream_deltas chunks of content, a finish_reason after them, then [DONE]. Client: HTTPClient.stream, one"
+    echo "connection per stream. Proxy figures are summed over nginx's workers; CPU = user + system seconds."
     echo
-    say "bench-scale: streams $stream_count"
-    start_mock --content "$content"
-    start_gateway
-    check_gateway "$work/process.json"
-    local out="$work/streams.txt"
-    BENCH_WATCH="gateway=$gateway_pid,mock=$mock_pid" \
-        "$bin/bench-client" streams "http://127.0.0.1:$gateway_port/api/process" "$stream_count" "$work/stream.json" "$stream_deltas" >"$out" 2>&1 ||
-        { cat "$out" >&2; die "bench-client streams failed"; }
-    local failed
-    failed=$(kv "$out" streams failed)
-    echo "| streams | passed | failed (reasons) | wall s | stream p50 ms | p99 ms | max ms | first delta p50 / p99 ms | gateway peak RSS MiB | gateway peak fds | gateway CPU s | mock peak RSS MiB | mock CPU s | client CPU s |"
-    echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' \
-        "$stream_count" "$(kv "$out" streams passed)" "$failed$([ "$failed" = 0 ] || echo " ($(kv "$out" streams outcomes))")" \
-        "$(kv "$out" streams wall_s)" "$(kv "$out" streams p50_ms)" "$(kv "$out" streams p99_ms)" "$(kv "$out" streams max_ms)" \
-        "$(kv "$out" streams first_delta_p50_ms)" "$(kv "$out" streams first_delta_p99_ms)" \
-        "$(mib "$(kv "$out" "watch name=gateway" hwm_kib)")" "$(kv "$out" "watch name=gateway" peak_fds)" \
-        "$(kv "$out" "watch name=gateway" cpu_s)" "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" \
-        "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" streams client_cpu_s)"
+    echo "| target | streams | passed | failed (reasons) | wall s | stream p50 ms | p99 ms | max ms | first delta p50 / p99 ms | proxy peak RSS MiB | proxy peak fds | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s |"
+    echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    local target failed gateway_failed=0 gateway_rss=0 notes=()
+    for target in gateway nginx direct; do
+        [ "$target" = nginx ] && [ -z "$nginx_bin" ] && continue
+        say "bench-scale: streams $stream_count, $target"
+        start_mock --content "$content"
+        local url body=$work/stream-direct.json format=chat token=$mock_key proxies=() watch
+        case "$target" in
+            gateway)
+                start_gateway
+                check_gateway "$work/process.json"
+                url="http://127.0.0.1:$gateway_port/api/process"
+                body=$work/stream.json
+                format=process
+                token=
+                proxies=("$gateway_pid")
+                ;;
+            nginx)
+                start_nginx $((2 * stream_count + 256)) unbuffered
+                url="$nginx_url/chat/completions"
+                mapfile -t proxies < <(pgrep -P "$nginx_pid")
+                ;;
+            direct)
+                url="$mock_url/chat/completions"
+                ;;
+        esac
+        watch_list
+        local out="$work/streams.$target.txt"
+        BENCH_STREAM_FORMAT=$format BENCH_TOKEN=$token BENCH_WATCH="$watch" \
+            "$bin/bench-client" streams "$url" "$stream_count" "$body" "$stream_deltas" >"$out" 2>&1 ||
+            { cat "$out" >&2; die "bench-client streams against $target failed"; }
+        failed=$(kv "$out" streams failed)
+        local rss fds cpu ramp proxy_columns="– | – | –"
+        read -r rss fds cpu ramp < <(proxy_totals "$out")
+        [ ${#proxies[@]} -gt 0 ] && proxy_columns="$(mib "$rss") | $fds | $cpu"
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n' \
+            "$target" "$stream_count" "$(kv "$out" streams passed)" "$failed$([ "$failed" = 0 ] || echo " ($(kv "$out" streams outcomes))")" \
+            "$(kv "$out" streams wall_s)" "$(kv "$out" streams p50_ms)" "$(kv "$out" streams p99_ms)" "$(kv "$out" streams max_ms)" \
+            "$(kv "$out" streams first_delta_p50_ms)" "$(kv "$out" streams first_delta_p99_ms)" "$proxy_columns" \
+            "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" streams client_cpu_s)"
+        if [ "$target" = gateway ]; then
+            gateway_failed=$failed
+            gateway_rss=$rss
+        elif [ "$failed" != 0 ]; then
+            notes+=("$target: $failed failed ($(kv "$out" streams outcomes))")
+        fi
+        stop_nginx
+        stop_pair
+    done
     echo
-    awk -v failed="$failed" -v rss="$(kv "$out" "watch name=gateway" hwm_kib)" -v ideal="$(awk -v d="$stream_deltas" -v t="$stream_delay" 'BEGIN { print d * t / 1000 }')" 'BEGIN {
-        printf "goal: every stream passes (%s), gateway peak RSS ≤ 256 MB (%.0f MiB: %s); one stream alone takes ≈ %.1f s (deltas × delay)\n",
+    for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
+    [ ${#notes[@]} -eq 0 ] || echo
+    awk -v failed="$gateway_failed" -v rss="$gateway_rss" -v ideal="$(awk -v d="$stream_deltas" -v t="$stream_delay" 'BEGIN { print d * t / 1000 }')" 'BEGIN {
+        printf "goal: every stream through the gateway passes (%s), gateway peak RSS ≤ 256 MB (%.0f MiB: %s); one stream alone takes ≈ %.1f s (deltas × delay)\n",
             (failed == 0 ? "met" : "MISSED, " failed " failed"), rss / 1024, (rss * 1024 <= 256e6 ? "met" : "MISSED"), ideal }'
     echo
-    [ "$failed" = 0 ] || problems=$((problems + 1))
-    stop_pair
+    [ "$gateway_failed" = 0 ] || problems=$((problems + 1))
 }
 
 # --- soak ------------------------------------------------------------------------------------

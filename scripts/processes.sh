@@ -73,13 +73,20 @@ await_mock_address() {
     return 1
 }
 
-# write_nginx_conf DIR PORT UPSTREAM_HOSTPORT CONNECTIONS [LISTEN_OPTIONS]: DIR/nginx.conf for
-# nginx as a plain reverse proxy on 127.0.0.1:PORT to UPSTREAM_HOSTPORT over kept-alive
-# connections: one worker per core, CONNECTIONS connections per worker (a proxied request
-# takes two) and the descriptors for them, no access log. LISTEN_OPTIONS go on the listen
-# line (e.g. reuseport, so the kernel spreads connections evenly over the workers).
+# write_nginx_conf DIR PORT UPSTREAM_HOSTPORT CONNECTIONS [LISTEN_OPTIONS] [unbuffered]:
+# DIR/nginx.conf for nginx as a plain reverse proxy on 127.0.0.1:PORT to UPSTREAM_HOSTPORT over
+# kept-alive connections: one worker per core, CONNECTIONS connections per worker (a proxied
+# request takes two) and the descriptors for them, no access log. LISTEN_OPTIONS go on the
+# listen line (e.g. reuseport, so the kernel spreads connections evenly over the workers);
+# unbuffered passes each piece of an answer on as it comes (proxy_buffering off), as nginx
+# is set up in front of event streams.
 write_nginx_conf() {
-    local dir=$1 port=$2 upstream=$3 connections=$4 listen_options=${5:-} files hard
+    local dir=$1 port=$2 upstream=$3 connections=$4 listen_options=${5:-} buffering= files hard
+    case "${6:-}" in
+        '') ;;
+        unbuffered) buffering='proxy_buffering off;' ;;
+        *) die "write_nginx_conf: unknown option '$6'" ;;
+    esac
     files=$((connections + 64))
     hard=$(ulimit -Hn)
     [ "$hard" != unlimited ] && [ "$files" -gt "$hard" ] && files=$hard
@@ -107,7 +114,8 @@ http {
             proxy_pass http://mock;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_read_timeout 60s;
+            proxy_read_timeout 60s;${buffering:+
+            $buffering}
         }
     }
 }

@@ -11,6 +11,8 @@
 //       when its body contains $BENCH_EXPECT, by default "success":true; BENCH_BURST_CLIENT=curl
 //       sends them through HTTPClient instead)
 //   bench-client streams URL COUNT BODY_FILE EXPECTED_DELTAS         COUNT streamed POSTs at once, each checked
+//       (`/api/process` events; BENCH_STREAM_FORMAT=chat checks chat-completions chunks instead,
+//       for the mock direct or through nginx, with BENCH_TOKEN as the bearer token)
 //   bench-client steady  URL CONCURRENCY SECONDS BODY_FILE           closed-loop POSTs for SECONDS
 //
 // burst, streams and steady print one `key=value` summary line (for scripts) after their
@@ -149,9 +151,14 @@ func makeClient(connections: Int, timeout: Duration) -> BenchClient {
     }
 }
 
+/// A JSON POST, with `Authorization: Bearer $BENCH_TOKEN` when that is set (a reference
+/// target: the mock direct or through nginx).
 func post(_ url: String, _ body: [UInt8], stream: Bool = false, timeout: Duration? = nil) -> HTTPClientRequest {
     var headers = [(name: "Content-Type", value: "application/json")]
     if stream { headers.append((name: "Accept", value: "text/event-stream")) }
+    if let token = getenv("BENCH_TOKEN").map({ String(cString: $0) }), !token.isEmpty {
+        headers.append((name: "Authorization", value: "Bearer \(token)"))
+    }
     return HTTPClientRequest(method: "POST", url: url, headers: headers, body: body, timeout: timeout)
 }
 
@@ -694,6 +701,85 @@ struct StreamCheck {
     var verdict: String { problem ?? (done ? "passed" : started ? "no-done" : "no-start") }
 }
 
+/// Checks one chat-completions event stream, what the references (the mock direct, and
+/// through nginx) answer: every event a chunk, exactly `expectedDeltas` chunks with a
+/// non-empty `delta.content`, a `finish_reason` after the last of them, then `[DONE]`.
+struct ChatStreamCheck {
+    let expectedDeltas: Int
+    var deltas = 0
+    var finished = false
+    var done = false
+    var problem: String?
+    var firstDelta: UInt64?
+
+    init(expectedDeltas: Int) { self.expectedDeltas = expectedDeltas }
+
+    mutating func take(_ event: ChatStreamEvent, at nanoseconds: UInt64) {
+        guard problem == nil else { return }
+        switch event {
+        case .chunk(let chunk):
+            for choice in chunk.choices {
+                if let content = choice.delta.content, !content.isEmpty {
+                    guard !finished else { problem = "delta-after-finish"; return }
+                    deltas += 1
+                    if firstDelta == nil { firstDelta = nanoseconds }
+                }
+                if choice.finishReason != nil { finished = true }
+            }
+        case .done:
+            guard finished else { problem = "done-before-finish"; return }
+            guard deltas == expectedDeltas else { problem = "deltas-\(deltas)"; return }
+            done = true
+        }
+    }
+
+    var verdict: String { problem ?? (done ? "passed" : finished ? "no-done" : "no-finish") }
+}
+
+/// Reads one streamed answer: `/api/process` events (``StreamCheck``), or with `chat` the
+/// chat-completions chunks of the references (``ChatStreamCheck``). Returns the verdict and
+/// when the first delta came, in nanoseconds after `began`.
+func checkStream(_ body: HTTPClientBodyStream, chat: Bool, expected: Int, began: MonotonicInstant) async -> (String, UInt64?) {
+    if chat {
+        var check = ChatStreamCheck(expectedDeltas: expected)
+        var decoder = ChatStreamDecoder()
+        do {
+            for try await chunk in body {
+                let now = began.nanoseconds(until: .now())
+                for event in try decoder.feed(chunk) { check.take(event, at: now) }
+            }
+            for event in try decoder.finish() { check.take(event, at: began.nanoseconds(until: .now())) }
+        } catch let error as HTTPClientError {
+            check.problem = check.problem ?? error.kind.rawValue
+        } catch let error as ChatStreamError {
+            // One word each: the outcomes go into a key=value line.
+            switch error {
+            case .truncated: check.problem = check.problem ?? "no-done"
+            case .malformedChunk: check.problem = check.problem ?? "bad-chunk"
+            case .upstreamError: check.problem = check.problem ?? "upstream-error"
+            case .eventStream: check.problem = check.problem ?? "bad-event-stream"
+            }
+        } catch {
+            check.problem = check.problem ?? "stream-error"
+        }
+        return (check.verdict, check.firstDelta)
+    }
+    var check = StreamCheck(expectedDeltas: expected)
+    var reader = ServerSentEventReader()
+    do {
+        for try await chunk in body {
+            let now = began.nanoseconds(until: .now())
+            for event in try reader.feed(chunk) { check.take(event, at: now) }
+        }
+        for event in reader.finish() { check.take(event, at: began.nanoseconds(until: .now())) }
+    } catch let error as HTTPClientError {
+        check.problem = check.problem ?? error.kind.rawValue
+    } catch {
+        check.problem = check.problem ?? "bad-event-stream"
+    }
+    return (check.verdict, check.firstDelta)
+}
+
 func streams(arguments: [String]) async {
     guard arguments.count == 5 else { fail("usage: streams URL COUNT BODY_FILE EXPECTED_DELTAS") }
     let url = arguments[1]
@@ -703,30 +789,29 @@ func streams(arguments: [String]) async {
     let client = makeClient(connections: count + 64, timeout: .seconds(300))
     let http = client.http
     let request = post(url, body, stream: true)
+    let chat: Bool
+    switch getenv("BENCH_STREAM_FORMAT").map({ String(cString: $0) }) ?? "process" {
+    case "process": chat = false
+    case "chat": chat = true
+    case let other: fail("BENCH_STREAM_FORMAT must be process or chat, not '\(other)'")
+    }
     let watcher = Watcher()
     let start = MonotonicInstant.now()
     let (tally, durations, firstDeltas) = await withTaskGroup(of: (String, UInt64, UInt64?).self) { group in
         for _ in 0..<count {
             group.addTask {
                 let began = MonotonicInstant.now()
-                var check = StreamCheck(expectedDeltas: expected)
+                let response: HTTPClientStreamingResponse
                 do {
-                    let response = try await http.stream(request)
-                    guard response.status == 200 else {
-                        return ("status-\(response.status)", began.nanoseconds(until: .now()), nil)
-                    }
-                    var reader = ServerSentEventReader()
-                    for try await chunk in response.body {
-                        let now = began.nanoseconds(until: .now())
-                        for event in try reader.feed(chunk) { check.take(event, at: now) }
-                    }
-                    for event in reader.finish() { check.take(event, at: began.nanoseconds(until: .now())) }
-                } catch let error as HTTPClientError {
-                    check.problem = check.problem ?? error.kind.rawValue
+                    response = try await http.stream(request)
                 } catch {
-                    check.problem = check.problem ?? "sse-\(error)"
+                    return ((error as? HTTPClientError)?.kind.rawValue ?? "request-error", began.nanoseconds(until: .now()), nil)
                 }
-                return (check.verdict, began.nanoseconds(until: .now()), check.firstDelta)
+                guard response.status == 200 else {
+                    return ("status-\(response.status)", began.nanoseconds(until: .now()), nil)
+                }
+                let (verdict, firstDelta) = await checkStream(response.body, chat: chat, expected: expected, began: began)
+                return (verdict, began.nanoseconds(until: .now()), firstDelta)
             }
         }
         var tally = Tally()
