@@ -3,14 +3,16 @@
 #
 # Scenarios (each prints a markdown table and its goal):
 #   idle         a fresh gateway: RSS and open fds after start, and the time from spawning the
-#                process to its first 200 from GET /api/health (polled every ~1 ms); 5 starts
+#                process to its first 200 from GET /api/health (polled every ~1 ms); 5 starts;
+#                then nginx (to a mock) and the mock alone started the same way as references
 #   concurrency  1,000 / 5,000 / 10,000 POST /api/process at once, one connection each, against
 #                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS
 #   streams      2,000 concurrent "stream": true requests of 50 deltas each, every stream checked
 #                (start, deltas whose text only grows, one done with the full text); the same
 #                streams from the mock through nginx and direct as references
 #   soak         SOAK_SECONDS of steady load (32 callers, mock latency 20 ms) after a 30 s
-#                warm-up: gateway RSS drift, errors, open fds before, during and after the load
+#                warm-up: gateway RSS drift, errors, open fds before, during and after the load;
+#                then the same through nginx and direct as references
 #
 # Settings (environment):
 #   SCENARIOS="idle concurrency streams soak"   which to run, in this order
@@ -18,6 +20,8 @@
 #   CONCURRENCY_COUNTS="1000 5000 10000"        requests in flight, one fresh gateway + mock each
 #   STREAMS=2000  STREAM_DELTAS=50  STREAM_DELTA_DELAY_MS=20
 #   SOAK_SECONDS=600  SOAK_CONCURRENCY=32  SOAK_LATENCY_MS=20  SOAK_WARMUP_SECONDS=30
+#   SOAK_REFERENCES="nginx direct"              the same soak through nginx and straight to the
+#                                               mock after the gateway's ("" for none)
 #   SOAK_SETTLE_SECONDS=65                      wait after the load before the last fd count
 #                                               (past the mock's 60 s idle timeout)
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"
@@ -44,6 +48,7 @@ soak_concurrency=${SOAK_CONCURRENCY:-32}
 soak_latency=${SOAK_LATENCY_MS:-20}
 soak_warmup=${SOAK_WARMUP_SECONDS:-30}
 soak_settle=${SOAK_SETTLE_SECONDS:-65}
+read -r -a soak_references <<<"${SOAK_REFERENCES-nginx direct}"
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a scenario_list <<<"$scenarios"
 read -r -a count_list <<<"$counts"
@@ -65,13 +70,16 @@ positive STREAM_DELTAS "$stream_deltas"
 positive SOAK_SECONDS "$soak_seconds"
 positive SOAK_CONCURRENCY "$soak_concurrency"
 for c in "${count_list[@]}"; do positive CONCURRENCY_COUNTS "$c"; done
+for r in ${soak_references[@]+"${soak_references[@]}"}; do
+    case "$r" in nginx | direct) ;; *) die "SOAK_REFERENCES takes nginx and direct, not '$r'" ;; esac
+done
 for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle"; do
     case "$v" in '' | *[!0-9]*) die "delays and durations must be whole numbers, not '$v'" ;; esac
 done
 
-# nginx is optional here: the concurrency and streams scenarios run it as a reference when installed.
+# nginx is optional here: the idle, concurrency and streams scenarios run it as a reference when installed.
 nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
-[ -n "$nginx_bin" ] || say "bench-scale: nginx not found (apt-get install -y nginx-light); the concurrency and streams scenarios run without their nginx reference"
+[ -n "$nginx_bin" ] || say "bench-scale: nginx not found (apt-get install -y nginx-light); the idle, concurrency and streams scenarios run without their nginx reference"
 
 # Every request holds a client connection and an upstream connection in the gateway.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -210,6 +218,16 @@ problems=0
 
 # --- idle ------------------------------------------------------------------------------------
 
+# awk functions for bench-client startup's lines: kv(KEY) on the current line, median(ARRAY, N).
+startup_functions='
+    function kv(key,   i, p) { for (i = 1; i <= NF; i++) { split($i, p, "="); if (p[1] == key) return p[2] } return "" }
+    function median(a, n,   i, j, t, b) {
+        for (i = 1; i <= n; i++) b[i] = a[i]
+        for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
+        return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+    }
+'
+
 scenario_idle() {
     echo "## idle: a fresh gateway"
     echo
@@ -225,13 +243,7 @@ scenario_idle() {
         exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL=http://127.0.0.1:9/v1 "${gateway_env[@]}" \
             "$bin/bench-client" startup "$idle_runs" 1000 -- "$bin/text-gateway" serve --hostname 127.0.0.1 --port '{port}' --env production
     ) >"$work/idle.txt" 2>"$work/idle.err" || { cat "$work/idle.err" >&2; die "idle: bench-client startup failed"; }
-    awk '
-        function kv(key,   i, p) { for (i = 1; i <= NF; i++) { split($i, p, "="); if (p[1] == key) return p[2] } return "" }
-        function median(a, n,   i, j, t, b) {
-            for (i = 1; i <= n; i++) b[i] = a[i]
-            for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
-            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
-        }
+    awk "$startup_functions"'
         /^startup / {
             n++; ready[n] = kv("ready_ms"); rr[n] = kv("rss_ready_kib") / 1024; rss[n] = kv("rss_kib") / 1024
             anon[n] = kv("rss_anon_kib") / 1024; file[n] = kv("rss_file_kib") / 1024; fr[n] = kv("fds_ready"); fd[n] = kv("fds")
@@ -248,6 +260,46 @@ scenario_idle() {
         }
     ' "$work/idle.txt"
     echo
+    idle_references
+}
+
+# The idle references, $idle_runs starts each: nginx as a plain reverse proxy to a mock (its
+# master and workers summed), and the mock itself (our HTTP core with a route table, no
+# upstream client); ready = the first 200 from GET /v1/models (through nginx: the mock's).
+idle_references() {
+    echo '```'
+    echo "BENCH_PORT=<port> BENCH_HEALTH_PATH=/v1/models B/bench-client startup $idle_runs 1000 -- nginx -c nginx.conf   ($(nproc) workers, to a running mock)"
+    echo "BENCH_HEALTH_PATH=/v1/models B/bench-client startup $idle_runs 1000 -- B/mock-upstream --port {port} --loops 2 --api-key $mock_key"
+    echo '```'
+    echo "| reference | ready ms | RSS after 1 s MiB | of which anon / file-backed MiB | fds after 1 s | processes |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    if [ -n "$nginx_bin" ]; then
+        start_mock
+        local hostport=${mock_url#http://} port
+        hostport=${hostport%%/*}
+        port=$(free_port)
+        write_nginx_conf "$work/nginx-idle" "$port" "$hostport" 1024 reuseport
+        BENCH_PORT=$port BENCH_HEALTH_PATH=/v1/models "$bin/bench-client" startup "$idle_runs" 1000 -- \
+            "$nginx_bin" -c "$work/nginx-idle/nginx.conf" -e "$work/nginx-idle/error.log" >"$work/idle.nginx.txt" 2>"$work/idle.nginx.err" ||
+            { cat "$work/idle.nginx.err" >&2; die "idle: bench-client startup of nginx failed"; }
+        stop "$mock_pid"
+        mock_pid=
+        startup_median_row nginx "$work/idle.nginx.txt"
+    fi
+    BENCH_HEALTH_PATH=/v1/models "$bin/bench-client" startup "$idle_runs" 1000 -- \
+        "$bin/mock-upstream" --port '{port}' --loops 2 --api-key "$mock_key" >"$work/idle.direct.txt" 2>"$work/idle.direct.err" ||
+        { cat "$work/idle.direct.err" >&2; die "idle: bench-client startup of mock-upstream failed"; }
+    startup_median_row "mock direct" "$work/idle.direct.txt"
+    echo
+}
+
+# One row of medians from bench-client startup's lines in FILE.
+startup_median_row() { # LABEL FILE
+    awk -v label="$1" "$startup_functions"'
+        /^startup / { n++; ready[n] = kv("ready_ms"); rss[n] = kv("rss_kib") / 1024; anon[n] = kv("rss_anon_kib") / 1024
+            file[n] = kv("rss_file_kib") / 1024; fd[n] = kv("fds"); procs[n] = kv("processes") }
+        END { printf "| %s | %.1f | %.1f | %.1f / %.1f | %d | %d |\n", label, median(ready, n), median(rss, n), median(anon, n), median(file, n), median(fd, n), median(procs, n) }
+    ' "$2"
 }
 
 # --- concurrency -----------------------------------------------------------------------------
@@ -482,25 +534,7 @@ scenario_soak() {
     fds_before=$(fd_count "$gateway_pid")
     rss_before=$(status_kib "$gateway_pid" VmRSS)
     sockets_before=$(socket_breakdown)
-    "$bin/bench-client" steady "http://127.0.0.1:$gateway_port/api/process" "$soak_concurrency" "$total" "$work/process.json" \
-        >"$work/steady.txt" 2>&1 &
-    load_pid=$!
-    local pid=$gateway_pid
-    (
-        started=$(date +%s)
-        for t in $(seq 10 10 $((total - 1))); do
-            now=$(date +%s)
-            [ $((started + t)) -gt "$now" ] && sleep $((started + t - now))
-            echo "$t $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status") $(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 | wc -l)"
-        done
-    ) >"$work/samples.txt" 2>/dev/null &
-    sampler_pid=$!
-    local load_status=0
-    wait "$load_pid" || load_status=$?
-    load_pid=
-    wait "$sampler_pid" || true
-    sampler_pid=
-    [ "$load_status" = 0 ] || { cat "$work/steady.txt" >&2; die "bench-client steady failed"; }
+    steady_load "$work/steady.txt" "$work/samples.txt" "http://127.0.0.1:$gateway_port/api/process" "$work/process.json" "$gateway_pid"
     local sockets_end fds_end_now
     fds_end_now=$(fd_count "$gateway_pid")
     sockets_end=$(socket_breakdown)
@@ -575,6 +609,99 @@ scenario_soak() {
     echo
     [ "$errors" = 0 ] || problems=$((problems + 1))
     stop_pair
+    [ ${#soak_references[@]} -eq 0 ] || soak_references_table
+}
+
+# "RSS_KIB FDS" summed over the processes PID...
+family_sample() {
+    local rss=0 fds=0 pid
+    for pid in "$@"; do
+        rss=$((rss + $(status_kib "$pid" VmRSS)))
+        fds=$((fds + $(fd_count "$pid")))
+    done
+    echo "$rss $fds"
+}
+
+# "T RSS_KIB FDS" every 10 s until TOTAL s have passed, for the processes PID... summed.
+sample_every_10s() { # TOTAL PID...
+    local total=$1 started now t
+    shift
+    started=$(date +%s)
+    for t in $(seq 10 10 $((total - 1))); do
+        now=$(date +%s)
+        [ $((started + t)) -gt "$now" ] && sleep $((started + t - now))
+        echo "$t $(family_sample "$@")"
+    done
+}
+
+# The soak's load: bench-client steady on URL with BODY for $total s into OUT, and "T RSS_KIB
+# FDS" of the processes PID... every 10 s into SAMPLES; dies when the load generator fails.
+steady_load() { # OUT SAMPLES URL BODY PID...
+    local out=$1 samples=$2 url=$3 body=$4 load_status=0
+    shift 4
+    "$bin/bench-client" steady "$url" "$soak_concurrency" "$total" "$body" >"$out" 2>&1 &
+    load_pid=$!
+    sample_every_10s "$total" "$@" >"$samples" 2>/dev/null &
+    sampler_pid=$!
+    wait "$load_pid" || load_status=$?
+    load_pid=
+    wait "$sampler_pid" || true
+    sampler_pid=
+    [ "$load_status" = 0 ] || { cat "$out" >&2; die "bench-client steady against $url failed"; }
+}
+
+# The soak's references: the same load through nginx and straight to the mock, each with a
+# fresh mock. Their RSS (summed over nginx's workers; the mock's own for direct) and
+# descriptors are read every 10 s, as the gateway's.
+soak_references_table() {
+    echo "References, the same load for the same time (\`SOAK_REFERENCES\`; a fresh mock each): nginx"
+    echo "($(nproc) workers, reuseport; RSS and fds summed over the workers) and the mock direct (the mock's"
+    echo "own RSS and fds). Start, middle and end as above; after = ${soak_settle} s after the load."
+    echo
+    echo "| target | requests | errors | p50 / p99 ms | RSS before / start / middle / end MiB | drift | fds before / end of load / after |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    local target
+    for target in "${soak_references[@]}"; do
+        [ "$target" = nginx ] && [ -z "$nginx_bin" ] && continue
+        say "bench-scale: soak ${soak_warmup}+${soak_seconds} s, $target"
+        start_mock --latency-ms "$soak_latency"
+        local url pids=()
+        if [ "$target" = nginx ]; then
+            start_nginx $((2 * soak_concurrency + 256))
+            url="$nginx_url/chat/completions"
+            mapfile -t pids < <(pgrep -P "$nginx_pid")
+        else
+            url="$mock_url/chat/completions"
+            pids=("$mock_pid")
+        fi
+        local out="$work/steady.$target.txt"
+        local before
+        before=$(family_sample "${pids[@]}")
+        BENCH_EXPECT='"choices":' BENCH_TOKEN=$mock_key steady_load "$out" "$work/samples.$target.txt" "$url" "$work/direct.json" "${pids[@]}"
+        local end_fds after
+        end_fds=$(family_sample "${pids[@]}" | cut -d' ' -f2)
+        sleep "$soak_settle"
+        after=$(family_sample "${pids[@]}")
+        local errors
+        errors=$(kv "$out" steady errors)
+        awk -v target="$target" -v warm="$soak_warmup" -v total="$total" -v before="$before" -v after="$after" -v end_fds="$end_fds" \
+            -v requests="$(kv "$out" steady requests)" -v errors="$errors" -v p50="$(kv "$out" steady p50_ms)" -v p99="$(kv "$out" steady p99_ms)" '
+            { t[NR] = $1; rss[NR] = $2; n = NR }
+            END {
+                s = 0; for (i = 1; i <= n; i++) if (t[i] >= warm) { s = i; break }
+                if (s == 0) s = 1
+                mid_t = warm + (total - warm) / 2; m = s
+                for (i = s; i <= n; i++) if (t[i] <= mid_t) m = i
+                split(before, b, " "); split(after, a, " ")
+                drift = rss[s] > 0 ? 100 * (rss[n] - rss[s]) / rss[s] : 0
+                printf "| %s | %d | %d | %s / %s | %.1f / %.1f / %.1f / %.1f | %+.2f %% | %d / %d / %d |\n", target, requests, errors, p50, p99,
+                    b[1] / 1024, rss[s] / 1024, rss[m] / 1024, rss[n] / 1024, drift, b[2], end_fds, a[2] }
+        ' "$work/samples.$target.txt"
+        stop_nginx
+        stop "$mock_pid"
+        mock_pid=
+    done
+    echo
 }
 
 for s in "${scenario_list[@]}"; do

@@ -4,8 +4,10 @@
 //   bench-client throughput BASE_URL [concurrency=64] [seconds=10]   ChatClient against a mock
 //   bench-client inflight   BASE_URL [count=5000]                    ChatClient, RSS of calls in flight
 //   bench-client startup RUNS SETTLE_MS -- PROGRAM ARGS...           spawn a server, time to first
-//       200 from GET /api/health; "{port}" in ARGS becomes a free port; the child gets this
-//       process's environment
+//       200 from GET $BENCH_HEALTH_PATH (default /api/health); "{port}" in ARGS becomes a free
+//       port, or $BENCH_PORT when set (a server whose port is in its configuration file); the
+//       child gets this process's environment; RSS and fds are summed over the child and its
+//       children (nginx's master and workers)
 //   bench-client burst   URL COUNT BODY_FILE                         COUNT POSTs at once, one connection each
 //       (raw sockets on epoll, with `Authorization: Bearer $BENCH_TOKEN` when set; a 200 counts
 //       when its body contains $BENCH_EXPECT, by default "success":true; BENCH_BURST_CLIENT=curl
@@ -14,6 +16,7 @@
 //       (`/api/process` events; BENCH_STREAM_FORMAT=chat checks chat-completions chunks instead,
 //       for the mock direct or through nginx, with BENCH_TOKEN as the bearer token)
 //   bench-client steady  URL CONCURRENCY SECONDS BODY_FILE           closed-loop POSTs for SECONDS
+//       (a 200 counts when its body contains $BENCH_EXPECT, as in burst; BENCH_TOKEN as there)
 //
 // burst, streams and steady print one `key=value` summary line (for scripts) after their
 // human-readable lines. BENCH_LOOPS sets their event loops (default 1); burst and streams
@@ -275,7 +278,10 @@ func loopback(port: Int) -> sockaddr_in {
     return address
 }
 
-/// One blocking connect + `GET /api/health`: true on a 200 status line.
+/// The path startup polls for a 200: BENCH_HEALTH_PATH, by default the gateway's `/api/health`.
+let healthPath = getenv("BENCH_HEALTH_PATH").map { String(cString: $0) } ?? "/api/health"
+
+/// One blocking connect + `GET` ``healthPath``: true on a 200 status line.
 func healthy(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
@@ -285,7 +291,7 @@ func healthy(port: Int) -> Bool {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard connected == 0 else { return false }
-    let request = Array("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+    let request = Array("GET \(healthPath) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
     guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 512)
@@ -317,13 +323,39 @@ func stopChild(_ pid: pid_t) {
     _ = waitpid(pid, &status, 0)
 }
 
+/// `pid` and the processes whose parent it is.
+func processFamily(_ pid: pid_t) -> [pid_t] {
+    var family = [pid]
+    guard let directory = opendir("/proc") else { return family }
+    defer { closedir(directory) }
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard let child = pid_t(name), child != pid, let file = fopen("/proc/\(child)/stat", "r") else { continue }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 512)
+        guard fgets(&line, 512, file) != nil else { continue }
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // After the command: state, then the parent's pid.
+        guard let close = text.lastIndex(of: ")") else { continue }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        if fields.count > 1, pid_t(fields[1]) == pid { family.append(child) }
+    }
+    return family
+}
+
+/// A `/proc/<pid>/status` field summed over `pids`, in KiB.
+func memoryKiB(_ field: String, of pids: [pid_t]) -> Int {
+    pids.reduce(0) { $0 + memoryKiB(field, pid: String($1)) }
+}
+
 func startup(arguments: [String]) {
     guard arguments.count >= 5, arguments[3] == "--" else { fail("usage: startup RUNS SETTLE_MS -- PROGRAM ARGS...") }
     let runs = integer(arguments[1], "RUNS")
     guard let settle = Int(arguments[2]), settle >= 0 else { fail("SETTLE_MS must be a whole number") }
     let program = arguments[4]
+    let fixedPort = getenv("BENCH_PORT").map { integer(String(cString: $0), "BENCH_PORT") }
     for run in 1...runs {
-        let port = freePort()
+        let port = fixedPort ?? freePort()
         let argv = arguments[4...].map { $0.replacing("{port}", with: String(port)) }
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
@@ -348,17 +380,19 @@ func startup(arguments: [String]) {
         }
         guard let ready else {
             stopChild(pid)
-            fail("\(program) did not answer GET /api/health with 200 within 10 s")
+            fail("\(program) did not answer GET \(healthPath) with 200 within 10 s")
         }
-        let rssReady = memoryKiB("VmRSS", pid: String(pid))
-        let fdsReady = openFileCount(pid: pid)
+        var family = processFamily(pid)
+        let rssReady = memoryKiB("VmRSS", of: family)
+        let fdsReady = family.reduce(0) { $0 + openFileCount(pid: $1) }
         sleepMilliseconds(settle)
-        let rss = memoryKiB("VmRSS", pid: String(pid))
-        let anonymous = memoryKiB("RssAnon", pid: String(pid))
-        let fileBacked = memoryKiB("RssFile", pid: String(pid))
-        let fds = openFileCount(pid: pid)
+        family = processFamily(pid)
+        let rss = memoryKiB("VmRSS", of: family)
+        let anonymous = memoryKiB("RssAnon", of: family)
+        let fileBacked = memoryKiB("RssFile", of: family)
+        let fds = family.reduce(0) { $0 + openFileCount(pid: $1) }
         stopChild(pid)
-        say("startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) fds=\(fds)")
+        say("startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) fds=\(fds) processes=\(family.count)")
     }
 }
 
@@ -444,9 +478,9 @@ final class Watcher: Sendable {
 
 // MARK: - burst
 
-/// What a burst's 200 body must contain to count as a success: BENCH_EXPECT, by default the
+/// What a 200 body must contain to count as a success in burst and steady: BENCH_EXPECT, by default the
 /// gateway's `"success":true` (a chat-completions answer through a reference proxy: `"choices":`).
-let burstExpectedText = getenv("BENCH_EXPECT").map { String(cString: $0) } ?? "\"success\":true"
+let expectedText = getenv("BENCH_EXPECT").map { String(cString: $0) } ?? "\"success\":true"
 
 /// `http://IPv4:port/path`.
 func parseURL(_ url: String) -> (host: String, port: Int, path: String) {
@@ -506,7 +540,7 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
         let bodyBytes = bytes.count - headEnd - separator.count
         if let length, bodyBytes < length { return ended ? "truncated" : nil }
         if length == nil && !ended { return nil }
-        if status == "200" && !contains(Array(bytes[(headEnd + separator.count)...]), burstExpectedText) { return "200-without-success" }
+        if status == "200" && !contains(Array(bytes[(headEnd + separator.count)...]), expectedText) { return "200-unexpected-body" }
         return status
     }
 
@@ -604,7 +638,7 @@ func curlBurst(url: String, count: Int, body: [UInt8], timeout: Duration) async 
                 let outcome: String
                 do {
                     let response = try await http.send(request)
-                    outcome = response.status == 200 && !contains(response.body, burstExpectedText) ? "200-without-success" : String(response.status)
+                    outcome = response.status == 200 && !contains(response.body, expectedText) ? "200-unexpected-body" : String(response.status)
                 } catch let error as HTTPClientError {
                     outcome = error.kind.rawValue
                 } catch {
@@ -878,7 +912,7 @@ func steady(arguments: [String]) async {
                     do {
                         let response = try await http.send(request)
                         outcome = String(response.status)
-                        if response.status == 200 && !contains(response.body, "\"success\":true") { outcome = "200-without-success" }
+                        if response.status == 200 && !contains(response.body, expectedText) { outcome = "200-unexpected-body" }
                     } catch let error as HTTPClientError {
                         outcome = error.kind.rawValue
                     } catch {
