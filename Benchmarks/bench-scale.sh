@@ -534,7 +534,7 @@ scenario_soak() {
     fds_before=$(fd_count "$gateway_pid")
     rss_before=$(status_kib "$gateway_pid" VmRSS)
     sockets_before=$(socket_breakdown)
-    steady_load "$work/steady.txt" "$work/samples.txt" "http://127.0.0.1:$gateway_port/api/process" "$work/process.json" "$gateway_pid"
+    steady_load "$total" "$work/steady.txt" "$work/samples.txt" "http://127.0.0.1:$gateway_port/api/process" "$work/process.json" "$gateway_pid"
     local sockets_end fds_end_now
     fds_end_now=$(fd_count "$gateway_pid")
     sockets_end=$(socket_breakdown)
@@ -609,7 +609,7 @@ scenario_soak() {
     echo
     [ "$errors" = 0 ] || problems=$((problems + 1))
     stop_pair
-    [ ${#soak_references[@]} -eq 0 ] || soak_references_table
+    [ ${#soak_references[@]} -eq 0 ] || soak_references_table "$total"
 }
 
 # "RSS_KIB FDS" summed over the processes PID...
@@ -634,11 +634,11 @@ sample_every_10s() { # TOTAL PID...
     done
 }
 
-# The soak's load: bench-client steady on URL with BODY for $total s into OUT, and "T RSS_KIB
+# The soak's load: bench-client steady on URL with BODY for SECONDS into OUT, and "T RSS_KIB
 # FDS" of the processes PID... every 10 s into SAMPLES; dies when the load generator fails.
-steady_load() { # OUT SAMPLES URL BODY PID...
-    local out=$1 samples=$2 url=$3 body=$4 load_status=0
-    shift 4
+steady_load() { # SECONDS OUT SAMPLES URL BODY PID...
+    local total=$1 out=$2 samples=$3 url=$4 body=$5 load_status=0
+    shift 5
     "$bin/bench-client" steady "$url" "$soak_concurrency" "$total" "$body" >"$out" 2>&1 &
     load_pid=$!
     sample_every_10s "$total" "$@" >"$samples" 2>/dev/null &
@@ -653,7 +653,8 @@ steady_load() { # OUT SAMPLES URL BODY PID...
 # The soak's references: the same load through nginx and straight to the mock, each with a
 # fresh mock. Their RSS (summed over nginx's workers; the mock's own for direct) and
 # descriptors are read every 10 s, as the gateway's.
-soak_references_table() {
+soak_references_table() { # SECONDS (warm-up included)
+    local total=$1
     echo "References, the same load for the same time (\`SOAK_REFERENCES\`; a fresh mock each): nginx"
     echo "($(nproc) workers, reuseport; RSS and fds summed over the workers) and the mock direct (the mock's"
     echo "own RSS and fds). Start, middle and end as above; after = ${soak_settle} s after the load."
@@ -677,7 +678,7 @@ soak_references_table() {
         local out="$work/steady.$target.txt"
         local before
         before=$(family_sample "${pids[@]}")
-        BENCH_EXPECT='"choices":' BENCH_TOKEN=$mock_key steady_load "$out" "$work/samples.$target.txt" "$url" "$work/direct.json" "${pids[@]}"
+        BENCH_EXPECT='"choices":' BENCH_TOKEN=$mock_key steady_load "$total" "$out" "$work/samples.$target.txt" "$url" "$work/direct.json" "${pids[@]}"
         local end_fds after
         end_fds=$(family_sample "${pids[@]}" | cut -d' ' -f2)
         sleep "$soak_settle"

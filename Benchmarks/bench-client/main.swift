@@ -683,10 +683,25 @@ func burst(arguments: [String]) async {
 
 // MARK: - streams
 
+/// A check of one streamed answer, fed its body's bytes as they come and then told of its end.
+protocol StreamCheck {
+    init(expectedDeltas: Int)
+    /// The first problem found, one word (the outcomes go into a key=value line); nil so far.
+    var problem: String? { get set }
+    /// When the first delta came, in nanoseconds after the request began.
+    var firstDelta: UInt64? { get }
+    var verdict: String { get }
+    mutating func feed(_ bytes: [UInt8], at nanoseconds: UInt64) throws
+    mutating func finish(at nanoseconds: UInt64) throws
+    /// What `feed` or `finish` threw, as an outcome.
+    static func outcome(of error: any Error) -> String
+}
+
 /// Checks one `/api/process` event stream against CONTRACT.md: `start`, then `delta`s whose
 /// `text` is the previous text plus `delta`, then one `done` whose `result` is that text.
-struct StreamCheck {
+struct ProcessStreamCheck: StreamCheck {
     let expectedDeltas: Int
+    private var reader = ServerSentEventReader()
     var requestID: String?
     var started = false
     var deltas = 0
@@ -733,13 +748,24 @@ struct StreamCheck {
     }
 
     var verdict: String { problem ?? (done ? "passed" : started ? "no-done" : "no-start") }
+
+    mutating func feed(_ bytes: [UInt8], at nanoseconds: UInt64) throws {
+        for event in try reader.feed(bytes) { take(event, at: nanoseconds) }
+    }
+
+    mutating func finish(at nanoseconds: UInt64) {
+        for event in reader.finish() { take(event, at: nanoseconds) }
+    }
+
+    static func outcome(of error: any Error) -> String { "bad-event-stream" }
 }
 
 /// Checks one chat-completions event stream, what the references (the mock direct, and
 /// through nginx) answer: every event a chunk, exactly `expectedDeltas` chunks with a
 /// non-empty `delta.content`, a `finish_reason` after the last of them, then `[DONE]`.
-struct ChatStreamCheck {
+struct ChatStreamCheck: StreamCheck {
     let expectedDeltas: Int
+    private var decoder = ChatStreamDecoder()
     var deltas = 0
     var finished = false
     var done = false
@@ -768,48 +794,39 @@ struct ChatStreamCheck {
     }
 
     var verdict: String { problem ?? (done ? "passed" : finished ? "no-done" : "no-finish") }
+
+    mutating func feed(_ bytes: [UInt8], at nanoseconds: UInt64) throws {
+        for event in try decoder.feed(bytes) { take(event, at: nanoseconds) }
+    }
+
+    mutating func finish(at nanoseconds: UInt64) throws {
+        for event in try decoder.finish() { take(event, at: nanoseconds) }
+    }
+
+    static func outcome(of error: any Error) -> String {
+        switch error as? ChatStreamError {
+        case .truncated?: "no-done"
+        case .malformedChunk?: "bad-chunk"
+        case .upstreamError?: "upstream-error"
+        case .eventStream?: "bad-event-stream"
+        case nil: "stream-error"
+        }
+    }
 }
 
-/// Reads one streamed answer: `/api/process` events (``StreamCheck``), or with `chat` the
-/// chat-completions chunks of the references (``ChatStreamCheck``). Returns the verdict and
-/// when the first delta came, in nanoseconds after `began`.
-func checkStream(_ body: HTTPClientBodyStream, chat: Bool, expected: Int, began: MonotonicInstant) async -> (String, UInt64?) {
-    if chat {
-        var check = ChatStreamCheck(expectedDeltas: expected)
-        var decoder = ChatStreamDecoder()
-        do {
-            for try await chunk in body {
-                let now = began.nanoseconds(until: .now())
-                for event in try decoder.feed(chunk) { check.take(event, at: now) }
-            }
-            for event in try decoder.finish() { check.take(event, at: began.nanoseconds(until: .now())) }
-        } catch let error as HTTPClientError {
-            check.problem = check.problem ?? error.kind.rawValue
-        } catch let error as ChatStreamError {
-            // One word each: the outcomes go into a key=value line.
-            switch error {
-            case .truncated: check.problem = check.problem ?? "no-done"
-            case .malformedChunk: check.problem = check.problem ?? "bad-chunk"
-            case .upstreamError: check.problem = check.problem ?? "upstream-error"
-            case .eventStream: check.problem = check.problem ?? "bad-event-stream"
-            }
-        } catch {
-            check.problem = check.problem ?? "stream-error"
-        }
-        return (check.verdict, check.firstDelta)
-    }
-    var check = StreamCheck(expectedDeltas: expected)
-    var reader = ServerSentEventReader()
+/// Reads one streamed answer through a `Check`; returns its verdict and when the first delta
+/// came, in nanoseconds after `began`.
+func checkStream<Check: StreamCheck>(
+    _ body: HTTPClientBodyStream, as _: Check.Type, expected: Int, began: MonotonicInstant
+) async -> (String, UInt64?) {
+    var check = Check(expectedDeltas: expected)
     do {
-        for try await chunk in body {
-            let now = began.nanoseconds(until: .now())
-            for event in try reader.feed(chunk) { check.take(event, at: now) }
-        }
-        for event in reader.finish() { check.take(event, at: began.nanoseconds(until: .now())) }
+        for try await chunk in body { try check.feed(chunk, at: began.nanoseconds(until: .now())) }
+        try check.finish(at: began.nanoseconds(until: .now()))
     } catch let error as HTTPClientError {
         check.problem = check.problem ?? error.kind.rawValue
     } catch {
-        check.problem = check.problem ?? "bad-event-stream"
+        check.problem = check.problem ?? Check.outcome(of: error)
     }
     return (check.verdict, check.firstDelta)
 }
@@ -844,7 +861,9 @@ func streams(arguments: [String]) async {
                 guard response.status == 200 else {
                     return ("status-\(response.status)", began.nanoseconds(until: .now()), nil)
                 }
-                let (verdict, firstDelta) = await checkStream(response.body, chat: chat, expected: expected, began: began)
+                let (verdict, firstDelta) = chat
+                    ? await checkStream(response.body, as: ChatStreamCheck.self, expected: expected, began: began)
+                    : await checkStream(response.body, as: ProcessStreamCheck.self, expected: expected, began: began)
                 return (verdict, began.nanoseconds(until: .now()), firstDelta)
             }
         }
