@@ -11,6 +11,9 @@
 # Settings (environment): REQUESTS=2000 WARMUP=200 TOP=25
 #   PROVIDER_HEADERS=1   the mock answers with the 15 header fields a hosted API behind a CDN
 #                        sends (`mock-upstream --provider-headers`), not only Content-Type
+#   TEXT_REPEAT=1        the 310-character paragraph this many times, joined by spaces (1–38:
+#                        38 makes 11,817 characters, under the 12,000 the gateway takes), to
+#                        show what the gateway spends per byte of text
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   as bench-gateway (what `make release` ships)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
 set -euo pipefail
@@ -31,7 +34,9 @@ read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 for command in valgrind callgrind_control python3; do
     command -v "$command" >/dev/null || die "needs valgrind and python3: apt-get install -y valgrind python3"
 done
-case "$requests$warmup$top" in *[!0-9]*) die "REQUESTS, WARMUP and TOP must be whole numbers" ;; esac
+repeat=${TEXT_REPEAT:-1}
+case "$requests$warmup$top$repeat" in *[!0-9]*) die "REQUESTS, WARMUP, TOP and TEXT_REPEAT must be whole numbers" ;; esac
+[ "$repeat" -ge 1 ] && [ "$repeat" -le 38 ] || die "TEXT_REPEAT must be 1 to 38 (the gateway takes up to 12,000 characters)"
 [ "$requests" -gt 0 ] || die "REQUESTS must be positive"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instructions.XXXXXX")
@@ -65,6 +70,8 @@ for _ in $(seq 600); do
 done
 
 text='شهرداری تهران اعلام کرد که از ابتدای مهرماه ۱۲۰ دستگاه اتوبوس برقی جدید به ناوگان حمل‌ونقل عمومی پایتخت اضافه می‌شود. این اتوبوس‌ها در خطوط پرتردد مرکز شهر به کار گرفته خواهند شد و انتظار می‌رود آلودگی هوا و صدا در این مناطق کاهش یابد. به گفته مسئولان، ایستگاه‌های شارژ سریع نیز در پایانه‌های اصلی نصب شده است.'
+paragraph=$text
+for _ in $(seq 2 "$repeat"); do text+=" $paragraph"; done
 printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"

@@ -139,7 +139,8 @@ final class HTTPConnection: Selectable {
                     }
                 }
             case .body(let bytes):
-                body.append(contentsOf: bytes)
+                // A body usually comes in one piece: keep that array instead of copying it.
+                if body.isEmpty { body = bytes } else { body.append(contentsOf: bytes) }
             case .end:
                 guard let head else { return }
                 dispatch(HTTPRequest(head: head, body: body, remoteAddress: remoteAddress))
