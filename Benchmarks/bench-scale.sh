@@ -6,17 +6,23 @@
 #                process to its first 200 from GET /api/health (polled every ~1 ms); 5 starts;
 #                then nginx (to a mock) and the mock alone started the same way as references
 #   concurrency  1,000 / 5,000 / 10,000 POST /api/process at once, one connection each, against
-#                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS
+#                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS; the
+#                same bursts through nginx and direct as references; SCALE_ROUNDS rounds, medians
 #   streams      2,000 concurrent "stream": true requests of 50 deltas each, every stream checked
 #                (start, deltas whose text only grows, one done with the full text); the same
-#                streams from the mock through nginx and direct as references
+#                streams from the mock through nginx and direct as references; SCALE_ROUNDS
+#                rounds, medians
 #   soak         SOAK_SECONDS of steady load (32 callers, mock latency 20 ms) after a 30 s
 #                warm-up: gateway RSS drift, errors, open fds before, during and after the load;
-#                then the same through nginx and direct as references
+#                then the same through nginx and direct as references (one run each: the soak's
+#                figures are samples over its length)
 #
 # Settings (environment):
 #   SCENARIOS="idle concurrency streams soak"   which to run, in this order
 #   IDLE_RUNS=5                                 gateway starts in idle
+#   SCALE_ROUNDS=3                              rounds of concurrency and streams: each round
+#                                               runs gateway, nginx and direct in turn, and each
+#                                               target's medians over the rounds are reported
 #   CONCURRENCY_COUNTS="1000 5000 10000"        requests in flight, one fresh gateway + mock each
 #   STREAMS=2000  STREAM_DELTAS=50  STREAM_DELTA_DELAY_MS=20
 #   SOAK_SECONDS=600  SOAK_CONCURRENCY=32  SOAK_LATENCY_MS=20  SOAK_WARMUP_SECONDS=30
@@ -39,6 +45,7 @@ cd "$(dirname "$0")/.."
 
 scenarios=${SCENARIOS:-idle concurrency streams soak}
 idle_runs=${IDLE_RUNS:-5}
+rounds=${SCALE_ROUNDS:-3}
 counts=${CONCURRENCY_COUNTS:-1000 5000 10000}
 stream_count=${STREAMS:-2000}
 stream_deltas=${STREAM_DELTAS:-50}
@@ -65,6 +72,7 @@ for s in "${scenario_list[@]}"; do
 done
 positive() { case "$2" in '' | *[!0-9]* | 0) die "$1 must be a positive whole number, not '$2'" ;; esac; }
 positive IDLE_RUNS "$idle_runs"
+positive SCALE_ROUNDS "$rounds"
 positive STREAMS "$stream_count"
 positive STREAM_DELTAS "$stream_deltas"
 positive SOAK_SECONDS "$soak_seconds"
@@ -302,6 +310,43 @@ startup_median_row() { # LABEL FILE
     ' "$2"
 }
 
+# --- rounds ----------------------------------------------------------------------------------
+
+# The concurrency and streams scenarios run their targets in turn, gateway → nginx → direct,
+# $rounds times over: every run has its row, and each target then a row of its rounds'
+# medians. A run's figures are kept as one tab-separated line in a file per target.
+table_row() { # CELL...
+    local cell line="|"
+    for cell in "$@"; do line+=" $cell |"; done
+    echo "$line"
+}
+
+keep_round() { # FILE FIGURE...
+    local file=$1
+    shift
+    (
+        IFS=$'\t'
+        echo "$*"
+    ) >>"$file"
+}
+
+# The medians of FILE's columns, tab-separated; the columns listed in SUMS (1-based,
+# comma-separated) are summed instead, and a column that is "–" in the first line stays "–".
+round_medians() { # FILE SUMS
+    awk -F'\t' -v sums="$2" "$startup_functions"'
+        BEGIN { k = split(sums, s, ","); for (i = 1; i <= k; i++) summed[s[i]] = 1 }
+        { n = NR; if (NF > cols) cols = NF; for (i = 1; i <= NF; i++) v[n, i] = $i }
+        END {
+            for (i = 1; i <= cols; i++) {
+                if (v[1, i] == "–") value = "–"
+                else if (i in summed) { value = 0; for (r = 1; r <= n; r++) value += v[r, i] }
+                else { for (r = 1; r <= n; r++) a[r] = v[r, i] + 0; value = median(a, n) }
+                printf "%s%s", (i > 1 ? "\t" : ""), value
+            }
+            printf "\n"
+        }' "$1"
+}
+
 # --- concurrency -----------------------------------------------------------------------------
 
 scenario_concurrency() {
@@ -313,11 +358,13 @@ scenario_concurrency() {
     echo "nginx -c nginx.conf   (reverse proxy to the mock, $(nproc) workers, listen … reuseport)"
     echo "BENCH_TOKEN=$mock_key BENCH_WATCH=… B/bench-client burst http://127.0.0.1:<nginx or mock port>/v1/chat/completions N direct.json"
     echo '```'
-    echo "A fresh mock per N and target. bench-client opens N sockets at once (Connection: close, raw"
-    echo "epoll, a few µs of client CPU each) and samples the processes' RSS every 20 ms and their fds"
-    echo "as often as costs at most 5 % of a core. Targets: the gateway; nginx as a plain reverse proxy"
-    echo "to the mock (its figures are the sum over its workers); the mock directly, which is the floor"
-    echo "this machine sets for N connections (client and mock alone)."
+    echo "A fresh mock per run. bench-client opens N sockets at once (Connection: close, raw epoll, a"
+    echo "few µs of client CPU each) and samples the processes' RSS every 20 ms and their fds as often as"
+    echo "costs at most 5 % of a core. Targets: the gateway; nginx as a plain reverse proxy to the mock"
+    echo "(its figures are the sum over its workers); the mock directly, which is the floor this machine"
+    echo "sets for N connections (client and mock alone). For each N the three run in turn, $rounds"
+    echo "round(s) (\`SCALE_ROUNDS\`); a **median** row per target follows its rounds (succeeded and failed:"
+    echo "the sums over the rounds)."
     echo "Each request holds two fds in a proxy (client + upstream socket): \"held at once\" = (peak fds −"
     echo "fds before) / 2; \"ramp\" = when the proxy's fds first reached 95 % of their peak. CPU = user +"
     echo "system seconds during the burst. Listen overflows: TcpExt ListenOverflows + ListenDrops over the"
@@ -335,79 +382,99 @@ scenario_concurrency() {
     fi
     printf '| in flight | target | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | proxy peak RSS MiB | proxy peak fds | held at once | ramp ms | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows |\n'
     printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
-    local worst_wall=0 worst_rss=0 failed_total=0 notes=() floor=
+    local worst_wall=0 worst_rss=0 failed_total=0 notes=() floor= targets=(gateway nginx direct)
+    [ -n "$nginx_bin" ] || targets=(gateway direct)
     for n in "${count_list[@]}"; do
-        for target in gateway nginx direct; do
-            [ "$target" = nginx ] && [ -z "$nginx_bin" ] && continue
-            say "bench-scale: concurrency $n, $target"
-            start_mock --latency-ms 2000
-            local url watch token= body=$work/direct.json expect='"choices":' proxies=()
+        local round target
+        for round in $(seq "$rounds"); do
+            for target in "${targets[@]}"; do
+                concurrency_run "$n" "$target" "$round"
+            done
+        done
+        for target in "${targets[@]}"; do
+            local median=()
+            IFS=$'\t' read -r -a median < <(round_medians "$work/concurrency.$n.$target.tsv" 1,2)
+            table_row "**$n**" "**$target, median**" "${median[@]}"
             case "$target" in
                 gateway)
-                    start_gateway
-                    check_gateway "$work/process.json"
-                    url="http://127.0.0.1:$gateway_port/api/process"
-                    body=$work/process.json
-                    expect='"success":true'
-                    proxies=("$gateway_pid")
+                    failed_total=$((failed_total + median[1]))
+                    worst_wall=$(awk -v a="$worst_wall" -v b="${median[2]}" 'BEGIN { print (b > a ? b : a) }')
+                    worst_rss=$(awk -v a="$worst_rss" -v b="${median[6]}" 'BEGIN { print (b > a ? b : a) }')
                     ;;
-                nginx)
-                    start_nginx $((2 * n + 256))
-                    url="$nginx_url/chat/completions"
-                    token=$mock_key
-                    mapfile -t proxies < <(pgrep -P "$nginx_pid")
-                    ;;
-                direct)
-                    url="$mock_url/chat/completions"
-                    token=$mock_key
-                    ;;
+                direct) [ "$n" = "$largest" ] && floor=${median[2]} ;;
             esac
-            watch_list
-            local overflows_before drops_before fds_before=0 pid
-            overflows_before=$(tcpext ListenOverflows)
-            drops_before=$(tcpext ListenDrops)
-            for pid in ${proxies[@]+"${proxies[@]}"}; do fds_before=$((fds_before + $(fd_count "$pid"))); done
-            local out="$work/burst.$n.$target.txt"
-            BENCH_EXPECT=$expect BENCH_TOKEN=$token BENCH_WATCH="$watch" "$bin/bench-client" burst "$url" "$n" "$body" >"$out" 2>&1 ||
-                { cat "$out" >&2; die "bench-client burst $n against $target failed"; }
-            local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
-            local failed outcomes
-            failed=$(kv "$out" burst failed)
-            outcomes=$(kv "$out" burst outcomes)
-            local rss fds cpu ramp
-            read -r rss fds cpu ramp < <(proxy_totals "$out")
-            local proxy_columns="– | – | – | – | –"
-            if [ ${#proxies[@]} -gt 0 ]; then
-                proxy_columns="$(mib "$rss") | $fds | $(((fds - fds_before) / 2)) | $ramp | $cpu"
-            fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-                "$n" "$target" "$(kv "$out" burst ok)" "$failed$([ "$failed" = 0 ] || echo " ($outcomes)")" "$(kv "$out" burst wall_s)" \
-                "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" "$proxy_columns" \
-                "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" \
-                "$(kv "$out" burst client_cpu_s)" "$overflows"
-            if [ "$target" = gateway ]; then
-                failed_total=$((failed_total + failed))
-                worst_wall=$(awk -v a="$worst_wall" -v b="$(kv "$out" burst wall_s)" 'BEGIN { print (b > a ? b : a) }')
-                worst_rss=$(awk -v a="$worst_rss" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')
-                [ "$fds" -ge "$fd_limit" ] && notes+=("at $n the gateway reached its open-file limit ($fd_limit)")
-                if [ -s "$work/gateway.log" ]; then
-                    notes+=("gateway log at $n: $(wc -l <"$work/gateway.log") line(s); $(sed -n 's/.* \([A-Z]*\) \([a-z_]*\) .*failure="\([^"]*\)".*/\1 \2: \3/p; t; s/^[^ ]* \([A-Z]*\) \([a-z_]*\).*/\1 \2/p' "$work/gateway.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')")
-                fi
-            fi
-            [ "$target" = direct ] && [ "$n" = "$largest" ] && floor=$(kv "$out" burst wall_s)
-            [ "$target" = gateway ] || [ "$failed" = 0 ] || notes+=("$target at $n: $failed failed ($outcomes)")
-            stop_nginx
-            stop_pair
         done
     done
     echo
     for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
     [ ${#notes[@]} -eq 0 ] || echo
-    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" -v floor="${floor:-?}" 'BEGIN {
-        printf "goal: all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s; the mock direct takes %s s here), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
-            (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), floor, rss / 1024, (rss * 1024 <= 512e6 ? "met" : "MISSED") }'
+    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" -v floor="${floor:-?}" -v rounds="$rounds" 'BEGIN {
+        printf "goal (medians of %d round(s), failures summed over all): all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s; the mock direct takes %s s here), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
+            rounds, (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), floor, rss, (rss * 1048576 <= 512e6 ? "met" : "MISSED") }'
     echo
     [ "$failed_total" = 0 ] || problems=$((problems + 1))
+}
+
+# One burst of N against TARGET with a fresh mock: prints its row and keeps its figures in
+# $work/concurrency.N.TARGET.tsv; adds to the caller's notes.
+concurrency_run() { # N TARGET ROUND
+    local n=$1 target=$2 round=$3
+    say "bench-scale: concurrency $n, $target, round $round"
+    start_mock --latency-ms 2000
+    local url watch token= body=$work/direct.json expect='"choices":' proxies=()
+    case "$target" in
+        gateway)
+            start_gateway
+            check_gateway "$work/process.json"
+            url="http://127.0.0.1:$gateway_port/api/process"
+            body=$work/process.json
+            expect='"success":true'
+            proxies=("$gateway_pid")
+            ;;
+        nginx)
+            start_nginx $((2 * n + 256))
+            url="$nginx_url/chat/completions"
+            token=$mock_key
+            mapfile -t proxies < <(pgrep -P "$nginx_pid")
+            ;;
+        direct)
+            url="$mock_url/chat/completions"
+            token=$mock_key
+            ;;
+    esac
+    watch_list
+    local overflows_before drops_before fds_before=0 pid
+    overflows_before=$(tcpext ListenOverflows)
+    drops_before=$(tcpext ListenDrops)
+    for pid in ${proxies[@]+"${proxies[@]}"}; do fds_before=$((fds_before + $(fd_count "$pid"))); done
+    local out="$work/burst.$n.$target.$round.txt"
+    BENCH_EXPECT=$expect BENCH_TOKEN=$token BENCH_WATCH="$watch" "$bin/bench-client" burst "$url" "$n" "$body" >"$out" 2>&1 ||
+        { cat "$out" >&2; die "bench-client burst $n against $target failed"; }
+    local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
+    local failed outcomes
+    failed=$(kv "$out" burst failed)
+    outcomes=$(kv "$out" burst outcomes)
+    local rss fds cpu ramp proxy_figures=(– – – – –)
+    read -r rss fds cpu ramp < <(proxy_totals "$out")
+    [ ${#proxies[@]} -gt 0 ] && proxy_figures=("$(mib "$rss")" "$fds" $(((fds - fds_before) / 2)) "$ramp" "$cpu")
+    local figures=(
+        "$(kv "$out" burst ok)" "$failed" "$(kv "$out" burst wall_s)"
+        "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" "${proxy_figures[@]}"
+        "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" burst client_cpu_s)" "$overflows"
+    )
+    keep_round "$work/concurrency.$n.$target.tsv" "${figures[@]}"
+    figures[1]="$failed$([ "$failed" = 0 ] || echo " ($outcomes)")"
+    table_row "$n" "$target ($round)" "${figures[@]}"
+    if [ "$target" = gateway ]; then
+        [ "$fds" -ge "$fd_limit" ] && notes+=("at $n (round $round) the gateway reached its open-file limit ($fd_limit)")
+        if [ -s "$work/gateway.log" ]; then
+            notes+=("gateway log at $n (round $round): $(wc -l <"$work/gateway.log") line(s); $(sed -n 's/.* \([A-Z]*\) \([a-z_]*\) .*failure="\([^"]*\)".*/\1 \2: \3/p; t; s/^[^ ]* \([A-Z]*\) \([a-z_]*\).*/\1 \2/p' "$work/gateway.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')")
+        fi
+    elif [ "$failed" != 0 ]; then
+        notes+=("$target at $n (round $round): $failed failed ($outcomes)")
+    fi
+    stop_nginx
+    stop_pair
 }
 
 # --- streams ---------------------------------------------------------------------------------
@@ -433,65 +500,87 @@ scenario_streams() {
     echo "same text as one user message with chat-completions chunks: a stream passes with exactly"
     echo "$stream_deltas chunks of content, a finish_reason after them, then [DONE]. Client: HTTPClient.stream, one"
     echo "connection per stream. Proxy figures are summed over nginx's workers; CPU = user + system seconds."
+    echo "The three run in turn, $rounds round(s) (\`SCALE_ROUNDS\`), a fresh mock each run; a **median** row"
+    echo "per target follows (passed and failed: the sums over the rounds)."
     echo
     echo "| target | streams | passed | failed (reasons) | wall s | stream p50 ms | p99 ms | max ms | first delta p50 / p99 ms | proxy peak RSS MiB | proxy peak fds | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s |"
     echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    local target failed gateway_failed=0 gateway_rss=0 notes=()
-    for target in gateway nginx direct; do
-        [ "$target" = nginx ] && [ -z "$nginx_bin" ] && continue
-        say "bench-scale: streams $stream_count, $target"
-        start_mock --content "$content"
-        local url body=$work/stream-direct.json format=chat token=$mock_key proxies=() watch
-        case "$target" in
-            gateway)
-                start_gateway
-                check_gateway "$work/process.json"
-                url="http://127.0.0.1:$gateway_port/api/process"
-                body=$work/stream.json
-                format=process
-                token=
-                proxies=("$gateway_pid")
-                ;;
-            nginx)
-                start_nginx $((2 * stream_count + 256)) unbuffered
-                url="$nginx_url/chat/completions"
-                mapfile -t proxies < <(pgrep -P "$nginx_pid")
-                ;;
-            direct)
-                url="$mock_url/chat/completions"
-                ;;
-        esac
-        watch_list
-        local out="$work/streams.$target.txt"
-        BENCH_STREAM_FORMAT=$format BENCH_TOKEN=$token BENCH_WATCH="$watch" \
-            "$bin/bench-client" streams "$url" "$stream_count" "$body" "$stream_deltas" >"$out" 2>&1 ||
-            { cat "$out" >&2; die "bench-client streams against $target failed"; }
-        failed=$(kv "$out" streams failed)
-        local rss fds cpu ramp proxy_columns="– | – | –"
-        read -r rss fds cpu ramp < <(proxy_totals "$out")
-        [ ${#proxies[@]} -gt 0 ] && proxy_columns="$(mib "$rss") | $fds | $cpu"
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n' \
-            "$target" "$stream_count" "$(kv "$out" streams passed)" "$failed$([ "$failed" = 0 ] || echo " ($(kv "$out" streams outcomes))")" \
-            "$(kv "$out" streams wall_s)" "$(kv "$out" streams p50_ms)" "$(kv "$out" streams p99_ms)" "$(kv "$out" streams max_ms)" \
-            "$(kv "$out" streams first_delta_p50_ms)" "$(kv "$out" streams first_delta_p99_ms)" "$proxy_columns" \
-            "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" streams client_cpu_s)"
+    local round target notes=() targets=(gateway nginx direct)
+    [ -n "$nginx_bin" ] || targets=(gateway direct)
+    for round in $(seq "$rounds"); do
+        for target in "${targets[@]}"; do
+            streams_run "$target" "$round" "$content"
+        done
+    done
+    local gateway_failed=0 gateway_rss=0
+    for target in "${targets[@]}"; do
+        local median=()
+        IFS=$'\t' read -r -a median < <(round_medians "$work/streams.$target.tsv" 1,2,3)
+        table_row "**$target, median**" "${median[@]:0:7}" "${median[7]} / ${median[8]}" "${median[@]:9}"
         if [ "$target" = gateway ]; then
-            gateway_failed=$failed
-            gateway_rss=$rss
-        elif [ "$failed" != 0 ]; then
-            notes+=("$target: $failed failed ($(kv "$out" streams outcomes))")
+            gateway_failed=${median[2]}
+            gateway_rss=${median[9]}
         fi
-        stop_nginx
-        stop_pair
     done
     echo
     for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
     [ ${#notes[@]} -eq 0 ] || echo
-    awk -v failed="$gateway_failed" -v rss="$gateway_rss" -v ideal="$(awk -v d="$stream_deltas" -v t="$stream_delay" 'BEGIN { print d * t / 1000 }')" 'BEGIN {
-        printf "goal: every stream through the gateway passes (%s), gateway peak RSS ≤ 256 MB (%.0f MiB: %s); one stream alone takes ≈ %.1f s (deltas × delay)\n",
-            (failed == 0 ? "met" : "MISSED, " failed " failed"), rss / 1024, (rss * 1024 <= 256e6 ? "met" : "MISSED"), ideal }'
+    awk -v failed="$gateway_failed" -v rss="$gateway_rss" -v rounds="$rounds" -v ideal="$(awk -v d="$stream_deltas" -v t="$stream_delay" 'BEGIN { print d * t / 1000 }')" 'BEGIN {
+        printf "goal (medians of %d round(s), failures summed over all): every stream through the gateway passes (%s), gateway peak RSS ≤ 256 MB (%.0f MiB: %s); one stream alone takes ≈ %.1f s (deltas × delay)\n",
+            rounds, (failed == 0 ? "met" : "MISSED, " failed " failed"), rss, (rss * 1048576 <= 256e6 ? "met" : "MISSED"), ideal }'
     echo
     [ "$gateway_failed" = 0 ] || problems=$((problems + 1))
+}
+
+# The streams through TARGET with a fresh mock answering CONTENT: prints their row and keeps
+# the figures in $work/streams.TARGET.tsv; adds to the caller's notes.
+streams_run() { # TARGET ROUND CONTENT
+    local target=$1 round=$2
+    say "bench-scale: streams $stream_count, $target, round $round"
+    start_mock --content "$3"
+    local url body=$work/stream-direct.json format=chat token=$mock_key proxies=() watch
+    case "$target" in
+        gateway)
+            start_gateway
+            check_gateway "$work/process.json"
+            url="http://127.0.0.1:$gateway_port/api/process"
+            body=$work/stream.json
+            format=process
+            token=
+            proxies=("$gateway_pid")
+            ;;
+        nginx)
+            start_nginx $((2 * stream_count + 256)) unbuffered
+            url="$nginx_url/chat/completions"
+            mapfile -t proxies < <(pgrep -P "$nginx_pid")
+            ;;
+        direct)
+            url="$mock_url/chat/completions"
+            ;;
+    esac
+    watch_list
+    local out="$work/streams.$target.$round.txt"
+    BENCH_STREAM_FORMAT=$format BENCH_TOKEN=$token BENCH_WATCH="$watch" \
+        "$bin/bench-client" streams "$url" "$stream_count" "$body" "$stream_deltas" >"$out" 2>&1 ||
+        { cat "$out" >&2; die "bench-client streams against $target failed"; }
+    local failed outcomes
+    failed=$(kv "$out" streams failed)
+    outcomes=$(kv "$out" streams outcomes)
+    local rss fds cpu ramp proxy_figures=(– – –)
+    read -r rss fds cpu ramp < <(proxy_totals "$out")
+    [ ${#proxies[@]} -gt 0 ] && proxy_figures=("$(mib "$rss")" "$fds" "$cpu")
+    local figures=(
+        "$stream_count" "$(kv "$out" streams passed)" "$failed"
+        "$(kv "$out" streams wall_s)" "$(kv "$out" streams p50_ms)" "$(kv "$out" streams p99_ms)" "$(kv "$out" streams max_ms)"
+        "$(kv "$out" streams first_delta_p50_ms)" "$(kv "$out" streams first_delta_p99_ms)" "${proxy_figures[@]}"
+        "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" streams client_cpu_s)"
+    )
+    keep_round "$work/streams.$target.tsv" "${figures[@]}"
+    table_row "$target ($round)" "${figures[@]:0:2}" "$failed$([ "$failed" = 0 ] || echo " ($outcomes)")" \
+        "${figures[@]:3:4}" "${figures[7]} / ${figures[8]}" "${figures[@]:9}"
+    [ "$failed" = 0 ] || notes+=("$target (round $round): $failed failed ($outcomes)")
+    stop_nginx
+    stop_pair
 }
 
 # --- soak ------------------------------------------------------------------------------------
