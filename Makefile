@@ -25,7 +25,7 @@ help:
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
-	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load"
+	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load, 1 MiB bodies"
 	@echo "make clean         remove build products"
 
 build:

@@ -912,6 +912,71 @@ async def drill_disconnects(args) -> int:
     return verdict("disconnects", all_ok and rss_ok and after_ok, figures)
 
 
+# MARK: - Drill 5: bodies at the size limit
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU of a process, in clock ticks (all its threads)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+async def drill_large_bodies(args) -> int:
+    """Bodies just under MAX_BODY_BYTES whose text is long, made of emoji, all whitespace,
+    whitespace with combining marks, or short inside a body's worth of whitespace or of an
+    unknown field: each gets its contract answer, and the CPU each costs is reported."""
+    limit = args.max_body_bytes
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def body(text: str, **extra) -> bytes:
+        return json.dumps({"task": "summarize", "text": text, **extra}, ensure_ascii=False).encode()
+
+    def fill(unit: str, room: int) -> str:
+        """`unit` repeated to take about `room` bytes inside a JSON string (escapes counted)."""
+        size = len(json.dumps(unit, ensure_ascii=False).encode()) - 2
+        return unit * max(room // size, 1)
+
+    room = limit - 64
+    cases = [  # name, body, wanted: status and code (200: a result)
+        ("long Persian text", body(fill("متن فارسی ساده برای آزمون شمارش نویسه‌ها. ", room)), (413, "text_too_long")),
+        ("long text with emoji", body(fill("👩‍💻 متن با ایموجی 🇮🇷 و نیم‌فاصله. ", room)), (413, "text_too_long")),
+        ("only whitespace", body(fill(" \n\u3000", room)), (400, "text_too_short")),
+        ("whitespace with combining marks", body(fill(" \u0301", room)), (400, "text_too_short")),
+        ("a text inside whitespace", body(fill(" \n", (room - len(TEXT.encode())) // 2) + TEXT + fill(" \n", (room - len(TEXT.encode())) // 2)), (200, None)),
+        ("a text beside a large unknown field", body(TEXT, padding=fill("x", room - len(TEXT.encode()) * 2)), (200, None)),
+        ("one byte over the limit", body("a" * (limit + 1 - len(body("")))), (413, "body_too_large")),
+    ]
+    problems: list[str] = []
+    figures: list[str] = []
+    connection = KeepAliveConnection(args.port)
+    for name, raw_body, (status, code) in cases:
+        if (len(raw_body) > limit) != (code == "body_too_large"):
+            problems.append(f"{name}: the drill's body is {len(raw_body)} bytes against a limit of {limit}")
+            continue
+        raw = http_request("POST", "/api/process", raw_body)
+        before = cpu_ticks(args.gateway_pid)
+        slowest = 0.0
+        for _ in range(args.repeats):
+            start = time.monotonic()
+            response = await asyncio.wait_for(connection.request(raw), 30)
+            slowest = max(slowest, time.monotonic() - start)
+            found = check_success(response) if status == 200 else check_error(response, status, code)
+            if found:
+                problems.append(f"{name}: {'; '.join(found)}")
+                break
+        cpu_ms = (cpu_ticks(args.gateway_pid) - before) * 1000 / tick / args.repeats
+        figures.append(f"{name} {len(raw_body) / 1048576:.2f} MiB: {status} {code or 'result'}, {cpu_ms:.1f} ms CPU, slowest {slowest * 1000:.1f} ms")
+    connection.close()
+    # And the gateway still answers an ordinary request at once.
+    response = await asyncio.wait_for(KeepAliveConnection(args.port).request(http_request("POST", "/api/process", process_body())), 10)
+    problems += [f"ordinary request after: {problem}" for problem in check_success(response)]
+    for line in figures:
+        say(f"  {line}")
+    return verdict("large-bodies", not problems,
+                   f"{len(cases)} kinds × {args.repeats}" + ("" if not problems else "; " + " | ".join(problems[:4])))
+
+
 # MARK: - Drill 4: SIGTERM with requests in flight
 
 
@@ -1113,12 +1178,19 @@ def main() -> int:
     four.add_argument("--signal-after", type=float, default=0.3)
     four.add_argument("--exit-file", required=True)
 
+    five = commands.add_parser("large-bodies")
+    common(five)
+    five.add_argument("--gateway-pid", type=int, required=True)
+    five.add_argument("--max-body-bytes", type=int, default=1048576)
+    five.add_argument("--repeats", type=int, default=10, help="times each body is sent")
+
     args = parser.parse_args()
     drill = {
         "upstream-restart": drill_upstream_restart,
         "upstream-faults": drill_upstream_faults,
         "disconnects": drill_disconnects,
         "sigterm": drill_sigterm,
+        "large-bodies": drill_large_bodies,
     }[args.drill]
     try:
         return asyncio.run(drill(args))

@@ -15,11 +15,15 @@
 #                       and RSS back to baseline, then a normal request still works
 #   4 sigterm           SIGTERM with hundreds of requests in flight: all answered 200, exit 0
 #                       within the grace period, new connections refused (or 503)
+#   5 large-bodies      bodies just under MAX_BODY_BYTES (1 MiB): a long text, emoji, only
+#                       whitespace, whitespace with marks, a short text inside whitespace or
+#                       beside a large unknown field, and one byte over: each its contract
+#                       answer, with the gateway's CPU per request shown
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4"              which drills to run
+#   DRILLS="1 2 3 4 5"            which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
@@ -32,7 +36,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4}
+drills=${DRILLS:-1 2 3 4 5}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
@@ -217,6 +221,17 @@ drill_sigterm() {
     record sigterm "$status"
 }
 
+drill_large_bodies() {
+    local status=0
+    echo
+    echo "== 5. bodies just under MAX_BODY_BYTES=1048576, each sent 10 times on one connection"
+    start_mock large-bodies.mock 0
+    start_gateway large-bodies.gateway MAX_BODY_BYTES=1048576 LOG_LEVEL=warning
+    python3 Benchmarks/drills.py large-bodies --port "$gateway_port" --gateway-pid "$gateway_pid" --max-body-bytes 1048576 || status=$?
+    stop_all
+    record large-bodies "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -224,7 +239,8 @@ for drill in $drills; do
         2 | upstream-faults) drill_upstream_faults ;;
         3 | disconnects) drill_disconnects ;;
         4 | sigterm) drill_sigterm ;;
-        *) die "unknown drill '$drill' (1-4)" ;;
+        5 | large-bodies) drill_large_bodies ;;
+        *) die "unknown drill '$drill' (1-5)" ;;
     esac
 done
 echo

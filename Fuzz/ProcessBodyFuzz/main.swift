@@ -84,7 +84,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     // Any bytes as text: the counter's fast path against the full grapheme rules.
     let anyText = String(decoding: body, as: UTF8.self)
-    require(CharacterCount.of(anyText) == anyText.count, "CharacterCount differs from String.count")
+    let count = anyText.count
+    require(CharacterCount.of(anyText) == count, "CharacterCount differs from String.count")
+    // And with a limit: exact up to it, one more past it.
+    let limit = Int(body.last ?? 0) % 48
+    require(CharacterCount.of(anyText, limit: limit) == min(count, limit + 1), "CharacterCount with a limit differs from String.count")
 
     // Then the shape: anything but an object with string task and text is invalid JSON.
     guard let document = try? JSONValue.parse(body), case .object = document,

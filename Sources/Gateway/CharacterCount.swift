@@ -8,27 +8,44 @@
 /// control (GB4, GB5), Extend joins what precedes it (GB9), a break everywhere else (GB999).
 /// A scalar outside these classes (Hangul, emoji joiners, regional indicators, Prepend and
 /// SpacingMark characters, other scripts) sends the whole text to `String.count`.
+///
+/// The count stops once it passes `limit`: a caller that only needs to know whether a text is
+/// too long spends no more than that many characters on one, however long the text.
 enum CharacterCount {
-    static func of(_ text: String) -> Int {
+    /// The characters of `text` when there are at most `limit`; otherwise `limit + 1`.
+    static func of(_ text: String, limit: Int = .max - 1) -> Int {
+        precondition(limit >= 0 && limit < .max, "the limit must leave room for limit + 1")
         // Straight from the UTF-8 bytes (a Swift string's are always valid): decoding through
         // `unicodeScalars` costs several times more per scalar.
         var text = text
-        let counted = text.withUTF8 { bytes in smallClasses.withUnsafeBufferPointer { count(bytes, classes: $0) } }
-        return counted ?? text.count
+        let counted = text.withUTF8 { bytes in smallClasses.withUnsafeBufferPointer { count(bytes, classes: $0, limit: limit) } }
+        if let counted { return min(counted, limit + 1) }
+        var characters = 0
+        for _ in text {
+            characters += 1
+            if characters > limit { break }
+        }
+        return characters
     }
 
     /// The count of valid UTF-8 `bytes`, or nil at the first scalar outside the classes
-    /// handled here. `classes` is ``smallClasses``.
-    private static func count(_ bytes: UnsafeBufferPointer<UInt8>, classes: UnsafeBufferPointer<Class>) -> Int? {
+    /// handled here. `classes` is ``smallClasses``. Stops with a count above `limit` once the
+    /// count passes it: the cluster that passed it is complete or the last one is still open,
+    /// and either way there are more than `limit`.
+    private static func count(_ bytes: UnsafeBufferPointer<UInt8>, classes: UnsafeBufferPointer<Class>, limit: Int) -> Int? {
         var count = 0
         var previous = Previous.start
         var index = 0
-        while index < bytes.count {
+        while index < bytes.count, count <= limit {
             // The common case first, in a loop of its own: a visible ASCII character, or a
             // two-byte letter (Latin, Arabic, Persian) of the plain class, is a cluster of its
             // own. (The counts cannot overflow: each is at most the number of bytes.)
             let runStart = count
-            while index &+ 1 < bytes.count {
+            // Each step of the run adds one character and takes at least one byte, so a run
+            // that ends within `limit - count + 1` bytes ends at most one character past the
+            // limit, and checks no count on the way.
+            let runEnd = limit - count < bytes.count - index ? index + (limit - count) + 1 : bytes.count
+            while index &+ 1 < runEnd {
                 let lead = bytes[index]
                 if lead &- 0x20 < 0x5F {
                     count &+= 1

@@ -32,7 +32,23 @@ struct CharacterCountTests {
             }
             let text = String(scalars)
             #expect(CharacterCount.of(text) == text.count, "scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            // With a limit: exact up to it, one more than it past it, on both paths.
+            let limit = next() % 26
+            #expect(CharacterCount.of(text, limit: limit) == min(text.count, limit + 1),
+                    "limit \(limit), scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
         }
+    }
+
+    @Test("stops past the limit: a count of 12,001 for any longer text, on both paths")
+    func limit() {
+        let persian = String(repeating: "متن فارسی. ", count: 50_000)
+        let emoji = String(repeating: "👩‍💻 و 🇮🇷 ", count: 50_000)
+        #expect(CharacterCount.of(persian, limit: 12_000) == 12_001)
+        #expect(CharacterCount.of(emoji, limit: 12_000) == 12_001)
+        #expect(CharacterCount.of(String(persian.prefix(12_000)), limit: 12_000) == 12_000)
+        #expect(CharacterCount.of(String(emoji.prefix(12_000)), limit: 12_000) == 12_000)
+        #expect(CharacterCount.of("", limit: 0) == 0)
+        #expect(CharacterCount.of("ab", limit: 0) == 1)
     }
 
     @Test("counts Persian with ZWNJ and harakat, CRLF and lone controls")
@@ -81,6 +97,48 @@ struct TrimmingTests {
             #expect(ProcessRequest.trimmed(text) == ProcessRequest.trimmedByCharacters(text))
         }
         #expect(shortcuts > 500)  // the shortcut was exercised, not only the fallback
+    }
+
+    @Test("whitespace runs of any length and kind are trimmed like single ones")
+    func longRuns() {
+        // Runs of 2–40 whitespace scalars next to the scalars that may share the innermost
+        // one's cluster, checked against the walk by Characters.
+        let whitespace: [Unicode.Scalar] = [0x20, 0x09, 0x0A, 0x0D, 0x0B, 0x0C, 0x85, 0xA0, 0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
+            .map { Unicode.Scalar($0)! }
+        let neighbours: [String] = ["a", "\u{301}", "\u{600}", "\u{200D}", "\u{1F600}", "\u{1F1EE}", "ش", "\u{FE0F}", "", "x\u{301}"]
+        var state: UInt64 = 0xD1B5_4A32_D192_ED03
+        func next() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(truncatingIfNeeded: state >> 33)
+        }
+        func run() -> String {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<(2 + next() % 39) { scalars.append(whitespace[next() % whitespace.count]) }
+            return String(scalars)
+        }
+        for _ in 0..<5_000 {
+            let middle = neighbours[next() % neighbours.count] + "متن" + neighbours[next() % neighbours.count]
+            let text = run() + neighbours[next() % neighbours.count] + middle + neighbours[next() % neighbours.count] + run()
+            #expect(ProcessRequest.trimmed(text) == ProcessRequest.trimmedByCharacters(text),
+                    "scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+        let body = String(repeating: " \n\u{3000}", count: 300_000)
+        #expect(ProcessRequest.trimmed(body + "متن" + body) == "متن")
+        #expect(ProcessRequest.trimmed(body) == "")
+    }
+
+    @Test("the whitespace scalars are Unicode's, as Character.isWhitespace sees them")
+    func whitespaceSet() {
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if ProcessRequest.isWhitespace(value) != scalar.properties.isWhitespace {
+                Issue.record("U+\(String(value, radix: 16)): \(ProcessRequest.isWhitespace(value)) against \(scalar.properties.isWhitespace)")
+            }
+        }
+        // And a one-scalar Character is whitespace exactly when its scalar is.
+        for value: UInt32 in [0x09, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x200A, 0x200B, 0x2028, 0x202F, 0x205F, 0x3000, 0xFEFF] {
+            #expect(Character(Unicode.Scalar(value)!).isWhitespace == ProcessRequest.isWhitespace(value))
+        }
     }
 
     @Test("a space joined with a combining mark is trimmed; a Prepend before ASCII is kept")
