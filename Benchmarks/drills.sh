@@ -16,9 +16,9 @@
 #   4 sigterm           SIGTERM with hundreds of requests in flight: all answered 200, exit 0
 #                       within the grace period, new connections refused (or 503)
 #   5 large-bodies      bodies just under MAX_BODY_BYTES (1 MiB): a long text, emoji, only
-#                       whitespace, whitespace with marks, a short text inside whitespace or
-#                       beside a large unknown field, and one byte over: each its contract
-#                       answer, with the gateway's CPU per request shown
+#                       whitespace, whitespace with marks, one letter with a MiB of marks, a
+#                       short text inside whitespace or beside a large unknown field, and one
+#                       byte over: each its contract answer, with the gateway's CPU per request
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
