@@ -924,7 +924,8 @@ def cpu_ticks(pid: int) -> int:
 
 async def drill_large_bodies(args) -> int:
     """Bodies just under MAX_BODY_BYTES whose text is long, made of emoji, all whitespace,
-    whitespace with combining marks, one letter with all the marks (one character), or short
+    whitespace with combining marks, one letter with all the marks (one character, of
+    combining or of spacing marks), or short
     inside a body's worth of whitespace or of an unknown field: each gets its contract
     answer, and the CPU each costs is reported."""
     limit = args.max_body_bytes
@@ -945,6 +946,7 @@ async def drill_large_bodies(args) -> int:
         ("only whitespace", body(fill(" \n\u3000", room)), (400, "text_too_short")),
         ("whitespace with combining marks", body(fill(" \u0301", room)), (400, "text_too_short")),
         ("one letter with a body's worth of combining marks", body("a" + fill("\u0301", room)), (400, "text_too_short")),
+        ("one letter with a body's worth of spacing marks", body("\u0915" + fill("\u0903", room)), (400, "text_too_short")),
         ("a text inside whitespace", body(fill(" \n", (room - len(TEXT.encode())) // 2) + TEXT + fill(" \n", (room - len(TEXT.encode())) // 2)), (200, None)),
         ("a text beside a large unknown field", body(TEXT, padding=fill("x", room - len(TEXT.encode()) * 2)), (200, None)),
         ("one byte over the limit", body("a" * (limit + 1 - len(body("")))), (413, "body_too_large")),

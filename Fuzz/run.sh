@@ -67,7 +67,7 @@ case "$target" in
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
-            "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift"
+            "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/TextTrim.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift"
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)

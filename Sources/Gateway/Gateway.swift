@@ -357,7 +357,7 @@ public final class Gateway: Sendable {
             logUpstreamFailure(error, requestID: requestID)
             throw .upstream(error)
         }
-        let result = ProcessRequest.trimmed(completion.firstContent ?? "")
+        let result = TextTrim.trimmed(completion.firstContent ?? "")
         let usage = completion.usage
         record?.update {
             $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now())

@@ -75,7 +75,7 @@ public struct GatewayConfiguration: Sendable {
     public init(environment: [String: String]) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
             guard let raw = environment[name] else { return nil }
-            let trimmed = ProcessRequest.trimmed(raw)
+            let trimmed = TextTrim.trimmed(raw)
             return trimmed.isEmpty ? nil : trimmed
         }
         func integer(_ name: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
@@ -167,7 +167,7 @@ public struct GatewayConfiguration: Sendable {
         metricsEnabled = try flag("METRICS") ?? metricsEnabled
         if let list = value("GATEWAY_MODELS") {
             for item in list.split(separator: ",") {
-                let pair = item.split(separator: "=", maxSplits: 1).map { ProcessRequest.trimmed(String($0)) }
+                let pair = item.split(separator: "=", maxSplits: 1).map { TextTrim.trimmed(String($0)) }
                 guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
                     throw ConfigurationError("GATEWAY_MODELS must be a list of alias=upstream-model-id, separated by commas")
                 }

@@ -36,7 +36,7 @@ struct ProcessStream: Sendable {
                 $0.inputTokens = usage?.promptTokens
                 $0.outputTokens = usage?.completionTokens
             }
-            if ProcessRequest.trimmed(text).isEmpty {
+            if TextTrim.trimmed(text).isEmpty {
                 try await fail(.emptyResult, writer)
                 return
             }
