@@ -10,9 +10,10 @@
 /// - a control alone, or CR LF (GB3, GB4, GB5);
 /// - any other whitespace scalar followed by the scalars that join whatever precedes them
 ///   but a control: Extend, ZWJ and SpacingMark (GB9, GB9a).
-/// No other rule reaches into such a cluster from after it (the emoji, conjunct and regional
-/// indicator rules need a pictograph, a consonant or an indicator first), and from before it
-/// only a Prepend does (GB9b), taking the whitespace into a cluster that is not whitespace.
+/// No other rule reaches into such a cluster from after it (the Hangul, emoji, conjunct and
+/// regional indicator rules need a jamo, a pictograph, a consonant or an indicator first),
+/// and from before it only a Prepend does (GB9b), taking the whitespace into a cluster that
+/// is not whitespace.
 enum TextTrim {
     /// `text` without whitespace `Character`s at either end.
     static func trimmed(_ text: String) -> String {
