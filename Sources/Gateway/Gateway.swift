@@ -381,7 +381,7 @@ public final class Gateway: Sendable {
     /// `Accept: text/event-stream` (alone or among others).
     static func acceptsEventStream(_ accept: String?) -> Bool {
         guard let accept else { return false }
-        return HeaderElement.list(accept).contains { $0.value == "text/event-stream" }
+        return HeaderElement.list(accept).contains { $0.valueIs("text/event-stream") }
     }
 
     private func streamResponse(chat: ChatClient, request: ChatCompletionRequest, requestID: String, language: Language, record: AccessRecord?) -> HTTPResponse {

@@ -4,33 +4,66 @@
 /// The three headers are read the same way: the value is everything before the first `;`,
 /// compared without case, spaces or tabs, and empty when the element starts with `;` (so
 /// `;application/json` is no media type at all).
+///
+/// All of it works on bytes, with ASCII case: the separators and the names are ASCII, and a
+/// `Character` comparison would take Unicode's canonical equivalents for them (U+037E GREEK
+/// QUESTION MARK is `;` as a `Character`), so `application/json\u{37E}x` would read as
+/// `application/json` with a parameter.
 struct HeaderElement {
-    /// Before the first `;`: lower-cased, spaces and tabs removed.
+    /// Before the first `;`: ASCII lower-cased, spaces and tabs removed.
     let value: String
     /// What follows each `;`, unparsed.
     let parameters: [Substring]
 
     init(_ element: Substring) {
-        let parts = element.split(separator: ";", omittingEmptySubsequences: false)
-        value = Self.compact(parts.first ?? "")
+        let parts = Self.split(element, at: UInt8(ascii: ";"))
+        value = Self.compact(parts[0])
         parameters = Array(parts.dropFirst())
     }
 
     /// The non-empty elements of a comma-separated value, at most `limit` of them.
     static func list(_ header: String, limit: Int = 32) -> [HeaderElement] {
-        header.split(separator: ",").prefix(limit).map(HeaderElement.init)
+        split(Substring(header), at: UInt8(ascii: ",")).lazy.filter { !$0.isEmpty }.prefix(limit).map(HeaderElement.init)
     }
+
+    /// Whether the value is `expected`, byte for byte.
+    func valueIs(_ expected: String) -> Bool { value.utf8.elementsEqual(expected.utf8) }
+
+    /// Whether the value starts with `prefix`, byte for byte.
+    func valueStarts(with prefix: String) -> Bool { value.utf8.starts(with: prefix.utf8) }
 
     /// The `q` parameter's weight: 1 when there is none, 0 when it is not a number.
     var weight: Double {
         for parameter in parameters {
-            let pair = parameter.split(separator: "=", maxSplits: 1)
-            if pair.count == 2, Self.compact(pair[0]) == "q" { return Double(Self.compact(pair[1])) ?? 0 }
+            let pair = Self.split(parameter, at: UInt8(ascii: "="), maxSplits: 1)
+            if pair.count == 2, Self.compact(pair[0]).utf8.elementsEqual("q".utf8) { return Double(Self.compact(pair[1])) ?? 0 }
         }
         return 1
     }
 
+    /// `text` cut at every `separator` byte (an ASCII byte is always a scalar of its own in
+    /// UTF-8), empty pieces kept; at most `maxSplits` cuts.
+    private static func split(_ text: Substring, at separator: UInt8, maxSplits: Int = .max) -> [Substring] {
+        let utf8 = text.utf8
+        var parts: [Substring] = []
+        var start = utf8.startIndex
+        var index = start
+        while index != utf8.endIndex, parts.count < maxSplits {
+            if utf8[index] == separator {
+                parts.append(Substring(utf8[start..<index]))
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        parts.append(Substring(utf8[start...]))
+        return parts
+    }
+
     private static func compact(_ text: Substring) -> String {
-        text.lowercased().filter { $0 != " " && $0 != "\t" }
+        let bytes = text.utf8.compactMap { byte -> UInt8? in
+            if byte == 0x20 || byte == 0x09 { return nil }
+            return 0x41...0x5A ~= byte ? byte | 0x20 : byte
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

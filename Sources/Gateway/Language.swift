@@ -11,12 +11,11 @@ public enum Language: Sendable {
         }
         var best: (weight: Double, language: Language)?
         for element in HeaderElement.list(acceptLanguage) {
-            let tag = element.value
             let weight = element.weight
             let language: Language?
-            if tag == "en" || tag.hasPrefix("en-") {
+            if element.valueIs("en") || element.valueStarts(with: "en-") {
                 language = .english
-            } else if tag == "fa" || tag.hasPrefix("fa-") {
+            } else if element.valueIs("fa") || element.valueStarts(with: "fa-") {
                 language = .persian
             } else {
                 language = nil

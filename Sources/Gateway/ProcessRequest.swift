@@ -42,7 +42,10 @@ struct ProcessRequest: Equatable {
 
     /// `application/json`, any case, with or without parameters.
     static func isJSON(_ contentType: String) -> Bool {
-        if contentType == "application/json" || contentType == "application/json; charset=utf-8" { return true }
-        return HeaderElement(Substring(contentType)).value == "application/json"
+        // Bytes, not `==`: String equality is Unicode's canonical equivalence (see HeaderElement).
+        if contentType.utf8.elementsEqual("application/json".utf8) || contentType.utf8.elementsEqual("application/json; charset=utf-8".utf8) {
+            return true
+        }
+        return HeaderElement(Substring(contentType)).valueIs("application/json")
     }
 }

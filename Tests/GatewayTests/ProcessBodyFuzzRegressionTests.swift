@@ -20,6 +20,31 @@ struct ProcessBodyFuzzRegressionTests {
         }
     }
 
+    /// Found as the input ff 61 70 70 6c 69 63 61 74 69 6f 6e 2f 6a 73 6f 6e cd be cd be 73 65
+    /// 66 61 6c 73 65 (10 M runs after 2d82df1): U+037E GREEK QUESTION MARK is canonically
+    /// equivalent to `;`, and the media type was cut at `Character`s, so
+    /// `application/json\u{37E}\u{37E}sefalse` read as `application/json` with parameters.
+    @Test(
+        "refuses a media type followed by a canonical equivalent of ';' instead of ';'",
+        arguments: ["application/json\u{37E}\u{37E}sefalse", "application/json\u{37E} charset=utf-8", "application/json\u{37E}"]
+    )
+    func canonicalSemicolon(contentType: String) {
+        #expect(!ProcessRequest.isJSON(contentType))
+        #expect(throws: GatewayError.unsupportedMediaType) {
+            try ProcessRequest.parse(body: Self.body, contentType: contentType)
+        }
+    }
+
+    @Test("reads Accept and Accept-Language by bytes too")
+    func otherHeaders() {
+        #expect(Gateway.acceptsEventStream("text/event-stream"))
+        #expect(Gateway.acceptsEventStream("application/json, Text/Event-Stream;q=0.5"))
+        #expect(!Gateway.acceptsEventStream("text/event-stream\u{37E}q=1"))
+        #expect(Language(acceptLanguage: "en\u{37E}q=1") == .persian)
+        #expect(Language(acceptLanguage: "fa;q=0.5, en-US;q=0.9") == .english)
+        #expect(Language(acceptLanguage: "en;q\u{37E}0, fa;q=0.1") == .english)  // a weight without `=`: 1
+    }
+
     @Test(
         "still accepts application/json in any case, with or without parameters",
         arguments: ["application/json", "Application/JSON", "application/json;charset=utf-8", " application/json ; q=1"]
