@@ -456,11 +456,17 @@ def sockets_to_port(pid: int, port: int) -> int:
     return count
 
 
+def stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name: [0] is the state letter, [11]
+    and [12] the user and system CPU in clock ticks."""
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()
+
+
 def process_state(pid: int) -> str | None:
     """The state letter from /proc/<pid>/stat, or None when the process is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
+        return stat_fields(pid)[0]
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return None
 
@@ -917,8 +923,7 @@ async def drill_disconnects(args) -> int:
 
 def cpu_ticks(pid: int) -> int:
     """User + system CPU of a process, in clock ticks (all its threads)."""
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
+    fields = stat_fields(pid)
     return int(fields[11]) + int(fields[12])
 
 

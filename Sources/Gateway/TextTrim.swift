@@ -124,9 +124,9 @@ enum TextTrim {
         return words
     }()
 
+    /// ``joinsPreceding(_:)`` for a scalar from U+0300 on, from its properties.
     private static func joinsByProperties(_ value: UInt32) -> Bool {
         switch value {
-        case ..<0x300: return false
         case 0x200D, 0x0E33, 0x0EB3, 0x1F3FB...0x1F3FF: return true  // ZWJ, SARA AM, LAO AM, emoji modifiers
         case 0x102B, 0x102C, 0x1038, 0x1062...0x1064, 0x1067...0x106D, 0x1083, 0x1087...0x108C, 0x108F, 0x109A...0x109C,
              0x1A61, 0x1A63, 0x1A64, 0xAA7B, 0xAA7D, 0x11720, 0x11721:

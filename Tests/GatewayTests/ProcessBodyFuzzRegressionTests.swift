@@ -6,6 +6,14 @@ import Testing
 struct ProcessBodyFuzzRegressionTests {
     static let body = Array(#"{"task":"summarize","text":"this text is long enough to be processed"}"#.utf8)
 
+    /// `contentType` is not JSON, and a body sent with it is refused with 415.
+    private func expectRefused(_ contentType: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!ProcessRequest.isJSON(contentType), sourceLocation: sourceLocation)
+        #expect(throws: GatewayError.unsupportedMediaType, sourceLocation: sourceLocation) {
+            try ProcessRequest.parse(body: Self.body, contentType: contentType)
+        }
+    }
+
     /// Found as the input 8e 3b 3b 61 70 70 6c 69 63 61 74 69 6f 6e 2f 6a 73 6f 6e 3b 2c:
     /// `split(separator: ";")` drops empty pieces, so the media type of `;application/json`
     /// was read as `application/json`. An empty media type is not JSON.
@@ -14,10 +22,7 @@ struct ProcessBodyFuzzRegressionTests {
         arguments: [";;application/json;,", ";application/json", "; application/json; charset=utf-8"]
     )
     func emptyMediaType(contentType: String) {
-        #expect(!ProcessRequest.isJSON(contentType))
-        #expect(throws: GatewayError.unsupportedMediaType) {
-            try ProcessRequest.parse(body: Self.body, contentType: contentType)
-        }
+        expectRefused(contentType)
     }
 
     /// Found as the input ff 61 70 70 6c 69 63 61 74 69 6f 6e 2f 6a 73 6f 6e cd be cd be 73 65
@@ -29,10 +34,7 @@ struct ProcessBodyFuzzRegressionTests {
         arguments: ["application/json\u{37E}\u{37E}sefalse", "application/json\u{37E} charset=utf-8", "application/json\u{37E}"]
     )
     func canonicalSemicolon(contentType: String) {
-        #expect(!ProcessRequest.isJSON(contentType))
-        #expect(throws: GatewayError.unsupportedMediaType) {
-            try ProcessRequest.parse(body: Self.body, contentType: contentType)
-        }
+        expectRefused(contentType)
     }
 
     @Test("reads Accept and Accept-Language by bytes too")
