@@ -23,6 +23,11 @@
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   extra `swift build -c release` flags; the default
 #                             links the Swift runtime statically, as `make release` and the
 #                             Dockerfile do
+#   GATEWAY_LIBCURL=, CONTROLS_LIBCURL=   a directory holding another build of libcurl.so.4
+#                             for the gateway, for the controls twin (LD_LIBRARY_PATH); with
+#                             either set, the twin runs the gateway's settings (no tokens, rate
+#                             limits or metrics), so the two differ only in libcurl
+#                             (Benchmarks/curl-head.sh)
 #
 # Needs wrk, nginx and curl (apt-get install -y wrk nginx-light curl); installs nothing itself.
 # Exits 1 when any run saw a non-2xx response, since its figures would not measure the real path.
@@ -37,6 +42,14 @@ connections=${CONNECTIONS:-1 16 64 256}
 warmup=${WARMUP:-2s}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a connection_list <<<"$connections"
+gateway_libcurl=${GATEWAY_LIBCURL:-}
+controls_libcurl=${CONTROLS_LIBCURL:-}
+for dir in "$gateway_libcurl" "$controls_libcurl"; do
+    [ -z "$dir" ] || [ -e "$dir/libcurl.so.4" ] || die "no libcurl.so.4 in $dir"
+done
+# The gateways start in their own directories: the libraries' paths made absolute.
+[ -z "$gateway_libcurl" ] || gateway_libcurl=$(cd "$gateway_libcurl" && pwd)
+[ -z "$controls_libcurl" ] || controls_libcurl=$(cd "$controls_libcurl" && pwd)
 
 
 missing=()
@@ -93,13 +106,22 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
 # gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
-start_gateway gateway RATE_LIMITS=off METRICS=off
+start_gateway gateway RATE_LIMITS=off METRICS=off ${gateway_libcurl:+LD_LIBRARY_PATH=$gateway_libcurl}
 gateway_port=$started_port
 gateway_pid=$started_pid
-# controls: the same with caller tokens, rate limits (a plan that never refuses) and metrics.
+# controls: the same with caller tokens, rate limits (a plan that never refuses) and metrics;
+# or, comparing two builds of libcurl, the same settings as the gateway with the other build.
 bench_token=bench-caller-token-0123456789
 token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
-start_gateway controls GATEWAY_TOKENS="$token_hash:bench:bench" PLANS="bench:100000000:100000:-" RATE_LIMITS=on METRICS=on
+if [ -n "$gateway_libcurl$controls_libcurl" ]; then
+    start_gateway controls RATE_LIMITS=off METRICS=off ${controls_libcurl:+LD_LIBRARY_PATH=$controls_libcurl}
+    controls_role="the gateway's settings, libcurl from ${controls_libcurl:-the system}"
+    controls_legend="controls = the gateway's settings with libcurl from ${controls_libcurl:-the system}; gateway = with libcurl from ${gateway_libcurl:-the system}."
+else
+    start_gateway controls GATEWAY_TOKENS="$token_hash:bench:bench" PLANS="bench:100000000:100000:-" RATE_LIMITS=on METRICS=on
+    controls_role="caller token, rate limits and metrics on"
+    controls_legend="controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
+fi
 controls_port=$started_port
 controls_pid=$started_pid
 
@@ -147,8 +169,8 @@ check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off, no tokens)"
-echo "controls: $controls_url  (text-gateway, pid $controls_pid: caller token, rate limits and metrics on)"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
+echo "controls: $controls_url  (text-gateway, pid $controls_pid: $controls_role)"
 echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
 echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
 echo "bodies:  gateway $(wc -c <"$work/gateway.json") bytes (text ${#text} characters), direct $(wc -c <"$work/direct.json") bytes"
@@ -288,7 +310,7 @@ for c in counts:
 PY
 echo
 echo "added = target − direct: the target's own cost on top of the upstream call (same machine, same mock)."
-echo "controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
+echo "$controls_legend"
 echo "CPU µs/request = user + system time of the target's processes (all threads; nginx: master and workers)"
 echo "during its runs, per request answered; mock CPU = the same for mock-upstream."
 

@@ -15,6 +15,8 @@
 #                        38 makes 11,817 characters, under the 12,000 the gateway takes), to
 #                        show what the gateway spends per byte of text
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   as bench-gateway (what `make release` ships)
+#   LIBCURL=             a directory holding another build of libcurl.so.4 for the gateway
+#                        (LD_LIBRARY_PATH; Benchmarks/curl-head.sh)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,11 @@ repeat=${TEXT_REPEAT:-1}
 case "$requests$warmup$top$repeat" in *[!0-9]*) die "REQUESTS, WARMUP, TOP and TEXT_REPEAT must be whole numbers" ;; esac
 [ "$repeat" -ge 1 ] && [ "$repeat" -le 38 ] || die "TEXT_REPEAT must be 1 to 38 (the gateway takes up to 12,000 characters)"
 [ "$requests" -gt 0 ] || die "REQUESTS must be positive"
+libcurl=${LIBCURL:-}
+if [ -n "$libcurl" ]; then
+    [ -e "$libcurl/libcurl.so.4" ] || die "no libcurl.so.4 in $libcurl"
+    libcurl=$(cd "$libcurl" && pwd)  # the gateway starts in its own directory
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instructions.XXXXXX")
 mock_pid=
@@ -57,7 +64,7 @@ port=$(free_port)
 mkdir -p "$work/run"
 (
     cd "$work/run"
-    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
+    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" ${libcurl:+LD_LIBRARY_PATH=$libcurl} DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
         DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production
@@ -77,7 +84,7 @@ printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<${#text} characters>}, one kept-alive connection,"
 echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=warning,"
-echo "RATE_LIMITS=off, METRICS=off); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
+echo "RATE_LIMITS=off, METRICS=off${libcurl:+; libcurl from $libcurl}); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
 echo
 python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" <<'PY'
 import http.client, subprocess, sys
