@@ -55,8 +55,11 @@ public struct Logger: Sendable {
     }
 
     /// Writes one event at `level` with its fields in order; fields with nil values are left out.
-    public func log(_ level: Level, _ event: String, _ fields: [(String, Value?)] = []) {
+    /// The fields are built only when the event is written: an access log line that the level
+    /// leaves out costs nothing per request.
+    public func log(_ level: Level, _ event: String, _ fields: @autoclosure () -> [(String, Value?)] = []) {
         guard level >= self.level else { return }
+        let fields = fields()
         let timestamp = Timestamp.iso8601(now: Timestamp.realtime())
         var line: [UInt8]
         switch format {
