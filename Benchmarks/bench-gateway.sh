@@ -42,14 +42,8 @@ connections=${CONNECTIONS:-1 16 64 256}
 warmup=${WARMUP:-2s}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a connection_list <<<"$connections"
-gateway_libcurl=${GATEWAY_LIBCURL:-}
-controls_libcurl=${CONTROLS_LIBCURL:-}
-for dir in "$gateway_libcurl" "$controls_libcurl"; do
-    [ -z "$dir" ] || [ -e "$dir/libcurl.so.4" ] || die "no libcurl.so.4 in $dir"
-done
-# The gateways start in their own directories: the libraries' paths made absolute.
-[ -z "$gateway_libcurl" ] || gateway_libcurl=$(cd "$gateway_libcurl" && pwd)
-[ -z "$controls_libcurl" ] || controls_libcurl=$(cd "$controls_libcurl" && pwd)
+gateway_libcurl=$(libcurl_dir "${GATEWAY_LIBCURL:-}")
+controls_libcurl=$(libcurl_dir "${CONTROLS_LIBCURL:-}")
 
 
 missing=()

@@ -40,11 +40,7 @@ repeat=${TEXT_REPEAT:-1}
 case "$requests$warmup$top$repeat" in *[!0-9]*) die "REQUESTS, WARMUP, TOP and TEXT_REPEAT must be whole numbers" ;; esac
 [ "$repeat" -ge 1 ] && [ "$repeat" -le 38 ] || die "TEXT_REPEAT must be 1 to 38 (the gateway takes up to 12,000 characters)"
 [ "$requests" -gt 0 ] || die "REQUESTS must be positive"
-libcurl=${LIBCURL:-}
-if [ -n "$libcurl" ]; then
-    [ -e "$libcurl/libcurl.so.4" ] || die "no libcurl.so.4 in $libcurl"
-    libcurl=$(cd "$libcurl" && pwd)  # the gateway starts in its own directory
-fi
+libcurl=$(libcurl_dir "${LIBCURL:-}")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instructions.XXXXXX")
 mock_pid=

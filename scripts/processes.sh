@@ -127,6 +127,14 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# libcurl_dir DIR: DIR as an absolute path (the gateways start in their own directories),
+# empty for an empty DIR; dies unless DIR holds a libcurl.so.4 (Benchmarks/curl-head.sh).
+libcurl_dir() {
+    [ -n "$1" ] || return 0
+    [ -e "$1/libcurl.so.4" ] || die "no libcurl.so.4 in $1"
+    (cd "$1" && pwd)
+}
+
 # build_release PRODUCT...: `swift build -c release` of each product with the caller's
 # build_flags array (progress to stderr), then sets bin to the directory holding them.
 build_release() {

@@ -27,16 +27,16 @@ struct HeaderElement {
     }
 
     /// Whether the value is `expected`, byte for byte.
-    func valueIs(_ expected: String) -> Bool { value.utf8.elementsEqual(expected.utf8) }
+    func valueIs(_ expected: String) -> Bool { value.hasSameUTF8(as: expected) }
 
     /// Whether the value starts with `prefix`, byte for byte.
-    func valueStarts(with prefix: String) -> Bool { value.utf8.starts(with: prefix.utf8) }
+    func valueStarts(with prefix: String) -> Bool { value.hasUTF8Prefix(prefix) }
 
     /// The `q` parameter's weight: 1 when there is none, 0 when it is not a number.
     var weight: Double {
         for parameter in parameters {
             let pair = Self.split(parameter, at: UInt8(ascii: "="), maxSplits: 1)
-            if pair.count == 2, Self.compact(pair[0]).utf8.elementsEqual("q".utf8) { return Double(Self.compact(pair[1])) ?? 0 }
+            if pair.count == 2, Self.compact(pair[0]).hasSameUTF8(as: "q") { return Double(Self.compact(pair[1])) ?? 0 }
         }
         return 1
     }
@@ -65,5 +65,25 @@ struct HeaderElement {
             return 0x41...0x5A ~= byte ? byte | 0x20 : byte
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension String {
+    /// Byte-for-byte equality of the UTF-8, not `==`'s canonical equivalence. Compared as
+    /// contiguous bytes when both strings have them (native strings and literals do): the
+    /// request path asks this of every `Content-Type`.
+    func hasSameUTF8(as other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        return utf8.withContiguousStorageIfAvailable { bytes in
+            other.utf8.withContiguousStorageIfAvailable { bytes.elementsEqual($0) }
+        }.flatMap { $0 } ?? utf8.elementsEqual(other.utf8)
+    }
+
+    /// Whether the UTF-8 starts with `prefix`'s, byte for byte (see ``hasSameUTF8(as:)``).
+    func hasUTF8Prefix(_ prefix: String) -> Bool {
+        guard utf8.count >= prefix.utf8.count else { return false }
+        return utf8.withContiguousStorageIfAvailable { bytes in
+            prefix.utf8.withContiguousStorageIfAvailable { bytes.starts(with: $0) }
+        }.flatMap { $0 } ?? utf8.starts(with: prefix.utf8)
     }
 }

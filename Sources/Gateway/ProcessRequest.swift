@@ -43,7 +43,7 @@ struct ProcessRequest: Equatable {
     /// `application/json`, any case, with or without parameters.
     static func isJSON(_ contentType: String) -> Bool {
         // Bytes, not `==`: String equality is Unicode's canonical equivalence (see HeaderElement).
-        if contentType.utf8.elementsEqual("application/json".utf8) || contentType.utf8.elementsEqual("application/json; charset=utf-8".utf8) {
+        if contentType.hasSameUTF8(as: "application/json") || contentType.hasSameUTF8(as: "application/json; charset=utf-8") {
             return true
         }
         return HeaderElement(Substring(contentType)).valueIs("application/json")
