@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["EventLoop", "HTTP1"], swiftSettings: strict),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
-        .target(name: "ChatAPI", dependencies: ["HTTPClient"], swiftSettings: strict),
+        .target(name: "ChatAPI", swiftSettings: strict),
         .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
@@ -34,7 +34,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-client",
-            dependencies: ["ChatAPI", "HTTPClient", "CEventLoop"],
+            dependencies: ["Gateway", "ChatAPI", "HTTPClient", "CEventLoop"],
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),
@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "ChatAPITests", dependencies: ["TestSupport", "ChatAPI", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -66,8 +66,8 @@ case "$target" in
     ProcessBody)
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
-            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
-            "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/TextTrim.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift"
+            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/ChatError.swift Sources/ChatAPI/UpstreamErrorBody.swift"
+            "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/TextTrim.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailure.swift"
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)

@@ -27,6 +27,7 @@ import Glibc
 #endif
 import ChatAPI
 import EventLoop
+import Gateway
 import HTTPClient
 import Synchronization
 

@@ -33,17 +33,4 @@ public enum ChatError: Error, Sendable, CustomStringConvertible {
         case .transport(let detail): return "transport failure: \(detail)"
         }
     }
-
-    /// Maps a transport-level failure of the HTTP client.
-    public init(_ error: HTTPClientError) {
-        switch error.kind {
-        case .connectFailed: self = .couldNotConnect(detail: error.detail)
-        case .timedOut: self = .timedOut
-        case .cancelled: self = .cancelled
-        case .responseTooLarge: self = .unreadableBody
-        case .invalidRequest, .transport, .shutdown: self = .transport(detail: error.description)
-        }
-    }
 }
-
-import HTTPClient

@@ -98,7 +98,9 @@ public struct ChatStreamDecoder: Sendable {
         return result
     }
 
-    private static func interpret(_ event: ServerSentEvent) throws(ChatStreamError) -> ChatStreamEvent? {
+    /// What one event of the stream holds: `[DONE]`, a chunk, or nothing of interest (nil);
+    /// throws for an error object or a malformed chunk.
+    public static func interpret(_ event: ServerSentEvent) throws(ChatStreamError) -> ChatStreamEvent? {
         switch event.event {
         case nil, "message":
             guard let payload = trimmed(event.data) else { return nil }

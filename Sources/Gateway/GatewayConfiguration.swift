@@ -68,6 +68,14 @@ public struct GatewayConfiguration: Sendable {
     public var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
     public var trustedProxies = TrustedProxies(ranges: [])
+    /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
+    public var errorLanguage: ErrorLanguage?
+
+    /// How long a rate-limit lease lives if its request never gives it back: longer than
+    /// any request or stream may run.
+    public var leaseTimeToLive: Duration {
+        max(upstreamTimeout, streamTotalTimeout) + .seconds(60)
+    }
 
     public init() {}
 
@@ -180,6 +188,12 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
             }
             logLevel = level
+        }
+        if let name = value("ERROR_LANGUAGE") {
+            guard let language = ErrorLanguage(rawValue: name.lowercased()) else {
+                throw ConfigurationError("ERROR_LANGUAGE must be fa, en or auto")
+            }
+            errorLanguage = language
         }
         if let name = value("LOG_FORMAT") {
             guard let format = Logger.Format(rawValue: name.lowercased()) else {

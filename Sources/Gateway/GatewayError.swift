@@ -10,6 +10,17 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     let english: String
     /// Extra response fields (`Allow`, `Retry-After`).
     public var headers: HTTPHeaders = HTTPHeaders()
+    /// How OpenAI's API says the same thing, where it differs: `/v1` clients get this status,
+    /// code and `param` (their SDKs branch on them).
+    var openAI: OpenAIForm?
+    /// The kind of upstream failure this error answers, when it is one.
+    var upstreamKind: UpstreamFailure.Kind?
+
+    struct OpenAIForm: Sendable, Equatable {
+        var status: HTTPStatus
+        var code: String
+        var param: String?
+    }
 
     public var description: String { "\(status.code) \(code)" }
 
@@ -53,8 +64,21 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let invalidMessages = GatewayError(.badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.", "messages must hold between one and the allowed number of messages.")
     static func modelNotFound(_ alias: String) -> GatewayError {
         let shown = String(alias.prefix(100).filter { !$0.isNewline })
-        return GatewayError(.badRequest, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+        var error = GatewayError(.badRequest, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+        error.openAI = OpenAIForm(status: .badRequest, code: "model_not_found", param: "model")
+        return error
     }
+    /// The upstream says the input does not fit the model's context: `413 text_too_long` on
+    /// `/api`, OpenAI's `400 context_length_exceeded` on `/v1`.
+    static let contextLengthExceeded: GatewayError = {
+        var error = textTooLong
+        error.openAI = OpenAIForm(status: .badRequest, code: "context_length_exceeded", param: "messages")
+        return error
+    }()
+    /// The client went away before its answer was complete (nginx's 499): for the log and
+    /// metrics only, the client never sees it.
+    static let clientClosedRequest = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "client_closed_request", "درخواست پیش از پاسخ لغو شد.", "The client closed the request before the answer was complete.")
+    static let repeatedField = GatewayError(.badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
     static let shuttingDown = GatewayError(.serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.", "The server is shutting down. Please try again.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 

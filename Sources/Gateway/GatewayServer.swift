@@ -24,7 +24,7 @@ public final class GatewayServer: Sendable {
     /// Starts loops, client and server, and logs the start (loudly when the key or model is missing).
     public static func start(
         configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development",
-        clock: @escaping @Sendable () -> Instant = { .now }
+        clock: @escaping @Sendable () -> Instant = { .now }, observers: [any RequestObserver] = []
     ) async throws -> GatewayServer {
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let pollLimit = configuration.loopPollLimit(cpuQuota: EventLoopGroup.cgroupQuotaCPUs())
@@ -45,7 +45,7 @@ public final class GatewayServer: Sendable {
             group.shutdown()
             throw error
         }
-        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock)
+        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock, observers: observers)
         let server: HTTPServer
         do {
             var serverConfiguration = gateway.serverConfiguration()

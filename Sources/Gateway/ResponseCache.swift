@@ -34,7 +34,22 @@ final class ResponseCache: Sendable {
         var free: [Int] = []
         var head: Int?  // most recently used
         var tail: Int?  // least recently used
-        var waiting: [Key: [CheckedContinuation<Result<Answer, GatewayError>, Never>]] = [:]
+        var flights: [Key: Flight] = [:]
+        var nextWaiterID: UInt64 = 0
+    }
+
+    typealias Waiter = CheckedContinuation<Result<Answer, GatewayError>, Never>
+
+    /// One upstream call shared by identical requests. It runs in a task of its own, so the
+    /// request that started it can go away without ending it for the others; it is
+    /// cancelled when the last request waiting for it has gone.
+    private struct Flight {
+        var task: Task<Void, Never>?
+        var waiters: [UInt64: Waiter] = [:]
+        /// Requests still waiting, registered or about to be.
+        var participants = 1
+        /// Waiters cancelled before they could register their continuation.
+        var cancelledEarly: Set<UInt64> = []
     }
 
     let timeToLive: Duration
@@ -49,52 +64,92 @@ final class ResponseCache: Sendable {
     /// Entries held (for tests and metrics).
     var count: Int { state.withLock { $0.index.count } }
 
-    /// The cached answer for `key`, or the one an identical request in flight gets, or the
-    /// answer of `compute` (then cached). `hit` is true when no upstream call was made for
-    /// this request. A failure is shared with the requests that waited for it and not cached.
+    /// The cached answer for `key`, or the answer of the call in flight for it, or of a new
+    /// call of `compute` (then cached). `hit` is true when this request made no call of its
+    /// own. A failure is shared with every request that waited for it and not cached. When
+    /// this request's task is cancelled it stops waiting at once (`client_closed_request`);
+    /// the call goes on while anyone else waits for it.
     func answer(
         for key: Key,
-        now: @Sendable () -> MonotonicInstant = { .now() },
-        compute: () async throws(GatewayError) -> Answer
+        now: @escaping @Sendable () -> MonotonicInstant = { .now() },
+        compute: @escaping @Sendable () async throws(GatewayError) -> Answer
     ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
-        enum Step { case hit(Answer), wait, lead }
+        enum Step { case hit(Answer), join(UInt64), lead(UInt64) }
         let step: Step = state.withLock { state in
             if let answer = Self.lookup(key, now: now(), in: &state) { return .hit(answer) }
-            if state.waiting[key] != nil { return .wait }
-            state.waiting[key] = []
-            return .lead
+            state.nextWaiterID &+= 1
+            let id = state.nextWaiterID
+            if state.flights[key] != nil {
+                state.flights[key]?.participants += 1
+                return .join(id)
+            }
+            state.flights[key] = Flight()
+            return .lead(id)
         }
+        let waiterID: UInt64
+        let led: Bool
         switch step {
         case .hit(let answer):
             return (answer, true)
-        case .wait:
-            let result = await withCheckedContinuation { continuation in
-                let stillWaiting = state.withLock { state -> Bool in
-                    guard state.waiting[key] != nil else { return false }
-                    state.waiting[key]?.append(continuation)
+        case .join(let id):
+            waiterID = id
+            led = false
+        case .lead(let id):
+            waiterID = id
+            led = true
+            let task = Task { [self] in
+                let result: Result<Answer, GatewayError>
+                do throws(GatewayError) {
+                    result = .success(try await compute())
+                } catch {
+                    result = .failure(error)
+                }
+                land(key, result, now: now())
+            }
+            state.withLock { $0.flights[key]?.task = task }
+        }
+        let result = await wait(for: key, id: waiterID)
+        return (try result.get(), !led)
+    }
+
+    /// Waits for the flight of `key`, or leaves it when the task is cancelled.
+    private func wait(for key: Key, id: UInt64) async -> Result<Answer, GatewayError> {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let registered = state.withLock { state -> Bool in
+                    guard state.flights[key] != nil else { return false }
+                    if state.flights[key]?.cancelledEarly.remove(id) != nil { return false }
+                    state.flights[key]?.waiters[id] = continuation
                     return true
                 }
-                if !stillWaiting {
-                    // The leader finished in between: its answer is in the cache, or it failed.
-                    let cached = state.withLock { Self.lookup(key, now: now(), in: &$0) }
-                    continuation.resume(returning: cached.map { .success($0) } ?? .failure(.upstreamError))
+                if !registered {
+                    // Cancelled already, or the flight landed in between (its answer is cached then).
+                    let cached = state.withLock { Self.lookup(key, now: .now(), in: &$0) }
+                    continuation.resume(returning: cached.map { .success($0) } ?? .failure(.clientClosedRequest))
                 }
             }
-            return (try result.get(), true)
-        case .lead:
-            let result: Result<Answer, GatewayError>
-            do {
-                result = .success(try await compute())
-            } catch {
-                result = .failure(error)
+        } onCancel: {
+            let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+                guard var flight = state.flights[key] else { return (nil, nil) }
+                let waiter = flight.waiters.removeValue(forKey: id)
+                if waiter == nil { flight.cancelledEarly.insert(id) }
+                flight.participants -= 1
+                let abandoned = flight.participants == 0 ? flight.task : nil
+                state.flights[key] = flight
+                return (waiter, abandoned)
             }
-            let waiters = state.withLock { state -> [CheckedContinuation<Result<Answer, GatewayError>, Never>] in
-                if case .success(let answer) = result { insert(key, answer, now: now(), into: &state) }
-                return state.waiting.removeValue(forKey: key) ?? []
-            }
-            for waiter in waiters { waiter.resume(returning: result) }
-            return (try result.get(), false)
+            waiter?.resume(returning: .failure(.clientClosedRequest))
+            abandoned?.cancel()
         }
+    }
+
+    /// The flight of `key` has its result: cache a success and answer everyone waiting.
+    private func land(_ key: Key, _ result: Result<Answer, GatewayError>, now: MonotonicInstant) {
+        let waiters = state.withLock { state -> [Waiter] in
+            if case .success(let answer) = result { insert(key, answer, now: now, into: &state) }
+            return state.flights.removeValue(forKey: key).map { Array($0.waiters.values) } ?? []
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
     }
 
     private static func lookup(_ key: Key, now: MonotonicInstant, in state: inout State) -> Answer? {

@@ -173,7 +173,8 @@ final class HTTPConnection: Selectable {
             } catch {
                 response = errorResponder(error, request)
             }
-            await HTTPConnection.send(response, on: connection)
+            let end = await HTTPConnection.send(response, on: connection)
+            if let finished = response.finished { await finished(end) }
         }
         dispatching = false
         if state == .processing || (state == .responding && !responseQueued) {
@@ -181,27 +182,37 @@ final class HTTPConnection: Selectable {
         }
     }
 
-    /// Writes `response` on the connection's loop, running a stream body to its end.
-    private static func send(_ response: HTTPResponse, on connection: LoopBound<HTTPConnection>) async {
+    /// Writes `response` on the connection's loop, running a stream body to its end, and
+    /// says how it ended.
+    private static func send(_ response: HTTPResponse, on connection: LoopBound<HTTPConnection>) async -> ResponseEnd {
         switch response.body {
         case .bytes(let bytes):
-            if let value = connection.valueIfInEventLoop {
-                value.writeResponse(response, body: bytes)
-            } else {
-                connection.withValue { $0.writeResponse(response, body: bytes) }
-            }
+            let written = await onLoop(connection) { $0.writeResponse(response, body: bytes) }
+            return written ? .completed : .connectionClosed
         case .stream(let produce):
-            let started = await withCheckedContinuation { continuation in
-                connection.withValue { continuation.resume(returning: $0.beginStream(response)) }
+            switch await onLoop(connection, { $0.beginStream(response) }) {
+            case .closed: return .connectionClosed
+            case .headOnly: return .completed
+            case .streaming: break
             }
-            guard started else { return }
             let writer = ResponseBodyWriter(connection: connection)
             do {
                 try await produce(writer)
-                connection.withValue { $0.endStream() }
             } catch {
-                connection.withValue { $0.abortStream() }
+                return await onLoop(connection) { $0.abortStream() } ? .bodyFailed : .connectionClosed
             }
+            return await onLoop(connection) { $0.endStream() } ? .completed : .connectionClosed
+        }
+    }
+
+    /// Runs `body` on the connection's loop: inline when already there (a handler's task
+    /// runs on its loop), else through the loop's queue.
+    private static func onLoop<T: Sendable>(
+        _ connection: LoopBound<HTTPConnection>, _ body: @escaping @Sendable (HTTPConnection) -> T
+    ) async -> T {
+        if let value = connection.valueIfInEventLoop { return body(value) }
+        return await withCheckedContinuation { continuation in
+            connection.withValue { continuation.resume(returning: body($0)) }
         }
     }
 
@@ -252,28 +263,39 @@ final class HTTPConnection: Selectable {
         if bodyless { responseIsHead = true }
     }
 
-    private func writeResponse(_ response: HTTPResponse, body: [UInt8]) {
-        guard state == .processing else { return }
+    /// Queues the whole response; false when the connection closed before it could.
+    @discardableResult
+    private func writeResponse(_ response: HTTPResponse, body: [UInt8]) -> Bool {
+        guard state == .processing else { return false }
         state = .responding
         handlerTask = nil
         writeHead(response, contentLength: body.count)
         if !responseIsHead { outbound.append(contentsOf: body) }
         responseQueued = true
         flush()
+        // Closed with this response still queued: the write failed, the client is gone. A
+        // response written whole has `responseQueued` reset, even on a connection that
+        // then closed or moved to another loop.
+        return !(state == .closed && responseQueued)
     }
 
-    /// Writes the head of a streamed response; false when the connection is already gone.
-    private func beginStream(_ response: HTTPResponse) -> Bool {
-        guard state == .processing else { return false }
+    private enum StreamStart: Sendable {
+        case streaming, headOnly, closed
+    }
+
+    /// Writes the head of a streamed response: `.headOnly` for a response without a body
+    /// (`HEAD`), `.closed` when the connection is already gone.
+    private func beginStream(_ response: HTTPResponse) -> StreamStart {
+        guard state == .processing else { return .closed }
         state = .responding
         writeHead(response, contentLength: nil)
         if responseIsHead {
             responseQueued = true
             flush()
-            return false
+            return .headOnly
         }
         flush()
-        return state == .responding
+        return state == .responding ? .streaming : .closed
     }
 
     /// Queues one piece of a streamed body; the continuation resumes once the unsent bytes
@@ -300,23 +322,27 @@ final class HTTPConnection: Selectable {
         }
     }
 
-    private func endStream() {
-        guard state == .responding, !responseQueued else { return }
+    /// Ends a streamed body; false when the connection closed before it could.
+    private func endStream() -> Bool {
+        guard state == .responding, !responseQueued else { return false }
         handlerTask = nil
         if chunked { ResponseEncoder.writeLastChunk(into: &outbound) }
         responseQueued = true
         flush()
+        return true
     }
 
     /// The producer failed: the client must not mistake the truncated body for a whole one.
-    private func abortStream() {
-        guard state == .responding, !responseQueued else { return }
+    /// False when the connection had already closed.
+    private func abortStream() -> Bool {
+        guard state == .responding, !responseQueued else { return false }
         handlerTask = nil
         keepAlive = false
         // Send what is queued, then close without the last chunk.
         responseQueued = true
         chunked = false
         flush()
+        return true
     }
 
     /// Answers a request the server refuses itself, then closes.
@@ -329,10 +355,15 @@ final class HTTPConnection: Selectable {
         }
         let response = context.configuration.protocolErrorResponder(error)
         state = .processing
+        let written: Bool
         if case .bytes(let bytes) = response.body {
-            writeResponse(response, body: bytes)
+            written = writeResponse(response, body: bytes)
         } else {
-            writeResponse(HTTPResponse.text(error.status.reasonPhrase, status: error.status), body: Array(error.status.reasonPhrase.utf8))
+            written = writeResponse(HTTPResponse.text(error.status.reasonPhrase, status: error.status), body: Array(error.status.reasonPhrase.utf8))
+        }
+        if let finished = response.finished {
+            let end: ResponseEnd = written ? .completed : .connectionClosed
+            Task.immediate(executorPreference: loop) { await finished(end) }
         }
     }
 

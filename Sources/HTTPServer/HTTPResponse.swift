@@ -19,6 +19,10 @@ public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: Body
+    /// Called by the server exactly once when this response has ended, however it ended:
+    /// written whole, cut short by a failing stream, or never (fully) written because the
+    /// connection closed first. The one place an application learns how a request ended.
+    public var finished: (@Sendable (ResponseEnd) async -> Void)?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: Body = .bytes([])) {
         self.status = status
@@ -38,4 +42,16 @@ public struct HTTPResponse: Sendable {
 public struct ConnectionClosedError: Error, Hashable, Sendable, CustomStringConvertible {
     public init() {}
     public var description: String { "the connection was closed" }
+}
+
+/// How a response ended, as the server saw it (``HTTPResponse/finished``).
+public enum ResponseEnd: Sendable, Hashable {
+    /// The whole response was handed to the connection.
+    case completed
+    /// The connection closed before the whole response could be written: the client went
+    /// away (or reset the connection) before or while it was answered.
+    case connectionClosed
+    /// A streamed body's producer threw after the head was sent; the body was cut short and
+    /// the connection closed so the client cannot take it for a whole one.
+    case bodyFailed
 }

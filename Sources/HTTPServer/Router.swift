@@ -3,8 +3,45 @@ public import HTTP1
 /// A request handler.
 public typealias HTTPResponder = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
-/// Collects routes (method + exact path → handler), then builds an immutable
-/// ``RouterResponder``. Nothing changes routing once the server runs.
+/// Routes of any handler type (method + exact path → handler), collected at start and then
+/// frozen into an immutable table: nothing changes routing once the server runs.
+public struct RoutingTable<Handler: Sendable>: Sendable {
+    /// Where a request goes.
+    public enum Match {
+        case found(Handler)
+        /// The path is known, not with this method; `allow` is the `Allow` value.
+        case methodNotAllowed(allow: String)
+        case notFound
+    }
+
+    private struct Entry: Sendable {
+        let handlers: [HTTPMethod: Handler]
+        let allow: String
+    }
+
+    private let entries: [String: Entry]
+
+    /// Freezes `routes` (path → method → handler).
+    public init(_ routes: [String: [HTTPMethod: Handler]]) {
+        var entries: [String: Entry] = [:]
+        for (path, handlers) in routes {
+            var methods = Set(handlers.keys.map(\.rawValue))
+            if methods.contains("GET") { methods.insert("HEAD") }
+            entries[path] = Entry(handlers: handlers, allow: methods.sorted().joined(separator: ", "))
+        }
+        self.entries = entries
+    }
+
+    /// The handler for `method` on `path`; `HEAD` falls back to `GET` (the server drops the body).
+    public func match(_ method: HTTPMethod, _ path: String) -> Match {
+        guard let entry = entries[path] else { return .notFound }
+        if let handler = entry.handlers[method] { return .found(handler) }
+        if method == .HEAD, let handler = entry.handlers[.GET] { return .found(handler) }
+        return .methodNotAllowed(allow: entry.allow)
+    }
+}
+
+/// Collects closure routes, then builds an immutable ``RouterResponder``.
 public struct Router: Sendable {
     private var routes: [String: [HTTPMethod: HTTPResponder]] = [:]
 
@@ -21,45 +58,21 @@ public struct Router: Sendable {
 
     /// Freezes the routes into a lookup table.
     public func buildResponder() -> RouterResponder {
-        RouterResponder(routes: routes)
+        RouterResponder(table: RoutingTable(routes))
     }
 }
 
-/// The frozen routing table. `HEAD` falls back to the `GET` handler (the server drops the
-/// body); an unknown path throws `HTTPError(.notFound)`; a known path with another method
-/// throws `HTTPError(.methodNotAllowed)` with `Allow`.
+/// The frozen closure routes: an unknown path throws `HTTPError(.notFound)`; a known path
+/// with another method throws `HTTPError(.methodNotAllowed)` with `Allow`.
 public struct RouterResponder: Sendable {
-    private struct Entry: Sendable {
-        let handlers: [HTTPMethod: HTTPResponder]
-        let allow: String
-    }
-
-    private let entries: [String: Entry]
-
-    init(routes: [String: [HTTPMethod: HTTPResponder]]) {
-        var entries: [String: Entry] = [:]
-        for (path, handlers) in routes {
-            var methods = Set(handlers.keys.map(\.rawValue))
-            if methods.contains("GET") { methods.insert("HEAD") }
-            entries[path] = Entry(handlers: handlers, allow: methods.sorted().joined(separator: ", "))
-        }
-        self.entries = entries
-    }
+    let table: RoutingTable<HTTPResponder>
 
     /// Answers `request` with its route's handler.
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
-        guard let entry = entries[request.path] else { throw HTTPError(.notFound) }
-        if let handler = entry.handlers[request.method] {
-            return try await handler(request)
+        switch table.match(request.method, request.path) {
+        case .found(let handler): return try await handler(request)
+        case .methodNotAllowed(let allow): throw HTTPError(.methodNotAllowed, headers: ["Allow": allow])
+        case .notFound: throw HTTPError(.notFound)
         }
-        if request.method == .HEAD, let handler = entry.handlers[.GET] {
-            return try await handler(request)
-        }
-        throw HTTPError(.methodNotAllowed, headers: ["Allow": entry.allow])
-    }
-
-    /// The `Allow` value for `path`, or nil when no route has that path.
-    public func allowedMethods(for path: String) -> String? {
-        entries[path]?.allow
     }
 }

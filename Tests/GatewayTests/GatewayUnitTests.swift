@@ -64,7 +64,7 @@ struct GatewayUnitTests {
         ] as [(String?, Bool)]
     )
     func eventStreamAccept(header: String?, expected: Bool) {
-        #expect(Gateway.acceptsEventStream(header) == expected)
+        #expect(ProcessRoute.acceptsEventStream(header) == expected)
     }
 
     @Test("keeps well-formed request ids and replaces the rest with UUIDs")

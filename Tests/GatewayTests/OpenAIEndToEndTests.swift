@@ -2,6 +2,7 @@ import ChatAPI
 import Gateway
 import HTTPClient
 import Testing
+import TestSupport
 
 @Suite("OpenAI-compatible /v1 end to end", .serialized)
 struct OpenAIEndToEndTests {
@@ -86,10 +87,14 @@ struct OpenAIEndToEndTests {
         }
     }
 
-    @Test("relays a streamed chat event by event to [DONE], with usage")
-    func stream() async throws {
+    @Test(
+        "relays a streamed chat event by event to [DONE]; the usage-only chunk only when asked for",
+        arguments: [false, true]
+    )
+    func stream(includeUsage: Bool) async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
-            let body = #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"stream please [mock:deltas=8]"}]}"#
+            let options = includeUsage ? #","stream_options":{"include_usage":true}"# : ""
+            let body = #"{"model":"fast","stream":true\#(options),"messages":[{"role":"user","content":"stream please [mock:deltas=8]"}]}"#
             let response = try await harness.client.stream(HTTPClientRequest(
                 method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
             #expect(response.status == 200)
@@ -97,19 +102,44 @@ struct OpenAIEndToEndTests {
             var decoder = ChatStreamDecoder()
             var text = ""
             var usage: Usage?
+            var emptyChoices = 0
             for try await chunk in response.body {
                 for event in try decoder.feed(chunk) {
                     if case .chunk(let value) = event {
                         text += value.firstDeltaContent ?? ""
                         if let value = value.usage { usage = value }
+                        if value.choices.isEmpty { emptyChoices += 1 }
                     }
                 }
             }
             #expect(decoder.isDone)
             #expect(text == "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است.")
-            #expect(usage?.totalTokens != nil)
+            #expect((usage?.totalTokens != nil) == includeUsage)
+            #expect(emptyChoices == (includeUsage ? 1 : 0))
             #expect(harness.lastUpstreamRequest?.model == "upstream-fast")
-            #expect(harness.logs.lines.contains { $0.contains("/v1/chat/completions") && $0.contains("outcome=done") && $0.contains("output_tokens=") })
+            #expect(harness.lastUpstreamRequest?.streamOptions?.includeUsage == true)
+            // The gateway counts the usage whatever the client asked.
+            #expect(await eventually { harness.logs.lines.contains { $0.contains("/v1/chat/completions") && $0.contains("outcome=done") && $0.contains("output_tokens=") } })
+        }
+    }
+
+    @Test("never relays the upstream's own error text in a stream; the log has it")
+    func streamErrorText() async throws {
+        try await GatewayHarness.with(configure: Self.configure) { harness in
+            let body = #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:stream-error-after=2]"}]}"#
+            let response = try await harness.client.stream(HTTPClientRequest(
+                method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            var reader = ServerSentEventReader()
+            var events: [ServerSentEvent] = []
+            for try await chunk in response.body { events += try reader.feed(chunk) }
+            let errors = events.filter { $0.data.contains("\"error\"") }
+            #expect(errors.count == 1)
+            #expect(!events.contains { $0.data.contains("mock stream failure") })
+            let last = try #require(events.last)
+            let error = try JSON.decode(OpenAIError.self, from: Array(last.data.utf8)).error
+            #expect(error.code == "upstream_error")
+            #expect(error.message == "The AI service did not return a successful response.")
+            #expect(await eventually { harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=stream_error") } })
         }
     }
 

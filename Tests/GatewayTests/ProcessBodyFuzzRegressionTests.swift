@@ -39,9 +39,9 @@ struct ProcessBodyFuzzRegressionTests {
 
     @Test("reads Accept and Accept-Language by bytes too")
     func otherHeaders() {
-        #expect(Gateway.acceptsEventStream("text/event-stream"))
-        #expect(Gateway.acceptsEventStream("application/json, Text/Event-Stream;q=0.5"))
-        #expect(!Gateway.acceptsEventStream("text/event-stream\u{37E}q=1"))
+        #expect(ProcessRoute.acceptsEventStream("text/event-stream"))
+        #expect(ProcessRoute.acceptsEventStream("application/json, Text/Event-Stream;q=0.5"))
+        #expect(!ProcessRoute.acceptsEventStream("text/event-stream\u{37E}q=1"))
         #expect(Language(acceptLanguage: "en\u{37E}q=1") == .persian)
         #expect(Language(acceptLanguage: "fa;q=0.5, en-US;q=0.9") == .english)
         #expect(Language(acceptLanguage: "en;q\u{37E}0, fa;q=0.1") == .english)  // a weight without `=`: 1

@@ -204,14 +204,44 @@ struct ProcessEndToEndTests {
         }
     }
 
-    @Test("answers in English when Accept-Language prefers it")
-    func english() async throws {
+    @Test("speaks Persian by default even when Accept-Language asks for English (ERROR_LANGUAGE unset)")
+    func persianByDefault() async throws {
         try await GatewayHarness.with { harness in
+            let response = try await harness.process(task: "nope", text: Self.sample, headers: [("Accept-Language", "en-US,en;q=0.9")])
+            #expect(try Body(response).message == "نوع عملیات معتبر نیست.")
+            #expect(try Body(response).reason == "نوع عملیات معتبر نیست.")
+        }
+    }
+
+    @Test("ERROR_LANGUAGE=en answers in English whatever the request says")
+    func englishConfigured() async throws {
+        try await GatewayHarness.with(configure: { $0.errorLanguage = .english }) { harness in
+            let response = try await harness.process(task: "nope", text: Self.sample, headers: [("Accept-Language", "fa-IR")])
+            #expect(try Body(response).message == "The task is not valid.")
+            let bare = try await harness.process(task: "nope", text: Self.sample)
+            #expect(try Body(bare).message == "The task is not valid.")
+        }
+    }
+
+    @Test("ERROR_LANGUAGE=auto negotiates from Accept-Language, Persian when it names neither")
+    func negotiated() async throws {
+        try await GatewayHarness.with(configure: { $0.errorLanguage = .auto }) { harness in
             let response = try await harness.process(task: "nope", text: Self.sample, headers: [("Accept-Language", "en-US,en;q=0.9,fa;q=0.5")])
             #expect(try Body(response).message == "The task is not valid.")
             let persian = try await harness.process(task: "nope", text: Self.sample, headers: [("Accept-Language", "fa-IR, en;q=0.3")])
             #expect(try Body(persian).message == "نوع عملیات معتبر نیست.")
+            let other = try await harness.process(task: "nope", text: Self.sample, headers: [("Accept-Language", "de-DE")])
+            #expect(try Body(other).message == "نوع عملیات معتبر نیست.")
         }
+    }
+
+    @Test("ERROR_LANGUAGE is read as fa, en or auto, and nothing else")
+    func errorLanguageVariable() throws {
+        #expect(try GatewayConfiguration(environment: [:]).errorLanguage == nil)
+        #expect(try GatewayConfiguration(environment: ["ERROR_LANGUAGE": "fa"]).errorLanguage == .persian)
+        #expect(try GatewayConfiguration(environment: ["ERROR_LANGUAGE": "EN"]).errorLanguage == .english)
+        #expect(try GatewayConfiguration(environment: ["ERROR_LANGUAGE": "auto"]).errorLanguage == .auto)
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: ["ERROR_LANGUAGE": "de"]) }
     }
 
     @Test("refuses a body over MAX_BODY_BYTES with 413 body_too_large")

@@ -20,14 +20,16 @@ import Synchronization
 /// When more than `maximumKeys` remain (a flood of distinct keys, say, one per IPv6
 /// address), the least recently seen keys that hold no lease are dropped too, down to three
 /// quarters of `maximumKeys`; those keys lose their counts, which is the price of the bound.
-/// Keys holding a lease are never dropped, so a leaked (never released) lease pins its key.
+/// Keys holding a lease are never dropped; a lease never released expires after
+/// `leaseTimeToLive` (longer than any request may run), and then frees its slot and its key.
 public final class InMemoryRateLimiter: RateLimiter {
     private let state: Mutex<State>
 
     /// A limiter that keeps at most about `maximumKeys` keys (more only while that many hold
     /// leases) and looks for idle keys at least every `sweepInterval` calls.
-    public init(maximumKeys: Int = 100_000, sweepInterval: Int = 1_024) {
-        state = Mutex(State(maximumKeys: max(1, maximumKeys), sweepInterval: max(1, sweepInterval)))
+    public init(maximumKeys: Int = 100_000, sweepInterval: Int = 1_024, leaseTimeToLive: Duration = .seconds(3600)) {
+        let seconds = Double(leaseTimeToLive.components.seconds) + Double(leaseTimeToLive.components.attoseconds) * 1e-18
+        state = Mutex(State(maximumKeys: max(1, maximumKeys), sweepInterval: max(1, sweepInterval), leaseSeconds: max(1, seconds)))
     }
 
     /// How many keys have state now (for metrics and tests).
@@ -39,10 +41,20 @@ public final class InMemoryRateLimiter: RateLimiter {
         state.withLock { $0.acquire(key: key, plan: plan, now: now) }
     }
 
+    public func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async -> RateStatus? {
+        state.withLock { state in
+            state.record(tokens: tokens, key: lease.key, plan: plan, now: now)
+            if lease.holdsSlot { state.release(lease) }
+            return state.status(key: lease.key, plan: plan, now: now)
+        }
+    }
+
+    /// Charges `tokens` to `key` without a lease (tests and tools; requests use ``finish(lease:plan:tokens:now:)``).
     public func record(tokens: Int, key: String, plan: Plan, now: Instant) async {
         state.withLock { $0.record(tokens: tokens, key: key, plan: plan, now: now) }
     }
 
+    /// Gives back a lease without charging anything.
     public func release(_ lease: RateLease) async {
         guard lease.holdsSlot else { return }
         state.withLock { $0.release(lease) }
@@ -61,14 +73,16 @@ public final class InMemoryRateLimiter: RateLimiter {
         var keys: [String: KeyState] = [:]
         let maximumKeys: Int
         let sweepInterval: Int
+        let leaseSeconds: Double
         private var nextLeaseID: UInt64 = 1
         private var callsSinceSweep = 0
         /// A sweep also runs before a new key would take the count to this.
         private var sweepAtKeyCount: Int
 
-        init(maximumKeys: Int, sweepInterval: Int) {
+        init(maximumKeys: Int, sweepInterval: Int, leaseSeconds: Double) {
             self.maximumKeys = maximumKeys
             self.sweepInterval = sweepInterval
+            self.leaseSeconds = leaseSeconds
             self.sweepAtKeyCount = maximumKeys
         }
 
@@ -82,7 +96,13 @@ public final class InMemoryRateLimiter: RateLimiter {
             } else {
                 leaseID = 0
             }
-            return keys[key, default: KeyState()].acquire(key: key, plan: plan, now: now, leaseID: leaseID)
+            return keys[key, default: KeyState()].acquire(key: key, plan: plan, now: now, leaseID: leaseID, leaseSeconds: leaseSeconds)
+        }
+
+        /// What an allowed request of `key` reports now.
+        func status(key: String, plan: Plan, now: Instant) -> RateStatus? {
+            guard !plan.isUnlimited else { return nil }
+            return (keys[key] ?? KeyState()).headline(plan: plan, now: now)
         }
 
         mutating func record(tokens: Int, key: String, plan: Plan, now: Instant) {
@@ -104,6 +124,7 @@ public final class InMemoryRateLimiter: RateLimiter {
 
         mutating func sweep(now: Instant) {
             callsSinceSweep = 0
+            for key in keys.keys { keys[key]?.expireLeases(now: now) }
             keys = keys.filter { !$0.value.isIdle(now: now) }
             if keys.count >= maximumKeys {
                 let target = maximumKeys - maximumKeys / 4
@@ -125,16 +146,17 @@ public final class InMemoryRateLimiter: RateLimiter {
     /// The counts of one key.
     private struct KeyState {
         var window = SlidingMinuteWindow()
-        /// The ids of the leases held now.
-        var leases: [UInt64] = []
+        /// The leases held now: id and the time (seconds since the epoch) it expires.
+        var leases: [(id: UInt64, expires: Double)] = []
         /// The UTC day ``tokensUsed`` counts for.
         var day: Int64 = .min
         var tokensUsed = 0
         var lastSeen: Double = -.infinity
 
-        mutating func acquire(key: String, plan: Plan, now: Instant, leaseID: UInt64) -> RateDecision {
+        mutating func acquire(key: String, plan: Plan, now: Instant, leaseID: UInt64, leaseSeconds: Double) -> RateDecision {
             lastSeen = max(lastSeen, now.secondsSinceEpoch)
             window.prune(now: now)
+            expireLeases(now: now)
             startDayIfNew(now: now)
 
             if let quota = plan.tokensPerDay, tokensUsed >= quota {
@@ -158,13 +180,13 @@ public final class InMemoryRateLimiter: RateLimiter {
             }
 
             if plan.requestsPerMinute != nil { window.add(now: now) }
-            if leaseID != 0 { leases.append(leaseID) }
+            if leaseID != 0 { leases.append((leaseID, now.secondsSinceEpoch + leaseSeconds)) }
             return .allowed(RateLease(key: key, id: leaseID), headline(plan: plan, now: now))
         }
 
         /// The status an allowed request reports: per minute when the plan limits that,
         /// else the daily tokens, else none.
-        private func headline(plan: Plan, now: Instant) -> RateStatus? {
+        func headline(plan: Plan, now: Instant) -> RateStatus? {
             if let rpm = plan.requestsPerMinute {
                 return RateStatus(
                     quota: .requestsPerMinute, limit: rpm, remaining: max(0, rpm - window.count),
@@ -187,9 +209,15 @@ public final class InMemoryRateLimiter: RateLimiter {
         }
 
         mutating func release(leaseID: UInt64) {
-            if let index = leases.firstIndex(of: leaseID) {
+            if let index = leases.firstIndex(where: { $0.id == leaseID }) {
                 leases.remove(at: index)
             }
+        }
+
+        /// Drops leases past their time to live: their requests can no longer be running.
+        mutating func expireLeases(now: Instant) {
+            let seconds = now.secondsSinceEpoch
+            if leases.contains(where: { $0.expires <= seconds }) { leases.removeAll { $0.expires <= seconds } }
         }
 
         /// Starts counting tokens afresh when `now` is in a later UTC day. A clock stepped

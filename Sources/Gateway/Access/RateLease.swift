@@ -1,8 +1,9 @@
 /// A request's place under its key's concurrency limit, from ``RateLimiter/acquire(key:plan:now:)``.
 ///
-/// Give it back with ``RateLimiter/release(_:)`` when the request ends, however it ends
-/// (`defer`). Releasing is idempotent: a second release of the same lease does nothing, so a
-/// copy of the value can never free someone else's slot.
+/// Give it back with ``RateLimiter/finish(lease:plan:tokens:now:)`` when the request ends,
+/// however it ends. Finishing is idempotent: a second finish of the same lease frees nothing,
+/// so a copy of the value can never free someone else's slot. A lease never finished (a
+/// fault) expires after the limiter's lease time to live instead of holding its slot forever.
 public struct RateLease: Sendable, Hashable {
     /// The key the lease was taken for.
     public let key: String

@@ -5,16 +5,17 @@
 /// whatever the gateway limits by: the user id of an authenticated caller, the client
 /// address of a guest.
 ///
-/// The time is a parameter: tests drive it, the gateway passes ``Instant/now``.
+/// The time is a parameter: tests drive it, the gateway passes ``Instant/now``. Both calls
+/// may throw when the limiter's store cannot be reached; the gateway then answers `503`.
 public protocol RateLimiter: Sendable {
-    /// Called before a request runs. On success returns a lease that MUST be released when
-    /// the request ends. A refused request is not counted against any limit.
-    func acquire(key: String, plan: Plan, now: Instant) async -> RateDecision
+    /// Called before a request runs. On success returns a lease that MUST be finished when
+    /// the request ends; a lease that never is expires by itself. A refused request is not
+    /// counted against any limit.
+    func acquire(key: String, plan: Plan, now: Instant) async throws -> RateDecision
 
-    /// Records tokens used by a finished upstream call (counts against ``Plan/tokensPerDay``
-    /// for the UTC day of `now`).
-    func record(tokens: Int, key: String, plan: Plan, now: Instant) async
-
-    /// Gives back a lease from ``acquire(key:plan:now:)``. Releasing a lease twice is harmless.
-    func release(_ lease: RateLease) async
+    /// Ends a request: gives its lease back and charges the tokens it used against the
+    /// plan's ``Plan/tokensPerDay`` for the UTC day of `now`. Returns the status the
+    /// response reports, counting those tokens (nil when the plan reports none). Finishing
+    /// a lease twice gives nothing back twice.
+    func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus?
 }

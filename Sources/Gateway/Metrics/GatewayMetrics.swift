@@ -26,23 +26,19 @@ final class GatewayMetrics: Sendable {
         cache = registry.counter("textgateway_cache_requests_total", help: "Response cache lookups, by result.", labels: ["result"])
     }
 
-    /// The route label: one of the gateway's routes, or `other`.
-    static func route(_ path: String) -> String {
-        switch path {
-        case "/api/health", "/api/process", "/v1/chat/completions", "/v1/models", "/metrics": return path
-        default: return "other"
-        }
-    }
-
     /// Records one finished request.
-    func finished(path: String, status: Int, seconds: Double, upstreamSeconds: Double, fields: AccessRecord.Fields) {
-        let route = Self.route(path)
-        requests.labels(route, String(status)).increment()
-        requestDuration.labels(route).observe(seconds)
-        if upstreamSeconds > 0 { upstreamDuration.labels(route).observe(upstreamSeconds) }
-        if fields.outcome != "cache_hit", let task = fields.task, let model = fields.model {
-            if let input = fields.inputTokens { tokens.labels(task, model, "input").increment(by: input) }
-            if let output = fields.outputTokens { tokens.labels(task, model, "output").increment(by: output) }
+    func finished(route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestContext.State, outcome: RequestOutcome) {
+        requests.labels(route.rawValue, String(status)).increment()
+        requestDuration.labels(route.rawValue).observe(seconds)
+        if upstreamSeconds > 0 { upstreamDuration.labels(route.rawValue).observe(upstreamSeconds) }
+        switch outcome {
+        case .refused(let reason): rateLimited.labels(reason.description).increment()
+        case .failed(let failure): upstreamErrors.labels(failure.label).increment()
+        default: break
+        }
+        if outcome != .cacheHit, let task = state.task, let model = state.model, let usage = state.usage {
+            if let input = usage.promptTokens { tokens.labels(task, model, "input").increment(by: input) }
+            if let output = usage.completionTokens { tokens.labels(task, model, "output").increment(by: output) }
         }
     }
 }

@@ -1,20 +1,17 @@
 import ChatAPI
 import EventLoop
 import HTTPServer
-import Synchronization
 
 /// A streamed `/api/process` answer (CONTRACT.md, "Streaming"): `start`, one `delta` per
 /// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
 /// quiet for a heartbeat interval.
 struct ProcessStream: Sendable {
-    let chat: ChatClient
+    let upstream: any ChatUpstream
     let request: ChatCompletionRequest
-    let requestID: String
-    let language: Language
+    let context: RequestContext
     let control: StreamControl
     let totalTimeout: Duration
-    let record: AccessRecord?
-    let logFailure: @Sendable (ChatError) -> Void
+    let logger: Logger
 
     private enum Outcome: Sendable {
         case done(String, Usage?)
@@ -25,35 +22,41 @@ struct ProcessStream: Sendable {
 
     /// Writes the whole event stream; returns when it ended (or the client left).
     func run(_ writer: ResponseBodyWriter) async throws {
-        try await writer.write(event("start") { $0.field("requestId", requestID) })
+        try await writer.write(event("start") { $0.field("requestId", context.id) })
         control.noteWrite()
         let upstreamStart = MonotonicInstant.now()
         let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(writer) }
-        record?.update { $0.upstreamNanoseconds = upstreamStart.nanoseconds(until: .now()) }
         switch outcome {
         case .done(let text, let usage):
-            record?.update {
-                $0.inputTokens = usage?.promptTokens
-                $0.outputTokens = usage?.completionTokens
-            }
+            context.noteUpstream(since: upstreamStart, usage: usage)
             if TextTrim.trimmed(text).isEmpty {
-                try await fail(.emptyResult, writer)
+                try await fail(.emptyResult, outcome: .failed(.emptyResult), writer)
                 return
             }
-            record?.update { $0.outcome = "done" }
+            context.update { $0.outcome = .done }
             try await writer.write(event("done") {
-                $0.field("requestId", requestID)
+                $0.field("requestId", context.id)
                 $0.field("result", text)
                 $0.usageField(usage)
             })
         case .failed(let error):
-            logFailure(error)
-            try await fail(.upstream(error), writer)
+            context.noteUpstream(since: upstreamStart, usage: nil)
+            guard let failure = UpstreamFailure(error) else {
+                context.update { $0.outcome = .cancelled }
+                return
+            }
+            UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
+            try await fail(failure.error, outcome: .failed(failure), writer)
         case .ended(let reason):
-            try await fail(reason == .shutdown ? .shuttingDown : .upstreamTimeout, writer)
-            record?.update { $0.outcome = reason == .shutdown ? "shutdown" : "stream_timeout" }
+            context.noteUpstream(since: upstreamStart, usage: nil)
+            if reason == .shutdown {
+                try await fail(.shuttingDown, outcome: .shutdown, writer)
+            } else {
+                try await fail(.upstreamTimeout, outcome: .streamTimeout, writer)
+            }
         case .clientGone:
-            record?.update { $0.outcome = "cancelled" }
+            context.noteUpstream(since: upstreamStart, usage: nil)
+            context.update { $0.outcome = .cancelled }
         }
     }
 
@@ -62,15 +65,16 @@ struct ProcessStream: Sendable {
         var text = ""
         var usage: Usage?
         do {
-            let stream = try await chat.stream(request, requestID: requestID, timeout: totalTimeout)
-            for try await chunk in stream {
+            var stream = ChatCompletionStream(bytes: try await upstream.streamBytes(request, requestID: context.id, timeout: totalTimeout))
+            defer { stream.bytes.cancel() }
+            while let chunk = try await stream.next() {
                 let delta = chunk.firstDeltaContent ?? ""
                 control.noteUpstream(token: !delta.isEmpty)
                 if let value = chunk.usage { usage = value }
                 guard !delta.isEmpty else { continue }
                 text += delta
                 try await writer.write(event("delta") {
-                    $0.field("requestId", requestID)
+                    $0.field("requestId", context.id)
                     $0.field("delta", delta)
                     $0.field("text", text)
                 })
@@ -88,17 +92,12 @@ struct ProcessStream: Sendable {
         }
     }
 
-    private func fail(_ error: GatewayError, _ writer: ResponseBodyWriter) async throws {
-        record?.update { $0.errorCode = error.code }
-        try await writer.write(event("error") {
-            let message = error.message(language)
-            $0.field("error", true)
-            $0.field("reason", message)
-            $0.field("message", message)
-            $0.field("code", error.code)
-            $0.field("requestId", requestID)
-            $0.field("status", error.status.code)
-        })
+    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
+        context.update {
+            $0.error = error
+            $0.outcome = outcome
+        }
+        try await writer.write(ErrorRenderer.event(error, shape: .gateway, requestID: context.id, language: context.language))
     }
 
     private func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ChatAPI
+@testable import Gateway
 import EventLoop
 import HTTPClient
 import HTTPServer
@@ -192,11 +193,11 @@ struct ChatClientTests {
     @Test("decodes a streamed completion chunk by chunk with usage")
     func streaming() async throws {
         try await withMock { _, client in
-            let stream = try await client.stream(request("[mock:deltas=40]"))
+            var stream = ChatCompletionStream(bytes: try await client.streamBytes(request("[mock:deltas=40]"), requestID: "t", timeout: .seconds(30)))
             var text = ""
             var pieces = 0
             var usage: Usage?
-            for try await chunk in stream {
+            while let chunk = try await stream.next() {
                 if let delta = chunk.firstDeltaContent, !delta.isEmpty {
                     text += delta
                     pieces += 1
@@ -215,11 +216,11 @@ struct ChatClientTests {
     )
     func brokenStreams(directive: String) async throws {
         try await withMock { _, client in
-            let stream = try await client.stream(request(directive))
-            do {
-                for try await _ in stream {}
+            var stream = ChatCompletionStream(bytes: try await client.streamBytes(request(directive), requestID: "t", timeout: .seconds(30)))
+            do throws(ChatError) {
+                while try await stream.next() != nil {}
                 Issue.record("stream ended without an error")
-            } catch let error as ChatError {
+            } catch {
                 switch error {
                 case .transport: #expect(!directive.contains("stream-error"))
                 case .streamError(let body): #expect(directive.contains("stream-error") && body.code == "server_error")

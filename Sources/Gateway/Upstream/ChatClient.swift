@@ -1,6 +1,8 @@
 public import HTTPClient
+public import ChatAPI
 
-/// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key.
+/// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key,
+/// over the project's libcurl client: the gateway's ``ChatUpstream``.
 public struct ChatClient: Sendable {
     /// The base URL without a trailing slash, e.g. `https://api.darvareh.ir/v1`.
     public let baseURL: String
@@ -43,16 +45,9 @@ public struct ChatClient: Sendable {
         return completion
     }
 
-    /// Starts a streamed completion (`stream: true`, usage included) and returns once the
-    /// upstream answered 2xx; the events follow as the upstream sends them.
-    /// - Parameter timeout: the whole stream's time limit; nil for the client's default.
-    public func stream(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> ChatCompletionStream {
-        ChatCompletionStream(body: try await streamBytes(request, requestID: requestID, timeout: timeout))
-    }
-
     /// Starts a streamed completion and returns the upstream's raw event-stream bytes once it
     /// answered 2xx (for relaying them as they come). `stream` and `stream_options` are set.
-    public func streamBytes(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
+    public func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
         var request = request
         request.stream = true
         request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
@@ -74,14 +69,14 @@ public struct ChatClient: Sendable {
         return streaming.body
     }
 
-    /// Sends `request` as it is and returns the upstream's 2xx answer unread (for relaying);
+    /// Sends `request` as it is and returns the upstream's 2xx body unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
-    public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> HTTPClientResponse {
+    public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> [UInt8] {
         let response = try await send(body: request.jsonBytes(), requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
-        return response
+        return response.body
     }
 
     private func send(body: [UInt8], requestID: String?) async throws(ChatError) -> HTTPClientResponse {
@@ -109,61 +104,32 @@ public struct ChatClient: Sendable {
     }
 }
 
-/// The events of a streamed completion, decoded as the bytes arrive. Ends after `[DONE]`;
-/// throws ``ChatError`` when the upstream sends an error event, malformed data, or stops
-/// without `[DONE]`.
-public struct ChatCompletionStream: AsyncSequence, Sendable {
-    public typealias Element = ChatCompletionChunk
+extension ChatClient: ChatUpstream {
+    func complete(body: [UInt8], requestID: String) async throws(ChatError) -> ChatCompletion {
+        try await complete(body: body, requestID: Optional(requestID))
+    }
+
+    func forward(_ request: ChatCompletionRequest, requestID: String) async throws(ChatError) -> [UInt8] {
+        try await forward(request, requestID: Optional(requestID))
+    }
+
+    func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
+        HTTPUpstreamBytes(body: try await streamBody(request, requestID: requestID, timeout: timeout))
+    }
+}
+
+/// An HTTP client's streamed body as ``UpstreamBytes``.
+struct HTTPUpstreamBytes: UpstreamBytes {
     let body: HTTPClientBodyStream
 
-    /// Decodes the chunks of an event stream.
-    public init(body: HTTPClientBodyStream) {
-        self.body = body
-    }
-
-    /// Aborts the upstream transfer.
-    public func cancel() { body.cancel() }
-
-    public func makeAsyncIterator() -> Iterator {
-        Iterator(bytes: body.makeAsyncIterator())
-    }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        var bytes: HTTPClientBodyStream.Iterator
-        var decoder = ChatStreamDecoder()
-        var pending: [ChatCompletionChunk] = []
-        var finished = false
-
-        public mutating func next() async throws -> ChatCompletionChunk? {
-            while true {
-                if !pending.isEmpty { return pending.removeFirst() }
-                if finished { return nil }
-                let chunk: [UInt8]?
-                do {
-                    chunk = try await bytes.next()
-                } catch {
-                    finished = true
-                    throw ChatClient.map(error)
-                }
-                do throws(ChatStreamError) {
-                    let events: [ChatStreamEvent]
-                    if let chunk { events = try decoder.feed(chunk) } else { events = try decoder.finish() }
-                    for event in events {
-                        switch event {
-                        case .chunk(let value): pending.append(value)
-                        case .done: finished = true
-                        }
-                    }
-                } catch {
-                    finished = true
-                    switch error {
-                    case .upstreamError(let body): throw ChatError.streamError(body)
-                    case .truncated: throw ChatError.transport(detail: "stream ended without [DONE]")
-                    case .malformedChunk, .eventStream: throw ChatError.transport(detail: "malformed stream")
-                    }
-                }
-                if chunk == nil { finished = true }
-            }
+    func next() async throws(ChatError) -> [UInt8]? {
+        var iterator = body.makeAsyncIterator()
+        do {
+            return try await iterator.next()
+        } catch {
+            throw ChatClient.map(error)
         }
     }
+
+    func cancel() { body.cancel() }
 }

@@ -1,0 +1,122 @@
+import HTTP1
+import HTTPServer
+
+/// What a route (with its middleware) is: a request and its context in, a response out.
+typealias RouteResponder = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
+
+/// One concern of the request path, in the shape of Hummingbird's `MiddlewareProtocol`:
+/// it sees the request and its context, may answer itself or call `next`, and may change
+/// what `next` answered. Chains are composed once, when the gateway starts.
+protocol Middleware: Sendable {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse
+}
+
+extension Array where Element == any Middleware {
+    /// `responder` behind these middleware, the first one outermost.
+    func wrapping(_ responder: @escaping RouteResponder) -> RouteResponder {
+        reversed().reduce(responder) { next, middleware in
+            { request, context in try await middleware.handle(request, context: context, next: next) }
+        }
+    }
+}
+
+/// A route's handler: a struct holding what it needs, answering with a response or a
+/// typed gateway error.
+protocol RouteHandler: Sendable {
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse
+}
+
+/// Gives every response the request's `X-Request-Id`.
+struct RequestIDMiddleware: Middleware {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+        var response = try await next(request, context)
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
+        return response
+    }
+}
+
+/// Turns every error into the route group's error shape, in the request's language; an
+/// error that is not the gateway's own becomes a bare `500 internal_error` whose type goes
+/// to the log only.
+struct ErrorMiddleware: Middleware {
+    let logger: Logger
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+        do {
+            return try await next(request, context)
+        } catch {
+            let failure = gatewayError(for: error, context: context)
+            context.update {
+                if $0.outcome == nil { $0.outcome = .answered(with: failure) }
+                $0.error = failure
+            }
+            return ErrorRenderer.response(failure, shape: context.errorShape, requestID: context.id, language: context.language)
+        }
+    }
+
+    private func gatewayError(for error: any Error, context: RequestContext) -> GatewayError {
+        if let error = error as? GatewayError { return error }
+        if error is CancellationError { return .clientClosedRequest }
+        logger.error("unexpected_error", [("request_id", .string(context.id)), ("path", .string(context.path)), ("type", .string("\(type(of: error))"))])
+        return .internalError
+    }
+}
+
+/// With caller tokens configured, lets in only a request whose `Authorization` names one,
+/// and records who it is.
+struct AuthMiddleware: Middleware {
+    let tokens: TokenStore?
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+        if let tokens {
+            guard let caller = tokens.authenticate(authorization: request.headers["Authorization"]) else { throw GatewayError.unauthorized }
+            context.update { $0.caller = caller }
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Takes a rate-limit lease for the caller (its user id, or its address for a guest) under
+/// its plan, or refuses with `429` and `Retry-After`. A response with a whole body settles
+/// the lease at once, so its `RateLimit-Remaining` counts the tokens it used; a stream's
+/// lease is settled by the finished hook when the stream ends.
+struct RateLimitMiddleware: Middleware {
+    let limiter: any RateLimiter
+    let plans: PlanCatalog
+    let clock: @Sendable () -> Instant
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+        let caller = context.snapshot.caller
+        let plan = plans.plan(for: caller)
+        let key = caller.map { "user:" + $0.userID } ?? "address:" + context.clientAddress
+        let decision: RateDecision
+        do {
+            decision = try await limiter.acquire(key: key, plan: plan, now: clock())
+        } catch {
+            throw GatewayError.upstreamBusy
+        }
+        switch decision {
+        case .refused(let status, let reason):
+            context.update {
+                $0.rateStatus = status
+                $0.outcome = .refused(reason)
+            }
+            var error = GatewayError.rateLimited
+            for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
+            throw error
+        case .allowed(let lease, let status):
+            context.update {
+                $0.plan = plan
+                $0.limitKey = key
+                $0.lease = lease
+                $0.rateStatus = status
+            }
+        }
+        let response = try await next(request, context)
+        if case .bytes = response.body, let held = context.takeLease() {
+            let status = try? await limiter.finish(lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
+            if let status { context.update { $0.rateStatus = status } }
+        }
+        return response
+    }
+}

@@ -1,0 +1,135 @@
+import EventLoop
+import HTTP1
+import HTTPServer
+
+/// A set of routes under one path prefix that answer errors in one shape.
+struct RouteGroup: Sendable {
+    let prefix: String
+    let errorShape: ErrorShape
+
+    static let api = RouteGroup(prefix: "/api/", errorShape: .gateway)
+    static let openAI = RouteGroup(prefix: "/v1/", errorShape: .openAI)
+    /// Everything else (`/metrics`, unknown paths).
+    static let root = RouteGroup(prefix: "/", errorShape: .gateway)
+}
+
+/// One route as the gateway declares it: method, path, group, the middleware in front of
+/// its handler, and the handler.
+struct Route: Sendable {
+    let method: HTTPMethod
+    let path: String
+    let middleware: [any Middleware]
+    let handler: any RouteHandler
+}
+
+/// The request path, composed once at start: every request gets a ``RequestContext``; it is
+/// checked for fields that must not repeat, routed (so a `404` or `405` spends nothing of
+/// the caller's limits), passed through its route's middleware to its handler, and its
+/// errors rendered in its group's shape. The response carries the finished hook, which the
+/// HTTP server calls once, however the request ends.
+struct Pipeline: Sendable {
+    private let groups: [RouteGroup]
+    private let responder: RouteResponder
+    private let finisher: RequestFinisher
+    private let errorLanguage: ErrorLanguage?
+    private let trustedProxies: TrustedProxies
+
+    /// Request fields a request may carry once at most (RFC 9110 §5.3: a field that is not a
+    /// list cannot be combined); two of them are `400`.
+    static let singletonFields = ["Authorization", "Content-Type", "X-Request-Id"]
+
+    init(routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?, trustedProxies: TrustedProxies) {
+        var table: [String: [HTTPMethod: RouteResponder]] = [:]
+        for route in routes {
+            let handler = route.handler
+            table[route.path, default: [:]][route.method] = route.middleware.wrapping { request, context in
+                try await handler.handle(request, context: context)
+            }
+        }
+        let routing = RoutingTable(table)
+        let route: RouteResponder = { request, context in
+            for name in Self.singletonFields where request.headers.count(of: name) > 1 { throw GatewayError.repeatedField }
+            switch routing.match(request.method, request.path) {
+            case .found(let responder):
+                return try await responder(request, context)
+            case .methodNotAllowed(let allow):
+                var error = GatewayError.methodNotAllowed
+                error.headers.add(name: "Allow", value: allow)
+                throw error
+            case .notFound:
+                throw GatewayError.notFound
+            }
+        }
+        let outer: [any Middleware] = [RequestIDMiddleware(), ErrorMiddleware(logger: logger)]
+        self.groups = groups
+        responder = outer.wrapping(route)
+        self.finisher = finisher
+        self.errorLanguage = errorLanguage
+        self.trustedProxies = trustedProxies
+    }
+
+    /// Answers any request; never throws.
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let context = makeContext(request.head, peer: request.remoteAddress)
+        finisher.started(context)
+        var response: HTTPResponse
+        do {
+            response = try await responder(request, context)
+        } catch {
+            // ErrorMiddleware renders every error; nothing reaches here.
+            response = ErrorRenderer.response(.internalError, shape: context.errorShape, requestID: context.id, language: context.language)
+        }
+        let state = context.snapshot
+        for field in state.rateStatus?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        let status = response.status.code
+        context.update { $0.status = status }
+        response.finished = { [finisher] end in await finisher.finish(context, end) }
+        return response
+    }
+
+    /// The answer to a request the HTTP server refused before routing (a malformed head, a
+    /// body over the limit, a read timeout), through the same finished hook.
+    func refuse(_ failure: ProtocolError) -> HTTPResponse {
+        let head = failure.head ?? RequestHead(method: .GET, target: "/", path: "/", query: nil, version: .http1_1, headers: HTTPHeaders(), framing: .none)
+        let context = makeContext(head, peer: nil)
+        finisher.started(context)
+        let error = GatewayError.protocolError(failure.status)
+        context.update {
+            $0.error = error
+            $0.outcome = .rejected
+            $0.status = error.status.code
+        }
+        var response = ErrorRenderer.response(error, shape: .gateway, requestID: context.id, language: context.language)
+        response.headers.add(name: "X-Request-Id", value: context.id)
+        response.finished = { [finisher] end in await finisher.finish(context, end) }
+        return response
+    }
+
+    private func makeContext(_ head: RequestHead, peer: SocketAddress?) -> RequestContext {
+        let group = groups.first { head.path.hasPrefix($0.prefix) } ?? .root
+        let headers = head.headers
+        // Unset, `/api` speaks Persian whatever the app's Accept-Language says (an iOS app
+        // sends its development region's), and `/v1` negotiates, as OpenAI's SDKs expect.
+        let fallback: Language = group.errorShape == .openAI ? .english : .persian
+        let language: Language
+        switch errorLanguage ?? (group.errorShape == .openAI ? .auto : .persian) {
+        case .persian: language = .persian
+        case .english: language = .english
+        case .auto: language = Language(acceptLanguage: headers["Accept-Language"], default: fallback)
+        }
+        let clientAddress = trustedProxies.clientAddress(peer: peer?.host ?? "unknown", forwardedFor: headers.combinedValue("X-Forwarded-For"))
+        return RequestContext(
+            id: RequestID.accept(headers.count(of: "X-Request-Id") == 1 ? headers["X-Request-Id"] : nil), method: head.method, path: head.path,
+            route: RouteLabel(path: head.path), errorShape: group.errorShape, language: language, clientAddress: clientAddress
+        )
+    }
+}
+
+/// `ERROR_LANGUAGE`: which language error messages speak.
+public enum ErrorLanguage: String, Sendable, Equatable {
+    case persian = "fa"
+    case english = "en"
+    /// Negotiated from `Accept-Language` (`en…` or `fa…`, by weight); Persian when it names
+    /// neither (English on `/v1`).
+    case auto
+}

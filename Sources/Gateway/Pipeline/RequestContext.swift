@@ -1,0 +1,112 @@
+import ChatAPI
+import EventLoop
+import HTTP1
+import Synchronization
+
+/// Everything the gateway knows about one request while it runs, from the moment it is
+/// read to the finished hook: made by the pipeline, filled in by the middleware and the
+/// route (and by a stream's body after the route returned), read once at the end.
+///
+/// A class, because the stream body that runs after the handler returned writes into the
+/// same record the finished hook reads; its mutable part is behind a mutex that only one
+/// task at a time ever takes in practice.
+final class RequestContext: Sendable {
+    /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
+    let id: String
+    let method: HTTPMethod
+    let path: String
+    /// The route label for metrics (a fixed set).
+    let route: RouteLabel
+    /// The error shape of the route group the path belongs to.
+    let errorShape: ErrorShape
+    /// The language of error messages.
+    let language: Language
+    let start: MonotonicInstant
+    /// The client's address as the gateway sees it (the last untrusted `X-Forwarded-For`
+    /// entry behind trusted proxies, else the peer).
+    let clientAddress: String
+
+    struct State: Sendable {
+        var caller: Caller?
+        var plan: Plan?
+        var limitKey: String?
+        /// Held while the request runs; taken once, by whoever gives it back.
+        var lease: RateLease?
+        /// What the `RateLimit-*` fields say on the response.
+        var rateStatus: RateStatus?
+        var task: String?
+        var textLength: Int?
+        var model: String?
+        var usage: Usage?
+        var upstreamNanoseconds: UInt64 = 0
+        /// The error the client was answered with (or, in a stream, sent as the last event).
+        var error: GatewayError?
+        var outcome: RequestOutcome?
+        /// The status the response was sent with.
+        var status: Int = 0
+    }
+
+    private let state = Mutex(State())
+
+    init(
+        id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
+        clientAddress: String, start: MonotonicInstant = .now()
+    ) {
+        self.id = id
+        self.method = method
+        self.path = path
+        self.route = route
+        self.errorShape = errorShape
+        self.language = language
+        self.clientAddress = clientAddress
+        self.start = start
+    }
+
+    /// A copy of what is known now.
+    var snapshot: State { state.withLock { $0 } }
+
+    func update(_ body: (inout State) -> Void) {
+        state.withLock { body(&$0) }
+    }
+
+    /// The lease, once: nil when it was never taken or was already given back.
+    func takeLease() -> (lease: RateLease, plan: Plan)? {
+        state.withLock { state in
+            guard let lease = state.lease, let plan = state.plan else { return nil }
+            state.lease = nil
+            return (lease, plan)
+        }
+    }
+
+    /// Records an upstream call's time and usage.
+    func noteUpstream(since start: MonotonicInstant, usage: Usage?) {
+        let elapsed = start.nanoseconds(until: .now())
+        state.withLock {
+            $0.upstreamNanoseconds = elapsed
+            if let usage { $0.usage = usage }
+        }
+    }
+
+    /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
+    /// cached answer.
+    var chargeableTokens: Int {
+        state.withLock { state in
+            guard state.outcome != .cacheHit, let usage = state.usage else { return 0 }
+            return max(0, usage.promptTokens ?? 0) &+ max(0, usage.completionTokens ?? 0)
+        }
+    }
+}
+
+/// The route of a request, as metrics label it.
+enum RouteLabel: String, Sendable {
+    case health = "/api/health"
+    case process = "/api/process"
+    case chatCompletions = "/v1/chat/completions"
+    case models = "/v1/models"
+    case metrics = "/metrics"
+    case other
+
+    init(path: String) {
+        self = RouteLabel(rawValue: path) ?? .other
+    }
+}

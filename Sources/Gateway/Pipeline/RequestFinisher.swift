@@ -1,0 +1,99 @@
+import ChatAPI
+import EventLoop
+import HTTPServer
+
+/// What a finished request leaves behind, handed to each ``RequestObserver``.
+public struct FinishedRequest: Sendable {
+    public let requestID: String
+    public let method: String
+    public let path: String
+    /// The status the client got (`499` when it went away first).
+    public let status: Int
+    /// The access log's `outcome`: `done`, `cache_hit`, `cancelled`, `rate_limited`, …
+    public let outcome: String
+    public let userID: String?
+    public let task: String?
+    public let model: String?
+    public let inputTokens: Int?
+    public let outputTokens: Int?
+    public let durationNanoseconds: UInt64
+}
+
+/// Told of every request once it has ended (the store's ledger, tests that count).
+public protocol RequestObserver: Sendable {
+    func requestFinished(_ request: FinishedRequest) async
+}
+
+/// The one finished hook: called by the HTTP server exactly once for every request, however
+/// it ended. It settles the outcome, gives the rate-limit lease back (charging the tokens
+/// used), records the metrics, writes the one access-log line and tells the observers.
+/// Nothing else writes timings or outcomes.
+struct RequestFinisher: Sendable {
+    let metrics: GatewayMetrics
+    let metricsEnabled: Bool
+    let logger: Logger
+    let limiter: (any RateLimiter)?
+    let clock: @Sendable () -> Instant
+    let observers: [any RequestObserver]
+
+    /// A request starts being answered.
+    func started(_ context: RequestContext) {
+        metrics.inFlight.increment()
+    }
+
+    func finish(_ context: RequestContext, _ end: ResponseEnd) async {
+        context.update { state in
+            switch end {
+            case .completed:
+                if state.outcome == nil { state.outcome = state.status < 400 ? .done : .rejected }
+            case .connectionClosed:
+                state.outcome = .cancelled
+                state.status = 499
+            case .bodyFailed:
+                if state.outcome == nil || state.outcome == .done { state.outcome = .failed(.truncated) }
+            }
+        }
+        if let limiter, let held = context.takeLease() {
+            do {
+                _ = try await limiter.finish(lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
+            } catch {
+                // The lease expires by itself; the tokens are lost to the quota, and said so.
+                logger.warning("rate_limit_settle_failed", [("request_id", .string(context.id)), ("tokens", .int(context.chargeableTokens))])
+            }
+        }
+        metrics.inFlight.decrement()
+        let state = context.snapshot
+        let totalNanoseconds = context.start.nanoseconds(until: .now())
+        let outcome = state.outcome ?? .done
+        if metricsEnabled {
+            metrics.finished(route: context.route, status: state.status, seconds: Double(totalNanoseconds) / 1e9,
+                             upstreamSeconds: Double(state.upstreamNanoseconds) / 1e9, state: state, outcome: outcome)
+        }
+        let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
+        let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, state.upstreamNanoseconds)) / 1e6
+        logger.log(.info, "request", [
+            ("request_id", .string(context.id)),
+            ("user_id", state.caller.map { .string($0.userID) }),
+            ("method", .string(context.method.rawValue)),
+            ("path", .string(context.path)),
+            ("status", .int(state.status)),
+            ("code", (state.status == 499 ? GatewayError.clientClosedRequest : state.error).map { .string($0.code) }),
+            ("task", state.task.map { .string($0) }),
+            ("text_length", state.textLength.map { .int($0) }),
+            ("model", state.model.map { .string($0) }),
+            ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
+            ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
+            ("outcome", .string(outcome.label)),
+            ("upstream_ms", .milliseconds(upstreamMs)),
+            ("gateway_ms", .milliseconds(gatewayMs)),
+            ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
+        ])
+        guard !observers.isEmpty else { return }
+        let finished = FinishedRequest(
+            requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status, outcome: outcome.label,
+            userID: state.caller?.userID, task: state.task, model: state.model, inputTokens: state.usage?.promptTokens,
+            outputTokens: state.usage?.completionTokens, durationNanoseconds: totalNanoseconds
+        )
+        for observer in observers { await observer.requestFinished(finished) }
+    }
+}

@@ -1,0 +1,47 @@
+/// How a request ended, decided once by the pipeline and the finished hook; logs and
+/// metrics take its label, never a string a handler made up.
+enum RequestOutcome: Sendable, Equatable {
+    /// Answered (for a stream: to its last event).
+    case done
+    /// Answered from the response cache, without an upstream call of its own.
+    case cacheHit
+    /// The client went away before its answer was complete (`499`).
+    case cancelled
+    /// Refused by a rate limit or quota (`429`).
+    case refused(RefusalReason)
+    /// The request itself was wrong: validation, authentication, routing (`4xx`).
+    case rejected
+    /// The upstream failed.
+    case failed(UpstreamFailure)
+    /// A stream the gateway ended because a time limit passed.
+    case streamTimeout
+    /// A stream ended by the server's shutdown.
+    case shutdown
+    /// A gateway fault or a missing configuration (`500`).
+    case internalError
+
+    /// The value of the access log's `outcome` field.
+    var label: String {
+        switch self {
+        case .done: return "done"
+        case .cacheHit: return "cache_hit"
+        case .cancelled: return "cancelled"
+        case .refused: return "rate_limited"
+        case .rejected: return "rejected"
+        case .failed(let failure): return failure.kind == .timeout ? "upstream_timeout" : "upstream_failure"
+        case .streamTimeout: return "stream_timeout"
+        case .shutdown: return "shutdown"
+        case .internalError: return "internal_error"
+        }
+    }
+
+    /// The outcome of a request answered with `error` before any upstream call.
+    static func answered(with error: GatewayError) -> RequestOutcome {
+        switch error.status.code {
+        case 499: return .cancelled
+        case 429: return .refused(.requestsPerMinute)
+        case 500...: return .internalError
+        default: return .rejected
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import ChatAPI
+import EventLoop
+import HTTPServer
+import Synchronization
+
+/// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream with the
+/// alias rewritten, `max_tokens` capped and the server's key.
+struct ChatCompletionsRoute: RouteHandler {
+    let upstream: (any ChatUpstream)?
+    let configuration: GatewayConfiguration
+    let streams: StreamRegistry
+    let logger: Logger
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
+        var chatRequest: ChatCompletionRequest
+        do {
+            chatRequest = try JSON.decode(ChatCompletionRequest.self, from: request.body)
+        } catch {
+            throw .invalidJSON
+        }
+        guard !chatRequest.messages.isEmpty, chatRequest.messages.count <= configuration.maxMessages else { throw .invalidMessages }
+        guard let model = configuration.upstreamModel(forAlias: chatRequest.model) else { throw .modelNotFound(chatRequest.model) }
+        guard let upstream else { throw .keyNotConfigured }
+        context.update {
+            $0.model = model
+            $0.task = "chat"
+        }
+        chatRequest.model = model
+        let cap = configuration.maxTokens
+        if let asked = chatRequest.maxCompletionTokens {
+            chatRequest.maxCompletionTokens = min(asked, cap)
+        } else {
+            chatRequest.maxTokens = min(chatRequest.maxTokens ?? cap, cap)
+        }
+        let upstreamStart = MonotonicInstant.now()
+
+        if chatRequest.stream == true {
+            let bytes: any UpstreamBytes
+            do {
+                bytes = try await upstream.streamBytes(chatRequest, requestID: context.id, timeout: configuration.streamTotalTimeout)
+            } catch {
+                throw fail(error, context: context, since: upstreamStart)
+            }
+            let relay = StreamRelay(
+                bytes: bytes, control: StreamControl(limits: StreamControl.Limits(configuration)), context: context,
+                upstreamStart: upstreamStart, includeUsage: chatRequest.streamOptions?.includeUsage == true, logger: logger
+            )
+            return HTTPResponse(
+                headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+                body: .stream { [streams] writer in
+                    try await streams.withRegistered(relay.control) { try await relay.run(writer) }
+                }
+            )
+        }
+
+        let body: [UInt8]
+        do {
+            body = try await upstream.forward(chatRequest, requestID: context.id)
+        } catch {
+            throw fail(error, context: context, since: upstreamStart)
+        }
+        context.noteUpstream(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: body))?.usage)
+        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(body))
+    }
+
+    private func fail(_ error: ChatError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
+        context.noteUpstream(since: start, usage: nil)
+        guard let failure = UpstreamFailure(error) else { return .clientClosedRequest }
+        UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
+        context.update { $0.outcome = .failed(failure) }
+        return failure.error
+    }
+}
+
+/// Relays an upstream event stream to a `/v1` client event by event, as it arrives: chunks
+/// as they came, `[DONE]`, and the usage-only last chunk (`choices: []`) only to a client
+/// that asked for it with `stream_options.include_usage`. An upstream that sends an error
+/// event, malformed data, stops early or stalls gets an error event in OpenAI's shape whose
+/// text is the gateway's own: the upstream's goes to the log only.
+struct StreamRelay: Sendable {
+    let bytes: any UpstreamBytes
+    let control: StreamControl
+    let context: RequestContext
+    let upstreamStart: MonotonicInstant
+    let includeUsage: Bool
+    let logger: Logger
+
+    private enum Outcome: Sendable {
+        case done(Usage?)
+        case failed(UpstreamFailure, Usage?)
+        case ended(StreamControl.EndReason, Usage?)
+        case clientGone(Usage?)
+    }
+
+    /// What the reading task knows so far, for an outcome decided elsewhere.
+    private final class Progress: Sendable {
+        let usage = Mutex<Usage?>(nil)
+    }
+
+    func run(_ writer: ResponseBodyWriter) async throws {
+        let progress = Progress()
+        let outcome = await control.run(writer, clientGone: Outcome.clientGone(nil)) { await relay(writer, progress: progress) }
+        bytes.cancel()
+        let usage = progress.usage.withLock { $0 }
+        context.noteUpstream(since: upstreamStart, usage: usage)
+        switch outcome {
+        case .done:
+            context.update { $0.outcome = .done }
+        case .failed(let failure, _):
+            try await fail(failure.error, outcome: .failed(failure), writer)
+        case .ended(let reason, _):
+            if reason == .shutdown {
+                try await fail(.shuttingDown, outcome: .shutdown, writer)
+            } else {
+                try await fail(.upstreamTimeout, outcome: .streamTimeout, writer)
+            }
+        case .clientGone:
+            context.update { $0.outcome = .cancelled }
+        }
+    }
+
+    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
+        context.update {
+            $0.error = error
+            $0.outcome = outcome
+        }
+        try await writer.write(ErrorRenderer.event(error, shape: .openAI, requestID: context.id, language: context.language))
+    }
+
+    private func relay(_ writer: ResponseBodyWriter, progress: Progress) async -> Outcome {
+        var reader = ServerSentEventReader()
+        var usage: Usage?
+        func note(_ value: Usage?) {
+            guard let value else { return }
+            usage = value
+            progress.usage.withLock { $0 = value }
+        }
+        do {
+            while let chunk = try await bytes.next() {
+                let events: [ServerSentEvent]
+                do {
+                    events = try reader.feed(chunk)
+                } catch {
+                    return upstreamFailed(.transport(detail: "malformed stream"), usage)
+                }
+                var out: [UInt8] = []
+                var sawToken = false
+                var finished = false
+                for event in events {
+                    let item: ChatStreamEvent?
+                    do {
+                        item = try ChatStreamDecoder.interpret(event)
+                    } catch {
+                        if case .upstreamError(let body) = error { return upstreamFailed(.streamError(body), usage) }
+                        return upstreamFailed(.transport(detail: "malformed stream"), usage)
+                    }
+                    switch item {
+                    case nil:
+                        continue
+                    case .done?:
+                        out += ServerSentEventWriter.done()
+                        finished = true
+                    case .chunk(let value)?:
+                        note(value.usage)
+                        if !(value.firstDeltaContent ?? "").isEmpty { sawToken = true }
+                        if value.choices.isEmpty && !includeUsage { continue }
+                        out += ServerSentEventWriter.event(name: nil, data: event.data)
+                    }
+                    if finished { break }
+                }
+                control.noteUpstream(token: sawToken || finished)
+                try await writer.write(out)
+                control.noteWrite()
+                if finished { return .done(usage) }
+            }
+        } catch let error as ChatError {
+            if let reason = control.endReason { return .ended(reason, usage) }
+            if case .cancelled = error { return .clientGone(usage) }
+            return upstreamFailed(error, usage)
+        } catch {
+            if let reason = control.endReason { return .ended(reason, usage) }
+            return .clientGone(usage)
+        }
+        return upstreamFailed(.transport(detail: "stream ended without [DONE]"), usage)
+    }
+
+    private func upstreamFailed(_ error: ChatError, _ usage: Usage?) -> Outcome {
+        guard let failure = UpstreamFailure(error) else { return .clientGone(usage) }
+        UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
+        return .failed(failure, usage)
+    }
+}

@@ -1,0 +1,17 @@
+import ChatAPI
+import HTTPServer
+
+/// `GET|HEAD /api/health`: liveness, with the time and the version.
+struct HealthRoute: RouteHandler {
+    let version: String
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        var body = JSONWriter(capacity: 96)
+        body.object {
+            $0.field("status", "ok")
+            $0.field("timestamp", Timestamp.iso8601(now: Timestamp.realtime()))
+            $0.field("version", version)
+        }
+        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8"], body: .bytes(body.bytes))
+    }
+}

@@ -1,0 +1,195 @@
+import ChatAPI
+import EventLoop
+import HTTP1
+import HTTPServer
+
+/// `POST /api/process` (CONTRACT.md): validates the body, builds the task's prompt, asks the
+/// upstream (through the cache when it is on) and answers with the result, or streams it.
+struct ProcessRoute: RouteHandler {
+    let upstream: (any ChatUpstream)?
+    let configuration: GatewayConfiguration
+    let cache: ResponseCache?
+    let metrics: GatewayMetrics
+    let streams: StreamRegistry
+    let logger: Logger
+    /// The upstream body of every task and tone (``Prompt/index(task:tone:)``) but for the
+    /// user's text, encoded once; nil for a task without a model.
+    let bodyTemplates: [ChatRequestBodyTemplate?]
+
+    init(upstream: (any ChatUpstream)?, configuration: GatewayConfiguration, cache: ResponseCache?, metrics: GatewayMetrics,
+         streams: StreamRegistry, logger: Logger) {
+        self.upstream = upstream
+        self.configuration = configuration
+        self.cache = cache
+        self.metrics = metrics
+        self.streams = streams
+        self.logger = logger
+        bodyTemplates = Prompt.combinations.map { task, tone in
+            configuration.model(for: task).flatMap { model in
+                ChatRequestBodyTemplate(Self.upstreamRequest(
+                    task: task, tone: tone, text: ChatRequestBodyTemplate.placeholder, model: model, configuration: configuration
+                ))
+            }
+        }
+    }
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"])
+        context.update {
+            $0.task = parsed.task.rawValue
+            $0.textLength = parsed.characterCount
+        }
+        guard let upstream else { throw .keyNotConfigured }
+        guard let model = configuration.model(for: parsed.task) else { throw .modelNotConfigured }
+        context.update { $0.model = model }
+        if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
+            let upstreamRequest = Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration)
+            return streamResponse(upstream: upstream, request: upstreamRequest, context: context)
+        }
+        // The same bytes as the request's `jsonBytes()`, escaping only the text.
+        let upstreamBody = bodyTemplates[Prompt.index(task: parsed.task, tone: parsed.tone)]?
+            .body(filling: Prompt.neutralizingTags(in: parsed.text))
+            ?? Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration).jsonBytes()
+        let answer: ResponseCache.Answer
+        var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
+        let upstreamStart = MonotonicInstant.now()
+        if let cache {
+            let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text)
+            let requestID = context.id
+            let logger = self.logger
+            let cached: ResponseCache.Answer
+            let hit: Bool
+            do {
+                (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
+                    try await Self.complete(upstream: upstream, body: upstreamBody, requestID: requestID, logger: logger)
+                }
+            } catch {
+                metrics.cache.labels("miss").increment()
+                throw fail(error, context: context, since: upstreamStart)
+            }
+            answer = cached
+            headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
+            metrics.cache.labels(hit ? "hit" : "miss").increment()
+            if hit {
+                context.update { $0.outcome = .cacheHit }
+            } else {
+                context.noteUpstream(since: upstreamStart, usage: answer.usage)
+            }
+        } else {
+            do {
+                answer = try await Self.complete(upstream: upstream, body: upstreamBody, requestID: context.id, logger: logger)
+            } catch {
+                throw fail(error, context: context, since: upstreamStart)
+            }
+            context.noteUpstream(since: upstreamStart, usage: answer.usage)
+        }
+        var body = JSONWriter(capacity: answer.result.utf8.count + 160)
+        body.object {
+            $0.field("success", true)
+            $0.field("result", answer.result)
+            $0.field("requestId", context.id)
+            $0.usageField(answer.usage)
+        }
+        let state = context.snapshot
+        let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
+        let gatewayNanoseconds = context.start.nanoseconds(until: .now())
+        var timing = "upstream;dur="
+        timing.reserveCapacity(48)
+        JSONWriter.appendDecimal(upstreamMs, to: &timing)
+        timing += ", gateway;dur="
+        JSONWriter.appendDecimal(Double(gatewayNanoseconds - min(gatewayNanoseconds, state.upstreamNanoseconds)) / 1e6, to: &timing)
+        headers.add(name: "Server-Timing", value: timing)
+        return HTTPResponse(headers: headers, body: .bytes(body.bytes))
+    }
+
+    /// Records a failed call on the context and returns the error to answer with.
+    private func fail(_ error: GatewayError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
+        context.noteUpstream(since: start, usage: nil)
+        if let failure = UpstreamFailure(answeredWith: error) { context.update { $0.outcome = .failed(failure) } }
+        return error
+    }
+
+    /// One upstream call for a task: the trimmed answer and its usage, or the mapped error.
+    private static func complete(upstream: any ChatUpstream, body: [UInt8], requestID: String, logger: Logger) async throws(GatewayError) -> ResponseCache.Answer {
+        let completion: ChatCompletion
+        do {
+            completion = try await upstream.complete(body: body, requestID: requestID)
+        } catch {
+            throw UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
+        }
+        let result = TextTrim.trimmed(completion.firstContent ?? "")
+        guard !result.isEmpty else { throw .emptyResult }
+        return ResponseCache.Answer(result: result, usage: completion.usage)
+    }
+
+    /// The upstream request for a task, tone and text: the task's system prompt, the text
+    /// wrapped as data, the task's temperature and the configured token limit.
+    static func upstreamRequest(task: TextTask, tone: Tone?, text: String, model: String, configuration: GatewayConfiguration) -> ChatCompletionRequest {
+        let prompt = Prompt(task: task, tone: tone, text: text)
+        return ChatCompletionRequest(
+            model: model,
+            messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+            temperature: task.temperature,
+            maxTokens: configuration.maxTokens
+        )
+    }
+
+    /// `Accept: text/event-stream` (alone or among others).
+    static func acceptsEventStream(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        return HeaderElement.list(accept).contains { $0.valueIs("text/event-stream") }
+    }
+
+    private func streamResponse(upstream: any ChatUpstream, request: ChatCompletionRequest, context: RequestContext) -> HTTPResponse {
+        let stream = ProcessStream(
+            upstream: upstream, request: request, context: context,
+            control: StreamControl(limits: StreamControl.Limits(configuration)), totalTimeout: configuration.streamTotalTimeout, logger: logger
+        )
+        return HTTPResponse(
+            headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+            body: .stream { [streams] writer in
+                try await streams.withRegistered(stream.control) { try await stream.run(writer) }
+            }
+        )
+    }
+}
+
+/// What every route does with a failed upstream call: classify it once, log the upstream's
+/// own details (never to the client), and answer with the classification's error.
+enum UpstreamCall {
+    static func gatewayError(for error: ChatError, requestID: String, logger: Logger) -> GatewayError {
+        guard let failure = UpstreamFailure(error) else { return .clientClosedRequest }
+        log(failure, error, requestID: requestID, logger: logger)
+        return failure.error
+    }
+
+    /// The upstream's own error details go to the log (bounded, one line).
+    static func log(_ failure: UpstreamFailure, _ error: ChatError, requestID: String, logger: Logger) {
+        var fields: [(String, Logger.Value?)] = [
+            ("request_id", .string(requestID)), ("kind", .string(failure.label)), ("failure", .string(error.description)),
+        ]
+        if case .httpStatus(let status, let body, _) = error {
+            fields.append(("upstream_status", .int(status)))
+            fields.append(("upstream_code", body?.code.map { .string(String($0.prefix(100))) }))
+            fields.append(("upstream_message", body?.message.map { .string(String($0.prefix(300))) }))
+            if status == 401 || status == 403 {
+                logger.error("upstream_rejected_key", [("request_id", .string(requestID)), ("upstream_status", .int(status))])
+            }
+        }
+        if case .streamError(let body) = error {
+            fields.append(("upstream_code", body.code.map { .string(String($0.prefix(100))) }))
+            fields.append(("upstream_message", body.message.map { .string(String($0.prefix(300))) }))
+        }
+        logger.log(.warning, "upstream_failure", fields)
+    }
+}
+
+extension StreamControl.Limits {
+    /// The time limits of a stream, from the configuration.
+    init(_ configuration: GatewayConfiguration) {
+        self.init(
+            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
+            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
+        )
+    }
+}

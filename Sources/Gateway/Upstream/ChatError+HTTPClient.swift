@@ -1,0 +1,20 @@
+import ChatAPI
+import HTTPClient
+
+extension ChatError {
+    /// Maps a transport-level failure of the HTTP client.
+    init(_ error: HTTPClientError) {
+        switch error.kind {
+        case .connectFailed: self = .couldNotConnect(detail: error.detail)
+        case .timedOut: self = .timedOut
+        case .cancelled: self = .cancelled
+        case .responseTooLarge: self = .unreadableBody
+        case .invalidRequest, .transport, .shutdown: self = .transport(detail: error.description)
+        }
+    }
+
+    var isCancellation: Bool {
+        if case .cancelled = self { return true }
+        return false
+    }
+}
