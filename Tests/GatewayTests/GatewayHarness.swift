@@ -20,6 +20,7 @@ struct GatewayHarness {
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logFormat: Logger.Format = .text,
         clock: @escaping @Sendable () -> Instant = { .now },
+        observers: [any RequestObserver] = [],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         var mockConfiguration = ServerConfiguration()
@@ -39,7 +40,7 @@ struct GatewayHarness {
         configuration.rateLimitsEnabled = false  // the access tests turn limits on themselves
         configure(&configuration)
         let logs = LogSink.memory()
-        let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock)
+        let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock, observers: observers)
         let client = try HTTPClient()
         let harness = GatewayHarness(mock: mock, running: running, client: client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)")
         do {

@@ -28,16 +28,6 @@ func withServer(
     await server.shutdown(gracePeriod: .seconds(1))
 }
 
-/// Runs blocking client code on a thread of its own so the cooperative pool stays free.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-        DetachedThread.detach {
-            continuation.resume(returning: Result { try body() })
-        }
-    }
-    return try result.get()
-}
-
 /// A thread-safe box for values a test observes from handlers.
 final class Observed<Value: Sendable>: Sendable {
     private let storage: Mutex<Value>

@@ -5,26 +5,26 @@ import EventLoop
 
 /// A blocking loopback client for end-to-end tests: raw bytes out, parsed responses in,
 /// every read bounded by a receive timeout.
-final class TestClient {
-    struct Response {
-        var status: Int
-        var headers: [(String, String)]
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
-        func header(_ name: String) -> String? {
+public final class TestClient {
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public var body: [UInt8]
+        public var text: String { String(decoding: body, as: UTF8.self) }
+        public func header(_ name: String) -> String? {
             headers.first { $0.0.lowercased() == name.lowercased() }?.1
         }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    let fd: CInt
+    public let fd: CInt
     private var buffer: [UInt8] = []
 
     /// Connects to `host`:`port` (127.0.0.1 or ::1); throws when refused.
-    init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 5) throws {
+    public init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 5) throws {
         let v6 = host.contains(":")
         fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
@@ -62,9 +62,9 @@ final class TestClient {
 
     deinit { close(fd) }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -74,7 +74,7 @@ final class TestClient {
     }
 
     /// Closes the connection abruptly.
-    func abort() {
+    public func abort() {
         var value = linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
         shutdown(fd, Int32(SHUT_RDWR))
@@ -112,7 +112,7 @@ final class TestClient {
     }
 
     /// True when the server closed the connection (reads end of stream) before `seconds`.
-    func readsEndOfStream() -> Bool {
+    public func readsEndOfStream() -> Bool {
         do {
             while try fill() { buffer.removeAll() }
             return true
@@ -122,7 +122,7 @@ final class TestClient {
     }
 
     /// Reads one response head only (for `100 Continue`).
-    func readHead() throws -> Response {
+    public func readHead() throws -> Response {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line: \(statusLine)") }
@@ -138,7 +138,7 @@ final class TestClient {
     }
 
     /// Reads one response; `head: true` for a response to HEAD (no body).
-    func readResponse(head: Bool = false) throws -> Response {
+    public func readResponse(head: Bool = false) throws -> Response {
         var response = try readHead()
         if head || response.status == 204 || response.status == 304 || response.status < 200 { return response }
         if let length = response.header("Content-Length"), let count = Int(length) {
@@ -163,4 +163,18 @@ final class TestClient {
         }
         return response
     }
+}
+
+// A test hands a client from the thread that connected it to the task that closes it, one
+// at a time; nothing uses it from two threads at once.
+extension TestClient: @unchecked Sendable {}
+
+/// Runs blocking client code on a thread of its own so the cooperative pool stays free.
+public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+        DetachedThread.detach {
+            continuation.resume(returning: Result { try body() })
+        }
+    }
+    return try result.get()
 }

@@ -1,0 +1,114 @@
+import EventLoop
+import HTTP1
+import HTTPServer
+import Testing
+import TestSupport
+
+/// The server calls a response's `finished` exactly once, with how the response ended.
+@Suite("HTTPServer: the finished hook on every path")
+struct FinishedHookTests {
+    /// Records each request's end by the path it was for.
+    private static func routes(_ ends: Observed<[String: [ResponseEnd]]>, started: Observed<[String: Int]> = Observed([:])) -> (inout Router) -> Void {
+        { router in
+            @Sendable func noting(_ path: String, _ response: HTTPResponse) -> HTTPResponse {
+                var response = response
+                response.finished = { end in ends.update { $0[path, default: []].append(end) } }
+                return response
+            }
+            router.get("/bytes") { _ in noting("/bytes", .text("hello")) }
+            router.get("/slow") { _ in
+                started.update { $0["/slow", default: 0] += 1 }
+                try? await Task.sleep(for: .seconds(5))
+                return noting("/slow", .text("late"))
+            }
+            router.get("/stream") { _ in
+                started.update { $0["/stream", default: 0] += 1 }
+                return noting("/stream", HTTPResponse(body: .stream { writer in
+                    for _ in 0..<3 { try await writer.write("piece\n") }
+                }))
+            }
+            router.get("/endless") { _ in
+                noting("/endless", HTTPResponse(body: .stream { writer in
+                    while true {
+                        try await writer.write(Array(repeating: UInt8(ascii: "x"), count: 1024))
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                }))
+            }
+            router.get("/failing") { _ in
+                noting("/failing", HTTPResponse(body: .stream { writer in
+                    try await writer.write("one\n")
+                    throw CancellationError()
+                }))
+            }
+        }
+    }
+
+    @Test("completed for a whole body and a whole stream, also for HEAD of a stream")
+    func completed() async throws {
+        let ends = Observed<[String: [ResponseEnd]]>([:])
+        try await withServer(routes: Self.routes(ends)) { _, port in
+            try await onThread {
+                let client = try TestClient(port: port)
+                try client.send("GET /bytes HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try client.readResponse()
+                try client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try client.readResponse()
+                try client.send("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try client.readResponse(head: true)
+            }
+            #expect(await eventually { ends.value["/bytes"] == [.completed] && ends.value["/stream"] == [.completed, .completed] })
+        }
+    }
+
+    @Test("bodyFailed, once, for a stream whose producer throws")
+    func bodyFailed() async throws {
+        let ends = Observed<[String: [ResponseEnd]]>([:])
+        try await withServer(routes: Self.routes(ends)) { _, port in
+            try await onThread {
+                let client = try TestClient(port: port)
+                try client.send("GET /failing HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try? client.readResponse()
+            }
+            #expect(await eventually { ends.value["/failing"] == [.bodyFailed] })
+        }
+    }
+
+    @Test("connectionClosed, once, when the client goes before the answer or during a stream; resets racing a stream's head end once each; dozens in a row")
+    func connectionClosed() async throws {
+        let ends = Observed<[String: [ResponseEnd]]>([:])
+        let started = Observed<[String: Int]>([:])
+        try await withServer(routes: Self.routes(ends, started: started)) { _, port in
+            for index in 0..<10 {
+                let client = try await onThread {
+                    let client = try TestClient(port: port)
+                    try client.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return client
+                }
+                #expect(await eventually { started.value["/slow"] == index + 1 })
+                client.abort()
+            }
+            try await onThread {
+                for _ in 0..<10 {
+                    let client = try TestClient(port: port)
+                    try client.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
+                    _ = try client.readHead()
+                    client.abort()
+                }
+                for _ in 0..<30 {
+                    let client = try TestClient(port: port)
+                    try client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+                    client.abort()
+                }
+            }
+            #expect(await eventually { ends.value["/slow"]?.count == 10 && ends.value["/endless"]?.count == 10 }, "\(ends.value)")
+            #expect(ends.value["/slow"]?.allSatisfy { $0 == .connectionClosed } == true)
+            #expect(ends.value["/endless"]?.allSatisfy { $0 == .connectionClosed } == true)
+            // A reset can beat the request to the server; every request that reached its
+            // handler ends exactly once, whichever way.
+            #expect(await eventually { (ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0) })
+            try await Task.sleep(for: .milliseconds(100))
+            #expect((ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0))
+        }
+    }
+}
