@@ -308,8 +308,12 @@ func healthy(port: Int) -> Bool {
 
 func sleepMilliseconds(_ value: Int) {
     var request = timespec(tv_sec: value / 1000, tv_nsec: (value % 1000) * 1_000_000)
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    var remaining = request
+    // After an interruption, sleep only for what was left.
+    _ = Syscall.retryingInterrupts {
+        request = remaining
+        return nanosleep(&request, &remaining)
+    }
 }
 
 /// Stops a child: SIGTERM, SIGKILL after 10 s; reaped either way.

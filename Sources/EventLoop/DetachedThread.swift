@@ -24,6 +24,25 @@ public enum DetachedThread {
     public static func detach(_ body: @escaping @Sendable () -> Void) {
         pthread_detach(start(body))
     }
+
+    /// Runs blocking `body` (joining threads, waiting on a lock or a pipe) on a new thread of
+    /// its own and returns its result, so no thread of Swift's small shared pool is held.
+    ///
+    /// The calling task's cancellation does not interrupt `body`. The caller must not need a
+    /// thread that `body` waits for to end: a task running on an event loop that `body`
+    /// stops could never be resumed.
+    public static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            detach {
+                do throws(E) {
+                    continuation.resume(returning: .success(try body()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
 }
 
 private final class ThreadBody: Sendable {

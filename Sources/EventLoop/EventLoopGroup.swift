@@ -9,6 +9,7 @@ public final class EventLoopGroup: Sendable {
     /// What the loops share when they poll for events before sleeping; nil when they do not.
     public let polling: LoopPolling?
     private let cursor = Atomic<Int>(0)
+    private let stopped = Mutex(false)
 
     /// Starts `count` loops (at least one) named `<prefix>-<index>`. With `polling`, a loop
     /// whose events come quickly polls for them before it sleeps, while the machine leaves it
@@ -111,9 +112,22 @@ public final class EventLoopGroup: Sendable {
         return loops[index % loops.count]
     }
 
-    /// Stops every loop and waits for their threads. Not on a loop of this group.
+    /// Stops every loop and waits for their threads. Not on a loop of this group. Blocks: from
+    /// a task, use ``shutdownGracefully()``. A second call waits for the first and does nothing.
     public func shutdown() {
-        for loop in loops { loop.stopAndJoin() }
+        // Held while joining, so a concurrent second call returns only once the loops are gone.
+        stopped.withLock { stopped in
+            guard !stopped else { return }
+            for loop in loops { loop.stopAndJoin() }
+            stopped = true
+        }
+    }
+
+    /// ``shutdown()`` on a thread of its own, so the joins hold none of Swift's shared threads.
+    /// Each loop runs the work already queued on it, then stops. Not from a task that runs on
+    /// one of this group's loops: it could not be resumed once they stop.
+    public func shutdownGracefully() async {
+        await DetachedThread.run { [self] in shutdown() }
     }
 }
 

@@ -18,18 +18,10 @@ public final class SignalStream: Sendable {
     /// Waits for the next signal and returns its number.
     public func next() async -> Int32 {
         let fd = readFD
-        return await withCheckedContinuation { continuation in
-            DetachedThread.detach {
-                var byte: UInt8 = 0
-                while true {
-                    let count = Glibc.read(fd, &byte, 1)
-                    if count == 1 { break }
-                    if count < 0 && errno == EINTR { continue }
-                    byte = 0
-                    break
-                }
-                continuation.resume(returning: Int32(byte))
-            }
+        return await DetachedThread.run {
+            var byte: UInt8 = 0
+            let count = Syscall.retryingInterrupts { Glibc.read(fd, &byte, 1) }
+            return count == 1 ? Int32(byte) : 0
         }
     }
 }

@@ -3,6 +3,31 @@ import CEventLoop
 import Glibc
 #endif
 
+/// The system-call helpers other targets use instead of writing their own `EINTR` loops.
+public enum Syscall {
+    /// Calls `body` again while it fails with `EINTR`, and returns its first other result.
+    ///
+    /// A failure (a negative result) leaves `errno` as the call set it, for the caller to read
+    /// right away. Not for `close`, which must not be retried on Linux (``Socket/close(_:)``).
+    @inline(__always)
+    public static func retryingInterrupts<T: FixedWidthInteger>(_ body: () -> T) -> T {
+        while true {
+            let result = body()
+            if result >= 0 || errno != EINTR { return result }
+        }
+    }
+
+    /// Runs a call that succeeds with a result of 0 or more, retrying `EINTR`; any other
+    /// failure throws ``IOError`` naming the call.
+    @inline(__always)
+    public static func call<T: FixedWidthInteger>(
+        _ name: @autoclosure () -> String,
+        _ body: () -> T
+    ) throws(IOError) -> T {
+        try syscall(name(), body)
+    }
+}
+
 /// Runs one system call, the single place that interprets `errno`.
 ///
 /// `EINTR` is retried; `EAGAIN`/`EWOULDBLOCK` becomes `.wouldBlock` when `blocking` is false;
@@ -13,19 +38,11 @@ func syscall<T: FixedWidthInteger>(
     _ name: @autoclosure () -> String,
     _ body: () -> T
 ) throws(IOError) -> IOResult<T> {
-    while true {
-        let result = body()
-        if result >= 0 { return .processed(result) }
-        let code = errno
-        switch code {
-        case EINTR:
-            continue
-        case EAGAIN where !blocking:
-            return .wouldBlock
-        default:
-            throw IOError(errnoCode: code, reason: name())
-        }
-    }
+    let result = Syscall.retryingInterrupts(body)
+    if result >= 0 { return .processed(result) }
+    let code = errno
+    if code == EAGAIN && !blocking { return .wouldBlock }
+    throw IOError(errnoCode: code, reason: name())
 }
 
 /// A system call that cannot block: returns its result or throws.

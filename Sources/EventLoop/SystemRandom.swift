@@ -10,14 +10,9 @@ public enum SystemRandom {
         guard let base = buffer.baseAddress else { return true }
         var filled = 0
         while filled < buffer.count {
-            let count = CEventLoop_getrandom(base + filled, UInt(buffer.count - filled))
-            if count > 0 {
-                filled += count
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
+            let count = Syscall.retryingInterrupts { CEventLoop_getrandom(base + filled, UInt(buffer.count - filled)) }
+            guard count > 0 else { return false }
+            filled += count
         }
         return true
     }

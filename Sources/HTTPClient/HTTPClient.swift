@@ -112,15 +112,7 @@ public final class HTTPClient: Sendable {
                 }
             }
         }
-        if ownsGroup {
-            let group = self.group
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                DetachedThread.detach {
-                    group.shutdown()
-                    continuation.resume()
-                }
-            }
-        }
+        if ownsGroup { await group.shutdownGracefully() }
     }
 
     /// Transfers in flight across loops (for tests and metrics).

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import EventLoop
 @testable import Gateway
 import Testing
 
@@ -321,9 +322,8 @@ private func withTemporaryFile<Result>(
     var written = 0
     while written < contents.count {
         let count = contents.withUnsafeBytes { buffer in
-            write(fd, buffer.baseAddress! + written, buffer.count - written)
+            Syscall.retryingInterrupts { write(fd, buffer.baseAddress! + written, buffer.count - written) }
         }
-        if count < 0, errno == EINTR { continue }
         if count <= 0 {
             _ = close(fd)
             Issue.record("write failed with errno \(errno)")

@@ -10,12 +10,8 @@ public enum HeavyLoad {
         let fd = open("/tmp/textgateway-heavy-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return try await body() }
         defer { close(fd) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DetachedThread.detach {
-                while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
-                continuation.resume()
-            }
-        }
+        // Waiting for the lock blocks: not on one of Swift's shared threads.
+        _ = await DetachedThread.run { Syscall.retryingInterrupts { flock(fd, LOCK_EX) } }
         defer { flock(fd, LOCK_UN) }
         return try await body()
     }

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import Synchronization
+
+/// Polls `condition` until it holds or `seconds` pass; these tests wait this way, never by
+/// sleeping for a guessed time.
+func eventually(within seconds: Int = 5, _ condition: () async -> Bool) async -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
+    while MonotonicInstant.now() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return await condition()
+}
+
+/// The same for a thread that must block (work on a pool thread): yields the CPU between looks.
+func blockingUntil(within seconds: Int = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
+    while MonotonicInstant.now() < deadline {
+        if condition() { return true }
+        sched_yield()
+    }
+    return condition()
+}
+
+/// A value the tasks and threads of a test share (a local `Mutex` or `Atomic` would be
+/// captured by reference, which escaping closures may not).
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { mutex = Mutex(value) }
+
+    var value: Value { mutex.withLock { $0 } }
+
+    @discardableResult
+    func update<R: Sendable>(_ body: (inout Value) -> R) -> R {
+        mutex.withLock { body(&$0) }
+    }
+}
