@@ -11,14 +11,16 @@ public enum GatewayCommand: Equatable, Sendable {
     case version
 
     public static let usage = """
-        usage: text-gateway [serve] [--hostname H] [--port P] [--env development|production|testing]
+        usage: text-gateway [serve] [--hostname H] [--port P] [--env NAME]
                text-gateway healthcheck [--port P]
                text-gateway token hash < token.txt
                text-gateway --help | --version
 
         serve        run the gateway (the default). Settings come from the environment,
-                     after .env and then .env.<env> in the working directory; the real
+                     after .env and then .env.<NAME> in the working directory; the real
                      environment wins, and --hostname/--port win over HOST/PORT.
+                     NAME is development (the default), production, testing or any
+                     other name of letters, digits, '-' and '_'.
         healthcheck  ask a running gateway on 127.0.0.1 for /api/health (for HEALTHCHECK).
         token hash   read a caller token from standard input and print its SHA-256 hash.
 

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 public import EventLoop
 public import HTTPClient
 public import HTTPServer
@@ -9,13 +12,13 @@ public final class GatewayServer: Sendable {
     public let gateway: Gateway
     public let server: HTTPServer
     public let httpClient: HTTPClient
-    private let group: EventLoopGroup
+    private let services: ServiceGroup
 
-    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, group: EventLoopGroup) {
+    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup) {
         self.gateway = gateway
         self.server = server
         self.httpClient = httpClient
-        self.group = group
+        self.services = services
     }
 
     /// The address the server listens on.
@@ -26,6 +29,8 @@ public final class GatewayServer: Sendable {
         configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development",
         clock: @escaping @Sendable () -> Instant = { .now }, observers: [any RequestObserver] = []
     ) async throws -> GatewayServer {
+        // libcurl before the loops' threads (a no-op when main did it already).
+        guard HTTPClient.initializeGlobally() else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let pollLimit = configuration.loopPollLimit(cpuQuota: EventLoopGroup.cgroupQuotaCPUs())
         let polling = pollLimit > .zero ? LoopPolling(limit: pollLimit, idleCPU: IdleCPU()) : nil
@@ -42,39 +47,49 @@ public final class GatewayServer: Sendable {
         do {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)
         } catch {
-            group.shutdown()
+            await group.shutdownGracefully()
             throw error
         }
         let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock, observers: observers)
+        var serverConfiguration = gateway.serverConfiguration()
+        serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
         let server: HTTPServer
         do {
-            var serverConfiguration = gateway.serverConfiguration()
-            serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
             server = try HTTPServer(configuration: serverConfiguration, group: group) { await gateway.respond(to: $0) }
-            let address = try await server.start()
-            let open = server
-            gateway.metrics.registry.gaugeFunction("textgateway_open_connections", help: "Client connections open now.") {
-                Double(open.openConnectionCount)
-            }
-            gateway.metrics.registry.counterFunction(
-                "textgateway_loop_polled_wakeups_total", help: "Event-loop waits that ended on an event found while polling, without sleeping."
-            ) { Double(polling?.polledWakeupCount ?? 0) }
-            gateway.metrics.registry.counterFunction(
-                "textgateway_loop_polling_seconds_total", help: "Time the event loops spent polling for events before sleeping."
-            ) { Double(polling?.idleCPU.polledNanoseconds ?? 0) / 1e9 }
-            logger.info("started", [
-                ("version", .string(TextGatewayVersion.current)),
-                ("environment", .string(environmentName)),
-                ("address", .string(address.description)),
-                ("loops", .int(loops)),
-                ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
-                ("upstream", .string(configuration.baseURL)),
-            ])
         } catch {
             await httpClient.shutdown()
-            group.shutdown()
+            await group.shutdownGracefully()
             throw error
         }
+        // Started in this order, stopped in reverse: the loops, the upstream client, the server.
+        let services = ServiceGroup(
+            services: [EventLoopGroupService(group: group), HTTPClientService(client: httpClient), GatewayHTTPService(server: server, gateway: gateway)],
+            gracefulShutdownTimeout: configuration.shutdownGrace + .seconds(5),
+            log: { event, service in logger.log(event == "stop_overran" ? .warning : .debug, "service_\(event)", [("service", .string(service))]) }
+        )
+        try await services.start()
+        guard let address = server.localAddress else {
+            await services.stop()
+            throw IOError(errnoCode: EADDRNOTAVAIL, reason: "listen")
+        }
+        let open = server
+        gateway.metrics.registry.gaugeFunction("textgateway_open_connections", help: "Client connections open now.") {
+            Double(open.openConnectionCount)
+        }
+        gateway.metrics.registry.counterFunction(
+            "textgateway_loop_polled_wakeups_total", help: "Event-loop waits that ended on an event found while polling, without sleeping."
+        ) { Double(polling?.polledWakeupCount ?? 0) }
+        gateway.metrics.registry.counterFunction(
+            "textgateway_loop_polling_seconds_total", help: "Time the event loops spent polling for events before sleeping."
+        ) { Double(polling?.idleCPU.polledNanoseconds ?? 0) / 1e9 }
+        logger.info("started", [
+            ("version", .string(TextGatewayVersion.current)),
+            ("environment", .string(environmentName)),
+            ("address", .string(address.description)),
+            ("loops", .int(loops)),
+            ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
+            ("upstream", .string(configuration.baseURL)),
+        ])
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
             logger.warning("descriptor_limit", [
                 ("open_file_limit", .int(descriptors.limit)),
@@ -94,25 +109,42 @@ public final class GatewayServer: Sendable {
             logger.error("not_configured", [("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
                                             ("effect", .string("/api/process answers 500 not_configured"))])
         }
-        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, group: group)
+        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, services: services)
     }
 
-    /// Stops accepting, lets requests in flight finish within the configured grace period,
-    /// closes every connection, then stops the client and the loops.
+    /// Stops the services in reverse order of start: the server stops accepting, lets
+    /// requests in flight finish within the configured grace period (then ends streams with
+    /// a last event) and closes every connection; then the client and the loops stop.
     public func stop() async {
+        await services.stop()
+    }
+}
+
+/// The upstream client as a service: nothing to start (it runs on the loops), stopped
+/// after the server so no request loses its upstream call.
+struct HTTPClientService: Service {
+    let client: HTTPClient
+    var name: String { "upstream_client" }
+    func start() async throws {}
+    func stop(deadline: MonotonicInstant) async { await client.shutdown() }
+}
+
+/// The gateway's HTTP server as a service: it starts listening, and stops with the
+/// gateway's drain (the grace period, then a last event on every stream).
+struct GatewayHTTPService: Service {
+    let server: HTTPServer
+    let gateway: Gateway
+    var name: String { "http_server" }
+
+    func start() async throws {
+        try await server.start()
+    }
+
+    func stop(deadline: MonotonicInstant) async {
         let gateway = self.gateway
         await server.shutdown(gracePeriod: gateway.configuration.shutdownGrace, whenGraceEnds: {
-            // Streams still running get a last `error` event, then the connections close.
             gateway.endStreams()
         })
-        await httpClient.shutdown()
-        let group = self.group
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DetachedThread.detach {
-                group.shutdown()
-                continuation.resume()
-            }
-        }
     }
 }
 

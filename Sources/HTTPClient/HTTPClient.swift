@@ -30,6 +30,14 @@ public final class HTTPClient: Sendable {
         return curl_global_init(CCurl_GLOBAL_DEFAULT) == CURLE_OK
     }()
 
+    /// Initialises libcurl (and ignores SIGPIPE) for the process. `curl_global_init` is not
+    /// thread-safe: call this first thing in `main`, before any thread starts; a client
+    /// calls it too, and a second call does nothing. False when libcurl failed to start.
+    @discardableResult
+    public static func initializeGlobally() -> Bool {
+        globalInit
+    }
+
     /// Creates a client on `group`'s loops, or on one loop of its own when no group is given.
     public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration(), group: EventLoopGroup? = nil) throws {
         guard Self.globalInit else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }

@@ -170,16 +170,7 @@ public final class HTTPServer: Sendable {
                 for connection in Array(bound.value.context.connections.values) { connection.close() }
             }
         }
-        if ownsGroup {
-            let group = self.group
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                // Joining loop threads blocks: do it on a thread of its own.
-                DetachedThread.detach {
-                    group.shutdown()
-                    continuation.resume()
-                }
-            }
-        }
+        if ownsGroup { await group.shutdownGracefully() }
     }
 
     /// Runs `body` on `loop` and returns its result.

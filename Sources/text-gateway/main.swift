@@ -5,7 +5,6 @@ import Glibc
 import EventLoop
 import Gateway
 import HTTPClient
-import HTTPServer
 
 func write(_ text: String, to fd: CInt) {
     let bytes = Array(text.utf8)
@@ -16,6 +15,9 @@ func fail(_ message: String, exitCode: CInt = 2) -> Never {
     write("text-gateway: \(message)\n", to: 2)
     exit(exitCode)
 }
+
+// libcurl's global state before any thread starts (the signal thread, the loops).
+guard HTTPClient.initializeGlobally() else { fail("cannot initialise libcurl", exitCode: 1) }
 
 let command: GatewayCommand
 do {
@@ -34,8 +36,7 @@ case .tokenHash:
     var input: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while input.count <= 4096 {
-        let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
+        let count = Syscall.retryingInterrupts { chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) } }
         guard count > 0 else { break }
         input += chunk[0..<count]
     }
