@@ -2,7 +2,8 @@
 import Testing
 
 /// What clients send is read as I-JSON (RFC 7493): a repeated member name or a lone surrogate
-/// escape is an error, in the whole parse, in the members reading and in the validation.
+/// escape is an error, in the whole parse, in the members reading, in the validation and in
+/// the decoding of a chat completions request.
 @Suite("I-JSON: repeated names and lone surrogates")
 struct IJSONTests {
     typealias Value = ChatAPI.JSONValue
@@ -110,5 +111,44 @@ struct IJSONTests {
         let completion = try ChatCompletion(jsonBytes: Array(#"{"id":"a","id":"b","choices":[{"message":{"content":"\ud800"}}]}"#.utf8))
         #expect(completion.id == "b")
         #expect(completion.choices.first?.message?.content == "\u{FFFD}")
+    }
+
+    static let request = #""model":"fast","messages":[{"role":"user","content":"hi"}]"#
+
+    @Test(
+        "a chat completions request that is not I-JSON, or has a field of the wrong type, does not decode",
+        arguments: [
+            #"{"model":"fast","model":"other","messages":[{"role":"user","content":"hi"}]}"#,
+            #"{\#(request),"messages":[]}"#,
+            #"{\#(request),"stream":true,"stream":false}"#,
+            #"{"model":"fast","messages":[{"role":"user","role":"system","content":"hi"}]}"#,
+            #"{"model":"fast","messages":[{"role":"user","content":"hi","content":"there"}]}"#,
+            #"{\#(request),"tools":[{"function":{"parameters":{"a":1,"a":2}}}]}"#,
+            #"{\#(request),"unknown":1,"unknown":2}"#,
+            #"{"model":"fast","messages":[{"role":"user","content":"\ud800"}]}"#,
+            #"{"model":"fast","messages":[{"role":"user","content":"a\udc00b"}]}"#,
+            #"{\#(request),"user":"\ud800"}"#,
+            #"{\#(request),"stream":"true"}"#,
+            #"{\#(request),"stream":1}"#,
+        ]
+    )
+    func chatRequestRefused(text: String) {
+        #expect(throws: DecodingError.self) { try JSON.decode(ChatCompletionRequest.self, from: Array(text.utf8)) }
+    }
+
+    @Test(
+        "a chat completions request that is I-JSON decodes as before",
+        arguments: [
+            #"{\#(request)}"#,
+            #"{\#(request),"stream":true,"stream_options":{"include_usage":true}}"#,
+            #"{\#(request),"stream":null}"#,
+            #"{"model":"fast","messages":[{"role":"user","content":"\ud83d\ude00 \u0000"}]}"#,
+            #"{\#(request),"tools":[{"function":{"parameters":{"a":{"a":1}}}}]}"#,
+            "{\(request),\"deep\":\(String(repeating: "[", count: 500))\(String(repeating: "]", count: 500))}",
+        ]
+    )
+    func chatRequestAccepted(text: String) throws {
+        let request = try JSON.decode(ChatCompletionRequest.self, from: Array(text.utf8))
+        #expect(request.model == "fast")
     }
 }
