@@ -54,7 +54,7 @@ case "$target" in
         ;;
     JSONValue)
         # The parser with its scans, and both readings of a chat completion built on it.
-        modules=("ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift
+        modules=("ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift
             Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
         ;;
     DotEnv)
@@ -66,7 +66,7 @@ case "$target" in
     ProcessBody)
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
-            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/ChatError.swift Sources/ChatAPI/UpstreamErrorBody.swift"
+            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/ChatError.swift Sources/ChatAPI/UpstreamErrorBody.swift"
             "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/TextTrim.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailure.swift"
         )
         # Room for a text of 12,000 characters and then some.

@@ -1,8 +1,10 @@
 // libFuzzer entry for JSONValue.parse: arbitrary bytes must parse or throw, never crash,
 // hang or grow without bound; a document that parses must parse the same way again. The
-// readings built on the parser must agree with it: the chosen members of an object
-// (JSONValue.parseMembers) and a chat completion read straight from the bytes
-// (ChatCompletionReader) against its reading through a JSONValue tree.
+// readings built on the parser must agree with it: the validation without a tree
+// (JSONValue.validate), the chosen members of an object (JSONValue.parseMembers), the lenient
+// reading (which accepts all the strict one does, and reads it the same), and a chat
+// completion read straight from the bytes (ChatCompletionReader) against its reading
+// through a JSONValue tree.
 @testable import ChatAPI
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -24,6 +26,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let shallow = try? JSONValue.parse(bytes, maximumDepth: 2)
     if shallow != nil { require(first != nil, "a depth limit accepted what no limit refused") }
+    require(((try? JSONValue.validate(bytes)) != nil) == (first != nil), "validation and the whole parse disagree")
+    let lenient = try? JSONValue.parse(bytes, strictness: .lenient)
+    if let first { require(lenient == first, "the lenient reading differs on an I-JSON document") }
 
     let names: [StaticString] = ["id", "choices", "message", "content", "usage"]
     switch (first, Result { () throws(JSONParseError) in try JSONValue.parseMembers(of: bytes, named: names) }) {

@@ -32,11 +32,27 @@ private func parse(_ body: [UInt8], _ contentType: String?) -> Result<ProcessReq
     }
 }
 
+/// Absent, null or a string: the types `tone` may have.
+private func isToneShape(_ value: JSONValue?) -> Bool {
+    switch value {
+    case nil, .null?, .string?: return true
+    default: return false
+    }
+}
+
 /// Absent, null or one of the tones.
 private func isValidTone(_ value: JSONValue?) -> Bool {
     switch value {
     case nil, .null?: return true
     case .string(let name)?: return Tone.allCases.contains { $0.rawValue == name }
+    default: return false
+    }
+}
+
+/// Absent, null or a bool: the types `stream` may have.
+private func isStreamShape(_ value: JSONValue?) -> Bool {
+    switch value {
+    case nil, .null?, .bool?: return true
     default: return false
     }
 }
@@ -90,9 +106,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let limit = Int(body.last ?? 0) % 48
     require(CharacterCount.of(anyText, limit: limit) == min(count, limit + 1), "CharacterCount with a limit differs from String.count")
 
-    // Then the shape: anything but an object with string task and text is invalid JSON.
+    // Then the shape: anything but an I-JSON object with string task and text, tone a string
+    // and stream a bool (either maybe absent or null), and no U+0000 in the text is invalid JSON.
     guard let document = try? JSONValue.parse(body), case .object = document,
-          let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue
+          let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue,
+          isToneShape(document["tone"]), isStreamShape(document["stream"]), !rawText.unicodeScalars.contains("\u{0}")
     else {
         require(result == .failure(.invalidJSON), "a body that is not a task object did not fail with invalid_json")
         return 0

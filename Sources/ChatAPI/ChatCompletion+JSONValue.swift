@@ -13,11 +13,12 @@ extension ChatCompletion {
         }
     }
 
-    /// The general reading, through a ``JSONValue`` tree: every shape the fields allow.
+    /// The general reading, through a ``JSONValue`` tree: every shape the fields allow. An
+    /// upstream's answer is not held to I-JSON: of a repeated name the last one wins.
     init(jsonValueBytes bytes: [UInt8]) throws(JSONShapeError) {
         let document: JSONValue
         do {
-            document = try JSONValue.parse(bytes)
+            document = try JSONValue.parse(bytes, strictness: .lenient)
         } catch {
             throw JSONShapeError()
         }

@@ -16,7 +16,7 @@ struct ChatCompletionReader {
         case unhandled
     }
 
-    private var parser = JSONByteParser(maximumDepth: 64)
+    private var parser = JSONByteParser(maximumDepth: 64, strictness: .lenient)
 
     static func read(_ bytes: [UInt8]) throws(Failure) -> ChatCompletion {
         try bytes.withUnsafeBufferPointer { buffer throws(Failure) in

@@ -166,6 +166,9 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
     }
 }
 
+/// `POST /v1/chat/completions` bodies come from clients.
+extension ChatCompletionRequest: IJSONDecodable {}
+
 extension ChatCompletionRequest {
     /// The request as OpenAI JSON, written directly (the hot path of every upstream call);
     /// the same document as `JSON.encode(self)`: snake_case keys, nil fields left out.

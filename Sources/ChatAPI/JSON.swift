@@ -30,4 +30,25 @@ public enum JSON {
     public static func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
         try decoder.decode(type, from: Data(bytes))
     }
+
+    /// Decodes a body a client sent, which must be I-JSON (RFC 7493): the bytes are first
+    /// checked as ``JSONValue/parse(_:maximumDepth:)`` checks them, because `JSONDecoder`
+    /// keeps the first of a repeated member name where other readers keep the last.
+    /// - Throws: `DecodingError` when the bytes are not I-JSON or do not have the shape of `T`.
+    public static func decode<T: IJSONDecodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
+        do {
+            try JSONValue.validate(bytes, maximumDepth: maximumClientDepth)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+        }
+        return try decoder.decode(type, from: Data(bytes))
+    }
+
+    /// The nesting `JSONDecoder` itself allows, so the check refuses no deeper document.
+    static let maximumClientDepth = 512
 }
+
+/// A type read from what clients send, held to I-JSON (RFC 7493) by
+/// `JSON.decode(_:from:)`: no repeated member name in any object,
+/// no lone surrogate escape.
+public protocol IJSONDecodable: Decodable {}

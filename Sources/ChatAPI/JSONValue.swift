@@ -31,19 +31,35 @@ public enum JSONValue: Sendable, Equatable {
 
     public var isNull: Bool { self == .null }
 
-    /// Parses `bytes` as one JSON value (RFC 8259): strict syntax, valid UTF-8 only, nesting
-    /// bounded by `maximumDepth`. Duplicate keys: the last one wins.
+    /// Parses `bytes` as one I-JSON value (RFC 7493, the strict profile of RFC 8259): strict
+    /// syntax, valid UTF-8 only, nesting bounded by `maximumDepth`, and neither a member name
+    /// repeated in an object nor a `\u` escape of a lone surrogate. Names are compared as
+    /// strings, so canonically equivalent names are the same name.
     public static func parse(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        var parser = JSONByteParser(maximumDepth: maximumDepth)
+        try parse(bytes, maximumDepth: maximumDepth, strictness: .interoperable)
+    }
+
+    static func parse(
+        _ bytes: [UInt8], maximumDepth: Int = 64, strictness: JSONByteParser.Strictness
+    ) throws(JSONParseError) -> JSONValue {
+        var parser = JSONByteParser(maximumDepth: maximumDepth, strictness: strictness)
         return try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
             try parser.parseDocument(buffer)
+        }
+    }
+
+    /// Checks `bytes` exactly as ``parse(_:maximumDepth:)`` does, without building the value.
+    static func validate(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) {
+        var parser = JSONByteParser(maximumDepth: maximumDepth)
+        try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            try parser.validateDocument(buffer)
         }
     }
 }
 
 extension JSONValue {
-    /// The members `names` of the object in `bytes` — for each name its value (the last one
-    /// when the key repeats), or nil when absent — without building the rest of the tree.
+    /// The members `names` of the object in `bytes` — for each name its value, or nil when
+    /// absent — without building the rest of the tree.
     /// The whole document is checked as ``parse(_:maximumDepth:)`` checks it, and fails
     /// exactly when that fails; a valid document that is not an object gives nil.
     public static func parseMembers(
@@ -66,13 +82,25 @@ public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible
 /// The parser behind ``JSONValue/parse(_:maximumDepth:)``; ``ChatCompletion`` also reads
 /// with its primitives directly (see `ChatCompletion+JSONValue.swift`).
 struct JSONByteParser {
+    /// What the parser refuses beyond RFC 8259's grammar.
+    enum Strictness {
+        /// I-JSON (RFC 7493), for what clients send: a repeated member name and a lone
+        /// surrogate escape are errors.
+        case interoperable
+        /// For the upstream's answers, read as before: the last of a repeated name wins, and
+        /// a lone surrogate escape reads as U+FFFD.
+        case lenient
+    }
+
     let maximumDepth: Int
+    let strictness: Strictness
     private(set) var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     var index = 0
     private var depth = 0
 
-    init(maximumDepth: Int) {
+    init(maximumDepth: Int, strictness: Strictness = .interoperable) {
         self.maximumDepth = maximumDepth
+        self.strictness = strictness
     }
 
     /// Starts reading `buffer` from its first byte.
@@ -101,9 +129,11 @@ struct JSONByteParser {
         try enter()
         index += 1
         var values = [JSONValue?](repeating: nil, count: names.count)
+        var seen = JSONMemberNames()
         var first = true
         while let name = try nextMemberName(&first) {
             let slot = try self.slot(of: name, in: names)
+            if strictness == .interoperable, !seen.insert(name) { throw error("repeated member name") }
             let value = try parseValue()
             if let slot { values[slot] = value }
         }
@@ -215,6 +245,7 @@ struct JSONByteParser {
     }
 
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        let start = index
         try enter()
         index += 1
         // Collected in order, then hashed into a dictionary of the right size in one go
@@ -232,8 +263,20 @@ struct JSONByteParser {
             }
             members.append((key, try parseValue()))
         }
-        return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
+        switch strictness {
+        case .lenient:
+            return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
+        case .interoperable:
+            // The dictionary meets a repeated name as it hashes the members: no check of its own.
+            do {
+                return .object(try Dictionary(members, uniquingKeysWith: { _, _ in throw RepeatedName() }))
+            } catch {
+                throw JSONParseError(offset: start, reason: "repeated member name")
+            }
+        }
     }
+
+    private struct RepeatedName: Error {}
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
@@ -314,9 +357,10 @@ struct JSONByteParser {
         throw error("unterminated string")
     }
 
-    /// The scalar of `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate
-    /// becomes U+FFFD.
-    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+    /// The scalar of `\uXXXX` (after the `u`), joining a surrogate pair. A lone surrogate is
+    /// an error, or U+FFFD when lenient.
+    mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let escapeStart = index - 2
         let high = try hex4()
         if (0xD800...0xDBFF).contains(high) {
             if index + 6 <= input.count, input[index] == UInt8(ascii: "\\"), input[index + 1] == UInt8(ascii: "u") {
@@ -328,9 +372,15 @@ struct JSONByteParser {
                 }
                 index = saved
             }
-            return "\u{FFFD}"
+            return try loneSurrogate(at: escapeStart)
         }
-        return Unicode.Scalar(high) ?? "\u{FFFD}"
+        guard let scalar = Unicode.Scalar(high) else { return try loneSurrogate(at: escapeStart) }  // a low surrogate
+        return scalar
+    }
+
+    private func loneSurrogate(at offset: Int) throws(JSONParseError) -> Unicode.Scalar {
+        guard strictness == .lenient else { throw JSONParseError(offset: offset, reason: "lone surrogate escape") }
+        return "\u{FFFD}"
     }
 
     private mutating func hex4() throws(JSONParseError) -> UInt32 {

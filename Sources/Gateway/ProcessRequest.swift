@@ -1,4 +1,7 @@
 import ChatAPI
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A validated `POST /api/process` body.
 struct ProcessRequest: Equatable {
@@ -18,26 +21,48 @@ struct ProcessRequest: Equatable {
     /// in that order, and throws the first failure.
     static func parse(body: [UInt8], contentType: String?) throws(GatewayError) -> ProcessRequest {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
-        // The body must be an object with string `task` and `text`; `tone` may be absent or
-        // null; unknown fields are ignored.
+        // The shape: an I-JSON object (no repeated name, no lone surrogate) with string `task`
+        // and `text`, `tone` a string or null, `stream` a bool or null, either maybe absent;
+        // unknown fields are ignored. A wrong type is never read as a default.
         guard let members = try? JSONValue.parseMembers(of: body, named: ["task", "text", "tone", "stream"]),
               let taskName = members[0]?.stringValue, let rawText = members[1]?.stringValue
         else { throw .invalidJSON }
+        let toneName: String?
+        switch members[2] {
+        case nil, .null?: toneName = nil
+        case .string(let value)?: toneName = value
+        default: throw .invalidJSON
+        }
+        let stream: Bool
+        switch members[3] {
+        case nil, .null?: stream = false
+        case .bool(let value)?: stream = value
+        default: throw .invalidJSON
+        }
+        // U+0000 is no text a person typed (only an escape can carry it), and C strings
+        // downstream would end at it.
+        if containsNUL(rawText) { throw .invalidJSON }
+
         guard let task = TextTask(rawValue: taskName) else { throw .invalidTask }
         let tone: Tone?
-        switch members[2] {
-        case nil, .null?: tone = nil
-        case .string(let value)?:
-            guard let known = Tone(rawValue: value) else { throw .invalidTone }
+        if let toneName {
+            guard let known = Tone(rawValue: toneName) else { throw .invalidTone }
             tone = known
-        default: throw .invalidTone
+        } else {
+            tone = nil
         }
-        let stream = members[3] == .bool(true)
         let text = TextTrim.trimmed(rawText)
         let count = CharacterCount.of(text, limit: maximumCharacters)
         if count < minimumCharacters { throw .textTooShort }
         if count > maximumCharacters { throw .textTooLong }
         return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: stream)
+    }
+
+    private static func containsNUL(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard let start = bytes.baseAddress else { return false }
+            return memchr(start, 0, bytes.count) != nil
+        } ?? text.utf8.contains(0)
     }
 
     /// `application/json`, any case, with or without parameters.

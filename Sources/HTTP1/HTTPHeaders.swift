@@ -42,6 +42,31 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         fields.compactMap { $0.name.asciiCaseInsensitiveEquals(name) ? $0.value : nil }
     }
 
+    /// All field lines with this name as one value, joined with ", " in order (RFC 9110
+    /// §5.3), or `nil` when there is none; a single line's value comes back as it is.
+    ///
+    /// Only for fields defined as comma-separated lists (`X-Forwarded-For`, `Accept`, …),
+    /// whose repeated lines mean the same as one combined line: not for `Set-Cookie`, nor
+    /// for a singleton field such as `Authorization`, where a repeat is an error to detect
+    /// with ``count(of:)``.
+    public func combinedValue(_ name: String) -> String? {
+        var combined: String?
+        for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
+            if combined == nil {
+                combined = field.value
+            } else {
+                combined! += ", "
+                combined! += field.value
+            }
+        }
+        return combined
+    }
+
+    /// How many field lines have this name: more than one for a repeated field.
+    public func count(of name: String) -> Int {
+        fields.count { $0.name.asciiCaseInsensitiveEquals(name) }
+    }
+
     /// Whether at least one field has this name.
     public func contains(_ name: String) -> Bool {
         fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }

@@ -63,6 +63,9 @@ struct OpenAIEndToEndTests {
             (#"{"model":"fast","messages":[]}"#, 400, "invalid_messages"),
             (#"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#, 400, "invalid_messages"),
             (#"{"model":"fast""#, 400, "invalid_json"),
+            (#"{"model":"fast","model":"gpt-4","messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_json"),
+            (#"{"model":"fast","messages":[{"role":"user","content":"x\ud800"}]}"#, 400, "invalid_json"),
+            (#"{"model":"fast","messages":[{"role":"user","content":"x"}],"stream":"true"}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=503]"}]}"#, 503, "upstream_busy"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=500]"}]}"#, 502, "upstream_error"),
         ] as [(String, Int, String)]

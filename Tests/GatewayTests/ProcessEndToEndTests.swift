@@ -87,7 +87,10 @@ struct ProcessEndToEndTests {
             (#"{"task":"summarize","text":42}"#, 400, "invalid_json"),
             (#"{"task":"translate","text":"این متن بیست کاراکتر بیشتر دارد حتما"}"#, 400, "invalid_task"),
             (#"{"task":"summarize","text":"این متن بیست کاراکتر بیشتر دارد حتما","tone":"angry"}"#, 400, "invalid_tone"),
-            (#"{"task":"summarize","text":"این متن بیست کاراکتر بیشتر دارد حتما","tone":7}"#, 400, "invalid_tone"),
+            (#"{"task":"summarize","text":"این متن بیست کاراکتر بیشتر دارد حتما","tone":7}"#, 400, "invalid_json"),
+            (#"{"task":"summarize","text":"این متن بیست کاراکتر بیشتر دارد حتما","stream":"true"}"#, 400, "invalid_json"),
+            (#"{"task":"summarize","text":"این متن بیست کاراکتر بیشتر دارد حتما\u0000"}"#, 400, "invalid_json"),
+            (#"{"task":"rewrite","text":"این متن بیست کاراکتر بیشتر دارد حتما","task":"summarize"}"#, 400, "invalid_json"),
             (#"{"task":"summarize","text":"   \n\t  "}"#, 400, "text_too_short"),
         ] as [(String, Int, String)]
     )

@@ -39,6 +39,25 @@ struct HTTPHeadersTests {
         #expect(!headers.hasToken("other", "close"))
     }
 
+    @Test(
+        "combinedValue joins every line of a name with \", \" in order, and count(of:) counts them",
+        arguments: [
+            ([], nil, 0),
+            ([("X-Forwarded-For", "1.2.3.4")], "1.2.3.4", 1),
+            ([("X-Forwarded-For", "1.2.3.4, 5.6.7.8")], "1.2.3.4, 5.6.7.8", 1),
+            ([("X-Forwarded-For", "1.2.3.4"), ("Host", "h"), ("x-forwarded-for", "5.6.7.8")], "1.2.3.4, 5.6.7.8", 2),
+            ([("X-FORWARDED-FOR", "a, b"), ("x-forwarded-for", "c"), ("X-Forwarded-For", "d")], "a, b, c, d", 3),
+            ([("X-Forwarded-For", ""), ("X-Forwarded-For", "b")], ", b", 2),
+            ([("X-Forwarded-Fo", "a"), ("X-Forwarded-For-2", "b")], nil, 0),
+        ] as [([(String, String)], String?, Int)]
+    )
+    func combinedValue(fields: [(String, String)], combined: String?, count: Int) {
+        let headers = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
+        #expect(headers.combinedValue("X-Forwarded-For") == combined)
+        #expect(headers.count(of: "x-forwarded-for") == count)
+        #expect(headers.combinedValue("X-Forwarded-For") == (count == 0 ? nil : headers.values("X-Forwarded-For").joined(separator: ", ")))
+    }
+
     @Test("equality compares names ignoring case, values exactly, order included")
     func equality() {
         #expect(HTTPHeaders([("A", "1")]) == HTTPHeaders([("a", "1")]))

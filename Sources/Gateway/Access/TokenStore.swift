@@ -34,10 +34,10 @@ public struct TokenStore: Sendable {
     /// The caller whose token `authorization` (an `Authorization` header value) carries, or
     /// `nil` when the header is missing, malformed or names no configured token.
     ///
-    /// Accepted is exactly `Bearer <token>`: the scheme in any case, one space, then 1–512
-    /// printable ASCII characters without spaces. Nothing else is trimmed or tolerated.
+    /// The value is read by ``BearerCredentials``: `Bearer` in any case, one or more spaces,
+    /// then 1–512 printable ASCII characters without spaces.
     public func authenticate(authorization: String?) -> Caller? {
-        guard let authorization, let token = Self.bearerToken(in: authorization) else { return nil }
+        guard let authorization, let token = BearerCredentials.token(in: authorization) else { return nil }
         let digest = SHA256.hash(token)
         // Every entry is compared, whatever matched before: the time taken depends on the
         // number of entries only. No dictionary is keyed by the secret's digest.
@@ -51,34 +51,11 @@ public struct TokenStore: Sendable {
         return Caller(userID: entry.userID, plan: entry.plan)
     }
 
-    /// The token bytes of a well-formed `Bearer <token>` value, or `nil`.
-    static func bearerToken(in authorization: String) -> [UInt8]? {
-        let bytes = Array(authorization.utf8)
-        let scheme = Array("bearer".utf8)
-        let prefixLength = scheme.count + 1
-        guard bytes.count > prefixLength, bytes.count - prefixLength <= maximumTokenLength else { return nil }
-        for index in scheme.indices {
-            // ASCII lower-casing: setting 0x20 maps A–Z onto a–z and never maps another
-            // byte onto a letter of "bearer".
-            let byte = bytes[index]
-            let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-            guard lowered == scheme[index] else { return nil }
-        }
-        guard bytes[scheme.count] == UInt8(ascii: " ") else { return nil }
-        let token = bytes[prefixLength...]
-        guard token.allSatisfy(isTokenByte) else { return nil }
-        return Array(token)
-    }
-
     /// Whether `token` is one ``authenticate(authorization:)`` could ever accept: 1–512
     /// printable ASCII characters without spaces.
     public static func isAcceptableToken(_ token: String) -> Bool {
         let bytes = token.utf8
-        return !bytes.isEmpty && bytes.count <= maximumTokenLength && bytes.allSatisfy(isTokenByte)
-    }
-
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        (0x21...0x7E).contains(byte)
+        return !bytes.isEmpty && bytes.count <= maximumTokenLength && bytes.allSatisfy(BearerCredentials.isTokenByte)
     }
 
     /// The hex digest configuration holds for `token`: what `text-gateway token hash` prints

@@ -1,0 +1,56 @@
+/// The one reading of `Authorization: Bearer <token>` (RFC 6750 §2.1 over RFC 9110 §11.4,
+/// formerly RFC 7235 §2.1), for the callers' tokens and for `METRICS_TOKEN` alike.
+///
+/// Accepted is `credentials = auth-scheme 1*SP token`:
+///
+/// - the scheme `Bearer` in any ASCII case;
+/// - one or more spaces (SP only: the grammar has no HTAB there);
+/// - a token of 1–512 bytes (``TokenStore/maximumTokenLength``), each printable ASCII
+///   without space (0x21–0x7E), and nothing after it.
+///
+/// The token is a superset of RFC 6750's `b64token` (RFC 9110's `token68`: `1*( ALPHA /
+/// DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`): configured tokens are the operator's
+/// choice and only their hashes are kept, so every token a configuration could hold before
+/// must still get in.
+/// Trailing spaces are refused: the HTTP parser already strips the whitespace around a field
+/// value, so any left over was not sent as part of a well-formed header.
+enum BearerCredentials {
+    /// The token bytes of a well-formed `Bearer <token>` value, or `nil`.
+    static func token(in authorization: String) -> [UInt8]? {
+        if let token = authorization.utf8.withContiguousStorageIfAvailable({ token(in: $0) }) { return token }
+        return Array(authorization.utf8).withUnsafeBufferPointer { token(in: $0) }
+    }
+
+    /// Whether `authorization` carries exactly `secret` as its bearer token. The SHA-256
+    /// digests of both are compared in constant time, so the time taken says neither how
+    /// much of a guess was right nor how long the secret is. An empty secret matches nothing.
+    static func matches(authorization: String?, secret: String) -> Bool {
+        guard let authorization, !secret.isEmpty, let token = token(in: authorization) else { return false }
+        return ConstantTime.equals(SHA256.hash(token), SHA256.hash(secret.utf8))
+    }
+
+    /// Whether `byte` may appear in a token.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        (0x21...0x7E).contains(byte)
+    }
+
+    private static func token(in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let scheme = "bearer".utf8
+        guard bytes.count > scheme.count else { return nil }
+        for (index, expected) in scheme.enumerated() {
+            // ASCII lower-casing: setting 0x20 maps A–Z onto a–z and never maps another byte
+            // onto a letter of "bearer".
+            let byte = bytes[index]
+            let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+            guard lowered == expected else { return nil }
+        }
+        var start = scheme.count
+        guard bytes[start] == UInt8(ascii: " ") else { return nil }
+        while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }
+        let length = bytes.count - start
+        guard length > 0, length <= TokenStore.maximumTokenLength else { return nil }
+        let token = bytes[start...]
+        guard token.allSatisfy(isTokenByte) else { return nil }
+        return Array(token)
+    }
+}
