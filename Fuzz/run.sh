@@ -58,7 +58,7 @@ case "$target" in
             Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
         ;;
     DotEnv)
-        modules=("Gateway:Sources/Gateway/DotEnv.swift Sources/Gateway/DotEnvError.swift")
+        modules=("Gateway:Sources/Gateway/Config/DotEnv.swift Sources/Gateway/Config/DotEnvError.swift")
         ;;
     SSE)
         modules=("ChatAPI:Sources/ChatAPI/ServerSentEvent*.swift")
@@ -67,7 +67,7 @@ case "$target" in
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/ChatError.swift Sources/ChatAPI/UpstreamErrorBody.swift"
-            "Gateway:Sources/Gateway/ProcessRequest.swift Sources/Gateway/TextTrim.swift Sources/Gateway/CharacterCount.swift Sources/Gateway/TextTask.swift Sources/Gateway/PromptText.swift Sources/Gateway/GatewayError.swift Sources/Gateway/Language.swift Sources/Gateway/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailure.swift"
+            "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Routes/TextTrim.swift Sources/Gateway/Routes/CharacterCount.swift Sources/Gateway/Routes/TextTask.swift Sources/Gateway/Routes/PromptText.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailure.swift"
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)

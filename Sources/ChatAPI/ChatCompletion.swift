@@ -1,10 +1,10 @@
 /// The answer to a non-streamed chat-completions request.
 ///
-/// Every field is optional on decode and unknown fields are ignored, so a compatible server
+/// Read with ``init(jsonBytes:)``. Every field is optional and unknown fields are ignored, so a compatible server
 /// that omits `id`, `usage` or `finish_reason`, or adds fields of its own, still decodes;
 /// only JSON of the wrong shape fails. A missing or `null` `choices` decodes as `[]`.
 /// Encoding omits `nil` fields and always writes `choices`.
-public struct ChatCompletion: Codable, Hashable, Sendable {
+public struct ChatCompletion: Encodable, Hashable, Sendable {
     /// The completion id, e.g. `chatcmpl-…`.
     public var id: String?
     /// The object type, `chat.completion`.
@@ -41,7 +41,7 @@ public struct ChatCompletion: Codable, Hashable, Sendable {
     }
 
     /// One generated alternative.
-    public struct Choice: Codable, Hashable, Sendable {
+    public struct Choice: Encodable, Hashable, Sendable {
         /// The position of this choice among `choices`.
         public var index: Int?
         /// The generated message.
@@ -62,13 +62,6 @@ public struct ChatCompletion: Codable, Hashable, Sendable {
             case finishReason = "finish_reason"
         }
 
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            self.index = try container.decodeIfPresent(Int.self, forKey: .index)
-            self.message = try container.decodeIfPresent(Message.self, forKey: .message)
-            self.finishReason = try container.decodeIfPresent(String.self, forKey: .finishReason)
-        }
-
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(index, forKey: .index)
@@ -79,7 +72,7 @@ public struct ChatCompletion: Codable, Hashable, Sendable {
 
     /// The message of a choice. `content` is `nil` when the server sent `null` (a refusal
     /// or tool call) or nothing; an array of text parts is flattened as in ``ChatMessage``.
-    public struct Message: Codable, Hashable, Sendable {
+    public struct Message: Encodable, Hashable, Sendable {
         /// Normally `assistant`.
         public var role: ChatRole?
         /// The generated text.
@@ -96,12 +89,6 @@ public struct ChatCompletion: Codable, Hashable, Sendable {
             case content
         }
 
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            self.role = try container.decodeIfPresent(ChatRole.self, forKey: .role)
-            self.content = try MessageContent.decode(from: container, forKey: .content)
-        }
-
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(role, forKey: .role)
@@ -116,16 +103,6 @@ public struct ChatCompletion: Codable, Hashable, Sendable {
         case model
         case choices
         case usage
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.id = try container.decodeIfPresent(String.self, forKey: .id)
-        self.object = try container.decodeIfPresent(String.self, forKey: .object)
-        self.created = try container.decodeIfPresent(Int.self, forKey: .created)
-        self.model = try container.decodeIfPresent(String.self, forKey: .model)
-        self.choices = try container.decodeIfPresent([Choice].self, forKey: .choices) ?? []
-        self.usage = try container.decodeIfPresent(Usage.self, forKey: .usage)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -20,8 +20,7 @@ final class ServerLoopContext {
     let readBuffer: UnsafeMutableRawBufferPointer
     var connections: [ObjectIdentifier: HTTPConnection] = [:]
     var quiescing = false
-    private var dateSecond = -1
-    private var dateString = ""
+    private var dateCache = HTTPDateCache()
 
     init(
         loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder, counters: ServerCounters,
@@ -42,12 +41,7 @@ final class ServerLoopContext {
 
     /// The current `Date` field value, formatted once per second.
     var date: String {
-        let now = time(nil)
-        if now != dateSecond {
-            dateSecond = now
-            dateString = HTTPDate.format(unixSeconds: now)
-        }
-        return dateString
+        dateCache.string(for: time(nil))
     }
 
     func add(_ connection: HTTPConnection) {

@@ -18,7 +18,7 @@ struct JSONValueTests {
 
     @Test("decode throws on bytes that are not JSON")
     func decodeThrows() {
-        #expect(throws: (any Error).self) { try JSON.decode(ChatCompletion.self, from: Array("nope".utf8)) }
-        #expect(throws: (any Error).self) { try JSON.decode(ChatCompletion.self, from: []) }
+        #expect(throws: (any Error).self) { try ChatCompletion(jsonBytes: Array("nope".utf8)) }
+        #expect(throws: (any Error).self) { try ChatCompletion(jsonBytes: []) }
     }
 }

@@ -119,12 +119,14 @@ struct ServiceGroupTests {
 
     @Test("a stop that overruns the deadline does not hold the group: the next services still stop")
     func overrunningStop() async throws {
-        let group = group([service("A"), service("B", .stopTakes(.seconds(5)))], timeout: .milliseconds(200))
+        let group = group([service("A"), service("B", .stopTakes(.seconds(60)))], timeout: .milliseconds(500))
         try await group.start()
         await group.stop()
-        // The group returned while B's stop still sleeps; A stopped after B overran.
-        #expect(await recorder.events == ["start A", "start B", "stop A"])
-        #expect(lines.all.suffix(4) == ["stopping B", "stop_overran B", "stopping A", "stopped A"])
+        // The group returned while B's stop still sleeps; A was stopped after B overran
+        // (A may overrun its margin too on a loaded machine: then it finishes a little later).
+        #expect(lines.all.contains("stop_overran B"))
+        #expect(lines.all.firstIndex(of: "stop_overran B")! < lines.all.firstIndex(of: "stopping A")!)
+        #expect(await eventually { await recorder.events == ["start A", "start B", "stop A"] })
     }
 
     @Test("a stop during start waits for the service being started, starts no more, then stops those started")

@@ -44,7 +44,7 @@ struct OpenAIEndToEndTests {
                  {"role":"assistant","content":"Hello!"},{"role":"user","content":"How are you?"}]}
                 """#)
             #expect(response.status == 200)
-            let completion = try JSON.decode(ChatCompletion.self, from: response.body)
+            let completion = try ChatCompletion(jsonBytes: response.body)
             #expect(completion.firstContent?.isEmpty == false)
             #expect(completion.usage?.totalTokens != nil)
             let sent = try #require(harness.lastUpstreamRequest)

@@ -139,7 +139,8 @@ struct PipelineEndToEndTests {
                     return all
                 }
             }
-            try await Task.sleep(for: .milliseconds(150))
+            // Every request has joined the flight once all four are in flight.
+            #expect(await eventually { harness.running.gateway.metrics.inFlight.value == 4 })
             leader.abort()
             #expect(try await followers.value == [200, 200, 200])
             #expect(harness.mock.stats.requests == 1)
@@ -161,7 +162,7 @@ struct PipelineEndToEndTests {
                     return client
                 })
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            #expect(await eventually { harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3 })
             clients[0].abort()
             clients[1].abort()
             try await Task.sleep(for: .milliseconds(200))

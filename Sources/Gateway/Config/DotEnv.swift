@@ -61,21 +61,6 @@ public enum DotEnv {
         dictionary(try parse(text))
     }
 
-    /// Reads and parses the `.env` file at `path`.
-    ///
-    /// - Returns: the file's variables (the last value of a duplicated key wins), or `nil`
-    ///   when there is no file at `path` (`ENOENT`).
-    /// - Throws: ``DotEnvError`` with `path` set when the file cannot be read, is not a regular
-    ///   file, is larger than ``maximumFileSize``, or does not parse.
-    public static func load(path: String) throws(DotEnvError) -> [String: String]? {
-        guard let bytes = try readFile(path: path) else { return nil }
-        do throws(DotEnvError) {
-            return dictionary(try parse(bytes: bytes))
-        } catch {
-            throw error.located(at: path)
-        }
-    }
-
     /// The effective configuration: `files` applied in order, each overriding the ones before,
     /// then `environment` (the real process environment) overriding them all.
     ///
@@ -98,7 +83,7 @@ public enum DotEnv {
         return try parser.parseAll()
     }
 
-    private static func dictionary(_ pairs: [(key: String, value: String)]) -> [String: String] {
+    static func dictionary(_ pairs: [(key: String, value: String)]) -> [String: String] {
         var result: [String: String] = [:]
         result.reserveCapacity(pairs.count)
         for (key, value) in pairs {
@@ -107,50 +92,6 @@ public enum DotEnv {
         return result
     }
 
-    /// Reads at most ``maximumFileSize`` bytes of the regular file at `path`; `nil` if absent.
-    /// The UTF-8 text of a regular file of at most ``maximumFileSize`` bytes, nil when it
-    /// is missing, unreadable, too large or not UTF-8 (for other configuration files).
-    static func readText(path: String) -> String? {
-        guard let bytes = try? readFile(path: path) else { return nil }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func readFile(path: String) throws(DotEnvError) -> [UInt8]? {
-        // A C path ends at the first NUL; refuse rather than open a different file.
-        guard !path.utf8.contains(0) else { throw .readFailed(path: path, errno: EINVAL) }
-
-        // O_NONBLOCK so that opening a FIFO cannot hang start-up; it changes nothing for the
-        // regular files we go on to read.
-        var fd: Int32
-        repeat {
-            fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        } while fd < 0 && errno == EINTR
-        if fd < 0 {
-            let code = errno
-            if code == ENOENT { return nil }
-            throw .readFailed(path: path, errno: code)
-        }
-        defer { _ = close(fd) }
-
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .readFailed(path: path, errno: errno) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path: path) }
-
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw .readFailed(path: path, errno: code)
-            }
-            if count == 0 { return contents }
-            // Checked before appending: a file that grows past the limit is refused too.
-            guard contents.count + count <= maximumFileSize else { throw .fileTooLarge(path: path) }
-            contents.append(contentsOf: chunk[0..<count])
-        }
-    }
 }
 
 extension DotEnv {
