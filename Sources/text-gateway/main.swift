@@ -13,6 +13,7 @@ func write(_ text: String, to fd: CInt) {
 }
 
 func fail(_ message: String, exitCode: CInt = 2) -> Never {
+    LogSink.standardError.flush()
     write("text-gateway: \(message)\n", to: 2)
     exit(exitCode)
 }
@@ -89,4 +90,5 @@ case .serve(let hostname, let port, let environmentName):
     await server.stop()
     logger.info("stopped")
 }
+LogSink.standardError.flush()
 exit(0)
