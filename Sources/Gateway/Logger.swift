@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ChatAPI
+import EventLoop
 import Synchronization
 
 /// One-line-per-event logging, as text (`key=value`) or JSON (`LOG_FORMAT=json`).
@@ -98,6 +99,10 @@ public struct Logger: Sendable {
         sink.write(line)
     }
 
+    /// Waits until the lines logged before the call have been written; see ``LogSink/flush(timeout:)``.
+    @discardableResult
+    public func flush(timeout: Duration = .seconds(2)) -> Bool { sink.flush(timeout: timeout) }
+
     public func info(_ event: String, _ fields: [(String, Value?)] = []) { log(.info, event, fields) }
     public func warning(_ event: String, _ fields: [(String, Value?)] = []) { log(.warning, event, fields) }
     public func error(_ event: String, _ fields: [(String, Value?)] = []) { log(.error, event, fields) }
@@ -113,17 +118,35 @@ public struct Logger: Sendable {
     }
 }
 
-/// Where log lines go: standard error (default) or memory (tests). Lines are written whole,
-/// one `write` each, under a lock.
+/// Where log lines go: standard error (default), standard output, another descriptor, or
+/// memory (tests). A descriptor sink hands each line to a ``BatchedWriter``, whose own thread
+/// writes it: logging never waits for the descriptor, lines are written whole, and a stalled
+/// descriptor costs dropped lines rather than stalled loops. Call ``flush(timeout:)`` before
+/// the process exits.
 public final class LogSink: Sendable {
-    private enum Target { case descriptor(CInt), memory }
+    private enum Target { case descriptor(BatchedWriter), memory }
     private let target: Target
     private let captured = Mutex<[String]>([])
 
     private init(_ target: Target) { self.target = target }
 
-    public static let standardError = LogSink(.descriptor(2))
-    public static let standardOutput = LogSink(.descriptor(1))
+    deinit {
+        // Only sinks made by `descriptor(_:)` go away: without waiting here, the writer writes
+        // what it holds and its thread ends on its own.
+        if case .descriptor(let writer) = target { writer.shutdown(timeout: .zero) }
+    }
+
+    /// Standard error; its writer thread starts with the first use.
+    public static let standardError = LogSink.descriptor(2)
+    /// Standard output; its writer thread starts with the first use.
+    public static let standardOutput = LogSink.descriptor(1)
+
+    /// A sink that writes to `fd` through a writer thread of its own. The descriptor stays the
+    /// caller's and must stay open while the sink lives; two sinks for one descriptor write
+    /// independently, so share one sink per descriptor (`standardError`, `standardOutput`).
+    public static func descriptor(_ fd: CInt) -> LogSink {
+        LogSink(.descriptor(BatchedWriter(fileDescriptor: fd)))
+    }
 
     /// A sink that keeps lines for inspection.
     public static func memory() -> LogSink { LogSink(.memory) }
@@ -131,12 +154,20 @@ public final class LogSink: Sendable {
     /// The lines a memory sink received.
     public var lines: [String] { captured.withLock { $0 } }
 
+    /// Waits until the lines logged before the call have been written, for at most `timeout`
+    /// so that a dead descriptor cannot hang exit; false if the time ran out.
+    @discardableResult
+    public func flush(timeout: Duration = .seconds(2)) -> Bool {
+        switch target {
+        case .descriptor(let writer): return writer.flush(timeout: timeout)
+        case .memory: return true
+        }
+    }
+
     func write(_ line: [UInt8]) {
         switch target {
-        case .descriptor(let fd):
-            captured.withLock { _ in
-                _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            }
+        case .descriptor(let writer):
+            writer.append(line)
         case .memory:
             let text = String(decoding: line.dropLast(), as: UTF8.self)
             captured.withLock { $0.append(text) }

@@ -12,6 +12,7 @@ func write(_ text: String, to fd: CInt) {
 }
 
 func fail(_ message: String, exitCode: CInt = 2) -> Never {
+    LogSink.standardError.flush()
     write("text-gateway: \(message)\n", to: 2)
     exit(exitCode)
 }
@@ -90,4 +91,5 @@ case .serve(let hostname, let port, let environmentName):
     await server.stop()
     logger.info("stopped")
 }
+LogSink.standardError.flush()
 exit(0)
