@@ -37,7 +37,9 @@ public final class Gateway: Sendable {
     ) {
         self.configuration = configuration
         self.logger = logger
-        let metrics = GatewayMetrics()
+        var tokenKeys = TextTask.allCases.compactMap { task in configuration.model(for: task).map { (task.rawValue, $0) } }
+        tokenKeys += configuration.effectiveModelAliases.map { ("chat", $0.model) }
+        let metrics = GatewayMetrics(tokenKeys: tokenKeys)
         self.metrics = metrics
         let limiter: (any RateLimiter)? = configuration.rateLimitsEnabled
             ? (rateLimiter ?? InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)) : nil

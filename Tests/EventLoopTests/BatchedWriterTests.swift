@@ -4,7 +4,6 @@ import Glibc
 import EventLoop
 import Synchronization
 import Testing
-import TestSupport
 
 @Suite("Batched writer")
 struct BatchedWriterTests {

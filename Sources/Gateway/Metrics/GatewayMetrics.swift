@@ -13,9 +13,14 @@ final class GatewayMetrics: Sendable {
     let tokens: CounterFamily
     let rateLimited: CounterFamily
     let cache: CounterFamily
+    /// The children a finished request records into, found without the families' locks.
+    private let slots: RequestMetricSlots
 
-    init(registry: MetricsRegistry = MetricsRegistry()) {
+    /// - Parameter tokenKeys: the task and model pairs the configuration allows, whose token
+    ///   counters are found without a lock (others fall back to a lookup).
+    init(registry: MetricsRegistry = MetricsRegistry(), tokenKeys: [(task: String, model: String)] = []) {
         self.registry = registry
+        slots = RequestMetricSlots(tokenKeys: tokenKeys)
         requests = registry.counter("textgateway_requests_total", help: "Requests answered, by route and status.", labels: ["route", "status"])
         requestDuration = registry.histogram("textgateway_request_duration_seconds", help: "Time to answer a request (to the end of a stream).", labels: ["route"])
         upstreamDuration = registry.histogram("textgateway_upstream_duration_seconds", help: "Time spent waiting on the upstream per request.", labels: ["route"])
@@ -28,17 +33,17 @@ final class GatewayMetrics: Sendable {
 
     /// Records one finished request.
     func finished(route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestContext.State, outcome: RequestOutcome) {
-        requests.labels(route.rawValue, String(status)).increment()
-        requestDuration.labels(route.rawValue).observe(seconds)
-        if upstreamSeconds > 0 { upstreamDuration.labels(route.rawValue).observe(upstreamSeconds) }
+        slots.requests(requests, route: route, status: status).increment()
+        slots.duration(requestDuration, route: route, upstream: false).observe(seconds)
+        if upstreamSeconds > 0 { slots.duration(upstreamDuration, route: route, upstream: true).observe(upstreamSeconds) }
         switch outcome {
         case .refused(let reason): rateLimited.labels(reason.description).increment()
         case .failed(let failure): upstreamErrors.labels(failure.label).increment()
         default: break
         }
         if outcome != .cacheHit, let task = state.task, let model = state.model, let usage = state.usage {
-            if let input = usage.promptTokens { tokens.labels(task, model, "input").increment(by: input) }
-            if let output = usage.completionTokens { tokens.labels(task, model, "output").increment(by: output) }
+            if let input = usage.promptTokens { slots.tokens(tokens, task: task, model: model, direction: "input").increment(by: input) }
+            if let output = usage.completionTokens { slots.tokens(tokens, task: task, model: model, direction: "output").increment(by: output) }
         }
     }
 }

@@ -98,7 +98,7 @@ final class RequestContext: Sendable {
 }
 
 /// The route of a request, as metrics label it.
-enum RouteLabel: String, Sendable {
+enum RouteLabel: String, Sendable, CaseIterable {
     case health = "/api/health"
     case process = "/api/process"
     case chatCompletions = "/v1/chat/completions"
@@ -108,5 +108,17 @@ enum RouteLabel: String, Sendable {
 
     init(path: String) {
         self = RouteLabel(rawValue: path) ?? .other
+    }
+
+    /// Its position among ``allCases``.
+    var index: Int {
+        switch self {
+        case .health: 0
+        case .process: 1
+        case .chatCompletions: 2
+        case .models: 3
+        case .metrics: 4
+        case .other: 5
+        }
     }
 }
