@@ -23,6 +23,9 @@
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   extra `swift build -c release` flags; the default
 #                             links the Swift runtime statically, as `make release` and the
 #                             Dockerfile do
+#   CONTROLS=features         what the controls twin turns on: features (caller tokens, rate
+#                             limits, metrics) or log (the gateway's settings with the default
+#                             LOG_LEVEL=info: one access-log line a request, to a file)
 #   GATEWAY_LIBCURL=, CONTROLS_LIBCURL=   a directory holding another build of libcurl.so.4
 #                             for the gateway, for the controls twin (LD_LIBRARY_PATH); with
 #                             either set, the twin runs the gateway's settings (no tokens, rate
@@ -107,7 +110,13 @@ gateway_pid=$started_pid
 # or, comparing two builds of libcurl, the same settings as the gateway with the other build.
 bench_token=bench-caller-token-0123456789
 token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
-if [ -n "$gateway_libcurl$controls_libcurl" ]; then
+controls_mode=${CONTROLS:-features}
+case "$controls_mode" in features | log) ;; *) die "CONTROLS must be features or log" ;; esac
+if [ "$controls_mode" = log ]; then
+    start_gateway controls RATE_LIMITS=off METRICS=off LOG_LEVEL=info
+    controls_role="the gateway's settings with LOG_LEVEL=info (an access-log line a request)"
+    controls_legend="controls = the gateway with LOG_LEVEL=info (its access log to a file); gateway = LOG_LEVEL=warning."
+elif [ -n "$gateway_libcurl$controls_libcurl" ]; then
     start_gateway controls RATE_LIMITS=off METRICS=off ${controls_libcurl:+LD_LIBRARY_PATH=$controls_libcurl}
     controls_role="the gateway's settings, libcurl from ${controls_libcurl:-the system}"
     controls_legend="controls = the gateway's settings with libcurl from ${controls_libcurl:-the system}; gateway = with libcurl from ${gateway_libcurl:-the system}."

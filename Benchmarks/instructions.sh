@@ -15,6 +15,10 @@
 #                        38 makes 11,817 characters, under the 12,000 the gateway takes), to
 #                        show what the gateway spends per byte of text
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   as bench-gateway (what `make release` ships)
+#   LOG_LEVEL=warning    the gateway's log level (info: one access-log line a request)
+#   POLL_MICROSECONDS=0  EVENT_LOOP_POLL_MICROSECONDS for the gateway: 0 (the default here)
+#                        keeps the loop from polling between requests, whose cost depends on
+#                        timing, not on the code; empty: the gateway's own default
 #   LIBCURL=             a directory holding another build of libcurl.so.4 for the gateway
 #                        (LD_LIBRARY_PATH; Benchmarks/curl-head.sh)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
@@ -61,7 +65,8 @@ mkdir -p "$work/run"
 (
     cd "$work/run"
     exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" ${libcurl:+LD_LIBRARY_PATH=$libcurl} DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
-        DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
+        DARVAREH_MODEL_ID=bench-model LOG_LEVEL="${LOG_LEVEL:-warning}" RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
+        EVENT_LOOP_POLL_MICROSECONDS="${POLL_MICROSECONDS-0}" \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production
 ) 2>"$work/gateway.log" &
@@ -79,7 +84,7 @@ printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<${#text} characters>}, one kept-alive connection,"
-echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=warning,"
+echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=${LOG_LEVEL:-warning}, EVENT_LOOP_POLL_MICROSECONDS=${POLL_MICROSECONDS-0},"
 echo "RATE_LIMITS=off, METRICS=off${libcurl:+; libcurl from $libcurl}); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
 echo
 python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" <<'PY'

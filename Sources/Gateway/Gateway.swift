@@ -45,7 +45,7 @@ public final class Gateway: Sendable {
             ? (rateLimiter ?? InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)) : nil
         let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         var admission: [any Middleware] = [AuthMiddleware(tokens: configuration.tokens)]
-        if let limiter { admission.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, clock: clock)) }
+        if let limiter { admission.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
         let routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
             Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
@@ -62,7 +62,7 @@ public final class Gateway: Sendable {
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,
-            errorLanguage: configuration.errorLanguage, trustedProxies: configuration.trustedProxies
+            errorLanguage: configuration.errorLanguage
         )
     }
 

@@ -67,6 +67,23 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         fields.count { $0.name.asciiCaseInsensitiveEquals(name) }
     }
 
+    /// The first of `names` (at most 64) that more than one field line carries, in one pass
+    /// over the fields; nil when none repeats.
+    public func firstRepeated(among names: [String]) -> String? {
+        var seen: UInt64 = 0
+        let lengths = names.map(\.utf8.count)
+        for field in fields {
+            let length = field.name.utf8.count
+            for index in names.indices where lengths[index] == length && field.name.asciiCaseInsensitiveEquals(names[index]) {
+                let name = names[index]
+                let bit: UInt64 = 1 << UInt64(index & 63)
+                if seen & bit != 0 { return name }
+                seen |= bit
+            }
+        }
+        return nil
+    }
+
     /// Whether at least one field has this name.
     public func contains(_ name: String) -> Bool {
         fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }

@@ -22,7 +22,7 @@ public struct HTTPResponse: Sendable {
     /// Called by the server exactly once when this response has ended, however it ended:
     /// written whole, cut short by a failing stream, or never (fully) written because the
     /// connection closed first. The one place an application learns how a request ended.
-    public var finished: (@Sendable (ResponseEnd) async -> Void)?
+    public var finished: (nonisolated(nonsending) @Sendable (ResponseEnd) async -> Void)?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: Body = .bytes([])) {
         self.status = status

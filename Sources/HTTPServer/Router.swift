@@ -1,7 +1,7 @@
 public import HTTP1
 
 /// A request handler.
-public typealias HTTPResponder = @Sendable (HTTPRequest) async throws -> HTTPResponse
+public typealias HTTPResponder = nonisolated(nonsending) @Sendable (HTTPRequest) async throws -> HTTPResponse
 
 /// Routes of any handler type (method + exact path → handler), collected at start and then
 /// frozen into an immutable table: nothing changes routing once the server runs.
@@ -14,12 +14,13 @@ public struct RoutingTable<Handler: Sendable>: Sendable {
         case notFound
     }
 
-    private struct Entry: Sendable {
-        let handlers: [HTTPMethod: Handler]
-        let allow: String
+    @usableFromInline
+    struct Entry: Sendable {
+        @usableFromInline let handlers: [HTTPMethod: Handler]
+        @usableFromInline let allow: String
     }
 
-    private let entries: [String: Entry]
+    @usableFromInline let entries: [String: Entry]
 
     /// Freezes `routes` (path → method → handler).
     public init(_ routes: [String: [HTTPMethod: Handler]]) {
@@ -33,6 +34,8 @@ public struct RoutingTable<Handler: Sendable>: Sendable {
     }
 
     /// The handler for `method` on `path`; `HEAD` falls back to `GET` (the server drops the body).
+    /// Inlinable, so the table is specialized for its handler type where it is used.
+    @inlinable
     public func match(_ method: HTTPMethod, _ path: String) -> Match {
         guard let entry = entries[path] else { return .notFound }
         if let handler = entry.handlers[method] { return .found(handler) }

@@ -2,7 +2,7 @@ import HTTP1
 import HTTPServer
 
 /// What a route (with its middleware) is: a request and its context in, a response out.
-typealias RouteResponder = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
+typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
 
 /// One concern of the request path, in the shape of Hummingbird's `MiddlewareProtocol`:
 /// it sees the request and its context, may answer itself or call `next`, and may change
@@ -83,12 +83,14 @@ struct AuthMiddleware: Middleware {
 struct RateLimitMiddleware: Middleware {
     let limiter: any RateLimiter
     let plans: PlanCatalog
+    /// Proxies whose `X-Forwarded-For` names a guest's address.
+    let trustedProxies: TrustedProxies
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        let caller = context.snapshot.caller
+        let caller = context.caller
         let plan = plans.plan(for: caller)
-        let key = caller.map { "user:" + $0.userID } ?? "address:" + context.clientAddress
+        let key = caller.map { "user:" + $0.userID } ?? "address:" + clientAddress(request)
         let decision: RateDecision
         do {
             decision = try await limiter.acquire(key: key, plan: plan, now: clock())
@@ -118,5 +120,11 @@ struct RateLimitMiddleware: Middleware {
             if let status { context.update { $0.rateStatus = status } }
         }
         return response
+    }
+
+    /// A guest's address as the gateway sees it: the last `X-Forwarded-For` entry (over every
+    /// line of it) that no trusted proxy vouches for, else the peer.
+    private func clientAddress(_ request: HTTPRequest) -> String {
+        trustedProxies.clientAddress(peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For"))
     }
 }

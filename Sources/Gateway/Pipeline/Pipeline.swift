@@ -32,13 +32,12 @@ struct Pipeline: Sendable {
     private let responder: RouteResponder
     private let finisher: RequestFinisher
     private let errorLanguage: ErrorLanguage?
-    private let trustedProxies: TrustedProxies
 
     /// Request fields a request may carry once at most (RFC 9110 §5.3: a field that is not a
     /// list cannot be combined); two of them are `400`.
     static let singletonFields = ["Authorization", "Content-Type", "X-Request-Id"]
 
-    init(routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?, trustedProxies: TrustedProxies) {
+    init(routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?) {
         var table: [String: [HTTPMethod: RouteResponder]] = [:]
         for route in routes {
             let handler = route.handler
@@ -48,7 +47,7 @@ struct Pipeline: Sendable {
         }
         let routing = RoutingTable(table)
         let route: RouteResponder = { request, context in
-            for name in Self.singletonFields where request.headers.count(of: name) > 1 { throw GatewayError.repeatedField }
+            if request.headers.firstRepeated(among: Self.singletonFields) != nil { throw GatewayError.repeatedField }
             switch routing.match(request.method, request.path) {
             case .found(let responder):
                 return try await responder(request, context)
@@ -65,12 +64,11 @@ struct Pipeline: Sendable {
         responder = outer.wrapping(route)
         self.finisher = finisher
         self.errorLanguage = errorLanguage
-        self.trustedProxies = trustedProxies
     }
 
     /// Answers any request; never throws.
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let context = makeContext(request.head, peer: request.remoteAddress)
+        let context = makeContext(request.head)
         finisher.started(context)
         var response: HTTPResponse
         do {
@@ -79,8 +77,9 @@ struct Pipeline: Sendable {
             // ErrorMiddleware renders every error; nothing reaches here.
             response = ErrorRenderer.response(.internalError, shape: context.errorShape, requestID: context.id, language: context.language)
         }
-        let state = context.snapshot
-        for field in state.rateStatus?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        if let status = context.rateStatus {
+            for field in status.headerFields { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        }
         let status = response.status.code
         context.update { $0.status = status }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
@@ -91,7 +90,7 @@ struct Pipeline: Sendable {
     /// body over the limit, a read timeout), through the same finished hook.
     func refuse(_ failure: ProtocolError) -> HTTPResponse {
         let head = failure.head ?? RequestHead(method: .GET, target: "/", path: "/", query: nil, version: .http1_1, headers: HTTPHeaders(), framing: .none)
-        let context = makeContext(head, peer: nil)
+        let context = makeContext(head)
         finisher.started(context)
         let error = GatewayError.protocolError(failure.status)
         context.update {
@@ -105,7 +104,7 @@ struct Pipeline: Sendable {
         return response
     }
 
-    private func makeContext(_ head: RequestHead, peer: SocketAddress?) -> RequestContext {
+    private func makeContext(_ head: RequestHead) -> RequestContext {
         let group = groups.first { head.path.hasPrefix($0.prefix) } ?? .root
         let headers = head.headers
         // Unset, `/api` speaks Persian whatever the app's Accept-Language says (an iOS app
@@ -117,10 +116,9 @@ struct Pipeline: Sendable {
         case .english: language = .english
         case .auto: language = Language(acceptLanguage: headers["Accept-Language"], default: fallback)
         }
-        let clientAddress = trustedProxies.clientAddress(peer: peer?.host ?? "unknown", forwardedFor: headers.combinedValue("X-Forwarded-For"))
         return RequestContext(
-            id: RequestID.accept(headers.count(of: "X-Request-Id") == 1 ? headers["X-Request-Id"] : nil), method: head.method, path: head.path,
-            route: RouteLabel(path: head.path), errorShape: group.errorShape, language: language, clientAddress: clientAddress
+            id: RequestID.accept(headers["X-Request-Id"]), method: head.method, path: head.path,
+            route: RouteLabel(path: head.path), errorShape: group.errorShape, language: language
         )
     }
 }

@@ -22,9 +22,6 @@ final class RequestContext: Sendable {
     /// The language of error messages.
     let language: Language
     let start: MonotonicInstant
-    /// The client's address as the gateway sees it (the last untrusted `X-Forwarded-For`
-    /// entry behind trusted proxies, else the peer).
-    let clientAddress: String
 
     struct State: Sendable {
         var caller: Caller?
@@ -50,7 +47,7 @@ final class RequestContext: Sendable {
 
     init(
         id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
-        clientAddress: String, start: MonotonicInstant = .now()
+        start: MonotonicInstant = .now()
     ) {
         self.id = id
         self.method = method
@@ -58,7 +55,6 @@ final class RequestContext: Sendable {
         self.route = route
         self.errorShape = errorShape
         self.language = language
-        self.clientAddress = clientAddress
         self.start = start
     }
 
@@ -68,6 +64,10 @@ final class RequestContext: Sendable {
     func update(_ body: (inout State) -> Void) {
         state.withLock { body(&$0) }
     }
+
+    var caller: Caller? { state.withLock { $0.caller } }
+    var rateStatus: RateStatus? { state.withLock { $0.rateStatus } }
+    var upstreamNanoseconds: UInt64 { state.withLock { $0.upstreamNanoseconds } }
 
     /// The lease, once: nil when it was never taken or was already given back.
     func takeLease() -> (lease: RateLease, plan: Plan)? {
@@ -106,9 +106,16 @@ enum RouteLabel: String, Sendable, CaseIterable {
     case metrics = "/metrics"
     case other
 
+    /// The route of `path`, compared byte for byte (no string switch, no hashing).
     init(path: String) {
-        self = RouteLabel(rawValue: path) ?? .other
+        for route in Self.known where path.hasSameUTF8(as: route.rawValue) {
+            self = route
+            return
+        }
+        self = .other
     }
+
+    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics]
 
     /// Its position among ``allCases``.
     var index: Int {

@@ -90,14 +90,14 @@ struct ProcessRoute: RouteHandler {
             $0.field("requestId", context.id)
             $0.usageField(answer.usage)
         }
-        let state = context.snapshot
-        let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
+        let upstreamNanoseconds = context.upstreamNanoseconds
+        let upstreamMs = Double(upstreamNanoseconds) / 1e6
         let gatewayNanoseconds = context.start.nanoseconds(until: .now())
         var timing = "upstream;dur="
         timing.reserveCapacity(48)
         JSONWriter.appendDecimal(upstreamMs, to: &timing)
         timing += ", gateway;dur="
-        JSONWriter.appendDecimal(Double(gatewayNanoseconds - min(gatewayNanoseconds, state.upstreamNanoseconds)) / 1e6, to: &timing)
+        JSONWriter.appendDecimal(Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamNanoseconds)) / 1e6, to: &timing)
         headers.add(name: "Server-Timing", value: timing)
         return HTTPResponse(headers: headers, body: .bytes(body.bytes))
     }
