@@ -44,7 +44,9 @@ public final class Gateway: Sendable {
         let limiter: (any RateLimiter)? = configuration.rateLimitsEnabled
             ? (rateLimiter ?? InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)) : nil
         let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
-        var admission: [any Middleware] = [AuthMiddleware(tokens: configuration.tokens)]
+        // A concern the configuration turns off is no layer at all.
+        var admission: [any Middleware] = []
+        if let tokens = configuration.tokens { admission.append(AuthMiddleware(tokens: tokens)) }
         if let limiter { admission.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
         let routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),

@@ -71,10 +71,9 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// over the fields; nil when none repeats.
     public func firstRepeated(among names: [String]) -> String? {
         var seen: UInt64 = 0
-        let lengths = names.map(\.utf8.count)
         for field in fields {
             let length = field.name.utf8.count
-            for index in names.indices where lengths[index] == length && field.name.asciiCaseInsensitiveEquals(names[index]) {
+            for index in names.indices where names[index].utf8.count == length && field.name.asciiCaseInsensitiveEquals(names[index]) {
                 let name = names[index]
                 let bit: UInt64 = 1 << UInt64(index & 63)
                 if seen & bit != 0 { return name }

@@ -62,16 +62,13 @@ struct ErrorMiddleware: Middleware {
     }
 }
 
-/// With caller tokens configured, lets in only a request whose `Authorization` names one,
-/// and records who it is.
+/// Lets in only a request whose `Authorization` names a caller token, and records who it is.
 struct AuthMiddleware: Middleware {
-    let tokens: TokenStore?
+    let tokens: TokenStore
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        if let tokens {
-            guard let caller = tokens.authenticate(authorization: request.headers["Authorization"]) else { throw GatewayError.unauthorized }
-            context.update { $0.caller = caller }
-        }
+        guard let caller = tokens.authenticate(authorization: request.headers["Authorization"]) else { throw GatewayError.unauthorized }
+        context.update { $0.caller = caller }
         return try await next(request, context)
     }
 }

@@ -104,15 +104,8 @@ public struct ChatClient: Sendable {
     }
 }
 
+// `complete(body:requestID:)` and `forward(_:requestID:)` are the witnesses as they are.
 extension ChatClient: ChatUpstream {
-    func complete(body: [UInt8], requestID: String) async throws(ChatError) -> ChatCompletion {
-        try await complete(body: body, requestID: Optional(requestID))
-    }
-
-    func forward(_ request: ChatCompletionRequest, requestID: String) async throws(ChatError) -> [UInt8] {
-        try await forward(request, requestID: Optional(requestID))
-    }
-
     func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
         HTTPUpstreamBytes(body: try await streamBody(request, requestID: requestID, timeout: timeout))
     }

@@ -6,10 +6,10 @@ import ChatAPI
 protocol ChatUpstream: Sendable {
     /// One completion for an encoded request body (`stream` unset): the answer with usable
     /// content, or the failure.
-    func complete(body: [UInt8], requestID: String) async throws(ChatError) -> ChatCompletion
+    func complete(body: [UInt8], requestID: String?) async throws(ChatError) -> ChatCompletion
 
     /// Sends a `/v1` request as it is; the upstream's 2xx body, unread (for relaying).
-    func forward(_ request: ChatCompletionRequest, requestID: String) async throws(ChatError) -> [UInt8]
+    func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8]
 
     /// Starts a streamed completion (`stream` and usage asked for) and returns once the
     /// upstream answered 2xx; its raw event-stream bytes follow.
