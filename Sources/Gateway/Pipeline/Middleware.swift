@@ -30,8 +30,14 @@ protocol RouteHandler: Sendable {
 struct RequestIDMiddleware: Middleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
         var response = try await next(request, context)
-        response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
+        stamp(&response, context: context)
         return response
+    }
+
+    /// What the middleware does to a response, for the pipeline's outermost step, which
+    /// runs it without an async layer of its own.
+    func stamp(_ response: inout HTTPResponse, context: RequestContext) {
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
     }
 }
 
@@ -45,13 +51,19 @@ struct ErrorMiddleware: Middleware {
         do {
             return try await next(request, context)
         } catch {
-            let failure = gatewayError(for: error, context: context)
-            context.update {
-                if $0.outcome == nil { $0.outcome = .answered(with: failure) }
-                $0.error = failure
-            }
-            return ErrorRenderer.response(failure, shape: context.errorShape, requestID: context.id, language: context.language)
+            return render(error, context: context)
         }
+    }
+
+    /// The response for `error`, for the pipeline's outermost step, which catches without an
+    /// async layer of its own.
+    func render(_ error: any Error, context: RequestContext) -> HTTPResponse {
+        let failure = gatewayError(for: error, context: context)
+        context.update {
+            if $0.outcome == nil { $0.outcome = .answered(with: failure) }
+            $0.error = failure
+        }
+        return ErrorRenderer.response(failure, shape: context.errorShape, requestID: context.id, language: context.language)
     }
 
     private func gatewayError(for error: any Error, context: RequestContext) -> GatewayError {

@@ -30,6 +30,10 @@ struct Route: Sendable {
 struct Pipeline: Sendable {
     private let groups: [RouteGroup]
     private let responder: RouteResponder
+    /// The outermost middleware, run in place (as `[RequestIDMiddleware, ErrorMiddleware]`
+    /// in front of the router would, without two async layers on every request's stack).
+    private let requestID: RequestIDMiddleware
+    private let errors: ErrorMiddleware
     private let finisher: RequestFinisher
     private let errorLanguage: ErrorLanguage?
 
@@ -59,9 +63,10 @@ struct Pipeline: Sendable {
                 throw GatewayError.notFound
             }
         }
-        let outer: [any Middleware] = [RequestIDMiddleware(), ErrorMiddleware(logger: logger)]
         self.groups = groups
-        responder = outer.wrapping(route)
+        responder = route
+        requestID = RequestIDMiddleware()
+        errors = ErrorMiddleware(logger: logger)
         self.finisher = finisher
         self.errorLanguage = errorLanguage
     }
@@ -74,9 +79,9 @@ struct Pipeline: Sendable {
         do {
             response = try await responder(request, context)
         } catch {
-            // ErrorMiddleware renders every error; nothing reaches here.
-            response = ErrorRenderer.response(.internalError, shape: context.errorShape, requestID: context.id, language: context.language)
+            response = errors.render(error, context: context)
         }
+        requestID.stamp(&response, context: context)
         if let status = context.rateStatus {
             for field in status.headerFields { response.headers.replaceOrAdd(name: field.name, value: field.value) }
         }
