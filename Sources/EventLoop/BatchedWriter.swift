@@ -37,6 +37,11 @@ public final class BatchedWriter: Sendable {
         var droppedLines = 0
         /// The writer thread waits for work: the next `append` must wake it.
         var sleeping = false
+        /// The writer thread lets lines gather before it writes: an `append` that fills a
+        /// batch must wake it.
+        var lingering = false
+        /// Callers of `flush` waiting now: the writer writes at once.
+        var flushRequests = 0
         var stopping = false
         var exited = false
         var thread: pthread_t?
@@ -44,16 +49,22 @@ public final class BatchedWriter: Sendable {
 
     private let fd: CInt
     private let bufferLimit: Int
+    private let batchInterval: Duration
+    /// A batch this large is written without waiting out the interval.
+    private static let batchBytes = 64 << 10
     private let state = Mutex(State())
     /// Wakes the writer for work, and `flush`/`shutdown` callers for its progress.
     private let signal = ProgressSignal()
 
     /// Starts a writer thread for `fileDescriptor`, which must stay open until
     /// ``shutdown(timeout:)`` returns. Lines that would take the waiting buffer past
-    /// `bufferLimit` bytes are dropped.
-    public init(fileDescriptor: CInt, bufferLimit: Int = 8 << 20) {
+    /// `bufferLimit` bytes are dropped. Once a line arrives, the writer waits up to
+    /// `batchInterval` for more before it writes (at once for a full batch, a `flush` or a
+    /// shutdown): one wake-up and one `write` for many lines, not one of each per line.
+    public init(fileDescriptor: CInt, bufferLimit: Int = 8 << 20, batchInterval: Duration = .milliseconds(20)) {
         fd = fileDescriptor
         self.bufferLimit = bufferLimit
+        self.batchInterval = batchInterval
         let thread = DetachedThread.start { [self] in self.run() }
         state.withLock { $0.thread = thread }
     }
@@ -72,8 +83,9 @@ public final class BatchedWriter: Sendable {
             }
             state.pending.append(contentsOf: line)
             state.acceptedBytes += line.count
-            // Only an idle writer needs waking; a busy one comes back for the buffer by itself.
-            let wake = state.sleeping
+            // Only an idle writer needs waking, or one letting a batch gather that is now full;
+            // a busy one comes back for the buffer by itself.
+            let wake = state.sleeping || (state.lingering && state.pending.count >= Self.batchBytes)
             state.sleeping = false
             return wake
         }
@@ -112,7 +124,12 @@ public final class BatchedWriter: Sendable {
     }
 
     private func flush(until deadline: MonotonicInstant) -> Bool {
-        let target = state.withLock { $0.acceptedBytes }
+        let target = state.withLock { state -> Int in
+            state.flushRequests += 1
+            return state.acceptedBytes
+        }
+        signal.broadcast()
+        defer { state.withLock { $0.flushRequests -= 1 } }
         return signal.wait(until: deadline, for: { state.withLock { $0.finishedBytes >= target } })
     }
 
@@ -123,6 +140,21 @@ public final class BatchedWriter: Sendable {
         var batch: [UInt8] = []
         while true {
             var stop = false
+            // Work has come: let more gather for a while, unless someone waits for it.
+            let gathered = signal.wait(until: nil) {
+                state.withLock { state in
+                    if !state.pending.isEmpty || state.stopping || state.flushRequests > 0 { return true }
+                    state.sleeping = true
+                    return false
+                }
+            }
+            if gathered, batchInterval > .zero {
+                state.withLock { $0.lingering = true }
+                _ = signal.wait(until: MonotonicInstant.now().advanced(by: batchInterval)) {
+                    state.withLock { $0.stopping || $0.flushRequests > 0 || $0.pending.count >= Self.batchBytes }
+                }
+                state.withLock { $0.lingering = false }
+            }
             signal.wait(until: nil) {
                 state.withLock { state in
                     if !state.pending.isEmpty {
