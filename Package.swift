@@ -6,6 +6,8 @@ let strict: [SwiftSetting] = [
     // Non-isolated async functions run on their caller's executor: a handler stays on the
     // loop that runs it without a hop (and its cost) at every call.
     .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+    // `import` is internal unless written `public import`: what a module shows of another is said.
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import CEventLoop
+public import CEventLoop
 import Glibc
 #endif
 

@@ -24,10 +24,10 @@ struct BatchedWriterTests {
                 for number in 0..<perThread { writer.append(Array("thread=\(thread) line=\(number) end\n".utf8)) }
             }
         }
-        for appender in appenders { pthread_join(appender, nil) }
-        #expect(writer.shutdown(timeout: .seconds(10)))
+        await DetachedThread.run { for appender in appenders { pthread_join(appender, nil) } }
+        #expect(await DetachedThread.run { writer.shutdown(timeout: .seconds(10)) })
         pipe.closeWriteEnd()
-        let text = String(decoding: reader.finish(), as: UTF8.self)
+        let text = String(decoding: await DetachedThread.run { reader.finish() }, as: UTF8.self)
 
         var next = [Int](repeating: 0, count: threads)
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
@@ -65,7 +65,7 @@ struct BatchedWriterTests {
         #expect(received == Array("first\n".utf8))
 
         for number in 0..<100 { writer.append(Array("line \(number)\n".utf8)) }
-        #expect(writer.flush())
+        #expect(await DetachedThread.run { writer.flush() })
         let expected = (0..<100).flatMap { Array("line \($0)\n".utf8) }
         #expect(pipe.readAvailable() == expected, "every byte readable as soon as flush returns")
     }
@@ -89,12 +89,12 @@ struct BatchedWriterTests {
         // At most the pipe, the batch in write(2) and a full buffer can have been taken.
         let kept = (4096 + 2 * limit) / line.count + 1
         #expect(dropped >= total - kept)
-        #expect(!writer.flush(timeout: .milliseconds(20)), "a stalled pipe cannot be flushed")
+        #expect(await !DetachedThread.run { writer.flush(timeout: .milliseconds(20)) }, "a stalled pipe cannot be flushed")
 
         let reader = PipeReader(pipe.readEnd)
-        #expect(writer.shutdown(timeout: .seconds(10)))
+        #expect(await DetachedThread.run { writer.shutdown(timeout: .seconds(10)) })
         pipe.closeWriteEnd()
-        let received = reader.finish()
+        let received = await DetachedThread.run { reader.finish() }
         #expect(received.count == (total - dropped) * line.count)
         #expect(received.isEmpty || received.suffix(line.count).elementsEqual(line), "lines stay whole")
         #expect(writer.droppedLineCount == dropped)
@@ -114,9 +114,9 @@ struct BatchedWriterTests {
         }
         // Read only once all is appended: the pipe is full and each write takes a part.
         let reader = PipeReader(pipe.readEnd, chunk: 100)
-        #expect(writer.shutdown(timeout: .seconds(20)))
+        #expect(await DetachedThread.run { writer.shutdown(timeout: .seconds(20)) })
         pipe.closeWriteEnd()
-        let received = reader.finish()
+        let received = await DetachedThread.run { reader.finish() }
         #expect(received.count == expected.count)
         // A Bool, so that a failure does not diff two long arrays.
         let same = received == expected
@@ -129,12 +129,12 @@ struct BatchedWriterTests {
         let badDescriptor = BatchedWriter(fileDescriptor: -1)
         badDescriptor.append(Array("one\n".utf8))
         badDescriptor.append(Array("two\nthree\n".utf8))
-        #expect(badDescriptor.flush())
+        #expect(await DetachedThread.run { badDescriptor.flush() })
         #expect(badDescriptor.droppedLineCount == 3, "EBADF")
         badDescriptor.append(Array("four\n".utf8))
-        #expect(badDescriptor.flush())
+        #expect(await DetachedThread.run { badDescriptor.flush() })
         #expect(badDescriptor.droppedLineCount == 4)
-        #expect(badDescriptor.shutdown())
+        #expect(await DetachedThread.run { badDescriptor.shutdown() })
         badDescriptor.append(Array("after shutdown\n".utf8))
         #expect(badDescriptor.droppedLineCount == 5)
 
@@ -143,9 +143,9 @@ struct BatchedWriterTests {
         pipe.closeReadEnd()
         let readerGone = BatchedWriter(fileDescriptor: pipe.writeEnd)
         readerGone.append(Array("lost\n".utf8))
-        #expect(readerGone.flush())
+        #expect(await DetachedThread.run { readerGone.flush() })
         #expect(readerGone.droppedLineCount == 1, "EPIPE")
-        #expect(readerGone.shutdown())
+        #expect(await DetachedThread.run { readerGone.shutdown() })
     }
 }
 
@@ -220,7 +220,9 @@ private final class PipeReader: Sendable {
         }
     }
 
-    /// Waits for end of stream (close the write end first) and returns everything read.
+    /// Waits for end of stream (close the write end first) and returns everything read. Blocks:
+    /// call it off the cooperative pool (`DetachedThread.run`), as every blocking call here is,
+    /// so that a stalled test cannot starve the suites running beside it.
     func finish() -> [UInt8] {
         pthread_join(thread, nil)
         return received.bytes.withLock { $0 }

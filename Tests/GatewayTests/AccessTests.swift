@@ -566,6 +566,30 @@ struct AccessTests {
             #expect(limiter.keyCount == 0)
         }
 
+        @Test("a lease never given back expires after its time to live and frees its slot")
+        func leaseExpires() async throws {
+            let limiter = InMemoryRateLimiter(leaseTimeToLive: .seconds(10))
+            let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: 1, tokensPerDay: nil)
+            #expect(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(0))) != nil)
+            #expect(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(5)))?.reason == .concurrency)
+            #expect(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(11))) != nil)
+        }
+
+        @Test("finish gives the lease back once and answers the status counting the tokens it charged")
+        func finishSettles() async throws {
+            let limiter = InMemoryRateLimiter()
+            let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: 1, tokensPerDay: 500)
+            let first = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(0))))
+            #expect(first.status?.remaining == 500)
+            let after = await limiter.finish(lease: first.lease, plan: plan, tokens: 248, now: Self.at(1))
+            #expect(after?.quota == .tokensPerDay && after?.remaining == 252)
+            // A second finish of the same lease frees nothing more: the next one still holds the slot.
+            let second = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(2))))
+            _ = await limiter.finish(lease: first.lease, plan: plan, tokens: 0, now: Self.at(2))
+            #expect(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(3)))?.reason == .concurrency)
+            #expect(await limiter.finish(lease: second.lease, plan: plan, tokens: 248, now: Self.at(4))?.remaining == 4)
+        }
+
         @Test("the limiter is usable through the protocol from many tasks at once")
         func concurrentUse() async throws {
             let limiter: any RateLimiter = InMemoryRateLimiter()

@@ -180,6 +180,18 @@ struct GatewayUnitTests {
         }
     }
 
+    @Test("--env takes what the help says: development, production, testing or any name of letters, digits, - and _")
+    func environmentNames() throws {
+        #expect(GatewayCommand.usage.contains("[--env NAME]"))
+        #expect(GatewayCommand.usage.contains("letters, digits, '-' and '_'"))
+        for name in ["development", "production", "testing", "staging-2", "eu_west"] {
+            #expect(try GatewayCommand.parse(["--env", name]) == .serve(hostname: nil, port: nil, environment: name))
+        }
+        for name in ["a b", "x/y", "", ".env"] {
+            #expect(throws: CommandLineError.self) { try GatewayCommand.parse(["--env", name]) }
+        }
+    }
+
     @Test("writes JSON with escaped strings and log values that cannot break a line")
     func escaping() {
         var writer = JSONWriter()

@@ -110,22 +110,14 @@ struct StreamRelay: Sendable {
         case .failed(let failure, _):
             try await fail(failure.error, outcome: .failed(failure), writer)
         case .ended(let reason, _):
-            if reason == .shutdown {
-                try await fail(.shuttingDown, outcome: .shutdown, writer)
-            } else {
-                try await fail(.upstreamTimeout, outcome: .streamTimeout, writer)
-            }
+            try await fail(reason.ending.error, outcome: reason.ending.outcome, writer)
         case .clientGone:
             context.update { $0.outcome = .cancelled }
         }
     }
 
     private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
-        context.update {
-            $0.error = error
-            $0.outcome = outcome
-        }
-        try await writer.write(ErrorRenderer.event(error, shape: .openAI, requestID: context.id, language: context.language))
+        try await context.failStream(error, outcome: outcome, shape: .openAI, writer)
     }
 
     private func relay(_ writer: ResponseBodyWriter, progress: Progress) async -> Outcome {

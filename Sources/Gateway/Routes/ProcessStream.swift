@@ -49,11 +49,7 @@ struct ProcessStream: Sendable {
             try await fail(failure.error, outcome: .failed(failure), writer)
         case .ended(let reason):
             context.noteUpstream(since: upstreamStart, usage: nil)
-            if reason == .shutdown {
-                try await fail(.shuttingDown, outcome: .shutdown, writer)
-            } else {
-                try await fail(.upstreamTimeout, outcome: .streamTimeout, writer)
-            }
+            try await fail(reason.ending.error, outcome: reason.ending.outcome, writer)
         case .clientGone:
             context.noteUpstream(since: upstreamStart, usage: nil)
             context.update { $0.outcome = .cancelled }
@@ -93,11 +89,7 @@ struct ProcessStream: Sendable {
     }
 
     private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
-        context.update {
-            $0.error = error
-            $0.outcome = outcome
-        }
-        try await writer.write(ErrorRenderer.event(error, shape: .gateway, requestID: context.id, language: context.language))
+        try await context.failStream(error, outcome: outcome, shape: .gateway, writer)
     }
 
     private func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
