@@ -30,8 +30,8 @@ final class CurlMulti {
     private var sockets: [curl_socket_t: CurlSocket] = [:]
     private var idleHandles: [CurlEasy] = []
     /// URLs parsed once for `CURLOPT_CURLU`, with their text: with a parsed URL set, curl
-    /// neither parses the URL again nor rebuilds its text for each transfer (measured: 4 % of
-    /// the gateway's instructions per request). A client calls a handful of URLs, so they are
+    /// neither parses the URL again nor rebuilds its text for each transfer (what that saves
+    /// is in BENCHMARKS.md's history). A client calls a handful of URLs, so they are
     /// found by comparing texts in order (the same string storage: one check each), which
     /// costs less than hashing the text; past ``parsedURLLimit`` of them, curl parses the
     /// rest itself.

@@ -23,8 +23,7 @@ let usage = """
     """
 
 func fail(_ message: String) -> Never {
-    let text = Array("mock-upstream: \(message)\n\(usage)".utf8)
-    _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    StandardStreams.write("mock-upstream: \(message)\n\(usage)", to: 2)
     exit(2)
 }
 
@@ -59,7 +58,7 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--content": options.defaults.content = value(argument)
         case "--provider-headers": options.defaults.providerHeaders = true
         case "--help", "-h":
-            _ = Array(usage.utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            StandardStreams.write(usage, to: 1)
             exit(0)
         default: fail("unknown option \(argument)")
         }
@@ -84,8 +83,7 @@ do {
 } catch {
     fail("cannot start: \(error)")
 }
-let ready = Array("mock-upstream listening on \(mock.baseURL)\n".utf8)
-_ = ready.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+StandardStreams.write("mock-upstream listening on \(mock.baseURL)\n", to: 1)
 
 _ = await signals.next()
 await mock.shutdown(gracePeriod: .seconds(1))

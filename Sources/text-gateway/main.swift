@@ -7,8 +7,7 @@ import Gateway
 import HTTPClient
 
 func write(_ text: String, to fd: CInt) {
-    let bytes = Array(text.utf8)
-    _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    StandardStreams.write(text, to: fd)
 }
 
 func fail(_ message: String, exitCode: CInt = 2) -> Never {
@@ -34,13 +33,7 @@ case .help:
 case .version:
     write("text-gateway \(TextGatewayVersion.current)\n", to: 1)
 case .tokenHash:
-    var input: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while input.count <= 4096 {
-        let count = Syscall.retryingInterrupts { chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) } }
-        guard count > 0 else { break }
-        input += chunk[0..<count]
-    }
+    let input = StandardStreams.read(0, upTo: 4096)
     let token = String(decoding: input, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
     guard !token.isEmpty, input.count <= 4096 else { fail("token hash: write one token (at most 512 characters) on standard input") }
     write(TokenStore.hashLine(forToken: token) + "\n", to: 1)

@@ -49,8 +49,8 @@ struct Prompt: Equatable {
     /// inside the brackets) as `[user_text]` / `[/user_text]`, so the text cannot close or
     /// reopen the block it is wrapped in.
     static func neutralizingTags(in text: String) -> String {
-        // The usual case: no `<`, so no tag possible. memchr over the contiguous bytes is many
-        // times faster than iterating the `utf8` view.
+        // The usual case: no `<`, so no tag possible; one memchr over the contiguous bytes
+        // rather than a walk of the `utf8` view.
         var text = text
         let mayHoldTag = text.withUTF8 { bytes in
             guard let start = bytes.baseAddress else { return false }
