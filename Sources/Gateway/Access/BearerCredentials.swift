@@ -17,8 +17,7 @@
 enum BearerCredentials {
     /// The token bytes of a well-formed `Bearer <token>` value, or `nil`.
     static func token(in authorization: String) -> [UInt8]? {
-        if let token = authorization.utf8.withContiguousStorageIfAvailable({ token(in: $0) }) { return token }
-        return Array(authorization.utf8).withUnsafeBufferPointer { token(in: $0) }
+        token(in: Array(authorization.utf8))
     }
 
     /// Whether `authorization` carries exactly `secret` as its bearer token. The SHA-256
@@ -34,7 +33,7 @@ enum BearerCredentials {
         (0x21...0x7E).contains(byte)
     }
 
-    private static func token(in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    private static func token(in bytes: [UInt8]) -> [UInt8]? {
         let scheme = "bearer".utf8
         guard bytes.count > scheme.count else { return nil }
         for (index, expected) in scheme.enumerated() {
