@@ -18,7 +18,7 @@ struct OpenAIEndToEndTests {
     }
 
     struct OpenAIError: Decodable {
-        struct Detail: Decodable { let message: String; let type: String; let code: String? }
+        struct Detail: Decodable { let message: String; let type: String; let code: String?; let param: String? }
         let error: Detail
     }
 
@@ -68,6 +68,7 @@ struct OpenAIEndToEndTests {
             (#"{"model":"fast","messages":[{"role":"user","content":"x"}],"stream":"true"}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=503]"}]}"#, 503, "upstream_busy"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=500]"}]}"#, 502, "upstream_error"),
+            (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=400,error-code=context_length_exceeded]"}]}"#, 400, "context_length_exceeded"),
         ] as [(String, Int, String)]
     )
     func errors(body: String, status: Int, code: String) async throws {
@@ -78,6 +79,9 @@ struct OpenAIEndToEndTests {
             #expect(error.error.code == code)
             #expect(error.error.type == (status >= 500 ? "server_error" : "invalid_request_error"))
             #expect(!error.error.message.contains("mock"))
+            // OpenAI's SDKs read `param` to say which part of the request was wrong.
+            if code == "model_not_found" { #expect(error.error.param == "model") }
+            if code == "context_length_exceeded" { #expect(error.error.param == "messages") }
         }
     }
 

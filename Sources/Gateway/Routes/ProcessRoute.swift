@@ -46,10 +46,10 @@ struct ProcessRoute: RouteHandler {
             let upstreamRequest = Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration)
             return streamResponse(upstream: upstream, request: upstreamRequest, context: context)
         }
-        // The same bytes as the request's `jsonBytes()`, escaping only the text.
-        let upstreamBody = bodyTemplates[Prompt.index(task: parsed.task, tone: parsed.tone)]?
-            .body(filling: Prompt.neutralizingTags(in: parsed.text))
-            ?? Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration).jsonBytes()
+        // The same bytes as the request's `jsonBytes()`, escaping only the text. Every task
+        // with a model has its template.
+        guard let template = bodyTemplates[Prompt.index(task: parsed.task, tone: parsed.tone)] else { throw .modelNotConfigured }
+        let upstreamBody = template.body(filling: Prompt.neutralizingTags(in: parsed.text))
         let answer: ResponseCache.Answer
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
