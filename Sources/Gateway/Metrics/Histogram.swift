@@ -1,9 +1,11 @@
 import Synchronization
 
-/// One histogram: observations counted into buckets, with their sum and count, for one
-/// tuple of label values. An observation is one brief lock (so a scrape always sees
-/// buckets, sum and count that agree); look the histogram up once with
-/// `HistogramFamily.labels(_:)` and keep it.
+/// One histogram: observations counted into buckets, with their sum, for one tuple of label
+/// values. An observation takes no lock (an atomic add to its bucket, one to the sum), so
+/// the loops never wait on each other to record a request. A scrape reads the count as the
+/// sum of the buckets, so buckets and count always agree; the sum may lag an observation
+/// being recorded at that instant, as in Prometheus's own clients. Look the histogram up
+/// once with `HistogramFamily.labels(_:)` and keep it.
 public final class Histogram: Sendable {
     /// What a scrape reads: per-bucket (not cumulative) counts, the last one for `+Inf`.
     struct Snapshot: Sendable {
@@ -12,29 +14,32 @@ public final class Histogram: Sendable {
         var count: UInt64
     }
 
+    /// One atomic counter, boxed so a histogram can hold an array of them.
+    private final class Cell: Sendable {
+        let value = Atomic<UInt64>(0)
+    }
+
     /// The finite upper bounds, strictly increasing.
     let upperBounds: [Double]
     let labelValues: [String]
     let renderedLabels: String
-    private let state: Mutex<Snapshot>
+    private let buckets: [Cell]
+    /// The sum, as the bit pattern of a `Double`.
+    private let sumBits = Atomic<UInt64>(0.0.bitPattern)
 
     init(upperBounds: [Double], labelValues: [String], renderedLabels: String) {
         self.upperBounds = upperBounds
         self.labelValues = labelValues
         self.renderedLabels = renderedLabels
-        self.state = Mutex(Snapshot(buckets: Array(repeating: 0, count: upperBounds.count + 1), sum: 0, count: 0))
+        buckets = (0...upperBounds.count).map { _ in Cell() }
     }
 
     /// Records `value` (seconds, by convention, for durations). NaN is ignored: it would
     /// turn the sum into NaN for good.
     public func observe(_ value: Double) {
         guard !value.isNaN else { return }
-        let index = bucketIndex(value)
-        state.withLock { state in
-            state.buckets[index] &+= 1
-            state.sum += value
-            state.count &+= 1
-        }
+        buckets[bucketIndex(value)].value.wrappingAdd(1, ordering: .relaxed)
+        AtomicDouble.add(value, to: sumBits)
     }
 
     /// Records `duration` in seconds.
@@ -45,16 +50,17 @@ public final class Histogram: Sendable {
 
     /// How many values were observed.
     public var count: UInt64 {
-        state.withLock { $0.count }
+        buckets.reduce(0) { $0 &+ $1.value.load(ordering: .relaxed) }
     }
 
     /// The sum of the observed values.
     public var sum: Double {
-        state.withLock { $0.sum }
+        Double(bitPattern: sumBits.load(ordering: .relaxed))
     }
 
     func snapshot() -> Snapshot {
-        state.withLock { $0 }
+        let counts = buckets.map { $0.value.load(ordering: .relaxed) }
+        return Snapshot(buckets: counts, sum: sum, count: counts.reduce(0, &+))
     }
 
     /// The first bucket whose upper bound is at least `value`; `upperBounds.count` for `+Inf`.
