@@ -14,7 +14,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// code and `param` (their SDKs branch on them).
     var openAI: OpenAIForm?
     /// The kind of upstream failure this error answers, when it is one.
-    var upstreamKind: UpstreamFailure.Kind?
+    var upstreamKind: UpstreamFailureKind?
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus

@@ -4,10 +4,7 @@ import ChatAPI
 /// gets, the bounded label logs and metrics use, and whether trying again could help.
 /// A cancelled call is not a failure (the client went away): it has no classification.
 struct UpstreamFailure: Sendable, Equatable {
-    enum Kind: String, Sendable {
-        case connect, timeout, busy, rejected = "status_4xx", serverError = "status_5xx"
-        case contextLength = "context_length", streamError = "stream_error", unreadable, noContent = "no_content", transport
-    }
+    typealias Kind = UpstreamFailureKind
 
     let kind: Kind
     /// What the client is answered with.

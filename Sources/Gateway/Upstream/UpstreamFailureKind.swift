@@ -1,0 +1,7 @@
+/// The kinds of upstream failure, by the bounded label logs and metrics give them. Apart from
+/// ``UpstreamFailure`` so that ``GatewayError`` can name one without the chat wire types
+/// (the ProcessBody fuzz target builds it alone).
+enum UpstreamFailureKind: String, Sendable {
+    case connect, timeout, busy, rejected = "status_4xx", serverError = "status_5xx"
+    case contextLength = "context_length", streamError = "stream_error", unreadable, noContent = "no_content", transport
+}
