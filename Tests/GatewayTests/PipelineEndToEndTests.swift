@@ -286,6 +286,8 @@ struct PipelineEndToEndTests {
             #expect(observer.all.values.allSatisfy { $0 == 1 }, "\(observer.all)")
             let reached = observer.all["req-202"] == nil ? 0 : 1
             #expect(observer.total == required.count + reached + 1)
+            // The request the server refused itself has its line too, saying what was wrong.
+            #expect(harness.logs.lines.contains { $0.contains("status=400") && $0.contains("outcome=rejected") && $0.contains(" error=") })
         }
     }
 }

@@ -102,6 +102,7 @@ struct Pipeline: Sendable {
             $0.error = error
             $0.outcome = .rejected
             $0.status = error.status.code
+            $0.protocolError = failure.parseError.map { "\($0)" } ?? "timeout"
         }
         var response = ErrorRenderer.response(error, shape: .gateway, requestID: context.id, language: context.language)
         response.headers.add(name: "X-Request-Id", value: context.id)

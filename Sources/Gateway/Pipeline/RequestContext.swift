@@ -41,6 +41,9 @@ final class RequestContext: Sendable {
         var outcome: RequestOutcome?
         /// The status the response was sent with.
         var status: Int = 0
+        /// For a request the HTTP server refused: what was wrong with it (the parser's
+        /// finding, or `timeout`), for the log.
+        var protocolError: String?
     }
 
     private let state = Mutex(State())

@@ -84,6 +84,7 @@ struct RequestFinisher: Sendable {
             ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
             ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
             ("outcome", .string(outcome.label)),
+            ("error", state.protocolError.map { .string($0) }),
             ("upstream_ms", .milliseconds(upstreamMs)),
             ("gateway_ms", .milliseconds(gatewayMs)),
             ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),

@@ -35,11 +35,12 @@ enum RequestOutcome: Sendable, Equatable {
         }
     }
 
-    /// The outcome of a request answered with `error` before any upstream call.
+    /// The outcome of a request answered with `error` when nothing more precise was recorded
+    /// (a refusal and an upstream failure record their own).
     static func answered(with error: GatewayError) -> RequestOutcome {
+        if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind, error: error)) }
         switch error.status.code {
         case 499: return .cancelled
-        case 429: return .refused(.requestsPerMinute)
         case 500...: return .internalError
         default: return .rejected
         }
