@@ -16,4 +16,16 @@ public enum SystemRandom {
         }
         return true
     }
+
+    /// `count` random bytes from the kernel, or from the standard library's generator when
+    /// the kernel cannot give them.
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let filled = bytes.withUnsafeMutableBytes { fill($0) }
+        if !filled {
+            var random = SystemRandomNumberGenerator()
+            for index in bytes.indices { bytes[index] = random.next() }
+        }
+        return bytes
+    }
 }

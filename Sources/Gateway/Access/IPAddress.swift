@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import EventLoop
 
 /// An IPv4 or IPv6 address, held as 128 bits: an IPv4 address is stored as its
 /// IPv4-mapped IPv6 form (`::ffff:a.b.c.d`), so `1.2.3.4` and `::ffff:1.2.3.4` are the same
@@ -30,19 +24,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         guard !utf8.isEmpty, utf8.count <= 45,
               utf8.allSatisfy({ Self.isAddressByte($0) })
         else { return nil }
-        let text = String(text)
-        if utf8.contains(UInt8(ascii: ":")) {
-            var address = in6_addr()
-            guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
-            let bytes = withUnsafeBytes(of: address) { Array($0) }
-            self.init(bytes: bytes)
-        } else {
-            var address = in_addr()
-            guard inet_pton(AF_INET, text, &address) == 1 else { return nil }
-            // `s_addr` is in network order: its bytes in memory are a, b, c, d.
-            let bytes = withUnsafeBytes(of: address.s_addr) { Array($0) }
-            self.init(ipv4: bytes)
-        }
+        guard let bytes = NumericAddress.bytes(of: String(text)) else { return nil }
+        if bytes.count == 16 { self.init(bytes: bytes) } else { self.init(ipv4: bytes) }
     }
 
     /// The address from 16 bytes in network order.
@@ -84,15 +67,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if isIPv4 {
             return (0..<4).map { String(UInt8(truncatingIfNeeded: low >> UInt64(24 - 8 * $0))) }.joined(separator: ".")
         }
-        var address = in6_addr()
-        let bytes = self.bytes
-        withUnsafeMutableBytes(of: &address) { raw in
-            for index in 0..<16 { raw[index] = bytes[index] }
-        }
-        var buffer = [CChar](repeating: 0, count: 64)
-        let count = socklen_t(buffer.count)
-        guard inet_ntop(AF_INET6, &address, &buffer, count) != nil else { return "::" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return NumericAddress.ipv6Text(bytes) ?? "::"
     }
 
     private static func isAddressByte(_ byte: UInt8) -> Bool {

@@ -26,25 +26,20 @@ enum RequestID {
         var (high, low) = randomBytes.next128()
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4 (byte 6)
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant (byte 8)
-        // One allocation: the 36 characters written straight into the string's storage.
-        return String(unsafeUninitializedCapacity: 36) { text in
-            var at = 0
-            func put(_ word: UInt64, bytes: Range<Int>) {
-                for index in bytes {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[at] = UInt8(ascii: "-")
-                        at += 1
-                    }
-                    let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - (index & 7))))
-                    text[at] = hexDigit(byte >> 4)
-                    text[at + 1] = hexDigit(byte & 0x0F)
-                    at += 2
-                }
+        var text = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
+        var at = 0
+        func put(_ word: UInt64, bytes: Range<Int>) {
+            for index in bytes {
+                if index == 4 || index == 6 || index == 8 || index == 10 { at += 1 }  // a dash
+                let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - (index & 7))))
+                text[at] = hexDigit(byte >> 4)
+                text[at + 1] = hexDigit(byte & 0x0F)
+                at += 2
             }
-            put(high, bytes: 0..<8)
-            put(low, bytes: 8..<16)
-            return at
         }
+        put(high, bytes: 0..<8)
+        put(low, bytes: 8..<16)
+        return String(decoding: text, as: UTF8.self)
     }
 
     @inline(__always)
@@ -68,21 +63,17 @@ private final class RandomPool: Sendable {
     func next128() -> (UInt64, UInt64) {
         buffer.withLock { buffer in
             if buffer.offset + 16 > buffer.bytes.count {
-                buffer.bytes.withUnsafeMutableBytes { raw in
-                    if !SystemRandom.fill(raw) {  // unavailable: the generator's own path
-                        var random = SystemRandomNumberGenerator()
-                        for index in stride(from: 0, to: raw.count, by: 8) {
-                            raw.storeBytes(of: random.next(), toByteOffset: index, as: UInt64.self)
-                        }
-                    }
-                }
+                buffer.bytes = SystemRandom.bytes(4096)
                 buffer.offset = 0
             }
             defer { buffer.offset += 16 }
-            return buffer.bytes.withUnsafeBytes { raw in
-                (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: buffer.offset, as: UInt64.self)),
-                 UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: buffer.offset + 8, as: UInt64.self)))
-            }
+            return (Self.word(buffer.bytes, at: buffer.offset), Self.word(buffer.bytes, at: buffer.offset + 8))
         }
+    }
+
+    private static func word(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        var word: UInt64 = 0
+        for index in offset..<(offset + 8) { word = word << 8 | UInt64(bytes[index]) }
+        return word
     }
 }

@@ -17,8 +17,7 @@ enum CharacterCount {
         precondition(limit >= 0 && limit < .max, "the limit must leave room for limit + 1")
         // Straight from the UTF-8 bytes (a Swift string's are always valid): decoding through
         // `unicodeScalars` costs several times more per scalar.
-        var text = text
-        let counted = text.withUTF8 { bytes in smallClasses.withUnsafeBufferPointer { count(bytes, classes: $0, limit: limit) } }
+        let counted = count(text.utf8.span, classes: smallClasses.span, limit: limit)
         if let counted { return min(counted, limit + 1) }
         var characters = 0
         for _ in text {
@@ -32,7 +31,7 @@ enum CharacterCount {
     /// handled here. `classes` is ``smallClasses``. Stops with a count above `limit` once the
     /// count passes it: the cluster that passed it is complete or the last one is still open,
     /// and either way there are more than `limit`.
-    private static func count(_ bytes: UnsafeBufferPointer<UInt8>, classes: UnsafeBufferPointer<Class>, limit: Int) -> Int? {
+    private static func count(_ bytes: Span<UInt8>, classes: Span<Class>, limit: Int) -> Int? {
         var count = 0
         var previous = Previous.start
         var index = 0

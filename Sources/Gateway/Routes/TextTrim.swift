@@ -18,11 +18,9 @@ enum TextTrim {
     /// `text` without whitespace `Character`s at either end.
     static func trimmed(_ text: String) -> String {
         if startsAndEndsVisibly(text) { return text }  // the usual case, decided from two bytes
-        var text = text
-        let (start, end) = text.withUTF8 { bytes -> (Int, Int) in
-            let start = firstNonWhitespace(bytes)
-            return (start, endOfLastNonWhitespace(bytes, after: start))
-        }
+        let bytes = text.utf8.span
+        let start = firstNonWhitespace(bytes)
+        let end = endOfLastNonWhitespace(bytes, after: start)
         if start == 0, end == text.utf8.count { return text }
         let utf8 = text.utf8
         return String(Substring(utf8[utf8.index(utf8.startIndex, offsetBy: start)..<utf8.index(utf8.startIndex, offsetBy: end)]))
@@ -37,15 +35,15 @@ enum TextTrim {
     /// when that is visible ASCII, nothing before it can join its cluster but a Prepend
     /// scalar, and no Prepend is whitespace.
     static func startsAndEndsVisibly(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
-            guard let first = bytes.first, let last = bytes.last else { return false }
-            return (0x21...0x7E ~= first || 0xC4...0xDF ~= first) && 0x21...0x7E ~= last
-        }
+        let bytes = text.utf8.span
+        guard !bytes.isEmpty else { return false }
+        let first = bytes[0]
+        let last = bytes[bytes.count - 1]
+        return (0x21...0x7E ~= first || 0xC4...0xDF ~= first) && 0x21...0x7E ~= last
     }
 
     /// Where the first `Character` that is not whitespace starts; `bytes.count` when there is none.
-    private static func firstNonWhitespace(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    private static func firstNonWhitespace(_ bytes: Span<UInt8>) -> Int {
         var index = 0
         while index < bytes.count {
             let (value, length) = scalar(in: bytes, at: index)
@@ -63,7 +61,7 @@ enum TextTrim {
 
     /// Where the last `Character` that is not whitespace ends, looking no further back than
     /// `start` (where one starts, or the end); `start` when there is none after it.
-    private static func endOfLastNonWhitespace(_ bytes: UnsafeBufferPointer<UInt8>, after start: Int) -> Int {
+    private static func endOfLastNonWhitespace(_ bytes: Span<UInt8>, after start: Int) -> Int {
         var end = bytes.count
         while end > start {
             // The last cluster's first scalar: back over the scalars that join what precedes
@@ -149,7 +147,7 @@ enum TextTrim {
 
     /// The scalar starting at `index` of valid UTF-8 `bytes`, and its length.
     @inline(__always)
-    private static func scalar(in bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> (UInt32, Int) {
+    private static func scalar(in bytes: Span<UInt8>, at index: Int) -> (UInt32, Int) {
         let lead = bytes[index]
         switch lead {
         case ..<0x80: return (UInt32(lead), 1)
@@ -163,7 +161,7 @@ enum TextTrim {
 
     /// The scalar ending at `end` of valid UTF-8 `bytes` (`end` > 0), and where it starts.
     @inline(__always)
-    private static func scalar(in bytes: UnsafeBufferPointer<UInt8>, before end: Int) -> (UInt32, Int) {
+    private static func scalar(in bytes: Span<UInt8>, before end: Int) -> (UInt32, Int) {
         var start = end - 1
         while bytes[start] & 0xC0 == 0x80 { start -= 1 }
         return (scalar(in: bytes, at: start).0, start)
