@@ -44,12 +44,14 @@ enum CharacterCount {
             // that ends within `limit - count + 1` bytes ends at most one character past the
             // limit, and checks no count on the way.
             let runEnd = limit - count < bytes.count - index ? index + (limit - count) + 1 : bytes.count
+            // Unchecked reads: `index + 1 < runEnd <= bytes.count`, and a two-byte value is
+            // under U+0800, the size of `classes`.
             while index &+ 1 < runEnd {
-                let lead = bytes[index]
+                let lead = bytes[unchecked: index]
                 if lead &- 0x20 < 0x5F {
                     count &+= 1
                     index &+= 1
-                } else if lead & 0xE0 == 0xC0, classes[Int(twoByteValue(lead, bytes[index &+ 1]))] == .plain {
+                } else if lead & 0xE0 == 0xC0, classes[unchecked: Int(twoByteValue(lead, bytes[unchecked: index &+ 1]))] == .plain {
                     count &+= 1
                     index &+= 2
                 } else {
