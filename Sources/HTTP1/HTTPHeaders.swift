@@ -48,7 +48,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// Only for fields defined as comma-separated lists (`X-Forwarded-For`, `Accept`, …),
     /// whose repeated lines mean the same as one combined line: not for `Set-Cookie`, nor
     /// for a singleton field such as `Authorization`, where a repeat is an error to detect
-    /// with ``count(of:)``.
+    /// with ``firstRepeated(among:)``.
     public func combinedValue(_ name: String) -> String? {
         var combined: String?
         for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
@@ -60,11 +60,6 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
             }
         }
         return combined
-    }
-
-    /// How many field lines have this name: more than one for a repeated field.
-    public func count(of name: String) -> Int {
-        fields.count { $0.name.asciiCaseInsensitiveEquals(name) }
     }
 
     /// The first of `names` (at most 64) that more than one field line carries, in one pass

@@ -55,3 +55,13 @@ public struct RequestHead: Sendable, Equatable {
         version == .http1_1 && headers.hasToken("expect", "100-continue")
     }
 }
+
+extension RequestHead {
+    /// Stands in for a request whose head never arrived, so a refusal can be framed.
+    public static var placeholder: RequestHead {
+        RequestHead(
+            method: .GET, target: "/", path: "/", query: nil, version: .http1_1,
+            headers: HTTPHeaders(), framing: .none
+        )
+    }
+}

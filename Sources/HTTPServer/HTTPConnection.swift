@@ -538,16 +538,6 @@ final class HTTPConnection: Selectable {
 @available(*, unavailable)
 extension HTTPConnection: Sendable {}
 
-extension RequestHead {
-    /// Stands in for a request whose head never arrived, so a refusal can be framed.
-    static var placeholder: RequestHead {
-        RequestHead(
-            method: .GET, target: "/", path: "/", query: nil, version: .http1_1,
-            headers: HTTPHeaders(), framing: .none
-        )
-    }
-}
-
 /// The response fields the server manages itself.
 private enum ManagedField {
     case connection, contentLength, transferEncoding, date, other

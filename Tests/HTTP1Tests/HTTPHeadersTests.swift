@@ -40,7 +40,7 @@ struct HTTPHeadersTests {
     }
 
     @Test(
-        "combinedValue joins every line of a name with \", \" in order, and count(of:) counts them",
+        "combinedValue joins every line of a name with \", \" in order, and values(_:) lists them",
         arguments: [
             ([], nil, 0),
             ([("X-Forwarded-For", "1.2.3.4")], "1.2.3.4", 1),
@@ -54,7 +54,7 @@ struct HTTPHeadersTests {
     func combinedValue(fields: [(String, String)], combined: String?, count: Int) {
         let headers = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
         #expect(headers.combinedValue("X-Forwarded-For") == combined)
-        #expect(headers.count(of: "x-forwarded-for") == count)
+        #expect(headers.values("x-forwarded-for").count == count)
         #expect(headers.combinedValue("X-Forwarded-For") == (count == 0 ? nil : headers.values("X-Forwarded-For").joined(separator: ", ")))
     }
 

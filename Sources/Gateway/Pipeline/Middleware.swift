@@ -118,7 +118,6 @@ struct RateLimitMiddleware: Middleware {
         case .allowed(let lease, let status):
             context.update {
                 $0.plan = plan
-                $0.limitKey = key
                 $0.lease = lease
                 $0.rateStatus = status
             }

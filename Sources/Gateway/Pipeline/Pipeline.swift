@@ -13,8 +13,8 @@ struct RouteGroup: Sendable {
     static let root = RouteGroup(prefix: "/", errorShape: .gateway)
 }
 
-/// One route as the gateway declares it: method, path, group, the middleware in front of
-/// its handler, and the handler.
+/// One route as the gateway declares it: method, path, the middleware in front of its
+/// handler, and the handler. Its group (and error shape) follows from its path.
 struct Route: Sendable {
     let method: HTTPMethod
     let path: String
@@ -82,11 +82,12 @@ struct Pipeline: Sendable {
             response = errors.render(error, context: context)
         }
         requestID.stamp(&response, context: context)
-        if let status = context.rateStatus {
-            for field in status.headerFields { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        let code = response.status.code
+        let rateStatus = context.update { state -> RateStatus? in
+            state.status = code
+            return state.rateStatus
         }
-        let status = response.status.code
-        context.update { $0.status = status }
+        for field in rateStatus?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
     }
@@ -94,8 +95,7 @@ struct Pipeline: Sendable {
     /// The answer to a request the HTTP server refused before routing (a malformed head, a
     /// body over the limit, a read timeout), through the same finished hook.
     func refuse(_ failure: ProtocolError) -> HTTPResponse {
-        let head = failure.head ?? RequestHead(method: .GET, target: "/", path: "/", query: nil, version: .http1_1, headers: HTTPHeaders(), framing: .none)
-        let context = makeContext(head)
+        let context = makeContext(failure.head ?? .placeholder)
         finisher.started(context)
         let error = GatewayError.protocolError(failure.status)
         context.update {
@@ -105,13 +105,13 @@ struct Pipeline: Sendable {
             $0.protocolError = failure.parseError.map { "\($0)" } ?? "timeout"
         }
         var response = ErrorRenderer.response(error, shape: .gateway, requestID: context.id, language: context.language)
-        response.headers.add(name: "X-Request-Id", value: context.id)
+        requestID.stamp(&response, context: context)
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
     }
 
     private func makeContext(_ head: RequestHead) -> RequestContext {
-        let group = groups.first { head.path.hasPrefix($0.prefix) } ?? .root
+        let group = groups.first { head.path.hasUTF8Prefix($0.prefix) } ?? .root
         let headers = head.headers
         // Unset, `/api` speaks Persian whatever the app's Accept-Language says (an iOS app
         // sends its development region's), and `/v1` negotiates, as OpenAI's SDKs expect.

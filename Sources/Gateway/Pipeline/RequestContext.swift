@@ -26,7 +26,6 @@ final class RequestContext: Sendable {
     struct State: Sendable {
         var caller: Caller?
         var plan: Plan?
-        var limitKey: String?
         /// Held while the request runs; taken once, by whoever gives it back.
         var lease: RateLease?
         /// What the `RateLimit-*` fields say on the response.
@@ -64,12 +63,12 @@ final class RequestContext: Sendable {
     /// A copy of what is known now.
     var snapshot: State { state.withLock { $0 } }
 
-    func update(_ body: (inout State) -> Void) {
+    @discardableResult
+    func update<T>(_ body: (inout State) -> T) -> T {
         state.withLock { body(&$0) }
     }
 
     var caller: Caller? { state.withLock { $0.caller } }
-    var rateStatus: RateStatus? { state.withLock { $0.rateStatus } }
     var upstreamNanoseconds: UInt64 { state.withLock { $0.upstreamNanoseconds } }
 
     /// The lease, once: nil when it was never taken or was already given back.

@@ -49,6 +49,7 @@ struct RequestFinisher: Sendable {
             case .connectionClosed:
                 state.outcome = .cancelled
                 state.status = 499
+                state.error = .clientClosedRequest
             case .bodyFailed:
                 if state.outcome == nil || state.outcome == .done { state.outcome = .failed(.truncated) }
             }
@@ -77,7 +78,7 @@ struct RequestFinisher: Sendable {
             ("method", .string(context.method.rawValue)),
             ("path", .string(context.path)),
             ("status", .int(state.status)),
-            ("code", (state.status == 499 ? GatewayError.clientClosedRequest : state.error).map { .string($0.code) }),
+            ("code", state.error.map { .string($0.code) }),
             ("task", state.task.map { .string($0) }),
             ("text_length", state.textLength.map { .int($0) }),
             ("model", state.model.map { .string($0) }),

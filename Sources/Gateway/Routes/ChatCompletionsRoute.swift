@@ -66,10 +66,7 @@ struct ChatCompletionsRoute: RouteHandler {
 
     private func fail(_ error: ChatError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
         context.noteUpstream(since: start, usage: nil)
-        guard let failure = UpstreamFailure(error) else { return .clientClosedRequest }
-        UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
-        context.update { $0.outcome = .failed(failure) }
-        return failure.error
+        return UpstreamCall.gatewayError(for: error, requestID: context.id, logger: logger)
     }
 }
 
@@ -178,8 +175,7 @@ struct StreamRelay: Sendable {
     }
 
     private func upstreamFailed(_ error: ChatError, _ usage: Usage?) -> Outcome {
-        guard let failure = UpstreamFailure(error) else { return .clientGone(usage) }
-        UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
+        guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else { return .clientGone(usage) }
         return .failed(failure, usage)
     }
 }

@@ -102,10 +102,9 @@ struct ProcessRoute: RouteHandler {
         return HTTPResponse(headers: headers, body: .bytes(body.bytes))
     }
 
-    /// Records a failed call on the context and returns the error to answer with.
+    /// Records a failed call's time and returns the error to answer with.
     private func fail(_ error: GatewayError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
         context.noteUpstream(since: start, usage: nil)
-        if let failure = UpstreamFailure(answeredWith: error) { context.update { $0.outcome = .failed(failure) } }
         return error
     }
 
@@ -150,46 +149,6 @@ struct ProcessRoute: RouteHandler {
             body: .stream { [streams] writer in
                 try await streams.withRegistered(stream.control) { try await stream.run(writer) }
             }
-        )
-    }
-}
-
-/// What every route does with a failed upstream call: classify it once, log the upstream's
-/// own details (never to the client), and answer with the classification's error.
-enum UpstreamCall {
-    static func gatewayError(for error: ChatError, requestID: String, logger: Logger) -> GatewayError {
-        guard let failure = UpstreamFailure(error) else { return .clientClosedRequest }
-        log(failure, error, requestID: requestID, logger: logger)
-        return failure.error
-    }
-
-    /// The upstream's own error details go to the log (bounded, one line).
-    static func log(_ failure: UpstreamFailure, _ error: ChatError, requestID: String, logger: Logger) {
-        var fields: [(String, Logger.Value?)] = [
-            ("request_id", .string(requestID)), ("kind", .string(failure.label)), ("failure", .string(error.description)),
-        ]
-        if case .httpStatus(let status, let body, _) = error {
-            fields.append(("upstream_status", .int(status)))
-            fields.append(("upstream_code", body?.code.map { .string(String($0.prefix(100))) }))
-            fields.append(("upstream_message", body?.message.map { .string(String($0.prefix(300))) }))
-            if status == 401 || status == 403 {
-                logger.error("upstream_rejected_key", [("request_id", .string(requestID)), ("upstream_status", .int(status))])
-            }
-        }
-        if case .streamError(let body) = error {
-            fields.append(("upstream_code", body.code.map { .string(String($0.prefix(100))) }))
-            fields.append(("upstream_message", body.message.map { .string(String($0.prefix(300))) }))
-        }
-        logger.log(.warning, "upstream_failure", fields)
-    }
-}
-
-extension StreamControl.Limits {
-    /// The time limits of a stream, from the configuration.
-    init(_ configuration: GatewayConfiguration) {
-        self.init(
-            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
-            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
         )
     }
 }

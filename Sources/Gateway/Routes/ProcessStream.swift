@@ -41,11 +41,10 @@ struct ProcessStream: Sendable {
             })
         case .failed(let error):
             context.noteUpstream(since: upstreamStart, usage: nil)
-            guard let failure = UpstreamFailure(error) else {
+            guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else {
                 context.update { $0.outcome = .cancelled }
                 return
             }
-            UpstreamCall.log(failure, error, requestID: context.id, logger: logger)
             try await fail(failure.error, outcome: .failed(failure), writer)
         case .ended(let reason):
             context.noteUpstream(since: upstreamStart, usage: nil)

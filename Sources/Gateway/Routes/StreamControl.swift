@@ -125,3 +125,31 @@ final class StreamControl: Sendable {
         return true
     }
 }
+
+extension StreamControl.EndReason {
+    /// What a stream the gateway ended tells its client, and how the request ended.
+    var ending: (error: GatewayError, outcome: RequestOutcome) {
+        self == .shutdown ? (.shuttingDown, .shutdown) : (.upstreamTimeout, .streamTimeout)
+    }
+}
+
+extension RequestContext {
+    /// Ends a stream with one last `error` event in `shape`, and records why.
+    func failStream(_ error: GatewayError, outcome: RequestOutcome, shape: ErrorShape, _ writer: ResponseBodyWriter) async throws {
+        update {
+            $0.error = error
+            $0.outcome = outcome
+        }
+        try await writer.write(ErrorRenderer.event(error, shape: shape, requestID: id, language: language))
+    }
+}
+
+extension StreamControl.Limits {
+    /// The time limits of a stream, from the configuration.
+    init(_ configuration: GatewayConfiguration) {
+        self.init(
+            firstToken: configuration.streamFirstTokenTimeout, idle: configuration.streamIdleTimeout,
+            total: configuration.streamTotalTimeout, heartbeat: configuration.heartbeatInterval
+        )
+    }
+}

@@ -61,12 +61,6 @@ struct UpstreamFailure: Sendable, Equatable {
         self.retryable = retryable
     }
 
-    /// The failure an error answered with stands for, when it came from the upstream.
-    init?(answeredWith error: GatewayError) {
-        guard let kind = error.upstreamKind else { return nil }
-        self.init(kind: kind, error: error)
-    }
-
     /// A failure of `kind` that was answered with `error`.
     init(kind: Kind, error: GatewayError) {
         self.kind = kind
