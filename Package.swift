@@ -24,7 +24,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
         .target(name: "ChatAPI", swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI"], swiftSettings: strict),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "Store", dependencies: ["CSQLite", "EventLoop"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
@@ -46,6 +48,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

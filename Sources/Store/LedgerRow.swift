@@ -1,0 +1,62 @@
+/// One finished request as the store keeps it (CONTRACT.md, "Persistence"): what was asked,
+/// of which model, what it cost and how it ended — never the input text. The result text
+/// only when the operator keeps results (`HISTORY_STORE_RESULTS=on`).
+public struct LedgerRow: Sendable, Equatable {
+    /// The request id (`X-Request-Id`). A client may send its own, so it is not unique: the
+    /// store gives every row its own sequence number as well.
+    public var requestID: String
+    /// The identified caller, nil for a guest (a guest's rows count nowhere and show nowhere).
+    public var userID: String?
+    /// The id of the store token that authenticated the request (its last use is updated).
+    public var tokenID: String?
+    public var task: String?
+    public var tone: String?
+    /// The route path, e.g. `/api/process`.
+    public var route: String
+    public var model: String?
+    /// The input's length in characters (after trimming), never the text.
+    public var inputLength: Int?
+    public var inputTokens: Int?
+    public var outputTokens: Int?
+    /// The status the client got (`499` when it went away first).
+    public var status: Int
+    /// The error code the client got, nil for a success.
+    public var code: String?
+    /// The outcome label: `done`, `cache_hit`, `cancelled`, `rate_limited`, …
+    public var outcome: String
+    public var cacheHit: Bool
+    public var durationMilliseconds: Double
+    /// When the request started, in milliseconds since the Unix epoch (UTC).
+    public var createdAtMilliseconds: Int64
+    /// The answer's text, only when results are kept.
+    public var result: String?
+
+    public init(
+        requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String, model: String?,
+        inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String, cacheHit: Bool,
+        durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil
+    ) {
+        self.requestID = requestID
+        self.userID = userID
+        self.tokenID = tokenID
+        self.task = task
+        self.tone = tone
+        self.route = route
+        self.model = model
+        self.inputLength = inputLength
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.status = status
+        self.code = code
+        self.outcome = outcome
+        self.cacheHit = cacheHit
+        self.durationMilliseconds = durationMilliseconds
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.result = result
+    }
+
+    /// Tokens charged to the caller's day: none for a cached answer.
+    public var chargedTokens: Int {
+        cacheHit ? 0 : max(0, inputTokens ?? 0) &+ max(0, outputTokens ?? 0)
+    }
+}

@@ -1,0 +1,31 @@
+/// Token usage per user and UTC day, as the ledger adds it up.
+public protocol UsageStore: Sendable {
+    /// The days of `userID` from `fromDay` on (days since the Unix epoch, UTC) with any
+    /// use, newest first.
+    func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage]
+    /// Tokens charged on `day` per user (to start the daily quotas where a restart left them).
+    func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int]
+    /// Every user's days from `fromDay` on (all users when `userID` is nil), ordered by day,
+    /// then user (`text-gateway usage`).
+    func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage]
+}
+
+/// What one user used on one UTC day.
+public struct DailyUsage: Sendable, Equatable {
+    public var userID: String
+    /// Days since the Unix epoch (UTC).
+    public var day: Int64
+    public var requests: Int
+    public var inputTokens: Int
+    public var outputTokens: Int
+
+    public init(userID: String, day: Int64, requests: Int, inputTokens: Int, outputTokens: Int) {
+        self.userID = userID
+        self.day = day
+        self.requests = requests
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+    }
+
+    public var totalTokens: Int { inputTokens &+ outputTokens }
+}
