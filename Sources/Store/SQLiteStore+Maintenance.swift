@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+
+extension SQLiteStore {
+    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (history: Int, usageDays: Int) {
+        let counts = try await onPool { () throws(StoreError) -> [Int] in
+            let history = try self.deleteInBatches(
+                "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE created_at < ? LIMIT \(Self.deletionBatch))",
+                [.integer(historyBeforeMilliseconds)]
+            )
+            let days = try self.deleteInBatches(
+                """
+                DELETE FROM usage_daily WHERE (user_id, day) IN
+                    (SELECT user_id, day FROM usage_daily WHERE day < ? LIMIT \(Self.deletionBatch))
+                """,
+                [.integer(usageBeforeDay)]
+            )
+            return [history, days]
+        }
+        return (counts[0], counts[1])
+    }
+
+    /// Copies the store into a new file at `path` with SQLite's online backup API, from one
+    /// snapshot, while the ledger goes on writing. Refuses a `path` that exists; a copy
+    /// that fails is removed.
+    public func backup(to path: String) async throws(StoreError) {
+        try await onPool { () throws(StoreError) in
+            try Self.createNewFile(path)
+            do throws(StoreError) {
+                try self.withReader { source throws(StoreError) in
+                    let destination = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: self.busyTimeout)
+                    defer { destination.close() }
+                    try source.backup(into: destination, busyTimeout: self.busyTimeout)
+                }
+            } catch {
+                unlink(path)
+                throw error
+            }
+        }
+    }
+
+    public func integrityCheck() async throws(StoreError) -> [String] {
+        try await read { connection throws(StoreError) in
+            var findings: [String] = []
+            try connection.query("PRAGMA integrity_check") { findings.append($0.text(0)) }
+            return findings == ["ok"] ? [] : findings
+        }
+    }
+
+    /// Creates `path` empty, only when nothing is there (`O_EXCL`), readable by its owner only:
+    /// a backup holds what the store holds.
+    private static func createNewFile(_ path: String) throws(StoreError) {
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw StoreError(.cannotOpen, message: "'\(path)' is not a backup path")
+        }
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            let reason = code == EEXIST ? "it exists already (a backup goes to a new file)" : IOError(errnoCode: code, reason: "open").description
+            throw StoreError(.cannotOpen, message: "\(path): cannot write the backup there: \(reason)")
+        }
+        Glibc.close(fd)
+    }
+}

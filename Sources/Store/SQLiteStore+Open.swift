@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import EventLoop
+
+extension SQLiteStore {
+    /// Opens the store at `path`, creating it (and its missing directories) when it does not
+    /// exist, and migrates it to ``schemaVersion``.
+    ///
+    /// Everything that would make the store unusable fails here rather than at the first
+    /// request: a file that is not a database or is damaged, a schema from a newer binary, a
+    /// read-only file or directory, and another process holding the write lock for longer
+    /// than `busyTimeout`. Every error names the file.
+    ///
+    /// - Parameters:
+    ///   - pool: where all of the store's SQLite work runs.
+    ///   - busyTimeout: how long a statement waits for another connection's lock.
+    ///   - readOnly: for tools that only read: the file must exist at the current schema, and
+    ///     every write throws ``StoreError/Code/readOnly``.
+    public static func open(
+        path: String, pool: BlockingPool, busyTimeout: Duration = .seconds(5), readOnly: Bool = false
+    ) async throws(StoreError) -> SQLiteStore {
+        try await onPool(pool, path: path) { () throws(StoreError) -> SQLiteStore in
+            if !readOnly { try createParentDirectory(of: path) }
+            let connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
+            do throws(StoreError) {
+                if readOnly {
+                    try StoreSchema.probe(connection)
+                    try StoreSchema.checkReadOnly(connection)
+                } else {
+                    try prepareWriter(connection)
+                }
+            } catch {
+                connection.close()
+                throw error
+            }
+            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection)
+        }
+    }
+
+    private static func prepareWriter(_ connection: SQLiteConnection) throws(StoreError) {
+        // SQLite quietly opens a file it may not write read-only; say so now.
+        guard !connection.isReadOnly else {
+            throw StoreError(.readOnly, message: "\(connection.path) cannot be written (its permissions, flags or file system): the store needs to write it")
+        }
+        let mode = try connection.queryFirst("PRAGMA journal_mode = WAL") { $0.text(0) }
+        guard mode?.lowercased() == "wal" else {
+            throw StoreError(
+                .cannotOpen,
+                message: "\(connection.path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'): the store needs a local file system"
+            )
+        }
+        // In WAL mode, NORMAL loses no commit to a process crash, only the last ones to a
+        // power cut, and spares an fsync per commit.
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        try connection.execute("PRAGMA foreign_keys = ON")
+        try StoreSchema.probe(connection)
+        try StoreSchema.migrate(connection)
+    }
+
+    /// Creates the directories missing above `path`, readable by their owner only (0700):
+    /// the store holds who asked what and, when kept, the answers. Existing directories are
+    /// left as they are.
+    private static func createParentDirectory(of path: String) throws(StoreError) {
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let directory = String(path[..<slash])
+        guard !directory.isEmpty, !path.utf8.contains(0) else { return }
+        var status = stat()
+        if stat(directory, &status) == 0 { return }
+        try createParentDirectory(of: directory)
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            let failure = IOError(errnoCode: errno, reason: "mkdir \(directory)")
+            throw StoreError(.cannotOpen, message: "\(path): cannot create its directory: \(failure)")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import EventLoop
+import Synchronization
+
+/// The embedded store: one SQLite file in WAL mode, beside the gateway.
+///
+/// It is `Sendable` without any unchecked promise, because no connection is ever shared
+/// unguarded: each one lives in a ``ConnectionSlot``, behind a mutex of its own, and is only
+/// lent to a closure while that mutex is held. The writer connection is used by ``append(_:)``,
+/// which the single ledger writer calls, and by the few other writes (deletes, tokens,
+/// retention); its mutex serializes them all the same. Reads take the first free reader
+/// connection, of which there are as many as the pool has threads; SQLite's WAL lets them
+/// read while the writer commits. Every async method runs its SQLite work on the
+/// ``BlockingPool`` given at ``open(path:pool:busyTimeout:readOnly:)``, never on the
+/// caller's thread.
+///
+/// History read back has no token id: the store keeps only each token's last use.
+public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, StoreMaintenance, Sendable {
+    /// The schema version this binary writes (`PRAGMA user_version`).
+    public static let schemaVersion = StoreSchema.latestVersion
+
+    /// The database file.
+    public let path: String
+    let pool: BlockingPool
+    let busyTimeout: Duration
+    let writer: ConnectionSlot
+    private let readers: [ConnectionSlot]
+    // Where a read waits when every reader is taken, turn about.
+    private let nextReader = Atomic<Int>(0)
+
+    init(path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection) {
+        self.path = path
+        self.pool = pool
+        self.busyTimeout = busyTimeout
+        self.writer = ConnectionSlot(path: path, connection: writer)
+        readers = (0..<max(1, pool.threadCount)).map { _ in
+            ConnectionSlot(path: path) { () throws(StoreError) -> SQLiteConnection in
+                try SQLiteConnection(path: path, mode: .readOnly, busyTimeout: busyTimeout)
+            }
+        }
+    }
+
+    /// Closes every connection once the work using it is done. Later calls throw
+    /// ``StoreError/Code/closed``.
+    public func close() async {
+        do {
+            try await pool.run { self.closeConnections() }
+        } catch {
+            // The pool is shut down, so nothing of ours can be running on it.
+            closeConnections()
+        }
+    }
+
+    private func closeConnections() {
+        // Readers first: the last connection to close checkpoints the WAL into the file,
+        // and only the writer can.
+        for reader in readers { reader.close() }
+        writer.close()
+    }
+
+    /// Runs `body` over a reader connection, on the pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        try await onPool { () throws(StoreError) -> T in try self.withReader(body) }
+    }
+
+    /// Runs `body` over the first reader connection that is free, on this thread.
+    func withReader<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        for reader in readers {
+            if let outcome = reader.withConnectionIfFree(body) { return try outcome.get() }
+        }
+        // More threads read at once than there are readers (a pool shared with others).
+        let turn = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+        return try readers[Int(UInt(bitPattern: turn) % UInt(readers.count))].withConnection(body)
+    }
+
+    /// Runs `body` over the writer connection, on the pool.
+    func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        try await onPool { () throws(StoreError) -> T in try self.writer.withConnection(body) }
+    }
+
+    func onPool<T: Sendable>(_ work: @escaping @Sendable () throws(StoreError) -> T) async throws(StoreError) -> T {
+        try await Self.onPool(pool, path: path, work)
+    }
+
+    static func onPool<T: Sendable>(
+        _ pool: BlockingPool, path: String, _ work: @escaping @Sendable () throws(StoreError) -> T
+    ) async throws(StoreError) -> T {
+        let outcome: Result<T, StoreError>
+        do {
+            outcome = try await pool.run { Result { () throws(StoreError) -> T in try work() } }
+        } catch {
+            throw StoreError(.closed, message: "\(path): the store's blocking pool is shut down")
+        }
+        return try outcome.get()
+    }
+}

@@ -1,0 +1,142 @@
+/// The store's tables, versioned by `PRAGMA user_version` and migrated forward only: each
+/// migration runs in one `BEGIN IMMEDIATE` transaction together with the version bump, so a
+/// store is always at exactly one version.
+enum StoreSchema {
+    /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
+    /// only: a shipped migration never changes.
+    static let migrations: [String] = [version1]
+
+    /// The version this binary writes.
+    static var latestVersion: Int { migrations.count }
+
+    /// Brings the store on `connection` to ``latestVersion``. The version is read inside
+    /// each migration's transaction, so two processes starting at once migrate once.
+    /// With nothing to migrate, the empty transaction still proves the file can be locked
+    /// for writing.
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        while try connection.transaction({ () throws(StoreError) -> Bool in
+            let version = try storedVersion(connection)
+            try refuseNewer(version, path: connection.path)
+            guard version < latestVersion else { return false }
+            try connection.executeScript(migrations[version])
+            // A pragma takes no bound value; the number is ours.
+            try connection.execute("PRAGMA user_version = \(version + 1)")
+            return true
+        }) {}
+    }
+
+    /// Checks, without writing, that a store opened read-only is at ``latestVersion``.
+    static func checkReadOnly(_ connection: SQLiteConnection) throws(StoreError) {
+        let version = try storedVersion(connection)
+        try refuseNewer(version, path: connection.path)
+        guard version == latestVersion else {
+            throw StoreError(
+                .readOnly,
+                message: "\(connection.path) has schema \(version), this binary needs \(latestVersion): open it once for writing to migrate it"
+            )
+        }
+    }
+
+    /// Reads the schema, then the first pages of every table and index, so that a file that
+    /// is not a database or is damaged where a b-tree starts fails here, at open, rather than
+    /// at the first request. Each read is one short descent, whatever the store's size.
+    static func probe(_ connection: SQLiteConnection) throws(StoreError) {
+        var tables: [String] = []
+        try connection.query("SELECT name FROM sqlite_schema WHERE type = 'table'") { tables.append($0.text(0)) }
+        var indexes: [(table: String, index: String)] = []
+        try connection.query(
+            "SELECT s.name, l.name FROM sqlite_schema AS s, pragma_index_list(s.name) AS l WHERE s.type = 'table' AND l.partial = 0"
+        ) { indexes.append(($0.text(0), $0.text(1))) }
+        // Without the clauses, a query that needs no column would scan an index and never
+        // read the table.
+        for table in tables {
+            _ = try connection.queryFirst("SELECT 1 FROM \(quoted(table)) NOT INDEXED LIMIT 1") { $0.int64(0) }
+        }
+        for (table, index) in indexes {
+            _ = try connection.queryFirst("SELECT 1 FROM \(quoted(table)) INDEXED BY \(quoted(index)) LIMIT 1") { $0.int64(0) }
+        }
+    }
+
+    private static func quoted(_ name: String) -> String {
+        "\"" + name.replacing("\"", with: "\"\"") + "\""
+    }
+
+    private static func storedVersion(_ connection: SQLiteConnection) throws(StoreError) -> Int {
+        try connection.queryFirst("PRAGMA user_version") { $0.int(0) } ?? 0
+    }
+
+    private static func refuseNewer(_ version: Int, path: String) throws(StoreError) {
+        guard version > latestVersion else { return }
+        throw StoreError(
+            .newerSchema(found: version, supported: latestVersion),
+            message: "\(path) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a backup"
+        )
+    }
+
+    /// The first schema. `seq` is the rowid: history pages and cursors are made of it.
+    /// `token_generation` moves with every change to a token that matters to a gateway
+    /// (added, revoked, given to another user or plan, deleted), and not with `last_used_at`,
+    /// which the ledger writer touches all the time.
+    private static let version1 = """
+        CREATE TABLE requests (
+            seq INTEGER PRIMARY KEY,
+            request_id TEXT NOT NULL,
+            user_id TEXT,
+            task TEXT,
+            tone TEXT,
+            route TEXT NOT NULL,
+            model TEXT,
+            input_length INTEGER,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            status INTEGER NOT NULL,
+            code TEXT,
+            outcome TEXT NOT NULL,
+            cache_hit INTEGER NOT NULL,
+            duration_ms REAL NOT NULL,
+            created_at INTEGER NOT NULL,
+            result TEXT
+        ) STRICT;
+        CREATE INDEX requests_by_user ON requests (user_id, seq);
+        CREATE INDEX requests_by_user_request ON requests (user_id, request_id);
+        CREATE INDEX requests_by_created_at ON requests (created_at);
+
+        CREATE TABLE usage_daily (
+            user_id TEXT NOT NULL,
+            day INTEGER NOT NULL,
+            requests INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            PRIMARY KEY (user_id, day)
+        ) STRICT, WITHOUT ROWID;
+        -- For a day across users: the quotas at start, the report, retention.
+        CREATE INDEX usage_daily_by_day ON usage_daily (day, user_id);
+
+        CREATE TABLE tokens (
+            id TEXT PRIMARY KEY,
+            digest BLOB NOT NULL UNIQUE CHECK (length(digest) = 32),
+            user_id TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            label TEXT,
+            created_at INTEGER NOT NULL,
+            last_used_at INTEGER,
+            revoked_at INTEGER
+        ) STRICT;
+
+        CREATE TABLE store_meta (
+            key TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO store_meta (key, value) VALUES ('token_generation', 0);
+
+        CREATE TRIGGER tokens_inserted AFTER INSERT ON tokens BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'token_generation';
+        END;
+        CREATE TRIGGER tokens_changed AFTER UPDATE OF revoked_at, user_id, plan ON tokens BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'token_generation';
+        END;
+        CREATE TRIGGER tokens_deleted AFTER DELETE ON tokens BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'token_generation';
+        END;
+        """
+}
