@@ -2,16 +2,21 @@
 # TextGateway container image.
 #
 #   docker build -t text-gateway .
-#   docker run --rm -p 8080:8080 -e DARVAREH_API_KEY=... -e DARVAREH_MODEL_ID=... text-gateway
+#   docker run --rm -p 8080:8080 -v textgateway-data:/app/data \
+#       -e DARVAREH_API_KEY=... -e DARVAREH_MODEL_ID=... text-gateway
+#
+# The store (usage, history, quotas, caller tokens) is the SQLite file
+# /app/data/textgateway.sqlite: keep /app/data on a volume, or it dies with the container.
 #
 # Settings come from the environment (see .env.example); no .env file is copied into the image.
 
 # ---- build: the Swift toolchain (Debian 12) compiles the release binary ----------------------
 FROM swift:6.3-bookworm AS build
 
-# libcurl headers for the CCurl system library target, found through pkg-config.
+# libcurl and SQLite headers for the CCurl and CSQLite system library targets, found through
+# pkg-config.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -24,31 +29,35 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 
 # What `make release` builds: the gateway with the Swift runtime linked in statically, so the
-# runtime image needs only Debian's libcurl, libc and libstdc++.
+# runtime image needs only Debian's libcurl, libsqlite3, libc and libstdc++.
 RUN swift build -c release --static-swift-stdlib --product text-gateway \
     && install -D -m 0755 "$(swift build -c release --show-bin-path)/text-gateway" /out/text-gateway
 
-# ---- runtime: Debian 12 slim with libcurl, CA certificates and the one binary ----------------
+# ---- runtime: Debian 12 slim with libcurl, libsqlite3, CA certificates and the one binary ----
 FROM debian:bookworm-slim
 
 # libcurl4 brings OpenSSL, nghttp2 and the rest of what libcurl.so.4 links; ca-certificates lets
-# it verify the upstream's HTTPS certificate. libc6, libgcc-s1 and libstdc++6 are in the base.
+# it verify the upstream's HTTPS certificate; libsqlite3-0 is the store. libc6, libgcc-s1 and
+# libstdc++6 are in the base.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4 ca-certificates \
+    && apt-get install -y --no-install-recommends libcurl4 libsqlite3-0 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed, unprivileged user: the gateway needs no root (it listens on 8080, not below 1024).
 RUN groupadd --gid 10001 textgateway \
     && useradd --uid 10001 --gid textgateway --no-log-init --no-create-home --home-dir /app \
         --shell /usr/sbin/nologin textgateway \
-    && install -d -o textgateway -g textgateway -m 0750 /app
+    && install -d -o textgateway -g textgateway -m 0750 /app \
+    && install -d -o textgateway -g textgateway -m 0700 /app/data
 
 COPY --from=build /out/text-gateway /usr/local/bin/text-gateway
 
 # The working directory is where .env / .env.<env> would be read from (mount one there, or
 # better pass variables with -e / --env-file).
 WORKDIR /app
-ENV HOST=0.0.0.0 PORT=8080
+ENV HOST=0.0.0.0 PORT=8080 DATABASE_URL=sqlite:/app/data/textgateway.sqlite
+# A named volume mounted here starts with this directory's owner (the gateway's user).
+VOLUME ["/app/data"]
 EXPOSE 8080
 
 # `healthcheck` asks GET /api/health on 127.0.0.1:$PORT and exits 0 on 200.

@@ -22,33 +22,48 @@ public final class Gateway: Sendable {
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
     ) {
-        let upstream = configuration.apiKey.map {
-            ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
-        }
-        self.init(configuration: configuration, upstream: upstream, logger: logger, rateLimiter: rateLimiter, clock: clock,
+        self.init(configuration: configuration, upstream: Self.upstream(configuration: configuration, httpClient: httpClient), logger: logger, rateLimiter: rateLimiter, clock: clock,
                   observers: observers, version: version)
     }
 
     /// A gateway over any ``ChatUpstream`` (tests run it in-process against a fake).
+    ///
+    /// With a `store`, the gateway keeps a ledger row per request, serves `/api/usage` and
+    /// `/api/history`, accepts the store's tokens, and starts each caller's daily quota at
+    /// `tokensChargedToday` (user id → tokens the store counted today).
     init(
         configuration: GatewayConfiguration, upstream: (any ChatUpstream)?, logger: Logger,
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
-        observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
+        observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current,
+        registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil, tokensChargedToday: [String: Int] = [:]
     ) {
         self.configuration = configuration
         self.logger = logger
         var tokenKeys = TextTask.allCases.compactMap { task in configuration.model(for: task).map { (task.rawValue, $0) } }
         tokenKeys += configuration.effectiveModelAliases.map { ("chat", $0.model) }
-        let metrics = GatewayMetrics(tokenKeys: tokenKeys)
+        let metrics = GatewayMetrics(registry: registry, tokenKeys: tokenKeys)
         self.metrics = metrics
-        let limiter: (any RateLimiter)? = configuration.rateLimitsEnabled
-            ? (rateLimiter ?? InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)) : nil
+        var limiter: (any RateLimiter)?
+        if configuration.rateLimitsEnabled {
+            if let rateLimiter {
+                limiter = rateLimiter
+            } else {
+                let local = InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)
+                let now = clock()
+                for (userID, tokens) in tokensChargedToday { local.seed(tokensUsed: tokens, key: RateLimitMiddleware.key(userID: userID), now: now) }
+                limiter = local
+            }
+        }
         let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
-        if let tokens = configuration.tokens { admission.append(AuthMiddleware(tokens: tokens)) }
-        if let limiter { admission.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
-        let routes = [
+        if configuration.tokens != nil || store != nil || configuration.requiresTokens {
+            admission.append(AuthMiddleware(tokens: configuration.tokens, storeTokens: store?.tokens, required: configuration.requiresTokens))
+        }
+        var limits: [any Middleware] = []
+        if let limiter { limits.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
+        admission += limits
+        var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
             Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
                 upstream: upstream, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
@@ -59,13 +74,37 @@ public final class Gateway: Sendable {
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
         ]
+        if let store {
+            // A caller's own rows: identified callers only, whatever AUTH_REQUIRED says, and
+            // outside the limits (a caller over its quota can still see why).
+            let own: [any Middleware] = [AuthMiddleware(tokens: configuration.tokens, storeTokens: store.tokens, required: true)]
+            let history = HistoryRoute(history: store.backend, faults: store.faults)
+            let item = HistoryItemRoute(history: store.backend, faults: store.faults)
+            routes += [
+                Route(method: .GET, path: "/api/usage", middleware: own, handler: UsageRoute(
+                    usage: store.backend, plans: configuration.plans, faults: store.faults, clock: clock
+                )),
+                Route(method: .GET, path: "/api/history", middleware: own, handler: history),
+                Route(method: .DELETE, path: "/api/history", middleware: own, handler: history),
+                Route(method: .GET, path: "/api/history/{id}", middleware: own, handler: item),
+                Route(method: .DELETE, path: "/api/history/{id}", middleware: own, handler: item),
+            ]
+        }
         let finisher = RequestFinisher(
-            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock, observers: observers
+            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock,
+            observers: observers, ledger: store?.recorder
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,
-            errorLanguage: configuration.errorLanguage
+            errorLanguage: configuration.errorLanguage, strictLedger: store?.recorder.strict == true ? store?.recorder : nil
         )
+    }
+
+    /// The upstream the configuration names, nil without an API key.
+    static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {
+        configuration.apiKey.map {
+            ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
+        }
     }
 
     /// The server settings this gateway needs: address, body limit, JSON protocol errors.

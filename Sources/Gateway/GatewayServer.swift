@@ -4,6 +4,7 @@ import Glibc
 public import EventLoop
 public import HTTPClient
 public import HTTPServer
+public import Store
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
 /// client (a request and its upstream call stay on one loop), the gateway's routes, and an
@@ -31,10 +32,19 @@ public final class GatewayServer: Sendable {
     ) async throws -> GatewayServer {
         // libcurl before the loops' threads (a no-op when main did it already).
         guard HTTPClient.initializeGlobally() else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }
+        let registry = MetricsRegistry()
+        // The store first: a file that cannot be used stops the start before anything listens.
+        let opened = try await openStore(configuration: configuration, registry: registry, logger: logger, clock: clock)
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let pollLimit = configuration.loopPollLimit(cpuQuota: EventLoopGroup.cgroupQuotaCPUs())
         let polling = pollLimit > .zero ? LoopPolling(limit: pollLimit, idleCPU: IdleCPU()) : nil
-        let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop", polling: polling)
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(loopCount: loops, namePrefix: "loop", polling: polling)
+        } catch {
+            await opened?.closer.stop(deadline: .now())
+            throw error
+        }
         var clientConfiguration = HTTPClientConfiguration()
         let descriptors = DescriptorBudget(
             limit: Socket.raiseOpenFileLimit(), loops: loops, connectionsPerCurlHandle: clientConfiguration.transfersPerCurlHandle
@@ -48,9 +58,13 @@ public final class GatewayServer: Sendable {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)
         } catch {
             await group.shutdownGracefully()
+            await opened?.closer.stop(deadline: .now())
             throw error
         }
-        let gateway = Gateway(configuration: configuration, httpClient: httpClient, logger: logger, clock: clock, observers: observers)
+        let gateway = Gateway(
+            configuration: configuration, upstream: Gateway.upstream(configuration: configuration, httpClient: httpClient), logger: logger, clock: clock, observers: observers,
+            registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:]
+        )
         var serverConfiguration = gateway.serverConfiguration()
         serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
         let server: HTTPServer
@@ -59,11 +73,17 @@ public final class GatewayServer: Sendable {
         } catch {
             await httpClient.shutdown()
             await group.shutdownGracefully()
+            await opened?.closer.stop(deadline: .now())
             throw error
         }
-        // Started in this order, stopped in reverse: the loops, the upstream client, the server.
+        // Started in this order, stopped in reverse: the loops, the store (closed after its
+        // writer has committed the last rows), its writer and pollers, the upstream client, the
+        // server (whose drain hands the writer its last rows).
+        var list: [any Service] = [EventLoopGroupService(group: group)]
+        if let opened { list += [opened.closer] + opened.store.services }
+        list += [HTTPClientService(client: httpClient), GatewayHTTPService(server: server, gateway: gateway)]
         let services = ServiceGroup(
-            services: [EventLoopGroupService(group: group), HTTPClientService(client: httpClient), GatewayHTTPService(server: server, gateway: gateway)],
+            services: list,
             gracefulShutdownTimeout: configuration.shutdownGrace + .seconds(5),
             log: { event, service in logger.log(event == "stop_overran" ? .warning : .debug, "service_\(event)", [("service", .string(service))]) }
         )
@@ -89,6 +109,8 @@ public final class GatewayServer: Sendable {
             ("loops", .int(loops)),
             ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
             ("upstream", .string(configuration.baseURL)),
+            ("store", .string(configuration.database.logDescription)),
+            ("ledger_durability", .string(configuration.ledgerDurability.rawValue)),
         ])
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
             logger.warning("descriptor_limit", [
@@ -98,9 +120,9 @@ public final class GatewayServer: Sendable {
             ])
         }
         let loopback = configuration.host == "localhost" || configuration.host.hasPrefix("127.") || configuration.host == "::1"
-        if configuration.tokens == nil && !loopback {
+        if !configuration.requiresTokens && !loopback {
             logger.warning("open_gateway", [("address", .string(configuration.host)),
-                                            ("effect", .string("no GATEWAY_TOKENS: anyone who reaches this address can spend the upstream key"))])
+                                            ("effect", .string("tokens are not required (no GATEWAY_TOKENS, AUTH_REQUIRED off): anyone who reaches this address can spend the upstream key"))])
         }
         if configuration.apiKey == nil {
             logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])
@@ -118,6 +140,58 @@ public final class GatewayServer: Sendable {
     public func stop() async {
         await services.stop()
     }
+}
+
+extension GatewayServer {
+    /// The opened store, what closes it, and what it counted today (to start the quotas).
+    struct OpenedStore {
+        let store: GatewayStore
+        let closer: StoreCloser
+        let chargedToday: [String: Int]
+    }
+
+    /// Opens, checks and migrates the store `DATABASE_URL` names; nil when it is `off`.
+    /// Throws ``StoreStartError`` (naming the file) when the file cannot serve.
+    static func openStore(
+        configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant
+    ) async throws -> OpenedStore? {
+        guard case .sqlite(let path) = configuration.database else { return nil }
+        let pool = try BlockingPool(threadCount: 2, name: "store")
+        let sqlite: SQLiteStore
+        do {
+            sqlite = try await SQLiteStore.open(path: path, pool: pool)
+        } catch {
+            await pool.shutdown()
+            throw StoreStartError(error: error)
+        }
+        let closer = StoreCloser {
+            await sqlite.close()
+            await pool.shutdown()
+        }
+        let store = GatewayStore(backend: sqlite, pool: pool, configuration: configuration, registry: registry, logger: logger, clock: clock)
+        do throws(StoreError) {
+            try await store.prepare()
+            let charged = try await sqlite.tokensCharged(onDay: clock().utcDay)
+            return OpenedStore(store: store, closer: closer, chargedToday: charged)
+        } catch {
+            await closer.stop(deadline: .now())
+            throw StoreStartError(error: error)
+        }
+    }
+}
+
+/// The store could not be opened, checked or migrated: the start stops (exit 2).
+public struct StoreStartError: Error, CustomStringConvertible {
+    public let error: StoreError
+    public var description: String { "the store cannot be used: \(error)" }
+}
+
+/// Closes the store and its threads, after the writer stopped.
+struct StoreCloser: Service {
+    let close: @Sendable () async -> Void
+    var name: String { "store" }
+    func start() async throws {}
+    func stop(deadline: MonotonicInstant) async { await close() }
 }
 
 /// The upstream client as a service: nothing to start (it runs on the loops), stopped

@@ -19,6 +19,26 @@ func fail(_ message: String, exitCode: CInt = 2) -> Never {
 // libcurl's global state before any thread starts (the signal thread, the loops).
 guard HTTPClient.initializeGlobally() else { fail("cannot initialise libcurl", exitCode: 1) }
 
+/// The settings: `.env`, then `.env.<name>`, under the real environment.
+func loadConfiguration(environmentName: String) -> GatewayConfiguration {
+    var files: [[String: String]] = []
+    for path in [".env", ".env.\(environmentName)"] {
+        do {
+            if let values = try DotEnv.load(path: path) { files.append(values) }
+        } catch {
+            fail("\(error)")
+        }
+    }
+    guard let processEnvironment = ProcessEnvironment.read() else {
+        fail("cannot read the environment from /proc/self/environ (is /proc mounted?)")
+    }
+    do {
+        return try GatewayConfiguration(environment: DotEnv.merged(environment: processEnvironment, files: files))
+    } catch {
+        fail("invalid configuration: \(error)")
+    }
+}
+
 let command: GatewayCommand
 do {
     command = try GatewayCommand.parse(Array(CommandLine.arguments.dropFirst()))
@@ -37,6 +57,11 @@ case .tokenHash:
     let token = String(decoding: input, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
     guard !token.isEmpty, input.count <= 4096 else { fail("token hash: write one token (at most 512 characters) on standard input") }
     write(TokenStore.hashLine(forToken: token) + "\n", to: 1)
+case .store(let storeCommand, let environmentName):
+    let result = await storeCommand.run(configuration: loadConfiguration(environmentName: environmentName))
+    write(result.output, to: 1)
+    write(result.error, to: 2)
+    exit(result.status)
 case .healthcheck(let port):
     exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()?["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):
@@ -48,25 +73,11 @@ case .serve(let hostname, let port, let environmentName):
         fail("cannot install signal handlers: \(error)", exitCode: 1)
     }
     signal(SIGPIPE, SIG_IGN)
+    // A file-size limit reached (`ulimit -f`) is then a failed write the store counts and
+    // retries, not the end of the process.
+    signal(SIGXFSZ, SIG_IGN)
 
-    var files: [[String: String]] = []
-    for path in [".env", ".env.\(environmentName)"] {
-        do {
-            if let values = try DotEnv.load(path: path) { files.append(values) }
-        } catch {
-            fail("\(error)")
-        }
-    }
-    guard let processEnvironment = ProcessEnvironment.read() else {
-        fail("cannot read the environment from /proc/self/environ (is /proc mounted?)")
-    }
-    let environment = DotEnv.merged(environment: processEnvironment, files: files)
-    var configuration: GatewayConfiguration
-    do {
-        configuration = try GatewayConfiguration(environment: environment)
-    } catch {
-        fail("invalid configuration: \(error)")
-    }
+    var configuration = loadConfiguration(environmentName: environmentName)
     if let hostname { configuration.host = hostname }
     if let port { configuration.port = port }
 
@@ -74,6 +85,9 @@ case .serve(let hostname, let port, let environmentName):
     let server: GatewayServer
     do {
         server = try await GatewayServer.start(configuration: configuration, logger: logger, environmentName: environmentName)
+    } catch let error as StoreStartError {
+        logger.error("start_failed", [("reason", .string("\(error)"))])
+        fail("\(error)", exitCode: 2)
     } catch {
         logger.error("start_failed", [("reason", .string("\(error)"))])
         fail("cannot start: \(error)", exitCode: 1)

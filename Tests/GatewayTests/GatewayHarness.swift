@@ -38,6 +38,7 @@ struct GatewayHarness {
         configuration.loopCount = 2
         configuration.shutdownGrace = .seconds(1)
         configuration.rateLimitsEnabled = false  // the access tests turn limits on themselves
+        configuration.database = .off  // the store tests give each gateway a file of its own
         configure(&configuration)
         let logs = LogSink.memory()
         let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock, observers: observers)

@@ -7,9 +7,12 @@ public struct Caller: Sendable, Hashable {
     public let userID: String
     /// The plan the token's limits come from; see ``PlanCatalog/plan(named:)``.
     public let plan: String
+    /// The store token's id when the token came from the store (its last use is recorded).
+    public let tokenID: String?
 
-    public init(userID: String, plan: String) {
+    public init(userID: String, plan: String, tokenID: String? = nil) {
         self.userID = userID
         self.plan = plan
+        self.tokenID = tokenID
     }
 }

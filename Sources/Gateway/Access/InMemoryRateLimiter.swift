@@ -54,6 +54,13 @@ public final class InMemoryRateLimiter: RateLimiter {
         state.withLock { $0.record(tokens: tokens, key: key, plan: plan, now: now) }
     }
 
+    /// Starts `key`'s count for the UTC day of `now` at `tokensUsed` (what the store counted
+    /// before a restart), whatever its plan.
+    public func seed(tokensUsed: Int, key: String, now: Instant) {
+        guard tokensUsed > 0 else { return }
+        state.withLock { $0.seed(tokens: tokensUsed, key: key, now: now) }
+    }
+
     /// Gives back a lease without charging anything.
     public func release(_ lease: RateLease) async {
         guard lease.holdsSlot else { return }
@@ -108,6 +115,10 @@ public final class InMemoryRateLimiter: RateLimiter {
         mutating func record(tokens: Int, key: String, plan: Plan, now: Instant) {
             guard plan.tokensPerDay != nil, tokens > 0 else { return }
             sweepIfDue(now: now)
+            keys[key, default: KeyState()].record(tokens: tokens, now: now)
+        }
+
+        mutating func seed(tokens: Int, key: String, now: Instant) {
             keys[key, default: KeyState()].record(tokens: tokens, now: now)
         }
 

@@ -38,7 +38,11 @@ public struct TokenStore: Sendable {
     /// then 1–512 printable ASCII characters without spaces.
     public func authenticate(authorization: String?) -> Caller? {
         guard let authorization, let token = BearerCredentials.token(in: authorization) else { return nil }
-        let digest = SHA256.hash(token)
+        return caller(digest: SHA256.hash(token))
+    }
+
+    /// The configured caller whose token has SHA-256 `digest`, or nil.
+    func caller(digest: [UInt8]) -> Caller? {
         // Every entry is compared, whatever matched before: the time taken depends on the
         // number of entries only. No dictionary is keyed by the secret's digest.
         var matched = -1

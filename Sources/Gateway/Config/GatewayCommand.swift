@@ -7,6 +7,9 @@ public enum GatewayCommand: Equatable, Sendable {
     /// `token hash`: reads a caller token from standard input, prints its SHA-256 hash (the
     /// form `GATEWAY_TOKENS` / `GATEWAY_TOKENS_FILE` store).
     case tokenHash
+    /// `tokens …`, `usage …`, `db …`: work on the store `DATABASE_URL` names, with settings
+    /// read as `serve` reads them (`--env NAME`).
+    case store(StoreCommand, environment: String)
     case help
     case version
 
@@ -14,6 +17,12 @@ public enum GatewayCommand: Equatable, Sendable {
         usage: text-gateway [serve] [--hostname H] [--port P] [--env NAME]
                text-gateway healthcheck [--port P]
                text-gateway token hash < token.txt
+               text-gateway tokens create --user U [--plan P] [--label L]
+               text-gateway tokens list [--format table|json]
+               text-gateway tokens revoke <id>
+               text-gateway usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]
+               text-gateway db backup <file>
+               text-gateway db check
                text-gateway --help | --version
 
         serve        run the gateway (the default). Settings come from the environment,
@@ -23,6 +32,13 @@ public enum GatewayCommand: Equatable, Sendable {
                      other name of letters, digits, '-' and '_'.
         healthcheck  ask a running gateway on 127.0.0.1 for /api/health (for HEALTHCHECK).
         token hash   read a caller token from standard input and print its SHA-256 hash.
+        tokens       make (printing the token, only then), list or revoke caller tokens in
+                     the store; a running gateway on the same store follows within 2 s.
+        usage        requests and tokens per user and UTC day (the last 30 days by default).
+        db backup    write a consistent copy of the store to a new file, even while the
+                     gateway runs.
+        db check     run SQLite's integrity check on the store (exit 1 when it finds damage).
+                     The store commands read DATABASE_URL as serve does (with --env NAME).
 
         """
 
@@ -32,6 +48,7 @@ public enum GatewayCommand: Equatable, Sendable {
         if rest.first == "--help" || rest.first == "-h" || rest.first == "help" { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
+        if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
         var subcommand = "serve"
         if let first = rest.first, !first.hasPrefix("-") {
             subcommand = first
@@ -71,6 +88,76 @@ public enum GatewayCommand: Equatable, Sendable {
         case "healthcheck": return .healthcheck(port: port)
         default: throw CommandLineError("unknown command \(subcommand)")
         }
+    }
+}
+
+extension GatewayCommand {
+    /// `tokens create|list|revoke`, `usage`, `db backup|check`, each with its options and `--env`.
+    private static func parseStore(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
+        var rest = arguments
+        let group = rest.popFirst() ?? ""
+        var action = ""
+        if group != "usage" {
+            guard let next = rest.popFirst(), !next.hasPrefix("-") else { throw CommandLineError("\(group) needs a command (see --help)") }
+            action = next
+        }
+        var options: [String: String] = [:]
+        var positional: [String] = []
+        let allowed: Set<String>
+        switch (group, action) {
+        case ("tokens", "create"): allowed = ["--user", "--plan", "--label", "--env"]
+        case ("tokens", "list"): allowed = ["--format", "--env"]
+        case ("tokens", "revoke"), ("db", "backup"), ("db", "check"): allowed = ["--env"]
+        case ("usage", _): allowed = ["--since", "--user", "--format", "--env"]
+        default: throw CommandLineError("unknown command \(group) \(action)")
+        }
+        while let word = rest.popFirst() {
+            guard word.hasPrefix("--") else {
+                positional.append(word)
+                continue
+            }
+            guard allowed.contains(word) else { throw CommandLineError("unknown option \(word)") }
+            guard let value = rest.popFirst(), !value.hasPrefix("--") else { throw CommandLineError("\(word) needs a value") }
+            guard options[word] == nil else { throw CommandLineError("\(word) given twice") }
+            options[word] = value
+        }
+        let environment = options["--env"] ?? "development"
+        guard environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw CommandLineError("--env must be a plain name such as development or production")
+        }
+        func format(_ allowed: [StoreCommand.ReportFormat]) throws(CommandLineError) -> StoreCommand.ReportFormat {
+            guard let text = options["--format"] else { return .table }
+            guard let format = StoreCommand.ReportFormat(rawValue: text), allowed.contains(format) else {
+                throw CommandLineError("--format must be \(allowed.map(\.rawValue).joined(separator: ", "))")
+            }
+            return format
+        }
+        func positionals(_ count: Int, _ what: String) throws(CommandLineError) {
+            guard positional.count == count else { throw CommandLineError("\(group) \(action) takes \(what)") }
+        }
+        let command: StoreCommand
+        switch (group, action) {
+        case ("tokens", "create"):
+            try positionals(0, "no arguments besides its options")
+            guard let user = options["--user"] else { throw CommandLineError("tokens create needs --user") }
+            command = .createToken(user: user, plan: options["--plan"] ?? PlanCatalog.defaultName, label: options["--label"])
+        case ("tokens", "list"):
+            try positionals(0, "no arguments besides its options")
+            command = .listTokens(format: try format([.table, .json]))
+        case ("tokens", "revoke"):
+            try positionals(1, "one token id")
+            command = .revokeToken(id: positional[0])
+        case ("db", "backup"):
+            try positionals(1, "the file to write")
+            command = .backup(file: positional[0])
+        case ("db", "check"):
+            try positionals(0, "no arguments")
+            command = .check
+        default:
+            try positionals(0, "no arguments besides its options")
+            command = .usage(since: options["--since"], user: options["--user"], format: try format([.table, .csv, .json]))
+        }
+        return .store(command, environment: environment)
     }
 }
 

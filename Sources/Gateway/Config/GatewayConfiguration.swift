@@ -70,6 +70,23 @@ public struct GatewayConfiguration: Sendable {
     public var trustedProxies = TrustedProxies(ranges: [])
     /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
     public var errorLanguage: ErrorLanguage?
+    /// `AUTH_REQUIRED`: whether every request to `/api/process` and `/v1` needs a valid
+    /// token; nil (unset): when ``tokens`` are configured. Off, a request without a token is
+    /// a guest, and one with a wrong token is still refused.
+    public var authRequired: Bool?
+
+    /// Whether `/api/process` and `/v1` refuse a request without a valid token.
+    public var requiresTokens: Bool { authRequired ?? (tokens != nil) }
+    /// `DATABASE_URL`.
+    public var database = DatabaseLocation.standard
+    /// `LEDGER_DURABILITY`.
+    public var ledgerDurability = LedgerDurability.fast
+    /// `HISTORY_STORE_RESULTS`: whether history keeps the answer's text.
+    public var historyStoresResults = false
+    /// `HISTORY_RETENTION_DAYS`: how long history rows are kept.
+    public var historyRetentionDays = 30
+    /// `USAGE_RETENTION_DAYS`: how long daily usage is kept.
+    public var usageRetentionDays = 400
 
     /// How long a rate-limit lease lives if its request never gives it back: longer than
     /// any request or stream may run.
@@ -157,6 +174,17 @@ public struct GatewayConfiguration: Sendable {
             }
         }
         if tokens?.isEmpty == true { tokens = nil }
+        authRequired = try flag("AUTH_REQUIRED")
+        if let url = value("DATABASE_URL") { database = try DatabaseLocation(url: url) }
+        if let name = value("LEDGER_DURABILITY") {
+            guard let durability = LedgerDurability(rawValue: name.lowercased()) else {
+                throw ConfigurationError("LEDGER_DURABILITY must be fast or strict")
+            }
+            ledgerDurability = durability
+        }
+        historyStoresResults = try flag("HISTORY_STORE_RESULTS") ?? historyStoresResults
+        historyRetentionDays = try integer("HISTORY_RETENTION_DAYS", 1...36_500) ?? historyRetentionDays
+        usageRetentionDays = try integer("USAGE_RETENTION_DAYS", 1...36_500) ?? usageRetentionDays
         if let text = value("PLANS") {
             do {
                 plans = try PlanCatalog.parse(text)

@@ -80,6 +80,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let clientClosedRequest = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "client_closed_request", "درخواست پیش از پاسخ لغو شد.", "The client closed the request before the answer was complete.")
     static let repeatedField = GatewayError(.badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
     static let shuttingDown = GatewayError(.serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.", "The server is shutting down. Please try again.")
+    /// A history item that does not exist or is another caller's: the two look the same.
+    static let itemNotFound = GatewayError(.notFound, "not_found", "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
+    static let invalidParameter = GatewayError(.badRequest, "invalid_parameter", "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
+    static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// Requests the HTTP layer refuses before any route runs.

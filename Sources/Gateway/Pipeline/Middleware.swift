@@ -74,12 +74,22 @@ struct ErrorMiddleware: Middleware {
     }
 }
 
-/// Lets in only a request whose `Authorization` names a caller token, and records who it is.
+/// Identifies the caller from `Authorization`: a configured token (`GATEWAY_TOKENS`) or a
+/// store token. A token that names no caller is always `401`; a request without one is a
+/// guest unless tokens are required.
 struct AuthMiddleware: Middleware {
-    let tokens: TokenStore
+    let tokens: TokenStore?
+    let storeTokens: StoreTokens?
+    let required: Bool
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        guard let caller = tokens.authenticate(authorization: request.headers["Authorization"]) else { throw GatewayError.unauthorized }
+        guard let authorization = request.headers["Authorization"] else {
+            if required { throw GatewayError.unauthorized }
+            return try await next(request, context)
+        }
+        guard let token = BearerCredentials.token(in: authorization) else { throw GatewayError.unauthorized }
+        let digest = SHA256.hash(token)
+        guard let caller = tokens?.caller(digest: digest) ?? storeTokens?.caller(digest: digest) else { throw GatewayError.unauthorized }
         context.update { $0.caller = caller }
         return try await next(request, context)
     }
@@ -99,7 +109,7 @@ struct RateLimitMiddleware: Middleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
         let caller = context.caller
         let plan = plans.plan(for: caller)
-        let key = caller.map { "user:" + $0.userID } ?? "address:" + clientAddress(request)
+        let key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
         let decision: RateDecision
         do {
             decision = try await limiter.acquire(key: key, plan: plan, now: clock())
@@ -129,6 +139,9 @@ struct RateLimitMiddleware: Middleware {
         }
         return response
     }
+
+    /// The limiter's key for an identified caller.
+    static func key(userID: String) -> String { "user:" + userID }
 
     /// A guest's address as the gateway sees it: the last `X-Forwarded-For` entry (over every
     /// line of it) that no trusted proxy vouches for, else the peer.

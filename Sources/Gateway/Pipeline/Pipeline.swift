@@ -36,12 +36,17 @@ struct Pipeline: Sendable {
     private let errors: ErrorMiddleware
     private let finisher: RequestFinisher
     private let errorLanguage: ErrorLanguage?
+    /// Set when answers wait for their ledger row's commit (`LEDGER_DURABILITY=strict`).
+    private let strictLedger: LedgerRecorder?
 
     /// Request fields a request may carry once at most (RFC 9110 §5.3: a field that is not a
     /// list cannot be combined); two of them are `400`.
     static let singletonFields = ["Authorization", "Content-Type", "X-Request-Id"]
 
-    init(routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?) {
+    init(
+        routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?,
+        strictLedger: LedgerRecorder? = nil
+    ) {
         var table: [String: [HTTPMethod: RouteResponder]] = [:]
         for route in routes {
             let handler = route.handler
@@ -69,6 +74,7 @@ struct Pipeline: Sendable {
         errors = ErrorMiddleware(logger: logger)
         self.finisher = finisher
         self.errorLanguage = errorLanguage
+        self.strictLedger = strictLedger
     }
 
     /// Answers any request; never throws.
@@ -88,8 +94,28 @@ struct Pipeline: Sendable {
             return state.rateStatus
         }
         for field in rateStatus?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        if context.strictLedger != nil { await commitBeforeEnd(&response, context: context) }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
+    }
+
+    /// Makes the answer wait for its ledger row's commit: a whole body before it is sent, a
+    /// stream before its last chunk (the stream's own last event commits first, when it has one).
+    private func commitBeforeEnd(_ response: inout HTTPResponse, context: RequestContext) async {
+        switch response.body {
+        case .bytes:
+            await context.commitLedgerBeforeEnd()
+        case .stream(let produce):
+            response.body = .stream { writer in
+                do {
+                    try await produce(writer)
+                } catch {
+                    await context.commitLedgerBeforeEnd()
+                    throw error
+                }
+                await context.commitLedgerBeforeEnd()
+            }
+        }
     }
 
     /// The answer to a request the HTTP server refused before routing (a malformed head, a
@@ -122,9 +148,11 @@ struct Pipeline: Sendable {
         case .english: language = .english
         case .auto: language = Language(acceptLanguage: headers["Accept-Language"], default: fallback)
         }
+        let route = RouteLabel(path: head.path)
         return RequestContext(
             id: RequestID.accept(headers["X-Request-Id"]), method: head.method, path: head.path,
-            route: RouteLabel(path: head.path), errorShape: group.errorShape, language: language
+            route: route, errorShape: group.errorShape, language: language,
+            strictLedger: route.isLedgered ? strictLedger : nil
         )
     }
 }

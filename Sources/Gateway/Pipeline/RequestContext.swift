@@ -22,6 +22,9 @@ final class RequestContext: Sendable {
     /// The language of error messages.
     let language: Language
     let start: MonotonicInstant
+    /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
+    /// and the route keeps rows.
+    let strictLedger: LedgerRecorder?
 
     struct State: Sendable {
         var caller: Caller?
@@ -31,6 +34,7 @@ final class RequestContext: Sendable {
         /// What the `RateLimit-*` fields say on the response.
         var rateStatus: RateStatus?
         var task: String?
+        var tone: String?
         var textLength: Int?
         var model: String?
         var usage: Usage?
@@ -43,14 +47,19 @@ final class RequestContext: Sendable {
         /// For a request the HTTP server refused: what was wrong with it (the parser's
         /// finding, or `timeout`), for the log.
         var protocolError: String?
+        /// The answer's text, kept only for a history that stores results.
+        var result: String?
+        /// Whether the request's ledger row was handed to the store (once).
+        var ledgered = false
     }
 
     private let state = Mutex(State())
 
     init(
         id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
-        start: MonotonicInstant = .now()
+        start: MonotonicInstant = .now(), strictLedger: LedgerRecorder? = nil
     ) {
+        self.strictLedger = strictLedger
         self.id = id
         self.method = method
         self.path = path
@@ -89,6 +98,12 @@ final class RequestContext: Sendable {
         }
     }
 
+    /// Under `LEDGER_DURABILITY=strict`, commits the request's row before the answer's last
+    /// event goes out (a stream's `done` or `error`); otherwise nothing.
+    func commitLedgerBeforeEnd() async {
+        await strictLedger?.record(self)
+    }
+
     /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
     /// cached answer.
     var chargeableTokens: Int {
@@ -106,6 +121,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
     case chatCompletions = "/v1/chat/completions"
     case models = "/v1/models"
     case metrics = "/metrics"
+    case usage = "/api/usage"
+    case history = "/api/history"
     case other
 
     /// The route of `path`, compared byte for byte (no string switch, no hashing).
@@ -114,10 +131,14 @@ enum RouteLabel: String, Sendable, CaseIterable {
             self = route
             return
         }
-        self = .other
+        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history : .other
     }
 
-    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics]
+    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics, .usage, .history]
+    private static let historyItemPrefix = RouteLabel.history.rawValue + "/"
+
+    /// Whether the store keeps a row for each request of this route.
+    var isLedgered: Bool { self == .process || self == .chatCompletions }
 
     /// Its position among ``allCases``.
     var index: Int {
@@ -127,7 +148,9 @@ enum RouteLabel: String, Sendable, CaseIterable {
         case .chatCompletions: 2
         case .models: 3
         case .metrics: 4
-        case .other: 5
+        case .usage: 5
+        case .history: 6
+        case .other: 7
         }
     }
 }

@@ -26,7 +26,8 @@ public protocol RequestObserver: Sendable {
 
 /// The one finished hook: called by the HTTP server exactly once for every request, however
 /// it ended. It settles the outcome, gives the rate-limit lease back (charging the tokens
-/// used), records the metrics, writes the one access-log line and tells the observers.
+/// used), records the metrics, writes the one access-log line, hands the ledger its row and
+/// tells the observers.
 /// Nothing else writes timings or outcomes.
 struct RequestFinisher: Sendable {
     let metrics: GatewayMetrics
@@ -35,6 +36,8 @@ struct RequestFinisher: Sendable {
     let limiter: (any RateLimiter)?
     let clock: @Sendable () -> Instant
     let observers: [any RequestObserver]
+    /// The store's ledger; nil when the gateway is stateless.
+    let ledger: LedgerRecorder?
 
     /// A request starts being answered.
     func started(_ context: RequestContext) {
@@ -90,6 +93,8 @@ struct RequestFinisher: Sendable {
             ("gateway_ms", .milliseconds(gatewayMs)),
             ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
         ])
+        // After the answer: a full queue makes only this connection's next request wait.
+        if let ledger { await ledger.record(context) }
         guard !observers.isEmpty else { return }
         let finished = FinishedRequest(
             requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status, outcome: outcome.label,

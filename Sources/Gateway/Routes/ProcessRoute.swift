@@ -37,6 +37,7 @@ struct ProcessRoute: RouteHandler {
         let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"])
         context.update {
             $0.task = parsed.task.rawValue
+            $0.tone = parsed.tone?.rawValue
             $0.textLength = parsed.characterCount
         }
         guard let upstream else { throw .keyNotConfigured }
@@ -83,6 +84,7 @@ struct ProcessRoute: RouteHandler {
             }
             context.noteUpstream(since: upstreamStart, usage: answer.usage)
         }
+        context.update { $0.result = answer.result }
         var body = JSONWriter(capacity: answer.result.utf8.count + 160)
         body.object {
             $0.field("success", true)

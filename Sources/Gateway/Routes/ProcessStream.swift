@@ -33,7 +33,11 @@ struct ProcessStream: Sendable {
                 try await fail(.emptyResult, outcome: .failed(.emptyResult), writer)
                 return
             }
-            context.update { $0.outcome = .done }
+            context.update {
+                $0.outcome = .done
+                $0.result = text
+            }
+            await context.commitLedgerBeforeEnd()
             try await writer.write(event("done") {
                 $0.field("requestId", context.id)
                 $0.field("result", text)

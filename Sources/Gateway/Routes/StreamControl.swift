@@ -140,6 +140,7 @@ extension RequestContext {
             $0.error = error
             $0.outcome = outcome
         }
+        await commitLedgerBeforeEnd()
         try await writer.write(ErrorRenderer.event(error, shape: shape, requestID: id, language: language))
     }
 }

@@ -1,0 +1,46 @@
+import Store
+
+/// Hands a finished request's row to the store's writer, once per request: from the finished
+/// hook (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting for the commit
+/// (`strict`). Only the routes that do the product's work leave rows (``RouteLabel/isLedgered``).
+struct LedgerRecorder: Sendable {
+    let writer: LedgerWriter
+    let strict: Bool
+    /// `HISTORY_STORE_RESULTS`: whether the answer's text goes into the row.
+    let storesResults: Bool
+    let clock: @Sendable () -> Instant
+
+    /// Records `context`'s row unless it was recorded already.
+    func record(_ context: RequestContext) async {
+        guard context.route.isLedgered else { return }
+        let first = context.update { state -> Bool in
+            defer { state.ledgered = true }
+            return !state.ledgered
+        }
+        guard first else { return }
+        let row = row(for: context)
+        if strict {
+            _ = await writer.submitAndWait(row)
+        } else {
+            await writer.submit(row)
+        }
+    }
+
+    /// The row as it stands now. A request still running (a strict stream about to send its
+    /// last event) is recorded with the outcome it is about to end with.
+    func row(for context: RequestContext) -> LedgerRow {
+        let state = context.snapshot
+        let durationNanoseconds = context.start.nanoseconds(until: .now())
+        let durationMilliseconds = Double(durationNanoseconds) / 1e6
+        let now = clock()
+        let outcome = state.outcome ?? (state.status < 400 ? .done : .rejected)
+        let createdAt = Int64(((now.secondsSinceEpoch * 1000) - durationMilliseconds).rounded(.down))
+        return LedgerRow(
+            requestID: context.id, userID: state.caller?.userID, tokenID: state.caller?.tokenID, task: state.task, tone: state.tone,
+            route: context.route.rawValue, model: state.model, inputLength: state.textLength,
+            inputTokens: state.usage?.promptTokens, outputTokens: state.usage?.completionTokens, status: state.status,
+            code: state.error?.code, outcome: outcome.label, cacheHit: outcome == .cacheHit,
+            durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt, result: storesResults ? state.result : nil
+        )
+    }
+}

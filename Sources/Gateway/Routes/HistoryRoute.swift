@@ -1,0 +1,103 @@
+import ChatAPI
+import HTTP1
+import HTTPServer
+import Store
+
+/// `GET /api/history?limit=&before=` (the caller's rows, newest first, a page at a time) and
+/// `DELETE /api/history` (all of them).
+struct HistoryRoute: RouteHandler {
+    let history: any HistoryStore
+    let faults: StoreFaults
+
+    static let defaultLimit = 20
+    static let maximumLimit = 100
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let caller = try context.identifiedCaller()
+        if request.method == .DELETE {
+            do {
+                _ = try await history.deleteHistory(userID: caller.userID)
+            } catch {
+                faults.record(error, operation: .read)
+                throw .storeUnavailable
+            }
+            return HTTPResponse(status: .noContent)
+        }
+        let query = try QueryParameters(request.query)
+        let limit = try query.integer("limit", in: 1...Self.maximumLimit, default: Self.defaultLimit)
+        var cursor: HistoryCursor?
+        if let text = query["before"] {
+            guard let parsed = HistoryCursor(text: String(text)) else { throw .invalidParameter }
+            cursor = parsed
+        }
+        let page: HistoryPage
+        do {
+            page = try await history.history(userID: caller.userID, limit: limit, before: cursor)
+        } catch {
+            faults.record(error, operation: .read)
+            throw .storeUnavailable
+        }
+        var body = JSONWriter(capacity: 64 + page.items.count * 400)
+        body.object {
+            $0.field("items", array: page.items) { HistoryItemRoute.write($1.row, into: &$0) }
+            $0.field("nextCursor", page.nextCursor?.text)
+        }
+        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+    }
+}
+
+/// `GET /api/history/{id}` (one of the caller's rows) and `DELETE /api/history/{id}`. A row
+/// of another caller is `404`, exactly as a missing one.
+struct HistoryItemRoute: RouteHandler {
+    let history: any HistoryStore
+    let faults: StoreFaults
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let caller = try context.identifiedCaller()
+        let id = String(RoutingTable<Int>.parameter(in: request.path))
+        // Only an id the gateway could have given a request can name a row.
+        guard RequestID.isWellFormed(id) else { throw .itemNotFound }
+        do {
+            if request.method == .DELETE {
+                guard try await history.deleteHistoryItem(userID: caller.userID, id: id) else { throw GatewayError.itemNotFound }
+                return HTTPResponse(status: .noContent)
+            }
+            guard let item = try await history.historyItem(userID: caller.userID, id: id) else { throw GatewayError.itemNotFound }
+            var body = JSONWriter(capacity: 400)
+            body.object { Self.write(item.row, into: &$0) }
+            return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+        } catch let error as GatewayError {
+            throw error
+        } catch let error as StoreError {
+            faults.record(error, operation: .read)
+            throw .storeUnavailable
+        } catch {
+            throw .internalError
+        }
+    }
+
+    /// One history item as CONTRACT.md shows it.
+    static func write(_ row: LedgerRow, into object: inout JSONWriter) {
+        object.field("id", row.requestID)
+        object.field("task", row.task)
+        object.field("tone", row.tone)
+        object.field("route", row.route)
+        object.field("model", row.model)
+        object.field("inputLength", row.inputLength)
+        object.field("status", row.status)
+        object.field("code", row.code)
+        object.field("cacheHit", row.cacheHit)
+        if row.inputTokens == nil && row.outputTokens == nil {
+            object.nullField("usage")
+        } else {
+            object.field("usage", object: {
+                $0.field("inputTokens", row.inputTokens ?? 0)
+                $0.field("outputTokens", row.outputTokens ?? 0)
+                $0.field("totalTokens", max(0, row.inputTokens ?? 0) + max(0, row.outputTokens ?? 0))
+            })
+        }
+        object.field("createdAt", Timestamp.iso8601(milliseconds: row.createdAtMilliseconds))
+        object.field("durationMs", milliseconds: row.durationMilliseconds)
+        object.field("result", row.result)
+    }
+}

@@ -1,0 +1,244 @@
+import ChatAPI
+import EventLoop
+import Store
+
+/// The command line's work on the store (`text-gateway tokens|usage|db …`), against the
+/// file `DATABASE_URL` names — the same one a running gateway uses, which sees a token made
+/// or revoked here within ``GatewayStore/tokenPollInterval``.
+public enum StoreCommand: Equatable, Sendable {
+    /// `tokens create --user U [--plan P] [--label L]`: prints the new token and nothing else.
+    case createToken(user: String, plan: String, label: String?)
+    /// `tokens list [--format table|json]`: never a token, never a digest.
+    case listTokens(format: ReportFormat)
+    /// `tokens revoke <id>`.
+    case revokeToken(id: String)
+    /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`.
+    case usage(since: String?, user: String?, format: ReportFormat)
+    /// `db backup <file>`: a consistent copy while the gateway runs.
+    case backup(file: String)
+    /// `db check`: SQLite's integrity check.
+    case check
+
+    public enum ReportFormat: String, Sendable, Equatable {
+        case table
+        case csv
+        case json
+    }
+
+    /// What a command printed and its exit status.
+    public struct Result: Sendable, Equatable {
+        public var output = ""
+        public var error = ""
+        public var status: Int32 = 0
+    }
+
+    /// How many days `usage` reports without `--since`, today included.
+    static let defaultUsageDays: Int64 = 30
+
+    /// Runs the command against the configured store.
+    public func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
+        guard case .sqlite(let path) = configuration.database else {
+            return Result(error: "DATABASE_URL is off: this gateway keeps no store\n", status: 2)
+        }
+        if case .createToken(let user, let plan, let label) = self {
+            guard CallerToken.isValidUserID(user) else {
+                return Result(error: "--user must be 1-128 of A-Z a-z 0-9 . _ @ + -\n", status: 2)
+            }
+            guard configuration.plans.all.contains(where: { $0.name == plan }) else {
+                let known = configuration.plans.all.map(\.name).joined(separator: ", ")
+                return Result(error: "--plan \(plan) is not a plan of this gateway (PLANS has: \(known))\n", status: 2)
+            }
+            if let label, !Self.isPrintable(label, maximum: 100) {
+                return Result(error: "--label must be 1-100 printable characters\n", status: 2)
+            }
+        }
+        let pool: BlockingPool
+        do {
+            pool = try BlockingPool(threadCount: 1, name: "store-cli")
+        } catch {
+            return Result(error: "cannot start a thread: \(error)\n", status: 1)
+        }
+        let result = await run(path: path, pool: pool, clock: clock)
+        await pool.shutdown()
+        return result
+    }
+
+    private func run(path: String, pool: BlockingPool, clock: @Sendable () -> Instant) async -> Result {
+        var result = Result()
+        let writes: Bool
+        switch self {
+        case .createToken, .revokeToken: writes = true
+        default: writes = false
+        }
+        let store: SQLiteStore
+        do {
+            store = try await SQLiteStore.open(path: path, pool: pool, readOnly: !writes)
+        } catch {
+            return Result(error: "the store cannot be used: \(error)\n", status: 2)
+        }
+        do {
+            try await execute(store, into: &result, now: clock())
+        } catch {
+            result.error += "\(error)\n"
+            result.status = 1
+        }
+        await store.close()
+        return result
+    }
+
+    private func execute(_ store: SQLiteStore, into result: inout Result, now: Instant) async throws(StoreError) {
+        switch self {
+        case .createToken(let user, let plan, let label):
+            for attempt in 0..<3 {
+                let (token, stored) = Self.newToken(user: user, plan: plan, label: label, now: now)
+                do {
+                    try await store.insertToken(stored)
+                    result.output = token + "\n"
+                    result.error = "token \(stored.id) for \(user) (plan \(plan)) created; it is shown only now\n"
+                    return
+                } catch {
+                    // A random id or digest that is taken already: draw again.
+                    if error.code != .constraint || attempt == 2 { throw error }
+                }
+            }
+        case .listTokens(let format):
+            let tokens = try await store.tokens()
+            result.output = Self.render(tokens, format: format)
+        case .revokeToken(let id):
+            if try await store.revokeToken(id: id, atMilliseconds: Self.milliseconds(now)) {
+                result.error = "token \(id) revoked\n"
+            } else {
+                result.error = "no active token has the id \(id)\n"
+                result.status = 1
+            }
+        case .usage(let since, let user, let format):
+            var fromDay = now.utcDay - Self.defaultUsageDays + 1
+            if let since {
+                guard let day = Timestamp.day(fromDate: since) else {
+                    result.error = "--since must be a date: YYYY-MM-DD\n"
+                    result.status = 2
+                    return
+                }
+                fromDay = day
+            }
+            let days = try await store.usageReport(fromDay: fromDay, userID: user)
+            result.output = Self.render(days, format: format)
+        case .backup(let file):
+            try await store.backup(to: file)
+            result.error = "backed up \(store.path) to \(file)\n"
+        case .check:
+            let findings = try await store.integrityCheck()
+            if findings.isEmpty {
+                result.output = "ok\n"
+            } else {
+                result.output = findings.joined(separator: "\n") + "\n"
+                result.status = 1
+            }
+        }
+    }
+
+    // MARK: Tokens
+
+    /// A new token (`tgk_` and 32 random bytes in base64url) and the record the store keeps of it.
+    static func newToken(user: String, plan: String, label: String?, now: Instant) -> (String, StoredToken) {
+        let token = "tgk_" + Base64URL.encode(SystemRandom.bytes(32))
+        let id = SystemRandom.bytes(6).map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+        }.joined()
+        let stored = StoredToken(
+            id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label, createdAtMilliseconds: milliseconds(now)
+        )
+        return (token, stored)
+    }
+
+    private static func milliseconds(_ instant: Instant) -> Int64 {
+        Int64((instant.secondsSinceEpoch * 1000).rounded(.down))
+    }
+
+    private static func isPrintable(_ text: String, maximum: Int) -> Bool {
+        !text.isEmpty && text.count <= maximum && text.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
+    }
+
+    // MARK: Rendering
+
+    static func render(_ tokens: [StoredToken], format: ReportFormat) -> String {
+        func time(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp.iso8601(milliseconds: $0) } }
+        let header = ["id", "user", "plan", "label", "created", "last_used", "revoked"]
+        let rows = tokens.map { token in
+            [token.id, token.userID, token.plan, token.label, time(token.createdAtMilliseconds), time(token.lastUsedAtMilliseconds),
+             time(token.revokedAtMilliseconds)]
+        }
+        return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
+    }
+
+    static func render(_ days: [DailyUsage], format: ReportFormat) -> String {
+        let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens"]
+        let rows: [[String?]] = days.map { day in
+            [Timestamp.date(day: day.day), day.userID, String(day.requests), String(day.inputTokens), String(day.outputTokens),
+             String(day.totalTokens)]
+        }
+        return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5]).render(format)
+    }
+}
+
+/// Rows of text as an aligned table, CSV (RFC 4180) or JSON (`{"<name>": [{…}, …]}`).
+struct Report {
+    let name: String
+    let header: [String]
+    let rows: [[String?]]
+    /// Columns whose values are numbers (right-aligned, unquoted in JSON).
+    let numeric: Set<Int>
+
+    func render(_ format: StoreCommand.ReportFormat) -> String {
+        switch format {
+        case .table:
+            var widths = header.map(\.count)
+            for row in rows {
+                for (index, cell) in row.enumerated() { widths[index] = max(widths[index], (cell ?? "-").count) }
+            }
+            func line(_ cells: [String]) -> String {
+                cells.enumerated().map { index, cell in
+                    let pad = String(repeating: " ", count: widths[index] - cell.count)
+                    return numeric.contains(index) ? pad + cell : cell + pad
+                }.joined(separator: "  ").trimmingTrailingSpaces() + "\n"
+            }
+            return line(header) + rows.map { line($0.map { $0 ?? "-" }) }.joined()
+        case .csv:
+            func field(_ text: String?) -> String {
+                guard let text else { return "" }
+                guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+                return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+            }
+            return ([header.map(field)] + rows.map { $0.map(field) }).map { $0.joined(separator: ",") + "\r\n" }.joined()
+        case .json:
+            var writer = JSONWriter()
+            writer.object {
+                $0.field(name, array: rows) { object, row in
+                    for (index, column) in header.enumerated() {
+                        if let cell = row[index], numeric.contains(index), let number = Int(cell) {
+                            object.field(column, number)
+                        } else {
+                            object.field(column, row[index])
+                        }
+                    }
+                }
+            }
+            return String(decoding: writer.bytes, as: UTF8.self) + "\n"
+        }
+    }
+}
+
+private extension String {
+    func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        for character in self { if character == target { result += replacement } else { result.append(character) } }
+        return result
+    }
+}

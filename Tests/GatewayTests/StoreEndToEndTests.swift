@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ChatAPI
+import Gateway
+import HTTPClient
+import Testing
+import TestSupport
+
+/// A fresh directory for one test's store, under the system's temporary directory.
+func storeDirectory() -> String {
+    var template = Array("/tmp/textgateway-store-XXXXXX".utf8CString)
+    guard mkdtemp(&template) != nil else { return "/tmp" }
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+extension JSONValue {
+    var arrayValue: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    var doubleValue: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+}
+
+@Suite("The store end to end: usage, history, quotas and tokens over a real SQLite file", .serialized)
+struct StoreEndToEndTests {
+    static let sample = ProcessEndToEndTests.sample
+    static let alice = "tg-alice-token-0123456789"
+    static let bob = "tg-bob-token-0123456789"
+
+    static func configure(_ configuration: inout GatewayConfiguration, path: String, plans: String = "pro:-:-:1000000") {
+        configuration.database = .sqlite(path: path)
+        configuration.rateLimitsEnabled = true
+        configuration.tokens = try? TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: alice)):alice:pro,\(TokenStore.hashLine(forToken: bob)):bob:pro")
+        configuration.plans = (try? PlanCatalog.parse(plans)) ?? PlanCatalog()
+        configuration.authRequired = true
+    }
+
+    static func bearer(_ token: String) -> [(name: String, value: String)] { [("Authorization", "Bearer \(token)")] }
+
+    static func get(_ harness: GatewayHarness, _ path: String, token: String? = alice) async throws -> HTTPClientResponse {
+        try await harness.client.send(HTTPClientRequest(url: harness.base + path, headers: token.map(bearer) ?? []))
+    }
+
+    static func delete(_ harness: GatewayHarness, _ path: String, token: String = alice) async throws -> HTTPClientResponse {
+        try await harness.client.send(HTTPClientRequest(method: "DELETE", url: harness.base + path, headers: bearer(token)))
+    }
+
+    static func json(_ response: HTTPClientResponse) throws -> JSONValue {
+        try JSONValue.parse(response.body)
+    }
+
+    /// Waits until the writer has committed `count` rows for alice.
+    static func waitForHistory(_ harness: GatewayHarness, count: Int) async throws {
+        let reached = await eventually {
+            guard let response = try? await get(harness, "/api/history?limit=100"), let body = try? json(response) else { return false }
+            return body["items"]?.arrayValue?.count == count
+        }
+        #expect(reached)
+    }
+
+    @Test("/api/usage and /api/history answer in CONTRACT.md's shapes, newest first, page by page")
+    func shapes() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
+            var ids: [String] = []
+            for index in 0..<3 {
+                let id = "shape-\(index)"
+                ids.append(id)
+                let response = try await harness.process(task: "summarize", text: Self.sample, tone: index == 1 ? "formal" : nil,
+                                                         headers: Self.bearer(Self.alice) + [("X-Request-Id", id)])
+                #expect(response.status == 200)
+            }
+            #expect(try await harness.process(task: "nonsense", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "shape-bad")]).status == 400)
+            try await Self.waitForHistory(harness, count: 4)
+
+            let usage = try await Self.get(harness, "/api/usage")
+            #expect(usage.status == 200)
+            #expect(usage.header("Content-Type") == "application/json; charset=utf-8")
+            let body = try Self.json(usage)
+            #expect(body["userId"]?.stringValue == "alice")
+            #expect(body["plan"]?.stringValue == "pro")
+            let today = try #require(body["today"])
+            #expect(today["requests"]?.intValue == 4)
+            let total = try #require(today["totalTokens"]?.intValue)
+            #expect(total > 0)
+            #expect(today["inputTokens"]?.intValue.map { $0 + (today["outputTokens"]?.intValue ?? 0) } == total)
+            #expect(body["limits"]?["tokensPerDay"]?.intValue == 1_000_000)
+            #expect(body["limits"]?["requestsPerMinute"]?.isNull == true)
+            #expect(body["remaining"]?["tokensToday"]?.intValue == 1_000_000 - total)
+            #expect(body["days"]?.arrayValue?.count == 1)
+            #expect(body["days"]?.arrayValue?.first?["date"]?.stringValue == today["date"]?.stringValue)
+
+            let page = try Self.json(try await Self.get(harness, "/api/history?limit=2"))
+            let items = try #require(page["items"]?.arrayValue)
+            #expect(items.map { $0["id"]?.stringValue } == ["shape-bad", "shape-2"])
+            #expect(items[0]["status"]?.intValue == 400)
+            #expect(items[0]["code"]?.stringValue == "invalid_task")
+            let second = items[1]
+            #expect(second["task"]?.stringValue == "summarize")
+            #expect(second["route"]?.stringValue == "/api/process")
+            #expect(second["model"]?.stringValue == "test-model")
+            #expect(second["inputLength"]?.intValue == Self.sample.count)
+            #expect(second["cacheHit"]?.boolValue == false)
+            #expect(second["code"]?.isNull == true)
+            #expect(second["result"]?.isNull == true)
+            #expect(second["usage"]?["totalTokens"]?.intValue != nil)
+            #expect(second["createdAt"]?.stringValue?.hasSuffix("Z") == true)
+            #expect(second["durationMs"]?.doubleValue != nil)
+            let cursor = try #require(page["nextCursor"]?.stringValue)
+            let rest = try Self.json(try await Self.get(harness, "/api/history?limit=2&before=\(cursor)"))
+            #expect(rest["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["shape-1", "shape-0"])
+            #expect(rest["items"]?.arrayValue?.first?["tone"]?.stringValue == "formal")
+            let end = try Self.json(try await Self.get(harness, "/api/history?limit=2&before=\(rest["nextCursor"]?.stringValue ?? "")"))
+            #expect(end["items"]?.arrayValue?.isEmpty == true)
+            #expect(end["nextCursor"]?.isNull == true)
+
+            for bad in ["limit=0", "limit=101", "limit=x", "before=abc", "limit=2&limit=3"] {
+                let refused = try await Self.get(harness, "/api/history?\(bad)")
+                #expect(refused.status == 400, "\(bad)")
+                #expect(try Body(refused).code == "invalid_parameter")
+            }
+        }
+    }
+
+    @Test("a caller sees only its own rows: another caller's id is 404 exactly like a missing one; deletes are its own")
+    func ownership() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
+            for (token, id) in [(Self.alice, "own-a1"), (Self.alice, "own-a2"), (Self.bob, "own-b1")] {
+                #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", id)]).status == 200)
+            }
+            try await Self.waitForHistory(harness, count: 2)
+            let item = try await Self.get(harness, "/api/history/own-a1")
+            #expect(item.status == 200)
+            #expect(try Self.json(item)["id"]?.stringValue == "own-a1")
+            let foreign = try await Self.get(harness, "/api/history/own-b1")
+            let missing = try await Self.get(harness, "/api/history/own-zz")
+            #expect(foreign.status == 404)
+            #expect(missing.status == 404)
+            #expect(try Body(foreign).code == "not_found")
+            #expect(try Body(foreign).message == (try Body(missing).message))
+            #expect(try await Self.delete(harness, "/api/history/own-b1").status == 404)
+            #expect(try await Self.get(harness, "/api/history/own-b1", token: Self.bob).status == 200)
+
+            #expect(try await Self.delete(harness, "/api/history/own-a1").status == 204)
+            #expect(try await Self.get(harness, "/api/history/own-a1").status == 404)
+            #expect(try await Self.delete(harness, "/api/history").status == 204)
+            #expect(try Self.json(try await Self.get(harness, "/api/history"))["items"]?.arrayValue?.isEmpty == true)
+            #expect(try Self.json(try await Self.get(harness, "/api/history", token: Self.bob))["items"]?.arrayValue?.count == 1)
+
+            for path in ["/api/usage", "/api/history", "/api/history/own-b1"] {
+                let guest = try await Self.get(harness, path, token: nil)
+                #expect(guest.status == 401, "\(path)")
+                #expect(try await Self.get(harness, path, token: "wrong-token").status == 401, "\(path)")
+            }
+            #expect(try await Self.get(harness, "/api/history/a/b").status == 404)
+            let post = try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/history", headers: Self.bearer(Self.alice)))
+            #expect(post.status == 405)
+            #expect(post.header("Allow")?.contains("DELETE") == true)
+        }
+    }
+
+    @Test("a restart keeps usage, history and the daily quota")
+    func survivesRestart() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        // A quota small enough that one answer uses it up.
+        let plans = "pro:-:-:10"
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path, plans: plans) }) { harness in
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "before-restart")]).status == 200)
+            let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
+            #expect(refused.status == 429)
+        }
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path, plans: plans) }) { harness in
+            let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
+            #expect(refused.status == 429)
+            #expect(try Body(refused).code == "rate_limited")
+            // The refusal's row comes within a batch interval.
+            #expect(await eventually {
+                (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
+            })
+            let usage = try Self.json(try await Self.get(harness, "/api/usage"))
+            #expect(usage["remaining"]?["tokensToday"]?.intValue == 0)
+            let history = try Self.json(try await Self.get(harness, "/api/history"))
+            #expect(history["items"]?.arrayValue?.last?["id"]?.stringValue == "before-restart")
+            // Bob's quota is his own.
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status == 200)
+        }
+    }
+
+    @Test("results are stored only when HISTORY_STORE_RESULTS is on, and the input text never")
+    func resultsOnlyWhenAsked() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        try await GatewayHarness.with(configure: {
+            Self.configure(&$0, path: path)
+            $0.historyStoresResults = true
+        }) { harness in
+            let answer = try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "kept-result")])
+            let result = try #require(try Body(answer).result)
+            try await Self.waitForHistory(harness, count: 1)
+            #expect(try Self.json(try await Self.get(harness, "/api/history/kept-result"))["result"]?.stringValue == result)
+        }
+        let file = try #require(fopen(path, "rb"))
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        fclose(file)
+        #expect(!bytes.isEmpty)
+        let text = Array(Self.sample.utf8)
+        #expect(!bytes.indices.contains { bytes[$0...].starts(with: text) })
+    }
+
+    @Test("strict durability answers only after the row is committed")
+    func strictCommitsBeforeAnswering() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        try await GatewayHarness.with(configure: {
+            Self.configure(&$0, path: path)
+            $0.ledgerDurability = .strict
+        }) { harness in
+            for index in 0..<5 {
+                let id = "strict-\(index)"
+                #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", id)]).status == 200)
+                // No waiting: the row is there when the answer is.
+                #expect(try await Self.get(harness, "/api/history/\(id)").status == 200)
+            }
+            let streamed = try await harness.client.send(HTTPClientRequest(
+                method: "POST", url: harness.base + "/api/process",
+                headers: [("Content-Type", "application/json"), ("X-Request-Id", "strict-stream")] + Self.bearer(Self.alice),
+                body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample)),\"stream\":true}".utf8)
+            ))
+            #expect(streamed.status == 200)
+            #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
+            #expect(try await Self.get(harness, "/api/history/strict-stream").status == 200)
+        }
+    }
+
+    @Test("with the store off there is no usage or history route")
+    func offMeansStateless() async throws {
+        try await GatewayHarness.with(configure: {
+            Self.configure(&$0, path: "")
+            $0.database = .off
+        }) { (harness: GatewayHarness) throws in
+            #expect(try await Self.get(harness, "/api/usage").status == 404)
+            #expect(try await Self.get(harness, "/api/history").status == 404)
+        }
+    }
+}
