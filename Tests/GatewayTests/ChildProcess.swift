@@ -21,8 +21,14 @@ final class ChildProcess {
         return directory
     }
 
-    init(_ executable: String, arguments: [String], environment: [String: String], workingDirectory: String? = nil) throws {
-        let path = Self.productsDirectory + "/" + executable
+    /// - Parameter fileSizeLimitKiB: when set, the child runs under `ulimit -f` (a full disk,
+    ///   as far as its writes can tell).
+    init(
+        _ executable: String, arguments: [String], environment: [String: String], workingDirectory: String? = nil,
+        fileSizeLimitKiB: Int? = nil
+    ) throws {
+        // A package executable by name, any other program by its absolute path.
+        let path = executable.hasPrefix("/") ? executable : Self.productsDirectory + "/" + executable
         guard access(path, X_OK) == 0 else { throw Failure(description: "\(path) is not built") }
         var template = Array("/tmp/textgateway-child-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
@@ -44,8 +50,13 @@ final class ChildProcess {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
 
         // `env -C DIR` changes directory, then execs the program in place (same pid).
-        let launcher = workingDirectory == nil ? path : "/usr/bin/env"
-        let words = workingDirectory.map { ["env", "-C", $0, path] } ?? [path]
+        var launcher = workingDirectory == nil ? path : "/usr/bin/env"
+        var words = workingDirectory.map { ["env", "-C", $0, path] } ?? [path]
+        if let fileSizeLimitKiB {
+            // The shell sets the limit, then becomes the program (same pid).
+            launcher = "/bin/sh"
+            words = ["sh", "-c", "ulimit -f \(fileSizeLimitKiB) && exec \"$@\"", "sh"] + words
+        }
         let argv = (words + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

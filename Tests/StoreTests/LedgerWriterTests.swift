@@ -110,7 +110,7 @@ struct LedgerWriterTests {
             for index in 0..<50 { await writer.submit(ledgerRow("f\(index)")) }
             let committed = await writer.submitAndWait(ledgerRow("f50"))
             #expect(!committed)
-            try await eventually { ledger.state.withLock { $0.attempts } >= 3 }
+            try await waitUntil { ledger.state.withLock { $0.attempts } >= 3 }
             #expect(ledger.committedIDs.isEmpty)
             #expect(writer.queueDepth == 51)
             ledger.state.withLock { $0.failure = nil }
@@ -162,7 +162,7 @@ struct LedgerWriterTests {
             let writer = writer(ledger, pool: pool, capacity: 10, batch: 10)
             try await writer.start()
             for index in 0..<10 { await writer.submit(ledgerRow("k\(index)")) }
-            try await eventually { writer.statistics.failedCommits >= 1 }
+            try await waitUntil { writer.statistics.failedCommits >= 1 }
             for index in 10..<15 { await writer.submit(ledgerRow("k\(index)")) }
             #expect(writer.statistics.dropped == 5)
             #expect(writer.queueDepth == 10)
@@ -207,7 +207,7 @@ struct LedgerWriterTests {
 
 /// Polls `condition` until it holds, for at most 30 seconds (the whole suite in parallel can
 /// keep a task from running for many seconds).
-func eventually(_ condition: () -> Bool) async throws {
+func waitUntil(_ condition: () -> Bool) async throws {
     let deadline = MonotonicInstant.now().advanced(by: .seconds(30))
     while !condition() {
         if MonotonicInstant.now() >= deadline {

@@ -1,0 +1,288 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ChatAPI
+import Gateway
+import HTTPClient
+import HTTPServer
+import MockUpstream
+import Testing
+import TestSupport
+
+/// The gateway as its users run it — a process on a SQLite file — killed, stopped, restarted
+/// and driven by its own command line.
+@Suite("The store across processes: kill -9, SIGTERM, the command line, faults", .serialized)
+struct StoreProcessTests {
+    static let sample = ProcessEndToEndTests.sample
+    static let token = "tg-process-token-0123456789"
+
+    /// A mock upstream for the children, and the environment that points them at it.
+    struct Upstream {
+        let mock: MockUpstream
+
+        static func start() async throws -> Upstream {
+            var configuration = ServerConfiguration()
+            configuration.port = 0
+            configuration.loopCount = 1
+            let mock = try MockUpstream(configuration: configuration, apiKey: "k")
+            try await mock.start()
+            return Upstream(mock: mock)
+        }
+
+        func environment(database: String, _ extra: [String: String] = [:]) -> [String: String] {
+            CommandLineProcessTests.baseEnvironment.merging([
+                "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL,
+                "DATABASE_URL": "sqlite:" + database,
+                "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: StoreProcessTests.token)):alice:default",
+                "SHUTDOWN_GRACE_SECONDS": "5", "RATE_LIMITS": "off",
+            ].merging(extra) { $1 }) { $1 }
+        }
+    }
+
+    /// A running gateway child and its port.
+    struct Gateway {
+        let child: ChildProcess
+        let port: Int
+
+        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil) async throws -> Gateway {
+            let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
+                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB)
+            guard await child.waitForOutput("started", seconds: 20) else {
+                throw ChildProcess.Failure(description: "the gateway did not start: \(child.output)")
+            }
+            let line = child.output.split(separator: "\n").first { $0.contains(" started ") || $0.contains("INFO started") } ?? ""
+            let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
+            return Gateway(child: child, port: port)
+        }
+
+        var base: String { "http://127.0.0.1:\(port)" }
+    }
+
+    static func process(_ client: HTTPClient, _ base: String, id: String, token: String = token) async throws -> Int {
+        let body = "{\"task\":\"summarize\",\"text\":\(jsonString(sample))}"
+        let response = try await client.send(HTTPClientRequest(
+            method: "POST", url: base + "/api/process",
+            headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)"), ("X-Request-Id", id)],
+            body: Array(body.utf8)
+        ))
+        return response.status
+    }
+
+    /// The request ids alice's history holds, read through a gateway.
+    static func historyIDs(_ client: HTTPClient, _ gateway: Gateway) async throws -> Set<String> {
+        var ids: Set<String> = []
+        var cursor: String?
+        while true {
+            let query = "?limit=100" + (cursor.map { "&before=\($0)" } ?? "")
+            let response = try await client.send(HTTPClientRequest(url: gateway.base + "/api/history" + query, headers: [("Authorization", "Bearer \(token)")]))
+            #expect(response.status == 200)
+            let page = try JSONValue.parse(response.body)
+            for item in page["items"]?.arrayValue ?? [] { if let id = item["id"]?.stringValue { ids.insert(id) } }
+            guard let next = page["nextCursor"]?.stringValue else { return ids }
+            cursor = next
+        }
+    }
+
+    /// Runs `text-gateway <arguments>` to its end.
+    static func command(_ arguments: [String], _ environment: [String: String], directory: String) async throws -> (status: Int32?, output: String) {
+        let child = try ChildProcess("text-gateway", arguments: arguments, environment: environment, workingDirectory: directory)
+        let status = await child.waitForExit(seconds: 30)
+        return (status, child.output)
+    }
+
+    @Test("strict: every answered request is in the history after kill -9 and a restart")
+    func strictSurvivesKill() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let environment = upstream.environment(database: directory + "/gw.sqlite", ["LEDGER_DURABILITY": "strict"])
+        let client = try HTTPClient()
+        let first = try await Gateway.start(environment, directory: directory)
+        let base = first.base
+        let answered = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<60 {
+                group.addTask { try await Self.process(client, base, id: "strict-kill-\(index)") == 200 ? "strict-kill-\(index)" : nil }
+            }
+            var ids: Set<String> = []
+            for try await id in group { if let id { ids.insert(id) } }
+            return ids
+        }
+        #expect(answered.count == 60)
+        first.child.signal(SIGKILL)
+        #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
+        let second = try await Gateway.start(environment, directory: directory)
+        #expect(try await Self.historyIDs(client, second).isSuperset(of: answered))
+        second.child.signal(SIGTERM)
+        #expect(await second.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
+    @Test("fast: kill -9 loses at most the rows of the last batch interval; SIGTERM loses none")
+    func fastLosesAtMostOneBatch() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let environment = upstream.environment(database: directory + "/gw.sqlite")
+        let client = try HTTPClient()
+        let first = try await Gateway.start(environment, directory: directory)
+        var settled: Set<String> = []
+        for index in 0..<30 {
+            #expect(try await Self.process(client, first.base, id: "fast-\(index)") == 200)
+            settled.insert("fast-\(index)")
+        }
+        // Many batch intervals later, then a last few answers and the kill right after them.
+        try await Task.sleep(for: .milliseconds(300))
+        for index in 0..<5 { #expect(try await Self.process(client, first.base, id: "fast-last-\(index)") == 200) }
+        first.child.signal(SIGKILL)
+        #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
+
+        let second = try await Gateway.start(environment, directory: directory)
+        let kept = try await Self.historyIDs(client, second)
+        #expect(kept.isSuperset(of: settled))
+        for index in 0..<20 { #expect(try await Self.process(client, second.base, id: "term-\(index)") == 200) }
+        second.child.signal(SIGTERM)
+        #expect(await second.child.waitForExit(seconds: 15) == 0)
+
+        let third = try await Gateway.start(environment, directory: directory)
+        let afterTerm = try await Self.historyIDs(client, third)
+        #expect(afterTerm.isSuperset(of: Set((0..<20).map { "term-\($0)" })))
+        third.child.signal(SIGTERM)
+        #expect(await third.child.waitForExit(seconds: 15) == 0)
+        #expect(third.child.output.contains("stopped"))
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
+    @Test("the command line's tokens, usage and backup work against a running gateway")
+    func commandLineRoundTrip() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let environment = upstream.environment(database: directory + "/gw.sqlite")
+        let client = try HTTPClient()
+        let gateway = try await Gateway.start(environment, directory: directory)
+
+        let created = try await Self.command(["tokens", "create", "--user", "carol", "--label", "phone app"], environment, directory: directory)
+        #expect(created.status == 0)
+        let token = try #require(created.output.split(separator: "\n").first { $0.hasPrefix("tgk_") }.map(String.init))
+        #expect(token.count >= 4 + 43)
+        #expect(await eventually(within: 10) { (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200 })
+
+        let listed = try await Self.command(["tokens", "list"], environment, directory: directory)
+        #expect(listed.status == 0)
+        #expect(listed.output.contains("carol") && listed.output.contains("phone app"))
+        #expect(!listed.output.contains(token) && !listed.output.contains(String(token.dropFirst(4).prefix(12))))
+        let json = try await Self.command(["tokens", "list", "--format", "json"], environment, directory: directory)
+        let tokens = try JSONValue.parse(Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
+        let carol = try #require(tokens["tokens"]?.arrayValue?.first { $0["user"]?.stringValue == "carol" })
+        let id = try #require(carol["id"]?.stringValue)
+        #expect(await eventually(within: 10) {
+            let again = try? await Self.command(["tokens", "list", "--format", "json"], environment, directory: directory)
+            return again?.output.contains("\"last_used\":\"") == true
+        })
+
+        let usage = try await Self.command(["usage", "--format", "csv", "--user", "carol"], environment, directory: directory)
+        #expect(usage.status == 0)
+        #expect(usage.output.contains("date,user,requests,input_tokens,output_tokens,total_tokens"))
+        #expect(usage.output.contains(",carol,1,"))
+
+        let copy = directory + "/backup.sqlite"
+        let backup = try await Self.command(["db", "backup", copy], environment, directory: directory)
+        #expect(backup.status == 0)
+        let check = try await Self.command(["db", "check"], environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
+        #expect(check.status == 0)
+        #expect(check.output.contains("ok"))
+        let copied = try await Self.command(["usage", "--format", "json", "--user", "carol"], environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
+        #expect(copied.output.contains("\"user\":\"carol\""))
+
+        let revoked = try await Self.command(["tokens", "revoke", id], environment, directory: directory)
+        #expect(revoked.status == 0)
+        #expect(await eventually(within: 10) { (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401 })
+        #expect(try await Self.command(["tokens", "revoke", id], environment, directory: directory).status == 1)
+        #expect(try await Self.command(["tokens", "create", "--user", "bad user"], environment, directory: directory).status == 2)
+        #expect(try await Self.command(["tokens", "create", "--user", "dave", "--plan", "gold"], environment, directory: directory).status == 2)
+        #expect(!gateway.child.output.contains(token))
+
+        gateway.child.signal(SIGTERM)
+        #expect(await gateway.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
+    /// Writes `bytes` to a new file at `path`.
+    static func write(_ bytes: [UInt8], to path: String) {
+        let file = fopen(path, "wb")
+        _ = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
+        fclose(file)
+    }
+
+    @Test("a store file that cannot serve stops the start with exit 2 and a message naming the file")
+    func refusesBadFiles() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+
+        let garbage = directory + "/garbage.sqlite"
+        Self.write(Array(repeating: 0x5A, count: 8192), to: garbage)
+        let notAFile = directory + "/plain-file"
+        Self.write(Array("not a directory".utf8), to: notAFile)
+        let newer = directory + "/newer.sqlite"
+        let made = try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory)
+        #expect(made.status == 0)
+        let bump = try ChildProcess("/usr/bin/python3", arguments: ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer], environment: [:])
+        #expect(await bump.waitForExit(seconds: 10) == 0)
+
+        for (path, mention) in [(garbage, "not a database"), (notAFile + "/gw.sqlite", notAFile), (newer, "newer")] {
+            let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: path),
+                                         workingDirectory: directory)
+            #expect(await child.waitForExit(seconds: 20) == 2, "\(path)")
+            #expect(child.output.contains(path), "\(path): \(child.output)")
+            #expect(child.output.lowercased().contains(mention.lowercased()), "\(path): \(child.output)")
+            #expect(!child.output.contains("started"))
+        }
+
+        // Locked by another process for longer than the busy timeout.
+        let locked = directory + "/locked.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: locked), directory: directory).status == 0)
+        let holder = try ChildProcess("/usr/bin/python3", arguments: [
+            "-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
+            locked,
+        ], environment: [:])
+        #expect(await holder.waitForOutput("holding"))
+        let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: locked),
+                                     workingDirectory: directory)
+        #expect(await child.waitForExit(seconds: 30) == 2)
+        #expect(child.output.contains(locked))
+        #expect(child.output.contains("locked"))
+        holder.signal(SIGKILL)
+        _ = await holder.waitForExit(seconds: 5)
+        await upstream.mock.shutdown()
+    }
+
+    @Test("a full disk while running: answers keep flowing, the error is counted and logged once, rows stay queued")
+    func fullDiskWhileRunning() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let environment = upstream.environment(database: directory + "/gw.sqlite", ["HISTORY_STORE_RESULTS": "on"])
+        let client = try HTTPClient()
+        // Room for the new store's first pages and a few batches, then no more (the limit holds
+        // for the child's log file too: a few hundred lines fit).
+        let gateway = try await Gateway.start(environment, directory: directory, fileSizeLimitKiB: 160)
+        var statuses: [Int] = []
+        for index in 0..<200 { statuses.append(try await Self.process(client, gateway.base, id: "full-\(index)")) }
+        #expect(statuses.allSatisfy { $0 == 200 })
+        let metrics = try await client.send(HTTPClientRequest(url: gateway.base + "/metrics"))
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        let errors = text.split(separator: "\n").first { $0.hasPrefix("textgateway_store_errors_total{operation=\"ledger\"}") }
+        #expect((errors?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0, "\(text)")
+        let depth = text.split(separator: "\n").first { $0.hasPrefix("textgateway_ledger_queue_depth") }
+        #expect((depth?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0)
+        #expect(text.contains("textgateway_ledger_rows_dropped_total 0"))
+        let logged = gateway.child.output.split(separator: "\n").filter { $0.contains("store_error") && $0.contains("operation=ledger") }
+        #expect(logged.count == 1)
+        gateway.child.signal(SIGTERM)
+        // The stop gives up on what it cannot write, within its deadline, and says so.
+        #expect(await gateway.child.waitForExit(seconds: 30) == 0)
+        let notes = gateway.child.output.split(separator: "\n").filter { !$0.contains("INFO request") }.joined(separator: "\n")
+        #expect(notes.contains("ledger_rows_dropped"), "\(notes)")
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+}
