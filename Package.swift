@@ -42,6 +42,12 @@ let package = Package(
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "bench-store",
+            dependencies: ["Store", "EventLoop"],
+            path: "Benchmarks/bench-store",
+            swiftSettings: strict
+        ),
         .target(name: "TestSupport", dependencies: ["EventLoop"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),

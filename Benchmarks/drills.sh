@@ -19,16 +19,20 @@
 #                       whitespace, whitespace with marks, one letter with a MiB of marks, a
 #                       short text inside whitespace or beside a large unknown field, and one
 #                       byte over: each its contract answer, with the gateway's CPU per request
+#   6 store-kill        LEDGER_DURABILITY=strict, 200 requests in flight, SIGKILL once half are
+#                       answered, a restart on the same store: every answered request is in
+#                       the history and no ledger row was dropped
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5"            which drills to run
+#   DRILLS="1 2 3 4 5 6"          which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
 #   DRILL_DISCONNECT_ROUNDS=4     drill 3: rounds (growth from round 2 on would be a leak)
 #   DRILL_SIGTERM_REQUESTS=500    drill 4: requests in flight at the signal
+#   DRILL_STORE_REQUESTS=200      drill 6: requests in flight at the kill
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 # Needs python3 (3.11, standard library only); installs nothing.
 set -euo pipefail
@@ -36,18 +40,19 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5}
+drills=${DRILLS:-1 2 3 4 5 6}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
 disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-4}
 sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
+store_requests=${DRILL_STORE_REQUESTS:-200}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 
 
 command -v python3 >/dev/null || die "needs python3"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "needs Python 3.11 or newer"
-for value in "$clients" "$disconnects" "$disconnect_rounds" "$sigterm_requests"; do
+for value in "$clients" "$disconnects" "$disconnect_rounds" "$sigterm_requests" "$store_requests"; do
     case "$value" in '' | *[!0-9]* | 0) die "DRILL_* settings must be positive whole numbers, not '$value'" ;; esac
 done
 
@@ -186,8 +191,9 @@ drill_disconnects() {
     echo "== 3. $disconnects clients at a time hanging up after 0.5 s (half streaming; mock latency 5 s), $disconnect_rounds rounds"
     start_mock disconnects.mock 0 --latency-ms 5000
     # Upstream connections (and the curl handles a burst opened) are released 1 s after
-    # their last use, so "back to baseline" is checked against what is kept on purpose.
-    start_gateway disconnects.gateway UPSTREAM_TIMEOUT_SECONDS=30 UPSTREAM_IDLE_TIMEOUT_SECONDS=1 LOG_LEVEL=warning
+    # their last use, so "back to baseline" is checked against what is kept on purpose. The
+    # store is off: its page cache filling up would read as growth here (drill 6 is the store's).
+    start_gateway disconnects.gateway UPSTREAM_TIMEOUT_SECONDS=30 UPSTREAM_IDLE_TIMEOUT_SECONDS=1 LOG_LEVEL=warning DATABASE_URL=off
     python3 Benchmarks/drills.py disconnects --port "$gateway_port" --gateway-pid "$gateway_pid" \
         --mock-port "$mock_port" --requests "$disconnects" --rounds "$disconnect_rounds" || status=$?
     stop_all
@@ -232,6 +238,27 @@ drill_large_bodies() {
     record large-bodies "$status"
 }
 
+drill_store_kill() {
+    local status=0 token=drill-store-token-0123456789 answered="$work/store-kill.answered" hash
+    hash=$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)
+    echo
+    echo "== 6. SIGKILL with $store_requests requests in flight (LEDGER_DURABILITY=strict, mock latencies 0.1-1.5 s), then a restart on the same store"
+    start_mock store-kill.mock 0
+    # The same run directory both times: the same store (data/textgateway.sqlite in it).
+    start_gateway store-kill.gateway LEDGER_DURABILITY=strict GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
+    python3 Benchmarks/drills.py store-kill --phase load --port "$gateway_port" --gateway-pid "$gateway_pid" \
+        --requests "$store_requests" --token "$token" --answered "$answered" || status=$?
+    # Reaped quietly: the shell would report the SIGKILL the drill itself sent.
+    { wait "$gateway_pid"; } 2>/dev/null || true
+    gateway_pid=
+    if [ "$status" -eq 0 ]; then
+        start_gateway store-kill.gateway LEDGER_DURABILITY=strict GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
+        python3 Benchmarks/drills.py store-kill --phase verify --port "$gateway_port" --token "$token" --answered "$answered" || status=$?
+    fi
+    stop_all
+    record store-kill "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -240,7 +267,8 @@ for drill in $drills; do
         3 | disconnects) drill_disconnects ;;
         4 | sigterm) drill_sigterm ;;
         5 | large-bodies) drill_large_bodies ;;
-        *) die "unknown drill '$drill' (1-5)" ;;
+        6 | store-kill) drill_store_kill ;;
+        *) die "unknown drill '$drill' (1-6)" ;;
     esac
 done
 echo

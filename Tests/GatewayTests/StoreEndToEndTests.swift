@@ -247,6 +247,21 @@ struct StoreEndToEndTests {
         }
     }
 
+    @Test("two gateways on one SQLite file both keep their rows, and each sees the other's")
+    func twoGatewaysOneFile() async throws {
+        let path = storeDirectory() + "/shared.sqlite"
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { first in
+            try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { second in
+                for index in 0..<20 {
+                    let gateway = index.isMultiple(of: 2) ? first : second
+                    #expect(try await gateway.process(task: "titles", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "two-\(index)")]).status == 200)
+                }
+                try await Self.waitForHistory(first, count: 20)
+                try await Self.waitForHistory(second, count: 20)
+            }
+        }
+    }
+
     @Test("with the store off there is no usage or history route")
     func offMeansStateless() async throws {
         try await GatewayHarness.with(configure: {

@@ -229,12 +229,26 @@ struct StoreProcessTests {
         let bump = try ChildProcess("/usr/bin/python3", arguments: ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer], environment: [:])
         #expect(await bump.waitForExit(seconds: 10) == 0)
 
-        for (path, mention) in [(garbage, "not a database"), (notAFile + "/gw.sqlite", notAFile), (newer, "newer")] {
+        // A store with rows whose pages past the first are overwritten: the header still says SQLite.
+        let corrupt = directory + "/corrupt.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory).status == 0)
+        let damage = try ChildProcess("/usr/bin/python3", arguments: ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
+            with open(sys.argv[1], 'r+b') as f:
+                size = f.seek(0, 2)
+                f.seek(4096)
+                f.write(b'\\xff' * (size - 4096))
+            """, corrupt], environment: [:])
+        #expect(await damage.waitForExit(seconds: 10) == 0)
+
+        for (path, mention) in [(garbage, "not a database"), (notAFile + "/gw.sqlite", notAFile), (newer, "newer"), (corrupt, "malformed|corrupt")] {
             let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: path),
                                          workingDirectory: directory)
             #expect(await child.waitForExit(seconds: 20) == 2, "\(path)")
             #expect(child.output.contains(path), "\(path): \(child.output)")
-            #expect(child.output.lowercased().contains(mention.lowercased()), "\(path): \(child.output)")
+            let said = child.output.lowercased()
+            #expect(mention.split(separator: "|").contains { said.contains($0.lowercased()) }, "\(path): \(child.output)")
             #expect(!child.output.contains("started"))
         }
 
