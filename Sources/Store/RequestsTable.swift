@@ -8,11 +8,9 @@ enum RequestsTable {
     /// What ``item(from:)`` reads: the sequence number, then ``columns``.
     static let selection = "seq, " + columns
 
-    /// `INSERT` of `rowCount` rows at once.
-    static func insert(rowCount: Int) -> String {
-        let tuple = "(" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
-        return "INSERT INTO requests (\(columns)) VALUES " + Array(repeating: tuple, count: rowCount).joined(separator: ", ")
-    }
+    /// The `INSERT` of one row.
+    static let insert =
+        "INSERT INTO requests (\(columns)) VALUES (" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
 
     static func values(of row: LedgerRow, into values: inout [SQLiteValue]) {
         values.append(.text(row.requestID))

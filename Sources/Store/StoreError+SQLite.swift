@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension StoreError {
     /// The error for SQLite's result `resultCode`, in a message that names the database file,
@@ -13,6 +16,12 @@ extension StoreError {
             message += detail == meaning ? detail : "\(detail) (\(meaning))"
         } else {
             message += meaning
+        }
+        // Opening and I/O fail for a reason of the system's (a directory, permissions, space).
+        let primary = resultCode & 0xFF
+        if let connection, primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR {
+            let systemError = sqlite3_system_errno(connection)
+            if systemError != 0 { message += ": " + String(cString: strerror(systemError)) + " (errno \(systemError))" }
         }
         message += " [SQLite \(resultCode)]"
         if let sql { message += " in `\(Self.excerpt(of: sql))`" }
@@ -33,10 +42,12 @@ extension StoreError {
         }
     }
 
-    /// A statement short enough for a log line (a multi-row insert runs to many kilobytes).
+    /// A statement on one line and short enough for a log line (a multi-row insert runs to
+    /// many kilobytes).
     private static func excerpt(of sql: String) -> String {
         let limit = 200
-        guard sql.count > limit else { return sql }
-        return sql.prefix(limit) + "…"
+        let line = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        guard line.count > limit else { return line }
+        return line.prefix(limit) + "…"
     }
 }

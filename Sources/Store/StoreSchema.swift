@@ -48,13 +48,11 @@ enum StoreSchema {
             "SELECT s.name, l.name FROM sqlite_schema AS s, pragma_index_list(s.name) AS l WHERE s.type = 'table' AND l.partial = 0"
         ) { indexes.append(($0.text(0), $0.text(1))) }
         // Without the clauses, a query that needs no column would scan an index and never
-        // read the table.
-        for table in tables {
-            _ = try connection.queryFirst("SELECT 1 FROM \(quoted(table)) NOT INDEXED LIMIT 1") { $0.int64(0) }
-        }
-        for (table, index) in indexes {
-            _ = try connection.queryFirst("SELECT 1 FROM \(quoted(table)) INDEXED BY \(quoted(index)) LIMIT 1") { $0.int64(0) }
-        }
+        // read the table. Run once, so not cached.
+        let reads =
+            tables.map { "SELECT 1 FROM \(quoted($0)) NOT INDEXED LIMIT 1;" }
+            + indexes.map { "SELECT 1 FROM \(quoted($0.table)) INDEXED BY \(quoted($0.index)) LIMIT 1;" }
+        try connection.executeScript(reads.joined(separator: "\n"))
     }
 
     private static func quoted(_ name: String) -> String {

@@ -12,7 +12,9 @@ struct TemporaryDirectory {
     let path: String
 
     init() throws {
-        var template = Array((NSTemporaryDirectory() + "/store-tests-XXXXXX").utf8CString)
+        var base = NSTemporaryDirectory()
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/store-tests-XXXXXX").utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

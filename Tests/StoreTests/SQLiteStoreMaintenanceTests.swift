@@ -1,0 +1,99 @@
+import EventLoop
+import Foundation
+@testable import Store
+import Synchronization
+import Testing
+
+@Suite("SQLite store: retention, backup and checks")
+struct SQLiteStoreMaintenanceTests {
+    @Test("a purge deletes history before the instant and usage before the day, and nothing newer")
+    func purge() async throws {
+        try await withStore { store, pool, _ in
+            let day: Int64 = 20_500
+            let old = SQLiteStore.deletionBatch + 123
+            for start in stride(from: 0, to: old, by: 1_000) {
+                try await append(
+                    (start..<min(old, start + 1_000)).map { ledgerRow("old\($0)", user: "u\($0 % 3)", at: startOfDay(day - 1) + Int64($0)) },
+                    to: store, on: pool
+                )
+            }
+            try await append(
+                [ledgerRow("edge", user: "alice", at: startOfDay(day)), ledgerRow("new", user: "alice", at: startOfDay(day + 1))],
+                to: store, on: pool
+            )
+            let purged = try await store.purge(historyBeforeMilliseconds: startOfDay(day), usageBeforeDay: day)
+            #expect(purged.history == old)
+            #expect(purged.usageDays == 3)
+            #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["new", "edge"])
+            #expect(try await store.history(userID: "u1", limit: 10, before: nil).items.isEmpty)
+            #expect(try await store.usageReport(fromDay: 0, userID: nil).map(\.day) == [day, day + 1])
+
+            let again = try await store.purge(historyBeforeMilliseconds: startOfDay(day), usageBeforeDay: day)
+            #expect(again.history == 0 && again.usageDays == 0)
+        }
+    }
+
+    @Test("a healthy store's integrity check finds nothing")
+    func integrityCheck() async throws {
+        try await withStore { store, pool, _ in
+            try await append((1...100).map { ledgerRow("r\($0)", user: "alice") }, to: store, on: pool)
+            #expect(try await store.integrityCheck() == [])
+        }
+    }
+
+    @Test("a backup taken while another connection appends is a whole database with every row committed before it")
+    func backupUnderWrites() async throws {
+        try await withStore(threads: 4) { store, pool, directory in
+            // Enough pages that the copy takes many steps.
+            let text = String(repeating: "x", count: 2_000)
+            for batch in 0..<10 {
+                try await append((0..<500).map { ledgerRow("pre\(batch)-\($0)", user: "alice", result: text) }, to: store, on: pool)
+            }
+            let committedBefore = 5_000
+            let path = directory.file("store.db")
+            let appender = try await SQLiteStore.open(path: path, pool: pool)
+            let stop = Atomic<Bool>(false)
+            let writes = Task {
+                var batches = 0
+                while !stop.load(ordering: .relaxed) && batches < 2_000 {
+                    try await append((0..<50).map { ledgerRow("during\(batches)-\($0)", user: "alice") }, to: appender, on: pool)
+                    batches += 1
+                }
+                return batches
+            }
+            let copy = directory.file("copy.db")
+            try await store.backup(to: copy)
+            stop.store(true, ordering: .relaxed)
+            let batchesWritten = try await writes.value
+            await appender.close()
+
+            #expect(try sqlite3(copy, "PRAGMA integrity_check").output == "ok")
+            let rows = try #require(Int(try sqlite3(copy, "SELECT count(*) FROM requests").output))
+            // One snapshot: whole batches only, none of those after the last one.
+            #expect(rows >= committedBefore)
+            #expect((rows - committedBefore) % 50 == 0)
+            #expect(rows <= committedBefore + batchesWritten * 50)
+
+            let reopened = try await SQLiteStore.open(path: copy, pool: pool, readOnly: true)
+            #expect(try await reopened.integrityCheck() == [])
+            #expect(try await reopened.historyItem(userID: "alice", id: "pre9-499") != nil)
+            #expect(try await reopened.dailyUsage(userID: "alice", fromDay: 0).first?.requests == rows)
+            await reopened.close()
+        }
+    }
+
+    @Test("a backup goes only to a new file, and a failed one leaves none")
+    func backupNeedsNewFile() async throws {
+        try await withStore { store, _, directory in
+            let taken = directory.file("taken.db")
+            #expect(FileManager.default.createFile(atPath: taken, contents: Data("keep".utf8)))
+            let error = await storeError { () throws(StoreError) in try await store.backup(to: taken) }
+            #expect(error?.code == .cannotOpen)
+            #expect(error?.message.contains("exists") == true)
+            #expect(FileManager.default.contents(atPath: taken) == Data("keep".utf8))
+            let nowhere = directory.file("missing/copy.db")
+            #expect(await storeErrorCode { () throws(StoreError) in try await store.backup(to: nowhere) } == .cannotOpen)
+            #expect(!FileManager.default.fileExists(atPath: nowhere))
+        }
+    }
+}
