@@ -21,8 +21,8 @@ extension SQLiteStore {
     public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
-                "SELECT \(RequestsTable.selection) FROM requests WHERE user_id = ? AND request_id = ? ORDER BY seq DESC LIMIT 1",
-                [.text(userID), .text(id)]
+                "SELECT \(RequestsTable.selection) FROM requests WHERE request_key = ? AND user_id = ? AND request_id = ? ORDER BY seq DESC LIMIT 1",
+                [.integer(RequestsTable.key(of: id)), .text(userID), .text(id)]
             ) { RequestsTable.item(from: $0) }
         }
     }
@@ -30,7 +30,10 @@ extension SQLiteStore {
     public func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
-                try connection.execute("DELETE FROM requests WHERE user_id = ? AND request_id = ?", [.text(userID), .text(id)]) > 0
+                try connection.execute(
+                    "DELETE FROM requests WHERE request_key = ? AND user_id = ? AND request_id = ?",
+                    [.integer(RequestsTable.key(of: id)), .text(userID), .text(id)]
+                ) > 0
             }
         }
     }

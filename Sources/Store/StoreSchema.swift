@@ -93,10 +93,12 @@ enum StoreSchema {
             cache_hit INTEGER NOT NULL,
             duration_ms REAL NOT NULL,
             created_at INTEGER NOT NULL,
-            result TEXT
+            result TEXT,
+            request_key INTEGER NOT NULL
         ) STRICT;
-        CREATE INDEX requests_by_user ON requests (user_id, seq);
-        CREATE INDEX requests_by_user_request ON requests (user_id, request_id);
+        -- Pages and items are an identified caller's own: a guest's row needs neither index.
+        CREATE INDEX requests_by_user ON requests (user_id, seq) WHERE user_id IS NOT NULL;
+        CREATE INDEX requests_by_key ON requests (request_key) WHERE user_id IS NOT NULL;
         CREATE INDEX requests_by_created_at ON requests (created_at);
 
         CREATE TABLE usage_daily (
