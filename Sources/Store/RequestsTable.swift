@@ -3,27 +3,14 @@ enum RequestsTable {
     /// The columns a row fills, in the order of ``values(of:into:)``.
     static let columns =
         "request_id, user_id, task, tone, route, model, input_length, input_tokens, output_tokens, status, code, outcome, cache_hit, duration_ms, created_at, result"
-    /// ``columns`` and `request_key`.
-    static let columnCount = 17
+    static let columnCount = 16
 
     /// What ``item(from:)`` reads: the sequence number, then ``columns``.
     static let selection = "seq, " + columns
 
     /// The `INSERT` of one row.
     static let insert =
-        "INSERT INTO requests (\(columns), request_key) VALUES (" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
-
-    /// The indexed stand-in for a request id (64-bit FNV-1a of its bytes): an index of
-    /// integers costs the writer far less than one of text keys, and a lookup compares the id
-    /// itself after the key, so a collision finds nothing wrong.
-    static func key(of requestID: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in requestID.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash)
-    }
+        "INSERT INTO requests (\(columns)) VALUES (" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
 
     static func values(of row: LedgerRow, into values: inout [SQLiteValue]) {
         values.append(.text(row.requestID))
@@ -42,7 +29,6 @@ enum RequestsTable {
         values.append(.real(row.durationMilliseconds))
         values.append(.integer(row.createdAtMilliseconds))
         values.append(.text(row.result))
-        values.append(.integer(key(of: row.requestID)))
     }
 
     /// The item on a row of ``selection``.

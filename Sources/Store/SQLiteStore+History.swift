@@ -21,8 +21,8 @@ extension SQLiteStore {
     public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
-                "SELECT \(RequestsTable.selection) FROM requests WHERE request_key = ? AND user_id = ? AND request_id = ? ORDER BY seq DESC LIMIT 1",
-                [.integer(RequestsTable.key(of: id)), .text(userID), .text(id)]
+                "SELECT \(RequestsTable.selection) FROM requests WHERE request_id = ? AND user_id = ? ORDER BY seq DESC LIMIT 1",
+                [.text(id), .text(userID)]
             ) { RequestsTable.item(from: $0) }
         }
     }
@@ -31,8 +31,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
-                    "DELETE FROM requests WHERE request_key = ? AND user_id = ? AND request_id = ?",
-                    [.integer(RequestsTable.key(of: id)), .text(userID), .text(id)]
+                    "DELETE FROM requests WHERE request_id = ? AND user_id = ?",
+                    [.text(id), .text(userID)]
                 ) > 0
             }
         }

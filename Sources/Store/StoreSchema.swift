@@ -93,12 +93,12 @@ enum StoreSchema {
             cache_hit INTEGER NOT NULL,
             duration_ms REAL NOT NULL,
             created_at INTEGER NOT NULL,
-            result TEXT,
-            request_key INTEGER NOT NULL
+            result TEXT
         ) STRICT;
         -- Pages and items are an identified caller's own: a guest's row needs neither index.
+        -- Request ids the gateway makes grow with time, so their index is appended to.
         CREATE INDEX requests_by_user ON requests (user_id, seq) WHERE user_id IS NOT NULL;
-        CREATE INDEX requests_by_key ON requests (request_key) WHERE user_id IS NOT NULL;
+        CREATE INDEX requests_by_request ON requests (request_id) WHERE user_id IS NOT NULL;
         CREATE INDEX requests_by_created_at ON requests (created_at);
 
         CREATE TABLE usage_daily (

@@ -90,13 +90,13 @@ struct GatewayUnitTests {
         #expect(DescriptorBudget(limit: 0, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)  // limit unknown: caps as configured
     }
 
-    @Test("makes distinct version-4 UUIDs across many refills of the random pool")
+    @Test("makes distinct version-7 UUIDs across many refills of the random pool, ordered by their time")
     func requestIDsAreUUIDs() {
         var seen = Set<String>()
         for _ in 0..<2000 {  // 16 bytes each: several 4 KiB refills
             let id = RequestID.make()
             let bytes = Array(id.utf8)
-            #expect(bytes.count == 36 && bytes[8] == UInt8(ascii: "-") && bytes[14] == UInt8(ascii: "4"))
+            #expect(bytes.count == 36 && bytes[8] == UInt8(ascii: "-") && bytes[14] == UInt8(ascii: "7"))
             #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(bytes[19]))
             let dashes: Set = [8, 13, 18, 23]
             #expect(bytes.indices.allSatisfy { index in
@@ -105,6 +105,11 @@ struct GatewayUnitTests {
             seen.insert(id)
         }
         #expect(seen.count == 2000)
+        // The time comes first: an id of a later millisecond sorts after, whatever its random bits.
+        let times: [UInt64] = [1, 1_764_547_200_000, 1_764_547_200_001, 0xFFFF_FFFF_FFFF]
+        let ids = times.map { RequestID.make(milliseconds: $0) }
+        #expect(ids == ids.sorted())
+        #expect(String(ids[1].prefix(13)).replacingDashes() == String(1_764_547_200_000, radix: 16, uppercase: true).leftPadded(to: 12))
     }
 
     @Test("polls up to EVENT_LOOP_POLL_MICROSECONDS, by default 500 µs without a CPU quota and not at all under one")
@@ -228,4 +233,9 @@ struct GatewayUnitTests {
             #expect(JSONWriter.decimal(value) == expected)
         }
     }
+}
+
+private extension String {
+    func replacingDashes() -> String { String(filter { $0 != "-" }) }
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

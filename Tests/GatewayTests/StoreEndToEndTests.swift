@@ -262,6 +262,33 @@ struct StoreEndToEndTests {
         }
     }
 
+    @Test("history older than HISTORY_RETENTION_DAYS is purged by the retention task, usage kept for its own days")
+    func retention() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        let clock = TestClock()
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "old-row")]).status == 200)
+            try await Self.waitForHistory(harness, count: 1)
+        }
+        // 31 days on, the start's first retention pass removes the row; the day's usage stays (400 days).
+        clock.advance(31 * 86_400)
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
+            #expect(await eventually {
+                (try? Self.json(try await Self.get(harness, "/api/history")))?["items"]?.arrayValue?.isEmpty == true
+            })
+            #expect(try await Self.get(harness, "/api/history/old-row").status == 404)
+            let usage = try Self.json(try await Self.get(harness, "/api/usage"))
+            #expect(usage["today"]?["requests"]?.intValue == 0)
+            // Today's 30-day window no longer reaches the old day.
+            #expect(usage["days"]?.arrayValue?.isEmpty == true)
+        }
+        clock.advance(-31 * 86_400)
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
+            let usage = try Self.json(try await Self.get(harness, "/api/usage"))
+            #expect(usage["today"]?["requests"]?.intValue == 1)
+        }
+    }
+
     @Test("with the store off there is no usage or history route")
     func offMeansStateless() async throws {
         try await GatewayHarness.with(configure: {

@@ -107,6 +107,8 @@ struct StoreProcessTests {
             return ids
         }
         #expect(answered.count == 60)
+        let metrics = try await client.send(HTTPClientRequest(url: first.base + "/metrics"))
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains("\ntextgateway_ledger_rows_dropped_total 0\n"))
         first.child.signal(SIGKILL)
         #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
         let second = try await Gateway.start(environment, directory: directory)

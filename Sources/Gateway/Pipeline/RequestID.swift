@@ -5,7 +5,8 @@ import EventLoop
 import Synchronization
 
 /// Request ids: an inbound `X-Request-Id` of 1–128 of `[A-Za-z0-9._-]` is kept, anything
-/// else is replaced by a new random UUID.
+/// else is replaced by a new UUID of version 7 (RFC 9562: the Unix time in milliseconds, then
+/// 74 random bits). Ids that grow with time keep the store's index of them append-mostly.
 enum RequestID {
     static func accept(_ inbound: String?) -> String {
         if let inbound, isWellFormed(inbound) { return inbound }
@@ -21,10 +22,11 @@ enum RequestID {
         }
     }
 
-    /// A version-4 UUID in upper-case canonical form.
-    static func make() -> String {
+    /// A version-7 UUID in upper-case canonical form, for the time `milliseconds` since the epoch.
+    static func make(milliseconds: UInt64 = currentMilliseconds()) -> String {
         var (high, low) = randomBytes.next128()
-        high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4 (byte 6)
+        // 48 bits of time, the version (7) in byte 6, 12 random bits.
+        high = (milliseconds & 0xFFFF_FFFF_FFFF) << 16 | 0x7000 | (high & 0x0FFF)
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant (byte 8)
         var text = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
         var at = 0
@@ -40,6 +42,12 @@ enum RequestID {
         put(high, bytes: 0..<8)
         put(low, bytes: 8..<16)
         return String(decoding: text, as: UTF8.self)
+    }
+
+    static func currentMilliseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return UInt64(max(0, time.tv_sec)) * 1000 + UInt64(max(0, time.tv_nsec)) / 1_000_000
     }
 
     @inline(__always)
