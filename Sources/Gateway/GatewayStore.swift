@@ -19,6 +19,8 @@ final class GatewayStore: Sendable {
     /// How often a running gateway looks for tokens made or revoked by the command line.
     static let tokenPollInterval: Duration = .seconds(1)
     static let retentionInterval: Duration = .seconds(3600)
+    /// How often the write-ahead log is copied back into the database (the writer's commits never do it).
+    static let checkpointInterval: Duration = .seconds(1)
 
     init(
         backend: any Backend, pool: BlockingPool, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
@@ -78,7 +80,14 @@ final class GatewayStore: Sendable {
                 faults.record(error, operation: .purge)
             }
         }
-        services = [writer, watcher, retention]
+        let checkpoints = PeriodicService(name: "store_checkpoint", interval: Self.checkpointInterval, immediately: false) {
+            do throws(StoreError) {
+                _ = try await backend.checkpoint()
+            } catch {
+                faults.record(error, operation: .checkpoint)
+            }
+        }
+        services = [writer, watcher, retention, checkpoints]
     }
 
     /// Loads the store's tokens before the first request (a failure stops the start).

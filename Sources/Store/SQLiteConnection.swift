@@ -7,6 +7,10 @@ import CSQLite
 /// `SQLITE_OPEN_NOMUTEX`, so SQLite takes no lock of its own, and its owner keeps it behind a
 /// mutex. ``close()`` closes it; `deinit` does too, as a safety net.
 final class SQLiteConnection {
+    /// SQLite configured once, before its first use: no memory statistics, whose global
+    /// mutex every allocation of every connection would take (nothing here reads them).
+    private static let libraryConfigured: Bool = CSQLite_config_memstatus(0) == SQLITE_OK
+
     enum Mode {
         /// Reads and writes, creating the file when it is missing.
         case readWrite
@@ -29,6 +33,7 @@ final class SQLiteConnection {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw StoreError(.cannotOpen, message: "'\(path)' is not a database path")
         }
+        _ = Self.libraryConfigured
         let access = mode == .readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(path, &handle, access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)

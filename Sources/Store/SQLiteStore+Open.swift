@@ -55,9 +55,10 @@ extension SQLiteStore {
         try connection.execute("PRAGMA synchronous = NORMAL")
         try connection.execute("PRAGMA foreign_keys = ON")
         // The writer's batches touch a leaf of each index per user: a page cache of 16 MiB
-        // keeps them, and checkpoints every 16 MiB of log (not 4) copy them back less often.
+        // keeps them. Its commits never checkpoint: ``checkpoint()`` does, on a connection of
+        // its own (the last connection to close checkpoints too).
         try connection.execute("PRAGMA cache_size = -16384")
-        try connection.execute("PRAGMA wal_autocheckpoint = 4096")
+        try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try StoreSchema.probe(connection)
         try StoreSchema.migrate(connection)
     }

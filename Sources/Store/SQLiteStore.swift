@@ -24,6 +24,9 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     let busyTimeout: Duration
     let writer: ConnectionSlot
     private let readers: [ConnectionSlot]
+    /// Copies the write-ahead log back into the database (``checkpoint()``), so the writer's
+    /// commits never do: a checkpoint under a commit would hold a strict answer for its length.
+    private let checkpointer: ConnectionSlot
     // Where a read waits when every reader is taken, turn about.
     private let nextReader = Atomic<Int>(0)
 
@@ -32,6 +35,9 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
         self.pool = pool
         self.busyTimeout = busyTimeout
         self.writer = ConnectionSlot(path: path, connection: writer)
+        checkpointer = ConnectionSlot(path: path) { () throws(StoreError) -> SQLiteConnection in
+            try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
+        }
         readers = (0..<max(1, pool.threadCount)).map { _ in
             ConnectionSlot(path: path) { () throws(StoreError) -> SQLiteConnection in
                 try SQLiteConnection(path: path, mode: .readOnly, busyTimeout: busyTimeout)
@@ -54,6 +60,7 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
         // Readers first: the last connection to close checkpoints the WAL into the file,
         // and only the writer can.
         for reader in readers { reader.close() }
+        checkpointer.close()
         writer.close()
     }
 
@@ -70,6 +77,18 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
         // More threads read at once than there are readers (a pool shared with others).
         let turn = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
         return try readers[Int(UInt(bitPattern: turn) % UInt(readers.count))].withConnection(body)
+    }
+
+    /// Copies what the write-ahead log holds back into the database file, without waiting for
+    /// (or holding up) the writer or readers (`PASSIVE`); returns the frames in the log and
+    /// those copied. The gateway runs it every second.
+    public func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
+        try await onPool { () throws(StoreError) -> (logFrames: Int, checkpointed: Int) in
+            try self.checkpointer.withConnection { connection throws(StoreError) in
+                try connection.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") { (logFrames: $0.int(1), checkpointed: $0.int(2)) }
+                    ?? (logFrames: 0, checkpointed: 0)
+            }
+        }
     }
 
     /// Runs `body` over the writer connection, on the pool.

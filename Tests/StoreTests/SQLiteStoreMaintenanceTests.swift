@@ -33,6 +33,17 @@ struct SQLiteStoreMaintenanceTests {
         }
     }
 
+    @Test("commits leave the log to the checkpoint, which copies all of it back while nothing reads")
+    func checkpoint() async throws {
+        try await withStore { store, pool, _ in
+            try await append((1...200).map { ledgerRow("c\($0)", user: "alice") }, to: store, on: pool)
+            let first = try await store.checkpoint()
+            #expect(first.logFrames > 0)
+            #expect(first.checkpointed == first.logFrames)
+            #expect(try await store.history(userID: "alice", limit: 100, before: nil).items.count == 100)
+        }
+    }
+
     @Test("a healthy store's integrity check finds nothing")
     func integrityCheck() async throws {
         try await withStore { store, pool, _ in

@@ -11,6 +11,7 @@ final class StoreFaults: Sendable {
         case read
         case tokens
         case purge
+        case checkpoint
     }
 
     private let counters: [Operation: Counter]
