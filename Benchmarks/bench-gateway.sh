@@ -253,23 +253,7 @@ for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/nginx.c
     name=$(basename "$file" .txt)
     target=${name%%.*}
     c=${name#*.c}; c=${c%%.*}
-    awk -v target="$target" -v c="$c" '
-        function ms(text,   value, unit) {
-            value = text; sub(/[a-z]+$/, "", value)
-            unit = text; sub(/^[0-9.]+/, "", unit)
-            return value * (unit == "us" ? 0.001 : unit == "s" ? 1000 : unit == "m" ? 60000 : 1)
-        }
-        /requests in / { requests = $1 }
-        /^cpu_ticks / { own = $2; mock = $3 }
-        /^Requests\/sec:/ { rps = $2 }
-        /^[ \t]+50%/ { p50 = ms($2) }
-        /^[ \t]+99%/ { p99 = ms($2) }
-        /^p99.9_us / { p999 = $2 / 1000 }
-        END {
-            per = requests > 0 ? 1e6 / ticks / requests : 0
-            printf "%s %s %s %s %s %s %s %s\n", target, c, rps, p50, p99, p999, own * per, mock * per
-        }
-    ' ticks="$ticks" "$file"
+    awk -v target="$target" -v c="$c" -v ticks="$ticks" -f Benchmarks/wrk-runs.awk "$file"
 done >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"

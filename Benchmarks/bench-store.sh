@@ -112,17 +112,7 @@ done
 for file in "$work"/off.c*.r*.txt "$work"/fast.c*.r*.txt "$work"/strict.c*.r*.txt; do
     name=$(basename "$file" .txt)
     c=${name#*.c}; c=${c%%.*}
-    awk -v target="${name%%.*}" -v c="$c" '
-        function ms(text,   value, unit) {
-            value = text; sub(/[a-z]+$/, "", value)
-            unit = text; sub(/^[0-9.]+/, "", unit)
-            return value * (unit == "us" ? 0.001 : unit == "s" ? 1000 : unit == "m" ? 60000 : 1)
-        }
-        /^Requests\/sec:/ { rps = $2 }
-        /^[ \t]+50%/ { p50 = ms($2) }
-        /^[ \t]+99%/ { p99 = ms($2) }
-        END { printf "%s %s %s %s %s\n", target, c, rps, p50, p99 }
-    ' "$file"
+    awk -v target="${name%%.*}" -v c="$c" -f Benchmarks/wrk-runs.awk "$file"
 done >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
@@ -132,7 +122,7 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     target, c, *values = line.split()
-    rows.setdefault((target, int(c)), []).append([float(v) for v in values])
+    rows.setdefault((target, int(c)), []).append([float(v) for v in values[:3]])
 def med(target, c, i):
     runs = rows.get((target, c))
     return statistics.median(r[i] for r in runs) if runs else float("nan")
