@@ -289,6 +289,27 @@ struct StoreEndToEndTests {
         }
     }
 
+    @Test("an open gateway takes a placeholder key as a guest, and a store token as its caller")
+    func openGatewayIdentifiesStoreTokens() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        var configuration = GatewayConfiguration()
+        configuration.database = .sqlite(path: path)
+        let created = await StoreCommand.createToken(user: "dana", plan: "default", label: nil).run(configuration: configuration)
+        #expect(created.status == 0)
+        let token = String(created.output.prefix { $0 != "\n" })
+        #expect(token.hasPrefix("tgk_"))
+        try await GatewayHarness.with(configure: { $0.database = .sqlite(path: path) }) { harness in
+            #expect(try await harness.process(task: "titles", text: Self.sample).status == 200)
+            #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer("sk-placeholder")).status == 200)
+            #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", "dana-1")]).status == 200)
+            #expect(await eventually { (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200 })
+            #expect(try await Self.get(harness, "/api/history", token: "sk-placeholder").status == 401)
+            let usage = try Self.json(try await Self.get(harness, "/api/usage", token: token))
+            #expect(usage["userId"]?.stringValue == "dana")
+            #expect(usage["today"]?["requests"]?.intValue == 1)
+        }
+    }
+
     @Test("with the store off there is no usage or history route")
     func offMeansStateless() async throws {
         try await GatewayHarness.with(configure: {

@@ -71,8 +71,8 @@ public struct GatewayConfiguration: Sendable {
     /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
     public var errorLanguage: ErrorLanguage?
     /// `AUTH_REQUIRED`: whether every request to `/api/process` and `/v1` needs a valid
-    /// token; nil (unset): when ``tokens`` are configured. Off, a request without a token is
-    /// a guest, and one with a wrong token is still refused.
+    /// token; nil (unset): when ``tokens`` are configured. Off, a request without a valid
+    /// token is a guest (a valid one still names its caller).
     public var authRequired: Bool?
 
     /// Whether `/api/process` and `/v1` refuse a request without a valid token.

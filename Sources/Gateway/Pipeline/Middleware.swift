@@ -75,23 +75,26 @@ struct ErrorMiddleware: Middleware {
 }
 
 /// Identifies the caller from `Authorization`: a configured token (`GATEWAY_TOKENS`) or a
-/// store token. A token that names no caller is always `401`; a request without one is a
-/// guest unless tokens are required.
+/// store token. Where tokens are required, a request without a valid one is `401`; where
+/// they are not, it is a guest — an OpenAI SDK sends a placeholder key to an open gateway.
 struct AuthMiddleware: Middleware {
     let tokens: TokenStore?
     let storeTokens: StoreTokens?
     let required: Bool
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        guard let authorization = request.headers["Authorization"] else {
-            if required { throw GatewayError.unauthorized }
-            return try await next(request, context)
+        if let caller = caller(request.headers["Authorization"]) {
+            context.update { $0.caller = caller }
+        } else if required {
+            throw GatewayError.unauthorized
         }
-        guard let token = BearerCredentials.token(in: authorization) else { throw GatewayError.unauthorized }
-        let digest = SHA256.hash(token)
-        guard let caller = tokens?.caller(digest: digest) ?? storeTokens?.caller(digest: digest) else { throw GatewayError.unauthorized }
-        context.update { $0.caller = caller }
         return try await next(request, context)
+    }
+
+    private func caller(_ authorization: String?) -> Caller? {
+        guard let authorization, let token = BearerCredentials.token(in: authorization) else { return nil }
+        let digest = SHA256.hash(token)
+        return tokens?.caller(digest: digest) ?? storeTokens?.caller(digest: digest)
     }
 }
 
