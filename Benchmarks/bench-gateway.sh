@@ -5,7 +5,8 @@
 # Starts mock-upstream (no latency, one loop), text-gateway in front of it twice, and nginx
 # as a plain reverse proxy to the same mock, then runs wrk, interleaved and repeated, against
 #   gateway:  POST /api/process {"task":"summarize", ...}  through text-gateway (no tokens,
-#             RATE_LIMITS=off, METRICS=off)
+#             RATE_LIMITS=off, METRICS=off; both gateways DATABASE_URL=off: the store's cost
+#             is bench-store's to measure)
 #   controls: the same through a second text-gateway with a caller token, rate limits, metrics
 #   nginx:    POST /v1/chat/completions (the messages the gateway builds) through nginx
 #             proxying to the mock over kept-alive connections: the cost of a pass-through proxy
@@ -99,7 +100,7 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     shift
     start_text_gateway "$bin" "$work/$name" "$work/$name.log" \
         DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning \
-        ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
+        DATABASE_URL=off ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
 # gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
@@ -172,7 +173,7 @@ check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off DATABASE_URL=off, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
 echo "controls: $controls_url  (text-gateway, pid $controls_pid: $controls_role)"
 echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
 echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"

@@ -114,7 +114,8 @@ say "bench-scale: building mock-upstream, text-gateway and bench-client (release
 build_release mock-upstream text-gateway bench-client
 
 mock_key=bench-key
-gateway_env=(DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off UPSTREAM_MAX_CONNECTIONS=20000)
+# The store off, as in bench-gateway: bench-store measures it.
+gateway_env=(DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off DATABASE_URL=off UPSTREAM_MAX_CONNECTIONS=20000)
 echo "commands (B = $bin; the gateway runs in an empty temp dir, in a clean environment):"
 echo '```'
 echo "swift build -c release --product {mock-upstream,text-gateway,bench-client} ${build_flags[*]}"

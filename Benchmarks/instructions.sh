@@ -65,7 +65,7 @@ mkdir -p "$work/run"
 (
     cd "$work/run"
     exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" ${libcurl:+LD_LIBRARY_PATH=$libcurl} DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
-        DARVAREH_MODEL_ID=bench-model LOG_LEVEL="${LOG_LEVEL:-warning}" RATE_LIMITS=off METRICS=off EVENT_LOOPS=1 \
+        DARVAREH_MODEL_ID=bench-model LOG_LEVEL="${LOG_LEVEL:-warning}" RATE_LIMITS=off METRICS=off DATABASE_URL=off EVENT_LOOPS=1 \
         EVENT_LOOP_POLL_MICROSECONDS="${POLL_MICROSECONDS-0}" \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production
@@ -85,7 +85,7 @@ printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<${#text} characters>}, one kept-alive connection,"
 echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=${LOG_LEVEL:-warning}, EVENT_LOOP_POLL_MICROSECONDS=${POLL_MICROSECONDS-0},"
-echo "RATE_LIMITS=off, METRICS=off${libcurl:+; libcurl from $libcurl}); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
+echo "RATE_LIMITS=off, METRICS=off, DATABASE_URL=off${libcurl:+; libcurl from $libcurl}); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
 echo
 python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" <<'PY'
 import http.client, subprocess, sys
