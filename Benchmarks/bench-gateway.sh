@@ -250,12 +250,7 @@ for round in $(seq "$rounds"); do
 done
 
 # One line per run: target connections rps p50_ms p99_ms p99.9_ms
-for file in "$work"/gateway.c*.r*.txt "$work"/controls.c*.r*.txt "$work"/nginx.c*.r*.txt "$work"/direct.c*.r*.txt; do
-    name=$(basename "$file" .txt)
-    target=${name%%.*}
-    c=${name#*.c}; c=${c%%.*}
-    awk -v target="$target" -v c="$c" -v ticks="$ticks" -f Benchmarks/wrk-runs.awk "$file"
-done >"$work/runs.txt"
+wrk_run_lines "$work" "$ticks" gateway controls nginx direct >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
 echo

@@ -109,11 +109,7 @@ for round in $(seq "$rounds"); do
     done
 done
 
-for file in "$work"/off.c*.r*.txt "$work"/fast.c*.r*.txt "$work"/strict.c*.r*.txt; do
-    name=$(basename "$file" .txt)
-    c=${name#*.c}; c=${c%%.*}
-    awk -v target="${name%%.*}" -v c="$c" -f Benchmarks/wrk-runs.awk "$file"
-done >"$work/runs.txt"
+wrk_run_lines "$work" "" off fast strict >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
 echo

@@ -135,6 +135,21 @@ libcurl_dir() {
     (cd "$1" && pwd)
 }
 
+# wrk_run_lines WORK_DIR TICKS TARGET...: one line of figures (Benchmarks/wrk-runs.awk) per
+# wrk output WORK_DIR/<target>.c<connections>.r<round>.txt of each TARGET, in that order;
+# TICKS is the clock ticks a second for the CPU columns (empty: none).
+wrk_run_lines() {
+    local work=$1 ticks=$2 target file name c
+    shift 2
+    for target in "$@"; do
+        for file in "$work/$target".c*.r*.txt; do
+            name=$(basename "$file" .txt)
+            c=${name#*.c}; c=${c%%.*}
+            awk -v target="$target" -v c="$c" -v ticks="$ticks" -f Benchmarks/wrk-runs.awk "$file"
+        done
+    done
+}
+
 # build_release PRODUCT...: `swift build -c release` of each product with the caller's
 # build_flags array (progress to stderr), then sets bin to the directory holding them.
 build_release() {

@@ -142,10 +142,7 @@ public enum StoreCommand: Equatable, Sendable {
     /// A new token (`tgk_` and 32 random bytes in base64url) and the record the store keeps of it.
     static func newToken(user: String, plan: String, label: String?, now: Instant) -> (String, StoredToken) {
         let token = "tgk_" + Base64URL.encode(SystemRandom.bytes(32))
-        let id = SystemRandom.bytes(6).map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
-        }.joined()
+        let id = SHA256.hexString(SystemRandom.bytes(6))
         let stored = StoredToken(
             id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label, createdAtMilliseconds: milliseconds(now)
         )
@@ -208,7 +205,7 @@ struct Report {
             func field(_ text: String?) -> String {
                 guard let text else { return "" }
                 guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-                return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+                return "\"" + text.replacing("\"", with: "\"\"") + "\""
             }
             return ([header.map(field)] + rows.map { $0.map(field) }).map { $0.joined(separator: ",") + "\r\n" }.joined()
         case .json:
@@ -236,9 +233,4 @@ private extension String {
         return text
     }
 
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var result = ""
-        for character in self { if character == target { result += replacement } else { result.append(character) } }
-        return result
-    }
 }

@@ -54,7 +54,6 @@ public final class LedgerWriter: Service {
 
     /// Counts since the writer was made.
     public struct Statistics: Sendable, Equatable {
-        public var queued = 0
         public var committed = 0
         public var dropped = 0
         public var failedCommits = 0
@@ -363,7 +362,6 @@ public final class LedgerWriter: Service {
             nextTicket += 1
             rows.append(row)
             tickets.append(ticket)
-            statistics.queued += 1
             if waitingForCommit { waitedTickets.insert(ticket) }
             return ticket
         }

@@ -9,6 +9,7 @@ final class StoreFaults: Sendable {
     enum Operation: String, Sendable, CaseIterable {
         case ledger
         case read
+        case delete
         case tokens
         case purge
         case checkpoint
@@ -36,6 +37,13 @@ final class StoreFaults: Sendable {
             ("operation", .string(operation.rawValue)), ("reason", .string(error.description)),
             ("not_logged_since_last", .int(suppressed)),
         ])
+    }
+
+    /// The answer for a request the store could not serve: the error counted and logged as
+    /// any other, the client told `503 store_unavailable` (never SQLite's words).
+    func unavailable(_ error: StoreError, operation: Operation = .read) -> GatewayError {
+        record(error, operation: operation)
+        return .storeUnavailable
     }
 
     /// Ledger rows the writer gave up on (counted by the writer itself).

@@ -13,12 +13,14 @@ struct LedgerRecorder: Sendable {
     /// Records `context`'s row unless it was recorded already.
     func record(_ context: RequestContext) async {
         guard context.route.isLedgered else { return }
-        let first = context.update { state -> Bool in
-            defer { state.ledgered = true }
-            return !state.ledgered
+        // The flag and the state it records, under one lock.
+        let state = context.update { state -> RequestContext.State? in
+            guard !state.ledgered else { return nil }
+            state.ledgered = true
+            return state
         }
-        guard first else { return }
-        let row = row(for: context)
+        guard let state else { return }
+        let row = row(for: context, state: state)
         if strict {
             _ = await writer.submitAndWait(row)
         } else {
@@ -28,8 +30,7 @@ struct LedgerRecorder: Sendable {
 
     /// The row as it stands now. A request still running (a strict stream about to send its
     /// last event) is recorded with the outcome it is about to end with.
-    func row(for context: RequestContext) -> LedgerRow {
-        let state = context.snapshot
+    func row(for context: RequestContext, state: RequestContext.State) -> LedgerRow {
         let durationNanoseconds = context.start.nanoseconds(until: .now())
         let durationMilliseconds = Double(durationNanoseconds) / 1e6
         let now = clock()

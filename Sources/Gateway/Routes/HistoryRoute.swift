@@ -18,8 +18,7 @@ struct HistoryRoute: RouteHandler {
             do {
                 _ = try await history.deleteHistory(userID: caller.userID)
             } catch {
-                faults.record(error, operation: .read)
-                throw .storeUnavailable
+                throw faults.unavailable(error, operation: .delete)
             }
             return HTTPResponse(status: .noContent)
         }
@@ -34,8 +33,7 @@ struct HistoryRoute: RouteHandler {
         do {
             page = try await history.history(userID: caller.userID, limit: limit, before: cursor)
         } catch {
-            faults.record(error, operation: .read)
-            throw .storeUnavailable
+            throw faults.unavailable(error)
         }
         var body = JSONWriter(capacity: 64 + page.items.count * 400)
         body.object {
@@ -57,23 +55,26 @@ struct HistoryItemRoute: RouteHandler {
         let id = String(RoutingTable<Int>.parameter(in: request.path))
         // Only an id the gateway could have given a request can name a row.
         guard RequestID.isWellFormed(id) else { throw .itemNotFound }
-        do {
-            if request.method == .DELETE {
-                guard try await history.deleteHistoryItem(userID: caller.userID, id: id) else { throw GatewayError.itemNotFound }
-                return HTTPResponse(status: .noContent)
+        if request.method == .DELETE {
+            let deleted: Bool
+            do {
+                deleted = try await history.deleteHistoryItem(userID: caller.userID, id: id)
+            } catch {
+                throw faults.unavailable(error, operation: .delete)
             }
-            guard let item = try await history.historyItem(userID: caller.userID, id: id) else { throw GatewayError.itemNotFound }
-            var body = JSONWriter(capacity: 400)
-            body.object { Self.write(item.row, into: &$0) }
-            return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
-        } catch let error as GatewayError {
-            throw error
-        } catch let error as StoreError {
-            faults.record(error, operation: .read)
-            throw .storeUnavailable
-        } catch {
-            throw .internalError
+            guard deleted else { throw .itemNotFound }
+            return HTTPResponse(status: .noContent)
         }
+        let found: HistoryItem?
+        do {
+            found = try await history.historyItem(userID: caller.userID, id: id)
+        } catch {
+            throw faults.unavailable(error)
+        }
+        guard let item = found else { throw .itemNotFound }
+        var body = JSONWriter(capacity: 400)
+        body.object { Self.write(item.row, into: &$0) }
+        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
     }
 
     /// One history item as CONTRACT.md shows it.

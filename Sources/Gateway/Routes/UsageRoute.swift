@@ -21,8 +21,7 @@ struct UsageRoute: RouteHandler {
         do {
             days = try await usage.dailyUsage(userID: caller.userID, fromDay: today - Self.days + 1)
         } catch {
-            faults.record(error, operation: .read)
-            throw .storeUnavailable
+            throw faults.unavailable(error)
         }
         let todayUsage = days.first { $0.day == today } ?? DailyUsage(userID: caller.userID, day: today, requests: 0, inputTokens: 0, outputTokens: 0)
         var body = JSONWriter(capacity: 256 + days.count * 96)
