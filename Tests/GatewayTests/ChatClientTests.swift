@@ -171,7 +171,7 @@ struct ChatClientTests {
         }
     }
 
-    @Test("aborts the upstream call when the task is cancelled; the mock sees it within a second")
+    @Test("aborts the upstream call when the task is cancelled; the mock sees it long before its answer was due")
     func cancellation() async throws {
         try await withMock { mock, client in
             let task = Task { () throws(ChatError) -> ChatCompletion in try await client.complete(request("[mock:latency-ms=10000]")) }
@@ -186,7 +186,9 @@ struct ChatClientTests {
                     return
                 }
             }
-            #expect(await eventually(within: 1) { mock.stats.cancelled == 1 && mock.stats.openConnections == 0 })
+            // Half the upstream's 10 s: a transfer that was not aborted would still be open,
+            // and the margin holds while the other suites keep both cores busy.
+            #expect(await eventually(within: 5) { mock.stats.cancelled == 1 && mock.stats.openConnections == 0 })
         }
     }
 

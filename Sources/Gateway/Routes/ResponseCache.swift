@@ -87,33 +87,37 @@ final class ResponseCache: Sendable {
             return .lead(id)
         }
         let waiterID: UInt64
-        let led: Bool
+        var start: (@Sendable () -> Void)?
         switch step {
         case .hit(let answer):
             return (answer, true)
         case .join(let id):
             waiterID = id
-            led = false
         case .lead(let id):
             waiterID = id
-            led = true
-            let task = Task { [self] in
-                let result: Result<Answer, GatewayError>
-                do throws(GatewayError) {
-                    result = .success(try await compute())
-                } catch {
-                    result = .failure(error)
+            // Started only once this request waits for it: a call that landed before its
+            // leader waited would leave the leader no answer to take.
+            start = { [self] in
+                let task = Task { [self] in
+                    let result: Result<Answer, GatewayError>
+                    do throws(GatewayError) {
+                        result = .success(try await compute())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    land(key, result, now: now())
                 }
-                land(key, result, now: now())
+                state.withLock { $0.flights[key]?.task = task }
             }
-            state.withLock { $0.flights[key]?.task = task }
         }
-        let result = await wait(for: key, id: waiterID)
-        return (try result.get(), !led)
+        let result = await wait(for: key, id: waiterID, thenStart: start)
+        return (try result.get(), start == nil)
     }
 
-    /// Waits for the flight of `key`, or leaves it when the task is cancelled.
-    private func wait(for key: Key, id: UInt64) async -> Result<Answer, GatewayError> {
+    /// Waits for the flight of `key`, or leaves it when the task is cancelled. `start` (the
+    /// leader's) runs once the waiter is in place, whether or not it was cancelled first:
+    /// the others waiting need the call.
+    private func wait(for key: Key, id: UInt64, thenStart start: (@Sendable () -> Void)?) async -> Result<Answer, GatewayError> {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let registered = state.withLock { state -> Bool in
@@ -127,6 +131,7 @@ final class ResponseCache: Sendable {
                     let cached = state.withLock { Self.lookup(key, now: .now(), in: &$0) }
                     continuation.resume(returning: cached.map { .success($0) } ?? .failure(.clientClosedRequest))
                 }
+                start?()
             }
         } onCancel: {
             let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
