@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "ChatAPI", swiftSettings: strict),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "Store", dependencies: ["CSQLite", "EventLoop"], swiftSettings: strict),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
@@ -56,6 +58,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

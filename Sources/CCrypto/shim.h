@@ -1,0 +1,241 @@
+#ifndef CCRYPTO_SHIM_H
+#define CCRYPTO_SHIM_H
+
+// Typed, non-variadic wrappers for what Swift cannot use from libcrypto as it is: macros,
+// variadic calls and OSSL_PARAM arrays (building a public key from its numbers, generating
+// a key, reading its numbers back), and the pointer-to-pointer d2i/i2d calls.
+//
+// Only OpenSSL 3.0's current API: everything deprecated up to 3.0 (RSA_*, EC_KEY_*,
+// SHA256_Init, HMAC_CTX, ...) is hidden, so using it does not compile.
+#define OPENSSL_API_COMPAT 30000
+#define OPENSSL_NO_DEPRECATED
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+#include <string.h>
+
+// Before any other call. No atexit handler: libcrypto's own clean-up at exit can run while
+// other threads still use it (what Foundation's libcurl layer avoids the same way).
+static inline int CCrypto_init(void) {
+    return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
+// MARK: Keys from their numbers
+
+// The RSA public key (n, e), both big-endian; NULL when libcrypto refuses it.
+static inline EVP_PKEY *CCrypto_rsa_public_key(const unsigned char *modulus, size_t modulus_length,
+                                               const unsigned char *exponent, size_t exponent_length) {
+    EVP_PKEY *key = NULL;
+    BIGNUM *n = BN_bin2bn(modulus, (int)modulus_length, NULL);
+    BIGNUM *e = BN_bin2bn(exponent, (int)exponent_length, NULL);
+    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    if (n != NULL && e != NULL && builder != NULL && context != NULL
+        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n) == 1
+        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e) == 1
+        && (params = OSSL_PARAM_BLD_to_param(builder)) != NULL
+        && EVP_PKEY_fromdata_init(context) == 1) {
+        if (EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(builder);
+    BN_free(e);
+    BN_free(n);
+    return key;
+}
+
+// The P-256 public key whose point is `point` (SEC 1 encoding: 0x04 || x || y); NULL when
+// libcrypto refuses it.
+static inline EVP_PKEY *CCrypto_p256_public_key(const unsigned char *point, size_t point_length) {
+    EVP_PKEY *key = NULL;
+    char group[] = SN_X9_62_prime256v1;
+    OSSL_PARAM params[3];
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
+    params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, point_length);
+    params[2] = OSSL_PARAM_construct_end();
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (context != NULL && EVP_PKEY_fromdata_init(context) == 1) {
+        if (EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    return key;
+}
+
+// 1 when the key's public part is sound (for EC: the point is on its curve and not the
+// point at infinity).
+static inline int CCrypto_public_check(EVP_PKEY *key) {
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+    if (context == NULL) return 0;
+    int result = EVP_PKEY_public_check(context);
+    EVP_PKEY_CTX_free(context);
+    return result;
+}
+
+// MARK: Keys from their encodings
+
+// A DER SubjectPublicKeyInfo; NULL unless it is one and fills `length` exactly.
+static inline EVP_PKEY *CCrypto_public_key_from_der(const unsigned char *der, long length) {
+    const unsigned char *cursor = der;
+    EVP_PKEY *key = d2i_PUBKEY(NULL, &cursor, length);
+    if (key != NULL && cursor != der + length) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+// The first "PUBLIC KEY" PEM block of `text` (other text and other blocks before it are
+// skipped), which must hold exactly a DER SubjectPublicKeyInfo. PEM_read_bio_PUBKEY is
+// laxer: it takes other labels and encodings too.
+static inline EVP_PKEY *CCrypto_public_key_from_pem(const char *text, int length) {
+    BIO *bio = BIO_new_mem_buf(text, length);
+    if (bio == NULL) return NULL;
+    EVP_PKEY *key = NULL;
+    char *name = NULL, *header = NULL;
+    unsigned char *data = NULL;
+    long data_length = 0;
+    while (PEM_read_bio(bio, &name, &header, &data, &data_length) == 1) {
+        int found = strcmp(name, PEM_STRING_PUBLIC) == 0;
+        if (found) key = CCrypto_public_key_from_der(data, data_length);
+        OPENSSL_free(name);
+        OPENSSL_free(header);
+        OPENSSL_free(data);
+        if (found) break;
+    }
+    BIO_free(bio);
+    return key;
+}
+
+// The key's public part as DER SubjectPublicKeyInfo into `out` (NULL: only its length);
+// the length, or a negative number on error.
+static inline int CCrypto_public_key_der(EVP_PKEY *key, unsigned char *out) {
+    unsigned char *cursor = out;
+    return i2d_PUBKEY(key, out == NULL ? NULL : &cursor);
+}
+
+// MARK: Reading keys
+
+// 1 when `key` is an EC key on the named curve P-256.
+static inline int CCrypto_is_p256(const EVP_PKEY *key) {
+    char name[64];
+    size_t length = 0;
+    if (EVP_PKEY_get_base_id(key) != EVP_PKEY_EC) return 0;
+    if (EVP_PKEY_get_group_name(key, name, sizeof name, &length) != 1) return 0;
+    return strcmp(name, SN_X9_62_prime256v1) == 0;
+}
+
+static inline int CCrypto_is_rsa(const EVP_PKEY *key) {
+    return EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA;
+}
+
+// The big-endian bytes of the key's number `name` into `out`: their count, or -1 when the
+// key has no such number or it does not fit in `capacity`.
+static inline int CCrypto_key_number(const EVP_PKEY *key, const char *name, unsigned char *out, int capacity) {
+    BIGNUM *number = NULL;
+    if (EVP_PKEY_get_bn_param(key, name, &number) != 1) return -1;
+    int length = BN_num_bytes(number);
+    int written = length <= capacity ? BN_bn2bin(number, out) : -1;
+    BN_free(number);
+    return written;
+}
+
+static inline int CCrypto_rsa_modulus(const EVP_PKEY *key, unsigned char *out, int capacity) {
+    return CCrypto_key_number(key, OSSL_PKEY_PARAM_RSA_N, out, capacity);
+}
+
+static inline int CCrypto_rsa_exponent(const EVP_PKEY *key, unsigned char *out, int capacity) {
+    return CCrypto_key_number(key, OSSL_PKEY_PARAM_RSA_E, out, capacity);
+}
+
+// The affine coordinates of an EC key's point, each left-padded to `size` bytes; 1 on success.
+static inline int CCrypto_ec_coordinates(const EVP_PKEY *key, unsigned char *x, unsigned char *y, int size) {
+    BIGNUM *bx = NULL, *by = NULL;
+    int ok = EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &bx) == 1
+        && EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &by) == 1
+        && BN_bn2binpad(bx, x, size) == size
+        && BN_bn2binpad(by, y, size) == size;
+    BN_free(bx);
+    BN_free(by);
+    return ok;
+}
+
+// MARK: Generating keys
+
+static inline EVP_PKEY *CCrypto_generate_rsa(int bits) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    if (context != NULL && EVP_PKEY_keygen_init(context) == 1
+        && EVP_PKEY_CTX_set_rsa_keygen_bits(context, bits) == 1) {
+        if (EVP_PKEY_generate(context, &key) != 1) key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    return key;
+}
+
+static inline EVP_PKEY *CCrypto_generate_p256(void) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (context != NULL && EVP_PKEY_keygen_init(context) == 1
+        && EVP_PKEY_CTX_set_group_name(context, SN_X9_62_prime256v1) == 1) {
+        if (EVP_PKEY_generate(context, &key) != 1) key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    return key;
+}
+
+// MARK: ECDSA signatures: JWS's raw r || s against libcrypto's DER
+
+// The DER ECDSA-Sig-Value of r = raw[0..<size], s = raw[size..<2 size] into `out` (room
+// for `capacity` bytes): its length, or -1.
+static inline int CCrypto_ecdsa_raw_to_der(const unsigned char *raw, int size, unsigned char *out, int capacity) {
+    ECDSA_SIG *signature = ECDSA_SIG_new();
+    BIGNUM *r = BN_bin2bn(raw, size, NULL);
+    BIGNUM *s = BN_bin2bn(raw + size, size, NULL);
+    int length = -1;
+    if (signature != NULL && r != NULL && s != NULL && ECDSA_SIG_set0(signature, r, s) == 1) {
+        r = s = NULL; // the signature owns them now
+        if (i2d_ECDSA_SIG(signature, NULL) <= capacity) {
+            unsigned char *cursor = out;
+            length = i2d_ECDSA_SIG(signature, &cursor);
+        }
+    }
+    BN_free(r);
+    BN_free(s);
+    ECDSA_SIG_free(signature);
+    return length;
+}
+
+// r and s of a DER ECDSA-Sig-Value, each left-padded to `size` bytes, into `raw`; 1 on success.
+static inline int CCrypto_ecdsa_der_to_raw(const unsigned char *der, long length, unsigned char *raw, int size) {
+    const unsigned char *cursor = der;
+    ECDSA_SIG *signature = d2i_ECDSA_SIG(NULL, &cursor, length);
+    if (signature == NULL) return 0;
+    int ok = BN_bn2binpad(ECDSA_SIG_get0_r(signature), raw, size) == size
+        && BN_bn2binpad(ECDSA_SIG_get0_s(signature), raw + size, size) == size;
+    ECDSA_SIG_free(signature);
+    return ok;
+}
+
+// MARK: HMAC
+
+// Starts an HMAC-SHA-256 under `key` in a context of the pre-fetched "HMAC" EVP_MAC.
+static inline int CCrypto_hmac_sha256_init(EVP_MAC_CTX *context, const unsigned char *key, size_t key_length) {
+    char digest[] = "SHA256";
+    OSSL_PARAM params[2];
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    return EVP_MAC_init(context, key, key_length, params);
+}
+
+#endif

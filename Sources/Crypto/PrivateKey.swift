@@ -1,0 +1,73 @@
+import CCrypto
+
+/// A private key that signs: for tests, benchmarks and operators' tools (the gateway itself
+/// only verifies).
+public struct PrivateKey: Sendable {
+    let key: EVPKey
+    /// The public half, on a key of its own.
+    public let publicKey: PublicKey
+
+    private init(_ key: EVPKey) throws(CryptoError) {
+        self.key = key
+        // Through its encoding, so that the public key holds none of the private numbers.
+        guard let der = key.derSubjectPublicKeyInfo else { throw CryptoError("the new key's public half cannot be encoded") }
+        publicKey = try PublicKey(derSubjectPublicKeyInfo: der)
+    }
+
+    /// A new RSA key of `bits` bits (2048 to 16384), public exponent 65537.
+    public static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
+        guard (2048...16384).contains(bits) else { throw CryptoError("an RSA key of \(bits) bits: 2048 to 16384 are made") }
+        _ = LibCrypto.shared
+        guard let generated = CCrypto_generate_rsa(Int32(bits)) else { throw CryptoError("generating an RSA key failed") }
+        return try PrivateKey(EVPKey(generated))
+    }
+
+    /// A new P-256 key.
+    public static func generateP256() throws(CryptoError) -> PrivateKey {
+        _ = LibCrypto.shared
+        guard let generated = CCrypto_generate_p256() else { throw CryptoError("generating a P-256 key failed") }
+        return try PrivateKey(EVPKey(generated))
+    }
+
+    /// The signature of `message` under `algorithm`: for RS256 as many bytes as the modulus,
+    /// for ES256 the 64 bytes r ‖ s that JWS uses (each left-padded to 32 bytes).
+    ///
+    /// Throws when the algorithm is not this key's kind.
+    public func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
+        switch (algorithm, publicKey.kind) {
+        case (.rsaPKCS1v15SHA256, .rsa):
+            return try sign(message)
+        case (.ecdsaP256SHA256, .p256):
+            let der = try sign(message)
+            var raw = [UInt8](repeating: 0, count: 64)
+            let converted = der.withUnsafeBufferPointer { der in
+                raw.withUnsafeMutableBufferPointer { CCrypto_ecdsa_der_to_raw(der.baseAddress, der.count, $0.baseAddress, 32) }
+            }
+            guard converted == 1 else { throw CryptoError("libcrypto's ECDSA signature cannot be read") }
+            return raw
+        case (.rsaPKCS1v15SHA256, .p256):
+            throw CryptoError("a P-256 key cannot sign RS256")
+        case (.ecdsaP256SHA256, .rsa):
+            throw CryptoError("an RSA key cannot sign ES256")
+        }
+    }
+
+    /// libcrypto's signature of the SHA-256 of `message` (DER for ECDSA).
+    private func sign(_ message: some Collection<UInt8>) throws(CryptoError) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError("EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, LibCrypto.shared.sha256, nil, key.pointer) == 1 else {
+            throw CryptoError("EVP_DigestSignInit failed")
+        }
+        var signature = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(key.pointer)))
+        var length = signature.count
+        let signed = message.withContiguousBytes { bytes in
+            signature.withUnsafeMutableBufferPointer {
+                EVP_DigestSign(context, $0.baseAddress, &length, bytes.baseAddress, bytes.count) == 1
+            }
+        }
+        guard signed else { throw CryptoError("EVP_DigestSign failed") }
+        signature.removeSubrange(length...)
+        return signature
+    }
+}
