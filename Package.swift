@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "EventLoop"], swiftSettings: strict),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Crypto"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),

@@ -1,4 +1,5 @@
 import ChatAPI
+import Crypto
 import EventLoop
 import Store
 
@@ -141,8 +142,8 @@ public enum StoreCommand: Equatable, Sendable {
 
     /// A new token (`tgk_` and 32 random bytes in base64url) and the record the store keeps of it.
     static func newToken(user: String, plan: String, label: String?, now: Instant) -> (String, StoredToken) {
-        let token = "tgk_" + Base64URL.encode(SystemRandom.bytes(32))
-        let id = SHA256.hexString(SystemRandom.bytes(6))
+        let token = "tgk_" + Base64URL.encode(SecureRandom.bytes(32))
+        let id = SHA256.hexString(SecureRandom.bytes(6))
         let stored = StoredToken(
             id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label, createdAtMilliseconds: milliseconds(now)
         )

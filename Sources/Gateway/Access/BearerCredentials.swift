@@ -1,3 +1,5 @@
+import Crypto
+
 /// The one reading of `Authorization: Bearer <token>` (RFC 6750 §2.1 over RFC 9110 §11.4,
 /// formerly RFC 7235 §2.1), for the callers' tokens and for `METRICS_TOKEN` alike.
 ///

@@ -1,3 +1,5 @@
+import Crypto
+
 /// One configured caller: the SHA-256 digest of its bearer token, the user id and the plan
 /// name.
 ///

@@ -1,3 +1,5 @@
+import Crypto
+
 /// The callers allowed in, by the SHA-256 digest of their bearer tokens.
 ///
 /// Built once from configuration, then immutable and shared by every loop:

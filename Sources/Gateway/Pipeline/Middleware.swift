@@ -1,3 +1,4 @@
+import Crypto
 import HTTP1
 import HTTPServer
 
