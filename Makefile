@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store mock drills
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto mock drills
 
 help:
 	@echo "make build         debug build of every target"
@@ -15,9 +15,10 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-spread, then bench-scale"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-spread, then bench-scale"
 	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
 	@echo "make bench-store   the store's cost: gateways with the store off, fast and strict, interleaved; the ledger writer's rows/s and bytes per row (needs wrk)"
+	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
 	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body), FUZZ_SECONDS each (default 60)"
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
@@ -46,7 +47,7 @@ run:
 demo:
 	scripts/demo.sh
 
-bench: bench-gateway bench-store bench-spread bench-scale
+bench: bench-gateway bench-store bench-crypto bench-spread bench-scale
 
 bench-gateway:
 	Benchmarks/bench-gateway.sh
@@ -83,6 +84,9 @@ bench-scale:
 
 bench-store:
 	Benchmarks/bench-store.sh
+
+bench-crypto:
+	Benchmarks/bench-crypto.sh
 
 bench-instructions:
 	Benchmarks/instructions.sh

@@ -50,6 +50,12 @@ let package = Package(
             path: "Benchmarks/bench-store",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "bench-crypto",
+            dependencies: ["Crypto"],
+            path: "Benchmarks/bench-crypto",
+            swiftSettings: strict
+        ),
         .target(name: "TestSupport", dependencies: ["EventLoop"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),

@@ -1,0 +1,134 @@
+// The pure-Swift SHA-256 that libcrypto replaced in the gateway, kept only to show the before/after.
+enum ReplacedSHA256 {
+    static let digestByteCount = 32
+
+    /// The 32-byte digest of `bytes`.
+    static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        var context = Context()
+        context.update(bytes)
+        return context.finalize()
+    }
+
+    /// The running state of one hash: eight working words, the block being filled and the
+    /// message length so far.
+    struct Context {
+        private var state: [UInt32] = [
+            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a,
+            0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
+        ]
+        private var block = [UInt8](repeating: 0, count: 64)
+        private var blockCount = 0
+        private var messageLength: UInt64 = 0
+        /// The message schedule, kept between blocks so compressing one allocates nothing.
+        private var schedule = [UInt32](repeating: 0, count: 64)
+
+        /// Feeds more of the message.
+        mutating func update(_ bytes: some Sequence<UInt8>) {
+            for byte in bytes {
+                block[blockCount] = byte
+                blockCount += 1
+                messageLength &+= 1
+                if blockCount == 64 {
+                    compressBlock()
+                    blockCount = 0
+                }
+            }
+        }
+
+        /// Pads the message (a 1 bit, zeros, the 64-bit big-endian bit length) and returns
+        /// the digest.
+        mutating func finalize() -> [UInt8] {
+            let bitLength = messageLength &* 8
+            block[blockCount] = 0x80
+            blockCount += 1
+            if blockCount > 56 {
+                while blockCount < 64 {
+                    block[blockCount] = 0
+                    blockCount += 1
+                }
+                compressBlock()
+                blockCount = 0
+            }
+            while blockCount < 56 {
+                block[blockCount] = 0
+                blockCount += 1
+            }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                block[blockCount] = UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))
+                blockCount += 1
+            }
+            compressBlock()
+            blockCount = 0
+
+            var digest: [UInt8] = []
+            digest.reserveCapacity(ReplacedSHA256.digestByteCount)
+            for word in state {
+                digest.append(UInt8(truncatingIfNeeded: word >> 24))
+                digest.append(UInt8(truncatingIfNeeded: word >> 16))
+                digest.append(UInt8(truncatingIfNeeded: word >> 8))
+                digest.append(UInt8(truncatingIfNeeded: word))
+            }
+            return digest
+        }
+
+        /// Runs the compression function over the full 64-byte `block`.
+        private mutating func compressBlock() {
+            for t in 0..<16 {
+                let i = t * 4
+                schedule[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16
+                    | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
+            }
+            for t in 16..<64 {
+                let w15 = schedule[t - 15]
+                let w2 = schedule[t - 2]
+                let s0 = rotr(w15, 7) ^ rotr(w15, 18) ^ (w15 >> 3)
+                let s1 = rotr(w2, 17) ^ rotr(w2, 19) ^ (w2 >> 10)
+                schedule[t] = schedule[t - 16] &+ s0 &+ schedule[t - 7] &+ s1
+            }
+
+            var a = state[0], b = state[1], c = state[2], d = state[3]
+            var e = state[4], f = state[5], g = state[6], h = state[7]
+            for t in 0..<64 {
+                let sum1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                let choose = (e & f) ^ (~e & g)
+                let t1 = h &+ sum1 &+ choose &+ roundConstants[t] &+ schedule[t]
+                let sum0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                let t2 = sum0 &+ majority
+                h = g
+                g = f
+                f = e
+                e = d &+ t1
+                d = c
+                c = b
+                b = a
+                a = t1 &+ t2
+            }
+            state[0] &+= a
+            state[1] &+= b
+            state[2] &+= c
+            state[3] &+= d
+            state[4] &+= e
+            state[5] &+= f
+            state[6] &+= g
+            state[7] &+= h
+        }
+
+        @inline(__always)
+        private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 {
+            (x >> n) | (x << (32 - n))
+        }
+    }
+
+    /// The first 32 bits of the fractional parts of the cube roots of the first 64 primes.
+    private static let roundConstants: [UInt32] = [
+        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
+        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
+        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
+        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
+        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
+        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
+        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+    ]
+}
