@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto mock drills
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto bench-jwt mock drills
 
 help:
 	@echo "make build         debug build of every target"
@@ -15,12 +15,13 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-spread, then bench-scale"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-spread, then bench-scale"
 	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
 	@echo "make bench-store   the store's cost: gateways with the store off, fast and strict, interleaved; the ledger writer's rows/s and bytes per row (needs wrk)"
 	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
+	@echo "make bench-jwt     sign-in's cost: one JWT verification (HS256, RS256, ES256; checked and cached), and /api/process with JWT callers beside gateway-token callers, interleaved (needs wrk)"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
-	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body), FUZZ_SECONDS each (default 60)"
+	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT), FUZZ_SECONDS each (default 60)"
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
@@ -47,7 +48,7 @@ run:
 demo:
 	scripts/demo.sh
 
-bench: bench-gateway bench-store bench-crypto bench-spread bench-scale
+bench: bench-gateway bench-store bench-crypto bench-jwt bench-spread bench-scale
 
 bench-gateway:
 	Benchmarks/bench-gateway.sh
@@ -61,16 +62,18 @@ fuzz:
 	Fuzz/run.sh DotEnv $(FUZZ_SECONDS)
 	Fuzz/run.sh SSE $(FUZZ_SECONDS)
 	Fuzz/run.sh ProcessBody $(FUZZ_SECONDS)
+	Fuzz/run.sh JWT $(FUZZ_SECONDS)
 
 # The fastest targets first; each line is "<Target>: N runs in S s (R exec/s), no crash".
 fuzz-long:
 	Fuzz/run.sh JSONValue runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh ProcessBody runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh JWT runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh DotEnv runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh SSE runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh RequestParser runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	@echo "----"
-	@cat Fuzz/.build/JSONValue.summary Fuzz/.build/ProcessBody.summary Fuzz/.build/DotEnv.summary \
+	@cat Fuzz/.build/JSONValue.summary Fuzz/.build/ProcessBody.summary Fuzz/.build/JWT.summary Fuzz/.build/DotEnv.summary \
 		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary
 
 bench-server:
@@ -87,6 +90,9 @@ bench-store:
 
 bench-crypto:
 	Benchmarks/bench-crypto.sh
+
+bench-jwt:
+	Benchmarks/bench-jwt.sh
 
 bench-instructions:
 	Benchmarks/instructions.sh

@@ -52,12 +52,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-crypto",
-            dependencies: ["Crypto"],
+            dependencies: ["Crypto", "Gateway"],
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),
         .target(name: "TestSupport", dependencies: ["EventLoop"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream", "Crypto"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),

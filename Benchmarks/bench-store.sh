@@ -92,52 +92,14 @@ if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     for target in off fast strict; do run_wrk "$target" 64 "$warmup" "$work/warmup.txt"; done
 fi
 
-problems=0
-targets=(off fast strict)
-for round in $(seq "$rounds"); do
-    order=("${targets[@]:$(((round - 1) % 3))}" "${targets[@]:0:$(((round - 1) % 3))}")
-    for c in "${connection_list[@]}"; do
-        for target in "${order[@]}"; do
-            say "bench-store: round $round/$rounds, $c connections, $target"
-            out="$work/$target.c$c.r$round.txt"
-            run_wrk "$target" "$c" "$duration" "$out"
-            if grep -q 'Non-2xx or 3xx responses' "$out"; then
-                problems=$((problems + 1))
-                say "!!!!!! $target at $c connections, round $round: $(grep 'Non-2xx or 3xx responses' "$out")"
-            fi
-        done
-    done
-done
-
+interleaved_rounds "$rounds" run_wrk off fast strict
 wrk_run_lines "$work" "" off fast strict >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
 echo
-python3 - "$work/runs.txt" "${connection_list[@]}" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    target, c, *values = line.split()
-    rows.setdefault((target, int(c)), []).append([float(v) for v in values[:3]])
-def med(target, c, i):
-    runs = rows.get((target, c))
-    return statistics.median(r[i] for r in runs) if runs else float("nan")
-counts = [int(c) for c in sys.argv[2:]]
-print("| connections | store | requests/s | × off | p50 ms | added p50 ms | p99 ms |")
-print("|---:|---|---:|---:|---:|---:|---:|")
-for c in counts:
-    for target in ("off", "fast", "strict"):
-        rps, p50, p99 = (med(target, c, i) for i in range(3))
-        print(f"| {c} | {target} | {rps:.0f} | {rps / med('off', c, 0):.3f} | {p50:.3f} | {p50 - med('off', c, 1):+.3f} | {p99:.3f} |")
-print()
-def verdict(ok): return "met" if ok else "NOT met"
-if 64 in counts:
-    f, s = med("fast", 64, 0) / med("off", 64, 0), med("strict", 64, 0) / med("off", 64, 0)
-    print(f"budget, 64 connections: fast {f:.3f}x off (>= 0.95: {verdict(f >= 0.95)}), strict {s:.3f}x off (>= 0.80: {verdict(s >= 0.8)})")
-if 1 in counts:
-    a = med("fast", 1, 1) - med("off", 1, 1)
-    print(f"budget, 1 connection: fast adds p50 {a:+.3f} ms (<= +0.020: {verdict(a <= 0.02)})")
-PY
+connection_csv=$(IFS=,; echo "${connection_list[*]}")
+python3 Benchmarks/medians.py "$work/runs.txt" --reference off --column store --targets off,fast,strict \
+    --connections "$connection_csv" --ratio fast:64:0.95 --ratio strict:64:0.80 --added-p50 fast:1:0.020
 echo
 for target in fast strict; do
     rows=$(sqlite3 "$work/$target/data/textgateway.sqlite" 'SELECT count(*) FROM requests' 2>/dev/null || echo "?")
@@ -151,4 +113,3 @@ echo "with results kept (HISTORY_STORE_RESULTS=on, an answer of about 600 charac
 mkdir -p "$work/results"
 "$bin/bench-store" --rows "$writer_rows" --producers 64 --results on --directory "$work/results"
 
-[ "$problems" -eq 0 ] || die "$problems run(s) saw non-2xx responses: these figures do not measure successful requests"

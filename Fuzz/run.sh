@@ -4,7 +4,7 @@
 #   Fuzz/run.sh <Target> [seconds=60] [extra libFuzzer args...]
 #   Fuzz/run.sh <Target> runs=<N> [jobs=<J>] [extra libFuzzer args...]
 #
-# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody.
+# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT.
 #
 # The product sources a target needs are built as the modules they belong to (HTTP1,
 # ChatAPI, Gateway, with only the files the target needs), with coverage (one
@@ -26,7 +26,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
+target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
 shift
 seconds=60
 runs=
@@ -44,10 +44,13 @@ if [ $# -gt 0 ] && [[ "$1" == jobs=* ]]; then
 fi
 
 # modules: "Module:files" built in order, each file list a glob. inline: sources compiled
-# into the harness's own module. options: libFuzzer defaults for the target.
+# into the harness's own module. options: libFuzzer defaults for the target. includes and
+# links: C modules' directories and the libraries they link (libcrypto for Crypto).
 modules=()
 inline=()
 options=()
+includes=()
+links=()
 case "$target" in
     RequestParser)
         modules=("HTTP1:Sources/HTTP1/*.swift")
@@ -71,6 +74,17 @@ case "$target" in
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)
+        ;;
+    JWT)
+        # The JWS parser, base64url, the claims checks and the JWK Set parser, over libcrypto.
+        modules=(
+            "Crypto:Sources/Crypto/*.swift"
+            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/JSONWriter.swift"
+            "Gateway:Sources/Gateway/Access/JWT/CompactJWS.swift Sources/Gateway/Access/JWT/JWTFailure.swift Sources/Gateway/Access/JWT/JWTVerifier.swift Sources/Gateway/Access/JWT/JWTPolicy.swift Sources/Gateway/Access/JWT/JWTCache.swift Sources/Gateway/Access/JWT/JWKSet.swift Sources/Gateway/Access/JWT/JWTKey.swift Sources/Gateway/Access/JWT/JWTAlgorithm.swift Sources/Gateway/Access/Base64URL.swift Sources/Gateway/Access/Caller.swift Sources/Gateway/Access/Instant.swift Sources/Gateway/Access/Plan.swift Sources/Gateway/Access/PlanCatalog.swift Sources/Gateway/Access/PlanConfigError.swift"
+        )
+        includes=(-I Sources/CCrypto)
+        links=(-lcrypto)
+        options=(-max_len=12288)
         ;;
     *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
@@ -97,14 +111,14 @@ else
         name=${module%%:*}
         # shellcheck disable=SC2086 # the file list is a glob, expanded here
         swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-testing -wmo \
-            -module-name "$name" -I "$build" \
+            -module-name "$name" -I "$build" "${includes[@]}" \
             -emit-module -emit-module-path "$build/$name.swiftmodule" \
             -c -o "$build/$name.o" ${module#*:}
         objects+=("$build/$name.o")
     done
-    swiftc -O -sanitize=address -parse-as-library -wmo -module-name "${target}Fuzz" -I "$build" \
+    swiftc -O -sanitize=address -parse-as-library -wmo -module-name "${target}Fuzz" -I "$build" "${includes[@]}" \
         -c -o "$build/main.o" "Fuzz/${target}Fuzz/main.swift" Fuzz/Require.swift
-    swiftc -sanitize=fuzzer,address -use-ld=lld "${objects[@]}" "$build/main.o" -o "$binary"
+    swiftc -sanitize=fuzzer,address -use-ld=lld "${objects[@]}" "$build/main.o" "${links[@]}" -o "$binary"
 fi
 
 for seed in "Fuzz/corpus/$target"/*; do

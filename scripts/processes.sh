@@ -185,3 +185,30 @@ cpu_model() {
     model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
     printf '%s\n' "${model:-unknown CPU}"
 }
+
+# interleaved_rounds ROUNDS RUN TARGET...: for each round, each connection count of the
+# caller's connection_list array and each target, `RUN target connections output` into
+# "$work/<target>.c<connections>.r<round>.txt" — every round starting with the next target
+# — then dies if any run saw answers other than 2xx or 3xx (its figures would not measure
+# successful requests). RUN is the caller's function that runs wrk; the prefix of the
+# progress lines is the script's name.
+interleaved_rounds() {
+    local rounds=$1 run=$2 round c target out problems=0
+    shift 2
+    local targets=("$@") count=$#
+    for round in $(seq "$rounds"); do
+        local order=("${targets[@]:$(((round - 1) % count))}" "${targets[@]:0:$(((round - 1) % count))}")
+        for c in "${connection_list[@]}"; do
+            for target in "${order[@]}"; do
+                say "$(basename "$0" .sh): round $round/$rounds, $c connections, $target"
+                out="$work/$target.c$c.r$round.txt"
+                "$run" "$target" "$c" "$duration" "$out"
+                if grep -q 'Non-2xx or 3xx responses' "$out"; then
+                    problems=$((problems + 1))
+                    say "!!!!!! $target at $c connections, round $round: $(grep 'Non-2xx or 3xx responses' "$out")"
+                fi
+            done
+        done
+    done
+    [ "$problems" -eq 0 ] || die "$problems run(s) saw non-2xx responses: these figures do not measure successful requests"
+}

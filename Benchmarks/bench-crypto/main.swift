@@ -1,7 +1,11 @@
 // bench-crypto: what the gateway's cryptography costs an operation, through the Crypto
 // module as the gateway calls it. `make bench-crypto` runs it.
 //
-//   bench-crypto [--runs N] [--milliseconds M]
+//   bench-crypto [jwt] [--runs N] [--milliseconds M]
+//   bench-crypto mint --users N --directory DIR
+//
+// `jwt` prints only what one JWT verification costs (signature checked, and cached); `mint`
+// writes the callers `make bench-jwt` uses (see JWTBench.swift).
 //
 // Each figure is the best of N runs (default 5), each repeating the operation for at least M
 // milliseconds (default 200), after one such run as warm-up; times come from the monotonic
@@ -14,6 +18,23 @@ import Crypto
 var runs = 5
 var milliseconds = 200
 var arguments = CommandLine.arguments.dropFirst()
+let mode = arguments.first.flatMap { $0.hasPrefix("--") ? nil : arguments.popFirst() } ?? "all"
+if mode == "mint" {
+    var users = 100
+    var directory = "."
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fatalError("\(flag) needs a value") }
+        switch flag {
+        case "--users": users = Int(value) ?? 0
+        case "--directory": directory = value
+        default: fatalError("unknown option \(flag)")
+        }
+    }
+    guard users > 0 else { fatalError("--users needs a positive number") }
+    try JWTBench.mint(users: users, directory: directory)
+    exit(0)
+}
+guard mode == "all" || mode == "jwt" else { fatalError("unknown mode \(mode): jwt or mint") }
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else { fatalError("\(flag) needs a positive number") }
     switch flag {
@@ -68,6 +89,10 @@ func ratio(_ before: Double, _ after: Double) -> String {
 
 print("best of \(runs) runs of \(milliseconds) ms each, after one warm-up run")
 print()
+if mode == "jwt" {
+    try JWTBench.run()
+    exit(0)
+}
 print("| operation | input | ns/op | MB/s |")
 print("|---|---|---:|---:|")
 
@@ -103,3 +128,5 @@ for verification in verifications {
 }
 print()
 print("SHA-256, libcrypto against pure Swift: " + speedUps.joined(separator: ", "))
+print()
+try JWTBench.run()

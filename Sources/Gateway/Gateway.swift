@@ -11,6 +11,9 @@ public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     public let logger: Logger
     let metrics: GatewayMetrics
+    /// The verifier of sign-in JWTs, when `JWT_*` configure them.
+    let jwt: JWTVerifier?
+    let jwtMetrics: JWTMetrics?
     private let pipeline: Pipeline
     private let streams = StreamRegistry()
 
@@ -43,6 +46,10 @@ public final class Gateway: Sendable {
         tokenKeys += configuration.effectiveModelAliases.map { ("chat", $0.model) }
         let metrics = GatewayMetrics(registry: registry, tokenKeys: tokenKeys)
         self.metrics = metrics
+        let jwt = configuration.jwt?.makeVerifier()
+        let jwtMetrics = jwt.map { JWTMetrics(registry: registry, verifier: $0) }
+        self.jwt = jwt
+        self.jwtMetrics = jwtMetrics
         var limiter: (any RateLimiter)?
         if configuration.rateLimitsEnabled {
             if let rateLimiter {
@@ -57,8 +64,11 @@ public final class Gateway: Sendable {
         let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
-        if configuration.tokens != nil || store != nil || configuration.requiresTokens {
-            admission.append(AuthMiddleware(tokens: configuration.tokens, storeTokens: store?.tokens, required: configuration.requiresTokens))
+        func authentication(required: Bool) -> AuthMiddleware {
+            AuthMiddleware(tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: jwtMetrics, required: required, clock: clock)
+        }
+        if configuration.tokens != nil || store != nil || jwt != nil || configuration.requiresTokens {
+            admission.append(authentication(required: configuration.requiresTokens))
         }
         var limits: [any Middleware] = []
         if let limiter { limits.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
@@ -77,7 +87,7 @@ public final class Gateway: Sendable {
         if let store {
             // A caller's own rows: identified callers only, whatever AUTH_REQUIRED says, and
             // outside the limits (a caller over its quota can still see why).
-            let own: [any Middleware] = [AuthMiddleware(tokens: configuration.tokens, storeTokens: store.tokens, required: true)]
+            let own: [any Middleware] = [authentication(required: true)]
             let history = HistoryRoute(history: store.backend, faults: store.faults)
             let item = HistoryItemRoute(history: store.backend, faults: store.faults)
             routes += [

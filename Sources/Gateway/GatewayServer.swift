@@ -14,12 +14,14 @@ public final class GatewayServer: Sendable {
     public let server: HTTPServer
     public let httpClient: HTTPClient
     private let services: ServiceGroup
+    private let keyFile: JWKSFileSource?
 
-    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup) {
+    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup, keyFile: JWKSFileSource?) {
         self.gateway = gateway
         self.server = server
         self.httpClient = httpClient
         self.services = services
+        self.keyFile = keyFile
     }
 
     /// The address the server listens on.
@@ -81,7 +83,19 @@ public final class GatewayServer: Sendable {
         // server (whose drain hands the writer its last rows).
         var list: [any Service] = [EventLoopGroupService(group: group)]
         if let opened { list += [opened.closer] + opened.store.services }
-        list += [HTTPClientService(client: httpClient), GatewayHTTPService(server: server, gateway: gateway)]
+        list.append(HTTPClientService(client: httpClient))
+        // The key set before the server: the first requests find the keys in force.
+        let keyFile = configuration.jwt?.jwksFile.flatMap { file in
+            gateway.jwt.map { JWKSFileSource(path: file.path, verifier: $0, logger: logger, metrics: gateway.jwtMetrics) }
+        }
+        if let keyFile { list.append(keyFile.service) }
+        if let url = configuration.jwt?.jwksURL, let verifier = gateway.jwt {
+            list.append(JWKSURLSource(
+                url: url, client: httpClient, verifier: verifier, refreshInterval: configuration.jwt?.jwksRefresh ?? .seconds(600),
+                logger: logger, metrics: gateway.jwtMetrics
+            ))
+        }
+        list.append(GatewayHTTPService(server: server, gateway: gateway))
         let services = ServiceGroup(
             services: list,
             gracefulShutdownTimeout: configuration.shutdownGrace + .seconds(5),
@@ -111,6 +125,7 @@ public final class GatewayServer: Sendable {
             ("upstream", .string(configuration.baseURL)),
             ("store", .string(configuration.database.logDescription)),
             ("ledger_durability", .string(configuration.ledgerDurability.rawValue)),
+            ("jwt", .string(configuration.jwt?.logDescription ?? "off")),
         ])
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
             logger.warning("descriptor_limit", [
@@ -122,7 +137,7 @@ public final class GatewayServer: Sendable {
         let loopback = configuration.host == "localhost" || configuration.host.hasPrefix("127.") || configuration.host == "::1"
         if !configuration.requiresTokens && !loopback {
             logger.warning("open_gateway", [("address", .string(configuration.host)),
-                                            ("effect", .string("tokens are not required (no GATEWAY_TOKENS, AUTH_REQUIRED off): anyone who reaches this address can spend the upstream key"))])
+                                            ("effect", .string("tokens are not required (no GATEWAY_TOKENS or JWT_*, AUTH_REQUIRED off): anyone who reaches this address can spend the upstream key"))])
         }
         if configuration.apiKey == nil {
             logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])
@@ -131,7 +146,12 @@ public final class GatewayServer: Sendable {
             logger.error("not_configured", [("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
                                             ("effect", .string("/api/process answers 500 not_configured"))])
         }
-        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, services: services)
+        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, services: services, keyFile: keyFile)
+    }
+
+    /// Reads `JWT_JWKS_FILE` again (SIGHUP), whether or not it looks changed.
+    public func reloadKeys() {
+        keyFile?.reload(force: true)
     }
 
     /// Stops the services in reverse order of start: the server stops accepting, lets

@@ -62,13 +62,19 @@ case .store(let storeCommand, let environmentName):
     write(result.output, to: 1)
     write(result.error, to: 2)
     exit(result.status)
+case .jwtCheck(let environmentName):
+    let input = StandardStreams.read(0, upTo: 65_536)
+    guard !input.isEmpty, input.count < 65_536 else { fail("jwt check: write one token on standard input") }
+    let result = await JWTCheck.run(token: input, configuration: loadConfiguration(environmentName: environmentName))
+    write(result.output, to: 1)
+    exit(result.status)
 case .healthcheck(let port):
     exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()?["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):
     // Signals become an event to await: their handlers only write to a pipe.
     let signals: SignalStream
     do {
-        signals = try SignalStream([SIGTERM, SIGINT])
+        signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
     } catch {
         fail("cannot install signal handlers: \(error)", exitCode: 1)
     }
@@ -93,7 +99,13 @@ case .serve(let hostname, let port, let environmentName):
         fail("cannot start: \(error)", exitCode: 1)
     }
 
-    let received = await signals.next()
+    // SIGHUP reloads JWT_JWKS_FILE; SIGTERM and SIGINT stop.
+    var received = await signals.next()
+    while received == SIGHUP {
+        logger.info("reloading", [("signal", .string("SIGHUP"))])
+        server.reloadKeys()
+        received = await signals.next()
+    }
     logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
     await server.stop()
     logger.info("stopped")

@@ -4,10 +4,10 @@ import Testing
 /// `Authorization: Bearer <token>`, read one way for callers' tokens and `METRICS_TOKEN`.
 @Suite("Bearer credentials")
 struct BearerCredentialsTests {
-    static let longest = String(repeating: "a", count: TokenStore.maximumTokenLength)
+    static let longest = String(repeating: "a", count: BearerCredentials.maximumLength)
 
     @Test(
-        "reads the token of `Bearer`, one or more spaces, then 1–512 printable ASCII bytes",
+        "reads the token of `Bearer`, one or more spaces, then 1–16,384 printable ASCII bytes",
         arguments: [
             ("Bearer abc", "abc"),
             ("bearer abc", "abc"),

@@ -1,8 +1,17 @@
-/// Base64url without padding (RFC 4648 §5): store tokens are written in it.
-enum Base64URL {
+/// Base64url without padding (RFC 4648 §5): store tokens are written in it, and every part
+/// of a JWT (RFC 7515 §2) is read with it.
+public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    /// Each byte's 6-bit value, or 0xFF for a byte outside the alphabet.
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        let bytes = Array(bytes)
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0
@@ -19,5 +28,32 @@ enum Base64URL {
             for shift in shifts { out.append(alphabet[Int(value >> UInt32(shift) & 0x3F)]) }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes `text` spells, or nil unless it is canonical unpadded base64url: only the
+    /// alphabet (no `=`, `+`, `/` or blanks), a length that is not 1 more than a multiple
+    /// of 4, and the unused low bits of the last character zero — so every byte string has
+    /// exactly one spelling, and a JWT cannot be altered without changing its signature input.
+    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+        let count = text.count
+        guard count % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text {
+            let value = values[Int(byte)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        // What is left are the padding bits of the last character: they must be zero.
+        guard accumulator == 0 else { return nil }
+        return out
     }
 }

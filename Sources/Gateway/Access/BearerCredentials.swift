@@ -7,7 +7,9 @@ import Crypto
 ///
 /// - the scheme `Bearer` in any ASCII case;
 /// - one or more spaces (SP only: the grammar has no HTAB there);
-/// - a token of 1–512 bytes (``TokenStore/maximumTokenLength``), each printable ASCII
+/// - a token of 1–16,384 bytes (``maximumLength``: room for a JWT of
+///   ``JWTVerifier/maximumTokenBytes`` and then some, so a longer one is refused as a JWT
+///   that is too long, not read as no token), each printable ASCII
 ///   without space (0x21–0x7E), and nothing after it.
 ///
 /// The token is a superset of RFC 6750's `b64token` (RFC 9110's `token68`: `1*( ALPHA /
@@ -17,6 +19,9 @@ import Crypto
 /// Trailing spaces are refused: the HTTP parser already strips the whitespace around a field
 /// value, so any left over was not sent as part of a well-formed header.
 enum BearerCredentials {
+    /// The longest token read from the header, in bytes.
+    static let maximumLength = 16_384
+
     /// The token bytes of a well-formed `Bearer <token>` value, or `nil`.
     static func token(in authorization: String) -> [UInt8]? {
         token(in: Array(authorization.utf8))
@@ -49,7 +54,7 @@ enum BearerCredentials {
         guard bytes[start] == UInt8(ascii: " ") else { return nil }
         while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }
         let length = bytes.count - start
-        guard length > 0, length <= TokenStore.maximumTokenLength else { return nil }
+        guard length > 0, length <= maximumLength else { return nil }
         let token = bytes[start...]
         guard token.allSatisfy(isTokenByte) else { return nil }
         return Array(token)

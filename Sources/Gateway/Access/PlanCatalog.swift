@@ -44,6 +44,11 @@ public struct PlanCatalog: Sendable {
         plans[name] ?? self.default
     }
 
+    /// Whether a plan called `name` exists, built in or listed.
+    public func contains(_ name: String) -> Bool {
+        plans[name] != nil
+    }
+
     /// The plan `caller` runs under: its own plan, or ``guest`` when there is no caller.
     public func plan(for caller: Caller?) -> Plan {
         guard let caller else { return guest }

@@ -10,6 +10,9 @@ public enum GatewayCommand: Equatable, Sendable {
     /// `tokens …`, `usage …`, `db …`: work on the store `DATABASE_URL` names, with settings
     /// read as `serve` reads them (`--env NAME`).
     case store(StoreCommand, environment: String)
+    /// `jwt check [--env E]`: reads a JWT from standard input and explains what the gateway,
+    /// configured as `serve` would be, decides about it.
+    case jwtCheck(environment: String)
     case help
     case version
 
@@ -23,6 +26,7 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]
                text-gateway db backup <file>
                text-gateway db check
+               text-gateway jwt check [--env NAME] < token.txt
                text-gateway --help | --version
 
         serve        run the gateway (the default). Settings come from the environment,
@@ -39,6 +43,9 @@ public enum GatewayCommand: Equatable, Sendable {
                      gateway runs.
         db check     run SQLite's integrity check on the store (exit 1 when it finds damage).
                      The store commands read DATABASE_URL as serve does (with --env NAME).
+        jwt check    read a JWT from standard input and explain what the gateway decides
+                     about it with the JWT_* settings serve would read: accepted (the user
+                     and plan) or refused and why. Exit 0 when accepted, 1 when refused.
 
         """
 
@@ -49,6 +56,7 @@ public enum GatewayCommand: Equatable, Sendable {
         if rest.first == "--version" || rest.first == "version" { return .version }
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
         if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
+        if rest.first == "jwt" { return try parseJWT(rest.dropFirst()) }
         var subcommand = "serve"
         if let first = rest.first, !first.hasPrefix("-") {
             subcommand = first
@@ -92,6 +100,22 @@ public enum GatewayCommand: Equatable, Sendable {
 }
 
 extension GatewayCommand {
+    /// `jwt check [--env NAME]`.
+    private static func parseJWT(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
+        var rest = arguments
+        guard rest.popFirst() == "check" else { throw CommandLineError("jwt needs a command: jwt check") }
+        var environment = "development"
+        while let word = rest.popFirst() {
+            guard word == "--env" else { throw CommandLineError("unknown option \(word)") }
+            guard let value = rest.popFirst(), !value.hasPrefix("--") else { throw CommandLineError("--env needs a value") }
+            environment = value
+        }
+        guard !environment.isEmpty, environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw CommandLineError("--env must be a plain name such as development or production")
+        }
+        return .jwtCheck(environment: environment)
+    }
+
     /// `tokens create|list|revoke`, `usage`, `db backup|check`, each with its options and `--env`.
     private static func parseStore(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments

@@ -75,8 +75,11 @@ public struct GatewayConfiguration: Sendable {
     /// token is a guest (a valid one still names its caller).
     public var authRequired: Bool?
 
+    /// Sign-in with the app's JWTs (`JWT_*`); nil: no JWT is accepted.
+    public var jwt: JWTConfiguration?
+
     /// Whether `/api/process` and `/v1` refuse a request without a valid token.
-    public var requiresTokens: Bool { authRequired ?? (tokens != nil) }
+    public var requiresTokens: Bool { authRequired ?? (tokens != nil || jwt != nil) }
     /// `DATABASE_URL`.
     public var database = DatabaseLocation.standard
     /// `LEDGER_DURABILITY`.
@@ -199,6 +202,7 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("TRUSTED_PROXIES: \(error)")
             }
         }
+        jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
         rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
         metricsEnabled = try flag("METRICS") ?? metricsEnabled
         if let list = value("GATEWAY_MODELS") {
@@ -229,6 +233,70 @@ public struct GatewayConfiguration: Sendable {
             }
             logFormat = format
         }
+    }
+
+    /// The `JWT_*` variables; nil when none of the key variables is set.
+    private static func jwtConfiguration(
+        value: (String) -> String?, integer: (String, ClosedRange<Int>) throws(ConfigurationError) -> Int?,
+        seconds: (String) throws(ConfigurationError) -> Duration?, plans: PlanCatalog
+    ) throws(ConfigurationError) -> JWTConfiguration? {
+        let secret = value("JWT_HS256_SECRET")
+        let file = value("JWT_JWKS_FILE")
+        let url = value("JWT_JWKS_URL")
+        guard secret != nil || file != nil || url != nil else {
+            // A check asked for that would not happen is a mistake worth stopping for.
+            for name in ["JWT_ISSUER", "JWT_AUDIENCE"] where value(name) != nil {
+                throw ConfigurationError("\(name) is set but no key is: set JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL")
+            }
+            return nil
+        }
+        var jwt = JWTConfiguration()
+        if let secret {
+            guard secret.utf8.count >= JWTConfiguration.minimumSecretBytes else {
+                throw ConfigurationError("JWT_HS256_SECRET must be at least \(JWTConfiguration.minimumSecretBytes) bytes")
+            }
+            jwt.hs256Secret = Array(secret.utf8)
+        }
+        guard file == nil || url == nil else { throw ConfigurationError("set JWT_JWKS_FILE or JWT_JWKS_URL, not both") }
+        if let file {
+            do {
+                jwt.jwksFile = (file, try JWKSFileSource.read(path: file))
+            } catch {
+                throw ConfigurationError("JWT_JWKS_FILE: \(error)")
+            }
+        }
+        if let url {
+            guard JWTConfiguration.isAcceptableKeySetURL(url) else {
+                throw ConfigurationError("JWT_JWKS_URL must be an https:// URL (http:// only to a loopback address)")
+            }
+            jwt.jwksURL = url
+        }
+        jwt.jwksRefresh = try seconds("JWT_JWKS_REFRESH_SECONDS") ?? jwt.jwksRefresh
+        guard jwt.jwksRefresh >= .seconds(10) else { throw ConfigurationError("JWT_JWKS_REFRESH_SECONDS must be at least 10") }
+        jwt.cacheEntries = try integer("JWT_CACHE_ENTRIES", 2...10_000_000) ?? jwt.cacheEntries
+        jwt.policy.issuer = value("JWT_ISSUER")
+        if let list = value("JWT_AUDIENCE") {
+            jwt.policy.audiences = list.split(separator: ",").map { TextTrim.trimmed(String($0)) }.filter { !$0.isEmpty }
+        }
+        if let claim = value("JWT_PLAN_CLAIM") {
+            let path = claim.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard !path.contains(where: \.isEmpty) else { throw ConfigurationError("JWT_PLAN_CLAIM must be a claim name or a dotted path of names") }
+            jwt.policy.planClaim = path
+        }
+        jwt.policy.leewaySeconds = Double(try integer("JWT_LEEWAY_SECONDS", 0...3600) ?? 30)
+        if let list = value("JWT_ALGORITHMS") {
+            var algorithms: Set<JWTAlgorithm> = []
+            for name in list.split(separator: ",") {
+                guard let algorithm = JWTAlgorithm(rawValue: TextTrim.trimmed(String(name)).uppercased()) else {
+                    throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256")
+                }
+                algorithms.insert(algorithm)
+            }
+            guard !algorithms.isEmpty else { throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256") }
+            jwt.policy.algorithms = algorithms
+        }
+        jwt.policy.plans = plans
+        return jwt
     }
 
     /// The upstream model id for a `/v1` alias, nil when the alias is not allowed.

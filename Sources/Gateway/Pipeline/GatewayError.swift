@@ -49,6 +49,13 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         error.headers.add(name: "WWW-Authenticate", value: "Bearer")
         return error
     }()
+    /// A bearer token was presented and refused (RFC 6750 §3.1's `invalid_token`): a JWT that
+    /// is expired, wrongly signed or malformed, or a token no configuration knows.
+    static let invalidToken: GatewayError = {
+        var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
+        error.headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
+        return error
+    }()
     static let rateLimited = GatewayError(.tooManyRequests, "rate_limited", "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.", "Too many requests. Please try again later.")
     static let notFound = GatewayError(.notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
     static let methodNotAllowed = GatewayError(.methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.", "This method is not supported for this path.")

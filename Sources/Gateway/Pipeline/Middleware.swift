@@ -75,27 +75,44 @@ struct ErrorMiddleware: Middleware {
     }
 }
 
-/// Identifies the caller from `Authorization`: a configured token (`GATEWAY_TOKENS`) or a
-/// store token. Where tokens are required, a request without a valid one is `401`; where
-/// they are not, it is a guest — an OpenAI SDK sends a placeholder key to an open gateway.
+/// Identifies the caller from `Authorization`: a JWT from the app's identity service (when
+/// sign-in is configured), a configured token (`GATEWAY_TOKENS`) or a store token. Where
+/// tokens are required, a request without a valid one is `401`; where they are not, it is a
+/// guest — an OpenAI SDK sends a placeholder key to an open gateway. A JWT that fails is
+/// `401` either way: an app whose sign-in expired must hear so, not be served as a guest.
 struct AuthMiddleware: Middleware {
     let tokens: TokenStore?
     let storeTokens: StoreTokens?
+    let jwt: JWTVerifier?
+    let jwtMetrics: JWTMetrics?
     let required: Bool
+    let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        if let caller = caller(request.headers["Authorization"]) {
+        guard let authorization = request.headers["Authorization"], let token = BearerCredentials.token(in: authorization) else {
+            if required { throw GatewayError.unauthorized }
+            return try await next(request, context)
+        }
+        if let jwt, CompactJWS.looksLikeJWT(token) {
+            let result = await jwt.verify(token, now: clock())
+            jwtMetrics?.record(result)
+            switch result {
+            case .success(let acceptance):
+                context.update { $0.caller = acceptance.caller }
+            case .failure(let failure):
+                context.update { $0.authFailure = failure.reason }
+                throw GatewayError.invalidToken
+            }
+        } else if let caller = caller(digest: SHA256.hash(token)) {
             context.update { $0.caller = caller }
         } else if required {
-            throw GatewayError.unauthorized
+            throw GatewayError.invalidToken
         }
         return try await next(request, context)
     }
 
-    private func caller(_ authorization: String?) -> Caller? {
-        guard let authorization, let token = BearerCredentials.token(in: authorization) else { return nil }
-        let digest = SHA256.hash(token)
-        return tokens?.caller(digest: digest) ?? storeTokens?.caller(digest: digest)
+    private func caller(digest: [UInt8]) -> Caller? {
+        tokens?.caller(digest: digest) ?? storeTokens?.caller(digest: digest)
     }
 }
 

@@ -47,6 +47,8 @@ final class RequestContext: Sendable {
         /// For a request the HTTP server refused: what was wrong with it (the parser's
         /// finding, or `timeout`), for the log.
         var protocolError: String?
+        /// Why a presented JWT was refused (``JWTFailure/reason``), for the log.
+        var authFailure: String?
         /// The answer's text, kept only for a history that stores results.
         var result: String?
         /// Whether the request's ledger row was handed to the store (once).

@@ -89,6 +89,7 @@ struct RequestFinisher: Sendable {
             ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
             ("outcome", .string(outcome.label)),
             ("error", state.protocolError.map { .string($0) }),
+            ("auth_error", state.authFailure.map { .string($0) }),
             ("upstream_ms", .milliseconds(upstreamMs)),
             ("gateway_ms", .milliseconds(gatewayMs)),
             ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),

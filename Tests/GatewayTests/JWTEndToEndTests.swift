@@ -1,0 +1,204 @@
+import Crypto
+@testable import Gateway
+import HTTPClient
+import Testing
+import TestSupport
+
+/// Sign-in with the app's JWTs over HTTP: every way a token can be wrong is `401` with
+/// `WWW-Authenticate: Bearer error="invalid_token"`, logged with its reason and never the token.
+@Suite("Sign-in JWTs end to end", .serialized)
+struct JWTEndToEndTests {
+    static let rsa = try! PrivateKey.generateRSA()
+    static let otherRSA = try! PrivateKey.generateRSA()
+    static let ec = try! PrivateKey.generateP256()
+    static let sample = ProcessEndToEndTests.sample
+
+    struct Case: CustomStringConvertible, Sendable {
+        let name: String
+        /// The token, made when the case runs.
+        let token: @Sendable () throws -> String
+        /// nil: accepted; else the reason the log gives.
+        let refusal: String?
+        var description: String { name }
+    }
+
+    static func claims(_ extra: [(String, String)] = [], sub: String? = "user-1", exp: Double? = TestJWT.now + 600) -> String {
+        TestJWT.claims(sub: sub, exp: exp, extra)
+    }
+
+    static let cases: [Case] = [
+        Case(name: "valid HS256", token: { TestJWT.hs256(claims()) }, refusal: nil),
+        Case(name: "valid RS256", token: { try TestJWT.signed(claims(), key: rsa, kid: "rsa-1", algorithm: "RS256") }, refusal: nil),
+        Case(name: "valid ES256", token: { try TestJWT.signed(claims(), key: ec, kid: "ec-1", algorithm: "ES256") }, refusal: nil),
+        Case(name: "typ at+jwt", token: { TestJWT.hs256(claims(), header: #"{"alg":"HS256","typ":"at+jwt"}"#) }, refusal: nil),
+        Case(name: "audience in an array", token: { TestJWT.hs256(claims([("aud", #"["other","textgateway"]"#)])) }, refusal: nil),
+        Case(name: "expired within the leeway", token: { TestJWT.hs256(claims(exp: TestJWT.now - 20)) }, refusal: nil),
+        Case(name: "expired", token: { TestJWT.hs256(claims(exp: TestJWT.now - 31)) }, refusal: "expired"),
+        Case(name: "not yet valid (nbf)", token: { TestJWT.hs256(claims([("nbf", "\(Int(TestJWT.now + 120))")])) }, refusal: "not_yet_valid"),
+        Case(name: "issued in the future (iat)", token: { TestJWT.hs256(claims([("iat", "\(Int(TestJWT.now + 120))")])) }, refusal: "not_yet_valid"),
+        Case(name: "no exp", token: { TestJWT.hs256(claims(exp: nil)) }, refusal: "no_expiry"),
+        Case(name: "exp not a number", token: { TestJWT.hs256(claims([("exp", "\"1900000000\"")])) }, refusal: "no_expiry"),
+        Case(name: "wrong signature (HS256, another secret)", token: {
+            TestJWT.hs256(claims(), secret: Array("another-secret-of-at-least-32-bytes-long!".utf8))
+        }, refusal: "signature"),
+        Case(name: "wrong signature (RS256, a flipped byte)", token: {
+            var token = try TestJWT.signed(claims(), key: rsa, kid: "rsa-1", algorithm: "RS256")
+            let last = token.removeLast()
+            token.append(last == "A" ? "Q" : "A")
+            return token
+        }, refusal: "signature"),
+        Case(name: "wrong key (RS256 signed by another key under a known kid)", token: {
+            try TestJWT.signed(claims(), key: otherRSA, kid: "rsa-1", algorithm: "RS256")
+        }, refusal: "signature"),
+        Case(name: "unknown kid", token: { try TestJWT.signed(claims(), key: rsa, kid: "rsa-9", algorithm: "RS256") }, refusal: "unknown_key"),
+        Case(name: "alg none, no signature", token: {
+            TestJWT.part(#"{"alg":"none","typ":"JWT"}"#) + "." + TestJWT.part(claims()) + "."
+        }, refusal: "algorithm"),
+        Case(name: "alg none, HMAC signature", token: { TestJWT.hs256(claims(), header: #"{"alg":"none"}"#) }, refusal: "algorithm"),
+        Case(name: "alg HS512", token: { TestJWT.hs256(claims(), header: #"{"alg":"HS512"}"#) }, refusal: "algorithm"),
+        Case(name: "algorithm confusion: HS256 with the RSA public key (DER) as the secret", token: {
+            TestJWT.hs256(claims(), header: #"{"alg":"HS256","kid":"rsa-1"}"#, secret: rsa.publicKey.derSubjectPublicKeyInfo)
+        }, refusal: "signature"),
+        Case(name: "algorithm confusion: RS256 under an EC key's kid", token: {
+            try TestJWT.signed(claims(), key: rsa, kid: "ec-1", algorithm: "RS256")
+        }, refusal: "key_mismatch"),
+        Case(name: "algorithm confusion: ES256 under an RSA key's kid", token: {
+            try TestJWT.signed(claims(), key: ec, kid: "rsa-1", algorithm: "ES256")
+        }, refusal: "key_mismatch"),
+        Case(name: "ES256 signature in DER, not r‖s", token: {
+            try TestJWT.token(header: #"{"alg":"ES256","kid":"ec-1"}"#, claims: claims()) { input in
+                let raw = try ec.signature(for: input, algorithm: .ecdsaP256SHA256)
+                return derSignature(raw)
+            }
+        }, refusal: "signature"),
+        Case(name: "wrong audience", token: { TestJWT.hs256(claims([("aud", "\"someone-else\"")])) }, refusal: "audience"),
+        Case(name: "no audience", token: { TestJWT.hs256(#"{"iss":"\#(TestJWT.issuer)","sub":"u","exp":\#(Int(TestJWT.now + 60))}"#) }, refusal: "audience"),
+        Case(name: "wrong issuer", token: { TestJWT.hs256(claims([("iss", "\"https://evil.example\"")])) }, refusal: "issuer"),
+        Case(name: "no sub", token: { TestJWT.hs256(claims(sub: nil)) }, refusal: "subject"),
+        Case(name: "sub of 129 characters", token: { TestJWT.hs256(claims(sub: String(repeating: "s", count: 129))) }, refusal: "subject"),
+        Case(name: "sub with a space", token: { TestJWT.hs256(claims(sub: "a b")) }, refusal: "subject"),
+        Case(name: "sub not a string", token: { TestJWT.hs256(claims([("sub", "42")])) }, refusal: "subject"),
+        Case(name: "duplicate claim", token: { TestJWT.hs256(claims() .dropLast() + #","sub":"admin"}"#) }, refusal: "malformed"),
+        Case(name: "claims not JSON", token: { TestJWT.hs256(#"{"sub":"u","exp":"#) }, refusal: "malformed"),
+        Case(name: "claims a JSON array", token: { TestJWT.hs256("[1,2]") }, refusal: "malformed"),
+        Case(name: "header not JSON", token: { TestJWT.hs256(claims(), header: #"{"alg":"HS256""#) }, refusal: "malformed"),
+        Case(name: "header with a duplicate alg", token: { TestJWT.hs256(claims(), header: #"{"alg":"none","alg":"HS256"}"#) }, refusal: "malformed"),
+        Case(name: "base64 with padding", token: {
+            let token = TestJWT.hs256(claims())
+            let parts = token.split(separator: ".")
+            return parts[0] + "=." + parts[1] + "." + parts[2]
+        }, refusal: "malformed"),
+        Case(name: "base64 with '+' (not base64url)", token: {
+            let parts = TestJWT.hs256(claims()).split(separator: ".")
+            return parts[0] + "." + parts[1].dropLast() + "+." + parts[2]
+        }, refusal: "malformed"),
+        Case(name: "base64 with non-zero padding bits", token: {
+            // "e30" is "{}"; "e31" spells the same bytes with a non-zero padding bit.
+            "eyJhbGciOiJIUzI1NiJ9.e31." + Base64URL.encode(HMAC.sha256(key: TestJWT.secret, message: Array("eyJhbGciOiJIUzI1NiJ9.e31".utf8)))
+        }, refusal: "malformed"),
+        Case(name: "four parts", token: { TestJWT.hs256(claims()) + ".e30" }, refusal: "malformed"),
+        Case(name: "critical header", token: { TestJWT.hs256(claims(), header: #"{"alg":"HS256","crit":["exp"]}"#) }, refusal: "critical_header"),
+        Case(name: "typ of another kind of token", token: { TestJWT.hs256(claims(), header: #"{"alg":"HS256","typ":"secevent+jwt"}"#) }, refusal: "type"),
+        Case(name: "oversized (over 8 KiB)", token: {
+            TestJWT.hs256(claims([("pad", "\"" + String(repeating: "x", count: 6200) + "\"")]))
+        }, refusal: "oversized"),
+    ]
+
+    /// An ES256 r‖s signature re-encoded as the DER SEQUENCE libcrypto speaks.
+    static func derSignature(_ raw: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+            var value = Array(bytes.drop { $0 == 0 })
+            if value.isEmpty || value[0] & 0x80 != 0 { value.insert(0, at: 0) }
+            return [0x02, UInt8(value.count)] + value
+        }
+        let body = integer(raw[0..<32]) + integer(raw[32..<64])
+        return [0x30, UInt8(body.count)] + body
+    }
+
+    /// The gateway of these tests: HS256 and a JWKS file with an RSA and a P-256 key, the
+    /// tests' issuer and audience, and its clock fixed at ``TestJWT/now``.
+    static func withGateway(_ body: (GatewayHarness) async throws -> Void) async throws {
+        let file = storeDirectory() + "/jwks.json"
+        try writeFile(file, try TestJWT.jwks([("rsa-1", rsa), ("ec-1", ec)]))
+        var environment = [
+            "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "JWT_JWKS_FILE": file,
+            "JWT_ISSUER": TestJWT.issuer, "JWT_AUDIENCE": TestJWT.audience,
+        ]
+        environment["PLANS"] = "pro:100:4:-"
+        let jwt = try GatewayConfiguration(environment: environment).jwt
+        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }, body)
+    }
+
+    @Test("answers each token with its status and header, and logs why, never the token", arguments: cases)
+    func table(testCase: Case) async throws {
+        let token = try testCase.token()
+        try await Self.withGateway { harness in
+            let id = "jwt-case"
+            let response = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(token)"), ("X-Request-Id", id)])
+            // The access line is written when the request has finished, just after its answer.
+            #expect(await eventually(within: 10) { harness.logs.lines.contains { $0.contains("request_id=\(id)") && $0.contains(" request ") } })
+            let line = try #require(harness.logs.lines.first { $0.contains("request_id=\(id)") && $0.contains(" request ") })
+            if let refusal = testCase.refusal {
+                #expect(response.status == 401)
+                #expect(response.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+                #expect(try Body(response).code == "unauthorized")
+                #expect(line.contains("auth_error=\(refusal)"), "\(line)")
+            } else {
+                #expect(response.status == 200)
+                #expect(response.header("WWW-Authenticate") == nil)
+                #expect(line.contains("user_id=user-1"))
+                #expect(!line.contains("auth_error"))
+            }
+            let body = String(decoding: response.body, as: UTF8.self)
+            let signature = String(token.split(separator: ".", omittingEmptySubsequences: false).last ?? "")
+            #expect(!harness.logs.lines.joined().contains(token))
+            if signature.count > 8 {
+                #expect(!body.contains(signature) && !harness.logs.lines.joined().contains(signature))
+            }
+        }
+    }
+
+    @Test("an app's JWT caller, a gateway token and no token: each as configured")
+    func besideGatewayTokens() async throws {
+        let file = storeDirectory() + "/jwks.json"
+        try writeFile(file, try TestJWT.jwks([("rsa-1", Self.rsa)]))
+        var configuration = try GatewayConfiguration(environment: ["JWT_JWKS_FILE": file])
+        configuration.tokens = try TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: "tg-listed-token-0123")):alice:default")
+        let jwt = configuration.jwt
+        let tokens = configuration.tokens
+        #expect(configuration.requiresTokens)
+        try await GatewayHarness.with(configure: { $0.jwt = jwt; $0.tokens = tokens }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+            let user = try TestJWT.signed(#"{"sub":"app-user","exp":\#(Int(TestJWT.now + 60))}"#, key: Self.rsa, kid: "rsa-1", algorithm: "RS256")
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(user)")]).status == 200)
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer tg-listed-token-0123")]).status == 200)
+            let missing = try await harness.process(task: "summarize", text: Self.sample)
+            #expect(missing.status == 401)
+            #expect(missing.header("WWW-Authenticate") == "Bearer")
+            let unknown = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer tg-unknown")])
+            #expect(unknown.status == 401)
+            #expect(unknown.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+            // Only a JWKS: HS256 has no key at all, so a token signed with the public key as
+            // its secret is refused by algorithm before any HMAC is computed.
+            let confused = TestJWT.hs256(#"{"sub":"x","exp":\#(Int(TestJWT.now + 60))}"#, header: #"{"alg":"HS256","kid":"rsa-1"}"#, secret: Self.rsa.publicKey.derSubjectPublicKeyInfo)
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(confused)")]).status == 401)
+            #expect(await eventually(within: 10) { harness.logs.lines.contains { $0.contains("auth_error=algorithm") } })
+        }
+    }
+
+    @Test("an open gateway still refuses a bad JWT, and serves a good one as its user")
+    func openGateway() async throws {
+        var environment = ["JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "AUTH_REQUIRED": "off"]
+        environment["JWT_LEEWAY_SECONDS"] = "0"
+        let configuration = try GatewayConfiguration(environment: environment)
+        #expect(!configuration.requiresTokens)
+        let jwt = configuration.jwt
+        try await GatewayHarness.with(configure: { $0.jwt = jwt; $0.authRequired = false }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+            #expect(try await harness.process(task: "summarize", text: Self.sample).status == 200)
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer sk-placeholder")]).status == 200)
+            let expired = TestJWT.hs256(#"{"sub":"u","exp":\#(Int(TestJWT.now - 1))}"#)
+            let refused = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(expired)")])
+            #expect(refused.status == 401)
+            #expect(refused.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+        }
+    }
+}
