@@ -65,7 +65,10 @@ public final class Gateway: Sendable {
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
         func authentication(required: Bool) -> AuthMiddleware {
-            AuthMiddleware(tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: jwtMetrics, required: required, clock: clock)
+            AuthMiddleware(
+                tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: configuration.metricsEnabled ? jwtMetrics : nil,
+                required: required, clock: clock
+            )
         }
         if configuration.tokens != nil || store != nil || jwt != nil || configuration.requiresTokens {
             admission.append(authentication(required: configuration.requiresTokens))

@@ -185,6 +185,37 @@ struct JWTEndToEndTests {
         }
     }
 
+    @Test("a JWT caller has its own usage and history in the store, under its sub and its plan")
+    func usageAndHistory() async throws {
+        let path = storeDirectory() + "/textgateway.sqlite"
+        let configuration = try GatewayConfiguration(environment: [
+            "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "PLANS": "pro:100:4:5000", "JWT_PLAN_CLAIM": "app_metadata.plan",
+        ])
+        let (jwt, plans) = (configuration.jwt, configuration.plans)
+        let exp = Int(Instant.now.secondsSinceEpoch + 600)
+        let mine = TestJWT.hs256(#"{"sub":"app-user-7","exp":\#(exp),"app_metadata":{"plan":"pro"}}"#)
+        let theirs = TestJWT.hs256(#"{"sub":"app-user-8","exp":\#(exp)}"#)
+        try await GatewayHarness.with(configure: {
+            $0.jwt = jwt
+            $0.plans = plans
+            $0.database = .sqlite(path: path)
+        }) { harness async throws in
+            let answered = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(mine)"), ("X-Request-Id", "jwt-row-1")])
+            #expect(answered.status == 200)
+            #expect(await eventually(within: 10) {
+                let response = try? await harness.client.send(HTTPClientRequest(url: harness.base + "/api/history/jwt-row-1", headers: [("Authorization", "Bearer \(mine)")]))
+                return response?.status == 200
+            })
+            let usage = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/usage", headers: [("Authorization", "Bearer \(mine)")]))
+            let body = String(decoding: usage.body, as: UTF8.self)
+            #expect(usage.status == 200)
+            #expect(body.contains(#""userId":"app-user-7""#) && body.contains(#""plan":"pro""#) && body.contains(#""tokensPerDay":5000"#))
+            // Another user's token does not see the row.
+            let other = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/history/jwt-row-1", headers: [("Authorization", "Bearer \(theirs)")]))
+            #expect(other.status == 404)
+        }
+    }
+
     @Test("an open gateway still refuses a bad JWT, and serves a good one as its user")
     func openGateway() async throws {
         var environment = ["JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "AUTH_REQUIRED": "off"]

@@ -24,10 +24,10 @@ final class JWTCache: Sendable {
 
         init(_ bytes: [UInt8]) {
             precondition(bytes.count == 32)
-            func word(_ offset: Int) -> UInt64 {
-                (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[offset + $1]) }
+            words = bytes.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
             }
-            words = (word(0), word(8), word(16), word(24))
         }
 
         static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.words == rhs.words }

@@ -1,7 +1,9 @@
 /// The metrics of sign-in tokens: verifications by result, key set loads by source and
 /// result, and the keys in force.
 final class JWTMetrics: Sendable {
-    private let results: [String: Counter]
+    private let valid: Counter
+    private let cached: Counter
+    private let refusals: [String: Counter]
     private let loads: CounterFamily
 
     init(registry: MetricsRegistry, verifier: JWTVerifier) {
@@ -9,9 +11,11 @@ final class JWTMetrics: Sendable {
             "textgateway_jwt_verifications_total",
             help: "Bearer JWTs checked, by result: valid (signature checked), cached, or why it was refused.", labels: ["result"]
         )
-        var results: [String: Counter] = [:]
-        for result in ["valid", "cached"] + JWTFailure.reasons { results[result] = family.labels(result) }
-        self.results = results
+        valid = family.labels("valid")
+        cached = family.labels("cached")
+        var refusals: [String: Counter] = [:]
+        for reason in JWTFailure.reasons { refusals[reason] = family.labels(reason) }
+        self.refusals = refusals
         loads = registry.counter(
             "textgateway_jwks_loads_total", help: "Key set loads (JWT_JWKS_FILE, JWT_JWKS_URL), by source and result.", labels: ["source", "result"]
         )
@@ -22,8 +26,8 @@ final class JWTMetrics: Sendable {
 
     func record(_ result: Result<JWTVerifier.Acceptance, JWTFailure>) {
         switch result {
-        case .success(let acceptance): results[acceptance.cached ? "cached" : "valid"]?.increment()
-        case .failure(let failure): results[failure.reason]?.increment()
+        case .success(let acceptance): (acceptance.cached ? cached : valid).increment()
+        case .failure(let failure): refusals[failure.reason]?.increment()
         }
     }
 

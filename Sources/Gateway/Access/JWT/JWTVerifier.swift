@@ -75,23 +75,35 @@ public final class JWTVerifier: Sendable {
 
     /// The caller `token` names at `now`, or why it is refused.
     public func verify(_ token: [UInt8], now: Instant) async -> Result<Acceptance, JWTFailure> {
-        let first = verifyNow(token, now: now, useCache: true)
-        guard case .failure(.unknownKey) = first, let handler = unknownKeyHandler.withLock({ $0 }) else { return first }
+        let first = verifyNow(token, now: now)
+        guard case .failure(.unknownKey) = first else { return first }
+        return await verifyAfterFetchingKeys(token, now: now, first: first)
+    }
+
+    /// For a token whose `kid` the set lacks: has the key set's source fetch it again (it
+    /// decides whether it may, now), then checks the token once more if the set changed.
+    func verifyAfterFetchingKeys(_ token: [UInt8], now: Instant, first: Result<Acceptance, JWTFailure>) async -> Result<Acceptance, JWTFailure> {
+        guard let handler = unknownKeyHandler.withLock({ $0 }) else { return first }
         let before = keys.withLock { $0.generation }
         await handler()
         guard keys.withLock({ $0.generation }) != before else { return first }
-        return verifyNow(token, now: now, useCache: true)
+        return verifyNow(token, now: now)
     }
 
     /// ``verify(_:now:)`` without waiting for a key set: what a request gets when the set in
     /// force is all there is. `useCache: false` always checks the signature (benchmarks).
     public func verifyNow(_ token: [UInt8], now: Instant, useCache: Bool = true) -> Result<Acceptance, JWTFailure> {
         guard token.count <= Self.maximumTokenBytes else { return .failure(.oversized) }
-        let (set, generation) = keys.withLock { ($0.set, $0.generation) }
         let digest = useCache ? JWTCache.Digest(SHA256.hash(token)) : nil
-        if let digest, let entry = cache.entry(for: digest, now: now.secondsSinceEpoch, keyGeneration: generation) {
-            return .success(Acceptance(caller: entry.caller, cached: true, expiresAt: entry.expiresAt))
+        if let digest {
+            let generation = keys.withLock { $0.generation }
+            if let entry = cache.entry(for: digest, now: now.secondsSinceEpoch, keyGeneration: generation) {
+                return .success(Acceptance(caller: entry.caller, cached: true, expiresAt: entry.expiresAt))
+            }
         }
+        // The set and its generation read together: an entry made from an older set is never
+        // taken for the newer one's.
+        let (set, generation) = keys.withLock { ($0.set, $0.generation) }
         do throws(JWTFailure) {
             let (caller, expiresAt) = try check(token, keySet: set, now: now)
             if let digest { cache.insert(JWTCache.Entry(caller: caller, expiresAt: expiresAt, keyGeneration: generation), for: digest) }
