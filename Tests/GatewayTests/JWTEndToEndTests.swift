@@ -129,31 +129,36 @@ struct JWTEndToEndTests {
         try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }, body)
     }
 
-    @Test("answers each token with its status and header, and logs why, never the token", arguments: cases)
-    func table(testCase: Case) async throws {
-        let token = try testCase.token()
-        try await Self.withGateway { harness in
-            let id = "jwt-case"
-            let response = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(token)"), ("X-Request-Id", id)])
-            // The access line is written when the request has finished, just after its answer.
-            #expect(await eventually(within: 10) { harness.logs.lines.contains { $0.contains("request_id=\(id)") && $0.contains(" request ") } })
-            let line = try #require(harness.logs.lines.first { $0.contains("request_id=\(id)") && $0.contains(" request ") })
-            if let refusal = testCase.refusal {
-                #expect(response.status == 401)
-                #expect(response.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
-                #expect(try Body(response).code == "unauthorized")
-                #expect(line.contains("auth_error=\(refusal)"), "\(line)")
-            } else {
-                #expect(response.status == 200)
-                #expect(response.header("WWW-Authenticate") == nil)
-                #expect(line.contains("user_id=user-1"))
-                #expect(!line.contains("auth_error"))
-            }
-            let body = String(decoding: response.body, as: UTF8.self)
-            let signature = String(token.split(separator: ".", omittingEmptySubsequences: false).last ?? "")
-            #expect(!harness.logs.lines.joined().contains(token))
-            if signature.count > 8 {
-                #expect(!body.contains(signature) && !harness.logs.lines.joined().contains(signature))
+    /// One gateway answers every case of the table in turn (a gateway each would start 40
+    /// of them at once beside the other suites), each request with an id of its own.
+    @Test("answers each token with its status and header, and logs why, never the token")
+    func table() async throws {
+        try await Self.withGateway { harness async throws in
+            for (index, testCase) in Self.cases.enumerated() {
+                let token = try testCase.token()
+                let id = "jwt-case-\(index)"
+                let response = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(token)"), ("X-Request-Id", id)])
+                // The access line is written when the request has finished, just after its answer.
+                let marker = "request_id=\(id) "
+                #expect(await eventually(within: 10) { harness.logs.lines.contains { $0.contains(marker) && $0.contains(" request ") } }, "\(testCase)")
+                let line = try #require(harness.logs.lines.first { $0.contains(marker) && $0.contains(" request ") }, "\(testCase)")
+                if let refusal = testCase.refusal {
+                    #expect(response.status == 401, "\(testCase)")
+                    #expect(response.header("WWW-Authenticate") == #"Bearer error="invalid_token""#, "\(testCase)")
+                    #expect(try Body(response).code == "unauthorized", "\(testCase)")
+                    #expect(line.contains("auth_error=\(refusal)"), "\(testCase): \(line)")
+                } else {
+                    #expect(response.status == 200, "\(testCase)")
+                    #expect(response.header("WWW-Authenticate") == nil, "\(testCase)")
+                    #expect(line.contains("user_id=user-1"), "\(testCase)")
+                    #expect(!line.contains("auth_error"), "\(testCase)")
+                }
+                let body = String(decoding: response.body, as: UTF8.self)
+                let signature = String(token.split(separator: ".", omittingEmptySubsequences: false).last ?? "")
+                #expect(!harness.logs.lines.joined().contains(token), "\(testCase)")
+                if signature.count > 8 {
+                    #expect(!body.contains(signature) && !harness.logs.lines.joined().contains(signature), "\(testCase)")
+                }
             }
         }
     }
