@@ -85,15 +85,18 @@ public final class GatewayServer: Sendable {
         if let opened { list += [opened.closer] + opened.store.services }
         list.append(HTTPClientService(client: httpClient))
         // The key set before the server: the first requests find the keys in force.
-        let keyFile = configuration.jwt?.jwksFile.flatMap { file in
-            gateway.jwt.map { JWKSFileSource(path: file.path, verifier: $0, logger: logger, metrics: gateway.jwtMetrics) }
-        }
-        if let keyFile { list.append(keyFile.service) }
-        if let url = configuration.jwt?.jwksURL, let verifier = gateway.jwt {
-            list.append(JWKSURLSource(
-                url: url, client: httpClient, verifier: verifier, refreshInterval: configuration.jwt?.jwksRefresh ?? .seconds(600),
-                logger: logger, metrics: gateway.jwtMetrics
-            ))
+        var keyFile: JWKSFileSource?
+        if let jwt = configuration.jwt, let verifier = gateway.jwt {
+            if let file = jwt.jwksFile {
+                let source = JWKSFileSource(path: file.path, verifier: verifier, logger: logger, metrics: gateway.jwtMetrics)
+                list.append(source.service)
+                keyFile = source
+            }
+            if let url = jwt.jwksURL {
+                list.append(JWKSURLSource(
+                    url: url, client: httpClient, verifier: verifier, refreshInterval: jwt.jwksRefresh, logger: logger, metrics: gateway.jwtMetrics
+                ))
+            }
         }
         list.append(GatewayHTTPService(server: server, gateway: gateway))
         let services = ServiceGroup(

@@ -211,9 +211,7 @@ struct StoreProcessTests {
 
     /// Writes `bytes` to a new file at `path`.
     static func write(_ bytes: [UInt8], to path: String) {
-        let file = fopen(path, "wb")
-        _ = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
-        fclose(file)
+        try? writeFile(path, bytes)
     }
 
     @Test("a store file that cannot serve stops the start with exit 2 and a message naming the file")

@@ -94,11 +94,7 @@ struct AuthMiddleware: Middleware {
             return try await next(request, context)
         }
         if let jwt, CompactJWS.looksLikeJWT(token) {
-            // Synchronous when the key set in force decides (every token but one naming an
-            // unknown kid): no suspension on the request's path.
-            let now = clock()
-            var result = jwt.verifyNow(token, now: now)
-            if case .failure(.unknownKey) = result { result = await jwt.verifyAfterFetchingKeys(token, now: now, first: result) }
+            let result = await jwt.verify(token, now: clock())
             jwtMetrics?.record(result)
             switch result {
             case .success(let acceptance):

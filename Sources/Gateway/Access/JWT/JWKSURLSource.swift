@@ -104,21 +104,22 @@ final class JWKSURLSource: Service {
         return succeeded
     }
 
-    private func fetchOnce() async -> Bool {
-        let outcome: Result<JWKSet, JWKSetError>
+    /// The key set at `url`: one GET within ``fetchTimeout``, a `200`, a usable set.
+    static func fetchSet(url: String, client: HTTPClient) async -> Result<JWKSet, JWKSetError> {
         do {
             let request = HTTPClientRequest(
-                url: url, headers: [("Accept", "application/jwk-set+json, application/json")], timeout: Self.fetchTimeout, connectTimeout: Self.fetchTimeout
+                url: url, headers: [("Accept", "application/jwk-set+json, application/json")], timeout: fetchTimeout, connectTimeout: fetchTimeout
             )
             let response = try await client.send(request)
-            if response.status != 200 {
-                outcome = .failure(JWKSetError("the server answered \(response.status)"))
-            } else {
-                outcome = Result { () throws(JWKSetError) in try JWKSet.parse(response.body) }
-            }
+            guard response.status == 200 else { return .failure(JWKSetError("the server answered \(response.status)")) }
+            return Result { () throws(JWKSetError) in try JWKSet.parse(response.body) }
         } catch {
-            outcome = .failure(JWKSetError("the fetch failed (\(error))"))
+            return .failure(JWKSetError("the fetch failed (\(error))"))
         }
+    }
+
+    private func fetchOnce() async -> Bool {
+        let outcome = await Self.fetchSet(url: url, client: client)
         switch outcome {
         case .success(let set):
             let changed = verifier.install(set)

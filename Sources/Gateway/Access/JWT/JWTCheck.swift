@@ -11,10 +11,8 @@ public enum JWTCheck {
         guard let jwtConfiguration = configuration.jwt else {
             return ("sign-in is not configured: set JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL\n", 2)
         }
-        var token = input[...]
-        while let last = token.last, [0x20, 0x09, 0x0A, 0x0D].contains(last) { token.removeLast() }
-        while let first = token.first, [0x20, 0x09, 0x0A, 0x0D].contains(first) { token.removeFirst() }
-        let bytes = Array(token)
+        // The newline `echo` adds, and any blanks around the token, are not part of it.
+        let bytes = Array(TextTrim.trimmed(String(decoding: input, as: UTF8.self)).utf8)
         let verifier = jwtConfiguration.makeVerifier()
         var lines: [String] = []
         if let url = jwtConfiguration.jwksURL {
@@ -40,16 +38,11 @@ public enum JWTCheck {
     private static func fetchKeys(url: String, into verifier: JWTVerifier) async -> String {
         guard let client = try? HTTPClient() else { return "keys: cannot start the HTTP client to fetch JWT_JWKS_URL" }
         let line: String
-        do {
-            let response = try await client.send(HTTPClientRequest(url: url, timeout: JWKSURLSource.fetchTimeout, connectTimeout: JWKSURLSource.fetchTimeout))
-            if response.status == 200 {
-                let set = try JWKSet.parse(response.body)
-                verifier.install(set)
-                line = "keys: \(describe(set)) from JWT_JWKS_URL"
-            } else {
-                line = "keys: JWT_JWKS_URL answered \(response.status): no key set"
-            }
-        } catch {
+        switch await JWKSURLSource.fetchSet(url: url, client: client) {
+        case .success(let set):
+            verifier.install(set)
+            line = "keys: \(describe(set)) from JWT_JWKS_URL"
+        case .failure(let error):
             line = "keys: JWT_JWKS_URL cannot be used: \(error)"
         }
         await client.shutdown()

@@ -73,17 +73,13 @@ public final class JWTVerifier: Sendable {
         unknownKeyHandler.withLock { $0 = handler }
     }
 
-    /// The caller `token` names at `now`, or why it is refused.
+    /// The caller `token` names at `now`, or why it is refused. Answers without suspending
+    /// whenever the key set in force decides; only a token naming an unknown `kid` waits, for
+    /// the key set's source to fetch the set again (it decides whether it may, now), and is
+    /// checked once more if the set changed.
     public func verify(_ token: [UInt8], now: Instant) async -> Result<Acceptance, JWTFailure> {
         let first = verifyNow(token, now: now)
-        guard case .failure(.unknownKey) = first else { return first }
-        return await verifyAfterFetchingKeys(token, now: now, first: first)
-    }
-
-    /// For a token whose `kid` the set lacks: has the key set's source fetch it again (it
-    /// decides whether it may, now), then checks the token once more if the set changed.
-    func verifyAfterFetchingKeys(_ token: [UInt8], now: Instant, first: Result<Acceptance, JWTFailure>) async -> Result<Acceptance, JWTFailure> {
-        guard let handler = unknownKeyHandler.withLock({ $0 }) else { return first }
+        guard case .failure(.unknownKey) = first, let handler = unknownKeyHandler.withLock({ $0 }) else { return first }
         let before = keys.withLock { $0.generation }
         await handler()
         guard keys.withLock({ $0.generation }) != before else { return first }
