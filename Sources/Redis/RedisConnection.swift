@@ -47,7 +47,8 @@ final class RedisConnection: Selectable {
     /// Pending replies, oldest at `head` (an array with a moving head: no shifting per reply).
     private var pending: [Pending] = []
     private var head = 0
-    private var timer: TimerID?
+    /// The loop timer on the oldest command, and when it fires: never after that command's deadline.
+    private var timer: (id: TimerID, at: MonotonicInstant)?
     private var reconnectTimer: TimerID?
     private var stopTimer: TimerID?
     private var stopped: (() -> Void)?
@@ -190,7 +191,8 @@ final class RedisConnection: Selectable {
         }
         guard queued == CRedis_OK else { return completion(.failure(RedisError(.connectionClosed, "the command was not queued"))) }
         pending.append(Pending(deadline: deadline, completion: completion))
-        if timer == nil { armTimer() }
+        // Set again only for an earlier deadline (the handshake's is longer than a command's).
+        if timer.map({ deadline < $0.at }) ?? true { arm(at: deadline) }
         if wantsWrite && state != .connecting && !flushScheduled {
             // Written once the loop has run what else is ready now: commands of one turn go in one write.
             flushScheduled = true
@@ -244,10 +246,16 @@ final class RedisConnection: Selectable {
 
     private func armTimer() {
         guard head < pending.count else { return }
-        timer = loop.scheduleTimer(at: pending[head].deadline) { [unowned self] in
+        arm(at: pending[head].deadline)
+    }
+
+    private func arm(at deadline: MonotonicInstant) {
+        if let timer { loop.cancelTimer(timer.id) }
+        let id = loop.scheduleTimer(at: deadline) { [unowned self] in
             self.timer = nil
             self.timerFired()
         }
+        timer = (id, deadline)
     }
 
     /// The timer stays set for an older command's deadline as replies come; when it fires
@@ -361,7 +369,7 @@ final class RedisConnection: Selectable {
         fd = nil
         interest = []
         wantsWrite = false
-        if let timer { loop.cancelTimer(timer) }
+        if let timer { loop.cancelTimer(timer.id) }
         timer = nil
         shas = [:]
         let failed = pending[head...]
