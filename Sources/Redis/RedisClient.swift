@@ -106,6 +106,17 @@ public final class RedisClient: Service {
         return try result.get()
     }
 
+    /// Commands waiting for their replies on every connection (for tests).
+    func pendingCount() async -> Int {
+        var total = 0
+        for connection in connections {
+            total += await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                connection.withValue { continuation.resume(returning: $0.pendingCount) }
+            }
+        }
+        return total
+    }
+
     /// The calling loop's connection when called on one, otherwise the next in turn.
     private func pickConnection() -> LoopBound<RedisConnection> {
         if connections.count == 1 { return connections[0] }

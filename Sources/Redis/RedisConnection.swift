@@ -89,6 +89,12 @@ final class RedisConnection: Selectable {
         switch state {
         case .stopped:
             return done()
+        case .stopping:
+            let earlier = stopped
+            stopped = {
+                earlier?()
+                done()
+            }
         case .ready where pendingCount > 0:
             status.disconnected()
             state = .stopping
@@ -334,7 +340,6 @@ final class RedisConnection: Selectable {
         backoff.reset()
         status.connected()
         endFirstAttempt()
-        if wantsWrite { flush() }
     }
 
     private func attemptFailed(_ error: RedisError) {

@@ -1,5 +1,5 @@
 import EventLoop
-import Redis
+@testable import Redis
 import Synchronization
 import TestSupport
 import Testing
@@ -119,8 +119,15 @@ struct RedisClientTests {
                 _ = try await client.send("SET", "k", "v")
                 _ = try await pauser.send("CLIENT", "PAUSE", "500", "ALL")
                 let started = MonotonicInstant.now()
-                let error = await redisError { () async throws(RedisError) in try await client.send("GET", "k") }
-                #expect(error?.code == .timeout)
+                // The oldest times out; the others pending behind it fail as the link closes.
+                let codes = await withTaskGroup(of: RedisError.Code?.self) { tasks in
+                    for _ in 0..<3 {
+                        tasks.addTask { await redisError { () async throws(RedisError) in try await client.send("GET", "k") }?.code }
+                    }
+                    return await tasks.reduce(into: [RedisError.Code?]()) { $0.append($1) }
+                }
+                #expect(codes.contains(.timeout))
+                #expect(codes.allSatisfy { $0 == .timeout || $0 == .connectionClosed || $0 == .connectionFailed })
                 #expect(started.nanoseconds(until: .now()) < 3_000_000_000)
                 let recovered = await eventually(within: 15) { (try? await client.send("GET", "k"))?.string == "v" }
                 #expect(recovered)
@@ -138,8 +145,8 @@ struct RedisClientTests {
                 let loop = group.loops[0]
                 let first = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "n") }
                 let second = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "n") }
-                // Give both a chance to be sent before cancelling the first.
-                _ = await eventually(within: 0.1) { false }
+                let bothSent = await eventually(within: 5) { await client.pendingCount() == 2 }
+                #expect(bothSent)
                 first.cancel()
                 let firstError: RedisError?
                 do {
@@ -153,6 +160,9 @@ struct RedisClientTests {
                 #expect(firstError?.code == .cancelled)
                 #expect(try await second.value.integer == 2)
                 #expect(try await client.send("GET", "n").string == "2")
+                // The cancelled command's reply was read: nothing is left pending, the link is up.
+                #expect(await client.pendingCount() == 0)
+                #expect(client.isUp)
             }
         }
     }
@@ -232,6 +242,25 @@ struct RedisClientTests {
             #expect(up)
             #expect(try await client.send("PING") == .simpleString("PONG"))
             server.kill()
+        }
+    }
+
+    @Test("stop lets a pending command finish before it closes")
+    func stopDrains() async throws {
+        let server = try await RedisServer()
+        try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { pauser, _ in
+            var configuration = try RedisConfiguration(url: server.url)
+            configuration.timeout = .seconds(5)
+            let group = try EventLoopGroup(loopCount: 1, namePrefix: "redis-test")
+            let client = RedisClient(configuration: configuration, group: group)
+            try await client.start()
+            _ = try await pauser.send("CLIENT", "PAUSE", "200", "ALL")
+            let pending = Task { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "drained") }
+            let sent = await eventually(within: 5) { await client.pendingCount() == 1 }
+            #expect(sent)
+            await client.stop(deadline: .now().advanced(by: .seconds(5)))
+            #expect(try await pending.value == .integer(1))
+            await group.shutdownGracefully()
         }
     }
 
