@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 public import EventLoop
 import Synchronization
 
@@ -22,9 +25,14 @@ public final class RedisClient: Service {
     private let status = RedisStatus()
     private let cursor = Atomic<Int>(0)
 
+    /// hiredis writes with plain `write(2)`: a write to a connection Redis reset must not kill
+    /// the process with SIGPIPE (the error comes back as EPIPE and closes the connection).
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// Creates a client with one connection on each of `group`'s loops; nothing connects
     /// before ``start()``. `scripts` are loaded at every connect.
     public init(configuration: RedisConfiguration, group: EventLoopGroup, scripts: [RedisScript] = [], name: String = "redis") {
+        _ = Self.ignoreBrokenPipes
         self.configuration = configuration
         self.name = name
         let status = self.status

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import EventLoop
 @testable import Redis
 import Synchronization
@@ -108,6 +111,47 @@ struct RedisClientTests {
                 return try await tasks.reduce(into: []) { $0 += $1 }
             }
             #expect(Set(replies) == Set(1...200))
+        }
+    }
+
+    @Test("a command sent from a loop goes on that loop's own connection")
+    func staysOnItsLoop() async throws {
+        let server = try await RedisServer()
+        try await withClient(server.url, loops: 2) { client, group in
+            var idsPerLoop: [Set<Int64>] = []
+            for loop in group.loops {
+                let ids = try await withThrowingTaskGroup(of: Int64.self) { tasks in
+                    for _ in 0..<20 {
+                        tasks.addTask(executorPreference: loop) { try await client.send("CLIENT", "ID").integer ?? -1 }
+                    }
+                    return try await tasks.reduce(into: Set<Int64>()) { $0.insert($1) }
+                }
+                idsPerLoop.append(ids)
+            }
+            #expect(idsPerLoop.allSatisfy { $0.count == 1 })
+            #expect(idsPerLoop[0] != idsPerLoop[1])
+        }
+    }
+
+    @Test("reconnecting again and again leaves no descriptor behind")
+    func noDescriptorLeak() async throws {
+        let server = try await RedisServer()
+        try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { killer, _ in
+            try await withClient(server.url) { client, group in
+                let before = openDescriptors()
+                for _ in 0..<20 {
+                    _ = try await killer.send("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+                    let back = await eventually(within: 10) { (try? await client.send("PING")) != nil }
+                    #expect(back)
+                }
+                // A descriptor kept per reconnect would add 20; the slack is for other suites' sockets.
+                #expect(openDescriptors() < before + 10)
+                let loop = group.loops[0]
+                let registered = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                    loop.execute { continuation.resume(returning: loop.registrationCount) }
+                }
+                #expect(registered == 1)
+            }
         }
     }
 
@@ -279,4 +323,16 @@ struct RedisClientTests {
         #expect(error?.code == .shutdown)
         await group.shutdownGracefully()
     }
+}
+
+
+/// The descriptors this process has open now.
+private func openDescriptors() -> Int {
+    var count = 0
+    var fd: Int32 = 0
+    while fd < 4096 {
+        if fcntl(fd, F_GETFD) != -1 { count += 1 }
+        fd += 1
+    }
+    return count
 }
