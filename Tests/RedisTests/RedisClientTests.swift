@@ -66,6 +66,15 @@ struct RedisClientTests {
         }
     }
 
+    @Test("a host name in the URL is resolved (IPv4 first, as hiredis does)")
+    func hostName() async throws {
+        let server = try await RedisServer()
+        try await withClient("redis://localhost:\(server.port)") { client, _ in
+            let reply = try await client.send("PING")
+            #expect(reply == .simpleString("PONG"))
+        }
+    }
+
     @Test("a server error is a RedisError with the server's message, and the connection stays usable")
     func serverError() async throws {
         let server = try await RedisServer()
