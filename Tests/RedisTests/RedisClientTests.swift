@@ -317,6 +317,19 @@ struct RedisClientTests {
         }
     }
 
+    @Test("a server that accepts but never answers: start returns after the connect timeout")
+    func silentServer() async throws {
+        let (fd, port) = try silentListener()
+        defer { close(fd) }
+        let started = MonotonicInstant.now()
+        try await withClient("redis://127.0.0.1:\(port)", configure: { $0.connectTimeout = .milliseconds(200) }) { client, _ in
+            #expect(started.nanoseconds(until: .now()) < 5_000_000_000)
+            #expect(!client.isUp)
+            let error = await redisError { () async throws(RedisError) in try await client.send("PING") }
+            #expect(error?.code == .connectionFailed)
+        }
+    }
+
     @Test("after stop, commands fail with .shutdown")
     func stopped() async throws {
         let server = try await RedisServer()
@@ -344,4 +357,23 @@ private func openDescriptors() -> Int {
         fd += 1
     }
     return count
+}
+
+/// A socket listening on 127.0.0.1 that never accepts: the kernel completes the handshakes,
+/// and nothing ever answers.
+private func silentListener() throws -> (CInt, Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard fd >= 0, bound == 0, named == 0, listen(fd, 16) == 0 else {
+        close(fd)
+        throw RedisServer.Failure(description: "listener failed")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
