@@ -27,11 +27,6 @@ final class RedisConnection: Selectable {
         case stopped
     }
 
-    private struct Pending {
-        let deadline: MonotonicInstant
-        let completion: Completion
-    }
-
     let loop: EventLoop
     private let configuration: RedisConfiguration
     private let scripts: [RedisScript]
@@ -44,11 +39,10 @@ final class RedisConnection: Selectable {
     /// hiredis has bytes to write (between its addWrite and delWrite hooks).
     private var wantsWrite = false
     private var flushScheduled = false
-    /// Pending replies, oldest at `head` (an array with a moving head: no shifting per reply).
-    private var pending: [Pending] = []
-    private var head = 0
-    /// The loop timer on the oldest command, and when it fires: never after that command's deadline.
-    private var timer: (id: TimerID, at: MonotonicInstant)?
+    /// Pending replies, oldest first, and when the timer on the oldest fires.
+    private var pending = RedisPendingQueue<Completion>()
+    /// The loop timer serving `pending`.
+    private var timer: TimerID?
     private var reconnectTimer: TimerID?
     private var stopTimer: TimerID?
     private var stopped: (() -> Void)?
@@ -71,7 +65,7 @@ final class RedisConnection: Selectable {
         assert(context == nil, "RedisConnection dropped while connected: stop it first")
     }
 
-    var pendingCount: Int { pending.count - head }
+    var pendingCount: Int { pending.count }
 
     // MARK: - Starting and stopping
 
@@ -196,9 +190,7 @@ final class RedisConnection: Selectable {
             CRedis_command(context, redisReplyCallback, Unmanaged.passUnretained(self).toOpaque(), count, argv, lengths)
         }
         guard queued == CRedis_OK else { return completion(.failure(RedisError(.connectionClosed, "the command was not queued"))) }
-        pending.append(Pending(deadline: deadline, completion: completion))
-        // Set again only for an earlier deadline (the handshake's is longer than a command's).
-        if timer.map({ deadline < $0.at }) ?? true { arm(at: deadline) }
+        if case .set(let at) = pending.append(completion, deadline: deadline) { arm(at: at) }
         if wantsWrite && state != .connecting && !flushScheduled {
             // Written once the loop has run what else is ready now: commands of one turn go in one write.
             flushScheduled = true
@@ -222,16 +214,7 @@ final class RedisConnection: Selectable {
         guard let reply else {
             return lost(RedisError(.connectionClosed, errorText(of: replying) ?? "connection closed"))
         }
-        guard head < pending.count else { return }
-        let entry = pending[head]
-        head += 1
-        if head == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024 && head * 2 >= pending.count {
-            pending.removeFirst(head)
-            head = 0
-        }
+        guard let completion = pending.popOldest() else { return }
         let result: Result<RedisValue, RedisError>
         do {
             let value = try RedisValue(reply: UnsafePointer(reply.assumingMemoryBound(to: redisReply.self)))
@@ -243,36 +226,31 @@ final class RedisConnection: Selectable {
         } catch {
             result = .failure(error)
         }
-        entry.completion(result)
-        if timer == nil { armTimer() }
+        completion(result)
         if state == .stopping && pendingCount == 0 { finishStopping() }
     }
 
     // MARK: - The timer on the oldest command
 
-    private func armTimer() {
-        guard head < pending.count else { return }
-        arm(at: pending[head].deadline)
-    }
-
     private func arm(at deadline: MonotonicInstant) {
-        if let timer { loop.cancelTimer(timer.id) }
-        let id = loop.scheduleTimer(at: deadline) { [unowned self] in
+        if let timer { loop.cancelTimer(timer) }
+        timer = loop.scheduleTimer(at: deadline) { [unowned self] in
             self.timer = nil
             self.timerFired()
         }
-        timer = (id, deadline)
     }
 
-    /// The timer stays set for an older command's deadline as replies come; when it fires
-    /// early it is set again for the oldest command still pending.
     private func timerFired() {
-        guard head < pending.count, context != nil else { return }
-        guard pending[head].deadline <= MonotonicInstant.now() else { return armTimer() }
-        let timedOut = pending[head]
-        head += 1
-        timedOut.completion(.failure(RedisError(.timeout)))
-        closeContext(failingWith: RedisError(.connectionClosed, "closed after a timeout"))
+        guard context != nil else { return }
+        switch pending.timerFired(now: .now()) {
+        case .idle:
+            break
+        case .again(let deadline):
+            arm(at: deadline)
+        case .timedOut(let completion):
+            completion(.failure(RedisError(.timeout)))
+            closeContext(failingWith: RedisError(.connectionClosed, "closed after a timeout"))
+        }
     }
 
     // MARK: - Connecting
@@ -374,12 +352,10 @@ final class RedisConnection: Selectable {
         fd = nil
         interest = []
         wantsWrite = false
-        if let timer { loop.cancelTimer(timer.id) }
+        if let timer { loop.cancelTimer(timer) }
         timer = nil
         shas = [:]
-        let failed = pending[head...]
-        pending = []
-        head = 0
+        let failed = pending.removeAll()
         switch state {
         case .ready:
             status.disconnected()
@@ -390,7 +366,7 @@ final class RedisConnection: Selectable {
             break
         }
         if lastError == nil || reason.code != .shutdown { lastError = reason }
-        for entry in failed { entry.completion(.failure(reason)) }
+        for completion in failed { completion(.failure(reason)) }
         if state == .waitingToReconnect {
             scheduleReconnect()
             endFirstAttempt()
