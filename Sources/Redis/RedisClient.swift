@@ -89,7 +89,8 @@ public final class RedisClient: Service {
 
     /// Runs `script` by its SHA (`EVALSHA sha numkeys keys… arguments…`). The script is
     /// loaded on each connection at connect (or at first use when not given to `init`);
-    /// when the server answers `NOSCRIPT`, it is loaded again and run once more.
+    /// when the server answers `NOSCRIPT`, it is loaded again and run once more (each of those
+    /// commands bounded by the timeout).
     public func evalSHA(_ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = []) async throws(RedisError)
         -> RedisValue
     {

@@ -148,7 +148,8 @@ final class RedisConnection: Selectable {
     }
 
     private func runScript(_ script: RedisScript, sha: String, _ rest: [RedisArgument], retryOnNoScript: Bool, _ call: RedisCall) {
-        // A retry gets a deadline of its own: a decision waits at most about twice the timeout.
+        // Each command has a timeout of its own: after a NOSCRIPT (EVALSHA, SCRIPT LOAD, EVALSHA)
+        // a call can wait up to three timeouts; otherwise one.
         enqueue(["EVALSHA", RedisArgument(sha)] + rest, deadline: MonotonicInstant.now().advanced(by: configuration.timeout)) {
             [unowned self] result in
             if retryOnNoScript, case .failure(let error) = result, error.serverErrorPrefix == "NOSCRIPT", self.state == .ready {
