@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "EventLoop"], swiftSettings: strict),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
+        .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
         .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Crypto"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
@@ -65,6 +67,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )
