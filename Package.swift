@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "ChatAPI", swiftSettings: strict),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "Store", dependencies: ["CSQLite", "EventLoop"], swiftSettings: strict),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "Postgres", dependencies: ["CPostgres", "EventLoop"], swiftSettings: strict),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Crypto"], swiftSettings: strict),
@@ -65,6 +67,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )
