@@ -17,13 +17,18 @@ final class PostgresConnection: Selectable {
     let loop: EventLoop
     private let configuration: PostgresConfiguration
     private var state: State = .idle
+    /// Jobs waiting, oldest first from `pendingHead`: taking one does not shift the array.
     private var pending: [Job] = []
+    private var pendingHead = 0
     private var inFlight: Job?
     /// Failed attempts since the last connection that worked: the backoff's exponent.
     private var failures = 0
     /// A `PQcancel` still on its way: the next job waits for it, so the cancel cannot hit it.
     private var cancelInProgress = false
     private var stopCompletions: [() -> Void] = []
+    /// Why the last connection attempt failed (libpq's message: host, port and user, never
+    /// the password), until one succeeds.
+    private var lastConnectError: String?
     private var stopTimer: TimerID?
 
     private enum State {
@@ -80,7 +85,7 @@ final class PostgresConnection: Selectable {
     }
 
     /// Jobs queued or in flight (for picking the least busy connection).
-    var load: Int { pending.count + (inFlight == nil ? 0 : 1) }
+    var load: Int { pending.count - pendingHead + (inFlight == nil ? 0 : 1) }
 
     // MARK: - Starting and stopping
 
@@ -121,8 +126,9 @@ final class PostgresConnection: Selectable {
             inFlight = nil
             finish(job, .failure(error))
         }
-        let waiting = pending
+        let waiting = pending[pendingHead...]
         pending = []
+        pendingHead = 0
         for job in waiting { finish(job, .failure(error)) }
         let completions = stopCompletions
         stopCompletions = []
@@ -186,7 +192,7 @@ final class PostgresConnection: Selectable {
     func cancel(id: UInt64) {
         if let job = inFlight, job.id == id {
             abandon(job, reason: .cancelled)
-        } else if let job = pending.first(where: { $0.id == id }) {
+        } else if let job = pending[pendingHead...].first(where: { $0.id == id }) {
             abandon(job, reason: .cancelled)
         }
     }
@@ -208,11 +214,12 @@ final class PostgresConnection: Selectable {
     /// flight is cancelled on the server, and fails when the server says so (or the
     /// connection is closed if it does not answer soon).
     private func abandon(_ job: Job, reason: PostgresError.Code) {
-        if let index = pending.firstIndex(where: { $0 === job }) {
+        if let index = pending[pendingHead...].firstIndex(where: { $0 === job }) {
             pending.remove(at: index)
             let error: PostgresError
             if reason == .timeout && !isConnected {
-                error = PostgresError(.connection, message: "no connection to the server within the query timeout", query: job.queries.first?.sql)
+                let reason = lastConnectError.map { ": " + $0 } ?? ""
+                error = PostgresError(.connection, message: "no connection to the server within the query timeout" + reason, query: job.queries.first?.sql)
             } else if reason == .timeout {
                 error = PostgresError(.timeout, message: "the query waited past its timeout", query: job.queries.first?.sql)
             } else {
@@ -254,11 +261,19 @@ final class PostgresConnection: Selectable {
     /// Sends the next job when connected, idle and no cancel is on its way.
     private func startNext() {
         guard inFlight == nil, !cancelInProgress, case .ready = state else { return }
-        guard !pending.isEmpty else {
+        guard pendingHead < pending.count else {
             if isStopping { close() }
             return
         }
-        let job = pending.removeFirst()
+        let job = pending[pendingHead]
+        pendingHead += 1
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+        } else if pendingHead >= 64 && pendingHead * 2 >= pending.count {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
         inFlight = job
         send(job)
     }
@@ -363,18 +378,19 @@ final class PostgresConnection: Selectable {
             let port = configuration.port
             let this = LoopBound(self, loop: loop)
             DetachedThread.detach {
-                let address = HostResolver.firstAddress(of: host, port: port)
+                let addresses = HostResolver.addresses(of: host, port: port)
                 this.withValue { connection in
                     guard case .resolving = connection.state else { return }
-                    guard let address else {
+                    guard !addresses.isEmpty else {
+                        connection.state = .idle
                         connection.connectFailed("cannot resolve the host name \(host)")
                         return
                     }
-                    connection.connect(hostAddress: address)
+                    connection.connect(hostAddresses: addresses)
                 }
             }
         } else {
-            connect(hostAddress: nil)
+            connect(hostAddresses: [])
         }
     }
 
@@ -383,10 +399,15 @@ final class PostgresConnection: Selectable {
         !(host.hasPrefix("/") || host.hasPrefix("@") || NumericAddress.bytes(of: host) != nil)
     }
 
-    private func connect(hostAddress: String?) {
+    private func connect(hostAddresses: [String]) {
         var parameters = configuration.libpqParameters
-        // With `hostaddr`, libpq looks nothing up; `host` stays for TLS's name check.
-        if let hostAddress { parameters.append(("hostaddr", hostAddress)) }
+        if !hostAddresses.isEmpty {
+            // With `hostaddr`, libpq looks nothing up; `host` stays for TLS's name check. Given
+            // as lists of the same length, libpq tries each address in turn (IPv6, then IPv4).
+            let names = Array(repeating: configuration.host, count: hostAddresses.count).joined(separator: ",")
+            parameters = parameters.map { $0.0 == "host" ? ("host", names) : $0 }
+            parameters.append(("hostaddr", hostAddresses.joined(separator: ",")))
+        }
         let connection: LibPQConnection
         switch LibPQConnection.start(parameters) {
         case .failure(let error):
@@ -451,6 +472,7 @@ final class PostgresConnection: Selectable {
         if status == .ok {
             loop.cancelTimer(timer)
             failures = 0
+            lastConnectError = nil
             state = .ready(connection, fd: current, writing: false)
             startNext()
         } else {
@@ -458,8 +480,10 @@ final class PostgresConnection: Selectable {
         }
     }
 
+    /// An attempt failed: `message` is kept for the errors of calls that wait past their
+    /// deadline meanwhile, and the next attempt comes after a backoff.
     private func connectFailed(_ message: String) {
-        _ = message  // the next attempt is the remedy; the caller sees a connection error at its deadline
+        lastConnectError = message
         scheduleReconnect()
     }
 
@@ -483,7 +507,7 @@ final class PostgresConnection: Selectable {
             close()
             return
         }
-        // Right away after a connection that worked; backing off only once attempts fail.
+        lastConnectError = "connection lost: " + message
         scheduleReconnect()
     }
 

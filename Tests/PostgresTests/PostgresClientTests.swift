@@ -25,6 +25,15 @@ struct PostgresClientTests {
         }
     }
 
+    @Test("a host name is looked up off the loop, and connects")
+    func hostName() async throws {
+        var configuration = try cluster.configuration()
+        configuration.host = "localhost"
+        try await withClient(configuration) { (client: PostgresClient) async throws -> Void in
+            #expect(try await client.query("SELECT 1").rows.first?.int(0) == 1)
+        }
+    }
+
     @Test("binds NULL, Persian text, bytes, integers, booleans and doubles")
     func parameters() async throws {
         let persian = "سلام، دنیا! متن فارسی ۱۲۳"
