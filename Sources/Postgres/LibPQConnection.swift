@@ -121,23 +121,46 @@ struct LibPQConnection {
         return true
     }
 
+    /// What `PQgetResult` gave: a query's result or error, a query skipped because an earlier
+    /// one of its pipeline failed, or the end of a pipeline.
+    enum Outcome {
+        case result(PostgresResult)
+        case error(PostgresError)
+        case aborted
+        case sync
+    }
+
+    /// Pipeline mode: queries are sent without waiting for each other's results, up to a sync
+    /// point. Only while no result is pending.
+    func enterPipelineMode() -> Bool { PQenterPipelineMode(handle) == 1 }
+
+    /// Back to one query at a time; only once every result of the pipeline has been taken.
+    func exitPipelineMode() -> Bool { PQexitPipelineMode(handle) == 1 }
+
+    /// Ends the pipeline's queries with a sync point: its result comes after theirs.
+    func pipelineSync() -> Bool { PQpipelineSync(handle) == 1 }
+
     /// Whether ``nextResult()`` would block.
     var isBusy: Bool { PQisBusy(handle) == 1 }
 
     /// The next result of the query in flight, read and freed; nil once the query is
     /// complete. Only when ``isBusy`` is false.
-    func nextResult(query: String) -> Result<PostgresResult, PostgresError>? {
+    func nextResult(query: String) -> Outcome? {
         guard let result = PQgetResult(handle) else { return nil }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return .success(Self.read(result))
+            return .result(Self.read(result))
         case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR:
             let sqlState = CPostgres_sqlState(result).map { String(cString: $0) }
             let message = CPostgres_primaryMessage(result).map { String(cString: $0) } ?? errorMessage
-            return .failure(PostgresError(sqlState == nil ? .connection : .server, sqlState: sqlState, message: message, query: query))
+            return .error(PostgresError(sqlState == nil ? .connection : .server, sqlState: sqlState, message: message, query: query))
+        case PGRES_PIPELINE_ABORTED:
+            return .aborted
+        case PGRES_PIPELINE_SYNC:
+            return .sync
         default:
-            return .failure(PostgresError(.invalidQuery, message: "COPY and replication are not supported", query: query))
+            return .error(PostgresError(.invalidQuery, message: "COPY and replication are not supported", query: query))
         }
     }
 

@@ -7,7 +7,10 @@ import EventLoop
 /// it returns 0 (watching for writability meanwhile), and results are read with
 /// `PQconsumeInput` and taken with `PQgetResult` only once `PQisBusy` says it will not wait.
 ///
-/// Jobs (a query, or the queries of a transaction) wait in a FIFO and run one at a time.
+/// Jobs (a query, or the queries of a transaction) wait in a FIFO and run one at a time. A
+/// transaction's queries go out together in libpq's pipeline mode — BEGIN, the queries and
+/// COMMIT, then a sync point — so it costs one round trip; when one fails, the rest are
+/// skipped by the server and a ROLLBACK follows.
 /// Each has a deadline, a loop timer: a job that waits past it fails; a job in flight is
 /// cancelled with `PQcancel` on a thread of its own, and if the server does not answer soon
 /// after, the connection is closed. A lost connection fails the job in flight with
@@ -60,6 +63,10 @@ final class PostgresConnection: Selectable {
         /// Why the job is being cancelled (timeout or the caller's), once it is.
         var cancelReason: PostgresError.Code?
         var sent = false
+        /// A transaction's queries are in a pipeline whose results are still coming.
+        var inPipeline = false
+        /// The first error of the pipeline, reported once its sync point arrives.
+        var pipelineError: PostgresError?
 
         init(id: UInt64, queries: [PostgresQuery], transactional: Bool, completion: @escaping (Result<[PostgresResult], PostgresError>) -> Void) {
             self.id = id
@@ -69,7 +76,7 @@ final class PostgresConnection: Selectable {
         }
 
         var current: PostgresQuery {
-            failure == nil ? queries[step] : PostgresQuery("ROLLBACK")
+            failure == nil ? queries[min(step, queries.count - 1)] : PostgresQuery("ROLLBACK")
         }
     }
 
@@ -280,6 +287,10 @@ final class PostgresConnection: Selectable {
 
     private func send(_ job: Job) {
         guard case .ready(let connection, _, _) = state else { return }
+        if job.transactional && !job.sent {
+            sendPipeline(job, connection)
+            return
+        }
         job.sent = true
         job.stepResult = nil
         guard connection.send(job.current) else {
@@ -287,6 +298,63 @@ final class PostgresConnection: Selectable {
             return
         }
         flush(connection)
+    }
+
+    /// Sends all of a transaction's queries and a sync point without waiting for results.
+    private func sendPipeline(_ job: Job, _ connection: LibPQConnection) {
+        job.sent = true
+        job.inPipeline = true
+        job.stepResult = nil
+        guard connection.enterPipelineMode() else {
+            lost(connection.errorMessage)
+            return
+        }
+        for query in job.queries {
+            guard connection.send(query) else {
+                lost(connection.errorMessage)
+                return
+            }
+        }
+        guard connection.pipelineSync() else {
+            lost(connection.errorMessage)
+            return
+        }
+        flush(connection)
+    }
+
+    /// One result of a pipeline: each query's results end with nil (`step` moves on), the
+    /// sync point ends the pipeline.
+    private func pipelineReceived(_ job: Job, _ outcome: LibPQConnection.Outcome?, _ connection: LibPQConnection) {
+        switch outcome {
+        case nil:
+            if case .success(let result)? = job.stepResult, job.step > 0, job.step < job.queries.count - 1 {
+                job.results.append(result)
+            }
+            job.stepResult = nil
+            job.step += 1
+        case .result(let result)?:
+            if job.stepResult == nil { job.stepResult = .success(result) }
+        case .error(let error)?:
+            if job.pipelineError == nil { job.pipelineError = reported(error, for: job) }
+            job.stepResult = .failure(error)
+        case .aborted?:
+            break
+        case .sync?:
+            job.inPipeline = false
+            guard connection.exitPipelineMode() else {
+                lost(connection.errorMessage)
+                return
+            }
+            if let error = job.pipelineError {
+                // Whatever ran is undone: an explicit BEGIN leaves the transaction open and failed.
+                job.failure = error
+                send(job)
+                return
+            }
+            inFlight = nil
+            finish(job, .success(job.results))
+            startNext()
+        }
     }
 
     private func flush(_ connection: LibPQConnection) {
@@ -314,51 +382,38 @@ final class PostgresConnection: Selectable {
     private func readResults(_ connection: LibPQConnection) {
         // A step's end may send the next query, or lose the connection: check both each time.
         while isConnected, let job = inFlight, job.sent, !connection.isBusy {
-            guard let result = connection.nextResult(query: job.current.sql) else {
-                stepEnded(job)
+            let outcome = connection.nextResult(query: job.current.sql)
+            if job.inPipeline {
+                pipelineReceived(job, outcome, connection)
                 continue
             }
-            // The first error wins; a later result of the same query does not hide it.
-            if case .failure = job.stepResult { continue }
-            job.stepResult = result
+            switch outcome {
+            case nil:
+                stepEnded(job)
+            case .result(let result)?:
+                // The first error wins; a later result of the same query does not hide it.
+                if case .failure = job.stepResult { continue }
+                job.stepResult = .success(result)
+            case .error(let error)?:
+                if case .failure = job.stepResult { continue }
+                job.stepResult = .failure(error)
+            case .aborted?, .sync?:
+                break  // only in pipeline mode
+            }
         }
     }
 
+    /// A query outside a pipeline is complete (a transaction's closing ROLLBACK included).
     private func stepEnded(_ job: Job) {
         let outcome = job.stepResult ?? .success(PostgresResult(columns: [], columnTypes: [], rows: [], affectedRows: 0))
         job.stepResult = nil
+        inFlight = nil
         if let failure = job.failure {
-            inFlight = nil
             finish(job, .failure(failure))
-            startNext()
-            return
+        } else {
+            finish(job, outcome.map { [$0] }.mapError { self.reported($0, for: job) })
         }
-        switch outcome {
-        case .failure(let error):
-            let error = reported(error, for: job)
-            // A transaction's statement failed after BEGIN: roll back before the next job.
-            // A failed BEGIN opened nothing, a failed COMMIT has already rolled back.
-            if job.transactional && job.step > 0 && job.step < job.queries.count - 1 {
-                job.failure = error
-                send(job)
-                return
-            }
-            inFlight = nil
-            finish(job, .failure(error))
-            startNext()
-        case .success(let result):
-            if !job.transactional || (job.step > 0 && job.step < job.queries.count - 1) {
-                job.results.append(result)
-            }
-            job.step += 1
-            if job.step < job.queries.count {
-                send(job)
-                return
-            }
-            inFlight = nil
-            finish(job, .success(job.results))
-            startNext()
-        }
+        startNext()
     }
 
     /// A server error as the caller sees it: a cancel we asked for is our timeout or the

@@ -140,6 +140,7 @@ struct PostgresClientTests {
                 Issue.record("a transaction with a duplicate key committed")
             } catch {
                 #expect(error.condition == .uniqueViolation)
+                #expect(error.query == "INSERT INTO \(table) VALUES ($1, $2)")
             }
             // Inside a failed transaction left open this would fail with 25P02: it was rolled back.
             let rows = try await client.query("SELECT id, note FROM \(table) ORDER BY id")
@@ -147,6 +148,56 @@ struct PostgresClientTests {
             #expect(rows.rows.map { $0.string(1) } == ["a", "b", "z"])
             let open = try await client.query("SELECT txid_current_if_assigned() IS NULL")
             #expect(open.rows.first?.bool(0) == true)
+        }
+    }
+
+    @Test("transactions and single queries side by side each get their own results")
+    func transactionsBesideQueries() async throws {
+        try await withClient(try cluster.configuration(), loops: 2) { client in
+            let table = uniqueTable("mixed")
+            _ = try await client.query("CREATE TABLE \(table) (id int8 PRIMARY KEY)")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<60 {
+                    group.addTask {
+                        if index.isMultiple(of: 2) {
+                            let results = try await client.transaction([
+                                PostgresQuery("INSERT INTO \(table) VALUES ($1)", [.int(index)]),
+                                PostgresQuery("SELECT $1::int8 + 1", [.int(index)]),
+                            ])
+                            #expect(results.count == 2)
+                            #expect(results.last?.rows.first?.int(0) == index + 1)
+                        } else {
+                            let result = try await client.query("SELECT $1::int8", [.int(index)])
+                            #expect(result.rows.first?.int(0) == index)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await client.query("SELECT count(*) FROM \(table)").rows.first?.int(0) == 30)
+            #expect(try await client.transaction([]).isEmpty)
+        }
+    }
+
+    @Test("a transaction past its timeout fails in bounded time, keeps nothing, and the client goes on")
+    func transactionTimeout() async throws {
+        try await withClient(try cluster.configuration(queryTimeout: .milliseconds(300))) { client in
+            let table = uniqueTable("slow")
+            _ = try await client.query("CREATE TABLE \(table) (id int8)")
+            let started = MonotonicInstant.now()
+            do throws(PostgresError) {
+                _ = try await client.transaction([
+                    PostgresQuery("INSERT INTO \(table) VALUES (1)"),
+                    PostgresQuery("SELECT pg_sleep(5)"),
+                    PostgresQuery("INSERT INTO \(table) VALUES (2)"),
+                ])
+                Issue.record("a transaction with pg_sleep(5) finished within a 300 ms timeout")
+            } catch {
+                #expect(error.code == .timeout)
+            }
+            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
+            #expect(elapsed < 4.5, "the timeout took \(elapsed) s")
+            #expect(try await client.query("SELECT count(*) FROM \(table)").rows.first?.int(0) == 0)
         }
     }
 
