@@ -75,6 +75,11 @@ final class PostgresConnection: Selectable {
             self.completion = completion
         }
 
+        /// The SQL an error names when no statement of the job ran: the caller's first.
+        var summarySQL: String? {
+            transactional ? queries.dropFirst().first?.sql : queries.first?.sql
+        }
+
         var current: PostgresQuery {
             failure == nil ? queries[min(step, queries.count - 1)] : PostgresQuery("ROLLBACK")
         }
@@ -112,7 +117,8 @@ final class PostgresConnection: Selectable {
         stopCompletions.append(completion)
         guard stopTimer == nil else { return }
         if case .ready = state, load > 0 {
-            stopTimer = loop.scheduleTimer(at: deadline) { [unowned self] in
+            stopTimer = loop.scheduleTimer(at: deadline) { [weak self] in
+                guard let self else { return }
                 self.stopTimer = nil
                 self.close()
             }
@@ -182,8 +188,8 @@ final class PostgresConnection: Selectable {
             }
         }
         let job = Job(id: id, queries: queries, transactional: transactional, completion: completion)
-        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: timeout)) { [unowned self, weak job] in
-            guard let job else { return }
+        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: timeout)) { [weak self, weak job] in
+            guard let self, let job else { return }
             job.deadlineTimer = nil
             self.abandon(job, reason: .timeout)
         }
@@ -226,11 +232,11 @@ final class PostgresConnection: Selectable {
             let error: PostgresError
             if reason == .timeout && !isConnected {
                 let reason = lastConnectError.map { ": " + $0 } ?? ""
-                error = PostgresError(.connection, message: "no connection to the server within the query timeout" + reason, query: job.queries.first?.sql)
+                error = PostgresError(.connection, message: "no connection to the server within the query timeout" + reason, query: job.summarySQL)
             } else if reason == .timeout {
-                error = PostgresError(.timeout, message: "the query waited past its timeout", query: job.queries.first?.sql)
+                error = PostgresError(.timeout, message: "the query waited past its timeout", query: job.summarySQL)
             } else {
-                error = PostgresError(.cancelled, message: "the caller was cancelled", query: job.queries.first?.sql)
+                error = PostgresError(.cancelled, message: "the caller was cancelled", query: job.summarySQL)
             }
             finish(job, .failure(error))
             return
@@ -251,8 +257,8 @@ final class PostgresConnection: Selectable {
         }
         // The server may be gone without the socket saying so: give the cancel a while, then drop the connection.
         let grace = max(Duration.seconds(1), min(configuration.queryTimeout, .seconds(5)))
-        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: grace)) { [unowned self, weak job] in
-            guard let job else { return }
+        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: grace)) { [weak self, weak job] in
+            guard let self, let job else { return }
             job.deadlineTimer = nil
             guard self.inFlight === job else { return }
             self.lost("the server did not answer a cancel request")
@@ -486,7 +492,8 @@ final class PostgresConnection: Selectable {
             connectFailed("epoll: \(error)")
             return
         }
-        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.connectTimeout)) { [unowned self] in
+        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.connectTimeout)) { [weak self] in
+            guard let self else { return }
             guard case .connecting(let connection, let fd, _) = self.state else { return }
             self.loop.deregister(fd)
             connection.finish()
@@ -573,7 +580,8 @@ final class PostgresConnection: Selectable {
         }
         let delay = Self.backoff(failures: failures, min: configuration.minReconnectDelay, max: configuration.maxReconnectDelay)
         failures += 1
-        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: delay)) { [unowned self] in
+        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: delay)) { [weak self] in
+            guard let self else { return }
             guard case .waiting = self.state else { return }
             self.state = .idle
             self.connect()
