@@ -423,8 +423,12 @@ final class PostgresConnection: Selectable {
     }
 
     /// A server error as the caller sees it: a cancel we asked for is our timeout or the
-    /// caller's cancellation, not the server's 57014.
+    /// caller's cancellation, not the server's 57014; the end of the session is a lost connection.
     private func reported(_ error: PostgresError, for job: Job) -> PostgresError {
+        // A server that ends the session (shutdown, pg_terminate_backend) loses the connection.
+        if error.code == .server, error.condition == .serverUnavailable || error.condition == .connectionException {
+            return PostgresError(.connection, sqlState: error.sqlState, message: error.message, query: error.query)
+        }
         guard let reason = job.cancelReason, error.condition == .queryCanceled else { return error }
         let message = reason == .timeout ? "the query ran past its timeout and was cancelled" : "the caller was cancelled"
         return PostgresError(reason, sqlState: error.sqlState, message: message, query: error.query)

@@ -237,6 +237,35 @@ struct PostgresClientTests {
         }
     }
 
+    @Test("a session the server ends fails its query with a connection error, and the client reconnects")
+    func terminatedBackend() async throws {
+        let configuration = try cluster.configuration()
+        try await withClient(configuration) { (client: PostgresClient) async throws -> Void in
+            let pid = try #require(try await client.query("SELECT pg_backend_pid()").rows.first?.int(0))
+            let started = MonotonicInstant.now()
+            let sleeper = Task { try await client.query("SELECT pg_sleep(5)") }
+            try await withClient(configuration) { (other: PostgresClient) async throws -> Void in
+                // Only once the sleep runs: terminating the idle session would test something else.
+                let terminated = await eventually(within: 5) {
+                    let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
+                    return (try? await other.query(sql, [.int(pid)]))?.rows.first?.bool(0) == true
+                }
+                #expect(terminated)
+            }
+            let result = await sleeper.result
+            if case .failure(let error as PostgresError) = result {
+                #expect(error.code == .connection)
+                #expect(error.isTransient)
+            } else {
+                Issue.record("the query on a terminated session did not fail: \(result)")
+            }
+            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
+            #expect(elapsed < 4.5, "the failure took \(elapsed) s")
+            let back = await eventually(within: 10) { (try? await client.query("SELECT 1"))?.rows.count == 1 }
+            #expect(back)
+        }
+    }
+
     @Test("a stopped client refuses queries")
     func stopped() async throws {
         let group = try EventLoopGroup(loopCount: 1, namePrefix: "pg-test")
