@@ -73,9 +73,10 @@ public final class PostgresClient: Service {
     }
 
     /// Runs `queries` in order as one transaction (BEGIN, the queries, COMMIT) on one
-    /// connection, nothing else in between, and returns their results in order. When one
-    /// fails, the transaction is rolled back and its error thrown; nothing of it is kept.
-    /// `timeout` bounds the whole transaction.
+    /// connection, nothing else in between, and returns their results in order. They are sent
+    /// together in libpq's pipeline mode, so the transaction costs one round trip whatever
+    /// its length. When one fails, the server skips the rest, the transaction is rolled back
+    /// and that error thrown; nothing of it is kept. `timeout` bounds the whole transaction.
     public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError) -> [PostgresResult] {
         try await run(queries, transactional: true, timeout: timeout)
     }

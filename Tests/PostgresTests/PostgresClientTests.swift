@@ -266,13 +266,24 @@ struct PostgresClientTests {
         }
     }
 
-    @Test("a stopped client refuses queries")
+    @Test("stopping lets a query in flight finish, then the client refuses queries")
     func stopped() async throws {
         let group = try EventLoopGroup(loopCount: 1, namePrefix: "pg-test")
         let client = PostgresClient(configuration: try cluster.configuration(), group: group)
         try await client.start()
         #expect(try await client.query("SELECT 1").rows.count == 1)
-        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(2)))
+        // A query in flight when stop begins finishes within the deadline.
+        let inFlight = Task { try await client.query("SELECT pg_sleep(1), 7") }
+        try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
+            let running = await eventually(within: 5) {
+                let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(1), 7'"
+                return (try? await other.query(sql))?.rows.first?.int(0) == 1
+            }
+            #expect(running)
+        }
+        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
+        let answered = try await inFlight.value
+        #expect(answered.rows.first?.int(1) == 7)
         await #expect(throws: PostgresError(.closed, message: "the client is stopped")) {
             _ = try await client.query("SELECT 1")
         }
