@@ -98,15 +98,23 @@ public final class PostgresClient: Service {
         let connection = pickConnection()
         let id = nextJobID.add(1, ordering: .relaxed).oldValue
         let timeout = timeout ?? configuration.queryTimeout
+        // Set before the cancel is queued on the loop: a submit that runs after it sees the flag,
+        // one that ran before it is found by the cancel. Either order cancels the job.
+        let cancelled = CancelFlag()
         let result: Result<[PostgresResult], PostgresError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 connection.withValue { connection in
+                    if cancelled.isSet {
+                        continuation.resume(returning: .failure(PostgresError(.cancelled, message: "the caller was cancelled")))
+                        return
+                    }
                     connection.submit(id: id, queries, transactional: transactional, timeout: timeout) { result in
                         continuation.resume(returning: result)
                     }
                 }
             }
         } onCancel: {
+            cancelled.set()
             connection.withValue { $0.cancel(id: id) }
         }
         return try result.get()
@@ -130,4 +138,13 @@ public final class PostgresClient: Service {
         guard found, candidates.count > 1 else { return candidates[candidates.startIndex] }
         return candidates.min { $0.value.load < $1.value.load } ?? candidates[candidates.startIndex]
     }
+}
+
+/// Whether a call's task was cancelled, shared by its cancellation handler and the loop.
+private final class CancelFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
 }

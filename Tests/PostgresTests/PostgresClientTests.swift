@@ -225,8 +225,14 @@ struct PostgresClientTests {
     func taskCancellation() async throws {
         try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
             let started = MonotonicInstant.now()
-            let task = Task { try await client.query("SELECT pg_sleep(5)") }
-            try? await Task.sleep(for: .milliseconds(200))
+            let task = Task { try await client.query("SELECT pg_sleep(5), 'cancel me'") }
+            try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
+                let running = await eventually(within: 5) {
+                    let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()"
+                    return (try? await other.query(sql))?.rows.first?.int(0) == 1
+                }
+                #expect(running)
+            }
             task.cancel()
             let result = await task.result
             #expect(throws: PostgresError.self) { try result.get() }
