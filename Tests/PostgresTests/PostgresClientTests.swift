@@ -179,6 +179,35 @@ struct PostgresClientTests {
         }
     }
 
+    @Test("a thousand rows go in one multi-row INSERT; more parameters than the protocol carries are refused before sending")
+    func multiRowInsert() async throws {
+        try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
+            let table = uniqueTable("batch")
+            _ = try await client.query("CREATE TABLE \(table) (id int8 PRIMARY KEY, note text, data bytea)")
+            var placeholders: [String] = []
+            var values: [PostgresValue] = []
+            for row in 0..<1000 {
+                placeholders.append("($\(3 * row + 1), $\(3 * row + 2), $\(3 * row + 3))")
+                values += [.int(row), .text("ردیف \(row)"), .bytes([UInt8(row % 256)])]
+            }
+            let inserted = try await client.transaction([
+                PostgresQuery("INSERT INTO \(table) VALUES " + placeholders.joined(separator: ", "), values)
+            ])
+            #expect(inserted.first?.affectedRows == 1000)
+            let check = try await client.query("SELECT count(*), sum(id), max(note) FROM \(table)")
+            #expect(check.rows.first?.int(0) == 1000)
+            #expect(check.rows.first?.int(1) == 499_500)
+            let tooMany = [PostgresValue](repeating: .int(1), count: PostgresQuery.maxParameters + 1)
+            do throws(PostgresError) {
+                _ = try await client.query("SELECT 1", tooMany)
+                Issue.record("65,536 parameters were sent")
+            } catch {
+                #expect(error.code == .invalidQuery)
+            }
+            #expect(try await client.query("SELECT 1").rows.count == 1)
+        }
+    }
+
     @Test("a transaction past its timeout fails in bounded time, keeps nothing, and the client goes on")
     func transactionTimeout() async throws {
         try await withClient(try cluster.configuration(queryTimeout: .milliseconds(300))) { client in
