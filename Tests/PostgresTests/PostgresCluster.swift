@@ -1,0 +1,184 @@
+import EventLoop
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PostgreSQL 15 cluster of a test's own: initdb into a temporary directory, the server on
+/// a free loopback port, removed at the end. Postgres refuses to run as root, so as root
+/// (CI) the server runs as the `postgres` user.
+final class PostgresCluster: Sendable {
+    static let binaries = "/usr/lib/postgresql/15/bin"
+    /// The user the cluster is made for, with trust authentication on loopback.
+    static let user = "textgateway"
+
+    /// The cluster the suite's trait made, for the tests inside it.
+    @TaskLocal static var shared: PostgresCluster?
+
+    let directory: String
+    let port: Int
+    var dataDirectory: String { directory + "/data" }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private init(directory: String, port: Int) {
+        self.directory = directory
+        self.port = port
+    }
+
+    /// Makes and starts a cluster; blocking steps run on a thread of their own.
+    static func start() async throws -> PostgresCluster {
+        try await DetachedThread.run { () throws -> PostgresCluster in
+            var template = Array("/tmp/tgpg-XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
+            let directory = String(cString: made)
+            if getuid() == 0 {
+                guard let account = getpwnam("postgres") else { throw Failure(description: "no postgres user") }
+                chown(directory, account.pointee.pw_uid, account.pointee.pw_gid)
+            }
+            let cluster = PostgresCluster(directory: directory, port: try freePort())
+            do {
+                try cluster.run(binaries + "/initdb", ["-D", cluster.dataDirectory, "-A", "trust", "-U", user, "-E", "UTF8", "--no-sync"])
+                try cluster.pgctl(["start", "-w", "-t", "60", "-o", cluster.serverOptions])
+            } catch {
+                cluster.removeNow()
+                throw error
+            }
+            return cluster
+        }
+    }
+
+    private var serverOptions: String {
+        "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+    }
+
+    /// A configuration for this cluster's database `postgres`.
+    func configuration(queryTimeout: Duration = .seconds(10)) -> PostgresConfiguration {
+        PostgresConfiguration(
+            host: "127.0.0.1", port: port, user: Self.user, database: "postgres", sslMode: .disable,
+            connectTimeout: .seconds(5), queryTimeout: queryTimeout,
+            minReconnectDelay: .milliseconds(20), maxReconnectDelay: .milliseconds(500)
+        )
+    }
+
+    func restart() async throws {
+        try await DetachedThread.run { () throws in try self.pgctl(["restart", "-m", "fast", "-w", "-t", "60", "-o", self.serverOptions]) }
+    }
+
+    func stopServer() async throws {
+        try await DetachedThread.run { () throws in try self.pgctl(["stop", "-m", "fast", "-w", "-t", "60"]) }
+    }
+
+    func startServer() async throws {
+        try await DetachedThread.run { () throws in try self.pgctl(["start", "-w", "-t", "60", "-o", self.serverOptions]) }
+    }
+
+    /// Stops the server and removes the directory.
+    func remove() async {
+        await DetachedThread.run { self.removeNow() }
+    }
+
+    private func removeNow() {
+        _ = try? pgctl(["stop", "-m", "immediate", "-w", "-t", "30"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func pgctl(_ arguments: [String]) throws {
+        try run(Self.binaries + "/pg_ctl", ["-D", dataDirectory, "-l", directory + "/server.log"] + arguments)
+    }
+
+    /// Runs `executable` as the postgres user when we are root; throws with its output on
+    /// failure. posix_spawn and waitpid directly: the output goes to a file, not a pipe (the
+    /// server pg_ctl starts inherits the descriptor, so a pipe would never reach its end).
+    private func run(_ executable: String, _ arguments: [String]) throws {
+        let argv = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let outputPath = directory + "/command.log"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        guard spawned == 0 else { throw Failure(description: "posix_spawn \(argv[0]) failed: \(spawned)") }
+        var status: CInt = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw Failure(description: "\(executable) \(arguments.first ?? "") failed (\(status)): " + text)
+        }
+    }
+
+    /// A loopback port nothing listens on now.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw Failure(description: "bind failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Gives a suite one cluster for all its tests, removed once they have run.
+struct PostgresClusterTrait: SuiteTrait, TestScoping {
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
+        let cluster = try await PostgresCluster.start()
+        do {
+            try await PostgresCluster.$shared.withValue(cluster) { try await function() }
+        } catch {
+            await cluster.remove()
+            throw error
+        }
+        await cluster.remove()
+    }
+}
+
+extension Trait where Self == PostgresClusterTrait {
+    /// A cluster for the suite: ``PostgresCluster/shared`` inside its tests.
+    static var postgresCluster: Self { PostgresClusterTrait() }
+}
+
+/// Runs `body` with a started client on a group of its own, then stops both.
+func withClient<T>(
+    _ configuration: PostgresConfiguration, loops: Int = 1, connectionsPerLoop: Int = 1, waitForConnection: Bool = true,
+    _ body: (PostgresClient) async throws -> T
+) async throws -> T {
+    let group = try EventLoopGroup(loopCount: loops, namePrefix: "pg-test")
+    let client = PostgresClient(configuration: configuration, group: group, connectionsPerLoop: connectionsPerLoop)
+    try await client.start()
+    do {
+        if waitForConnection {
+            let connected = await eventually(within: 15) { await client.connectedCount() == loops * connectionsPerLoop }
+            try #require(connected, "the client did not connect")
+        }
+        let result = try await body(client)
+        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
+        await group.shutdownGracefully()
+        return result
+    } catch {
+        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
+        await group.shutdownGracefully()
+        throw error
+    }
+}
