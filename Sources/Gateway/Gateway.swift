@@ -1,6 +1,7 @@
 import ChatAPI
 import EventLoop
 import HTTP1
+import Redis
 public import HTTPClient
 public import HTTPServer
 
@@ -38,7 +39,8 @@ public final class Gateway: Sendable {
         configuration: GatewayConfiguration, upstream: (any ChatUpstream)?, logger: Logger,
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current,
-        registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil, tokensChargedToday: [String: Int] = [:]
+        registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil, tokensChargedToday: [String: Int] = [:],
+        redis: RedisClient? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -112,6 +114,9 @@ public final class Gateway: Sendable {
             errorLanguage: configuration.errorLanguage, strictLedger: store?.recorder.strict == true ? store?.recorder : nil
         )
     }
+
+    /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
+    static let redisScripts: [RedisScript] = []
 
     /// The upstream the configuration names, nil without an API key.
     static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {

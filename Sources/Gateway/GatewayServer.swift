@@ -5,6 +5,7 @@ public import EventLoop
 public import HTTPClient
 public import HTTPServer
 public import Store
+import Redis
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
 /// client (a request and its upstream call stay on one loop), the gateway's routes, and an
@@ -63,9 +64,11 @@ public final class GatewayServer: Sendable {
             await opened?.closer.stop(deadline: .now())
             throw error
         }
+        // One connection per loop: a request's Redis calls stay on its loop's thread.
+        let redis = configuration.redis.map { RedisClient(configuration: $0, group: group, scripts: Gateway.redisScripts) }
         let gateway = Gateway(
             configuration: configuration, upstream: Gateway.upstream(configuration: configuration, httpClient: httpClient), logger: logger, clock: clock, observers: observers,
-            registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:]
+            registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:], redis: redis
         )
         var serverConfiguration = gateway.serverConfiguration()
         serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
@@ -83,6 +86,8 @@ public final class GatewayServer: Sendable {
         // server (whose drain hands the writer its last rows).
         var list: [any Service] = [EventLoopGroupService(group: group)]
         if let opened { list += [opened.closer] + opened.store.services }
+        // Before the server, stopped after it: the last requests' leases are given back.
+        if let redis { list.append(redis) }
         list.append(HTTPClientService(client: httpClient))
         // The key set before the server: the first requests find the keys in force.
         var keyFile: JWKSFileSource?
@@ -129,6 +134,8 @@ public final class GatewayServer: Sendable {
             ("store", .string(configuration.database.logDescription)),
             ("ledger_durability", .string(configuration.ledgerDurability.rawValue)),
             ("jwt", .string(configuration.jwt?.logDescription ?? "off")),
+            ("redis", .string(configuration.redis?.description ?? "off")),
+            ("cache", .string(configuration.cacheTimeToLive == nil ? "off" : configuration.cacheBackend.rawValue)),
         ])
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
             logger.warning("descriptor_limit", [

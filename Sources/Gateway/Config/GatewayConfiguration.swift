@@ -1,3 +1,5 @@
+public import Redis
+
 /// The gateway's settings, read from environment variables (CONTRACT.md, "Configuration").
 /// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server
 /// does not start; a missing key or model is not (then `/api/process` answers 500).
@@ -82,6 +84,13 @@ public struct GatewayConfiguration: Sendable {
     public var requiresTokens: Bool { authRequired ?? (tokens != nil || jwt != nil) }
     /// `DATABASE_URL`.
     public var database = DatabaseLocation.standard
+    /// `REDIS_URL` and `REDIS_TIMEOUT_MS`: the limits, quotas and cache every instance
+    /// shares; nil keeps them in this process.
+    public var redis: RedisConfiguration?
+    /// `REDIS_FAILURE_MODE`.
+    public var redisFailureMode = RedisFailureMode.local
+    /// `CACHE_BACKEND`: `redis` by default when ``redis`` is set.
+    public var cacheBackend = CacheBackend.memory
     /// `LEDGER_DURABILITY`.
     public var ledgerDurability = LedgerDurability.fast
     /// `HISTORY_STORE_RESULTS`: whether history keeps the answer's text.
@@ -202,6 +211,7 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("TRUSTED_PROXIES: \(error)")
             }
         }
+        (redis, redisFailureMode, cacheBackend) = try Self.sharedState(environment: environment, value: value)
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
         rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
         metricsEnabled = try flag("METRICS") ?? metricsEnabled

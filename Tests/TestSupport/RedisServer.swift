@@ -2,18 +2,18 @@
 import Glibc
 #endif
 import EventLoop
-import TestSupport
+
 
 /// A `redis-server` of a test's own on 127.0.0.1, with no persistence, stopped by its pid.
-final class RedisServer {
-    struct Failure: Error, CustomStringConvertible { let description: String }
+public final class RedisServer {
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
-    let port: Int
+    public let port: Int
     private let extraArguments: [String]
     private var pid: pid_t?
 
     /// Starts a server on `port` (a free one when nil) and waits until it accepts connections.
-    init(port: Int? = nil, arguments: [String] = []) async throws {
+    public init(port: Int? = nil, arguments: [String] = []) async throws {
         self.port = try port ?? Self.freePort()
         extraArguments = arguments
         try await start()
@@ -22,7 +22,7 @@ final class RedisServer {
     deinit { kill() }
 
     /// (Re)starts the server on the same port.
-    func start() async throws {
+    public func start() async throws {
         precondition(pid == nil, "already running")
         let words = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + extraArguments
         var actions = posix_spawn_file_actions_t()
@@ -51,7 +51,7 @@ final class RedisServer {
     }
 
     /// SIGKILL, and waits for it to be gone.
-    func kill() {
+    public func kill() {
         guard let pid else { return }
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
@@ -59,11 +59,11 @@ final class RedisServer {
         self.pid = nil
     }
 
-    var url: String { "redis://127.0.0.1:\(port)" }
+    public var url: String { "redis://127.0.0.1:\(port)" }
 
     /// A port the kernel just handed out and released (another process could take it first;
     /// good enough on a test machine).
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         defer { close(fd) }
@@ -83,7 +83,7 @@ final class RedisServer {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func accepts(port: Int) -> Bool {
+    public static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
