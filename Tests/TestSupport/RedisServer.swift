@@ -6,7 +6,10 @@ import EventLoop
 
 /// A `redis-server` of a test's own on 127.0.0.1, with no persistence, stopped by its pid.
 public final class RedisServer {
-    public struct Failure: Error, CustomStringConvertible { public let description: String }
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
+    }
 
     public let port: Int
     private let extraArguments: [String]
