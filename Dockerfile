@@ -13,10 +13,10 @@
 # ---- build: the Swift toolchain (Debian 12) compiles the release binary ----------------------
 FROM swift:6.3-bookworm AS build
 
-# libcurl, SQLite and libcrypto (OpenSSL) headers for the CCurl, CSQLite and CCrypto system
-# library targets, found through pkg-config.
+# libcurl, SQLite, libcrypto (OpenSSL), hiredis and libpq headers for the CCurl, CSQLite,
+# CCrypto, CRedis and CPostgres system library targets, found through pkg-config.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libssl-dev libhiredis-dev libpq-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -29,19 +29,21 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 
 # What `make release` builds: the gateway with the Swift runtime linked in statically, so the
-# runtime image needs only Debian's libcurl, libsqlite3, libssl3 (libcrypto), libc and libstdc++.
+# runtime image needs only Debian's libcurl, libsqlite3, libssl3 (libcrypto), libhiredis, libpq,
+# libc and libstdc++.
 RUN swift build -c release --static-swift-stdlib --product text-gateway \
     && install -D -m 0755 "$(swift build -c release --show-bin-path)/text-gateway" /out/text-gateway
 
-# ---- runtime: Debian 12 slim, its libcurl, libsqlite3, libssl3, CA certificates, the binary ---
+# ---- runtime: Debian 12 slim, its libcurl, libsqlite3, libssl3, libhiredis, libpq, CA certificates, the binary
 FROM debian:bookworm-slim
 
 # libcurl4 brings nghttp2 and the rest of what libcurl.so.4 links; ca-certificates lets it
 # verify the upstream's HTTPS certificate; libsqlite3-0 is the store; libssl3 is libcrypto, for
 # hashing tokens and verifying signatures (libcurl needs it too, but the gateway links it
-# itself, so it is named here). libc6, libgcc-s1 and libstdc++6 are in the base.
+# itself, so it is named here); libhiredis0.14 and libpq5 reach a shared Redis and Postgres
+# (REDIS_URL, DATABASE_URL=postgres://…). libc6, libgcc-s1 and libstdc++6 are in the base.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4 libsqlite3-0 libssl3 ca-certificates \
+    && apt-get install -y --no-install-recommends libcurl4 libsqlite3-0 libssl3 libhiredis0.14 libpq5 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed, unprivileged user: the gateway needs no root (it listens on 8080, not below 1024).

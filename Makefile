@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto bench-jwt mock drills nginx-check
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto bench-jwt mock drills instances-check nginx-check
 
 help:
 	@echo "make build         debug build of every target"
@@ -28,7 +28,7 @@ help:
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
-	@echo "make nginx-check   docs/nginx.conf in front of two gateways: balancing, an instance down, nginx's own errors as the contract's JSON (needs nginx-light)"
+	@echo "make instances-check  deploy/compose.yaml's arrangement from Debian's packages: docs/nginx.conf, two gateways, redis-server, Postgres; shared limits, history and cache, Redis away, an instance down, nginx's own errors as JSON (needs nginx-light, redis-server, postgresql)"
 	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load, 1 MiB bodies"
 	@echo "make clean         remove build products"
 
@@ -104,8 +104,8 @@ mock:
 drills:
 	Benchmarks/drills.sh
 
-nginx-check:
-	scripts/nginx-check.sh
+instances-check nginx-check:
+	scripts/instances-check.sh
 
 clean:
 	rm -rf .build Fuzz/.build Fuzz/corpus-work

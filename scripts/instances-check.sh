@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# deploy/compose.yaml's arrangement from Debian's packages: docs/nginx.conf as shipped in front
+# of two gateways that share one redis-server and one Postgres cluster (both of this run's
+# own). Checked as a client sees it: a limit holds across the instances, a caller's history
+# and the cache are shared, an instance that is down is passed over, Redis away leaves the
+# service up, and nginx's own errors (a body over client_max_body_size, no instance
+# answering, none in time, a request it cannot read) are the contract's JSON with the
+# request's id — never nginx's HTML.
+#
+#   scripts/instances-check.sh      (BIN=<dir with release text-gateway and mock-upstream> to skip the build)
+#
+# Needs nginx (nginx-light), redis-server, postgresql, curl and python3; run as root, it runs
+# Postgres as the postgres user. Prints a PASS/FAIL line a check; exits 1 on a FAIL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
+for tool in nginx redis-server curl python3; do
+    command -v "$tool" >/dev/null || die "needs $tool (apt-get install -y nginx-light redis-server postgresql curl python3)"
+done
+postgres_bin=/usr/lib/postgresql/15/bin
+[ -x "$postgres_bin/pg_ctl" ] || die "needs PostgreSQL 15 (apt-get install -y postgresql)"
+
+build_flags=(--static-swift-stdlib)
+if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream text-gateway; fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instances-check.XXXXXX")
+mock_pid= first_pid= second_pid= nginx_pid= silent_pid= started_pid= redis_pid=
+stop_postgres() { [ -z "${postgres_port:-}" ] || as_postgres "$postgres_bin/pg_ctl" -D "$work/postgres/data" -m immediate stop >/dev/null 2>&1 || true; }
+trap_stop_postgres() { local status=$?; stop_postgres; (exit "$status"); stop_started_processes; }
+stop_on_exit "$work" nginx_pid first_pid second_pid silent_pid started_pid mock_pid redis_pid
+trap trap_stop_postgres EXIT
+
+# Postgres refuses to run as root: as the postgres user, in a directory of this run's.
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+mkdir -p "$work/postgres"
+[ "$(id -u)" = 0 ] && chown postgres "$work/postgres" && chmod 755 "$work"
+as_postgres "$postgres_bin/initdb" -D "$work/postgres/data" -A trust -U textgateway -E UTF8 --no-sync >"$work/postgres/initdb.log" 2>&1 \
+    || die "initdb failed: $(tail -3 "$work/postgres/initdb.log")"
+postgres_port=$(free_port)
+as_postgres "$postgres_bin/pg_ctl" -D "$work/postgres/data" -l "$work/postgres/server.log" -w \
+    -o "-p $postgres_port -k $work/postgres -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null \
+    || die "postgres did not start: $(tail -3 "$work/postgres/server.log")"
+as_postgres "$postgres_bin/createdb" -h 127.0.0.1 -p "$postgres_port" -U textgateway textgateway || die "createdb failed"
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 100); do port_in_use "$redis_port" && break; sleep 0.05; done
+port_in_use "$redis_port" || die "redis-server did not start"
+
+"$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key k >"$work/mock.out" 2>"$work/mock.err" &
+mock_pid=$!
+mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || die "mock-upstream did not start"
+alice=tgk_instances_check_alice_0000000000000001
+bob=tgk_instances_check_bob_000000000000000000001
+carol=tgk_instances_check_carol_0000000000000001
+token_entry() { printf '%s:%s:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)" "$2" "$3"; }
+gateway() { # NAME
+    start_text_gateway "$bin" "$work/$1" "$work/$1.log" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=k \
+        DARVAREH_MODEL_ID=m LOG_LEVEL=warning TRUSTED_PROXIES=127.0.0.1/32 \
+        REDIS_URL="redis://127.0.0.1:$redis_port" DATABASE_URL="postgres://textgateway@127.0.0.1:$postgres_port/textgateway" \
+        CACHE_TTL_SECONDS=60 PLANS="guest:-:-:-,default:-:-:-,limited:10:-:-" AUTH_REQUIRED=off \
+        GATEWAY_TOKENS="$(token_entry "$alice" alice default),$(token_entry "$bob" bob limited),$(token_entry "$carol" carol limited)" \
+        || die "text-gateway $1 did not start: $(tail -3 "$work/$1.log")"
+}
+gateway first
+first_port=$started_port first_pid=$started_pid
+gateway second
+second_port=$started_port second_pid=$started_pid
+
+# The shipped file with this run's ports and paths; a second server block answers nothing in
+# time (a listener that never replies) for the 504 check, with a 1 s read timeout.
+silent_port=$(free_port)
+python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $silent_port)); s.listen(16)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)
+" &
+silent_pid=$!
+nginx_port=$(free_port)
+slow_port=$(free_port)
+mkdir -p "$work/nginx"
+sed -e "s/127.0.0.1:8081/127.0.0.1:$first_port/; s/127.0.0.1:8082/127.0.0.1:$second_port/" \
+    -e "s|listen 80;|listen 127.0.0.1:$nginx_port;|" \
+    -e "s|/var/log/nginx/text-gateway.access.log|$work/nginx/access.log|" docs/nginx.conf >"$work/nginx/text-gateway.conf"
+python3 - "$work/nginx/text-gateway.conf" "$silent_port" "$slow_port" <<'PY'
+import sys
+path, silent, slow = sys.argv[1:]
+text = open(path).read()
+server = text[text.index("server {"):]
+slow_server = (server.replace("proxy_pass http://text_gateway;", "proxy_pass http://127.0.0.1:%s;" % silent)
+               .replace("proxy_read_timeout    120s;", "proxy_read_timeout    1s;"))
+import re
+slow_server = re.sub(r"listen 127\.0\.0\.1:\d+;", "listen 127.0.0.1:%s;" % slow, slow_server)
+open(path, "a").write("\n" + slow_server)
+PY
+cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 256; }
+http {
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    include $work/nginx/text-gateway.conf;
+}
+CONF
+nginx -t -q -c "$work/nginx/nginx.conf" -p "$work/nginx" || die "nginx refuses docs/nginx.conf"
+nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+nginx_pid=$!
+for _ in $(seq 100); do port_in_use "$nginx_port" && break; sleep 0.05; done
+
+failures=0
+check() { # NAME CONDITION...
+    local name=$1
+    shift
+    if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+body='{"task":"summarize","text":"شهرداری تهران اعلام کرد که اتوبوس‌های برقی جدید به ناوگان اضافه می‌شود."}'
+post() { # URL OUT [curl args...]
+    local url=$1 out=$2
+    shift 2
+    curl -sS -o "$out.body" -D "$out.head" -w '%{http_code}' -H 'Content-Type: application/json' "$@" "$url" || echo 000
+}
+# json_error FILE CODE ID: the body is the contract's error JSON with CODE and requestId ID
+# (or any 32 hex digits when ID is "nginx"), sent as application/json with X-Request-Id.
+json_error() {
+    python3 - "$@" <<'PY'
+import json, re, sys
+path, code, rid = sys.argv[1:]
+head = open(path + ".head", encoding="latin-1").read().lower()
+body = json.load(open(path + ".body", encoding="utf-8"))
+ok = body.get("error") is True and body.get("code") == code and body.get("message") == body.get("reason") and body["message"]
+ok = ok and "content-type: application/json; charset=utf-8" in head and ("x-request-id: " + body["requestId"].lower()) in head
+ok = ok and (re.fullmatch("[0-9a-f]{32}", body["requestId"]) if rid == "nginx" else body["requestId"] == rid)
+sys.exit(0 if ok else 1)
+PY
+}
+base="http://127.0.0.1:$nginx_port"
+
+status=$(post "$base/api/process" "$work/ok" --data-binary "$body" -H 'X-Request-Id: nginx-check-1')
+check "a request through nginx is answered by a gateway (200)" [ "$status" = 200 ]
+check "the client's well-formed X-Request-Id reaches the gateway and comes back" grep -qi '^x-request-id: nginx-check-1' "$work/ok.head"
+
+head -c 1200000 /dev/zero | tr '\0' 'a' >"$work/big.txt"
+status=$(post "$base/api/process" "$work/big" --data-binary "@$work/big.txt" -H 'X-Request-Id: big-1')
+check "a body over client_max_body_size is 413" [ "$status" = 413 ]
+check "the 413 is the contract's JSON (body_too_large) with the request's id" json_error "$work/big" body_too_large big-1
+
+status=$(post "$base/api/process" "$work/quote" --data-binary "@$work/big.txt" -H 'X-Request-Id: a"b')
+check "a malformed X-Request-Id is replaced by nginx's id, never copied into the JSON" json_error "$work/quote" body_too_large nginx
+
+status=$(printf 'GET /api/health HTTP/1.1\r\n\r\n' | python3 -c "
+import socket, sys
+s = socket.create_connection(('127.0.0.1', $nginx_port)); s.sendall(sys.stdin.buffer.read())
+data = b''
+while True:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+head, _, body = data.partition(b'\r\n\r\n')
+open('$work/bad.head', 'wb').write(head); open('$work/bad.body', 'wb').write(body)
+print(head.split()[1].decode())")
+check "a request nginx cannot read (HTTP/1.1 without Host) is 400 in the contract's JSON" json_error "$work/bad" invalid_request nginx
+
+# Several instances as one: Redis holds the limits and the cache, Postgres the history.
+first="http://127.0.0.1:$first_port" second="http://127.0.0.1:$second_port"
+answered=0 refused=0 retry_after=yes
+for index in $(seq 30); do
+    [ $((index % 2)) = 0 ] && target=$first || target=$second
+    status=$(post "$target/api/process" "$work/limit" --data-binary "$body" -H "Authorization: Bearer $bob")
+    case $status in
+        200) answered=$((answered + 1)) ;;
+        429) refused=$((refused + 1)); grep -qi '^retry-after: [1-9]' "$work/limit.head" || retry_after=no ;;
+    esac
+done
+check "a plan of 10 a minute, 30 requests over both instances: exactly 10 answered ($answered), 20 refused ($refused)" \
+    [ "$answered-$refused" = 10-20 ]
+check "every refusal carries Retry-After" [ "$retry_after" = yes ]
+
+status=$(post "$first/api/process" "$work/history" --data-binary "$body" -H "Authorization: Bearer $alice" -H 'X-Request-Id: shared-history-1')
+history_shared() {
+    curl -sS -H "Authorization: Bearer $alice" "$second/api/history/shared-history-1" -o /dev/null -w '%{http_code}' | grep -q 200
+}
+seen=no
+for _ in $(seq 100); do if history_shared; then seen=yes; break; fi; sleep 0.05; done
+check "a request answered by one instance is in the caller's history on the other (Postgres)" \
+    sh -c "[ '$status' = 200 ] && [ $seen = yes ]"
+
+cached='{"task":"titles","text":"این متن برای آزمودن حافظهٔ مشترک پاسخ‌ها میان دو نمونهٔ دروازه نوشته شده است."}'
+post "$first/api/process" "$work/miss" --data-binary "$cached" -H "Authorization: Bearer $alice" >/dev/null
+post "$second/api/process" "$work/hit" --data-binary "$cached" -H "Authorization: Bearer $alice" >/dev/null
+check "the other instance answers the same request from the shared cache (X-Cache: HIT)" \
+    sh -c "grep -qi '^x-cache: miss' '$work/miss.head' && grep -qi '^x-cache: hit' '$work/hit.head'"
+
+metric() { # URL NAME: the value of an unlabelled metric
+    curl -sS "$1/metrics" | awk -v name="$2" '$1 == name { print $2 }'
+}
+stop "$redis_pid"
+redis_pid=
+all=yes
+for index in $(seq 6); do
+    [ $((index % 2)) = 0 ] && target=$first || target=$second
+    status=$(post "$target/api/process" "$work/redis-down" --data-binary "$body" -H "Authorization: Bearer $carol" --max-time 5)
+    [ "$status" = 200 ] || all=no
+done
+check "with Redis away, REDIS_FAILURE_MODE=local answers (6 of 6)" [ "$all" = yes ]
+check "and /metrics says so (textgateway_redis_up 0)" [ "$(metric "$first" textgateway_redis_up)" = 0 ]
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >>"$work/redis.log" 2>&1 &
+redis_pid=$!
+back=no
+for _ in $(seq 200); do
+    if [ "$(metric "$first" textgateway_redis_up)" = 1 ] && [ "$(metric "$second" textgateway_redis_up)" = 1 ]; then back=yes; break; fi
+    sleep 0.05
+done
+check "Redis back: both instances use it again by themselves (textgateway_redis_up 1)" [ "$back" = yes ]
+
+stop "$first_pid"
+first_pid=
+all=yes
+for index in $(seq 10); do
+    status=$(post "$base/api/process" "$work/one-down" --data-binary "$body")
+    [ "$status" = 200 ] || all=no
+done
+check "with one instance down, every request is answered by the other (10 of 10)" [ "$all" = yes ]
+
+stop "$second_pid"
+second_pid=
+status=$(post "$base/api/process" "$work/down" --data-binary "$body" -H 'X-Request-Id: down-1')
+check "with no instance up, 502 in the contract's JSON (gateway_unavailable) with Retry-After" \
+    sh -c "[ '$status' = 502 ] && grep -qi '^retry-after: 1' '$work/down.head'"
+check "the 502's body" json_error "$work/down" gateway_unavailable down-1
+
+status=$(post "http://127.0.0.1:$slow_port/api/process" "$work/slow" --data-binary "$body" -H 'X-Request-Id: slow-1')
+check "no answer in time is 504" [ "$status" = 504 ]
+check "the 504's body" json_error "$work/slow" gateway_timeout slow-1
+
+[ "$failures" -eq 0 ] || die "$failures check(s) failed"
+echo "instances-check: all passed"
