@@ -18,35 +18,15 @@ cd "$(dirname "$0")/.."
 for tool in nginx redis-server curl python3; do
     command -v "$tool" >/dev/null || die "needs $tool (apt-get install -y nginx-light redis-server postgresql curl python3)"
 done
-postgres_bin=/usr/lib/postgresql/15/bin
-[ -x "$postgres_bin/pg_ctl" ] || die "needs PostgreSQL 15 (apt-get install -y postgresql)"
 
 build_flags=(--static-swift-stdlib)
 if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instances-check.XXXXXX")
 mock_pid= first_pid= second_pid= nginx_pid= silent_pid= started_pid= redis_pid=
-stop_postgres() { [ -z "${postgres_port:-}" ] || as_postgres "$postgres_bin/pg_ctl" -D "$work/postgres/data" -m immediate stop >/dev/null 2>&1 || true; }
-trap_stop_postgres() { local status=$?; stop_postgres; (exit "$status"); stop_started_processes; }
 stop_on_exit "$work" nginx_pid first_pid second_pid silent_pid started_pid mock_pid redis_pid
-trap trap_stop_postgres EXIT
-
-# Postgres refuses to run as root: as the postgres user, in a directory of this run's.
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-mkdir -p "$work/postgres"
-[ "$(id -u)" = 0 ] && chown postgres "$work/postgres" && chmod 755 "$work"
-as_postgres "$postgres_bin/initdb" -D "$work/postgres/data" -A trust -U textgateway -E UTF8 --no-sync >"$work/postgres/initdb.log" 2>&1 \
-    || die "initdb failed: $(tail -3 "$work/postgres/initdb.log")"
-postgres_port=$(free_port)
-as_postgres "$postgres_bin/pg_ctl" -D "$work/postgres/data" -l "$work/postgres/server.log" -w \
-    -o "-p $postgres_port -k $work/postgres -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null \
-    || die "postgres did not start: $(tail -3 "$work/postgres/server.log")"
-as_postgres "$postgres_bin/createdb" -h 127.0.0.1 -p "$postgres_port" -U textgateway textgateway || die "createdb failed"
-redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 100); do port_in_use "$redis_port" && break; sleep 0.05; done
-port_in_use "$redis_port" || die "redis-server did not start"
+start_postgres_cluster "$work/postgres"
+start_redis_server "$work/redis.log"
 
 "$bin/mock-upstream" --port 0 --loops 1 --latency-ms 0 --api-key k >"$work/mock.out" 2>"$work/mock.err" &
 mock_pid=$!
@@ -58,7 +38,7 @@ token_entry() { printf '%s:%s:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f
 gateway() { # NAME
     start_text_gateway "$bin" "$work/$1" "$work/$1.log" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=k \
         DARVAREH_MODEL_ID=m LOG_LEVEL=warning TRUSTED_PROXIES=127.0.0.1/32 \
-        REDIS_URL="redis://127.0.0.1:$redis_port" DATABASE_URL="postgres://textgateway@127.0.0.1:$postgres_port/textgateway" \
+        REDIS_URL="redis://127.0.0.1:$redis_port" DATABASE_URL="$postgres_url" \
         CACHE_TTL_SECONDS=60 PLANS="guest:-:-:-,default:-:-:-,limited:10:-:-" AUTH_REQUIRED=off \
         GATEWAY_TOKENS="$(token_entry "$alice" alice default),$(token_entry "$bob" bob limited),$(token_entry "$carol" carol limited)" \
         || die "text-gateway $1 did not start: $(tail -3 "$work/$1.log")"
@@ -213,8 +193,7 @@ for index in $(seq 6); do
 done
 check "with Redis away, REDIS_FAILURE_MODE=local answers (6 of 6)" [ "$all" = yes ]
 check "and /metrics says so (textgateway_redis_up 0)" [ "$(metric "$first" textgateway_redis_up)" = 0 ]
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >>"$work/redis.log" 2>&1 &
-redis_pid=$!
+start_redis_server "$work/redis.log" "$redis_port"
 back=no
 for _ in $(seq 200); do
     if [ "$(metric "$first" textgateway_redis_up)" = 1 ] && [ "$(metric "$second" textgateway_redis_up)" = 1 ]; then back=yes; break; fi

@@ -122,6 +122,41 @@ http {
 CONF
 }
 
+# start_redis_server LOG [PORT]: a redis-server of the caller's own on 127.0.0.1 (PORT, else a
+# free one), without persistence; waits until it accepts. Sets redis_port and redis_pid.
+start_redis_server() {
+    redis_port=${2:-$(free_port)}
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >>"$1" 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 100); do port_in_use "$redis_port" && return 0; sleep 0.05; done
+    die "redis-server did not start on $redis_port: $(tail -3 "$1")"
+}
+
+# start_postgres_cluster DIR: a PostgreSQL 15 cluster of the caller's own in DIR (made), on a
+# free loopback port, with a database `textgateway` its user `textgateway` owns; as the
+# postgres user when run as root (Postgres refuses root). Sets postgres_port and
+# postgres_url. Stop it with stop_postgres_cluster DIR.
+postgres_bin=/usr/lib/postgresql/15/bin
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+start_postgres_cluster() {
+    local dir=$1
+    [ -x "$postgres_bin/pg_ctl" ] || die "needs PostgreSQL 15 (apt-get install -y postgresql)"
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir" && chmod o+x "$(dirname "$dir")"; fi
+    as_postgres "$postgres_bin/initdb" -D "$dir/data" -A trust -U textgateway -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 ||
+        die "initdb failed: $(tail -3 "$dir/initdb.log")"
+    postgres_port=$(free_port)
+    as_postgres "$postgres_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+        -o "-p $postgres_port -k $dir -c listen_addresses=127.0.0.1" start >/dev/null ||
+        die "postgres did not start: $(tail -3 "$dir/server.log")"
+    as_postgres "$postgres_bin/createdb" -h 127.0.0.1 -p "$postgres_port" -U textgateway textgateway || die "createdb failed"
+    postgres_url="postgres://textgateway@127.0.0.1:$postgres_port/textgateway"
+}
+stop_postgres_cluster() {
+    [ -d "$1/data" ] || return 0
+    as_postgres "$postgres_bin/pg_ctl" -D "$1/data" -m fast stop >/dev/null 2>&1 || true
+}
+
 # free_port: a loopback TCP port nothing listens on now (the kernel's choice).
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -161,8 +196,8 @@ build_release() {
 }
 
 # stop_on_exit WORK_DIR PID_VARIABLE...: when the script exits (or gets INT/TERM), stops the
-# processes whose pids the named variables hold at that moment, in that order, removes
-# WORK_DIR, and keeps the script's exit status.
+# processes whose pids the named variables hold at that moment, in that order, and a Postgres
+# cluster started in WORK_DIR/postgres, removes WORK_DIR, and keeps the script's exit status.
 stop_on_exit() {
     exit_work=$1
     shift
@@ -175,6 +210,7 @@ stop_started_processes() {
     local status=$? variable
     trap - EXIT INT TERM
     for variable in "${exit_pid_variables[@]}"; do stop "${!variable:-}"; done
+    stop_postgres_cluster "$exit_work/postgres"
     rm -rf "$exit_work"
     exit "$status"
 }
