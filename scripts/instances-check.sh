@@ -221,5 +221,11 @@ status=$(post "http://127.0.0.1:$slow_port/api/process" "$work/slow" --data-bina
 check "no answer in time is 504" [ "$status" = 504 ]
 check "the 504's body" json_error "$work/slow" gateway_timeout slow-1
 
+# deploy/compose.yaml cannot run here (no container engine): at least every setting it gives
+# the gateways is one the gateway reads (.env.example lists them all).
+unknown=$(sed -n '/^  environment: &gateway-environment/,/^  [a-z_]*:/s/^    \([A-Z_][A-Z0-9_]*\):.*/\1/p' deploy/compose.yaml |
+    while read -r name; do grep -q "^$name=" .env.example || echo "$name"; done)
+check "deploy/compose.yaml sets only variables the gateway reads${unknown:+ (unknown: $unknown)}" [ -z "$unknown" ]
+
 [ "$failures" -eq 0 ] || die "$failures check(s) failed"
 echo "instances-check: all passed"
