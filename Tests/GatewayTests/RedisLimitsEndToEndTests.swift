@@ -75,6 +75,9 @@ struct RedisLimitsEndToEndTests {
             let refused = responses.filter { $0.status == 429 }
             let retryAfters = refused.compactMap { Int($0.header("Retry-After") ?? "") }
             #expect(answered == 10)
+            // Each answer reports the shared count it left, never one instance's own.
+            let remaining = Set(responses.filter { $0.status == 200 }.compactMap { $0.header("RateLimit-Remaining") })
+            #expect(remaining == Set((0..<10).map(String.init)))
             #expect(refused.count == 20)
             #expect(retryAfters.count == 20 && retryAfters.allSatisfy { $0 >= 1 })
             #expect(refused.compactMap { $0.header("RateLimit-Remaining") } == Array(repeating: "0", count: 20))

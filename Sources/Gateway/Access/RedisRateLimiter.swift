@@ -76,7 +76,9 @@ final class RedisRateLimiter: RateLimiter {
             return .refused(status, reason: refusal)
         }
         // Leases of plans with neither concurrency nor daily tokens hold nothing to give back.
-        guard plan.concurrentRequests != nil || plan.tokensPerDay != nil else { return .allowed(RateLease(key: key, id: 0), status) }
+        guard plan.concurrentRequests != nil || plan.tokensPerDay != nil else {
+            return .allowed(RateLease(key: key, id: 0, reservedTokens: 0, day: day, origin: .shared), status)
+        }
         live.withLock { $0[id] = keys }
         return .allowed(RateLease(key: key, id: number, reservedTokens: reserve, day: day, origin: .shared), status)
     }
