@@ -208,6 +208,29 @@ struct RedisLimitsEndToEndTests {
         redis.kill()
     }
 
+    @Test("local: a Redis that hangs costs a request at most its timeout, then none until it answers again")
+    func hungRedisTimesOut() async throws {
+        let redis = try await RedisServer()
+        try await Self.withInstances(1, plans: "pro:100:-:-", redis: redis) { (instances: [GatewayHarness]) async throws in
+            let gateway = instances[0]
+            #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+            redis.signal(SIGSTOP)
+            for _ in 0..<3 {
+                let started = MonotonicInstant.now()
+                #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+                #expect(started.nanoseconds(until: .now()) < 1_000_000_000)
+            }
+            #expect(gateway.logs.lines.filter { $0.contains("redis_unavailable") && $0.contains("reason=timeout") }.count == 1)
+            #expect(try await Self.metrics(gateway).contains("textgateway_redis_errors_total{kind=\"timeout\"} 1"))
+            redis.signal(SIGCONT)
+            #expect(await eventually(within: 15) {
+                _ = try? await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                return gateway.logs.lines.contains { $0.contains("redis_available") }
+            })
+        }
+        redis.kill()
+    }
+
     @Test("closed: with Redis killed, requests are refused with 503 upstream_busy; restarted, they are answered again")
     func closedRefusesWhileRedisIsAway() async throws {
         let redis = try await RedisServer()
