@@ -17,6 +17,9 @@ public final class Gateway: Sendable {
     let jwtMetrics: JWTMetrics?
     private let pipeline: Pipeline
     private let streams = StreamRegistry()
+    /// What runs beside the gateway while it serves (the shared limiter's lease renewal),
+    /// started after Redis and stopped before it.
+    let services: [any Service]
 
     /// - Parameters:
     ///   - httpClient: the upstream client (sharing the server's loops, ideally).
@@ -53,6 +56,8 @@ public final class Gateway: Sendable {
         self.jwt = jwt
         self.jwtMetrics = jwtMetrics
         var limiter: (any RateLimiter)?
+        var services: [any Service] = []
+        if let redis { SharedRateLimiter.registerUpGauge(registry, client: redis) }
         if configuration.rateLimitsEnabled {
             if let rateLimiter {
                 limiter = rateLimiter
@@ -61,8 +66,17 @@ public final class Gateway: Sendable {
                 let now = clock()
                 for (userID, tokens) in tokensChargedToday { local.seed(tokensUsed: tokens, key: RateLimitMiddleware.key(userID: userID), now: now) }
                 limiter = local
+                if let redis {
+                    let shared = RedisRateLimiter(client: redis, leaseTimeToLive: RedisRateLimiter.leaseTimeToLive(upstreamTimeout: configuration.upstreamTimeout))
+                    let limits = SharedRateLimiter(
+                        client: redis, shared: shared, local: local, mode: configuration.redisFailureMode, registry: registry, logger: logger
+                    )
+                    limiter = limits
+                    services.append(limits.renewalService())
+                }
             }
         }
+        self.services = services
         let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
@@ -76,7 +90,9 @@ public final class Gateway: Sendable {
             admission.append(authentication(required: configuration.requiresTokens))
         }
         var limits: [any Middleware] = []
-        if let limiter { limits.append(RateLimitMiddleware(limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, clock: clock)) }
+        if let limiter { limits.append(RateLimitMiddleware(
+            limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, maxTokens: configuration.maxTokens, clock: clock
+        )) }
         admission += limits
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
@@ -116,7 +132,7 @@ public final class Gateway: Sendable {
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
-    static let redisScripts: [RedisScript] = []
+    static let redisScripts: [RedisScript] = RedisRateLimiter.scripts
 
     /// The upstream the configuration names, nil without an API key.
     static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {

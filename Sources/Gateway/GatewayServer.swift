@@ -88,6 +88,7 @@ public final class GatewayServer: Sendable {
         if let opened { list += [opened.closer] + opened.store.services }
         // Before the server, stopped after it: the last requests' leases are given back.
         if let redis { list.append(redis) }
+        list += gateway.services
         list.append(HTTPClientService(client: httpClient))
         // The key set before the server: the first requests find the keys in force.
         var keyFile: JWKSFileSource?

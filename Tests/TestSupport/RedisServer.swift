@@ -62,6 +62,11 @@ public final class RedisServer {
         self.pid = nil
     }
 
+    /// Sends `number` to the server (SIGSTOP: a server that hangs; SIGCONT: back).
+    public func signal(_ number: Int32) {
+        if let pid { Glibc.kill(pid, number) }
+    }
+
     public var url: String { "redis://127.0.0.1:\(port)" }
 
     /// A port the kernel just handed out and released (another process could take it first;

@@ -9,12 +9,33 @@ public struct RateLease: Sendable, Hashable {
     public let key: String
     /// Unique per limiter; 0 for a lease that holds no slot (the plan has no concurrency limit).
     public let id: UInt64
+    /// Tokens set aside against the daily quota when the lease was taken (a shared limiter's
+    /// estimate), settled against the real count when it is finished; 0 for none.
+    public let reservedTokens: Int
+    /// The UTC day (days since the epoch) the lease's tokens count for.
+    public let day: Int64
+    /// Which limiter took the lease, so one that falls back to another finishes each lease
+    /// where it was taken.
+    let origin: Origin
+
+    /// The limiters of a ``SharedRateLimiter``.
+    enum Origin: Sendable, Hashable {
+        case local
+        case shared
+    }
 
     /// A lease, as a ``RateLimiter`` implementation makes them: `id` unique among the leases
     /// it has handed out, or 0 for one that holds no slot.
     public init(key: String, id: UInt64) {
+        self.init(key: key, id: id, reservedTokens: 0, day: 0, origin: .local)
+    }
+
+    init(key: String, id: UInt64, reservedTokens: Int, day: Int64, origin: Origin) {
         self.key = key
         self.id = id
+        self.reservedTokens = reservedTokens
+        self.day = day
+        self.origin = origin
     }
 
     /// Whether the lease holds a concurrency slot that releasing frees.

@@ -13,9 +13,21 @@ public protocol RateLimiter: Sendable {
     /// counted against any limit.
     func acquire(key: String, plan: Plan, now: Instant) async throws -> RateDecision
 
+    /// ``acquire(key:plan:now:)`` for a request expected to use up to `reservingTokens`: a
+    /// limiter shared by several instances sets them aside against the daily quota until
+    /// ``finish(lease:plan:tokens:now:)`` settles the real count, so calls running at once
+    /// on other instances see them. A limiter that counts tokens only at the end ignores it.
+    func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision
+
     /// Ends a request: gives its lease back and charges the tokens it used against the
     /// plan's ``Plan/tokensPerDay`` for the UTC day of `now`. Returns the status the
     /// response reports, counting those tokens (nil when the plan reports none). Finishing
     /// a lease twice gives nothing back twice.
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus?
+}
+
+extension RateLimiter {
+    public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {
+        try await acquire(key: key, plan: plan, now: now)
+    }
 }

@@ -1,25 +1,24 @@
 /// The Lua the Redis limiter runs: one script per decision, atomic on the server, on the
-/// server's clock (`TIME`), so several gateways share one limit exactly. Checked by hand
-/// against redis-server 7.0 with redis-cli; the limiter that sends them (EVALSHA, loaded at
-/// connect and again after NOSCRIPT) comes with the Redis client.
+/// server's clock (`TIME`), so several gateways share one limit exactly; the instances'
+/// clocks never enter it.
+///
+/// Every limiter key has four Redis keys (``RedisRateLimiter`` names them):
+/// - `w`: the requests of the last minute, a sorted set (member the request's id, score its
+///   start in ms);
+/// - `l`: the live requests, a sorted set (member the request's id, score when its lease
+///   expires in ms) — the concurrency slots, and what holds a reservation;
+/// - `v`: the tokens reserved by live requests, a hash (request id → tokens, and `#` → their sum);
+/// - `t:<day>`: the tokens settled for a UTC day (real counts, and reservations of leases that expired).
 enum RedisRateLimitScripts {
     /// A request's admission: the day's tokens, the minute's requests, the leases held.
     static let acquire = """
-        -- One rate-limit decision for one key, atomically, on the server's clock (TIME): the
-        -- instances' clocks never enter it, so several gateways share one limit exactly.
-        --
-        -- KEYS[1] the key's requests of the last minute: a sorted set, member a request id, score
-        --         its start in milliseconds
-        -- KEYS[2] the key's leases: a sorted set, member a lease id, score when it expires (ms)
-        -- KEYS[3] the prefix of the key's daily token counter; the UTC day is appended (":<day>")
-        -- ARGV[1] requests per minute (0: no limit)      ARGV[2] requests at once (0: no limit)
-        -- ARGV[3] tokens per day (0: no limit)           ARGV[4] a lease's time to live (ms)
-        -- ARGV[5] this request's id (unique)             ARGV[6] tokens to reserve now (an estimate)
-        --
-        -- Checks in the in-memory limiter's order: an exhausted day, then the minute, then
-        -- concurrency. A refused request is not counted. Returns
-        -- {allowed (1 or 0), reason, retry-after s, quota, limit, remaining, reset s, day}
-        -- where quota names the limit the status speaks of (rpm, tokens or concurrent).
+        -- KEYS[1] w   KEYS[2] l   KEYS[3] v   KEYS[4] the prefix of t (":<day>" is appended)
+        -- ARGV[1] requests per minute (0: no limit)   ARGV[2] requests at once (0: no limit)
+        -- ARGV[3] tokens per day (0: no limit)        ARGV[4] a lease's time to live (ms)
+        -- ARGV[5] this request's id (unique)          ARGV[6] tokens to reserve (an estimate)
+        -- Checks in the in-memory limiter's order: an exhausted day, the minute, concurrency.
+        -- A refused request is not counted. Returns
+        -- {allowed (1 or 0), reason, retry-after s, quota, limit, remaining, reset s, day}.
         local rpm = tonumber(ARGV[1])
         local concurrent = tonumber(ARGV[2])
         local perDay = tonumber(ARGV[3])
@@ -31,13 +30,37 @@ enum RedisRateLimitScripts {
         local now = seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
         local day = math.floor(seconds / 86400)
         local untilMidnight = (day + 1) * 86400 - seconds
-        local tokensKey = KEYS[3] .. ':' .. day
+        local tokensKey = KEYS[4] .. ':' .. day
+        local leased = concurrent > 0 or perDay > 0
 
-        local used = 0
+        -- A lease past its time belongs to a request that cannot be running (its instance
+        -- died): its slot is freed and its reservation charged as it stands, the call having
+        -- perhaps been made.
+        local inFlight = 0
+        if leased then
+          local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+          for _, member in ipairs(expired) do
+            local amount = redis.call('HGET', KEYS[3], member)
+            if amount then
+              redis.call('HDEL', KEYS[3], member)
+              redis.call('HINCRBY', KEYS[3], '#', -tonumber(amount))
+              redis.call('INCRBY', tokensKey, amount)
+              redis.call('EXPIRE', tokensKey, 2 * 86400)
+            end
+          end
+          if #expired > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) end
+          inFlight = tonumber(redis.call('HGET', KEYS[3], '#') or '0')
+        end
+
+        local settled = 0
         if perDay > 0 then
-          used = tonumber(redis.call('GET', tokensKey) or '0')
-          if used >= perDay then
+          settled = tonumber(redis.call('GET', tokensKey) or '0')
+          if settled >= perDay then
             return {0, 'daily_tokens', untilMidnight, 'tokens', perDay, 0, untilMidnight, day}
+          end
+          if settled + inFlight >= perDay then
+            -- Spoken for by calls still running, whose real counts may leave room soon.
+            return {0, 'daily_tokens', 1, 'tokens', perDay, 0, untilMidnight, day}
           end
         end
 
@@ -58,13 +81,10 @@ enum RedisRateLimitScripts {
           end
         end
 
-        if concurrent > 0 then
-          redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-          if redis.call('ZCARD', KEYS[2]) >= concurrent then
-            if rpm > 0 then return {0, 'concurrency', 1, 'rpm', rpm, math.max(0, rpm - count), windowReset(), day} end
-            if perDay > 0 then return {0, 'concurrency', 1, 'tokens', perDay, math.max(0, perDay - used), untilMidnight, day} end
-            return {0, 'concurrency', 1, 'concurrent', concurrent, 0, 1, day}
-          end
+        if concurrent > 0 and redis.call('ZCARD', KEYS[2]) >= concurrent then
+          if rpm > 0 then return {0, 'concurrency', 1, 'rpm', rpm, math.max(0, rpm - count), windowReset(), day} end
+          if perDay > 0 then return {0, 'concurrency', 1, 'tokens', perDay, math.max(0, perDay - settled - inFlight), untilMidnight, day} end
+          return {0, 'concurrency', 1, 'concurrent', concurrent, 0, 1, day}
         end
 
         if rpm > 0 then
@@ -72,45 +92,49 @@ enum RedisRateLimitScripts {
           redis.call('PEXPIRE', KEYS[1], 61000)
           count = count + 1
         end
-        if concurrent > 0 then
+        if leased then
           redis.call('ZADD', KEYS[2], now + leaseTTL, id)
           redis.call('PEXPIRE', KEYS[2], leaseTTL + 1000)
         end
         if perDay > 0 and reserve > 0 then
-          used = redis.call('INCRBY', tokensKey, reserve)
-          redis.call('EXPIRE', tokensKey, 2 * 86400)
+          redis.call('HSET', KEYS[3], id, reserve)
+          inFlight = redis.call('HINCRBY', KEYS[3], '#', reserve)
+          redis.call('PEXPIRE', KEYS[3], leaseTTL + 1000)
         end
         if rpm > 0 then return {1, 'ok', 0, 'rpm', rpm, math.max(0, rpm - count), windowReset(), day} end
-        if perDay > 0 then return {1, 'ok', 0, 'tokens', perDay, math.max(0, perDay - used), untilMidnight, day} end
+        if perDay > 0 then return {1, 'ok', 0, 'tokens', perDay, math.max(0, perDay - settled - inFlight), untilMidnight, day} end
         return {1, 'ok', 0, 'none', 0, 0, 0, day}
         """
 
-    /// A request's end: its lease given back, its tokens settled against the reservation.
+    /// A request's end: its lease given back and its reservation replaced by its real count,
+    /// both once.
     static let finish = """
-        -- Ends a request: gives its lease back (once) and settles its tokens — the real count
-        -- minus what acquire reserved — on the day the reservation was made.
-        --
-        -- KEYS[1] the minute's requests   KEYS[2] the leases   KEYS[3] the daily counter's prefix
-        -- ARGV[1] the request's id        ARGV[2] tokens used  ARGV[3] tokens reserved
-        -- ARGV[4] the reservation's day   ARGV[5] requests per minute (0: none)
-        -- ARGV[6] tokens per day (0: none)
+        -- KEYS[1] w   KEYS[2] l   KEYS[3] v   KEYS[4] the prefix of t
+        -- ARGV[1] the request's id   ARGV[2] tokens used   ARGV[3] the reservation's day
+        -- ARGV[4] requests per minute (0: none)   ARGV[5] tokens per day (0: none)
         -- Returns {quota, limit, remaining, reset s} as acquire's allowed answer would now.
         local id = ARGV[1]
         local used = tonumber(ARGV[2])
-        local reserved = tonumber(ARGV[3])
-        local day = ARGV[4]
-        local rpm = tonumber(ARGV[5])
-        local perDay = tonumber(ARGV[6])
+        local rpm = tonumber(ARGV[4])
+        local perDay = tonumber(ARGV[5])
         local time = redis.call('TIME')
         local seconds = tonumber(time[1])
         local now = seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
         local today = math.floor(seconds / 86400)
 
-        redis.call('ZREM', KEYS[2], id)
-        local tokensKey = KEYS[3] .. ':' .. day
-        local total = 0
-        if perDay > 0 and used ~= reserved then
-          total = redis.call('INCRBY', tokensKey, used - reserved)
+        -- Only the first finish of a live lease settles: a second one, or one after the lease
+        -- expired (its reservation charged then), finds nothing left to settle.
+        local live = redis.call('ZREM', KEYS[2], id) == 1
+        local amount = redis.call('HGET', KEYS[3], id)
+        if amount then
+          redis.call('HDEL', KEYS[3], id)
+          redis.call('HINCRBY', KEYS[3], '#', -tonumber(amount))
+          live = true
+        end
+        if live and perDay > 0 and used > 0 then
+          -- On the reservation's day: a call that started before midnight counts for its day.
+          local tokensKey = KEYS[4] .. ':' .. ARGV[3]
+          redis.call('INCRBY', tokensKey, used)
           redis.call('EXPIRE', tokensKey, 2 * 86400)
         end
         if rpm > 0 then
@@ -122,9 +146,32 @@ enum RedisRateLimitScripts {
           return {'rpm', rpm, math.max(0, rpm - count), reset}
         end
         if perDay > 0 then
-          total = tonumber(redis.call('GET', KEYS[3] .. ':' .. today) or '0')
-          return {'tokens', perDay, math.max(0, perDay - total), (today + 1) * 86400 - seconds}
+          local settled = tonumber(redis.call('GET', KEYS[4] .. ':' .. today) or '0')
+          local inFlight = tonumber(redis.call('HGET', KEYS[3], '#') or '0')
+          return {'tokens', perDay, math.max(0, perDay - settled - inFlight), (today + 1) * 86400 - seconds}
         end
         return {'none', 0, 0, 0}
+        """
+
+    /// Extends the leases an instance holds, so a live long request keeps its slot while a
+    /// dead instance's expire.
+    static let renew = """
+        -- KEYS pairs: l and v of each lease's key   ARGV[1] a lease's time to live (ms)
+        -- ARGV[1 + i] the id of the lease in the i-th pair. Only leases still there are
+        -- extended (XX): one that expired or was finished stays gone. Returns how many were.
+        local ttl = tonumber(ARGV[1])
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        local renewed = 0
+        for i = 1, #KEYS / 2 do
+          local leases = KEYS[2 * i - 1]
+          if redis.call('ZSCORE', leases, ARGV[i + 1]) then
+            redis.call('ZADD', leases, 'XX', now + ttl, ARGV[i + 1])
+            redis.call('PEXPIRE', leases, ttl + 1000)
+            redis.call('PEXPIRE', KEYS[2 * i], ttl + 1000)
+            renewed = renewed + 1
+          end
+        end
+        return renewed
         """
 }

@@ -125,6 +125,8 @@ struct RateLimitMiddleware: Middleware {
     let plans: PlanCatalog
     /// Proxies whose `X-Forwarded-For` names a guest's address.
     let trustedProxies: TrustedProxies
+    /// `MAX_TOKENS`: the most an answer may take, part of what a request reserves.
+    let maxTokens: Int
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
@@ -133,7 +135,7 @@ struct RateLimitMiddleware: Middleware {
         let key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
         let decision: RateDecision
         do {
-            decision = try await limiter.acquire(key: key, plan: plan, now: clock())
+            decision = try await limiter.acquire(key: key, plan: plan, reservingTokens: Self.tokenEstimate(bodyBytes: request.body.count, maxTokens: maxTokens), now: clock())
         } catch {
             throw GatewayError.upstreamBusy
         }
@@ -159,6 +161,12 @@ struct RateLimitMiddleware: Middleware {
             if let status { context.update { $0.rateStatus = status } }
         }
         return response
+    }
+
+    /// What a request may use, reserved before it runs: its input at about three bytes a token
+    /// (rough, on the high side for Persian and JSON) and the longest answer allowed.
+    static func tokenEstimate(bodyBytes: Int, maxTokens: Int) -> Int {
+        bodyBytes / 3 + maxTokens
     }
 
     /// The limiter's key for an identified caller.
