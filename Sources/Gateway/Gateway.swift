@@ -63,7 +63,14 @@ public final class Gateway: Sendable {
                 limiter = local
             }
         }
-        let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
+        let cache: (any AnswerCache)? = configuration.cacheTimeToLive.map { timeToLive in
+            let local = ResponseCache(timeToLive: timeToLive, capacity: configuration.cacheMaxEntries)
+            guard configuration.cacheBackend == .redis, let redis else { return local }
+            return SharedResponseCache(
+                redis: redis, local: local, lockTimeToLive: SharedResponseCache.lockTimeToLive(upstreamTimeout: configuration.upstreamTimeout),
+                waitLimit: configuration.upstreamTimeout, registry: registry
+            )
+        }
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
         func authentication(required: Bool) -> AuthMiddleware {
@@ -116,7 +123,7 @@ public final class Gateway: Sendable {
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
-    static let redisScripts: [RedisScript] = []
+    static let redisScripts: [RedisScript] = SharedResponseCache.scripts
 
     /// The upstream the configuration names, nil without an API key.
     static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {
