@@ -36,7 +36,7 @@ final class SharedResponseCache: AnswerCache {
         self.waitLimit = waitLimit
         errors = registry.counter(
             "textgateway_cache_redis_errors_total",
-            help: "Shared cache operations Redis did not answer in time or refused (the request went on without it), by operation.",
+            help: "Shared cache operations that failed (Redis away, slow or refusing, or a value it could not read); the request went on without them. By operation.",
             labels: ["operation"]
         )
     }
@@ -66,8 +66,9 @@ final class SharedResponseCache: AnswerCache {
     private func shared(
         _ key: ResponseCache.Key, compute: @escaping @Sendable () async throws(GatewayError) -> ResponseCache.Answer
     ) async throws(GatewayError) -> (ResponseCache.Answer, lifetime: Duration) {
-        let entry = RedisArgument(Self.entryKey(key))
-        let lock = RedisArgument(Self.entryKey(key) + ":lock")
+        let name = Self.entryKey(key)
+        let entry = RedisArgument(name)
+        let lock = RedisArgument(name + ":lock")
         let token = RedisArgument(SHA256.hexString(SecureRandom.bytes(16)))
         let deadline = MonotonicInstant.now().advanced(by: waitLimit)
         var pause = Duration.milliseconds(10)
