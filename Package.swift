@@ -61,7 +61,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "TestSupport", dependencies: ["EventLoop"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream", "Crypto"], swiftSettings: strict),
+        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream", "Crypto", "Redis"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),

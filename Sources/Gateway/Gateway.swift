@@ -77,7 +77,14 @@ public final class Gateway: Sendable {
             }
         }
         self.services = services
-        let cache = configuration.cacheTimeToLive.map { ResponseCache(timeToLive: $0, capacity: configuration.cacheMaxEntries) }
+        let cache: (any AnswerCache)? = configuration.cacheTimeToLive.map { timeToLive in
+            let local = ResponseCache(timeToLive: timeToLive, capacity: configuration.cacheMaxEntries)
+            guard configuration.cacheBackend == .redis, let redis else { return local }
+            return SharedResponseCache(
+                redis: redis, local: local, lockTimeToLive: SharedResponseCache.lockTimeToLive(upstreamTimeout: configuration.upstreamTimeout),
+                waitLimit: configuration.upstreamTimeout, registry: registry
+            )
+        }
         // A concern the configuration turns off is no layer at all.
         var admission: [any Middleware] = []
         func authentication(required: Bool) -> AuthMiddleware {
@@ -132,7 +139,7 @@ public final class Gateway: Sendable {
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
-    static let redisScripts: [RedisScript] = RedisRateLimiter.scripts
+    static let redisScripts: [RedisScript] = RedisRateLimiter.scripts + SharedResponseCache.scripts
 
     /// The upstream the configuration names, nil without an API key.
     static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {

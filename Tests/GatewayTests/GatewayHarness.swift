@@ -15,6 +15,8 @@ struct GatewayHarness {
     let client: HTTPClient
     let logs: LogSink
     let base: String
+    /// False for a ``peer(configure:_:)``, which shares the mock of the harness it came from.
+    let ownsMock: Bool
 
     static func with(
         configure: (inout GatewayConfiguration) -> Void = { _ in },
@@ -30,6 +32,30 @@ struct GatewayHarness {
         defaults.deltaDelayMilliseconds = 1
         let mock = try MockUpstream(configuration: mockConfiguration, defaults: defaults, apiKey: upstreamKey)
         try await mock.start()
+        try await start(mock: mock, ownsMock: true, configure: configure, logFormat: logFormat, clock: clock, observers: observers).serve(body)
+    }
+
+    /// Another gateway on this harness's mock upstream (one more instance, configured afresh),
+    /// stopped when `body` ends; the mock stays with this harness.
+    func peer(configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void) async throws {
+        try await Self.start(mock: mock, ownsMock: false, configure: configure, logFormat: .text, clock: { .now }, observers: []).serve(body)
+    }
+
+    /// Runs `body`, then stops this gateway whether or not it threw.
+    private func serve(_ body: (GatewayHarness) async throws -> Void) async throws {
+        do {
+            try await body(self)
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
+    }
+
+    private static func start(
+        mock: MockUpstream, ownsMock: Bool, configure: (inout GatewayConfiguration) -> Void, logFormat: Logger.Format,
+        clock: @escaping @Sendable () -> Instant, observers: [any RequestObserver]
+    ) async throws -> GatewayHarness {
         var configuration = GatewayConfiguration()
         configuration.apiKey = upstreamKey
         configuration.defaultModel = "test-model"
@@ -43,20 +69,15 @@ struct GatewayHarness {
         let logs = LogSink.memory()
         let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock, observers: observers)
         let client = try HTTPClient()
-        let harness = GatewayHarness(mock: mock, running: running, client: client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)")
-        do {
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
+        return GatewayHarness(
+            mock: mock, running: running, client: client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: ownsMock
+        )
     }
 
     func stop() async {
         await client.shutdown()
         await running.stop()
-        await mock.shutdown()
+        if ownsMock { await mock.shutdown() }
     }
 
     /// POSTs `body` to /api/process.

@@ -31,7 +31,7 @@ struct RedisLimitsEndToEndTests {
                 for _ in 1..<count {
                     let logs = LogSink.memory()
                     let running = try await GatewayServer.start(configuration: first.running.gateway.configuration, logger: Logger(level: .debug, sink: logs))
-                    instances.append(GatewayHarness(mock: first.mock, running: running, client: first.client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)"))
+                    instances.append(GatewayHarness(mock: first.mock, running: running, client: first.client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: false))
                 }
                 try await body(instances)
             } catch {
@@ -139,7 +139,7 @@ struct RedisLimitsEndToEndTests {
                 "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:pro", "PLANS": "pro:-:2:-",
             ]) { $1 }
             let doomed = try await StoreProcessTests.Gateway.start(environment, directory: CommandLineProcessTests.emptyDirectory())
-            let doomedHarness = GatewayHarness(mock: survivor.mock, running: survivor.running, client: survivor.client, logs: survivor.logs, base: doomed.base)
+            let doomedHarness = GatewayHarness(mock: survivor.mock, running: survivor.running, client: survivor.client, logs: survivor.logs, base: doomed.base, ownsMock: false)
             let held = (0..<2).map { _ in
                 Task { try? await doomedHarness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=20000]", headers: AccessEndToEndTests.bearer()) }
             }
@@ -175,7 +175,10 @@ struct RedisLimitsEndToEndTests {
             let streamed = try await stream.value
             #expect(streamed.status == 200)
             #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
-            #expect(try await instances[1].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+            // The lease is given back by the finished hook, just after the stream's last bytes.
+            #expect(await eventually(within: 5) {
+                (try? await instances[1].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
+            })
         }
         redis.kill()
     }

@@ -8,7 +8,7 @@ import HTTPServer
 struct ProcessRoute: RouteHandler {
     let upstream: (any ChatUpstream)?
     let configuration: GatewayConfiguration
-    let cache: ResponseCache?
+    let cache: (any AnswerCache)?
     let metrics: GatewayMetrics
     let streams: StreamRegistry
     let logger: Logger
@@ -16,7 +16,7 @@ struct ProcessRoute: RouteHandler {
     /// user's text, encoded once; nil for a task without a model.
     let bodyTemplates: [ChatRequestBodyTemplate?]
 
-    init(upstream: (any ChatUpstream)?, configuration: GatewayConfiguration, cache: ResponseCache?, metrics: GatewayMetrics,
+    init(upstream: (any ChatUpstream)?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
          streams: StreamRegistry, logger: Logger) {
         self.upstream = upstream
         self.configuration = configuration

@@ -5,7 +5,7 @@ import Synchronization
 /// A bounded LRU of `/api/process` answers with a time to live, and single flight: while one
 /// request asks the upstream for a key, identical requests wait for its answer instead of
 /// calling the upstream again.
-final class ResponseCache: Sendable {
+final class ResponseCache: AnswerCache {
     /// What a cached request is answered with.
     struct Answer: Sendable, Equatable {
         let result: String
@@ -64,15 +64,30 @@ final class ResponseCache: Sendable {
     /// Entries held (for tests and metrics).
     var count: Int { state.withLock { $0.index.count } }
 
-    /// The cached answer for `key`, or the answer of the call in flight for it, or of a new
-    /// call of `compute` (then cached). `hit` is true when this request made no call of its
-    /// own. A failure is shared with every request that waited for it and not cached. When
-    /// this request's task is cancelled it stops waiting at once (`client_closed_request`);
-    /// the call goes on while anyone else waits for it.
     func answer(
-        for key: Key,
-        now: @escaping @Sendable () -> MonotonicInstant = { .now() },
+        for key: Key, compute: @escaping @Sendable () async throws(GatewayError) -> Answer
+    ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
+        try await answer(for: key, now: { .now() }, compute: compute)
+    }
+
+    /// ``answer(for:compute:)`` on the clock `now`.
+    func answer(
+        for key: Key, now: @escaping @Sendable () -> MonotonicInstant,
         compute: @escaping @Sendable () async throws(GatewayError) -> Answer
+    ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
+        let timeToLive = self.timeToLive
+        return try await answer(for: key, now: now) { () throws(GatewayError) in (try await compute(), timeToLive) }
+    }
+
+    /// The cached answer for `key`, or the answer of the call in flight for it, or of a new
+    /// call of `compute`, then cached for the lifetime `compute` gives (at most the time to
+    /// live; none: not kept). `hit` is true when this request made no call of its own. A
+    /// failure is shared with every request that waited for it and not cached. When this
+    /// request's task is cancelled it stops waiting at once (`client_closed_request`); the
+    /// call goes on while anyone else waits for it.
+    func answer(
+        for key: Key, now: @escaping @Sendable () -> MonotonicInstant,
+        computeWithLifetime compute: @escaping @Sendable () async throws(GatewayError) -> (Answer, lifetime: Duration)
     ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
         enum Step { case hit(Answer), join(UInt64), lead(UInt64) }
         let step: Step = state.withLock { state in
@@ -99,7 +114,7 @@ final class ResponseCache: Sendable {
             // leader waited would leave the leader no answer to take.
             start = { [self] in
                 let task = Task { [self] in
-                    let result: Result<Answer, GatewayError>
+                    let result: Result<(Answer, lifetime: Duration), GatewayError>
                     do throws(GatewayError) {
                         result = .success(try await compute())
                     } catch {
@@ -149,12 +164,15 @@ final class ResponseCache: Sendable {
     }
 
     /// The flight of `key` has its result: cache a success and answer everyone waiting.
-    private func land(_ key: Key, _ result: Result<Answer, GatewayError>, now: MonotonicInstant) {
+    private func land(_ key: Key, _ result: Result<(Answer, lifetime: Duration), GatewayError>, now: MonotonicInstant) {
         let waiters = state.withLock { state -> [Waiter] in
-            if case .success(let answer) = result { insert(key, answer, now: now, into: &state) }
+            if case .success(let (answer, lifetime)) = result, lifetime > .zero {
+                insert(key, answer, expires: now.advanced(by: min(lifetime, timeToLive)), into: &state)
+            }
             return state.flights.removeValue(forKey: key).map { Array($0.waiters.values) } ?? []
         }
-        for waiter in waiters { waiter.resume(returning: result) }
+        let answered = result.map(\.0)
+        for waiter in waiters { waiter.resume(returning: answered) }
     }
 
     private static func lookup(_ key: Key, now: MonotonicInstant, in state: inout State) -> Answer? {
@@ -167,10 +185,10 @@ final class ResponseCache: Sendable {
         return state.nodes[slot].answer
     }
 
-    private func insert(_ key: Key, _ answer: Answer, now: MonotonicInstant, into state: inout State) {
+    private func insert(_ key: Key, _ answer: Answer, expires: MonotonicInstant, into state: inout State) {
         if let slot = state.index[key] { Self.remove(slot, from: &state) }
         while state.index.count >= capacity, let tail = state.tail { Self.remove(tail, from: &state) }
-        let node = Node(key: key, answer: answer, expires: now.advanced(by: timeToLive), previous: nil, next: state.head)
+        let node = Node(key: key, answer: answer, expires: expires, previous: nil, next: state.head)
         let slot: Int
         if let reused = state.free.popLast() {
             slot = reused

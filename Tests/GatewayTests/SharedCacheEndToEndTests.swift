@@ -1,0 +1,245 @@
+import EventLoop
+@testable import Gateway
+import HTTPClient
+import Redis
+import Synchronization
+import Testing
+import TestSupport
+
+/// A Redis client of the test's own, on a loop of its own, to plant and read keys with.
+private struct RedisProbe {
+    let group: EventLoopGroup
+    let client: RedisClient
+
+    init(url: String) async throws {
+        group = try EventLoopGroup(loopCount: 1, namePrefix: "redis-probe")
+        var configuration = try RedisConfiguration(url: url)
+        configuration.timeout = .seconds(2)
+        client = RedisClient(configuration: configuration, group: group, scripts: SharedResponseCache.scripts)
+        try await client.start()
+    }
+
+    func stop() async {
+        await client.stop(deadline: .now().advanced(by: .seconds(1)))
+        await group.shutdownGracefully()
+    }
+}
+
+@Suite("Shared response cache through Redis", .serialized, .timeLimit(.minutes(3)))
+struct SharedCacheEndToEndTests {
+    static let sample = ProcessEndToEndTests.sample
+
+    /// The cache in `redis` with a time to live; a generous Redis timeout where a slow reply
+    /// on a busy machine would be an extra upstream call the test counts.
+    static func shared(_ redis: RedisServer, ttl: Duration = .seconds(60), timeout: Duration = .seconds(1)) -> (inout GatewayConfiguration) -> Void {
+        let url = redis.url
+        return { configuration in
+            configuration.redis = try? RedisConfiguration(url: url)
+            configuration.redis?.timeout = timeout
+            configuration.redis?.reconnectBackoff = .milliseconds(10)...(.milliseconds(200))
+            configuration.cacheBackend = .redis
+            configuration.cacheTimeToLive = ttl
+        }
+    }
+
+    static func metrics(_ harness: GatewayHarness) async throws -> [String: Double] {
+        MetricsEndToEndTests.samples(String(decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body, as: UTF8.self))
+    }
+
+    @Test("answers another instance's repeat from Redis with X-Cache: HIT, the same result and usage, no upstream call")
+    func hitAcrossInstances() async throws {
+        let redis = try await RedisServer()
+        try await GatewayHarness.with(configure: Self.shared(redis)) { first in
+            try await first.peer(configure: Self.shared(redis)) { second in
+                let miss = try await first.process(task: "summarize", text: Self.sample)
+                #expect(miss.status == 200 && miss.header("X-Cache") == "MISS")
+                let hit = try await second.process(task: "summarize", text: Self.sample)
+                #expect(hit.status == 200 && hit.header("X-Cache") == "HIT")
+                #expect(try Body(hit).result == Body(miss).result)
+                #expect(try Body(hit).usage == Body(miss).usage && Body(hit).usage != nil)
+                #expect(try Body(hit).requestId != Body(miss).requestId)
+                #expect(first.mock.stats.requests == 1)
+            }
+        }
+    }
+
+    @Test("makes one upstream call for identical concurrent requests spread over two instances")
+    func singleFlightAcrossInstances() async throws {
+        let redis = try await RedisServer()
+        try await GatewayHarness.with(configure: Self.shared(redis)) { first in
+            try await first.peer(configure: Self.shared(redis)) { second in
+                let text = Self.sample + " [mock:latency-ms=600]"
+                let answers = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
+                    for index in 0..<10 {
+                        let gateway = index.isMultiple(of: 2) ? first : second
+                        group.addTask { try await gateway.process(task: "titles", text: text) }
+                    }
+                    var all: [HTTPClientResponse] = []
+                    for try await answer in group { all.append(answer) }
+                    return all
+                }
+                #expect(answers.count == 10 && answers.allSatisfy { $0.status == 200 })
+                #expect(Set(try answers.map { try Body($0).result }).count == 1)
+                #expect(answers.filter { $0.header("X-Cache") == "MISS" }.count == 1)
+                #expect(first.mock.stats.requests == 1)
+            }
+        }
+    }
+
+    @Test("makes its own call once a lock whose holder died expires, in bounded time")
+    func deadHolder() async throws {
+        let redis = try await RedisServer()
+        let probe = try await RedisProbe(url: redis.url)
+        let key = ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: Self.sample)
+        // A lock as a holder leaves it when it dies mid-call: nobody will store or release it.
+        _ = try await probe.client.send(["SET", RedisArgument(SharedResponseCache.entryKey(key) + ":lock"), "gone", "PX", "1500"])
+        try await GatewayHarness.with(configure: Self.shared(redis)) { harness in
+            let start = MonotonicInstant.now()
+            let answer = try await harness.process(task: "summarize", text: Self.sample)
+            let waited = Duration.nanoseconds(start.nanoseconds(until: .now()))
+            #expect(answer.status == 200 && answer.header("X-Cache") == "MISS")
+            #expect(harness.mock.stats.requests == 1)
+            #expect(waited >= .milliseconds(1000), "it waited for the holder")
+            #expect(waited < .seconds(8), "it did not wait much past the lock")
+            #expect(try await probe.client.send(["EXISTS", RedisArgument(SharedResponseCache.entryKey(key))]).integer == 1)
+        }
+        await probe.stop()
+    }
+
+    @Test("aborts the upstream call when the only client goes, and gives the lock back")
+    func cancellation() async throws {
+        let redis = try await RedisServer()
+        let probe = try await RedisProbe(url: redis.url)
+        let text = Self.sample + " [mock:latency-ms=10000]"
+        let lock = RedisArgument(SharedResponseCache.entryKey(ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: text)) + ":lock")
+        try await GatewayHarness.with(configure: Self.shared(redis)) { harness async throws in
+            let call = Task { try await harness.process(task: "summarize", text: text) }
+            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            #expect(try await probe.client.send(["EXISTS", lock]).integer == 1)
+            call.cancel()
+            #expect(await eventually(within: 2) { harness.mock.stats.cancelled == 1 })
+            #expect(await eventually { (try? await probe.client.send(["EXISTS", lock]).integer) == 0 })
+        }
+        await probe.stop()
+    }
+
+    @Test("keeps answering with Redis down, counting the errors, and shares again once it is back")
+    func redisDownAndBack() async throws {
+        let redis = try await RedisServer()
+        try await GatewayHarness.with(configure: Self.shared(redis, timeout: .milliseconds(200))) { first in
+            try await first.peer(configure: Self.shared(redis, timeout: .milliseconds(200))) { second in
+                redis.kill()
+                let down = try await first.process(task: "rewrite", text: Self.sample)
+                #expect(down.status == 200 && down.header("X-Cache") == "MISS")
+                // The in-process cache still answers this instance's repeats.
+                #expect(try await first.process(task: "rewrite", text: Self.sample).header("X-Cache") == "HIT")
+                #expect(try await second.process(task: "rewrite", text: Self.sample).status == 200)
+                #expect(first.mock.stats.requests == 2)
+                let counted = try await Self.metrics(first)
+                #expect(counted[#"textgateway_cache_redis_errors_total{operation="lookup"}"#] == 1)
+
+                try await redis.start()
+                var attempt = 0
+                let sharedAgain = await eventually(within: 20) {
+                    attempt += 1
+                    let text = Self.sample + " \(attempt)"
+                    guard (try? await first.process(task: "rewrite", text: text).status) == 200 else { return false }
+                    return (try? await second.process(task: "rewrite", text: text).header("X-Cache")) == "HIT"
+                }
+                #expect(sharedAgain)
+            }
+        }
+    }
+
+    @Test("lets an entry expire with its time to live, under a key that holds no text")
+    func expiry() async throws {
+        let redis = try await RedisServer()
+        let probe = try await RedisProbe(url: redis.url)
+        try await GatewayHarness.with(configure: Self.shared(redis, ttl: .seconds(1))) { first in
+            try await first.peer(configure: Self.shared(redis, ttl: .seconds(1))) { second in
+                #expect(try await first.process(task: "key-points", text: Self.sample).header("X-Cache") == "MISS")
+                let keys = try await probe.client.send(["KEYS", "tg:cache:*"]).array?.compactMap(\.string) ?? []
+                #expect(keys.count == 1)
+                let hex = keys.first?.dropFirst("tg:cache:".count) ?? ""
+                #expect(hex.count == 64 && hex.allSatisfy(\.isHexDigit))
+                let remaining = try await probe.client.send(["PTTL", RedisArgument(keys.first ?? "")]).integer ?? 0
+                #expect(remaining > 0 && remaining <= 1000)
+                #expect(try await second.process(task: "key-points", text: Self.sample).header("X-Cache") == "HIT")
+                let expired = await eventually(within: 5) {
+                    (try? await second.process(task: "key-points", text: Self.sample).header("X-Cache")) == "MISS"
+                }
+                #expect(expired)
+                #expect(first.mock.stats.requests == 2)
+            }
+        }
+        await probe.stop()
+    }
+}
+
+@Suite("Shared response cache's lock", .serialized, .timeLimit(.minutes(2)))
+struct SharedCacheLockTests {
+    static let key = ResponseCache.Key(task: "titles", tone: "short", model: "m", text: "a text of some length")
+
+    /// Two instances' caches over one Redis, with a lock short beside the calls.
+    fileprivate static func instances(_ probe: RedisProbe) -> (SharedResponseCache, SharedResponseCache) {
+        func make() -> SharedResponseCache {
+            SharedResponseCache(
+                redis: probe.client, local: ResponseCache(timeToLive: .seconds(60), capacity: 10), lockTimeToLive: .milliseconds(200),
+                waitLimit: .seconds(10), registry: MetricsRegistry()
+            )
+        }
+        return (make(), make())
+    }
+
+    @Test("a live holder renews its lock: a call longer than the lock is still made once")
+    func renewal() async throws {
+        let redis = try await RedisServer()
+        let probe = try await RedisProbe(url: redis.url)
+        let (first, second) = Self.instances(probe)
+        let calls = Atomic<Int>(0)
+        let compute: @Sendable () async throws(GatewayError) -> ResponseCache.Answer = { () throws(GatewayError) in
+            calls.add(1, ordering: .relaxed)
+            try? await Task.sleep(for: .milliseconds(900))
+            return ResponseCache.Answer(result: "once", usage: nil)
+        }
+        async let one = first.answer(for: Self.key, compute: compute)
+        async let two = second.answer(for: Self.key, compute: compute)
+        let answers = try await [one, two]
+        #expect(calls.load(ordering: .relaxed) == 1)
+        #expect(answers.map(\.answer.result) == ["once", "once"])
+        #expect(answers.filter(\.hit).count == 1)
+        await probe.stop()
+    }
+
+    @Test("a waiter makes its own call when the holder's call fails")
+    func holderFails() async throws {
+        let redis = try await RedisServer()
+        let probe = try await RedisProbe(url: redis.url)
+        let (first, second) = Self.instances(probe)
+        let holding = Atomic<Bool>(false)
+        let failed = Task {
+            _ = try await first.answer(for: Self.key) { () throws(GatewayError) in
+                holding.store(true, ordering: .relaxed)
+                try? await Task.sleep(for: .milliseconds(300))
+                throw GatewayError.upstreamTimeout
+            }
+        }
+        #expect(await eventually { holding.load(ordering: .relaxed) })
+        let own = try await second.answer(for: Self.key) { () throws(GatewayError) in ResponseCache.Answer(result: "own", usage: nil) }
+        #expect(own.answer.result == "own" && !own.hit)
+        do {
+            try await failed.value
+            Issue.record("the holder's call was to fail")
+        } catch {
+            #expect(error as? GatewayError == .upstreamTimeout)
+        }
+        await probe.stop()
+    }
+
+    @Test("shares no answer larger than the bound")
+    func valueBound() {
+        #expect(SharedResponseCache.encode(ResponseCache.Answer(result: "short", usage: nil)) != nil)
+        let large = String(repeating: "x", count: SharedResponseCache.maximumValueBytes + 1)
+        #expect(SharedResponseCache.encode(ResponseCache.Answer(result: large, usage: nil)) == nil)
+    }
+}
