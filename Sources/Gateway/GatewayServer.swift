@@ -191,7 +191,7 @@ extension GatewayServer {
             await sqlite.close()
             await pool.shutdown()
         }
-        let store = GatewayStore(backend: sqlite, pool: pool, configuration: configuration, registry: registry, logger: logger, clock: clock)
+        let store = GatewayStore(backend: sqlite, configuration: configuration, registry: registry, logger: logger, clock: clock)
         do throws(StoreError) {
             try await store.prepare()
             let charged = try await sqlite.tokensCharged(onDay: clock().utcDay)

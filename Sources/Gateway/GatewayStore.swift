@@ -23,7 +23,7 @@ final class GatewayStore: Sendable {
     static let checkpointInterval: Duration = .seconds(1)
 
     init(
-        backend: any Backend, pool: BlockingPool, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
+        backend: any Backend, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
         clock: @escaping @Sendable () -> Instant, writerConfiguration: LedgerWriter.Configuration = LedgerWriter.Configuration()
     ) {
         self.backend = backend
@@ -33,7 +33,7 @@ final class GatewayStore: Sendable {
             "textgateway_ledger_batch_rows", help: "Rows per ledger commit.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
         ).labels()
         let commitSeconds = registry.histogram("textgateway_ledger_commit_seconds", help: "Time one ledger commit took.").labels()
-        let writer = LedgerWriter(store: backend, pool: pool, configuration: writerConfiguration) { event in
+        let writer = LedgerWriter(store: backend, configuration: writerConfiguration) { event in
             switch event {
             case .committed(let rows, let seconds):
                 batchRows.observe(Double(rows))

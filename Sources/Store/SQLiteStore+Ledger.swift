@@ -1,6 +1,6 @@
 extension SQLiteStore {
-    public func append(_ rows: [LedgerRow]) throws(StoreError) {
-        try writer.withConnection { connection throws(StoreError) in
+    public func append(_ rows: [LedgerRow]) async throws(StoreError) {
+        try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try Self.insert(rows, into: connection)
                 for (key, total) in Self.usage(of: rows) {

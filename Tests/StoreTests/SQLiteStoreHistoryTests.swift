@@ -115,7 +115,7 @@ struct SQLiteStoreHistoryTests {
             )
             #expect(trigger.status == 0)
             let rows = [ledgerRow("a1", user: "alice"), ledgerRow("poison", user: "alice"), ledgerRow("a2", user: "alice")]
-            let error = await storeError { () throws(StoreError) in try await pool.runStore { () throws(StoreError) in try store.append(rows) } }
+            let error = await storeError { () throws(StoreError) in try await store.append(rows) }
             #expect(error?.code == .constraint)
             #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["t0"])
             #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).map(\.requests) == [1])

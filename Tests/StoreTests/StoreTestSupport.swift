@@ -86,9 +86,8 @@ func ledgerRow(
     )
 }
 
-/// Appends on the pool, since `append` blocks.
 func append(_ rows: [LedgerRow], to store: SQLiteStore, on pool: BlockingPool) async throws {
-    try await pool.run { try store.append(rows) }
+    try await store.append(rows)
 }
 
 /// What the `sqlite3` command prints for `sql` on `path`, with its exit status.
