@@ -5,7 +5,7 @@ import Store
 /// the store's caller tokens, the faults counter, and the services that keep it (the
 /// writer, the token watcher, retention), with the metrics they report.
 final class GatewayStore: Sendable {
-    typealias Backend = LedgerStore & HistoryStore & UsageStore & TokenRepository & StoreMaintenance
+    typealias Backend = StoreBackend
 
     let backend: any Backend
     let writer: LedgerWriter
