@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Crypto"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
