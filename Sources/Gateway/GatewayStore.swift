@@ -1,7 +1,7 @@
 import EventLoop
 import Store
 
-/// The store as the running gateway uses it: the backend (SQLite), the one ledger writer,
+/// The store as the running gateway uses it: the backend (SQLite or Postgres), the one ledger writer,
 /// the store's caller tokens, the faults counter, and the services that keep it (the
 /// writer, the token watcher, retention), with the metrics they report.
 final class GatewayStore: Sendable {
