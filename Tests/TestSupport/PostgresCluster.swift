@@ -137,25 +137,35 @@ public final class PostgresCluster: Sendable {
     }
 }
 
-/// Gives a suite one cluster for all its tests, removed once they have run.
+/// Gives a suite one cluster for all its tests (and the suites inside it), removed once they
+/// have run: started at once (``PostgresCluster/shared``), or by the first test that asks
+/// (``LazyPostgresCluster/current``), so that a run that needs none starts none.
 public struct PostgresClusterTrait: SuiteTrait, TestScoping {
+    let lazy: Bool
+
     public var isRecursive: Bool { false }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
-        let cluster = try await PostgresCluster.start()
+        let holder = LazyPostgresCluster()
+        let cluster = lazy ? nil : try await holder.cluster()
         do {
-            try await PostgresCluster.$shared.withValue(cluster) { try await function() }
+            try await LazyPostgresCluster.$current.withValue(holder) {
+                try await PostgresCluster.$shared.withValue(cluster) { try await function() }
+            }
         } catch {
-            await cluster.remove()
+            await holder.remove()
             throw error
         }
-        await cluster.remove()
+        await holder.remove()
     }
 }
 
 extension Trait where Self == PostgresClusterTrait {
     /// A cluster for the suite: ``PostgresCluster/shared`` inside its tests.
-    public static var postgresCluster: Self { PostgresClusterTrait() }
+    public static var postgresCluster: Self { PostgresClusterTrait(lazy: false) }
+
+    /// A cluster started on first use: ``LazyPostgresCluster/current`` inside the suite's tests.
+    public static var lazyPostgresCluster: Self { PostgresClusterTrait(lazy: true) }
 }
 
 /// Runs `body` with a started client on a group of its own, then stops both.
@@ -183,8 +193,7 @@ public func withClient<T>(
 }
 
 /// A cluster started by the first test that asks for one (``cluster()``), shared by every
-/// test of the suite that carries ``LazyPostgresClusterTrait``, and removed after the suite:
-/// a run that needs no Postgres starts none.
+/// test of the suite that carries ``PostgresClusterTrait``, and removed after the suite.
 public actor LazyPostgresCluster {
     /// The lazy cluster of the suite around the running test.
     @TaskLocal public static var current: LazyPostgresCluster?
@@ -216,25 +225,4 @@ public actor LazyPostgresCluster {
         guard let starting, let cluster = try? await starting.value else { return }
         await cluster.remove()
     }
-}
-
-/// Gives a suite (and the suites inside it) a ``LazyPostgresCluster``.
-public struct LazyPostgresClusterTrait: SuiteTrait, TestScoping {
-    public var isRecursive: Bool { false }
-
-    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
-        let lazy = LazyPostgresCluster()
-        do {
-            try await LazyPostgresCluster.$current.withValue(lazy) { try await function() }
-        } catch {
-            await lazy.remove()
-            throw error
-        }
-        await lazy.remove()
-    }
-}
-
-extension Trait where Self == LazyPostgresClusterTrait {
-    /// A cluster started on first use, for the tests of the suite and the suites inside it.
-    public static var lazyPostgresCluster: Self { LazyPostgresClusterTrait() }
 }
