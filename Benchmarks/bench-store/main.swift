@@ -43,7 +43,7 @@ let base = directory ?? temporaryDirectory()
 let path = base + "/bench.sqlite"
 let pool = try BlockingPool(threadCount: 2, name: "bench-store")
 let store = try await SQLiteStore.open(path: path, pool: pool)
-let writer = LedgerWriter(store: store, pool: pool)
+let writer = LedgerWriter(store: store)
 try await writer.start()
 
 // A row as /api/process leaves it: a user of a thousand, a summary's model and usage, and

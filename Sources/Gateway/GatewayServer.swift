@@ -5,6 +5,7 @@ public import EventLoop
 public import HTTPClient
 public import HTTPServer
 public import Store
+import Postgres
 import Redis
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
@@ -36,16 +37,17 @@ public final class GatewayServer: Sendable {
         // libcurl before the loops' threads (a no-op when main did it already).
         guard HTTPClient.initializeGlobally() else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }
         let registry = MetricsRegistry()
-        // The store first: a file that cannot be used stops the start before anything listens.
-        let opened = try await openStore(configuration: configuration, registry: registry, logger: logger, clock: clock)
         let loops = configuration.loopCount > 0 ? configuration.loopCount : EventLoopGroup.processorCount
         let pollLimit = configuration.loopPollLimit(cpuQuota: EventLoopGroup.cgroupQuotaCPUs())
         let polling = pollLimit > .zero ? LoopPolling(limit: pollLimit, idleCPU: IdleCPU()) : nil
-        let group: EventLoopGroup
+        let group = try EventLoopGroup(loopCount: loops, namePrefix: "loop", polling: polling)
+        // The store next (a Postgres client runs on the loops): a store that cannot be used
+        // stops the start before anything listens.
+        let opened: OpenedStore?
         do {
-            group = try EventLoopGroup(loopCount: loops, namePrefix: "loop", polling: polling)
+            opened = try await openStore(configuration: configuration, group: group, registry: registry, logger: logger, clock: clock)
         } catch {
-            await opened?.closer.stop(deadline: .now())
+            await group.shutdownGracefully()
             throw error
         }
         var clientConfiguration = HTTPClientConfiguration()
@@ -60,8 +62,8 @@ public final class GatewayServer: Sendable {
         do {
             httpClient = try HTTPClient(configuration: clientConfiguration, group: group)
         } catch {
-            await group.shutdownGracefully()
             await opened?.closer.stop(deadline: .now())
+            await group.shutdownGracefully()
             throw error
         }
         // One connection per loop: a request's Redis calls stay on its loop's thread.
@@ -77,8 +79,8 @@ public final class GatewayServer: Sendable {
             server = try HTTPServer(configuration: serverConfiguration, group: group) { await gateway.respond(to: $0) }
         } catch {
             await httpClient.shutdown()
-            await group.shutdownGracefully()
             await opened?.closer.stop(deadline: .now())
+            await group.shutdownGracefully()
             throw error
         }
         // Started in this order, stopped in reverse: the loops, the store (closed after its
@@ -181,28 +183,53 @@ extension GatewayServer {
         let chargedToday: [String: Int]
     }
 
+    /// How long a start waits for a Postgres server to answer (the client reconnecting
+    /// meanwhile) before it fails: long enough for a server starting beside the gateway.
+    static let postgresStartTimeout: Duration = .seconds(10)
+
     /// Opens, checks and migrates the store `DATABASE_URL` names; nil when it is `off`.
-    /// Throws ``StoreStartError`` (naming the file) when the file cannot serve.
+    /// Throws ``StoreStartError`` (naming the file or server) when the store cannot serve: a
+    /// Postgres server that does not answer within ``postgresStartTimeout`` included.
     static func openStore(
-        configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant
+        configuration: GatewayConfiguration, group: EventLoopGroup, registry: MetricsRegistry, logger: Logger,
+        clock: @escaping @Sendable () -> Instant
     ) async throws -> OpenedStore? {
-        guard case .sqlite(let path) = configuration.database else { return nil }
-        let pool = try BlockingPool(threadCount: 2, name: "store")
-        let sqlite: SQLiteStore
-        do {
-            sqlite = try await SQLiteStore.open(path: path, pool: pool)
-        } catch {
-            await pool.shutdown()
-            throw StoreStartError(error: error)
+        let backend: any StoreBackend
+        let closer: StoreCloser
+        switch configuration.database {
+        case .off:
+            return nil
+        case .sqlite(let path):
+            let pool = try BlockingPool(threadCount: 2, name: "store")
+            let sqlite: SQLiteStore
+            do {
+                sqlite = try await SQLiteStore.open(path: path, pool: pool)
+            } catch {
+                await pool.shutdown()
+                throw StoreStartError(error: error)
+            }
+            backend = sqlite
+            closer = StoreCloser { _ in
+                await sqlite.close()
+                await pool.shutdown()
+            }
+        case .postgres(let postgres):
+            // Started here rather than as a service: the store is migrated before the start
+            // goes on. The closer stops it after the writer's last commit.
+            let client = PostgresClient(configuration: postgres, group: group, name: "store_postgres")
+            try await client.start()
+            do {
+                backend = try await PostgresStore.open(client: client, startTimeout: postgresStartTimeout)
+            } catch {
+                await client.stop(deadline: .now())
+                throw StoreStartError(error: error)
+            }
+            closer = StoreCloser { deadline in await client.stop(deadline: deadline) }
         }
-        let closer = StoreCloser {
-            await sqlite.close()
-            await pool.shutdown()
-        }
-        let store = GatewayStore(backend: sqlite, pool: pool, configuration: configuration, registry: registry, logger: logger, clock: clock)
+        let store = GatewayStore(backend: backend, configuration: configuration, registry: registry, logger: logger, clock: clock)
         do throws(StoreError) {
             try await store.prepare()
-            let charged = try await sqlite.tokensCharged(onDay: clock().utcDay)
+            let charged = try await backend.tokensCharged(onDay: clock().utcDay)
             return OpenedStore(store: store, closer: closer, chargedToday: charged)
         } catch {
             await closer.stop(deadline: .now())
@@ -217,12 +244,12 @@ public struct StoreStartError: Error, CustomStringConvertible {
     public var description: String { "the store cannot be used: \(error)" }
 }
 
-/// Closes the store and its threads, after the writer stopped.
+/// Closes the store and its threads or its Postgres client, after the writer stopped.
 struct StoreCloser: Service {
-    let close: @Sendable () async -> Void
+    let close: @Sendable (MonotonicInstant) async -> Void
     var name: String { "store" }
     func start() async throws {}
-    func stop(deadline: MonotonicInstant) async { await close() }
+    func stop(deadline: MonotonicInstant) async { await close(deadline) }
 }
 
 /// The upstream client as a service: nothing to start (it runs on the loops), stopped

@@ -1,11 +1,11 @@
 import EventLoop
 import Store
 
-/// The store as the running gateway uses it: the backend (SQLite), the one ledger writer,
+/// The store as the running gateway uses it: the backend (SQLite or Postgres), the one ledger writer,
 /// the store's caller tokens, the faults counter, and the services that keep it (the
 /// writer, the token watcher, retention), with the metrics they report.
 final class GatewayStore: Sendable {
-    typealias Backend = LedgerStore & HistoryStore & UsageStore & TokenRepository & StoreMaintenance
+    typealias Backend = StoreBackend
 
     let backend: any Backend
     let writer: LedgerWriter
@@ -23,7 +23,7 @@ final class GatewayStore: Sendable {
     static let checkpointInterval: Duration = .seconds(1)
 
     init(
-        backend: any Backend, pool: BlockingPool, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
+        backend: any Backend, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
         clock: @escaping @Sendable () -> Instant, writerConfiguration: LedgerWriter.Configuration = LedgerWriter.Configuration()
     ) {
         self.backend = backend
@@ -33,7 +33,7 @@ final class GatewayStore: Sendable {
             "textgateway_ledger_batch_rows", help: "Rows per ledger commit.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
         ).labels()
         let commitSeconds = registry.histogram("textgateway_ledger_commit_seconds", help: "Time one ledger commit took.").labels()
-        let writer = LedgerWriter(store: backend, pool: pool, configuration: writerConfiguration) { event in
+        let writer = LedgerWriter(store: backend, configuration: writerConfiguration) { event in
             switch event {
             case .committed(let rows, let seconds):
                 batchRows.observe(Double(rows))

@@ -1,11 +1,12 @@
 import ChatAPI
 import Crypto
 import EventLoop
+import Postgres
 import Store
 
 /// The command line's work on the store (`text-gateway tokens|usage|db …`), against the
-/// file `DATABASE_URL` names — the same one a running gateway uses, which sees a token made
-/// or revoked here within ``GatewayStore/tokenPollInterval``.
+/// file or Postgres database `DATABASE_URL` names — the same one a running gateway uses,
+/// which sees a token made or revoked here within ``GatewayStore/tokenPollInterval``.
 public enum StoreCommand: Equatable, Sendable {
     /// `tokens create --user U [--plan P] [--label L]`: prints the new token and nothing else.
     case createToken(user: String, plan: String, label: String?)
@@ -15,9 +16,10 @@ public enum StoreCommand: Equatable, Sendable {
     case revokeToken(id: String)
     /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`.
     case usage(since: String?, user: String?, format: ReportFormat)
-    /// `db backup <file>`: a consistent copy while the gateway runs.
+    /// `db backup <file>`: a consistent copy while the gateway runs (SQLite; a Postgres
+    /// store is backed up with pg_dump).
     case backup(file: String)
-    /// `db check`: SQLite's integrity check.
+    /// `db check`: SQLite's integrity check, or the gateway's own checks on Postgres.
     case check
 
     public enum ReportFormat: String, Sendable, Equatable {
@@ -38,9 +40,7 @@ public enum StoreCommand: Equatable, Sendable {
 
     /// Runs the command against the configured store.
     public func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
-        guard case .sqlite(let path) = configuration.database else {
-            return Result(error: "DATABASE_URL is off: this gateway keeps no store\n", status: 2)
-        }
+        if configuration.database == .off { return Self.noStore }
         if case .createToken(let user, let plan, let label) = self {
             guard CallerToken.isValidUserID(user) else {
                 return Result(error: "--user must be 1-128 of A-Z a-z 0-9 . _ @ + -\n", status: 2)
@@ -53,41 +53,83 @@ public enum StoreCommand: Equatable, Sendable {
                 return Result(error: "--label must be 1-100 printable characters\n", status: 2)
             }
         }
-        let pool: BlockingPool
-        do {
-            pool = try BlockingPool(threadCount: 1, name: "store-cli")
-        } catch {
-            return Result(error: "cannot start a thread: \(error)\n", status: 1)
+        switch configuration.database {
+        case .off:
+            return Self.noStore
+        case .sqlite(let path):
+            let pool: BlockingPool
+            do {
+                pool = try BlockingPool(threadCount: 1, name: "store-cli")
+            } catch {
+                return Result(error: "cannot start a thread: \(error)\n", status: 1)
+            }
+            let result = await run(sqlite: path, pool: pool, clock: clock)
+            await pool.shutdown()
+            return result
+        case .postgres(let postgres):
+            // The client runs on event loops: one is enough for a command.
+            let group: EventLoopGroup
+            do {
+                group = try EventLoopGroup(loopCount: 1, namePrefix: "store-cli")
+            } catch {
+                return Result(error: "cannot start a thread: \(error)\n", status: 1)
+            }
+            let client = PostgresClient(configuration: postgres, group: group, name: "store_postgres")
+            let result = await run(postgres: client, clock: clock)
+            await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
+            await group.shutdownGracefully()
+            return result
         }
-        let result = await run(path: path, pool: pool, clock: clock)
-        await pool.shutdown()
-        return result
     }
 
-    private func run(path: String, pool: BlockingPool, clock: @Sendable () -> Instant) async -> Result {
-        var result = Result()
-        let writes: Bool
+    private static let noStore = Result(error: "DATABASE_URL is off: this gateway keeps no store\n", status: 2)
+
+    /// Whether the command writes (the others open the store read-only).
+    private var writes: Bool {
         switch self {
-        case .createToken, .revokeToken: writes = true
-        default: writes = false
+        case .createToken, .revokeToken: true
+        default: false
         }
+    }
+
+    private func run(sqlite path: String, pool: BlockingPool, clock: @Sendable () -> Instant) async -> Result {
         let store: SQLiteStore
         do {
             store = try await SQLiteStore.open(path: path, pool: pool, readOnly: !writes)
         } catch {
             return Result(error: "the store cannot be used: \(error)\n", status: 2)
         }
-        do {
-            try await execute(store, into: &result, now: clock())
-        } catch {
-            result.error += "\(error)\n"
-            result.status = 1
-        }
+        let result = await run(on: store, name: path, clock: clock)
         await store.close()
         return result
     }
 
-    private func execute(_ store: SQLiteStore, into result: inout Result, now: Instant) async throws(StoreError) {
+    private func run(postgres client: PostgresClient, clock: @Sendable () -> Instant) async -> Result {
+        let store: PostgresStore
+        do {
+            try await client.start()
+            store = try await PostgresStore.open(client: client, readOnly: !writes, startTimeout: Self.postgresTimeout)
+        } catch {
+            return Result(error: "the store cannot be used: \(error)\n", status: 2)
+        }
+        return await run(on: store, name: store.name, clock: clock)
+    }
+
+    /// How long a command waits for the Postgres server to answer.
+    static let postgresTimeout: Duration = .seconds(5)
+
+    private func run(on store: any StoreBackend, name: String, clock: @Sendable () -> Instant) async -> Result {
+        var result = Result()
+        do {
+            try await execute(store, name: name, into: &result, now: clock())
+        } catch {
+            result.error += "\(error)\n"
+            result.status = 1
+        }
+        return result
+    }
+
+    private func execute(_ store: any StoreBackend, name: String, into result: inout Result, now: Instant) async throws(StoreError) {
         switch self {
         case .createToken(let user, let plan, let label):
             for attempt in 0..<3 {
@@ -126,7 +168,7 @@ public enum StoreCommand: Equatable, Sendable {
             result.output = Self.render(days, format: format)
         case .backup(let file):
             try await store.backup(to: file)
-            result.error = "backed up \(store.path) to \(file)\n"
+            result.error = "backed up \(name) to \(file)\n"
         case .check:
             let findings = try await store.integrityCheck()
             if findings.isEmpty {

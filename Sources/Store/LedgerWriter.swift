@@ -2,7 +2,7 @@ public import EventLoop
 import Synchronization
 
 /// The one writer of the ledger: finished requests go into a bounded queue, and one task
-/// commits them in batches on the blocking pool (group commit), so no request ever waits
+/// commits them in batches (group commit), so no request ever waits
 /// for the disk unless it asks to (``submitAndWait(_:)``, `LEDGER_DURABILITY=strict`).
 ///
 /// - **Batches.** A batch is whatever is queued, up to ``Configuration/maximumBatch`` rows.
@@ -63,17 +63,15 @@ public final class LedgerWriter: Service {
     public var name: String { "ledger_writer" }
 
     private let store: any LedgerStore
-    private let pool: BlockingPool
     private let configuration: Configuration
     private let report: @Sendable (Event) -> Void
     private let state: Mutex<State>
 
     public init(
-        store: any LedgerStore, pool: BlockingPool, configuration: Configuration = Configuration(),
+        store: any LedgerStore, configuration: Configuration = Configuration(),
         report: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         self.store = store
-        self.pool = pool
         var configuration = configuration
         configuration.maximumBatch = max(1, configuration.maximumBatch)
         configuration.capacity = max(configuration.maximumBatch, configuration.capacity)
@@ -190,13 +188,11 @@ public final class LedgerWriter: Service {
             let (rows, lastTicket) = next
             let start = MonotonicInstant.now()
             let outcome: Result<Void, StoreError>
-            do {
-                try await pool.run { [store] () throws -> Void in try store.append(rows) }
+            do throws(StoreError) {
+                try await store.append(rows)
                 outcome = .success(())
-            } catch let error as StoreError {
-                outcome = .failure(error)
             } catch {
-                outcome = .failure(StoreError(.closed, message: "the blocking pool has shut down"))
+                outcome = .failure(error)
             }
             switch outcome {
             case .success:
@@ -271,7 +267,7 @@ public final class LedgerWriter: Service {
                 return state.peek(1)
             }) else { return }
             do {
-                try await pool.run { [store] () throws -> Void in try store.append(rows) }
+                try await store.append(rows)
                 finish(rows: 1, through: ticket, committed: true)
             } catch {
                 finish(rows: 1, through: ticket, committed: false)

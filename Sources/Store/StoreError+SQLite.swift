@@ -41,13 +41,4 @@ extension StoreError {
         default: .other
         }
     }
-
-    /// A statement on one line and short enough for a log line (a multi-row insert runs to
-    /// many kilobytes).
-    private static func excerpt(of sql: String) -> String {
-        let limit = 200
-        let line = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        guard line.count > limit else { return line }
-        return line.prefix(limit) + "…"
-    }
 }

@@ -1,5 +1,6 @@
-/// A store that could not do what was asked. Its description names the file and SQLite's
-/// finding, never a value bound into a statement (user ids, results, digests).
+/// A store that could not do what was asked. Its description names the store (a file, or a
+/// Postgres server and database) and the finding, never a value bound into a statement
+/// (user ids, results, digests).
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
         /// The file cannot be opened or created (a missing directory, permissions).
@@ -20,12 +21,19 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case constraint
         /// The store is closed.
         case closed
+        /// The database server cannot be reached or is not serving now (connection lost,
+        /// shutting down, out of resources, a timeout, a serialization failure).
+        case unavailable
+        /// The database server refused the statement and would refuse it again (a missing
+        /// table or privilege, a value it cannot take).
+        case rejected
         /// Anything else SQLite reported.
         case other
     }
 
     public let code: Code
-    /// SQLite's extended result code, 0 when the error is not SQLite's.
+    /// SQLite's extended result code, 0 when the error is not SQLite's (Postgres errors carry
+    /// their SQLSTATE in ``message``).
     public let resultCode: Int32
     /// What failed and where, without bound values.
     public let message: String
@@ -36,15 +44,24 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    /// Whether trying the same write again later may succeed (busy, full, read-only, I/O):
-    /// the writer keeps such rows and retries. A constraint or a misuse fails the same way
-    /// every time.
+    /// Whether trying the same write again later may succeed (busy, full, read-only, I/O, a
+    /// server away): the writer keeps such rows and retries. A constraint or a misuse fails
+    /// the same way every time.
     public var isTransient: Bool {
         switch code {
-        case .busy, .full, .readOnly, .cannotOpen, .other, .closed: true
-        case .notADatabase, .corrupt, .newerSchema, .constraint: false
+        case .busy, .full, .readOnly, .cannotOpen, .other, .closed, .unavailable: true
+        case .notADatabase, .corrupt, .newerSchema, .constraint, .rejected: false
         }
     }
 
     public var description: String { message }
+
+    /// A statement on one line and short enough for a log line (a multi-row insert runs to
+    /// many kilobytes).
+    static func excerpt(of sql: String) -> String {
+        let limit = 200
+        let line = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        guard line.count > limit else { return line }
+        return line.prefix(limit) + "…"
+    }
 }

@@ -12,7 +12,7 @@ struct SQLiteStoreConcurrencyTests {
                 for (name, store) in [("a", first), ("b", second)] {
                     group.addTask {
                         for batch in 0..<40 {
-                            try await append((0..<25).map { ledgerRow("\(name)\(batch)-\($0)", user: name) }, to: store, on: pool)
+                            try await append((0..<25).map { ledgerRow("\(name)\(batch)-\($0)", user: name) }, to: store)
                         }
                     }
                 }
@@ -31,7 +31,7 @@ struct SQLiteStoreConcurrencyTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for batch in 0..<40 {
-                        try await append((0..<25).map { ledgerRow("w\(batch)-\($0)", user: "alice") }, to: store, on: pool)
+                        try await append((0..<25).map { ledgerRow("w\(batch)-\($0)", user: "alice") }, to: store)
                     }
                 }
                 for _ in 0..<3 {

@@ -6,37 +6,10 @@ import Testing
 
 @Suite("SQLite store: retention, backup and checks")
 struct SQLiteStoreMaintenanceTests {
-    @Test("a purge deletes history before the instant and usage before the day, and nothing newer")
-    func purge() async throws {
-        try await withStore { store, pool, _ in
-            let day: Int64 = 20_500
-            let old = SQLiteStore.deletionBatch + 123
-            for start in stride(from: 0, to: old, by: 1_000) {
-                try await append(
-                    (start..<min(old, start + 1_000)).map { ledgerRow("old\($0)", user: "u\($0 % 3)", at: startOfDay(day - 1) + Int64($0)) },
-                    to: store, on: pool
-                )
-            }
-            try await append(
-                [ledgerRow("edge", user: "alice", at: startOfDay(day)), ledgerRow("new", user: "alice", at: startOfDay(day + 1))],
-                to: store, on: pool
-            )
-            let purged = try await store.purge(historyBeforeMilliseconds: startOfDay(day), usageBeforeDay: day)
-            #expect(purged.history == old)
-            #expect(purged.usageDays == 3)
-            #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["new", "edge"])
-            #expect(try await store.history(userID: "u1", limit: 10, before: nil).items.isEmpty)
-            #expect(try await store.usageReport(fromDay: 0, userID: nil).map(\.day) == [day, day + 1])
-
-            let again = try await store.purge(historyBeforeMilliseconds: startOfDay(day), usageBeforeDay: day)
-            #expect(again.history == 0 && again.usageDays == 0)
-        }
-    }
-
     @Test("commits leave the log to the checkpoint, which copies all of it back while nothing reads")
     func checkpoint() async throws {
         try await withStore { store, pool, _ in
-            try await append((1...200).map { ledgerRow("c\($0)", user: "alice") }, to: store, on: pool)
+            try await append((1...200).map { ledgerRow("c\($0)", user: "alice") }, to: store)
             let first = try await store.checkpoint()
             #expect(first.logFrames > 0)
             #expect(first.checkpointed == first.logFrames)
@@ -47,7 +20,7 @@ struct SQLiteStoreMaintenanceTests {
     @Test("a healthy store's integrity check finds nothing")
     func integrityCheck() async throws {
         try await withStore { store, pool, _ in
-            try await append((1...100).map { ledgerRow("r\($0)", user: "alice") }, to: store, on: pool)
+            try await append((1...100).map { ledgerRow("r\($0)", user: "alice") }, to: store)
             #expect(try await store.integrityCheck() == [])
         }
     }
@@ -58,7 +31,7 @@ struct SQLiteStoreMaintenanceTests {
             // Enough pages that the copy takes many steps.
             let text = String(repeating: "x", count: 2_000)
             for batch in 0..<10 {
-                try await append((0..<500).map { ledgerRow("pre\(batch)-\($0)", user: "alice", result: text) }, to: store, on: pool)
+                try await append((0..<500).map { ledgerRow("pre\(batch)-\($0)", user: "alice", result: text) }, to: store)
             }
             let committedBefore = 5_000
             let path = directory.file("store.db")
@@ -67,7 +40,7 @@ struct SQLiteStoreMaintenanceTests {
             let writes = Task {
                 var batches = 0
                 while !stop.load(ordering: .relaxed) && batches < 2_000 {
-                    try await append((0..<50).map { ledgerRow("during\(batches)-\($0)", user: "alice") }, to: appender, on: pool)
+                    try await append((0..<50).map { ledgerRow("during\(batches)-\($0)", user: "alice") }, to: appender)
                     batches += 1
                 }
                 return batches

@@ -1,7 +1,9 @@
 import EventLoop
 import Foundation
+import Postgres
 @testable import Store
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -86,9 +88,103 @@ func ledgerRow(
     )
 }
 
-/// Appends on the pool, since `append` blocks.
-func append(_ rows: [LedgerRow], to store: SQLiteStore, on pool: BlockingPool) async throws {
-    try await pool.run { try store.append(rows) }
+func append(_ rows: [LedgerRow], to store: some LedgerStore) async throws {
+    try await store.append(rows)
+}
+
+/// The suites that run on every backend, inside one suite so that all of them share one
+/// Postgres cluster, started by the first test that needs it.
+@Suite("Store backends", .lazyPostgresCluster)
+struct StoreBackends {}
+
+/// The backends the shared store tests run on.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    /// The most rows one deleting transaction removes.
+    var deletionBatch: Int {
+        switch self {
+        case .sqlite: SQLiteStore.deletionBatch
+        case .postgres: PostgresStore.deletionBatch
+        }
+    }
+}
+
+/// What a test may do beside the store it was given.
+struct StoreFixture {
+    /// What the store's error messages start with: the file, or `postgres host:port/db`.
+    let name: String
+    /// Opens a second store on the same database, and what closes it.
+    let openAnother: () async throws -> (any StoreBackend, () async -> Void)
+    /// Makes the store refuse (as a constraint) a row whose request id is `poison`, as
+    /// another process changing the database would.
+    let poison: () async throws -> Void
+}
+
+/// Runs `body` over a fresh store on `backend`: a new file, or a new database of the suite's
+/// Postgres cluster; closed after.
+func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) async throws -> T) async throws -> T {
+    switch backend {
+    case .sqlite:
+        return try await withStore { store, pool, directory in
+            let path = directory.file("store.db")
+            let fixture = StoreFixture(
+                name: path,
+                openAnother: {
+                    let other = try await SQLiteStore.open(path: path, pool: pool)
+                    return (other, { await other.close() })
+                },
+                poison: {
+                    let trigger = try sqlite3(
+                        path, "CREATE TRIGGER poison BEFORE INSERT ON requests WHEN NEW.request_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END;"
+                    )
+                    try #require(trigger.status == 0)
+                }
+            )
+            return try await body(store, fixture)
+        }
+    case .postgres:
+        let lazy = try #require(LazyPostgresCluster.current, "the test runs outside StoreBackends")
+        let (cluster, database) = try await lazy.createDatabase()
+        let group = try EventLoopGroup(loopCount: 1, namePrefix: "store-pg")
+        var clients: [PostgresClient] = []
+        func open() async throws -> PostgresStore {
+            let client = PostgresClient(configuration: cluster.configuration(database: database), group: group)
+            clients.append(client)
+            try await client.start()
+            return try await PostgresStore.open(client: client)
+        }
+        func close() async {
+            for client in clients { await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5))) }
+            await group.shutdownGracefully()
+        }
+        do {
+            let store = try await open()
+            let fixture = StoreFixture(
+                name: store.name,
+                openAnother: { (try await open(), {}) },
+                poison: {
+                    _ = try await store.client.query("""
+                        CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN
+                            IF NEW.request_id = 'poison' THEN RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation'; END IF;
+                            RETURN NEW;
+                        END $$
+                        """)
+                    _ = try await store.client.query("CREATE TRIGGER poison BEFORE INSERT ON requests FOR EACH ROW EXECUTE FUNCTION poison()")
+                }
+            )
+            let result = try await body(store, fixture)
+            await close()
+            return result
+        } catch {
+            await close()
+            throw error
+        }
+    }
 }
 
 /// What the `sqlite3` command prints for `sql` on `path`, with its exit status.

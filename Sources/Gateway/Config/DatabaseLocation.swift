@@ -1,3 +1,5 @@
+public import Postgres
+
 /// `DATABASE_URL`: where the gateway keeps what must outlive the process.
 public enum DatabaseLocation: Sendable, Equatable {
     /// Stateless: no history, no usage API, quotas in memory only.
@@ -5,19 +7,25 @@ public enum DatabaseLocation: Sendable, Equatable {
     /// A SQLite file (relative paths are from the working directory); its directory is made
     /// when missing.
     case sqlite(path: String)
+    /// A PostgreSQL database, shared by every gateway pointed at it.
+    case postgres(PostgresConfiguration)
 
     /// The default: `sqlite:data/textgateway.sqlite`.
     public static let standard = DatabaseLocation.sqlite(path: "data/textgateway.sqlite")
 
-    /// For the start's log line: `off` or `sqlite:<path>`.
+    /// For the start's log line: `off`, `sqlite:<path>` or the Postgres URL with its password
+    /// masked.
     var logDescription: String {
         switch self {
         case .off: "off"
         case .sqlite(let path): "sqlite:" + path
+        case .postgres(let configuration): configuration.description
         }
     }
 
-    /// Reads `off`, `sqlite:<path>` or `sqlite://<path>` (`sqlite:///abs/path` for an absolute one).
+    /// Reads `off`, `sqlite:<path>` or `sqlite://<path>` (`sqlite:///abs/path` for an absolute
+    /// one), or `postgres://user:password@host:port/database` (`postgresql://` too; see
+    /// ``PostgresConfiguration/init(url:)`` for the query it may carry).
     public init(url text: String) throws(ConfigurationError) {
         let lower = text.lowercased()
         if lower == "off" {
@@ -25,7 +33,15 @@ public enum DatabaseLocation: Sendable, Equatable {
             return
         }
         if lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") {
-            throw ConfigurationError("DATABASE_URL: this version keeps its store in SQLite only (sqlite:<path>) or nowhere (off)")
+            // The parser wants its scheme in lower case; the rest keeps its case (a password).
+            let scheme = lower.hasPrefix("postgres://") ? "postgres://" : "postgresql://"
+            do {
+                self = .postgres(try PostgresConfiguration(url: scheme + text.dropFirst(scheme.count)))
+            } catch {
+                // Its message never carries the password.
+                throw ConfigurationError(error.message)
+            }
+            return
         }
         let path: Substring
         if lower.hasPrefix("sqlite://") {
@@ -33,7 +49,7 @@ public enum DatabaseLocation: Sendable, Equatable {
         } else if lower.hasPrefix("sqlite:") {
             path = text.dropFirst("sqlite:".count)
         } else {
-            throw ConfigurationError("DATABASE_URL must be sqlite:<path> or off")
+            throw ConfigurationError("DATABASE_URL must be sqlite:<path>, postgres://… or off")
         }
         guard !path.isEmpty, !path.hasSuffix("/"), !path.utf8.contains(0) else {
             throw ConfigurationError("DATABASE_URL must name a file: sqlite:<path>")

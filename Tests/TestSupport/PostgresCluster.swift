@@ -1,8 +1,7 @@
 import EventLoop
 import Foundation
-import Postgres
-import TestSupport
-import Testing
+public import Postgres
+public import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -11,20 +10,20 @@ import Glibc
 /// A PostgreSQL 15 cluster of a test's own: initdb into a temporary directory, the server on
 /// a free loopback port, removed at the end. Postgres refuses to run as root, so as root
 /// (CI) the server runs as the `postgres` user.
-final class PostgresCluster: Sendable {
+public final class PostgresCluster: Sendable {
     static let binaries = "/usr/lib/postgresql/15/bin"
     /// The user the cluster is made for, with trust authentication on loopback.
-    static let user = "textgateway"
+    public static let user = "textgateway"
 
     /// The cluster the suite's trait made, for the tests inside it.
-    @TaskLocal static var shared: PostgresCluster?
+    @TaskLocal public static var shared: PostgresCluster?
 
-    let directory: String
-    let port: Int
-    var dataDirectory: String { directory + "/data" }
+    public let directory: String
+    public let port: Int
+    public var dataDirectory: String { directory + "/data" }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private init(directory: String, port: Int) {
@@ -33,7 +32,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// Makes and starts a cluster; blocking steps run on a thread of their own.
-    static func start() async throws -> PostgresCluster {
+    public static func start() async throws -> PostgresCluster {
         try await DetachedThread.run { () throws -> PostgresCluster in
             var template = Array("/tmp/tgpg-XXXXXX".utf8CString)
             guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
@@ -58,29 +57,29 @@ final class PostgresCluster: Sendable {
         "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
     }
 
-    /// A configuration for this cluster's database `postgres`.
-    func configuration(queryTimeout: Duration = .seconds(10)) -> PostgresConfiguration {
+    /// A configuration for this cluster's database `database`.
+    public func configuration(database: String = "postgres", queryTimeout: Duration = .seconds(10)) -> PostgresConfiguration {
         PostgresConfiguration(
-            host: "127.0.0.1", port: port, user: Self.user, database: "postgres", sslMode: .disable,
+            host: "127.0.0.1", port: port, user: Self.user, database: database, sslMode: .disable,
             connectTimeout: .seconds(5), queryTimeout: queryTimeout,
             minReconnectDelay: .milliseconds(20), maxReconnectDelay: .milliseconds(500)
         )
     }
 
-    func restart() async throws {
+    public func restart() async throws {
         try await DetachedThread.run { () throws in try self.pgctl(["restart", "-m", "fast", "-w", "-t", "60", "-o", self.serverOptions]) }
     }
 
-    func stopServer() async throws {
+    public func stopServer() async throws {
         try await DetachedThread.run { () throws in try self.pgctl(["stop", "-m", "fast", "-w", "-t", "60"]) }
     }
 
-    func startServer() async throws {
+    public func startServer() async throws {
         try await DetachedThread.run { () throws in try self.pgctl(["start", "-w", "-t", "60", "-o", self.serverOptions]) }
     }
 
     /// Stops the server and removes the directory.
-    func remove() async {
+    public func remove() async {
         await DetachedThread.run { self.removeNow() }
     }
 
@@ -138,29 +137,39 @@ final class PostgresCluster: Sendable {
     }
 }
 
-/// Gives a suite one cluster for all its tests, removed once they have run.
-struct PostgresClusterTrait: SuiteTrait, TestScoping {
-    var isRecursive: Bool { false }
+/// Gives a suite one cluster for all its tests (and the suites inside it), removed once they
+/// have run: started at once (``PostgresCluster/shared``), or by the first test that asks
+/// (``LazyPostgresCluster/current``), so that a run that needs none starts none.
+public struct PostgresClusterTrait: SuiteTrait, TestScoping {
+    let lazy: Bool
 
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
-        let cluster = try await PostgresCluster.start()
+    public var isRecursive: Bool { false }
+
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
+        let holder = LazyPostgresCluster()
+        let cluster = lazy ? nil : try await holder.cluster()
         do {
-            try await PostgresCluster.$shared.withValue(cluster) { try await function() }
+            try await LazyPostgresCluster.$current.withValue(holder) {
+                try await PostgresCluster.$shared.withValue(cluster) { try await function() }
+            }
         } catch {
-            await cluster.remove()
+            await holder.remove()
             throw error
         }
-        await cluster.remove()
+        await holder.remove()
     }
 }
 
 extension Trait where Self == PostgresClusterTrait {
     /// A cluster for the suite: ``PostgresCluster/shared`` inside its tests.
-    static var postgresCluster: Self { PostgresClusterTrait() }
+    public static var postgresCluster: Self { PostgresClusterTrait(lazy: false) }
+
+    /// A cluster started on first use: ``LazyPostgresCluster/current`` inside the suite's tests.
+    public static var lazyPostgresCluster: Self { PostgresClusterTrait(lazy: true) }
 }
 
 /// Runs `body` with a started client on a group of its own, then stops both.
-func withClient<T>(
+public func withClient<T>(
     _ configuration: PostgresConfiguration, loops: Int = 1, connectionsPerLoop: Int = 1, waitForConnection: Bool = true,
     _ body: (PostgresClient) async throws -> T
 ) async throws -> T {
@@ -180,5 +189,40 @@ func withClient<T>(
         await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
         await group.shutdownGracefully()
         throw error
+    }
+}
+
+/// A cluster started by the first test that asks for one (``cluster()``), shared by every
+/// test of the suite that carries ``PostgresClusterTrait``, and removed after the suite.
+public actor LazyPostgresCluster {
+    /// The lazy cluster of the suite around the running test.
+    @TaskLocal public static var current: LazyPostgresCluster?
+
+    private var starting: Task<PostgresCluster, any Error>?
+    private var databases = 0
+
+    init() {}
+
+    public func cluster() async throws -> PostgresCluster {
+        if let starting { return try await starting.value }
+        let task = Task { try await PostgresCluster.start() }
+        starting = task
+        return try await task.value
+    }
+
+    /// A new, empty database of the cluster (each test its own); returns its name.
+    public func createDatabase() async throws -> (PostgresCluster, String) {
+        let cluster = try await cluster()
+        databases += 1
+        let name = "test_\(databases)_\(UInt32.random(in: 0...UInt32.max))"
+        try await withClient(cluster.configuration()) { client in
+            _ = try await client.query("CREATE DATABASE \(name)")
+        }
+        return (cluster, name)
+    }
+
+    func remove() async {
+        guard let starting, let cluster = try? await starting.value else { return }
+        await cluster.remove()
     }
 }

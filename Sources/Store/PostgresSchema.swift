@@ -1,0 +1,168 @@
+import Postgres
+
+/// The store's tables on Postgres, versioned in `store_meta` (`schema_version`) and migrated
+/// forward only. Every step runs in one transaction that first takes a transaction-scoped
+/// advisory lock, so gateways starting at once against one database take turns: the first
+/// migrates, the others find the version moved and have nothing to do.
+enum PostgresSchema {
+    /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
+    /// an element (the extended protocol takes one statement a query). Append only.
+    static let migrations: [[String]] = [version1]
+
+    /// The version this binary writes.
+    static var latestVersion: Int { migrations.count }
+
+    /// The advisory lock every migration step holds (a constant of ours: "TGstore1").
+    static let lockKey = 0x5447_7374_6F72_6531
+
+    /// Brings the database to ``latestVersion``; throws ``StoreError/Code/newerSchema`` for a
+    /// database a newer binary wrote. `timeout` bounds each step, waiting for the first
+    /// connection included.
+    static func migrate(_ client: PostgresClient, store: String, timeout: Duration) async throws(StoreError) {
+        while true {
+            let version: Int
+            do {
+                version = try await run(client, timeout: timeout, preamble + [readVersion]).last?.rows.first?.int(0) ?? 0
+            } catch {
+                throw StoreError(postgres: error, store: store)
+            }
+            try refuseNewer(version, store: store)
+            guard version < latestVersion else { return }
+            // The guard fails the step with 40001 when another gateway migrated between the
+            // read and this step; the loop then reads the version again.
+            let guardStatement = """
+                DO $$ BEGIN
+                    IF (SELECT value FROM store_meta WHERE key = 'schema_version') <> \(version) THEN
+                        RAISE EXCEPTION 'the schema moved' USING ERRCODE = '40001';
+                    END IF;
+                END $$
+                """
+            let step = preamble + [guardStatement] + migrations[version]
+                + ["UPDATE store_meta SET value = \(version + 1) WHERE key = 'schema_version'"]
+            do {
+                _ = try await run(client, timeout: timeout, step)
+            } catch where error.condition == .serializationFailure {
+                continue
+            } catch {
+                throw StoreError(postgres: error, store: store)
+            }
+        }
+    }
+
+    /// Checks, without writing, that the database is at ``latestVersion`` (tools that only read).
+    static func check(_ client: PostgresClient, store: String, timeout: Duration) async throws(StoreError) {
+        let version: Int
+        do {
+            version = try await client.query(readVersion, timeout: timeout).rows.first?.int(0) ?? 0
+        } catch where error.condition == .undefinedTable {
+            version = 0
+        } catch {
+            throw StoreError(postgres: error, store: store)
+        }
+        try refuseNewer(version, store: store)
+        guard version == latestVersion else {
+            throw StoreError(
+                .readOnly,
+                message: "\(store) has schema \(version), this binary needs \(latestVersion): start the gateway on it once to migrate it"
+            )
+        }
+    }
+
+    /// What every step starts with: the lock, then the version row, made when missing.
+    private static let preamble = [
+        "SELECT pg_advisory_xact_lock(\(lockKey))",
+        "CREATE TABLE IF NOT EXISTS store_meta (key text PRIMARY KEY, value bigint NOT NULL)",
+        "INSERT INTO store_meta (key, value) VALUES ('schema_version', 0) ON CONFLICT (key) DO NOTHING",
+    ]
+
+    private static let readVersion = "SELECT value FROM store_meta WHERE key = 'schema_version'"
+
+    private static func run(_ client: PostgresClient, timeout: Duration, _ statements: [String]) async throws(PostgresError) -> [PostgresResult] {
+        try await client.transaction(statements.map { PostgresQuery($0) }, timeout: timeout)
+    }
+
+    private static func refuseNewer(_ version: Int, store: String) throws(StoreError) {
+        guard version > latestVersion else { return }
+        throw StoreError(
+            .newerSchema(found: version, supported: latestVersion),
+            message: "\(store) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a dump"
+        )
+    }
+
+    /// The first schema: SQLite's, in Postgres's types. `seq` is an identity column, so
+    /// history pages and cursors are made of it as on SQLite. `ledger_batches` keeps the id of
+    /// every committed ledger batch for a while, so a batch sent again after its commit's
+    /// answer was lost is recognized rather than stored twice (``PostgresStore``).
+    private static let version1 = [
+        """
+        CREATE TABLE requests (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            request_id text NOT NULL,
+            user_id text,
+            task text,
+            tone text,
+            route text NOT NULL,
+            model text,
+            input_length bigint,
+            input_tokens bigint,
+            output_tokens bigint,
+            status bigint NOT NULL,
+            code text,
+            outcome text NOT NULL,
+            cache_hit boolean NOT NULL,
+            duration_ms double precision NOT NULL,
+            created_at bigint NOT NULL,
+            result text
+        )
+        """,
+        // Pages and items are an identified caller's own: a guest's row needs neither index.
+        "CREATE INDEX requests_by_user ON requests (user_id, seq) WHERE user_id IS NOT NULL",
+        "CREATE INDEX requests_by_request ON requests (request_id) WHERE user_id IS NOT NULL",
+        "CREATE INDEX requests_by_created_at ON requests (created_at)",
+        """
+        CREATE TABLE usage_daily (
+            user_id text NOT NULL,
+            day bigint NOT NULL,
+            requests bigint NOT NULL,
+            input_tokens bigint NOT NULL,
+            output_tokens bigint NOT NULL,
+            PRIMARY KEY (user_id, day)
+        )
+        """,
+        // For a day across users: the quotas at start, the report, retention.
+        "CREATE INDEX usage_daily_by_day ON usage_daily (day, user_id)",
+        """
+        CREATE TABLE tokens (
+            id text PRIMARY KEY,
+            digest bytea NOT NULL UNIQUE CHECK (length(digest) = 32),
+            user_id text NOT NULL,
+            plan text NOT NULL,
+            label text,
+            created_at bigint NOT NULL,
+            last_used_at bigint,
+            revoked_at bigint
+        )
+        """,
+        "INSERT INTO store_meta (key, value) VALUES ('token_generation', 0)",
+        // The generation moves with every change to a token that matters to a gateway (added,
+        // revoked, given to another user or plan, deleted), not with `last_used_at`.
+        """
+        CREATE FUNCTION tokens_generation_moves() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'token_generation';
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER tokens_added_or_deleted AFTER INSERT OR DELETE ON tokens
+            FOR EACH ROW EXECUTE FUNCTION tokens_generation_moves()
+        """,
+        """
+        CREATE TRIGGER tokens_changed AFTER UPDATE OF revoked_at, user_id, plan ON tokens FOR EACH ROW
+            WHEN (OLD.revoked_at IS DISTINCT FROM NEW.revoked_at OR OLD.user_id IS DISTINCT FROM NEW.user_id
+                  OR OLD.plan IS DISTINCT FROM NEW.plan)
+            EXECUTE FUNCTION tokens_generation_moves()
+        """,
+        "CREATE TABLE ledger_batches (id uuid PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now())",
+    ]
+}

@@ -1,0 +1,82 @@
+public import Postgres
+import Synchronization
+
+/// The shared store: one PostgreSQL database that several gateways (and the command line)
+/// use at once, with the same tables and the same behaviour as ``SQLiteStore``.
+///
+/// All its work goes through a ``PostgresClient`` on the event loops, which the caller
+/// starts before ``open(client:readOnly:startTimeout:)`` and stops after the store's last
+/// use; nothing blocks a thread. A server that goes away makes calls fail with
+/// ``StoreError/Code/unavailable`` (transient) until the client has reconnected.
+///
+/// History read back has no token id: the store keeps only each token's last use.
+public final class PostgresStore: StoreBackend, Sendable {
+    /// The schema version this binary writes (`store_meta`'s `schema_version`).
+    public static let schemaVersion = PostgresSchema.latestVersion
+
+    /// `postgres host:port/database`, for messages: never the user's password.
+    public let name: String
+    let client: PostgresClient
+    /// The sub-batches of the last ``append(_:)`` that threw, whose commits may have happened
+    /// (see `PostgresStore+Ledger.swift`).
+    let unresolved = Mutex<[LedgerBatch]>([])
+
+    init(client: PostgresClient) {
+        self.client = client
+        let configuration = client.configuration
+        name = "postgres \(configuration.host):\(configuration.port)/\(configuration.database ?? configuration.user ?? "")"
+    }
+
+    /// The store on the database `client` connects to, migrated to ``schemaVersion``.
+    ///
+    /// A server that cannot be reached is waited for up to `startTimeout` (the client keeps
+    /// reconnecting meanwhile); then, as for a database a newer binary wrote, this throws, so a
+    /// gateway fails its start rather than serving without its store.
+    ///
+    /// - Parameter readOnly: for tools that only read: the database must already be at the
+    ///   current schema, and nothing is written at open.
+    public static func open(client: PostgresClient, readOnly: Bool = false, startTimeout: Duration = .seconds(10)) async throws(StoreError) -> PostgresStore {
+        let store = PostgresStore(client: client)
+        if readOnly {
+            try await PostgresSchema.check(client, store: store.name, timeout: startTimeout)
+        } else {
+            try await PostgresSchema.migrate(client, store: store.name, timeout: startTimeout)
+        }
+        return store
+    }
+
+    /// Runs one statement.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [PostgresValue] = []) async throws(StoreError) -> PostgresResult {
+        do {
+            return try await client.query(sql, parameters)
+        } catch {
+            throw StoreError(postgres: error, store: name)
+        }
+    }
+
+    /// Runs `queries` as one transaction, in one round trip.
+    @discardableResult
+    func transaction(_ queries: [PostgresQuery]) async throws(StoreError) -> [PostgresResult] {
+        do {
+            return try await client.transaction(queries)
+        } catch {
+            throw StoreError(postgres: error, store: name)
+        }
+    }
+
+    /// `($1, $2, …), ($n+1, …)`: the placeholders of a multi-row `VALUES` list.
+    static func placeholders(rows: Int, columns: Int) -> String {
+        var text = ""
+        text.reserveCapacity(rows * columns * 5)
+        for row in 0..<rows {
+            text += row == 0 ? "(" : ", ("
+            for column in 0..<columns {
+                if column > 0 { text += ", " }
+                text += "$\(row * columns + column + 1)"
+            }
+            text += ")"
+        }
+        return text
+    }
+}

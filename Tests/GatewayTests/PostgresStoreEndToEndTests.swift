@@ -1,0 +1,93 @@
+import ChatAPI
+import Gateway
+import HTTPClient
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("The store end to end on Postgres: DATABASE_URL=postgres://…, history, usage and the command line", .postgresCluster)
+struct PostgresStoreEndToEndTests {
+    static let sample = ProcessEndToEndTests.sample
+
+    /// `DATABASE_URL` for a new database of the suite's cluster.
+    static func databaseURL() async throws -> String {
+        let cluster = try #require(PostgresCluster.shared)
+        let database = "gateway_\(UInt32.random(in: 0...UInt32.max))"
+        try await withClient(cluster.configuration()) { client in
+            _ = try await client.query("CREATE DATABASE \(database)")
+        }
+        return "postgres://\(PostgresCluster.user)@127.0.0.1:\(cluster.port)/\(database)?sslmode=disable"
+    }
+
+    @Test("a gateway on Postgres answers, and /api/history and /api/usage show its rows; the command line's token works on it")
+    func historyAndUsage() async throws {
+        let location = try DatabaseLocation(url: try await Self.databaseURL())
+        var configuration = GatewayConfiguration()
+        configuration.database = location
+        let created = await StoreCommand.createToken(user: "dana", plan: "default", label: "phone").run(configuration: configuration)
+        #expect(created.status == 0, "\(created.error)")
+        let token = String(created.output.prefix { $0 != "\n" })
+        #expect(token.hasPrefix("tgk_"))
+
+        try await GatewayHarness.with(configure: { $0.database = location }) { harness in
+            let headers = StoreEndToEndTests.bearer(token)
+            for index in 0..<3 {
+                let response = try await harness.process(task: "summarize", text: Self.sample, headers: headers + [("X-Request-Id", "pg-\(index)")])
+                #expect(response.status == 200)
+            }
+            let complete = await eventually {
+                guard let response = try? await StoreEndToEndTests.get(harness, "/api/history?limit=100", token: token),
+                      let body = try? StoreEndToEndTests.json(response)
+                else { return false }
+                return body["items"]?.arrayValue?.count == 3
+            }
+            #expect(complete)
+            let page = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/history?limit=2", token: token))
+            #expect(page["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-2", "pg-1"])
+            let cursor = try #require(page["nextCursor"]?.stringValue)
+            let rest = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/history?limit=2&before=\(cursor)", token: token))
+            #expect(rest["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-0"])
+            #expect(try await StoreEndToEndTests.delete(harness, "/api/history/pg-0", token: token).status == 204)
+
+            let usage = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage", token: token))
+            #expect(usage["userId"]?.stringValue == "dana")
+            #expect(usage["today"]?["requests"]?.intValue == 3)
+            #expect((usage["today"]?["totalTokens"]?.intValue ?? 0) > 0)
+        }
+
+        let report = await StoreCommand.usage(since: nil, user: "dana", format: .csv).run(configuration: configuration)
+        #expect(report.status == 0)
+        #expect(report.output.split(separator: "\r\n").count == 2)
+        let tokens = await StoreCommand.listTokens(format: .json).run(configuration: configuration)
+        #expect(tokens.output.contains("\"last_used\":\"20"))
+        let check = await StoreCommand.check.run(configuration: configuration)
+        #expect(check.output == "ok\n")
+        let backup = await StoreCommand.backup(file: "/tmp/never-written.sqlite").run(configuration: configuration)
+        #expect(backup.status == 1)
+        #expect(backup.error.contains("pg_dump"))
+    }
+
+    @Test("DATABASE_URL takes postgres:// and postgresql://, and never shows the password")
+    func parsesURLs() throws {
+        let location = try DatabaseLocation(url: "postgres://app:s3cret%21@db.internal:6543/textgateway?sslmode=require")
+        guard case .postgres(let configuration) = location else {
+            Issue.record("not a Postgres location: \(location)")
+            return
+        }
+        #expect(configuration.host == "db.internal")
+        #expect(configuration.port == 6543)
+        #expect(configuration.user == "app")
+        #expect(configuration.password == "s3cret!")
+        #expect(configuration.database == "textgateway")
+        #expect(!"\(location)".contains("s3cret"))
+        #expect(try DatabaseLocation(url: "POSTGRESQL://app@db/textgateway") == .postgres(PostgresConfiguration(
+            host: "db", user: "app", database: "textgateway"
+        )))
+        #expect(throws: ConfigurationError.self) { try DatabaseLocation(url: "postgres://app:s3cret@db:notaport/x") }
+        do {
+            _ = try DatabaseLocation(url: "postgres://app:s3cret@db:notaport/x")
+        } catch {
+            #expect(!"\(error)".contains("s3cret"))
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import EventLoop
+@testable import Store
+import Testing
+
+extension StoreBackends {
+    @Suite("store: daily usage")
+    struct UsageTests {
+        @Test("a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing", arguments: Backend.allCases)
+        func sums(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let day: Int64 = 20_100
+                try await append(
+                    [
+                        ledgerRow("1", user: "alice", at: startOfDay(day), inputTokens: 100, outputTokens: 20),
+                        ledgerRow("2", user: "alice", at: startOfDay(day) + 1_000, inputTokens: 50, outputTokens: 5),
+                        ledgerRow("3", user: "alice", at: startOfDay(day) + 2_000, inputTokens: 70, outputTokens: 7, cacheHit: true),
+                        ledgerRow("4", user: "alice", at: startOfDay(day) + 3_000, inputTokens: nil, outputTokens: nil),
+                        ledgerRow("5", user: nil, at: startOfDay(day), inputTokens: 1_000, outputTokens: 1_000),
+                    ],
+                    to: store
+                )
+                // A second batch adds to the same day.
+                try await append([ledgerRow("6", user: "alice", at: startOfDay(day) + 4_000, inputTokens: 1, outputTokens: 2)], to: store)
+                let usage = try await store.dailyUsage(userID: "alice", fromDay: day)
+                #expect(usage == [DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27)])
+                #expect(try await store.tokensCharged(onDay: day) == ["alice": 178])
+            }
+        }
+
+        @Test("days are UTC days: the last millisecond of one and the first of the next count apart", arguments: Backend.allCases)
+        func utcDays(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let day: Int64 = 20_200
+                try await append(
+                    [
+                        ledgerRow("1", user: "alice", at: startOfDay(day) - 1, inputTokens: 1, outputTokens: 0),
+                        ledgerRow("2", user: "alice", at: startOfDay(day), inputTokens: 2, outputTokens: 0),
+                        ledgerRow("3", user: "alice", at: startOfDay(day + 1) - 1, inputTokens: 4, outputTokens: 0),
+                    ],
+                    to: store
+                )
+                let usage = try await store.dailyUsage(userID: "alice", fromDay: 0)
+                #expect(usage.map(\.day) == [day, day - 1])
+                #expect(usage.map(\.inputTokens) == [6, 1])
+                #expect(try await store.dailyUsage(userID: "alice", fromDay: day).map(\.day) == [day])
+            }
+        }
+
+        @Test("the UTC day of an instant rounds down, before the epoch too")
+        func dayArithmetic() {
+            #expect(SQLiteStore.utcDay(ofMilliseconds: 0) == 0)
+            #expect(SQLiteStore.utcDay(ofMilliseconds: 86_399_999) == 0)
+            #expect(SQLiteStore.utcDay(ofMilliseconds: 86_400_000) == 1)
+            #expect(SQLiteStore.utcDay(ofMilliseconds: -1) == -1)
+            #expect(SQLiteStore.utcDay(ofMilliseconds: -86_400_000) == -1)
+            #expect(SQLiteStore.utcDay(ofMilliseconds: -86_400_001) == -2)
+        }
+
+        @Test("tokens charged on a day, per user, and no one else's day", arguments: Backend.allCases)
+        func tokensCharged(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let day: Int64 = 20_300
+                try await append(
+                    [
+                        ledgerRow("1", user: "alice", at: startOfDay(day), inputTokens: 10, outputTokens: 1),
+                        ledgerRow("2", user: "bob", at: startOfDay(day), inputTokens: 20, outputTokens: 2),
+                        ledgerRow("3", user: "bob", at: startOfDay(day - 1), inputTokens: 300, outputTokens: 0),
+                        ledgerRow("4", user: "carol", at: startOfDay(day), inputTokens: 5, outputTokens: 5, cacheHit: true),
+                    ],
+                    to: store
+                )
+                #expect(try await store.tokensCharged(onDay: day) == ["alice": 11, "bob": 22, "carol": 0])
+                #expect(try await store.tokensCharged(onDay: day + 1) == [:])
+            }
+        }
+
+        @Test("the report runs by day, then user, for everyone or one user", arguments: Backend.allCases)
+        func report(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let day: Int64 = 20_400
+                try await append(
+                    [
+                        ledgerRow("1", user: "bob", at: startOfDay(day + 1)),
+                        ledgerRow("2", user: "alice", at: startOfDay(day + 1)),
+                        ledgerRow("3", user: "bob", at: startOfDay(day)),
+                        ledgerRow("4", user: "carol", at: startOfDay(day - 1)),
+                    ],
+                    to: store
+                )
+                let everyone = try await store.usageReport(fromDay: day, userID: nil)
+                #expect(everyone.map { "\($0.day - day):\($0.userID)" } == ["0:bob", "1:alice", "1:bob"])
+                let bob = try await store.usageReport(fromDay: day - 1, userID: "bob")
+                #expect(bob.map(\.day) == [day, day + 1])
+                #expect(try await store.dailyUsage(userID: "bob", fromDay: 0).map(\.day) == [day + 1, day])
+            }
+        }
+    }
+}
