@@ -15,14 +15,17 @@ struct RedisLimitsEndToEndTests {
     static let sample = ProcessEndToEndTests.sample
 
     /// `count` gateways on one redis-server, each on one loop (one Redis connection): the
-    /// harness's and `count - 1` more of its configuration, sharing its mock and client.
+    /// harness's and `count - 1` more of its configuration, sharing its mock and client. The
+    /// Redis timeout is generous, so a loaded machine's slow reply is never taken for Redis away.
     static func withInstances(
-        _ count: Int, plans: String, redis: RedisServer, configure: @escaping (inout GatewayConfiguration) -> Void = { _ in },
+        _ count: Int, plans: String, redis: RedisServer, timeout: Duration = .seconds(2),
+        configure: @escaping (inout GatewayConfiguration) -> Void = { _ in },
         _ body: ([GatewayHarness]) async throws -> Void
     ) async throws {
         try await GatewayHarness.with(configure: {
             try? AccessEndToEndTests.configure(plans: plans, &$0)
             $0.redis = try? RedisConfiguration(url: redis.url)
+            $0.redis?.timeout = timeout
             $0.loopCount = 1
             configure(&$0)
         }) { first in
@@ -135,7 +138,7 @@ struct RedisLimitsEndToEndTests {
             let survivor = instances[0]
             let environment = CommandLineProcessTests.baseEnvironment.merging([
                 "DARVAREH_API_KEY": upstreamKey, "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": survivor.mock.baseURL,
-                "DATABASE_URL": "off", "EVENT_LOOPS": "1", "REDIS_URL": redis.url, "UPSTREAM_TIMEOUT_SECONDS": "2",
+                "DATABASE_URL": "off", "EVENT_LOOPS": "1", "REDIS_URL": redis.url, "REDIS_TIMEOUT_MS": "2000", "UPSTREAM_TIMEOUT_SECONDS": "2",
                 "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:pro", "PLANS": "pro:-:2:-",
             ]) { $1 }
             let doomed = try await StoreProcessTests.Gateway.start(environment, directory: CommandLineProcessTests.emptyDirectory())
@@ -214,7 +217,7 @@ struct RedisLimitsEndToEndTests {
     @Test("local: a Redis that hangs costs a request at most its timeout, then none until it answers again")
     func hungRedisTimesOut() async throws {
         let redis = try await RedisServer()
-        try await Self.withInstances(1, plans: "pro:100:-:-", redis: redis) { (instances: [GatewayHarness]) async throws in
+        try await Self.withInstances(1, plans: "pro:100:-:-", redis: redis, timeout: .milliseconds(100)) { (instances: [GatewayHarness]) async throws in
             let gateway = instances[0]
             #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
             redis.signal(SIGSTOP)

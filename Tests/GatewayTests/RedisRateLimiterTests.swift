@@ -16,7 +16,7 @@ struct RedisRateLimiterTests {
         let server = try await RedisServer()
         let group = try EventLoopGroup(loopCount: 1, namePrefix: "limiter-test")
         var configuration = try RedisConfiguration(url: server.url)
-        configuration.timeout = .milliseconds(500)
+        configuration.timeout = .seconds(2)
         let client = RedisClient(configuration: configuration, group: group, scripts: RedisRateLimiter.scripts)
         try await client.start()
         let limiters = (0..<instances).map { _ in RedisRateLimiter(client: client, leaseTimeToLive: leaseTimeToLive) }

@@ -180,11 +180,12 @@ struct SharedCacheEndToEndTests {
 struct SharedCacheLockTests {
     static let key = ResponseCache.Key(task: "titles", tone: "short", model: "m", text: "a text of some length")
 
-    /// Two instances' caches over one Redis, with a lock short beside the calls.
-    fileprivate static func instances(_ probe: RedisProbe) -> (SharedResponseCache, SharedResponseCache) {
+    /// Two instances' caches over one Redis, with a lock short beside the calls (long enough
+    /// that a renewal delayed by a loaded machine still lands in time).
+    fileprivate static func instances(_ probe: RedisProbe, lock: Duration = .milliseconds(200)) -> (SharedResponseCache, SharedResponseCache) {
         func make() -> SharedResponseCache {
             SharedResponseCache(
-                redis: probe.client, local: ResponseCache(timeToLive: .seconds(60), capacity: 10), lockTimeToLive: .milliseconds(200),
+                redis: probe.client, local: ResponseCache(timeToLive: .seconds(60), capacity: 10), lockTimeToLive: lock,
                 waitLimit: .seconds(10), registry: MetricsRegistry()
             )
         }
@@ -195,11 +196,11 @@ struct SharedCacheLockTests {
     func renewal() async throws {
         let redis = try await RedisServer()
         let probe = try await RedisProbe(url: redis.url)
-        let (first, second) = Self.instances(probe)
+        let (first, second) = Self.instances(probe, lock: .seconds(1))
         let calls = Atomic<Int>(0)
         let compute: @Sendable () async throws(GatewayError) -> ResponseCache.Answer = { () throws(GatewayError) in
             calls.add(1, ordering: .relaxed)
-            try? await Task.sleep(for: .milliseconds(900))
+            try? await Task.sleep(for: .milliseconds(3000))
             return ResponseCache.Answer(result: "once", usage: nil)
         }
         async let one = first.answer(for: Self.key, compute: compute)

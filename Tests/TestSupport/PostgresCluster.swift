@@ -41,7 +41,7 @@ public final class PostgresCluster: Sendable {
                 guard let account = getpwnam("postgres") else { throw Failure(description: "no postgres user") }
                 chown(directory, account.pointee.pw_uid, account.pointee.pw_gid)
             }
-            let cluster = PostgresCluster(directory: directory, port: try freePort())
+            let cluster = PostgresCluster(directory: directory, port: try LoopbackPort.free())
             do {
                 try cluster.run(binaries + "/initdb", ["-D", cluster.dataDirectory, "-A", "trust", "-U", user, "-E", "UTF8", "--no-sync"])
                 try cluster.pgctl(["start", "-w", "-t", "60", "-o", cluster.serverOptions])
@@ -115,25 +115,6 @@ public final class PostgresCluster: Sendable {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             throw Failure(description: "\(executable) \(arguments.first ?? "") failed (\(status)): " + text)
         }
-    }
-
-    /// A loopback port nothing listens on now.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "bind failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -17,7 +17,7 @@ public final class RedisServer {
 
     /// Starts a server on `port` (a free one when nil) and waits until it accepts connections.
     public init(port: Int? = nil, arguments: [String] = []) async throws {
-        self.port = try port ?? Self.freePort()
+        self.port = try port ?? LoopbackPort.free()
         extraArguments = arguments
         try await start()
     }
@@ -47,7 +47,7 @@ public final class RedisServer {
         guard rc == 0 else { throw Failure(description: "posix_spawn redis-server failed: \(rc)") }
         pid = child
         let port = self.port
-        guard await eventually(within: 10, { Self.accepts(port: port) }) else {
+        guard await eventually(within: 10, { LoopbackPort.accepts(port) }) else {
             kill()
             throw Failure(description: "redis-server did not listen on \(port)")
         }
@@ -68,40 +68,4 @@ public final class RedisServer {
     }
 
     public var url: String { "redis://127.0.0.1:\(port)" }
-
-    /// A port the kernel just handed out and released (another process could take it first;
-    /// good enough on a test machine).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind failed") }
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        guard named == 0 else { throw Failure(description: "getsockname failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    public static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
-        } == 0
-    }
 }
