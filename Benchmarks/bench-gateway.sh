@@ -202,20 +202,7 @@ if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     run_wrk direct "$last" "$warmup" "$work/warmup.txt"
 fi
 
-# CPU time (user + system, in clock ticks) of processes and all their threads, from /proc.
 ticks=$(getconf CLK_TCK)
-cpu_ticks() { # PID...
-    local pid total=0 stat fields
-    for pid in "$@"; do
-        for stat in /proc/"$pid"/task/*/stat; do
-            [ -r "$stat" ] || continue
-            fields=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
-            read -r -a fields <<<"$fields"
-            total=$((total + fields[11] + fields[12]))  # utime, stime (fields 14 and 15 of stat)
-        done
-    done
-    echo "$total"
-}
 target_pids() { # target: the processes doing the target's own work (none for direct)
     case "$1" in
         gateway) echo "$gateway_pid" ;;

@@ -10,7 +10,9 @@
 #   redis  — limits in a redis-server (REDIS_URL; two scripts a request), the store in SQLite
 #   shared — limits in Redis and the store in a Postgres cluster (DATABASE_URL=postgres://…)
 # The redis-server and the Postgres cluster are the run's own, on loopback. The three are
-# interleaved and repeated; the script reports medians beside memory.
+# interleaved and repeated; the script reports medians beside memory, with the CPU time per
+# request of the gateway and of the shared services (redis-server and the Postgres cluster's
+# processes together; the SQLite store is inside the gateway).
 #
 # Settings (environment):
 #   ROUNDS=4            rounds (each starting with the next gateway)
@@ -58,7 +60,7 @@ mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || mock_url=
 [ -n "$mock_url" ] || { cat "$work/mock.err" >&2; die "mock-upstream did not report its address within 10 s"; }
 
-plan="default:100000000:10000:100000000000"
+plan="default:100000000:10000:1000000000"
 start_gateway() { # NAME VAR=VALUE...
     local name=$1
     shift
@@ -82,7 +84,7 @@ for target in memory redis shared; do
         -H "Authorization: Bearer $(head -n 1 "$work/gateway-tokens.txt")" --data-binary "@$work/body.json" \
         "http://127.0.0.1:$(port_of "$target")/api/process") || status=000
     [ "$status" = 200 ] || die "$target check answered HTTP $status"
-    grep -qi '^ratelimit-limit: 100000000' "$work/check.$target.head" || die "$target check answered without the plan's limits"
+    grep -qi '^ratelimit-limit: 100000000\b' "$work/check.$target.head" || die "$target check answered without the plan's limits"
 done
 echo "plan:   $plan (requests a minute, at once, tokens a day: every decision made, none refused); $users callers"
 echo "memory: limits in the process, DATABASE_URL=sqlite:…"
@@ -91,21 +93,27 @@ echo "shared: REDIS_URL as redis, DATABASE_URL=postgres://127.0.0.1 (the run's c
 echo "each:   text-gateway serve, METRICS=off LOG_LEVEL=warning LEDGER_DURABILITY=fast, EVENT_LOOPS unset"
 echo
 
-run_wrk() { # target connections duration output
-    local threads=2
+pid_of() { case "$1" in memory) echo "$memory_pid" ;; redis) echo "$redis_gateway_pid" ;; shared) echo "$shared_pid" ;; esac; }
+# The shared services' processes: redis-server and every process of the Postgres cluster.
+services_pids() { echo "$redis_pid" $(pgrep -f "postgres.*-D $work/postgres/data" || true) $(pgrep -P "$(pgrep -f -o "postgres.*-D $work/postgres/data" || echo 0)" || true); }
+run_wrk() { # target connections duration output: and the CPU time of the gateway and of the services
+    local threads=2 before services_before
     [ "$2" -eq 1 ] && threads=1
+    read -r -a services <<<"$(services_pids)"
+    before=$(cpu_ticks "$(pid_of "$1")") services_before=$(cpu_ticks "${services[@]}")
     wrk -t"$threads" -c"$2" -d"$3" --latency -s Benchmarks/callers.lua "http://127.0.0.1:$(port_of "$1")/api/process" -- \
         "$work/body.json" "$work/gateway-tokens.txt" >"$4" 2>&1 || { cat "$4" >&2; die "wrk failed against $1"; }
+    echo "cpu_ticks $(($(cpu_ticks "$(pid_of "$1")") - before)) $(($(cpu_ticks "${services[@]}") - services_before))" >>"$4"
 }
 if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     for target in memory redis shared; do run_wrk "$target" 64 "$warmup" "$work/warmup.txt"; done
 fi
 
 interleaved_rounds "$rounds" run_wrk memory redis shared
-wrk_run_lines "$work" "" memory redis shared >"$work/runs.txt"
+wrk_run_lines "$work" "$(getconf CLK_TCK)" memory redis shared >"$work/runs.txt"
 
 echo "medians of $rounds round(s), $duration each:"
 echo
 connection_csv=$(IFS=,; echo "${connection_list[*]}")
 python3 Benchmarks/medians.py "$work/runs.txt" --reference memory --column limits --targets memory,redis,shared \
-    --connections "$connection_csv"
+    --connections "$connection_csv" --cpu "gateway µs/request,Redis + Postgres µs/request"

@@ -20,12 +20,15 @@ parser.add_argument("--targets", required=True)
 parser.add_argument("--connections", required=True)
 parser.add_argument("--ratio", action="append", default=[])
 parser.add_argument("--added-p50", action="append", default=[])
+# Two more columns: the CPU µs per request of the target and of the other processes (the last
+# two figures of each line), under these two names separated by a comma.
+parser.add_argument("--cpu")
 arguments = parser.parse_args()
 
 rows = {}
 for line in open(arguments.runs):
     target, c, *values = line.split()
-    rows.setdefault((target, int(c)), []).append([float(v) for v in values[:3]])
+    rows.setdefault((target, int(c)), []).append([float(v) for v in values[:3] + values[4:6]])
 
 
 def med(target, c, i):
@@ -35,12 +38,14 @@ def med(target, c, i):
 
 reference = arguments.reference
 counts = [int(c) for c in arguments.connections.split(",") if c]
-print(f"| connections | {arguments.column} | requests/s | × {reference} | p50 ms | added p50 ms | p99 ms |")
-print("|---:|---|---:|---:|---:|---:|---:|")
+cpu = arguments.cpu.split(",") if arguments.cpu else []
+print(f"| connections | {arguments.column} | requests/s | × {reference} | p50 ms | added p50 ms | p99 ms |" + "".join(f" {name} |" for name in cpu))
+print("|---:|---|---:|---:|---:|---:|---:|" + "---:|" * len(cpu))
 for c in counts:
     for target in arguments.targets.split(","):
         rps, p50, p99 = (med(target, c, i) for i in range(3))
-        print(f"| {c} | {target} | {rps:.0f} | {rps / med(reference, c, 0):.3f} | {p50:.3f} | {p50 - med(reference, c, 1):+.3f} | {p99:.3f} |")
+        extra = "".join(f" {med(target, c, 3 + i):.0f} |" for i in range(len(cpu)))
+        print(f"| {c} | {target} | {rps:.0f} | {rps / med(reference, c, 0):.3f} | {p50:.3f} | {p50 - med(reference, c, 1):+.3f} | {p99:.3f} |" + extra)
 print()
 
 

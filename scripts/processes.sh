@@ -157,6 +157,21 @@ stop_postgres_cluster() {
     as_postgres "$postgres_bin/pg_ctl" -D "$1/data" -m fast stop >/dev/null 2>&1 || true
 }
 
+# cpu_ticks PID...: CPU time (user + system, in clock ticks) of the processes and all their
+# threads, from /proc.
+cpu_ticks() {
+    local pid total=0 stat fields
+    for pid in "$@"; do
+        for stat in /proc/"$pid"/task/*/stat; do
+            [ -r "$stat" ] || continue
+            fields=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
+            read -r -a fields <<<"$fields"
+            total=$((total + fields[11] + fields[12]))  # utime, stime (fields 14 and 15 of stat)
+        done
+    done
+    echo "$total"
+}
+
 # free_port: a loopback TCP port nothing listens on now (the kernel's choice).
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

@@ -1,4 +1,6 @@
 import EventLoop
+import Glibc
+import Synchronization
 @testable import Gateway
 import Redis
 import Testing
@@ -160,6 +162,31 @@ struct RedisRateLimiterTests {
             #expect(try await limiters[1].finish(lease: second, plan: plan, tokens: 500, now: Self.now)?.remaining == 900)
             let third = try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now)
             #expect(third.status?.remaining == 800)
+        }
+    }
+
+    @Test("a settlement off the request's path frees the slot and charges the real count; one Redis missed is sent again once it is back")
+    func settlementsAreSentAndRetried() async throws {
+        try await Self.withLimiters { limiters, _, server in
+            let plan = Self.plan(concurrent: 1, tokens: 1000)
+            let failures = Atomic<Int>(0)
+            let first = try #require(try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 300, now: Self.now).lease)
+            limiters[0].settle(lease: first, plan: plan, tokens: 100, failed: { _ in failures.add(1, ordering: .relaxed) })
+            #expect(await eventually { limiters[0].pendingSettlements == 0 })
+            let second = try await limiters[1].acquire(key: "user:s", plan: plan, reservingTokens: 0, now: Self.now)
+            #expect(second.status?.remaining == 900)
+            let lease = try #require(second.lease)
+
+            // Redis away when the request ends: kept, and sent again once Redis is back.
+            server.signal(SIGSTOP)
+            limiters[1].settle(lease: lease, plan: plan, tokens: 200, failed: { _ in failures.add(1, ordering: .relaxed) })
+            #expect(await eventually(within: 10) { failures.load(ordering: .relaxed) > 0 })
+            #expect(limiters[1].pendingSettlements == 1)
+            server.signal(SIGCONT)
+            #expect(await eventually(within: 10) { limiters[1].pendingSettlements == 0 })
+            let third = try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 0, now: Self.now)
+            #expect(third.lease != nil)
+            #expect(third.status?.remaining == 700)
         }
     }
 }

@@ -106,37 +106,43 @@ enum RedisRateLimitScripts {
         return {1, 'ok', 0, 'none', 0, 0, 0, day}
         """
 
-    /// A request's end: its lease given back and its reservation replaced by its real count,
-    /// both once.
+    /// Requests' ends: each lease given back and its reservation replaced by its real count,
+    /// each once; several leases (of any keys) in one call.
     static let finish = """
-        -- KEYS[1] w   KEYS[2] l   KEYS[3] v   KEYS[4] the prefix of t
-        -- ARGV[1] the request's id   ARGV[2] tokens used   ARGV[3] the reservation's day
-        -- ARGV[4] requests per minute (0: none)   ARGV[5] tokens per day (0: none)
-        -- Returns {quota, limit, remaining, reset s} as acquire's allowed answer would now.
-        local id = ARGV[1]
-        local used = tonumber(ARGV[2])
-        local rpm = tonumber(ARGV[4])
-        local perDay = tonumber(ARGV[5])
+        -- KEYS: w, l, v and the prefix of t of each lease, four by four
+        -- ARGV[1] 1 to return the first lease's status, 0 for none; then for each lease:
+        -- its id, tokens used, the reservation's day, requests per minute (0: none) and
+        -- tokens per day (0: none), five by five.
+        -- Returns {quota, limit, remaining, reset s} as acquire's allowed answer would now for
+        -- the first lease's key, or {} when ARGV[1] is 0.
         local time = redis.call('TIME')
         local seconds = tonumber(time[1])
         local now = seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
         local today = math.floor(seconds / 86400)
 
-        -- Only the first finish of a live lease settles: a second one, or one after the lease
-        -- expired (its reservation charged then), finds nothing left to settle.
-        local live = redis.call('ZREM', KEYS[2], id) == 1
-        local amount = redis.call('HGET', KEYS[3], id)
-        if amount then
-          redis.call('HDEL', KEYS[3], id)
-          redis.call('HINCRBY', KEYS[3], '#', -tonumber(amount))
-          live = true
+        for i = 0, #KEYS / 4 - 1 do
+          local leases, reserved, tokens = KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+          local id, used, day = ARGV[5 * i + 2], tonumber(ARGV[5 * i + 3]), ARGV[5 * i + 4]
+          local perDay = tonumber(ARGV[5 * i + 6])
+          -- Only the first finish of a live lease settles: a second one, or one after the
+          -- lease expired (its reservation charged then), finds nothing left to settle.
+          local live = redis.call('ZREM', leases, id) == 1
+          local amount = redis.call('HGET', reserved, id)
+          if amount then
+            redis.call('HDEL', reserved, id)
+            redis.call('HINCRBY', reserved, '#', -tonumber(amount))
+            live = true
+          end
+          if live and perDay > 0 and used > 0 then
+            -- On the reservation's day: a call that started before midnight counts for its day.
+            local tokensKey = tokens .. ':' .. day
+            redis.call('INCRBY', tokensKey, used)
+            redis.call('EXPIRE', tokensKey, 2 * 86400)
+          end
         end
-        if live and perDay > 0 and used > 0 then
-          -- On the reservation's day: a call that started before midnight counts for its day.
-          local tokensKey = KEYS[4] .. ':' .. ARGV[3]
-          redis.call('INCRBY', tokensKey, used)
-          redis.call('EXPIRE', tokensKey, 2 * 86400)
-        end
+
+        if ARGV[1] ~= '1' then return {} end
+        local rpm, perDay = tonumber(ARGV[5]), tonumber(ARGV[6])
         if rpm > 0 then
           redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
           local count = redis.call('ZCARD', KEYS[1])

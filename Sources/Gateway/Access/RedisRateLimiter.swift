@@ -1,3 +1,4 @@
+import EventLoop
 import Crypto
 import Redis
 import Synchronization
@@ -24,6 +25,8 @@ final class RedisRateLimiter: RateLimiter {
     static let scripts = [acquireScript, finishScript, renewScript]
     /// Most leases one renewal call carries (a bounded command; more take more calls).
     static let renewalBatch = 500
+    /// Most leases one settlement call carries.
+    static let settlementBatch = 200
 
     let leaseTimeToLive: Duration
     private let client: RedisClient
@@ -32,6 +35,21 @@ final class RedisRateLimiter: RateLimiter {
     /// The leases this instance holds in Redis: request id → the key's Redis keys.
     private let live = Mutex<[String: RedisKeys]>([:])
     private let refusals = KnownRefusals()
+    private let settlements = Mutex(Settlements())
+
+    /// One lease's end, as the finish script takes it.
+    private struct Settlement: Sendable {
+        let keys: [RedisArgument]
+        let arguments: [RedisArgument]
+        /// Past this, the lease has expired in Redis: nothing is left to settle.
+        let expires: MonotonicInstant
+    }
+
+    private struct Settlements {
+        var queue: [Settlement] = []
+        var inFlight = 0
+        var sending = false
+    }
 
     init(client: RedisClient, leaseTimeToLive: Duration) {
         self.client = client
@@ -85,16 +103,84 @@ final class RedisRateLimiter: RateLimiter {
 
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus? {
         guard lease.holdsSlot else { return nil }
+        let settlement = takeSettlement(lease: lease, plan: plan, tokens: tokens)
+        let reply = try await client.evalSHA(Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(1)] + settlement.arguments)
+        guard let fields = reply.array, fields.count == 4 else { throw RedisError(.protocol, "unexpected reply of the finish script") }
+        return Self.status(fields[...])
+    }
+
+    /// Ends a request without waiting for Redis: the lease is given back and its tokens
+    /// settled right after, in one call with the others ending meanwhile (a call at a time,
+    /// as a group commit does). A call that fails is tried again while its leases live; after
+    /// that they expire, and each reservation is charged as it stood. `failed` hears of each
+    /// failure.
+    func settle(lease: RateLease, plan: Plan, tokens: Int, failed: @escaping @Sendable (RedisError) -> Void) {
+        guard lease.holdsSlot else { return }
+        let settlement = takeSettlement(lease: lease, plan: plan, tokens: tokens)
+        let start = settlements.withLock { state -> Bool in
+            state.queue.append(settlement)
+            guard !state.sending else { return false }
+            state.sending = true
+            return true
+        }
+        // Started at once, on this thread, until it waits for Redis: the call is queued on
+        // the request's loop's connection now, ahead of whatever its next request asks.
+        if start { Task.immediate { await self.sendSettlements(failed: failed) } }
+    }
+
+    /// Settlements waiting to be sent, or being sent now.
+    var pendingSettlements: Int { settlements.withLock { $0.queue.count + $0.inFlight } }
+
+    private func sendSettlements(failed: @escaping @Sendable (RedisError) -> Void) async {
+        var attempt = 0
+        while true {
+            let batch = settlements.withLock { state -> [Settlement] in
+                let batch = Array(state.queue.prefix(Self.settlementBatch))
+                state.queue.removeFirst(batch.count)
+                state.inFlight = batch.count
+                if batch.isEmpty { state.sending = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            do throws(RedisError) {
+                _ = try await client.evalSHA(
+                    Self.finishScript, keys: batch.flatMap(\.keys), arguments: [RedisArgument(0)] + batch.flatMap(\.arguments)
+                )
+                attempt = 0
+            } catch {
+                failed(error)
+                let retry = batch.filter { MonotonicInstant.now() < $0.expires }
+                guard error.code != .shutdown, !retry.isEmpty else { continue }
+                settlements.withLock {
+                    $0.queue.insert(contentsOf: retry, at: 0)
+                    $0.inFlight = 0
+                }
+                attempt += 1
+                try? await Task.sleep(for: RedisRateLimiter.settlementRetryDelay(attempt: attempt))
+            }
+            settlements.withLock { $0.inFlight = 0 }
+        }
+    }
+
+    /// The next retry of failed settlements: doubling from 50 ms up to 1 s.
+    static func settlementRetryDelay(attempt: Int) -> Duration {
+        .milliseconds(min(1000, 50 << min(attempt - 1, 5)))
+    }
+
+    /// Stops renewing the lease, and what the finish script needs to end it.
+    private func takeSettlement(lease: RateLease, plan: Plan, tokens: Int) -> Settlement {
         let id = member(lease.id)
         // Not renewed any more, whatever the answer: a finish that fails leaves it to expire.
         // A second finish still asks Redis, whose script settles each lease once.
         _ = live.withLock { $0.removeValue(forKey: id) }
-        let reply = try await client.evalSHA(Self.finishScript, keys: RedisKeys(lease.key).all, arguments: [
-            RedisArgument(id), RedisArgument(max(0, tokens)), RedisArgument(lease.day),
-            RedisArgument(plan.requestsPerMinute ?? 0), RedisArgument(plan.tokensPerDay ?? 0),
-        ])
-        guard let fields = reply.array, fields.count == 4 else { throw RedisError(.protocol, "unexpected reply of the finish script") }
-        return Self.status(fields[...])
+        return Settlement(
+            keys: RedisKeys(lease.key).all,
+            arguments: [
+                RedisArgument(id), RedisArgument(max(0, tokens)), RedisArgument(lease.day),
+                RedisArgument(plan.requestsPerMinute ?? 0), RedisArgument(plan.tokensPerDay ?? 0),
+            ],
+            expires: MonotonicInstant.now().advanced(by: leaseTimeToLive)
+        )
     }
 
     /// Extends every lease this instance holds to a full time to live from now, in calls of

@@ -90,17 +90,15 @@ final class SharedRateLimiter: RateLimiter {
 
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus? {
         guard lease.origin == .shared else { return await local.finish(lease: lease, plan: plan, tokens: tokens, now: now) }
-        do {
-            let status = try await shared.finish(lease: lease, plan: plan, tokens: tokens, now: now)
-            answered()
-            return status
-        } catch let error as RedisError {
-            try failed(error)
-            // Counted here at least, for the decisions made locally meanwhile; Redis charges
-            // the reservation when the lease expires.
-            await local.record(tokens: tokens, key: lease.key, plan: plan, now: now)
-            return nil
+        // Off the request's path: the answer reports the status its acquire gave (the window
+        // and the day as they stood, its own reservation counted).
+        let (local, errors) = (self.local, self.errors)
+        shared.settle(lease: lease, plan: plan, tokens: tokens) { error in
+            errors.labels(Self.kind(error.code)).increment()
+            // Counted here at least, for the decisions made locally meanwhile.
+            local.seed(tokensUsed: tokens, key: lease.key, now: now)
         }
+        return nil
     }
 
     /// Counts a failed call and, in `closed` mode, throws it on; a call the request's own
