@@ -101,7 +101,8 @@ enum RedisRateLimitScripts {
           inFlight = redis.call('HINCRBY', KEYS[3], '#', reserve)
           redis.call('PEXPIRE', KEYS[3], leaseTTL + 1000)
         end
-        if rpm > 0 then return {1, 'ok', 0, 'rpm', rpm, math.max(0, rpm - count), windowReset(), day} end
+        -- The window's newest request is this one: it is empty again in 60 s.
+        if rpm > 0 then return {1, 'ok', 0, 'rpm', rpm, math.max(0, rpm - count), 60, day} end
         if perDay > 0 then return {1, 'ok', 0, 'tokens', perDay, math.max(0, perDay - settled - inFlight), untilMidnight, day} end
         return {1, 'ok', 0, 'none', 0, 0, 0, day}
         """
@@ -136,8 +137,8 @@ enum RedisRateLimitScripts {
           if live and perDay > 0 and used > 0 then
             -- On the reservation's day: a call that started before midnight counts for its day.
             local tokensKey = tokens .. ':' .. day
-            redis.call('INCRBY', tokensKey, used)
-            redis.call('EXPIRE', tokensKey, 2 * 86400)
+            -- A day's counter lives two days from its first tokens.
+            if redis.call('INCRBY', tokensKey, used) == used then redis.call('EXPIRE', tokensKey, 2 * 86400) end
           end
         end
 

@@ -172,9 +172,9 @@ final class RedisRateLimiter: RateLimiter {
         let id = member(lease.id)
         // Not renewed any more, whatever the answer: a finish that fails leaves it to expire.
         // A second finish still asks Redis, whose script settles each lease once.
-        _ = live.withLock { $0.removeValue(forKey: id) }
+        let keys = live.withLock { $0.removeValue(forKey: id) } ?? RedisKeys(lease.key)
         return Settlement(
-            keys: RedisKeys(lease.key).all,
+            keys: keys.all,
             arguments: [
                 RedisArgument(id), RedisArgument(max(0, tokens)), RedisArgument(lease.day),
                 RedisArgument(plan.requestsPerMinute ?? 0), RedisArgument(plan.tokensPerDay ?? 0),
