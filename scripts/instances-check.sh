@@ -2,8 +2,9 @@
 # deploy/compose.yaml's arrangement from Debian's packages: docs/nginx.conf as shipped in front
 # of two gateways that share one redis-server and one Postgres cluster (both of this run's
 # own). Checked as a client sees it: a limit holds across the instances, a caller's history
-# and the cache are shared, an instance that is down is passed over, Redis away leaves the
-# service up, and nginx's own errors (a body over client_max_body_size, no instance
+# and the cache are shared, Redis away leaves the service up, an instance killed under load
+# fails only the requests it held (the limit stays exact), an instance that is down is passed
+# over, and nginx's own errors (a body over client_max_body_size, no instance
 # answering, none in time, a request it cannot read) are the contract's JSON with the
 # request's id — never nginx's HTML.
 #
@@ -23,8 +24,8 @@ build_flags=(--static-swift-stdlib)
 if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instances-check.XXXXXX")
-mock_pid= first_pid= second_pid= nginx_pid= silent_pid= started_pid= redis_pid=
-stop_on_exit "$work" nginx_pid first_pid second_pid silent_pid started_pid mock_pid redis_pid
+mock_pid= first_pid= second_pid= nginx_pid= silent_pid= started_pid= redis_pid= drill_pid=
+stop_on_exit "$work" drill_pid nginx_pid first_pid second_pid silent_pid started_pid mock_pid redis_pid
 start_postgres_cluster "$work/postgres"
 start_redis_server "$work/redis.log"
 
@@ -34,14 +35,15 @@ mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || die "mock-upstrea
 alice=tgk_instances_check_alice_0000000000000001
 bob=tgk_instances_check_bob_000000000000000000001
 carol=tgk_instances_check_carol_0000000000000001
+dave=tgk_instances_check_dave_00000000000000000001
 token_entry() { printf '%s:%s:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)" "$2" "$3"; }
 gateway() { # NAME
     start_text_gateway "$bin" "$work/$1" "$work/$1.log" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=k \
         DARVAREH_MODEL_ID=m LOG_LEVEL=warning TRUSTED_PROXIES=127.0.0.1/32 \
         REDIS_URL="redis://127.0.0.1:$redis_port" DATABASE_URL="$postgres_url" \
         REDIS_TIMEOUT_MS=500 \
-        CACHE_TTL_SECONDS=60 PLANS="guest:-:-:-,default:-:-:-,limited:10:-:-" AUTH_REQUIRED=off \
-        GATEWAY_TOKENS="$(token_entry "$alice" alice default),$(token_entry "$bob" bob limited),$(token_entry "$carol" carol limited)" \
+        CACHE_TTL_SECONDS=60 PLANS="guest:-:-:-,default:-:-:-,limited:10:-:-,drill:200:-:-" AUTH_REQUIRED=off \
+        GATEWAY_TOKENS="$(token_entry "$alice" alice default),$(token_entry "$bob" bob limited),$(token_entry "$carol" carol limited),$(token_entry "$dave" dave drill)" \
         || die "text-gateway $1 did not start: $(tail -3 "$work/$1.log")"
 }
 gateway first
@@ -204,8 +206,56 @@ for _ in $(seq 200); do
 done
 check "Redis back: both instances use it again by themselves (textgateway_redis_up 1)" [ "$back" = yes ]
 
-stop "$first_pid"
+# The drill: 16 clients through nginx as one caller with a plan of 200 a minute, 400 requests
+# of 100 ms each; one instance killed (SIGKILL) while they run. Only the requests in flight on
+# it fail (nginx's 502 in the contract's JSON); the rest are answered; Redis admitted exactly
+# 200, so the answered ones and the failed ones together are at least 200, the answered at most.
+python3 - "$base" "$dave" "$work/drill" <<'PY' &
+import http.client, json, sys, threading, urllib.parse
+base, token, out = sys.argv[1:]
+url = urllib.parse.urlparse(base)
+body = json.dumps({"task": "summarize", "text": "شهرداری تهران اعلام کرد که اتوبوس‌های برقی جدید به ناوگان اضافه می‌شود. [mock:latency-ms=100]"}).encode()
+lock, counts, left = threading.Lock(), {}, [400]
+def client():
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    while True:
+        with lock:
+            if left[0] == 0: return
+            left[0] -= 1
+        try:
+            connection.request("POST", "/api/process", body, {"Content-Type": "application/json", "Authorization": "Bearer " + token})
+            response = connection.getresponse()
+            data = response.read()
+            kind = str(response.status)
+            if response.status == 502 and json.loads(data).get("code") != "gateway_unavailable": kind = "502-not-json"
+        except Exception:
+            kind = "transport"
+            connection.close()
+            connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        with lock:
+            counts[kind] = counts.get(kind, 0) + 1
+            if sum(counts.values()) == 40: open(out + ".running", "w").close()
+threads = [threading.Thread(target=client) for _ in range(16)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+open(out, "w").write(" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+PY
+drill_pid=$!
+# Killed once 40 answers are in: mid-run, with requests in flight on both instances.
+for _ in $(seq 200); do [ -e "$work/drill.running" ] && break; sleep 0.05; done
+kill -KILL "$first_pid"
+wait "$first_pid" 2>/dev/null || true
 first_pid=
+wait "$drill_pid"
+read -r -a drill <<<"$(cat "$work/drill")"
+count() { local item; for item in "${drill[@]}"; do [ "${item%%=*}" = "$1" ] && { echo "${item#*=}"; return; }; done; echo 0; }
+ok=$(count 200) limited=$(count 429) failed=$(count 502)
+check "drill, one instance killed under load: every answer is 200, 429 or nginx's JSON 502 (${drill[*]})" \
+    [ $((ok + limited + failed)) = 400 ]
+check "drill: only requests in flight on the killed instance failed ($failed, at most one a client)" [ "$failed" -le 16 ]
+check "drill: the limit stayed exact across the kill (answered $ok <= 200 <= answered + failed $((ok + failed)))" \
+    sh -c "[ $ok -le 200 ] && [ $((ok + failed)) -ge 200 ]"
+
 all=yes
 for index in $(seq 10); do
     status=$(post "$base/api/process" "$work/one-down" --data-binary "$body")
