@@ -25,8 +25,6 @@ final class RedisRateLimiter: RateLimiter {
     static let scripts = [acquireScript, finishScript, renewScript]
     /// Most leases one renewal call carries (a bounded command; more take more calls).
     static let renewalBatch = 500
-    /// Most leases one settlement call carries.
-    static let settlementBatch = 200
 
     let leaseTimeToLive: Duration
     private let client: RedisClient
@@ -35,7 +33,7 @@ final class RedisRateLimiter: RateLimiter {
     /// The leases this instance holds in Redis: request id → the key's Redis keys.
     private let live = Mutex<[String: RedisKeys]>([:])
     private let refusals = KnownRefusals()
-    private let settlements = Mutex(Settlements())
+    private let unsettled = Atomic<Int>(0)
 
     /// One lease's end, as the finish script takes it.
     private struct Settlement: Sendable {
@@ -43,12 +41,6 @@ final class RedisRateLimiter: RateLimiter {
         let arguments: [RedisArgument]
         /// Past this, the lease has expired in Redis: nothing is left to settle.
         let expires: MonotonicInstant
-    }
-
-    private struct Settlements {
-        var queue: [Settlement] = []
-        var inFlight = 0
-        var sending = false
     }
 
     init(client: RedisClient, leaseTimeToLive: Duration) {
@@ -110,55 +102,36 @@ final class RedisRateLimiter: RateLimiter {
     }
 
     /// Ends a request without waiting for Redis: the lease is given back and its tokens
-    /// settled right after, in one call with the others ending meanwhile (a call at a time,
-    /// as a group commit does). A call that fails is tried again while its leases live; after
-    /// that they expire, and each reservation is charged as it stood. `failed` hears of each
-    /// failure.
+    /// settled right after. The call is queued on the request's loop's connection before this
+    /// returns — before the answer is written, so ahead of anything its caller asks next on
+    /// any instance. A call that fails is tried again while the lease lives; after that it
+    /// expires, and its reservation is charged as it stood. `failed` hears of each failed call.
     func settle(lease: RateLease, plan: Plan, tokens: Int, failed: @escaping @Sendable (RedisError) -> Void) {
         guard lease.holdsSlot else { return }
         let settlement = takeSettlement(lease: lease, plan: plan, tokens: tokens)
-        let start = settlements.withLock { state -> Bool in
-            state.queue.append(settlement)
-            guard !state.sending else { return false }
-            state.sending = true
-            return true
+        unsettled.add(1, ordering: .relaxed)
+        // Runs on this thread until it first waits for Redis: the command is queued by then.
+        Task.immediate {
+            await self.send(settlement, failed: failed)
+            self.unsettled.subtract(1, ordering: .relaxed)
         }
-        // Started at once, on this thread, until it waits for Redis: the call is queued on
-        // the request's loop's connection now, ahead of whatever its next request asks.
-        if start { Task.immediate { await self.sendSettlements(failed: failed) } }
     }
 
-    /// Settlements waiting to be sent, or being sent now.
-    var pendingSettlements: Int { settlements.withLock { $0.queue.count + $0.inFlight } }
+    /// Settlements not yet acknowledged by Redis.
+    var pendingSettlements: Int { unsettled.load(ordering: .relaxed) }
 
-    private func sendSettlements(failed: @escaping @Sendable (RedisError) -> Void) async {
+    private func send(_ settlement: Settlement, failed: @escaping @Sendable (RedisError) -> Void) async {
         var attempt = 0
         while true {
-            let batch = settlements.withLock { state -> [Settlement] in
-                let batch = Array(state.queue.prefix(Self.settlementBatch))
-                state.queue.removeFirst(batch.count)
-                state.inFlight = batch.count
-                if batch.isEmpty { state.sending = false }
-                return batch
-            }
-            guard !batch.isEmpty else { return }
             do throws(RedisError) {
-                _ = try await client.evalSHA(
-                    Self.finishScript, keys: batch.flatMap(\.keys), arguments: [RedisArgument(0)] + batch.flatMap(\.arguments)
-                )
-                attempt = 0
+                _ = try await client.evalSHA(Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(0)] + settlement.arguments)
+                return
             } catch {
                 failed(error)
-                let retry = batch.filter { MonotonicInstant.now() < $0.expires }
-                guard error.code != .shutdown, !retry.isEmpty else { continue }
-                settlements.withLock {
-                    $0.queue.insert(contentsOf: retry, at: 0)
-                    $0.inFlight = 0
-                }
                 attempt += 1
+                guard error.code != .shutdown, MonotonicInstant.now() < settlement.expires else { return }
                 try? await Task.sleep(for: RedisRateLimiter.settlementRetryDelay(attempt: attempt))
             }
-            settlements.withLock { $0.inFlight = 0 }
         }
     }
 

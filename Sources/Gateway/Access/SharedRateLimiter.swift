@@ -56,14 +56,14 @@ final class SharedRateLimiter: RateLimiter {
     /// renewal loses none.
     func renewalService() -> any Service {
         let (shared, client) = (self.shared, self.client)
-        return PeriodicService(name: "rate_limit_leases", interval: shared.leaseTimeToLive / 3, immediately: false) { [self] in
+        return LeaseService(shared: shared, client: client, renewal: PeriodicService(name: "rate_limit_leases", interval: shared.leaseTimeToLive / 3, immediately: false) { [self] in
             guard shared.liveLeaseCount > 0, client.connectedCount > 0 else { return }
             do throws(RedisError) {
                 try await shared.renewLeases()
             } catch {
                 _ = try? failed(error)
             }
-        }
+        })
     }
 
     func acquire(key: String, plan: Plan, now: Instant) async throws -> RateDecision {
@@ -92,12 +92,8 @@ final class SharedRateLimiter: RateLimiter {
         guard lease.origin == .shared else { return await local.finish(lease: lease, plan: plan, tokens: tokens, now: now) }
         // Off the request's path: the answer reports the status its acquire gave (the window
         // and the day as they stood, its own reservation counted).
-        let (local, errors) = (self.local, self.errors)
-        shared.settle(lease: lease, plan: plan, tokens: tokens) { error in
-            errors.labels(Self.kind(error.code)).increment()
-            // Counted here at least, for the decisions made locally meanwhile.
-            local.seed(tokensUsed: tokens, key: lease.key, now: now)
-        }
+        let errors = self.errors
+        shared.settle(lease: lease, plan: plan, tokens: tokens) { error in errors.labels(Self.kind(error.code)).increment() }
         return nil
     }
 
@@ -139,6 +135,29 @@ final class SharedRateLimiter: RateLimiter {
         case .cancelled: "cancelled"
         case .invalidConfiguration: "invalid_configuration"
         case .shutdown: "shutdown"
+        }
+    }
+}
+
+/// The lease renewal, and at the stop (after the HTTP server's, before the Redis client's)
+/// the last requests' settlements sent before Redis goes: otherwise their leases would hold
+/// their slots until they expire.
+private struct LeaseService: Service {
+    let shared: RedisRateLimiter
+    let client: RedisClient
+    let renewal: any Service
+
+    var name: String { renewal.name }
+
+    func start() async throws { try await renewal.start() }
+
+    func stop(deadline: MonotonicInstant) async {
+        await renewal.stop(deadline: deadline)
+        // A second at most, and only while Redis answers: with Redis away the leases expire
+        // by themselves, and a stop must not wait for them.
+        let end = min(deadline, MonotonicInstant.now().advanced(by: .seconds(1)))
+        while shared.pendingSettlements > 0 && client.connectedCount > 0 && MonotonicInstant.now() < end {
+            try? await Task.sleep(for: .milliseconds(5))
         }
     }
 }
