@@ -91,10 +91,15 @@ public final class RedisClient: Service {
     /// loaded on each connection at connect (or at first use when not given to `init`);
     /// when the server answers `NOSCRIPT`, it is loaded again and run once more (each of those
     /// commands bounded by the timeout).
-    public func evalSHA(_ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = []) async throws(RedisError)
-        -> RedisValue
-    {
-        try await perform { connection, call in connection.evalSHA(script, keys: keys, arguments: arguments, call: call) }
+    /// With `writeNow`, the command is written to the socket before this call first waits
+    /// (when it runs on one of the client's loops), not after the loop's turn.
+    public func evalSHA(
+        _ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = [], writeNow: Bool = false
+    ) async throws(RedisError) -> RedisValue {
+        try await perform { connection, call in
+            connection.evalSHA(script, keys: keys, arguments: arguments, call: call)
+            if writeNow { connection.writeNow() }
+        }
     }
 
     private func perform(_ start: @escaping @Sendable (RedisConnection, RedisCall) -> Void) async throws(RedisError) -> RedisValue {

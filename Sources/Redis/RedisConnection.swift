@@ -200,6 +200,13 @@ final class RedisConnection: Selectable {
         }
     }
 
+    /// Writes the commands queued so far now, instead of after the loop's turn: for a command
+    /// that must reach the server before whatever the caller does next.
+    func writeNow() {
+        guard flushScheduled else { return }
+        flush()
+    }
+
     private func flush() {
         flushScheduled = false
         guard let context, wantsWrite else { return }

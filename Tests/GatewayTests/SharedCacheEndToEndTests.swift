@@ -196,11 +196,11 @@ struct SharedCacheLockTests {
     func renewal() async throws {
         let redis = try await RedisServer()
         let probe = try await RedisProbe(url: redis.url)
-        let (first, second) = Self.instances(probe, lock: .seconds(1))
+        let (first, second) = Self.instances(probe, lock: .seconds(2))
         let calls = Atomic<Int>(0)
         let compute: @Sendable () async throws(GatewayError) -> ResponseCache.Answer = { () throws(GatewayError) in
             calls.add(1, ordering: .relaxed)
-            try? await Task.sleep(for: .milliseconds(3000))
+            try? await Task.sleep(for: .milliseconds(5000))
             return ResponseCache.Answer(result: "once", usage: nil)
         }
         async let one = first.answer(for: Self.key, compute: compute)

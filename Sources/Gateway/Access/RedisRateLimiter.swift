@@ -102,9 +102,9 @@ final class RedisRateLimiter: RateLimiter {
     }
 
     /// Ends a request without waiting for Redis: the lease is given back and its tokens
-    /// settled right after. The call is queued on the request's loop's connection before this
-    /// returns — before the answer is written, so ahead of anything its caller asks next on
-    /// any instance. A call that fails is tried again while the lease lives; after that it
+    /// settled right after. The call is written to the request's loop's connection before
+    /// this returns — before the answer is written, so ahead of anything its caller asks next
+    /// on any instance. A call that fails is tried again while the lease lives; after that it
     /// expires, and its reservation is charged as it stood. `failed` hears of each failed call.
     func settle(lease: RateLease, plan: Plan, tokens: Int, failed: @escaping @Sendable (RedisError) -> Void) {
         guard lease.holdsSlot else { return }
@@ -124,7 +124,9 @@ final class RedisRateLimiter: RateLimiter {
         var attempt = 0
         while true {
             do throws(RedisError) {
-                _ = try await client.evalSHA(Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(0)] + settlement.arguments)
+                _ = try await client.evalSHA(
+                    Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(0)] + settlement.arguments, writeNow: true
+                )
                 return
             } catch {
                 failed(error)
