@@ -189,31 +189,14 @@ func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) 
 
 /// What the `sqlite3` command prints for `sql` on `path`, with its exit status.
 func sqlite3(_ path: String, _ sql: String) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [path, sql]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let bytes = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    let (status, output) = try Subprocess.run("/usr/bin/sqlite3", [path, sql])
+    return (status, output.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
 /// Runs a command to its end; its exit status.
 @discardableResult
 func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+    try Subprocess(executable, arguments).wait()
 }
 
 /// Polls `condition` until it holds or `seconds` pass; whether it held.
