@@ -9,10 +9,13 @@ import Testing
 
 /// A client on loops of its own against `url`, stopped (and its loops with it) after `body`.
 private func withClient<T>(
-    _ url: String, loops: Int = 1, scripts: [RedisScript] = [], configure: (inout RedisConfiguration) -> Void = { _ in },
+    _ url: String, loops: Int = 1, scripts: [RedisScript] = [], timeout: Duration = .seconds(2),
+    configure: (inout RedisConfiguration) -> Void = { _ in },
     _ body: (RedisClient, EventLoopGroup) async throws -> T
 ) async throws -> T {
     var configuration = try RedisConfiguration(url: url)
+    // Generous unless a test is about timeouts: a loaded machine's slow reply is not a failure.
+    configuration.timeout = timeout
     configuration.reconnectBackoff = .milliseconds(10)...(.milliseconds(200))
     configure(&configuration)
     let group = try EventLoopGroup(loopCount: loops, namePrefix: "redis-test")
@@ -168,7 +171,7 @@ struct RedisClientTests {
     func timeout() async throws {
         let server = try await RedisServer()
         try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { pauser, _ in
-            try await withClient(server.url) { client, _ in
+            try await withClient(server.url, timeout: .milliseconds(50)) { client, _ in
                 _ = try await client.send("SET", "k", "v")
                 _ = try await pauser.send("CLIENT", "PAUSE", "500", "ALL")
                 let started = MonotonicInstant.now()
@@ -223,7 +226,7 @@ struct RedisClientTests {
     @Test("killed redis-server: commands fail fast; restarted on the same port: the client reconnects")
     func reconnects() async throws {
         let server = try await RedisServer()
-        try await withClient(server.url, loops: 2) { client, _ in
+        try await withClient(server.url, loops: 2, timeout: .milliseconds(200)) { client, _ in
             _ = try await client.send("SET", "k", "v")
             server.kill()
             let down = await eventually(within: 5) { !client.isUp }
