@@ -227,7 +227,7 @@ struct ServerEndToEndTests {
                 let elapsed = start.nanoseconds(until: .now())
                 #expect(elapsed < 3_000_000_000)
             }
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(await eventually(within: 15) { server.openConnectionCount == 0 })
         }
     }
 
