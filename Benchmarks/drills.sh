@@ -44,7 +44,7 @@ drills=${DRILLS:-1 2 3 4 5 6}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
-disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-4}
+disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-6}
 sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
 store_requests=${DRILL_STORE_REQUESTS:-200}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
