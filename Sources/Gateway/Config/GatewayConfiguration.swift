@@ -4,10 +4,26 @@ public import Redis
 /// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server
 /// does not start; a missing key or model is not (then `/api/process` answers 500).
 public struct GatewayConfiguration: Sendable {
+    /// The first upstream's key, model, per-task models and base URL (the `DARVAREH_*`
+    /// variables without `UPSTREAMS`); with ``upstreams`` empty, they are the one upstream.
     public var apiKey: String?
     public var defaultModel: String?
     public var taskModels: [String: String] = [:]
     public var baseURL = "https://api.darvareh.ir/v1"
+    /// `UPSTREAMS` in fallback order, each with its `UPSTREAM_<NAME>_*` settings; empty: the
+    /// one upstream ``apiKey``, ``defaultModel``, ``taskModels`` and ``baseURL`` describe.
+    public var upstreams: [UpstreamSettings] = []
+    /// Retries, backoff, fallback and cooldown (`UPSTREAM_RETRIES`, …).
+    public var upstreamPolicy = UpstreamPolicy()
+
+    /// The upstreams in force, in fallback order.
+    public var effectiveUpstreams: [UpstreamSettings] {
+        if !upstreams.isEmpty { return upstreams }
+        var upstream = UpstreamSettings(name: UpstreamSettings.defaultName, baseURL: baseURL, apiKey: apiKey, defaultModel: defaultModel)
+        upstream.taskModels = taskModels
+        for (alias, model) in modelAliases { upstream.aliasModels[alias] = model }
+        return [upstream]
+    }
     public var host = "127.0.0.1"
     public var port = 8080
     public var upstreamTimeout: Duration = .seconds(60)
@@ -138,18 +154,6 @@ public struct GatewayConfiguration: Sendable {
             return .milliseconds(Int((number * 1000).rounded()))
         }
 
-        apiKey = value("DARVAREH_API_KEY")
-        defaultModel = value("DARVAREH_MODEL_ID")
-        for task in TextTask.allCases {
-            if let model = value(task.modelVariable) { taskModels[task.rawValue] = model }
-        }
-        if let base = value("DARVAREH_BASE_URL") {
-            let lower = base.lowercased()
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-                throw ConfigurationError("DARVAREH_BASE_URL must start with http:// or https://")
-            }
-            baseURL = base
-        }
         host = value("HOST") ?? host
         port = try integer("PORT", 0...65535) ?? port
         upstreamTimeout = try seconds("UPSTREAM_TIMEOUT_SECONDS") ?? upstreamTimeout
@@ -215,16 +219,14 @@ public struct GatewayConfiguration: Sendable {
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
         rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
         metricsEnabled = try flag("METRICS") ?? metricsEnabled
-        if let list = value("GATEWAY_MODELS") {
-            for item in list.split(separator: ",") {
-                let pair = item.split(separator: "=", maxSplits: 1).map { TextTrim.trimmed(String($0)) }
-                guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
-                    throw ConfigurationError("GATEWAY_MODELS must be a list of alias=upstream-model-id, separated by commas")
-                }
-                modelAliases.removeAll { $0.alias == pair[0] }
-                modelAliases.append((pair[0], pair[1]))
-            }
-        }
+        if let list = value("GATEWAY_MODELS") { modelAliases = try Self.aliasPairs(list, variable: "GATEWAY_MODELS") }
+        (upstreams, upstreamPolicy) = try Self.upstreams(value: value, integer: integer, seconds: seconds, aliases: modelAliases)
+        // The first upstream is the one the single-upstream settings describe.
+        let primary = upstreams[0]
+        apiKey = primary.apiKey
+        defaultModel = primary.defaultModel
+        taskModels = primary.taskModels
+        baseURL = primary.baseURL
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
                 throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")

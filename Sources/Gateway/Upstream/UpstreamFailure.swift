@@ -12,6 +12,15 @@ struct UpstreamFailure: Sendable, Equatable {
     /// A connect failure, a timeout before any answer, `429`, `500`, `502`, `503`, `504`.
     let retryable: Bool
 
+    /// Whether the failure says the upstream is unwell (its circuit counts it), rather than
+    /// that it refused this request (a `4xx`, a context too long).
+    var countsAgainstUpstream: Bool {
+        switch kind {
+        case .rejected, .contextLength: false
+        case .connect, .timeout, .busy, .serverError, .streamError, .unreadable, .noContent, .transport: true
+        }
+    }
+
     /// The label logs and `textgateway_upstream_errors_total` use.
     var label: String { kind.rawValue }
 
