@@ -91,79 +91,105 @@ final class UpstreamPool: Sendable {
     ) async throws(ChatError) -> Answer {
         let end = MonotonicInstant.now().advanced(by: deadline)
         var lastError: ChatError?
-        var skipped: [Member] = []
+        var resting: [(member: Member, model: String)] = []
         for (index, member) in members.enumerated() {
             guard let model = member.model(choice) else { continue }
             let admission = member.breaker.admit()
             guard admission != .skip else {
-                skipped.append(member)
+                resting.append((member, model))
                 continue
             }
             if admission == .probe { member.metrics.circuit.set(Double(CircuitBreaker.State.halfOpen.rawValue)) }
-            let target = Target(upstream: member.name, model: model, structuredMode: member.settings.structuredMode)
-            let requestBody = body(target)
-            var attempt = 0
-            while true {
-                let now = MonotonicInstant.now()
-                let remaining = now.nanoseconds(until: end)
-                guard remaining > 0 else {
-                    if admission == .probe { member.breaker.probeAbandoned() }
-                    throw lastError ?? .timedOut
-                }
-                let limit = min(policy.tryTimeout?.nanosecondsClamped ?? remaining, remaining)
-                onAttempt(target)
-                do {
-                    let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)))
-                    member.metrics.attempt("ok", seconds: Self.seconds(since: now))
-                    if member.breaker.state != .closed || admission == .probe {
-                        member.breaker.succeeded()
-                        member.metrics.circuit.set(0)
-                        logger.info("upstream_circuit_closed", [("upstream", .string(member.name))])
-                    }
-                    return answer
-                } catch {
-                    guard let failure = UpstreamFailure(error) else {
-                        member.metrics.attempt("cancelled", seconds: Self.seconds(since: now))
-                        if admission == .probe { member.breaker.probeAbandoned() }
-                        throw error
-                    }
-                    member.metrics.attempt(failure.label, seconds: Self.seconds(since: now))
-                    guard failure.retryable else {
-                        // The upstream answered; the request was what it refused.
-                        if failure.countsAgainstUpstream {
-                            noteFailure(member, error)
-                        } else if admission == .probe || member.breaker.state != .closed {
-                            member.breaker.succeeded()
-                            member.metrics.circuit.set(0)
-                        }
-                        throw error
-                    }
-                    noteFailure(member, error)
-                    lastError = error
-                    attempt += 1
-                    let left = MonotonicInstant.now().nanoseconds(until: end)
-                    guard attempt <= policy.retries, member.breaker.state == .closed,
-                          let wait = retryDelay(after: error, attempt: attempt), wait < left else {
-                        if index < members.count - 1 { member.metrics.fallbacks.increment() }
-                        break
-                    }
-                    logger.info("upstream_retry", [
-                        ("request_id", .string(requestID)), ("upstream", .string(member.name)), ("kind", .string(failure.label)),
-                        ("attempt", .int(attempt + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
-                    ])
-                    do {
-                        if wait > 0 { try await sleep(.nanoseconds(Int64(clamping: wait))) }
-                    } catch {
-                        throw .cancelled
-                    }
-                    if Task.isCancelled { throw .cancelled }
-                    member.metrics.retries.increment()
-                }
+            if let answer = try await attempts(
+                member, model: model, probe: admission == .probe, retries: policy.retries, isLast: index == members.count - 1,
+                end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
+            ) {
+                return answer
             }
         }
-        if let lastError { throw lastError }
-        // Every upstream with a model is resting: answer as the failure that rested the first.
-        throw skipped.first?.breaker.lastFailure ?? .couldNotConnect(detail: "no upstream available")
+        // Every upstream with a model is resting. Refusing outright would keep the service
+        // down until a cooldown ends even when an upstream is already back, so the first gets
+        // one attempt without retries (what load balancers call panic routing).
+        if lastError == nil, let (member, model) = resting.first,
+           let answer = try await attempts(
+               member, model: model, probe: false, retries: 0, isLast: true,
+               end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
+           ) {
+            return answer
+        }
+        throw lastError ?? .couldNotConnect(detail: "no upstream available")
+    }
+
+    /// The attempts on one upstream: its answer, or nil to go on to the next (with
+    /// `lastError` set); throws a failure that ends the call.
+    private func attempts<Answer: Sendable>(
+        _ member: Member, model: String, probe: Bool, retries: Int, isLast: Bool, end: MonotonicInstant, requestID: String,
+        lastError: inout ChatError?,
+        onAttempt: (Target) -> Void, body: (Target) -> [UInt8],
+        call: (any ChatUpstream, [UInt8], Duration) async throws(ChatError) -> Answer
+    ) async throws(ChatError) -> Answer? {
+        let target = Target(upstream: member.name, model: model, structuredMode: member.settings.structuredMode)
+        let requestBody = body(target)
+        var attempt = 0
+        while true {
+            let now = MonotonicInstant.now()
+            let remaining = now.nanoseconds(until: end)
+            guard remaining > 0 else {
+                if probe { member.breaker.probeAbandoned() }
+                throw lastError ?? .timedOut
+            }
+            let limit = min(policy.tryTimeout?.nanosecondsClamped ?? remaining, remaining)
+            onAttempt(target)
+            do {
+                let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)))
+                member.metrics.attempt("ok", seconds: Self.seconds(since: now))
+                if probe || member.breaker.state != .closed { closeCircuit(member) }
+                return answer
+            } catch {
+                guard let failure = UpstreamFailure(error) else {
+                    member.metrics.attempt("cancelled", seconds: Self.seconds(since: now))
+                    if probe { member.breaker.probeAbandoned() }
+                    throw error
+                }
+                member.metrics.attempt(failure.label, seconds: Self.seconds(since: now))
+                guard failure.retryable else {
+                    if failure.countsAgainstUpstream {
+                        noteFailure(member, error)
+                    } else if probe || member.breaker.state != .closed {
+                        // The upstream answered; the request was what it refused.
+                        closeCircuit(member)
+                    }
+                    throw error
+                }
+                noteFailure(member, error)
+                lastError = error
+                attempt += 1
+                let left = MonotonicInstant.now().nanoseconds(until: end)
+                guard attempt <= retries, member.breaker.state == .closed,
+                      let wait = retryDelay(after: error, attempt: attempt), wait < left else {
+                    if !isLast { member.metrics.fallbacks.increment() }
+                    return nil
+                }
+                logger.info("upstream_retry", [
+                    ("request_id", .string(requestID)), ("upstream", .string(member.name)), ("kind", .string(failure.label)),
+                    ("attempt", .int(attempt + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
+                ])
+                do {
+                    if wait > 0 { try await sleep(.nanoseconds(Int64(clamping: wait))) }
+                } catch {
+                    throw .cancelled
+                }
+                if Task.isCancelled { throw .cancelled }
+                member.metrics.retries.increment()
+            }
+        }
+    }
+
+    private func closeCircuit(_ member: Member) {
+        let wasOpen = member.breaker.state != .closed
+        member.breaker.succeeded()
+        member.metrics.circuit.set(0)
+        if wasOpen { logger.info("upstream_circuit_closed", [("upstream", .string(member.name))]) }
     }
 
     private func noteFailure(_ member: Member, _ error: ChatError) {
