@@ -1215,6 +1215,157 @@ async def drill_store_kill(args) -> int:
 
 
 
+# MARK: - Drill 7: the first of two upstreams killed and restarted, then both down
+
+
+async def drill_upstream_failover(args) -> int:
+    timeout = args.upstream_timeout
+    latency_bound = timeout + args.margin
+    hard = timeout + args.margin + 10
+    plain_raw = http_request("POST", "/api/process", process_body())
+    stream_raw = http_request("POST", "/api/process", process_body(stream=True))
+    streamers = round(args.clients * args.stream_share)
+    # start, end (epoch), outcome, X-Upstream, problem
+    records: list[tuple[float, float, str, str, str]] = []
+    stop = asyncio.Event()
+    ready_after = args.clients * 2
+    state = {"answers": 0, "ready": False}
+
+    async def client(stream: bool) -> None:
+        raw = stream_raw if stream else plain_raw
+        connection = KeepAliveConnection(args.port)
+        while not stop.is_set():
+            start = time.time()
+            try:
+                response = await asyncio.wait_for(connection.request(raw), hard)
+            except (asyncio.TimeoutError, TimeoutError):
+                connection.close()
+                records.append((start, time.time(), "transport hang", "", f"no answer within {hard:.0f} s"))
+                continue
+            except TransportFailure as failure:
+                records.append((start, time.time(), f"transport {failure.kind}", "", failure.detail))
+                await asyncio.sleep(0.05)
+                continue
+            end = time.time()
+            key = outcome_key(response)
+            upstream = response.headers.get("x-upstream", "")
+            if stream and key == "200":
+                events, _, _ = parse_sse(response.body)
+                last = events[-1] if events else ("", "{}")
+                try:
+                    data = json.loads(last[1])
+                except ValueError:
+                    data = {}
+                if last[0] == "error":
+                    key = f"stream error {data.get('code', '')}".rstrip()
+                    problems = check_stream(response, "error", data.get("code"), 502 if data.get("code") == "upstream_error" else 504)[0]
+                else:
+                    key = "stream done" if last[0] == "done" else f"stream {last[0] or 'empty'}"
+                    problems = check_stream(response, "done")[0]
+            elif key == "200":
+                problems = check_success(response)
+            elif key in ("502 upstream_error", "504 upstream_timeout"):
+                problems = check_error(response, response.status, key.split()[1])
+            else:
+                problems = [f"not a contract outcome: {key} {response.body[:160]!r}"]
+            if key in ("200", "stream done") and not upstream:
+                problems.append("no X-Upstream on the answer")
+            records.append((start, end, key, upstream, "; ".join(problems)))
+            state["answers"] += 1
+            if not state["ready"] and state["answers"] >= ready_after:
+                state["ready"] = True
+                with open(args.ready, "w") as handle:
+                    handle.write(f"{time.time():.6f}\n")
+        connection.close()
+
+    def marks() -> dict[str, float]:
+        found = {}
+        try:
+            with open(args.marks) as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        found[parts[0]] = float(parts[1])
+        except FileNotFoundError:
+            pass
+        return found
+
+    async def conductor() -> str | None:
+        deadline = time.time() + args.deadline
+        while time.time() < deadline:
+            found = marks()
+            if "both-down" in found and time.time() >= found["both-down"] + args.after_both_down:
+                return None
+            await asyncio.sleep(0.1)
+        return f"the script did not run the outages within {args.deadline:.0f} s (marks: {marks()})"
+
+    tasks = [asyncio.create_task(client(stream=index < streamers)) for index in range(args.clients)]
+    trouble = await conductor()
+    stop.set()
+    await asyncio.wait(tasks, timeout=hard + 5)
+    for task in tasks:
+        task.cancel()
+    found = marks()
+    if trouble or any(name not in found for name in ("kill", "restart", "both-down")):
+        return verdict("upstream-failover", False, trouble or f"marks missing: {found}")
+    kill_at, restart_at, down_at = found["kill"], found["restart"], found["both-down"]
+    good = ("200", "stream done")
+
+    def phase(first: float, last: float) -> list:
+        return [r for r in records if first <= r[0] and r[1] < last]
+
+    # While the second upstream is up (from the first answers until both go down), nothing
+    # fails, except a stream the kill cut after its first bytes reached the client: the
+    # gateway never retries once the client has a byte.
+    up = [r for r in records if r[1] < down_at]
+    cut_streams = [r for r in up if r[2].startswith("stream error") and r[0] < kill_at < r[1]]
+    up_bad = [r for r in up if r[2] not in good and r not in cut_streams]
+    before = phase(0, kill_at)
+    during = phase(kill_at + 0.5, restart_at)
+    back = phase(restart_at + args.cooldown + 1.5, down_at)
+    after_down = [r for r in records if r[0] > down_at + 0.5]
+    after_down_bad = [r for r in after_down if r[2] not in ("502 upstream_error", "stream error upstream_error", "504 upstream_timeout")]
+    transport = [r for r in records if r[2].startswith("transport") or r[4]]
+    slow = [r for r in records if r[1] - r[0] > latency_bound]
+
+    def upstreams(rows: list) -> dict:
+        return dict(collections.Counter(r[3] or "-" for r in rows if r[2] in good))
+
+    latencies = [end - start for start, end, _, _, _ in records]
+    say(f"  load: {args.clients} keep-alive clients ({streamers} streaming); upstream a SIGKILLed, restarted "
+        f"{restart_at - kill_at:.1f} s later (cooldown {args.cooldown:g} s); both down {down_at - restart_at:.1f} s after that")
+    say(f"  outcomes: {dict(sorted(collections.Counter(r[2] for r in records).items()))}")
+    say(f"  answered by: before the kill {upstreams(before)}; a down {upstreams(during)}; "
+        f"a back (+cooldown +1.5 s) {upstreams(back)}")
+    say(f"  while b was up: {len(up)} answers, {len(up_bad)} failed, {len(cut_streams)} streams cut mid-answer by the kill")
+    say(f"  both down: {len(after_down)} answers -> {dict(collections.Counter(r[2] for r in after_down))}")
+    say(f"  latency: p50 {percentile(latencies, 0.5) * 1000:.0f} ms, p99 {percentile(latencies, 0.99) * 1000:.0f} ms, "
+        f"max {max(latencies) * 1000:.0f} ms (bound {latency_bound:.1f} s)")
+    for record in (up_bad + after_down_bad + transport + slow)[:8]:
+        say(f"  !! {record[2]} after {record[1] - record[0]:.2f} s, started {record[0] - kill_at:+.2f} s from the kill: {record[4]}")
+
+    problems = []
+    if up_bad:
+        problems.append(f"{len(up_bad)} failed while the second upstream was up")
+    if not during or any(r[3] != "b" for r in during if r[2] in good):
+        problems.append("not every answer came from b while a was down")
+    if not back or any(r[3] != "a" for r in back if r[2] in good):
+        problems.append("a did not take the load back after its cooldown")
+    if not after_down:
+        problems.append("no answers while both were down")
+    if after_down_bad:
+        problems.append(f"{len(after_down_bad)} non-contract answers while both were down")
+    if transport:
+        problems.append(f"{len(transport)} transport failures or malformed answers")
+    if slow:
+        problems.append(f"{len(slow)} slower than {latency_bound:.1f} s")
+    figures = (f"{len(records)} requests; while b was up {len(up)} answered, {len(up_bad)} failed "
+               f"({len(cut_streams)} streams cut by the kill); a down: {upstreams(during)}; a back: {upstreams(back)}; "
+               f"both down: {dict(collections.Counter(r[2] for r in after_down))}; max latency {max(latencies):.2f} s "
+               f"(bound {latency_bound:.1f} s)" + (f" — {'; '.join(problems)}" if problems else ""))
+    return verdict("upstream-failover", not problems, figures)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="drill", required=True)
@@ -1275,8 +1426,20 @@ def main() -> int:
     six.add_argument("--token", required=True)
     six.add_argument("--answered", required=True, help="file of the ids answered before the kill")
 
+    seven = commands.add_parser("upstream-failover")
+    common(seven)
+    seven.add_argument("--clients", type=int, default=150)
+    seven.add_argument("--stream-share", type=float, default=0.1, help="fraction of the clients that stream")
+    seven.add_argument("--upstream-timeout", type=float, required=True)
+    seven.add_argument("--cooldown", type=float, required=True, help="UPSTREAM_COOLDOWN_SECONDS")
+    seven.add_argument("--marks", required=True)
+    seven.add_argument("--ready", required=True)
+    seven.add_argument("--after-both-down", type=float, default=4.0)
+    seven.add_argument("--deadline", type=float, default=90.0)
+
     args = parser.parse_args()
     drill = {
+        "upstream-failover": drill_upstream_failover,
         "store-kill": drill_store_kill,
         "upstream-restart": drill_upstream_restart,
         "upstream-faults": drill_upstream_faults,

@@ -22,11 +22,15 @@
 #   6 store-kill        LEDGER_DURABILITY=strict, 200 requests in flight, SIGKILL once half are
 #                       answered, a restart on the same store: every answered request is in
 #                       the history and no ledger row was dropped
+#   7 upstream-failover two upstreams under load: the first SIGKILLed and restarted (no request
+#                       fails while the second is up, X-Upstream says who answered, the first
+#                       takes the load back after its cooldown), then both down (every request
+#                       its contract status within the timeout)
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5 6"          which drills to run
+#   DRILLS="1 2 3 4 5 6 7"        which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
@@ -40,7 +44,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5 6}
+drills=${DRILLS:-1 2 3 4 5 6 7}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
@@ -259,6 +263,51 @@ drill_store_kill() {
     record store-kill "$status"
 }
 
+drill_upstream_failover() {
+    local timeout=3 cooldown=2 status=0 marks="$work/upstream-failover.marks" ready="$work/upstream-failover.ready"
+    local first_pid first_port second_pid
+    echo
+    echo "== 7. two upstreams: the first killed and restarted, then both down ($clients clients, $stream_share streaming; mock latency 80 ms, UPSTREAM_TIMEOUT_SECONDS=$timeout, UPSTREAM_COOLDOWN_SECONDS=$cooldown)"
+    start_mock upstream-failover.mock-b 0 --latency-ms 80
+    second_pid=$mock_pid
+    local second_url=$mock_url
+    start_mock upstream-failover.mock-a 0 --latency-ms 80
+    first_pid=$mock_pid first_port=$mock_port
+    start_gateway upstream-failover.gateway UPSTREAMS=a,b \
+        UPSTREAM_A_BASE_URL="$mock_url" UPSTREAM_A_API_KEY=$mock_key UPSTREAM_A_MODEL_ID=drill-model \
+        UPSTREAM_B_BASE_URL="$second_url" UPSTREAM_B_API_KEY=$mock_key UPSTREAM_B_MODEL_ID=drill-model \
+        UPSTREAM_TIMEOUT_SECONDS=$timeout UPSTREAM_CONNECT_TIMEOUT_SECONDS=1 UPSTREAM_COOLDOWN_SECONDS=$cooldown LOG_LEVEL=warning
+    python3 Benchmarks/drills.py upstream-failover --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
+        --upstream-timeout "$timeout" --cooldown "$cooldown" --marks "$marks" --ready "$ready" &
+    client_pid=$!
+    for _ in $(seq 300); do
+        [ -s "$ready" ] && break
+        kill -0 "$client_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -s "$ready" ]; then
+        sleep 2
+        echo "kill $(date +%s.%N)" >>"$marks"
+        kill -KILL "$first_pid"
+        wait "$first_pid" 2>/dev/null || true
+        sleep 4
+        start_mock upstream-failover.mock-a2 "$first_port" --latency-ms 80
+        first_pid=$mock_pid
+        echo "restart $(date +%s.%N)" >>"$marks"
+        sleep $((cooldown + 4))
+        echo "both-down $(date +%s.%N)" >>"$marks"
+        kill -KILL "$first_pid" "$second_pid"
+        wait "$first_pid" "$second_pid" 2>/dev/null || true
+    fi
+    wait "$client_pid" || status=$?
+    client_pid=
+    stop "$first_pid"
+    stop "$second_pid"
+    mock_pid=
+    stop_all
+    record upstream-failover "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -268,7 +317,8 @@ for drill in $drills; do
         4 | sigterm) drill_sigterm ;;
         5 | large-bodies) drill_large_bodies ;;
         6 | store-kill) drill_store_kill ;;
-        *) die "unknown drill '$drill' (1-6)" ;;
+        7 | upstream-failover) drill_upstream_failover ;;
+        *) die "unknown drill '$drill' (1-7)" ;;
     esac
 done
 echo
