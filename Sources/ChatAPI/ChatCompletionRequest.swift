@@ -30,6 +30,9 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
     public var frequencyPenalty: Double?
     /// An end-user id for abuse monitoring.
     public var user: String?
+    /// `response_format`: `{"type":"json_schema","json_schema":{…}}`, `{"type":"json_object"}`
+    /// or `{"type":"text"}`, kept as the JSON it is.
+    public var responseFormat: JSONValue?
 
     /// Creates a request; every optional field defaults to absent.
     public init(
@@ -44,7 +47,8 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         stop: Stop? = nil,
         presencePenalty: Double? = nil,
         frequencyPenalty: Double? = nil,
-        user: String? = nil
+        user: String? = nil,
+        responseFormat: JSONValue? = nil
     ) {
         self.model = model
         self.messages = messages
@@ -58,6 +62,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         self.presencePenalty = presencePenalty
         self.frequencyPenalty = frequencyPenalty
         self.user = user
+        self.responseFormat = responseFormat
     }
 
     /// `stream_options`: `{"include_usage": true}` asks for a final chunk with token usage.
@@ -131,6 +136,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         case presencePenalty = "presence_penalty"
         case frequencyPenalty = "frequency_penalty"
         case user
+        case responseFormat = "response_format"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -147,6 +153,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         self.presencePenalty = try container.decodeIfPresent(Double.self, forKey: .presencePenalty)
         self.frequencyPenalty = try container.decodeIfPresent(Double.self, forKey: .frequencyPenalty)
         self.user = try container.decodeIfPresent(String.self, forKey: .user)
+        self.responseFormat = try container.decodeIfPresent(JSONValue.self, forKey: .responseFormat)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -163,6 +170,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         try container.encodeIfPresent(presencePenalty, forKey: .presencePenalty)
         try container.encodeIfPresent(frequencyPenalty, forKey: .frequencyPenalty)
         try container.encodeIfPresent(user, forKey: .user)
+        try container.encodeIfPresent(responseFormat, forKey: .responseFormat)
     }
 }
 
@@ -199,6 +207,7 @@ extension ChatCompletionRequest {
             if let presencePenalty { body.field("presence_penalty", presencePenalty) }
             if let frequencyPenalty { body.field("frequency_penalty", frequencyPenalty) }
             if let user { body.field("user", user) }
+            if let responseFormat { body.field("response_format", responseFormat) }
         }
         return writer.bytes
     }

@@ -98,6 +98,13 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// A member whose value is already encoded JSON, written as it is.
+    public mutating func field(_ name: String, json encoded: [UInt8]) {
+        key(name)
+        bytes.append(contentsOf: encoded)
+        needsComma = true
+    }
+
     public mutating func nullField(_ name: String) {
         key(name)
         null()
