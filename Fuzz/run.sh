@@ -70,7 +70,7 @@ case "$target" in
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
-            "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Routes/TextTrim.swift Sources/Gateway/Routes/CharacterCount.swift Sources/Gateway/Routes/TextTask.swift Sources/Gateway/Routes/PromptText.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailureKind.swift"
+            "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Routes/OutputFormat.swift Sources/Gateway/Routes/TextTrim.swift Sources/Gateway/Routes/CharacterCount.swift Sources/Gateway/Routes/TextTask.swift Sources/Gateway/Routes/PromptText.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailureKind.swift"
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)

@@ -49,6 +49,15 @@ private func isValidTone(_ value: JSONValue?) -> Bool {
     }
 }
 
+/// Absent, null or one of the formats.
+private func isValidFormat(_ value: JSONValue?) -> Bool {
+    switch value {
+    case nil, .null?: return true
+    case .string(let name)?: return OutputFormat.allCases.contains { $0.rawValue == name }
+    default: return false
+    }
+}
+
 /// Absent, null or a bool: the types `stream` may have.
 private func isStreamShape(_ value: JSONValue?) -> Bool {
     switch value {
@@ -106,11 +115,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let limit = Int(body.last ?? 0) % 48
     require(CharacterCount.of(anyText, limit: limit) == min(count, limit + 1), "CharacterCount with a limit differs from String.count")
 
-    // Then the shape: anything but an I-JSON object with string task and text, tone a string
-    // and stream a bool (either maybe absent or null), and no U+0000 in the text is invalid JSON.
+    // Then the shape: anything but an I-JSON object with string task and text, tone and format
+    // a string and stream a bool (each maybe absent or null), and no U+0000 in the text is invalid JSON.
     guard let document = try? JSONValue.parse(body), case .object = document,
           let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue,
-          isToneShape(document["tone"]), isStreamShape(document["stream"]), !rawText.unicodeScalars.contains("\u{0}")
+          isToneShape(document["tone"]), isToneShape(document["format"]), isStreamShape(document["stream"]), !rawText.unicodeScalars.contains("\u{0}")
     else {
         require(result == .failure(.invalidJSON), "a body that is not a task object did not fail with invalid_json")
         return 0
@@ -118,13 +127,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The counter's fast path against the full grapheme rules, on any text.
     require(CharacterCount.of(rawText) == rawText.count, "CharacterCount differs from String.count")
 
-    // Then the task, the tone and the length, in that order.
+    // Then the task, the tone, the format and the length, in that order.
     let expected: GatewayError?
     let trimmedCount = trimmedByCharacters(rawText).count
     if TextTask(rawValue: taskName) == nil {
         expected = .invalidTask
     } else if !isValidTone(document["tone"]) {
         expected = .invalidTone
+    } else if !isValidFormat(document["format"]) {
+        expected = .invalidFormat
     } else if trimmedCount < 20 {
         expected = .textTooShort
     } else if trimmedCount > 12_000 {
@@ -144,6 +155,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         default: fatalError("a tone that is not a string was accepted")
         }
         require(request.stream == (document["stream"] == .bool(true)), "stream differs from the body")
+        require(request.format == (document["format"] == .string("json") ? .json : .text), "format differs from the body")
         let text = request.text
         require(text == String(trimmedByCharacters(rawText)), "text is not the trimmed text")
         require(text.first?.isWhitespace == false && text.last?.isWhitespace == false, "text has whitespace at an end")

@@ -43,6 +43,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let invalidJSON = GatewayError(.badRequest, "invalid_json", "ساختار درخواست معتبر نیست.", "The request body is not valid.")
     static let invalidTask = GatewayError(.badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
     static let invalidTone = GatewayError(.badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
+    static let invalidFormat = GatewayError(.badRequest, "invalid_format", "قالب پاسخ معتبر نیست.", "The response format is not valid.")
     static let textTooShort = GatewayError(.badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.", "The text must be at least 20 characters long.")
     static let unauthorized: GatewayError = {
         var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
@@ -66,6 +67,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let modelNotConfigured = GatewayError(.internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.", "The model ID is not configured on the server.")
     static let upstreamError = GatewayError(.badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.", "The AI service did not return a successful response.")
     static let emptyResult = GatewayError(.badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.", "No usable response was received from the model.")
+    /// A `"format": "json"` answer that still broke its schema after the repair call.
+    static let invalidModelOutput: GatewayError = {
+        var error = GatewayError(.badGateway, "invalid_model_output", "پاسخ مدل با قالب خواسته‌شده سازگار نبود.", "The model's answer did not match the requested format.")
+        error.upstreamKind = .invalidOutput
+        return error
+    }()
     static let upstreamBusy = GatewayError(.serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.", "The AI service is busy right now. Please try again later.")
     static let upstreamTimeout = GatewayError(.gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.", "The AI service did not respond in time.")
     static let invalidMessages = GatewayError(.badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.", "messages must hold between one and the allowed number of messages.")

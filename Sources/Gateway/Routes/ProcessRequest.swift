@@ -16,15 +16,17 @@ struct ProcessRequest: Equatable {
     let characterCount: Int
     /// `"stream": true` was asked for.
     let stream: Bool
+    /// `format`: absent or null is ``OutputFormat/text``.
+    var format = OutputFormat.text
 
-    /// Checks the content type, then the JSON shape, the task, the tone and the text length,
+    /// Checks the content type, then the JSON shape, the task, the tone, the format and the text length,
     /// in that order, and throws the first failure.
     static func parse(body: [UInt8], contentType: String?) throws(GatewayError) -> ProcessRequest {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
         // The shape: an I-JSON object (no repeated name, no lone surrogate) with string `task`
-        // and `text`, `tone` a string or null, `stream` a bool or null, either maybe absent;
+        // and `text`, `tone` and `format` a string or null, `stream` a bool or null, each maybe absent;
         // unknown fields are ignored. A wrong type is never read as a default.
-        guard let members = try? JSONValue.parseMembers(of: body, named: ["task", "text", "tone", "stream"]),
+        guard let members = try? JSONValue.parseMembers(of: body, named: ["task", "text", "tone", "stream", "format"]),
               let taskName = members[0]?.stringValue, let rawText = members[1]?.stringValue
         else { throw .invalidJSON }
         let toneName: String?
@@ -39,6 +41,12 @@ struct ProcessRequest: Equatable {
         case .bool(let value)?: stream = value
         default: throw .invalidJSON
         }
+        let formatName: String?
+        switch members[4] {
+        case nil, .null?: formatName = nil
+        case .string(let value)?: formatName = value
+        default: throw .invalidJSON
+        }
         // U+0000 is no text a person typed (only an escape can carry it), and C strings
         // downstream would end at it.
         if containsNUL(rawText) { throw .invalidJSON }
@@ -51,11 +59,18 @@ struct ProcessRequest: Equatable {
         } else {
             tone = nil
         }
+        let format: OutputFormat
+        if let formatName {
+            guard let known = OutputFormat(rawValue: formatName) else { throw .invalidFormat }
+            format = known
+        } else {
+            format = .text
+        }
         let text = TextTrim.trimmed(rawText)
         let count = CharacterCount.of(text, limit: maximumCharacters)
         if count < minimumCharacters { throw .textTooShort }
         if count > maximumCharacters { throw .textTooLong }
-        return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: stream)
+        return ProcessRequest(task: task, tone: tone, text: text, characterCount: count, stream: stream, format: format)
     }
 
     private static func containsNUL(_ text: String) -> Bool {

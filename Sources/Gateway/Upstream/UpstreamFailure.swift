@@ -60,6 +60,7 @@ struct UpstreamFailure: Sendable, Equatable {
     static let streamTimeout = UpstreamFailure(.timeout, .upstreamTimeout, retryable: false)
     /// An answer that ended without content, or a stream cut short.
     static let emptyResult = UpstreamFailure(.noContent, .emptyResult, retryable: false)
+    static let invalidModelOutput = UpstreamFailure(.invalidOutput, .invalidModelOutput, retryable: false)
     static let truncated = UpstreamFailure(.transport, .upstreamError, retryable: false)
 
     private init(_ kind: Kind, _ error: GatewayError, retryable: Bool) {
