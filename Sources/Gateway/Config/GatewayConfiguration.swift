@@ -21,6 +21,7 @@ public struct GatewayConfiguration: Sendable {
         if !upstreams.isEmpty { return upstreams }
         var upstream = UpstreamSettings(name: UpstreamSettings.defaultName, baseURL: baseURL, apiKey: apiKey, defaultModel: defaultModel)
         upstream.taskModels = taskModels
+        upstream.structuredMode = structuredMode
         for (alias, model) in modelAliases { upstream.aliasModels[alias] = model }
         return [upstream]
     }
@@ -33,6 +34,9 @@ public struct GatewayConfiguration: Sendable {
     /// Idle upstream connections are closed this long after their last use.
     public var upstreamIdleTimeout: Duration = .seconds(60)
     public var maxTokens = 1200
+    /// How the first upstream is asked for `"format": "json"` answers (its `_STRUCTURED`),
+    /// which `/api/process` uses until it asks through the pool, each upstream in its own.
+    public var structuredMode = StructuredMode.jsonSchema
     public var maxBodyBytes = 1_048_576
     public var logLevel = Logger.Level.info
     public var logFormat = Logger.Format.text
@@ -227,6 +231,7 @@ public struct GatewayConfiguration: Sendable {
         defaultModel = primary.defaultModel
         taskModels = primary.taskModels
         baseURL = primary.baseURL
+        structuredMode = primary.structuredMode
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
                 throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
