@@ -12,9 +12,8 @@ struct ProcessRoute: RouteHandler {
     let metrics: GatewayMetrics
     let streams: StreamRegistry
     let logger: Logger
-    /// The upstream body of every task and tone (``Prompt/index(task:tone:)``) but for the
-    /// user's text, encoded once; nil for a task without a model.
-    let bodyTemplates: [ChatRequestBodyTemplate?]
+    /// The upstream bodies, those of the configured models encoded once but for the text.
+    let bodies: ProcessBodies
 
     init(upstream: (any ChatUpstream)?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
          streams: StreamRegistry, logger: Logger) {
@@ -24,13 +23,7 @@ struct ProcessRoute: RouteHandler {
         self.metrics = metrics
         self.streams = streams
         self.logger = logger
-        bodyTemplates = Prompt.combinations.map { task, tone in
-            configuration.model(for: task).flatMap { model in
-                ChatRequestBodyTemplate(Self.upstreamRequest(
-                    task: task, tone: tone, text: ChatRequestBodyTemplate.placeholder, model: model, configuration: configuration
-                ))
-            }
-        }
+        bodies = ProcessBodies(configuration: configuration)
     }
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -43,26 +36,25 @@ struct ProcessRoute: RouteHandler {
         guard let upstream else { throw .keyNotConfigured }
         guard let model = configuration.model(for: parsed.task) else { throw .modelNotConfigured }
         context.update { $0.model = model }
+        let mode = configuration.structuredMode
         if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
-            let upstreamRequest = Self.upstreamRequest(task: parsed.task, tone: parsed.tone, text: parsed.text, model: model, configuration: configuration)
-            return streamResponse(upstream: upstream, request: upstreamRequest, context: context)
+            let upstreamRequest = ProcessBodies.request(for: parsed, model: model, mode: mode, maxTokens: configuration.maxTokens)
+            return streamResponse(upstream: upstream, request: upstreamRequest, format: parsed.format, task: parsed.task, context: context)
         }
-        // The same bytes as the request's `jsonBytes()`, escaping only the text. Every task
-        // with a model has its template.
-        guard let template = bodyTemplates[Prompt.index(task: parsed.task, tone: parsed.tone)] else { throw .modelNotConfigured }
-        let upstreamBody = template.body(filling: Prompt.neutralizingTags(in: parsed.text))
+        let upstreamBody = bodies.body(for: parsed, model: model, mode: mode)
         let answer: ResponseCache.Answer
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
         if let cache {
-            let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text)
+            let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text, format: parsed.format)
             let requestID = context.id
             let logger = self.logger
+            let bodies = self.bodies
             let cached: ResponseCache.Answer
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await Self.complete(upstream: upstream, body: upstreamBody, requestID: requestID, logger: logger)
+                    try await Self.answer(parsed, upstream: upstream, body: upstreamBody, bodies: bodies, model: model, mode: mode, requestID: requestID, logger: logger)
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
@@ -78,7 +70,7 @@ struct ProcessRoute: RouteHandler {
             }
         } else {
             do {
-                answer = try await Self.complete(upstream: upstream, body: upstreamBody, requestID: context.id, logger: logger)
+                answer = try await Self.answer(parsed, upstream: upstream, body: upstreamBody, bodies: bodies, model: model, mode: mode, requestID: context.id, logger: logger)
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
@@ -89,6 +81,7 @@ struct ProcessRoute: RouteHandler {
         body.object {
             $0.field("success", true)
             $0.field("result", answer.result)
+            if let data = answer.data { $0.field("data", data) }
             $0.field("requestId", context.id)
             $0.usageField(answer.usage)
         }
@@ -111,7 +104,7 @@ struct ProcessRoute: RouteHandler {
     }
 
     /// One upstream call for a task: the trimmed answer and its usage, or the mapped error.
-    private static func complete(upstream: any ChatUpstream, body: [UInt8], requestID: String, logger: Logger) async throws(GatewayError) -> ResponseCache.Answer {
+    static func complete(upstream: any ChatUpstream, body: [UInt8], requestID: String, logger: Logger) async throws(GatewayError) -> ResponseCache.Answer {
         let completion: ChatCompletion
         do {
             completion = try await upstream.complete(body: body, requestID: requestID)
@@ -123,28 +116,17 @@ struct ProcessRoute: RouteHandler {
         return ResponseCache.Answer(result: result, usage: completion.usage)
     }
 
-    /// The upstream request for a task, tone and text: the task's system prompt, the text
-    /// wrapped as data, the task's temperature and the configured token limit.
-    static func upstreamRequest(task: TextTask, tone: Tone?, text: String, model: String, configuration: GatewayConfiguration) -> ChatCompletionRequest {
-        let prompt = Prompt(task: task, tone: tone, text: text)
-        return ChatCompletionRequest(
-            model: model,
-            messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
-            temperature: task.temperature,
-            maxTokens: configuration.maxTokens
-        )
-    }
-
     /// `Accept: text/event-stream` (alone or among others).
     static func acceptsEventStream(_ accept: String?) -> Bool {
         guard let accept else { return false }
         return HeaderElement.list(accept).contains { $0.valueIs("text/event-stream") }
     }
 
-    private func streamResponse(upstream: any ChatUpstream, request: ChatCompletionRequest, context: RequestContext) -> HTTPResponse {
+    private func streamResponse(upstream: any ChatUpstream, request: ChatCompletionRequest, format: OutputFormat, task: TextTask, context: RequestContext) -> HTTPResponse {
         let stream = ProcessStream(
             upstream: upstream, request: request, context: context,
-            control: StreamControl(limits: StreamControl.Limits(configuration)), totalTimeout: configuration.streamTotalTimeout, logger: logger
+            control: StreamControl(limits: StreamControl.Limits(configuration)), totalTimeout: configuration.streamTotalTimeout, logger: logger,
+            structured: format == .json ? task : nil
         )
         return HTTPResponse(
             headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],

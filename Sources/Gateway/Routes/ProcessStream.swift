@@ -12,6 +12,10 @@ struct ProcessStream: Sendable {
     let control: StreamControl
     let totalTimeout: Duration
     let logger: Logger
+    /// For `"format": "json"`, the task whose schema the answer must match: the deltas carry
+    /// the model's text as it comes, `done` the data and the human-readable `result`; an
+    /// answer that breaks the schema ends with `invalid_model_output` (no repair call).
+    var structured: TextTask? = nil
 
     private enum Outcome: Sendable {
         case done(String, Usage?)
@@ -33,14 +37,26 @@ struct ProcessStream: Sendable {
                 try await fail(.emptyResult, outcome: .failed(.emptyResult), writer)
                 return
             }
+            var result = text
+            var data: JSONValue?
+            if let structured {
+                switch StructuredOutput.read(text, task: structured) {
+                case .success(let answer): (result, data) = (answer.result, answer.data)
+                case .failure(let violation):
+                    ProcessRoute.logInvalid(violation, attempt: 1, task: structured, requestID: context.id, logger: logger)
+                    try await fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), writer)
+                    return
+                }
+            }
             context.update {
                 $0.outcome = .done
-                $0.result = text
+                $0.result = result
             }
             await context.commitLedgerBeforeEnd()
             try await writer.write(event("done") {
                 $0.field("requestId", context.id)
-                $0.field("result", text)
+                $0.field("result", result)
+                if let data { $0.field("data", data) }
                 $0.usageField(usage)
             })
         case .failed(let error):

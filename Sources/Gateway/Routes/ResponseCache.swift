@@ -10,14 +10,17 @@ final class ResponseCache: AnswerCache {
     struct Answer: Sendable, Equatable {
         let result: String
         let usage: Usage?
+        /// The checked JSON of a `"format": "json"` answer.
+        var data: JSONValue? = nil
     }
 
-    /// task, tone, model and the trimmed text: everything the answer depends on.
+    /// task, tone, model, the trimmed text and the format: everything the answer depends on.
     struct Key: Hashable, Sendable {
         let task: String
         let tone: String?
         let model: String
         let text: String
+        var format = OutputFormat.text
     }
 
     private struct Node {

@@ -187,7 +187,8 @@ final class SharedResponseCache: AnswerCache {
     }
 
     /// `tg:cache:` and the SHA-256 of the key's fields, each with its length (no two keys
-    /// share a digest input).
+    /// share a digest input). A format other than text adds `|<format>` after the text, so
+    /// text answers keep the keys they had before formats.
     static func entryKey(_ key: ResponseCache.Key) -> String {
         var input = "v1"
         for field in [key.task, key.tone, key.model, key.text] {
@@ -197,24 +198,27 @@ final class SharedResponseCache: AnswerCache {
                 input += "|-"
             }
         }
+        if key.format != .text { input += "|" + key.format.rawValue }
         return "tg:cache:" + SHA256.hexDigest(input.utf8)
     }
 
-    /// What Redis holds for an answer.
+    /// What Redis holds for an answer; `data` only for a `"format": "json"` one (absent, a
+    /// value reads as it did before formats, and an older instance reads this one).
     private struct Stored: Codable {
         let result: String
         let usage: Usage?
+        var data: JSONValue?
     }
 
     static func encode(_ answer: ResponseCache.Answer) -> RedisArgument? {
-        guard let bytes = try? JSON.encode(Stored(result: answer.result, usage: answer.usage)), bytes.count <= maximumValueBytes else { return nil }
+        guard let bytes = try? JSON.encode(Stored(result: answer.result, usage: answer.usage, data: answer.data)), bytes.count <= maximumValueBytes else { return nil }
         return RedisArgument(bytes)
     }
 
     static func decode(_ value: RedisValue) -> ResponseCache.Answer? {
         guard case .bulkString(let bytes?) = value, bytes.count <= maximumValueBytes,
               let stored = try? JSON.decode(Stored.self, from: bytes) else { return nil }
-        return ResponseCache.Answer(result: stored.result, usage: stored.usage)
+        return ResponseCache.Answer(result: stored.result, usage: stored.usage, data: stored.data)
     }
 
     /// One round trip per look: the answer and its remaining milliseconds (`{1, value, pttl}`),
