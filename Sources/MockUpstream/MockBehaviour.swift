@@ -16,6 +16,7 @@ public import HTTP1
 /// | `cut-stream` | `clean` (end without `[DONE]`) or `abort` (drop the connection mid-stream) |
 /// | `stream-error-after` | send an error event after this many pieces |
 /// | `content` | the answer text |
+/// | `json` | with a `json_schema` `response_format`: `invalid` (JSON that breaks the schema), `invalid-once` (breaks it only in a request without an assistant message, the first call), `fenced` (in a ```` ```json ```` fence); read from every user message (``MockStructuredAnswer``) |
 /// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
 public struct MockBehaviour: Sendable, Hashable {
     public enum BodyKind: String, Sendable, Hashable {
@@ -39,6 +40,7 @@ public struct MockBehaviour: Sendable, Hashable {
     public var streamErrorAfter: Int?
     public var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
     public var providerHeaders = false
+    public var json = MockStructuredAnswer.Mode.valid
 
     /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
     /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
@@ -75,6 +77,7 @@ public struct MockBehaviour: Sendable, Hashable {
         case "cut-stream": cutStream = StreamCut(rawValue: value)
         case "stream-error-after": streamErrorAfter = Int(value)
         case "content": content = value
+        case "json": json = MockStructuredAnswer.Mode(rawValue: value) ?? json
         case "provider-headers": providerHeaders = ["on", "true", "1"].contains(value.lowercased())
         default: break
         }

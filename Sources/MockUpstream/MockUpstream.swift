@@ -163,7 +163,7 @@ final class MockHandler: Sendable {
         }
         let model = chat.model
         let promptTokens = chat.messages.reduce(0) { $0 + ($1.content?.utf8.count ?? 0) } / 4 + 1
-        let content = behaviour.body == .noContent ? "" : behaviour.content
+        let content = behaviour.body == .noContent ? "" : MockStructuredAnswer.content(for: chat, behaviour: behaviour) ?? behaviour.content
         let usage = Usage(promptTokens: promptTokens, completionTokens: content.utf8.count / 4 + 1,
                           totalTokens: promptTokens + content.utf8.count / 4 + 1)
 
