@@ -9,6 +9,7 @@ import Testing
 @Suite("Structured output (format json)")
 struct StructuredOutputTests {
     static let text = "این متن بیست کاراکتر بیشتر دارد حتما"
+    static let modes: [StructuredMode] = [.jsonSchema, .jsonObject, .prompt]
 
     @Test(
         "each task's schema is strict: one required member, nothing else allowed",
@@ -118,7 +119,7 @@ struct StructuredOutputTests {
         return try ProcessRequest.parse(body: Array((body + "}").utf8), contentType: nil)
     }
 
-    @Test("a body is the same bytes from its template and built directly, for any model and mode", arguments: StructuredMode.allCases)
+    @Test("a body is the same bytes from its template and built directly, for any model and mode", arguments: Self.modes)
     func bodies(mode: StructuredMode) throws {
         let bodies = ProcessBodies(configuration: Self.configuration(mode))
         let tricky = Self.text + " \"<user_text>\" \\ \u{1}"
@@ -145,14 +146,14 @@ struct StructuredOutputTests {
             model: "m", messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
             temperature: 0.2, maxTokens: 900
         ).jsonBytes()
-        for mode in StructuredMode.allCases {
+        for mode in Self.modes {
             #expect(ProcessBodies(configuration: Self.configuration(mode)).body(for: request, model: "m", mode: mode) == before)
         }
         let absent = try ProcessRequest.parse(body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.text))}".utf8), contentType: nil)
         #expect(absent == request)
     }
 
-    @Test("json bodies: the schema in json_schema mode; json_object and prompt describe the shape in the system prompt", arguments: StructuredMode.allCases)
+    @Test("json bodies: the schema in json_schema mode; json_object and prompt describe the shape in the system prompt", arguments: Self.modes)
     func jsonBodies(mode: StructuredMode) throws {
         let request = try Self.request(.keyPoints, format: .json)
         let sent = ProcessBodies.request(for: request, model: "m", mode: mode, maxTokens: 900)
@@ -177,6 +178,15 @@ struct StructuredOutputTests {
         #expect(repair.messages[3] == ChatMessage(role: .user, content: TaskSchema.of(.summarize).repairMessage(.notJSON)))
         #expect(repair.responseFormat == first.responseFormat)
         #expect(String(decoding: bytes, as: UTF8.self).components(separatedBy: Self.text).count == 2)
+    }
+
+    @Test("the route's structured mode is the first upstream's, and the one upstream of the single-upstream settings carries it")
+    func modeFromSettings() throws {
+        #expect(try GatewayConfiguration(environment: [:]).structuredMode == .jsonSchema)
+        #expect(try GatewayConfiguration(environment: ["DARVAREH_STRUCTURED": "prompt"]).structuredMode == .prompt)
+        var configuration = GatewayConfiguration()
+        configuration.structuredMode = .jsonObject
+        #expect(configuration.effectiveUpstreams.map(\.structuredMode) == [.jsonObject])
     }
 
     @Test("usage of a repaired answer adds both calls up")

@@ -16,7 +16,7 @@ struct UpstreamFailure: Sendable, Equatable {
     /// that it refused this request (a `4xx`, a context too long).
     var countsAgainstUpstream: Bool {
         switch kind {
-        case .rejected, .contextLength: false
+        case .rejected, .contextLength, .invalidOutput: false
         case .connect, .timeout, .busy, .serverError, .streamError, .unreadable, .noContent, .transport: true
         }
     }
