@@ -207,15 +207,15 @@ struct UpstreamPoolTests {
         policy.breakerFailures = 1000
         policy.backoff = .milliseconds(1)
         let endpoint = ScriptedEndpoint([.hang])
-        let (result, attempts) = await Self.call(Self.pool([("a", endpoint)], policy: policy, deadline: .milliseconds(150)))
+        let (result, attempts) = await Self.call(Self.pool([("a", endpoint)], policy: policy, deadline: .milliseconds(400)))
         guard case .failure(.timedOut) = result else {
             Issue.record("expected a timeout, got \(result)")
             return
         }
         let limits = endpoint.calls.withLock { $0.map(\.limit) }
-        #expect(attempts.count >= 2 && attempts.count <= 5, "\(attempts.count) attempts")
+        #expect(attempts.count >= 2, "\(attempts.count) attempts")
         #expect(limits.allSatisfy { $0 <= .milliseconds(40) })
-        #expect(limits.reduce(.zero, +) <= .milliseconds(150))
+        #expect(limits.reduce(.zero, +) <= .milliseconds(400))
     }
 
     @Test("consecutive failures open the circuit: the upstream is skipped, then one probe after the cooldown closes it again")
