@@ -16,6 +16,8 @@ public final class Gateway: Sendable {
     let jwt: JWTVerifier?
     let jwtMetrics: JWTMetrics?
     private let pipeline: Pipeline
+    /// The upstreams behind `/api/process` and `/v1`; nil when none has a key.
+    let pool: UpstreamPool?
     private let streams = StreamRegistry()
     /// What runs beside the gateway while it serves (the shared limiter's lease renewal),
     /// started after Redis and stopped before it.
@@ -29,17 +31,28 @@ public final class Gateway: Sendable {
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
     ) {
-        self.init(configuration: configuration, upstream: Self.upstream(configuration: configuration, httpClient: httpClient), logger: logger, rateLimiter: rateLimiter, clock: clock,
-                  observers: observers, version: version)
+        self.init(configuration: configuration, upstreams: Self.upstreams(configuration: configuration, httpClient: httpClient), logger: logger,
+                  rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
     }
 
-    /// A gateway over any ``ChatUpstream`` (tests run it in-process against a fake).
+    /// A gateway over one ``ChatUpstream`` (tests run it in-process against a fake), as the
+    /// configuration's first upstream.
+    convenience init(
+        configuration: GatewayConfiguration, upstream: (any ChatUpstream)?, logger: Logger,
+        rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
+        observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
+    ) {
+        self.init(configuration: configuration, upstreams: upstream.map { [(configuration.effectiveUpstreams[0], $0)] } ?? [], logger: logger,
+                  rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
+    }
+
+    /// A gateway over its upstreams in fallback order, each any ``ChatUpstream``.
     ///
     /// With a `store`, the gateway keeps a ledger row per request, serves `/api/usage` and
     /// `/api/history`, accepts the store's tokens, and starts each caller's daily quota at
     /// `tokensChargedToday` (user id → tokens the store counted today).
     init(
-        configuration: GatewayConfiguration, upstream: (any ChatUpstream)?, logger: Logger,
+        configuration: GatewayConfiguration, upstreams: [(settings: UpstreamSettings, endpoint: any ChatUpstream)], logger: Logger,
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current,
         registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil, tokensChargedToday: [String: Int] = [:],
@@ -47,8 +60,11 @@ public final class Gateway: Sendable {
     ) {
         self.configuration = configuration
         self.logger = logger
-        var tokenKeys = TextTask.allCases.compactMap { task in configuration.model(for: task).map { (task.rawValue, $0) } }
-        tokenKeys += configuration.effectiveModelAliases.map { ("chat", $0.model) }
+        var tokenKeys: [(String, String)] = []
+        for upstream in configuration.effectiveUpstreams {
+            for task in TextTask.allCases { if let model = upstream.model(for: task) { tokenKeys.append((task.rawValue, model)) } }
+            for (alias, _) in configuration.effectiveModelAliases { if let model = upstream.model(forAlias: alias) { tokenKeys.append(("chat", model)) } }
+        }
         let metrics = GatewayMetrics(registry: registry, tokenKeys: tokenKeys)
         self.metrics = metrics
         let jwt = configuration.jwt?.makeVerifier()
@@ -77,6 +93,11 @@ public final class Gateway: Sendable {
             }
         }
         self.services = services
+        let pool = upstreams.isEmpty ? nil : UpstreamPool(
+            members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
+            metrics: UpstreamMetrics(registry: registry), logger: logger
+        )
+        self.pool = pool
         let cache: (any AnswerCache)? = configuration.cacheTimeToLive.map { timeToLive in
             let local = ResponseCache(timeToLive: timeToLive, capacity: configuration.cacheMaxEntries)
             guard configuration.cacheBackend == .redis, let redis else { return local }
@@ -104,11 +125,11 @@ public final class Gateway: Sendable {
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
             Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
-                upstream: upstream, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
+                pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/v1/models", middleware: admission, handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
             Route(method: .POST, path: "/v1/chat/completions", middleware: admission, handler: ChatCompletionsRoute(
-                upstream: upstream, configuration: configuration, streams: streams, logger: logger
+                pool: pool, configuration: configuration, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
         ]
@@ -141,10 +162,12 @@ public final class Gateway: Sendable {
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
     static let redisScripts: [RedisScript] = RedisRateLimiter.scripts + SharedResponseCache.scripts
 
-    /// The upstream the configuration names, nil without an API key.
-    static func upstream(configuration: GatewayConfiguration, httpClient: HTTPClient) -> ChatClient? {
-        configuration.apiKey.map {
-            ChatClient(httpClient: httpClient, baseURL: configuration.baseURL, apiKey: $0, timeout: configuration.upstreamTimeout)
+    /// The upstreams the configuration names, in order; one without an API key is left out.
+    static func upstreams(configuration: GatewayConfiguration, httpClient: HTTPClient) -> [(settings: UpstreamSettings, endpoint: any ChatUpstream)] {
+        configuration.effectiveUpstreams.compactMap { upstream in
+            upstream.apiKey.map { key in
+                (upstream, ChatClient(httpClient: httpClient, baseURL: upstream.baseURL, apiKey: key, timeout: configuration.upstreamTimeout))
+            }
         }
     }
 

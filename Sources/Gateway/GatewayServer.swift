@@ -69,7 +69,7 @@ public final class GatewayServer: Sendable {
         // One connection per loop: a request's Redis calls stay on its loop's thread.
         let redis = configuration.redis.map { RedisClient(configuration: $0, group: group, scripts: Gateway.redisScripts) }
         let gateway = Gateway(
-            configuration: configuration, upstream: Gateway.upstream(configuration: configuration, httpClient: httpClient), logger: logger, clock: clock, observers: observers,
+            configuration: configuration, upstreams: Gateway.upstreams(configuration: configuration, httpClient: httpClient), logger: logger, clock: clock, observers: observers,
             registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:], redis: redis
         )
         var serverConfiguration = gateway.serverConfiguration()

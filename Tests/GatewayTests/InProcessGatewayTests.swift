@@ -14,7 +14,7 @@ struct InProcessGatewayTests {
         let calls = Mutex(0)
         init(failure: ChatError? = nil) { self.failure = failure }
 
-        func complete(body: [UInt8], requestID: String?) async throws(ChatError) -> ChatCompletion {
+        func complete(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> ChatCompletion {
             calls.withLock { $0 += 1 }
             if let failure { throw failure }
             return ChatCompletion(
@@ -24,11 +24,11 @@ struct InProcessGatewayTests {
             )
         }
 
-        func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8] {
+        func forward(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> [UInt8] {
             throw failure ?? .noContent
         }
 
-        func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
+        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes {
             throw failure ?? .noContent
         }
     }

@@ -41,9 +41,9 @@ struct UpstreamPoolTests {
             }
         }
 
-        func complete(body: [UInt8], requestID: String?) async throws(ChatError) -> ChatCompletion { throw .noContent }
-        func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8] { throw .noContent }
-        func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes { throw .noContent }
+        func complete(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> ChatCompletion { throw .noContent }
+        func forward(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> [UInt8] { throw .noContent }
+        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes { throw .noContent }
     }
 
     /// Records each backoff instead of waiting it out.
@@ -74,7 +74,7 @@ struct UpstreamPoolTests {
             let answer = try await pool.run(
                 .task(.summarize), requestID: "r", onAttempt: { target in attempts.withLock { $0.append(target.upstream) } },
                 body: { Array("\($0.upstream):\($0.model)".utf8) },
-                call: { endpoint, body, limit throws(ChatError) in try await (endpoint as! ScriptedEndpoint).call(body: body, limit: limit) }
+                call: { endpoint, body, limit, _ throws(ChatError) in try await (endpoint as! ScriptedEndpoint).call(body: body, limit: limit) }
             )
             return (.success(answer), attempts.withLock { $0 })
         } catch {

@@ -27,7 +27,8 @@ protocol RouteHandler: Sendable {
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse
 }
 
-/// Gives every response the request's `X-Request-Id`.
+/// Gives every response the request's `X-Request-Id`, and `X-Upstream` once an upstream
+/// was asked.
 struct RequestIDMiddleware: Middleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
         var response = try await next(request, context)
@@ -39,6 +40,7 @@ struct RequestIDMiddleware: Middleware {
     /// runs it without an async layer of its own.
     func stamp(_ response: inout HTTPResponse, context: RequestContext) {
         response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
+        if let upstream = context.upstream { response.headers.replaceOrAdd(name: "X-Upstream", value: upstream) }
     }
 }
 

@@ -37,6 +37,10 @@ final class RequestContext: Sendable {
         var tone: String?
         var textLength: Int?
         var model: String?
+        /// The upstream that answered, or the last one tried (`X-Upstream`).
+        var upstream: String?
+        /// Calls made upstream, retries and fallbacks included.
+        var upstreamAttempts = 0
         var usage: Usage?
         var upstreamNanoseconds: UInt64 = 0
         /// The error the client was answered with (or, in a stream, sent as the last event).
@@ -80,6 +84,16 @@ final class RequestContext: Sendable {
     }
 
     var caller: Caller? { state.withLock { $0.caller } }
+    var upstream: String? { state.withLock { $0.upstream } }
+
+    /// An upstream attempt is starting: it goes to `target`.
+    func noteAttempt(_ target: UpstreamPool.Target) {
+        state.withLock {
+            $0.upstream = target.upstream
+            $0.model = target.model
+            $0.upstreamAttempts += 1
+        }
+    }
     var upstreamNanoseconds: UInt64 { state.withLock { $0.upstreamNanoseconds } }
 
     /// The lease, once: nil when it was never taken or was already given back.

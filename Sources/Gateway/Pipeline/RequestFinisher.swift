@@ -85,6 +85,8 @@ struct RequestFinisher: Sendable {
             ("task", state.task.map { .string($0) }),
             ("text_length", state.textLength.map { .int($0) }),
             ("model", state.model.map { .string($0) }),
+            ("upstream", state.upstream.map { .string($0) }),
+            ("attempts", state.upstreamAttempts > 1 ? .int(state.upstreamAttempts) : nil),
             ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
             ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
             ("outcome", .string(outcome.label)),

@@ -6,7 +6,7 @@ import Synchronization
 /// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream with the
 /// alias rewritten, `max_tokens` capped and the server's key.
 struct ChatCompletionsRoute: RouteHandler {
-    let upstream: (any ChatUpstream)?
+    let pool: UpstreamPool?
     let configuration: GatewayConfiguration
     let streams: StreamRegistry
     let logger: Logger
@@ -21,24 +21,37 @@ struct ChatCompletionsRoute: RouteHandler {
         }
         guard !chatRequest.messages.isEmpty, chatRequest.messages.count <= configuration.maxMessages else { throw .invalidMessages }
         guard let model = configuration.upstreamModel(forAlias: chatRequest.model) else { throw .modelNotFound(chatRequest.model) }
-        guard let upstream else { throw .keyNotConfigured }
+        guard let pool else { throw .keyNotConfigured }
+        let choice = UpstreamModelChoice.alias(chatRequest.model)
         context.update {
             $0.model = model
             $0.task = "chat"
         }
-        chatRequest.model = model
         let cap = configuration.maxTokens
         if let asked = chatRequest.maxCompletionTokens {
             chatRequest.maxCompletionTokens = min(asked, cap)
         } else {
             chatRequest.maxTokens = min(chatRequest.maxTokens ?? cap, cap)
         }
+        let requestID = context.id
         let upstreamStart = MonotonicInstant.now()
+        let template = chatRequest
+        func body(for target: UpstreamPool.Target) -> [UInt8] {
+            var request = template
+            request.model = target.model
+            return request.stream == true ? request.streamingBody() : request.jsonBytes()
+        }
 
         if chatRequest.stream == true {
             let bytes: any UpstreamBytes
+            let totalTimeout = configuration.streamTotalTimeout
             do {
-                bytes = try await upstream.streamBytes(chatRequest, requestID: context.id, timeout: configuration.streamTotalTimeout)
+                bytes = try await pool.run(
+                    choice, deadline: min(configuration.upstreamTimeout, configuration.streamFirstTokenTimeout), requestID: requestID,
+                    onAttempt: { context.noteAttempt($0) }, body: body
+                ) { endpoint, body, limit, _ throws(ChatError) in
+                    try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
+                }
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
@@ -54,14 +67,17 @@ struct ChatCompletionsRoute: RouteHandler {
             )
         }
 
-        let body: [UInt8]
+        let answer: [UInt8]
         do {
-            body = try await upstream.forward(chatRequest, requestID: context.id)
+            answer = try await pool.run(choice, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body) {
+                endpoint, body, limit, _ throws(ChatError) in
+                try await endpoint.forward(body: body, requestID: requestID, timeout: limit)
+            }
         } catch {
             throw fail(error, context: context, since: upstreamStart)
         }
-        context.noteUpstream(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: body))?.usage)
-        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(body))
+        context.noteUpstream(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
+        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer))
     }
 
     private func fail(_ error: ChatError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {

@@ -5,10 +5,12 @@ extension ProcessRoute {
     /// answer checked against the task's schema, with one repair call when it broke it (the
     /// usage then counts both calls).
     static func answer(
-        _ request: ProcessRequest, upstream: any ChatUpstream, body: [UInt8], bodies: ProcessBodies,
-        model: String, mode: StructuredMode, requestID: String, logger: Logger
+        _ request: ProcessRequest, pool: UpstreamPool, bodies: ProcessBodies, requestID: String, context: RequestContext, logger: Logger
     ) async throws(GatewayError) -> ResponseCache.Answer {
-        let first = try await complete(upstream: upstream, body: body, requestID: requestID, logger: logger)
+        let choice = UpstreamModelChoice.task(request.task)
+        let (first, target) = try await complete(choice, pool: pool, requestID: requestID, context: context, logger: logger) { target in
+            bodies.body(for: request, model: target.model, mode: target.structuredMode)
+        }
         guard request.format == .json else { return first }
         let violation: SchemaViolation
         switch StructuredOutput.read(first.result, task: request.task) {
@@ -18,8 +20,10 @@ extension ProcessRoute {
             violation = failure
         }
         logInvalid(violation, attempt: 1, task: request.task, requestID: requestID, logger: logger)
-        let repairBody = bodies.repairBody(for: request, answer: first.result, violation: violation, model: model, mode: mode)
-        let second = try await complete(upstream: upstream, body: repairBody, requestID: requestID, logger: logger)
+        // The repair goes to the upstream and model that gave the broken answer.
+        let (second, _) = try await complete(choice, pool: pool, only: target.upstream, requestID: requestID, context: context, logger: logger) { target in
+            bodies.repairBody(for: request, answer: first.result, violation: violation, model: target.model, mode: target.structuredMode)
+        }
         let usage = Usage.sum(first.usage, second.usage)
         switch StructuredOutput.read(second.result, task: request.task) {
         case .success(let structured):

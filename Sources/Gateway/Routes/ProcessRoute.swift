@@ -6,7 +6,7 @@ import HTTPServer
 /// `POST /api/process` (CONTRACT.md): validates the body, builds the task's prompt, asks the
 /// upstream (through the cache when it is on) and answers with the result, or streams it.
 struct ProcessRoute: RouteHandler {
-    let upstream: (any ChatUpstream)?
+    let pool: UpstreamPool?
     let configuration: GatewayConfiguration
     let cache: (any AnswerCache)?
     let metrics: GatewayMetrics
@@ -15,9 +15,9 @@ struct ProcessRoute: RouteHandler {
     /// The upstream bodies, those of the configured models encoded once but for the text.
     let bodies: ProcessBodies
 
-    init(upstream: (any ChatUpstream)?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
+    init(pool: UpstreamPool?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
          streams: StreamRegistry, logger: Logger) {
-        self.upstream = upstream
+        self.pool = pool
         self.configuration = configuration
         self.cache = cache
         self.metrics = metrics
@@ -33,15 +33,15 @@ struct ProcessRoute: RouteHandler {
             $0.tone = parsed.tone?.rawValue
             $0.textLength = parsed.characterCount
         }
-        guard let upstream else { throw .keyNotConfigured }
-        guard let model = configuration.model(for: parsed.task) else { throw .modelNotConfigured }
+        guard let pool else { throw .keyNotConfigured }
+        let choice = UpstreamModelChoice.task(parsed.task)
+        // The first upstream's model names the answer in the cache and the log until an
+        // attempt says which upstream and model it went to.
+        guard let model = pool.firstModel(for: choice) else { throw .modelNotConfigured }
         context.update { $0.model = model }
-        let mode = configuration.structuredMode
         if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
-            let upstreamRequest = ProcessBodies.request(for: parsed, model: model, mode: mode, maxTokens: configuration.maxTokens)
-            return streamResponse(upstream: upstream, request: upstreamRequest, format: parsed.format, task: parsed.task, context: context)
+            return await streamResponse(pool: pool, request: parsed, context: context)
         }
-        let upstreamBody = bodies.body(for: parsed, model: model, mode: mode)
         let answer: ResponseCache.Answer
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
@@ -54,7 +54,7 @@ struct ProcessRoute: RouteHandler {
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await Self.answer(parsed, upstream: upstream, body: upstreamBody, bodies: bodies, model: model, mode: mode, requestID: requestID, logger: logger)
+                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, context: context, logger: logger)
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
@@ -70,7 +70,7 @@ struct ProcessRoute: RouteHandler {
             }
         } else {
             do {
-                answer = try await Self.answer(parsed, upstream: upstream, body: upstreamBody, bodies: bodies, model: model, mode: mode, requestID: context.id, logger: logger)
+                answer = try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: context.id, context: context, logger: logger)
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
@@ -103,17 +103,24 @@ struct ProcessRoute: RouteHandler {
         return error
     }
 
-    /// One upstream call for a task: the trimmed answer and its usage, or the mapped error.
-    static func complete(upstream: any ChatUpstream, body: [UInt8], requestID: String, logger: Logger) async throws(GatewayError) -> ResponseCache.Answer {
-        let completion: ChatCompletion
+    /// One call for a task through the pool: the trimmed answer, its usage and the upstream
+    /// that gave it, or the mapped error. `only` keeps the call on one upstream.
+    static func complete(
+        _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, context: RequestContext, logger: Logger,
+        body: (UpstreamPool.Target) -> [UInt8]
+    ) async throws(GatewayError) -> (answer: ResponseCache.Answer, target: UpstreamPool.Target) {
+        let answered: (ChatCompletion, UpstreamPool.Target)
         do {
-            completion = try await upstream.complete(body: body, requestID: requestID)
+            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body) {
+                endpoint, body, limit, target throws(ChatError) in
+                (try await endpoint.complete(body: body, requestID: requestID, timeout: limit), target)
+            }
         } catch {
             throw UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
         }
-        let result = TextTrim.trimmed(completion.firstContent ?? "")
+        let result = TextTrim.trimmed(answered.0.firstContent ?? "")
         guard !result.isEmpty else { throw .emptyResult }
-        return ResponseCache.Answer(result: result, usage: completion.usage)
+        return (ResponseCache.Answer(result: result, usage: answered.0.usage), answered.1)
     }
 
     /// `Accept: text/event-stream` (alone or among others).
@@ -122,11 +129,31 @@ struct ProcessRoute: RouteHandler {
         return HeaderElement.list(accept).contains { $0.valueIs("text/event-stream") }
     }
 
-    private func streamResponse(upstream: any ChatUpstream, request: ChatCompletionRequest, format: OutputFormat, task: TextTask, context: RequestContext) -> HTTPResponse {
+    /// A streamed answer. The upstream is asked before the response starts, so that retries
+    /// and fallback happen while the client has no byte yet and `X-Upstream` can name who
+    /// answered; a failure then is still told the stream's way (`start`, then `error`).
+    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext) async -> HTTPResponse {
+        let control = StreamControl(limits: StreamControl.Limits(configuration))
+        let upstreamStart = MonotonicInstant.now()
+        let requestID = context.id
+        let maxTokens = configuration.maxTokens
+        let totalTimeout = configuration.streamTotalTimeout
+        let opened: Result<any UpstreamBytes, ChatError>
+        do throws(ChatError) {
+            // A head must come before the first token: the first-token timeout bounds the wait.
+            opened = .success(try await pool.run(
+                .task(request.task), deadline: min(configuration.upstreamTimeout, configuration.streamFirstTokenTimeout), requestID: requestID,
+                onAttempt: { context.noteAttempt($0) },
+                body: { target in ProcessBodies.request(for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens).streamingBody() }
+            ) { endpoint, body, limit, _ throws(ChatError) in
+                try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
+            })
+        } catch {
+            opened = .failure(error)
+        }
         let stream = ProcessStream(
-            upstream: upstream, request: request, context: context,
-            control: StreamControl(limits: StreamControl.Limits(configuration)), totalTimeout: configuration.streamTotalTimeout, logger: logger,
-            structured: format == .json ? task : nil
+            opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,
+            structured: request.format == .json ? request.task : nil
         )
         return HTTPResponse(
             headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],

@@ -6,11 +6,12 @@ import HTTPServer
 /// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
 /// quiet for a heartbeat interval.
 struct ProcessStream: Sendable {
-    let upstream: any ChatUpstream
-    let request: ChatCompletionRequest
+    /// The upstream's answer once its head came (retries and fallback are over by then), or
+    /// why no upstream answered.
+    let opened: Result<any UpstreamBytes, ChatError>
+    let upstreamStart: MonotonicInstant
     let context: RequestContext
     let control: StreamControl
-    let totalTimeout: Duration
     let logger: Logger
     /// For `"format": "json"`, the task whose schema the answer must match: the deltas carry
     /// the model's text as it comes, `done` the data and the human-readable `result`; an
@@ -28,8 +29,11 @@ struct ProcessStream: Sendable {
     func run(_ writer: ResponseBodyWriter) async throws {
         try await writer.write(event("start") { $0.field("requestId", context.id) })
         control.noteWrite()
-        let upstreamStart = MonotonicInstant.now()
-        let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(writer) }
+        let outcome: Outcome
+        switch opened {
+        case .success(let bytes): outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(bytes, writer) }
+        case .failure(let error): outcome = error.isCancellation ? .clientGone : .failed(error)
+        }
         switch outcome {
         case .done(let text, let usage):
             context.noteUpstream(since: upstreamStart, usage: usage)
@@ -76,11 +80,11 @@ struct ProcessStream: Sendable {
     }
 
     /// Reads the upstream and writes a `delta` per piece.
-    private func consume(_ writer: ResponseBodyWriter) async -> Outcome {
+    private func consume(_ bytes: any UpstreamBytes, _ writer: ResponseBodyWriter) async -> Outcome {
         var text = ""
         var usage: Usage?
         do {
-            var stream = ChatCompletionStream(bytes: try await upstream.streamBytes(request, requestID: context.id, timeout: totalTimeout))
+            var stream = ChatCompletionStream(bytes: bytes)
             defer { stream.bytes.cancel() }
             while let chunk = try await stream.next() {
                 let delta = chunk.firstDeltaContent ?? ""

@@ -30,8 +30,8 @@ public struct ChatClient: Sendable {
 
     /// ``complete(_:requestID:)`` for a request already encoded, such as a
     /// ``ChatRequestBodyTemplate``'s body; `stream` must not be set in it.
-    public func complete(body: [UInt8], requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
-        let response = try await send(body: body, requestID: requestID)
+    public func complete(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> ChatCompletion {
+        let response = try await send(body: body, requestID: requestID, timeout: timeout)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
@@ -48,13 +48,15 @@ public struct ChatClient: Sendable {
     /// Starts a streamed completion and returns the upstream's raw event-stream bytes once it
     /// answered 2xx (for relaying them as they come). `stream` and `stream_options` are set.
     public func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
-        var request = request
-        request.stream = true
-        request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
-        let body = request.jsonBytes()
+        try await streamBody(body: request.streamingBody(), requestID: requestID, timeout: timeout)
+    }
+
+    /// ``streamBody(_:requestID:timeout:)`` for a body already encoded that asks for a stream.
+    public func streamBody(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil, headTimeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
         let streaming: HTTPClientStreamingResponse
         do {
-            streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout))
+            let request = httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout)
+            streaming = try await httpClient.stream(request)
         } catch {
             throw Self.map(error)
         }
@@ -69,19 +71,19 @@ public struct ChatClient: Sendable {
         return streaming.body
     }
 
-    /// Sends `request` as it is and returns the upstream's 2xx body unread (for relaying);
+    /// Sends a body as it is and returns the upstream's 2xx body unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
-    public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> [UInt8] {
-        let response = try await send(body: request.jsonBytes(), requestID: requestID)
+    public func forward(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> [UInt8] {
+        let response = try await send(body: body, requestID: requestID, timeout: timeout)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
         return response.body
     }
 
-    private func send(body: [UInt8], requestID: String?) async throws(ChatError) -> HTTPClientResponse {
+    private func send(body: [UInt8], requestID: String?, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientResponse {
         do {
-            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout))
+            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout ?? self.timeout))
         } catch {
             throw Self.map(error)
         }
@@ -104,10 +106,10 @@ public struct ChatClient: Sendable {
     }
 }
 
-// `complete(body:requestID:)` and `forward(_:requestID:)` are the witnesses as they are.
+// `complete(body:requestID:timeout:)` and `forward(body:requestID:timeout:)` are the witnesses as they are.
 extension ChatClient: ChatUpstream {
-    func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
-        HTTPUpstreamBytes(body: try await streamBody(request, requestID: requestID, timeout: timeout))
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes {
+        HTTPUpstreamBytes(body: try await streamBody(body: body, requestID: requestID, timeout: timeout, headTimeout: headTimeout))
     }
 }
 

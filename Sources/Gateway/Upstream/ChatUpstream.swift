@@ -5,15 +5,16 @@ import ChatAPI
 /// gateway run in-process against a fake.
 protocol ChatUpstream: Sendable {
     /// One completion for an encoded request body (`stream` unset): the answer with usable
-    /// content, or the failure.
-    func complete(body: [UInt8], requestID: String?) async throws(ChatError) -> ChatCompletion
+    /// content, or the failure; `timeout` bounds the whole call (nil: the endpoint's own).
+    func complete(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> ChatCompletion
 
-    /// Sends a `/v1` request as it is; the upstream's 2xx body, unread (for relaying).
-    func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8]
+    /// Sends a `/v1` request body as it is; the upstream's 2xx body, unread (for relaying).
+    func forward(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> [UInt8]
 
-    /// Starts a streamed completion (`stream` and usage asked for) and returns once the
-    /// upstream answered 2xx; its raw event-stream bytes follow.
-    func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes
+    /// Starts a streamed completion from a body that asks for it (`stream`, and usage when
+    /// wanted) and returns once the upstream answered 2xx; its raw event-stream bytes follow.
+    /// `timeout` bounds the whole stream, `headTimeout` the wait for the answer's head.
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes
 }
 
 /// The raw body of a streamed upstream answer, chunk by chunk. Read it from one task.

@@ -68,9 +68,12 @@ final class UpstreamPool: Sendable {
     /// The name of the first upstream, which answers when all is well.
     var primaryName: String { members[0].name }
 
-    /// Whether some upstream has a model for `choice`.
-    func hasModel(for choice: UpstreamModelChoice) -> Bool {
-        members.contains { $0.model(choice) != nil }
+    /// The model of the first upstream that has one for `choice`; nil when none has.
+    func firstModel(for choice: UpstreamModelChoice) -> String? {
+        for member in members {
+            if let model = member.model(choice) { return model }
+        }
+        return nil
     }
 
     /// Runs `call` on the upstreams by the policy until one answers, and returns that answer.
@@ -79,20 +82,23 @@ final class UpstreamPool: Sendable {
     ///   - onAttempt: told of every attempt before it starts (the last one told answered, or
     ///     failed last).
     ///   - body: the request body for an attempt's upstream, model and structured mode.
-    ///   - call: one attempt: the upstream's endpoint, the body, and the most time it may take
-    ///     until its answer's head.
+    ///   - call: one attempt: the upstream's endpoint, the body, the most time it may take
+    ///     until its answer's head, and the target.
+    ///   - only: keeps the call on the upstream of this name.
+    ///   - deadline: all attempts together; nil for `UPSTREAM_TIMEOUT_SECONDS`.
     /// - Throws: the last attempt's failure; ``ChatError/cancelled`` when the caller's task
     ///   was cancelled.
     func run<Answer: Sendable>(
-        _ choice: UpstreamModelChoice, requestID: String,
+        _ choice: UpstreamModelChoice, only: String? = nil, deadline: Duration? = nil, requestID: String,
         onAttempt: (Target) -> Void = { _ in },
         body: (Target) -> [UInt8],
-        call: (any ChatUpstream, [UInt8], Duration) async throws(ChatError) -> Answer
+        call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer {
-        let end = MonotonicInstant.now().advanced(by: deadline)
+        let end = MonotonicInstant.now().advanced(by: deadline ?? self.deadline)
         var lastError: ChatError?
         var resting: [(member: Member, model: String)] = []
         for (index, member) in members.enumerated() {
+            if let only, member.name != only { continue }
             guard let model = member.model(choice) else { continue }
             let admission = member.breaker.admit()
             guard admission != .skip else {
@@ -126,7 +132,7 @@ final class UpstreamPool: Sendable {
         _ member: Member, model: String, probe: Bool, retries: Int, isLast: Bool, end: MonotonicInstant, requestID: String,
         lastError: inout ChatError?,
         onAttempt: (Target) -> Void, body: (Target) -> [UInt8],
-        call: (any ChatUpstream, [UInt8], Duration) async throws(ChatError) -> Answer
+        call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer? {
         let target = Target(upstream: member.name, model: model, structuredMode: member.settings.structuredMode)
         let requestBody = body(target)
@@ -141,7 +147,7 @@ final class UpstreamPool: Sendable {
             let limit = min(policy.tryTimeout?.nanosecondsClamped ?? remaining, remaining)
             onAttempt(target)
             do {
-                let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)))
+                let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
                 member.metrics.attempt("ok", seconds: Self.seconds(since: now))
                 if probe || member.breaker.state != .closed { closeCircuit(member) }
                 return answer
