@@ -195,7 +195,7 @@ struct ChatClientTests {
     @Test("decodes a streamed completion chunk by chunk with usage")
     func streaming() async throws {
         try await withMock { _, client in
-            var stream = ChatCompletionStream(bytes: try await client.streamBytes(request("[mock:deltas=40]"), requestID: "t", timeout: .seconds(30)))
+            var stream = ChatCompletionStream(bytes: HTTPUpstreamBytes(body: try await client.streamBody(request("[mock:deltas=40]"), requestID: "t", timeout: .seconds(30))))
             var text = ""
             var pieces = 0
             var usage: Usage?
@@ -218,7 +218,7 @@ struct ChatClientTests {
     )
     func brokenStreams(directive: String) async throws {
         try await withMock { _, client in
-            var stream = ChatCompletionStream(bytes: try await client.streamBytes(request(directive), requestID: "t", timeout: .seconds(30)))
+            var stream = ChatCompletionStream(bytes: HTTPUpstreamBytes(body: try await client.streamBody(request(directive), requestID: "t", timeout: .seconds(30))))
             do throws(ChatError) {
                 while try await stream.next() != nil {}
                 Issue.record("stream ended without an error")

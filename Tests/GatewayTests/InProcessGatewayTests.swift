@@ -24,11 +24,11 @@ struct InProcessGatewayTests {
             )
         }
 
-        func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8] {
+        func forward(body: [UInt8], requestID: String?) async throws(ChatError) -> [UInt8] {
             throw failure ?? .noContent
         }
 
-        func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
+        func streamBytes(body: [UInt8], requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
             throw failure ?? .noContent
         }
     }

@@ -3,8 +3,9 @@ import EventLoop
 import HTTPServer
 import Synchronization
 
-/// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream with the
-/// alias rewritten, `max_tokens` capped and the server's key.
+/// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream as the client
+/// sent it — every field, `tools`, `n` and image parts included — with the alias rewritten,
+/// the token limit capped and the server's key.
 struct ChatCompletionsRoute: RouteHandler {
     let upstream: (any ChatUpstream)?
     let configuration: GatewayConfiguration
@@ -13,38 +14,33 @@ struct ChatCompletionsRoute: RouteHandler {
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
-        var chatRequest: ChatCompletionRequest
+        let chat: ChatCompletionPassThrough
         do {
-            chatRequest = try JSON.decode(ChatCompletionRequest.self, from: request.body)
+            chat = try ChatCompletionPassThrough(jsonBytes: request.body, maximumMessages: configuration.maxMessages)
         } catch {
+            if case .messageCount = error { throw .invalidMessages }
             throw .invalidJSON
         }
-        guard !chatRequest.messages.isEmpty, chatRequest.messages.count <= configuration.maxMessages else { throw .invalidMessages }
-        guard let model = configuration.upstreamModel(forAlias: chatRequest.model) else { throw .modelNotFound(chatRequest.model) }
+        guard let model = configuration.upstreamModel(forAlias: chat.model) else { throw .modelNotFound(chat.model) }
         guard let upstream else { throw .keyNotConfigured }
         context.update {
             $0.model = model
             $0.task = "chat"
         }
-        chatRequest.model = model
-        let cap = configuration.maxTokens
-        if let asked = chatRequest.maxCompletionTokens {
-            chatRequest.maxCompletionTokens = min(asked, cap)
-        } else {
-            chatRequest.maxTokens = min(chatRequest.maxTokens ?? cap, cap)
-        }
+        // A stream always asks for usage upstream: the gateway counts its tokens.
+        let upstreamBody = chat.body(model: model, maxTokensCap: configuration.maxTokens, addUsageOption: chat.stream)
         let upstreamStart = MonotonicInstant.now()
 
-        if chatRequest.stream == true {
+        if chat.stream {
             let bytes: any UpstreamBytes
             do {
-                bytes = try await upstream.streamBytes(chatRequest, requestID: context.id, timeout: configuration.streamTotalTimeout)
+                bytes = try await upstream.streamBytes(body: upstreamBody, requestID: context.id, timeout: configuration.streamTotalTimeout)
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
             let relay = StreamRelay(
                 bytes: bytes, control: StreamControl(limits: StreamControl.Limits(configuration)), context: context,
-                upstreamStart: upstreamStart, includeUsage: chatRequest.streamOptions?.includeUsage == true, logger: logger
+                upstreamStart: upstreamStart, includeUsage: chat.includeUsage, logger: logger
             )
             return HTTPResponse(
                 headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
@@ -56,7 +52,7 @@ struct ChatCompletionsRoute: RouteHandler {
 
         let body: [UInt8]
         do {
-            body = try await upstream.forward(chatRequest, requestID: context.id)
+            body = try await upstream.forward(body: upstreamBody, requestID: context.id)
         } catch {
             throw fail(error, context: context, since: upstreamStart)
         }

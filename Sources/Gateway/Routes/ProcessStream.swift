@@ -64,7 +64,10 @@ struct ProcessStream: Sendable {
         var text = ""
         var usage: Usage?
         do {
-            var stream = ChatCompletionStream(bytes: try await upstream.streamBytes(request, requestID: context.id, timeout: totalTimeout))
+            var streamed = request
+            streamed.stream = true
+            streamed.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
+            var stream = ChatCompletionStream(bytes: try await upstream.streamBytes(body: streamed.jsonBytes(), requestID: context.id, timeout: totalTimeout))
             defer { stream.bytes.cancel() }
             while let chunk = try await stream.next() {
                 let delta = chunk.firstDeltaContent ?? ""

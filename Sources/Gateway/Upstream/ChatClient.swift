@@ -51,7 +51,12 @@ public struct ChatClient: Sendable {
         var request = request
         request.stream = true
         request.streamOptions = ChatCompletionRequest.StreamOptions(includeUsage: true)
-        let body = request.jsonBytes()
+        return try await streamBody(body: request.jsonBytes(), requestID: requestID, timeout: timeout)
+    }
+
+    /// ``streamBody(_:requestID:timeout:)`` for a body already encoded, sent as it is: it
+    /// must say `stream: true` itself, and ask for usage if the caller wants it.
+    public func streamBody(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
         let streaming: HTTPClientStreamingResponse
         do {
             streaming = try await httpClient.stream(httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout))
@@ -72,7 +77,12 @@ public struct ChatClient: Sendable {
     /// Sends `request` as it is and returns the upstream's 2xx body unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
     public func forward(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> [UInt8] {
-        let response = try await send(body: request.jsonBytes(), requestID: requestID)
+        try await forward(body: request.jsonBytes(), requestID: requestID)
+    }
+
+    /// ``forward(_:requestID:)`` for a body already encoded (a `/v1` client's, passed through).
+    public func forward(body: [UInt8], requestID: String? = nil) async throws(ChatError) -> [UInt8] {
+        let response = try await send(body: body, requestID: requestID)
         guard (200..<300).contains(response.status) else {
             throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
         }
@@ -104,10 +114,10 @@ public struct ChatClient: Sendable {
     }
 }
 
-// `complete(body:requestID:)` and `forward(_:requestID:)` are the witnesses as they are.
+// `complete(body:requestID:)` and `forward(body:requestID:)` are the witnesses as they are.
 extension ChatClient: ChatUpstream {
-    func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
-        HTTPUpstreamBytes(body: try await streamBody(request, requestID: requestID, timeout: timeout))
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes {
+        HTTPUpstreamBytes(body: try await streamBody(body: body, requestID: requestID, timeout: timeout))
     }
 }
 

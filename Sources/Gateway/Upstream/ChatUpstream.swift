@@ -8,12 +8,13 @@ protocol ChatUpstream: Sendable {
     /// content, or the failure.
     func complete(body: [UInt8], requestID: String?) async throws(ChatError) -> ChatCompletion
 
-    /// Sends a `/v1` request as it is; the upstream's 2xx body, unread (for relaying).
-    func forward(_ request: ChatCompletionRequest, requestID: String?) async throws(ChatError) -> [UInt8]
+    /// Sends an encoded `/v1` body as it is; the upstream's 2xx body, unread (for relaying).
+    func forward(body: [UInt8], requestID: String?) async throws(ChatError) -> [UInt8]
 
-    /// Starts a streamed completion (`stream` and usage asked for) and returns once the
-    /// upstream answered 2xx; its raw event-stream bytes follow.
-    func streamBytes(_ request: ChatCompletionRequest, requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes
+    /// Starts a streamed completion for an encoded body that already says `stream: true`
+    /// and asks for what it needs (usage), and returns once the upstream answered 2xx; its
+    /// raw event-stream bytes follow.
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration) async throws(ChatError) -> any UpstreamBytes
 }
 
 /// The raw body of a streamed upstream answer, chunk by chunk. Read it from one task.
