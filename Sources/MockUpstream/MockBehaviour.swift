@@ -17,6 +17,11 @@ public import HTTP1
 /// | `stream-error-after` | send an error event after this many pieces |
 /// | `content` | the answer text |
 /// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
+/// | `echo-request` | `on`: the answer's text is the request body as received (so a test sees what arrived upstream) |
+///
+/// Beside these, the request itself shapes the answer as a provider's would: `n` choices,
+/// and a call of the first tool (or the one `tool_choice` names) when it offers `tools`
+/// and `tool_choice` is not `"none"`.
 public struct MockBehaviour: Sendable, Hashable {
     public enum BodyKind: String, Sendable, Hashable {
         case normal, garbage, empty
@@ -39,6 +44,7 @@ public struct MockBehaviour: Sendable, Hashable {
     public var streamErrorAfter: Int?
     public var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
     public var providerHeaders = false
+    public var echoRequest = false
 
     /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
     /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
@@ -76,6 +82,7 @@ public struct MockBehaviour: Sendable, Hashable {
         case "stream-error-after": streamErrorAfter = Int(value)
         case "content": content = value
         case "provider-headers": providerHeaders = ["on", "true", "1"].contains(value.lowercased())
+        case "echo-request": echoRequest = ["on", "true", "1"].contains(value.lowercased())
         default: break
         }
     }
