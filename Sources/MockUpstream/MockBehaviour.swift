@@ -17,7 +17,7 @@ public import HTTP1
 /// | `stream-error-after` | send an error event after this many pieces |
 /// | `content` | the answer text |
 /// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
-/// | `echo-request` | `on`: the answer's text is the request body as received (so a test sees what arrived upstream) |
+/// | `echo-request` | `on`: the answer's text is the request body as received, even when it offers tools (so a test sees what arrived upstream) |
 ///
 /// Beside these, the request itself shapes the answer as a provider's would: `n` choices,
 /// and a call of the first tool (or the one `tool_choice` names) when it offers `tools`

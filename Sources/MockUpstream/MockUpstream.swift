@@ -166,7 +166,8 @@ final class MockHandler: Sendable {
         // The body it received, as its answer: lets a test see what arrived upstream.
         let text = behaviour.echoRequest ? String(decoding: request.body, as: UTF8.self) : behaviour.content
         let content = behaviour.body == .noContent ? "" : text
-        let answer: MockAnswer = chat.toolName.map { .toolCall(name: $0) } ?? .text(content)
+        // An echo is what a test asked for explicitly: it wins over a tool call.
+        let answer: MockAnswer = behaviour.echoRequest ? .text(content) : chat.toolName.map { .toolCall(name: $0) } ?? .text(content)
         let completionTokens = (answer.tokens * chat.choiceCount)
         let usage = Usage(promptTokens: promptTokens, completionTokens: completionTokens, totalTokens: promptTokens + completionTokens)
 
