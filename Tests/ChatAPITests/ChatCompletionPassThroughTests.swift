@@ -195,4 +195,52 @@ struct ChatCompletionPassThroughTests {
             return true
         }
     }
+
+    @Test("agrees with the whole parse on 10,000 generated bodies, broken ones included, and writes what it read")
+    func agreesWithTheWholeParse() throws {
+        let keys = [
+            #""model""#, #""messages""#, #""stream""#, #""max_tokens""#, #""max_completion_tokens""#, #""stream_options""#,
+            #""tools""#, #""n""#, #""m\u006fdel""#, #""x""#, "\"\u{E9}\"",
+        ]
+        let values = [
+            #""alias""#, #"[{"role":"user","content":"hi"}]"#, #"[{"role":"tool","tool_call_id":"c","content":[{"type":"image_url","image_url":{"url":"u"}}]}]"#,
+            #"[]"#, #"[{"content":"x"}]"#, #"[1]"#, "true", "null", "12", "-3", "1.5", "1e-7", "18446744073709551615", #"{"include_usage":true}"#,
+            #"{"include_usage":"x","o":[1]}"#, #"{"a":1,"a":2}"#, #""\ud800""#, #"[[[[{"k":"v"}]]]]"#, #""a\"b\u00e9""#,
+        ]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 {
+            var members: [String] = []
+            for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                members.append(keys.randomElement(using: &generator)! + ":" + values.randomElement(using: &generator)!)
+            }
+            if Bool.random(using: &generator) { members.insert(#""model":"alias","messages":[{"role":"user"}]"#, at: 0) }
+            let text = Int.random(in: 0..<20, using: &generator) == 0 ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "}"
+            var bytes = Array(text.utf8)
+            if Int.random(in: 0..<6, using: &generator) == 0, !bytes.isEmpty {
+                let at = Int.random(in: 0..<bytes.count, using: &generator)
+                if Bool.random(using: &generator) { bytes.removeSubrange(at...) } else { bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at) }
+            }
+            let shown = String(decoding: bytes, as: UTF8.self)
+            let whole = try? Value.parse(bytes, maximumDepth: 512)
+            let read = Result { () throws(ChatCompletionPassThroughError) in try ChatCompletionPassThrough(jsonBytes: bytes, maximumMessages: 8) }
+            switch (whole, read) {
+            case (nil, .failure(.invalidJSON)): break
+            case (.object(var object)?, .success(let chat)):
+                let written = chat.body(model: "up", maxTokensCap: 100, addUsageOption: false)
+                object["model"] = .string("up")
+                if let asked = object["max_completion_tokens"]?.intValue { object["max_completion_tokens"] = .number(Double(min(asked, 100))) }
+                if let asked = object["max_tokens"]?.intValue {
+                    object["max_tokens"] = .number(Double(min(asked, 100)))
+                } else if chat.maxCompletionTokens == nil {
+                    object["max_tokens"] = .number(100)
+                }
+                #expect(try Value.parse(written) == .object(object), "\(shown)")
+            case (.object?, .failure(let error)):
+                if case .invalidJSON = error { Issue.record("valid JSON refused as invalid: \(shown)") }
+                if case .notAnObject = error { Issue.record("an object read as not one: \(shown)") }
+            case (_?, .failure(.notAnObject)): break
+            default: Issue.record("the whole parse gave \(String(describing: whole)), the pass-through \(read): \(shown)")
+            }
+        }
+    }
 }
