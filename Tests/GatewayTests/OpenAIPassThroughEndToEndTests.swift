@@ -121,6 +121,21 @@ struct OpenAIPassThroughEndToEndTests {
         }
     }
 
+    @Test("counts a tool call's chunks as the answer arriving: a slow tool call is not a first-token timeout")
+    func slowStreamedToolCall() async throws {
+        try await GatewayHarness.with(configure: {
+            Self.configure(&$0)
+            $0.streamFirstTokenTimeout = .milliseconds(300)
+        }) { harness in
+            // The call's id and name at once, its arguments after 1 s, then the end.
+            let body = #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"Slow [mock:delta-delay-ms=1000]"}],"tools":\#(Self.tools)}"#
+            let (chunks, done) = try await stream(harness, body)
+            #expect(done)
+            #expect(chunks.contains { $0["choices"]?.firstElement?["finish_reason"] == .string("tool_calls") })
+            #expect(!chunks.contains { $0["error"] != nil })
+        }
+    }
+
     @Test("answers n=2 with two choices, streamed and not", arguments: [false, true])
     func twoChoices(streamed: Bool) async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in

@@ -148,7 +148,7 @@ struct StreamRelay: Sendable {
                         finished = true
                     case .chunk(let value)?:
                         note(value.usage)
-                        if !(value.firstDeltaContent ?? "").isEmpty { sawToken = true }
+                        if value.carriesOutput { sawToken = true }  // a tool call's chunks count, and every choice's
                         if value.choices.isEmpty && !includeUsage { continue }
                         out += ServerSentEventWriter.event(name: nil, data: event.data)
                     }
