@@ -41,6 +41,12 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
         choices.first?.delta.content
     }
 
+    /// Whether the chunk adds to the answer of any choice: text or a tool call (a chunk with
+    /// only a role, a finish reason or usage does not).
+    public var carriesOutput: Bool {
+        choices.contains { !($0.delta.content ?? "").isEmpty || $0.delta.hasToolCalls }
+    }
+
     /// The increment of one alternative.
     public struct Choice: Codable, Hashable, Sendable {
         /// The position of the alternative among `choices`.
@@ -88,22 +94,28 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
         public var role: ChatRole?
         /// The text added; flattened like ``ChatMessage/content`` if sent as parts.
         public var content: String?
+        /// Whether the chunk carries `tool_calls` (not null). Read only, never encoded: the
+        /// gateway relays the calls as they came and only needs to know the stream is alive.
+        public var hasToolCalls: Bool
 
         /// Creates a delta.
-        public init(role: ChatRole? = nil, content: String? = nil) {
+        public init(role: ChatRole? = nil, content: String? = nil, hasToolCalls: Bool = false) {
             self.role = role
             self.content = content
+            self.hasToolCalls = hasToolCalls
         }
 
         private enum CodingKeys: String, CodingKey {
             case role
             case content
+            case toolCalls = "tool_calls"
         }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.role = try container.decodeIfPresent(ChatRole.self, forKey: .role)
             self.content = try MessageContent.decode(from: container, forKey: .content)
+            self.hasToolCalls = try container.contains(.toolCalls) && !container.decodeNil(forKey: .toolCalls)
         }
 
         public func encode(to encoder: any Encoder) throws {

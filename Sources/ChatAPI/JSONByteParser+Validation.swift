@@ -10,7 +10,8 @@ extension JSONByteParser {
         guard index == input.count else { throw error("text after the value") }
     }
 
-    private mutating func skipValue() throws(JSONParseError) {
+    /// Checks and skips the value at the parser, as ``validateDocument(_:)`` checks it.
+    mutating func skipValue() throws(JSONParseError) {
         guard index < input.count else { throw error("unexpected end") }
         switch input[index] {
         case UInt8(ascii: "{"): try skipObject()

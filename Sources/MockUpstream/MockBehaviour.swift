@@ -18,6 +18,11 @@ public import HTTP1
 /// | `content` | the answer text |
 /// | `json` | with a `json_schema` `response_format`: `invalid` (JSON that breaks the schema), `invalid-once` (breaks it only in a request without an assistant message, the first call), `fenced` (in a ```` ```json ```` fence); read from every user message (``MockStructuredAnswer``) |
 /// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
+/// | `echo-request` | `on`: the answer's text is the request body as received, even when it offers tools (so a test sees what arrived upstream) |
+///
+/// Beside these, the request itself shapes the answer as a provider's would: `n` choices,
+/// and a call of the first tool (or the one `tool_choice` names) when it offers `tools`
+/// and `tool_choice` is not `"none"`.
 public struct MockBehaviour: Sendable, Hashable {
     public enum BodyKind: String, Sendable, Hashable {
         case normal, garbage, empty
@@ -41,6 +46,7 @@ public struct MockBehaviour: Sendable, Hashable {
     public var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
     public var providerHeaders = false
     public var json = MockStructuredAnswer.Mode.valid
+    public var echoRequest = false
 
     /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
     /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
@@ -79,6 +85,7 @@ public struct MockBehaviour: Sendable, Hashable {
         case "content": content = value
         case "json": json = MockStructuredAnswer.Mode(rawValue: value) ?? json
         case "provider-headers": providerHeaders = ["on", "true", "1"].contains(value.lowercased())
+        case "echo-request": echoRequest = ["on", "true", "1"].contains(value.lowercased())
         default: break
         }
     }

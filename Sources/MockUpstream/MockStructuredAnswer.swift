@@ -20,12 +20,12 @@ public enum MockStructuredAnswer {
     /// The answer text for `chat`, or nil when it asks for no `json_schema`. String values
     /// are the behaviour's `content` (array items numbered after it); an array has its
     /// `minItems`, or 3 within `maxItems`, items.
-    public static func content(for chat: ChatCompletionRequest, behaviour: MockBehaviour) -> String? {
+    static func content(for chat: MockRequest, behaviour: MockBehaviour) -> String? {
         guard let format = chat.responseFormat, format["type"]?.stringValue == "json_schema",
               let schema = format["json_schema"]?["schema"] else { return nil }
         // The gateway's repair call ends with a user message of its own: the directive a
         // test wrote is in an earlier one.
-        let mode = chat.messages.filter { $0.role == .user }.reduce(behaviour) { $0.applying(directivesIn: $1.content ?? "") }.json
+        let mode = chat.userTexts.reduce(behaviour) { $0.applying(directivesIn: $1) }.json
         let valid = String(decoding: generate(schema, content: behaviour.content).jsonBytes(), as: UTF8.self)
         switch mode {
         case .valid:
@@ -35,7 +35,7 @@ public enum MockStructuredAnswer {
         case .invalid:
             return Self.invalid(behaviour)
         case .invalidOnce:
-            return chat.messages.contains { $0.role == .assistant } ? valid : Self.invalid(behaviour)
+            return chat.hasAssistantMessage ? valid : Self.invalid(behaviour)
         }
     }
 

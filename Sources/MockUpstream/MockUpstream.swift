@@ -137,11 +137,11 @@ final class MockHandler: Sendable {
         if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {
             return Self.error(status: 401, message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key")
         }
-        guard let chat = try? JSON.decode(ChatCompletionRequest.self, from: request.body) else {
+        guard let chat = MockRequest(request.body) else {
             return Self.error(status: 400, message: "We could not parse the JSON body of your request.", type: "invalid_request_error", code: nil)
         }
         var behaviour = defaults.applying(headers: request.headers)
-        if let last = chat.messages.last(where: { $0.role == .user })?.content {
+        if let last = chat.lastUserText {
             behaviour = behaviour.applying(directivesIn: last)
         }
 
@@ -162,10 +162,15 @@ final class MockHandler: Sendable {
             return response
         }
         let model = chat.model
-        let promptTokens = chat.messages.reduce(0) { $0 + ($1.content?.utf8.count ?? 0) } / 4 + 1
-        let content = behaviour.body == .noContent ? "" : MockStructuredAnswer.content(for: chat, behaviour: behaviour) ?? behaviour.content
-        let usage = Usage(promptTokens: promptTokens, completionTokens: content.utf8.count / 4 + 1,
-                          totalTokens: promptTokens + content.utf8.count / 4 + 1)
+        let promptTokens = chat.textBytes / 4 + 1
+        // The body it received, as its answer: lets a test see what arrived upstream.
+        let text = behaviour.echoRequest ? String(decoding: request.body, as: UTF8.self)
+            : MockStructuredAnswer.content(for: chat, behaviour: behaviour) ?? behaviour.content
+        let content = behaviour.body == .noContent ? "" : text
+        // An echo is what a test asked for explicitly: it wins over a tool call.
+        let answer: MockAnswer = behaviour.echoRequest ? .text(content) : chat.toolName.map { .toolCall(name: $0) } ?? .text(content)
+        let completionTokens = (answer.tokens * chat.choiceCount)
+        let usage = Usage(promptTokens: promptTokens, completionTokens: completionTokens, totalTokens: promptTokens + completionTokens)
 
         switch behaviour.body {
         case .garbage:
@@ -175,15 +180,14 @@ final class MockHandler: Sendable {
         case .normal, .noContent, .noChoices:
             break
         }
-        if chat.stream == true {
-            let response = stream(content: behaviour.body == .noChoices ? "" : content, model: model, usage: chat.streamOptions?.includeUsage == true ? usage : nil, behaviour: behaviour)
+        let choiceCount = behaviour.body == .noChoices ? 0 : chat.choiceCount
+        if chat.stream {
+            let streamed: MockAnswer = behaviour.body == .noChoices ? .text("") : answer
+            let response = stream(streamed, choices: max(1, choiceCount), model: model, usage: chat.includeUsage ? usage : nil, behaviour: behaviour)
             return Self.withProviderHeaders(response, behaviour)
         }
-        let choices = behaviour.body == .noChoices ? [] : [
-            ChatCompletion.Choice(index: 0, message: ChatCompletion.Message(role: .assistant, content: content), finishReason: "stop")
-        ]
-        let completion = ChatCompletion(id: "chatcmpl-mock", created: 1_700_000_000, model: model, choices: choices, usage: usage)
-        let response = HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(completion)) ?? []))
+        let body = answer.completion(choices: choiceCount, model: model, usage: usage)
+        let response = HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(body))
         return Self.withProviderHeaders(response, behaviour)
     }
 
@@ -194,35 +198,30 @@ final class MockHandler: Sendable {
         return response
     }
 
-    private func stream(content: String, model: String, usage: Usage?, behaviour: MockBehaviour) -> HTTPResponse {
-        let pieces = Self.split(content, into: behaviour.deltas)
+    private func stream(_ answer: MockAnswer, choices: Int, model: String, usage: Usage?, behaviour: MockBehaviour) -> HTTPResponse {
+        let pieces = answer.pieces(behaviour.deltas)
         return HTTPResponse(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"], body: .stream { [self] writer in
-            func send(_ chunk: ChatCompletionChunk) async throws {
-                try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: try JSON.encode(chunk), as: UTF8.self)))
+            func send(_ chunk: [UInt8]) async throws {
+                try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: chunk, as: UTF8.self)))
             }
             do {
-                try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
-                                                   choices: [.init(index: 0, delta: .init(role: .assistant, content: ""))]))
-                for (index, piece) in pieces.enumerated() {
-                    if let after = behaviour.streamErrorAfter, index == after {
+                for index in 0..<choices { try await send(answer.firstChunk(index: index, model: model)) }
+                for (number, piece) in pieces.enumerated() {
+                    if let after = behaviour.streamErrorAfter, number == after {
                         let error = UpstreamErrorBody(message: "mock stream failure", type: "server_error", code: "server_error")
                         try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: try JSON.encode(error), as: UTF8.self)))
                         return
                     }
                     if behaviour.deltaDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(behaviour.deltaDelayMilliseconds)) }
-                    try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
-                                                       choices: [.init(index: 0, delta: .init(content: piece))]))
+                    for index in 0..<choices { try await send(answer.chunk(piece, index: index, model: model)) }
                 }
                 switch behaviour.cutStream {
                 case .clean: return
                 case .abort: throw CancellationError()
                 case nil: break
                 }
-                try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model,
-                                                   choices: [.init(index: 0, delta: .init(), finishReason: "stop")]))
-                if let usage {
-                    try await send(ChatCompletionChunk(id: "chatcmpl-mock", created: 1_700_000_000, model: model, choices: [], usage: usage))
-                }
+                for index in 0..<choices { try await send(answer.lastChunk(index: index, model: model)) }
+                if let usage { try await send(MockAnswer.usageChunk(usage, model: model)) }
                 try await writer.write(ServerSentEventWriter.done())
             } catch {
                 if behaviour.cutStream != .abort { self.counters.withLock { $0.cancelled += 1 } }

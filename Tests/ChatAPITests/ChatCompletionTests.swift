@@ -120,6 +120,22 @@ struct ChatCompletionTests {
         #expect(bare.choices.first?.delta == ChatCompletionChunk.Delta())
     }
 
+    @Test(
+        "a chunk carries output when any choice adds text or a tool call",
+        arguments: [
+            (#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#, true),
+            (#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}}]}"#, true),
+            (#"{"choices":[{"index":0,"delta":{"content":""}},{"index":1,"delta":{"content":"x"}}]}"#, true),
+            (#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":null}}]}"#, false),
+            (#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#, false),
+            (#"{"choices":[],"usage":{"total_tokens":3}}"#, false),
+        ] as [(String, Bool)]
+    )
+    func carriesOutput(text: String, expected: Bool) throws {
+        let chunk: ChatCompletionChunk = try decode(text)
+        #expect(chunk.carriesOutput == expected)
+    }
+
     @Test("a completion encodes in OpenAI's shape and decodes back equal")
     func completionRoundTrip() throws {
         let completion = ChatCompletion(

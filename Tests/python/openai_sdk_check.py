@@ -2,11 +2,15 @@
 
 Starts mock-upstream and text-gateway from the debug build on loopback ephemeral ports,
 then, with the SDK pointed at the gateway and a gateway-side model alias:
-lists models, completes a chat with history, streams a chat, and checks that an unknown
-model raises the SDK's BadRequestError with code model_not_found.
+lists models, completes a chat with history, streams a chat, calls a tool (streamed and
+not), asks for two choices (streamed and not), checks that the fields the SDK sends beyond
+plain chat (tools, seed, logit_bias, response_format, a tool-call history, an image part)
+reach the upstream as sent, and that an unknown model raises the SDK's BadRequestError with
+code model_not_found.
 Prints 'N passed, N failed' and exits non-zero on any failure.
 """
 import os
+import json
 import re
 import socket
 import subprocess
@@ -111,6 +115,85 @@ def main():
                 usage = chunk.usage
         check("streamed chat arrives piece by piece", len(pieces) >= 5 and "".join(pieces) == MOCK_ANSWER)
         check("streamed chat ends with usage", usage is not None and usage.total_tokens > 0)
+
+        def attempt(name, body):
+            # An SDK error (say a 400 for a field the gateway refused) is a failed check, not the end of the run.
+            try:
+                body()
+            except Exception as error:
+                check(f"{name} ({type(error).__name__}: {error})", False)
+
+        tools = [
+            {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                                              "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                             "required": ["city"]}}},
+        ]
+
+        def tool_calling():
+            called = client.chat.completions.create(
+                model="chat-small", messages=[{"role": "user", "content": "Weather in Paris?"}], tools=tools, tool_choice="auto")
+            calls = called.choices[0].message.tool_calls
+            check("tool calling returns tool_calls", calls is not None and len(calls) == 1 and calls[0].function.name == "get_weather")
+            check("tool calling finishes with tool_calls", called.choices[0].finish_reason == "tool_calls")
+            check("tool calling reports usage", called.usage is not None and called.usage.total_tokens > 0)
+        attempt("tool calling", tool_calling)
+
+        def streamed_tool_calling():
+            names, arguments, finish = [], [], None
+            for chunk in client.chat.completions.create(
+                    model="chat-small", messages=[{"role": "user", "content": "Weather in Paris?"}], tools=tools, stream=True):
+                if not chunk.choices:
+                    continue
+                for call in chunk.choices[0].delta.tool_calls or []:
+                    if call.function and call.function.name:
+                        names.append(call.function.name)
+                    if call.function and call.function.arguments:
+                        arguments.append(call.function.arguments)
+                finish = chunk.choices[0].finish_reason or finish
+            check("streamed tool calling returns tool_calls", names == ["get_weather"] and "".join(arguments) == "{}")
+            check("streamed tool calling finishes with tool_calls", finish == "tool_calls")
+        attempt("streamed tool calling", streamed_tool_calling)
+
+        def two_choices():
+            two = client.chat.completions.create(model="chat-small", messages=[{"role": "user", "content": "Two"}], n=2)
+            check("n=2 gives two choices", [choice.index for choice in two.choices] == [0, 1]
+                  and all(choice.message.content == MOCK_ANSWER for choice in two.choices))
+        attempt("n=2 gives two choices", two_choices)
+
+        def streamed_two_choices():
+            texts = {}
+            for chunk in client.chat.completions.create(
+                    model="chat-small", messages=[{"role": "user", "content": "Two [mock:deltas=4]"}], n=2, stream=True):
+                for choice in chunk.choices:
+                    texts[choice.index] = texts.get(choice.index, "") + (choice.delta.content or "")
+            check("streamed n=2 gives two choices", texts == {0: MOCK_ANSWER, 1: MOCK_ANSWER})
+        attempt("streamed n=2 gives two choices", streamed_two_choices)
+
+        def fields_arrive():
+            history = [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What is in this photo? [mock:echo-request=on]"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}},
+                ]},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "21.5"},
+            ]
+            # The mock answers with the body it received (echo-request).
+            echoed = client.chat.completions.create(
+                model="chat-large", messages=history, tools=tools, tool_choice="none", parallel_tool_calls=False,
+                seed=42, logit_bias={"50256": -100}, logprobs=True, top_logprobs=2, temperature=1e-7,
+                response_format={"type": "json_object"}, max_tokens=99999)
+            sent = json.loads(echoed.choices[0].message.content)
+            check("the image part and tool-call history reach the upstream as sent", sent["messages"] == history)
+            check("tools, seed, logit_bias, logprobs and response_format reach the upstream as sent",
+                  sent["tools"] == tools and sent["tool_choice"] == "none" and sent["parallel_tool_calls"] is False
+                  and sent["seed"] == 42 and sent["logit_bias"] == {"50256": -100} and sent["logprobs"] is True
+                  and sent["top_logprobs"] == 2 and sent["temperature"] == 1e-7
+                  and sent["response_format"] == {"type": "json_object"})
+            check("the alias is rewritten and max_tokens capped upstream", sent["model"] == "upstream-large" and sent["max_tokens"] == 1200)
+        attempt("fields reach the upstream as sent", fields_arrive)
 
         try:
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])

@@ -3,8 +3,9 @@ import EventLoop
 import HTTPServer
 import Synchronization
 
-/// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream with the
-/// alias rewritten, `max_tokens` capped and the server's key.
+/// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream as the client
+/// sent it — every field, `tools`, `n` and image parts included — with the alias rewritten,
+/// the token limit capped and the server's key.
 struct ChatCompletionsRoute: RouteHandler {
     let pool: UpstreamPool?
     let configuration: GatewayConfiguration
@@ -13,39 +14,33 @@ struct ChatCompletionsRoute: RouteHandler {
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
-        var chatRequest: ChatCompletionRequest
+        let chat: ChatCompletionPassThrough
         do {
-            chatRequest = try JSON.decode(ChatCompletionRequest.self, from: request.body)
+            chat = try ChatCompletionPassThrough(jsonBytes: request.body, maximumMessages: configuration.maxMessages)
         } catch {
+            if case .messageCount = error { throw .invalidMessages }
             throw .invalidJSON
         }
-        guard !chatRequest.messages.isEmpty, chatRequest.messages.count <= configuration.maxMessages else { throw .invalidMessages }
-        guard let model = configuration.upstreamModel(forAlias: chatRequest.model) else { throw .modelNotFound(chatRequest.model) }
+        guard let model = configuration.upstreamModel(forAlias: chat.model) else { throw .modelNotFound(chat.model) }
         guard let pool else { throw .keyNotConfigured }
-        let choice = UpstreamModelChoice.alias(chatRequest.model)
+        let choice = UpstreamModelChoice.alias(chat.model)
         context.update {
             $0.model = model
             $0.task = "chat"
         }
-        let cap = configuration.maxTokens
-        if let asked = chatRequest.maxCompletionTokens {
-            chatRequest.maxCompletionTokens = min(asked, cap)
-        } else {
-            chatRequest.maxTokens = min(chatRequest.maxTokens ?? cap, cap)
-        }
         let requestID = context.id
-        let upstreamStart = MonotonicInstant.now()
-        let template = chatRequest
+        let cap = configuration.maxTokens
+        // A stream always asks for usage upstream: the gateway counts its tokens.
         func body(for target: UpstreamPool.Target) -> [UInt8] {
-            var request = template
-            request.model = target.model
-            return request.stream == true ? request.streamingBody() : request.jsonBytes()
+            chat.body(model: target.model, maxTokensCap: cap, addUsageOption: chat.stream)
         }
+        let upstreamStart = MonotonicInstant.now()
 
-        if chatRequest.stream == true {
+        if chat.stream {
             let bytes: any UpstreamBytes
             let totalTimeout = configuration.streamTotalTimeout
             do {
+                // A head must come before the first token: the first-token timeout bounds the wait.
                 bytes = try await pool.run(
                     choice, deadline: min(configuration.upstreamTimeout, configuration.streamFirstTokenTimeout), requestID: requestID,
                     onAttempt: { context.noteAttempt($0) }, body: body
@@ -57,7 +52,7 @@ struct ChatCompletionsRoute: RouteHandler {
             }
             let relay = StreamRelay(
                 bytes: bytes, control: StreamControl(limits: StreamControl.Limits(configuration)), context: context,
-                upstreamStart: upstreamStart, includeUsage: chatRequest.streamOptions?.includeUsage == true, logger: logger
+                upstreamStart: upstreamStart, includeUsage: chat.includeUsage, logger: logger
             )
             return HTTPResponse(
                 headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
@@ -168,7 +163,7 @@ struct StreamRelay: Sendable {
                         finished = true
                     case .chunk(let value)?:
                         note(value.usage)
-                        if !(value.firstDeltaContent ?? "").isEmpty { sawToken = true }
+                        if value.carriesOutput { sawToken = true }  // a tool call's chunks count, and every choice's
                         if value.choices.isEmpty && !includeUsage { continue }
                         out += ServerSentEventWriter.event(name: nil, data: event.data)
                     }
