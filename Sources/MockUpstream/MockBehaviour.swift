@@ -10,6 +10,8 @@ public import HTTP1
 /// | `status` | answer with this status and an OpenAI error body |
 /// | `error-code` | the error body's `code` (e.g. `context_length_exceeded`) |
 /// | `retry-after` | a `Retry-After` header on the error |
+/// | `fail-first` | `status` applies only to the first this many requests the mock sees; later ones answer normally |
+/// | `cut-body` | `on`: a non-streamed answer's head and half its body, then the connection drops |
 /// | `body` | `normal`, `garbage` (not JSON), `empty`, `no-content` (empty content), `no-choices` |
 /// | `deltas` | pieces a stream is cut into |
 /// | `delta-delay-ms` | pause between stream pieces |
@@ -47,6 +49,8 @@ public struct MockBehaviour: Sendable, Hashable {
     public var providerHeaders = false
     public var json = MockStructuredAnswer.Mode.valid
     public var echoRequest = false
+    public var failFirst: Int?
+    public var cutBody = false
 
     /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
     /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
@@ -86,6 +90,8 @@ public struct MockBehaviour: Sendable, Hashable {
         case "json": json = MockStructuredAnswer.Mode(rawValue: value) ?? json
         case "provider-headers": providerHeaders = ["on", "true", "1"].contains(value.lowercased())
         case "echo-request": echoRequest = ["on", "true", "1"].contains(value.lowercased())
+        case "fail-first": failFirst = Int(value).map { max(0, $0) } ?? failFirst
+        case "cut-body": cutBody = ["on", "true", "1"].contains(value.lowercased())
         default: break
         }
     }

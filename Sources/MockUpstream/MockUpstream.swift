@@ -108,13 +108,14 @@ final class MockHandler: Sendable {
     /// Answers one chat-completion request; it counts as in flight until its answer (a
     /// stream included) has been written.
     func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        counters.withLock {
+        let number = counters.withLock {
             $0.requests += 1
             $0.inFlight += 1
+            return $0.requests
         }
         let response: HTTPResponse
         do {
-            response = try await answer(request)
+            response = try await answer(request, number: number)
         } catch {
             counters.withLock { $0.inFlight -= 1 }
             throw error
@@ -131,7 +132,8 @@ final class MockHandler: Sendable {
         return streamed
     }
 
-    private func answer(_ request: HTTPRequest) async throws -> HTTPResponse {
+    /// - Parameter number: the request's place among those this mock has seen (1 for the first).
+    private func answer(_ request: HTTPRequest, number: Int) async throws -> HTTPResponse {
         if request.body.count <= 1024 * 1024 { lastRequest.withLock { $0 = request.body } }
 
         if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {
@@ -152,6 +154,7 @@ final class MockHandler: Sendable {
             throw error
         }
 
+        if let failFirst = behaviour.failFirst, number > failFirst { behaviour.status = 200 }
         if behaviour.status != 200 {
             var response = Self.error(
                 status: behaviour.status, message: "mock failure \(behaviour.status)",
@@ -187,6 +190,14 @@ final class MockHandler: Sendable {
             return Self.withProviderHeaders(response, behaviour)
         }
         let body = answer.completion(choices: choiceCount, model: model, usage: usage)
+        if behaviour.cutBody {
+            // The head and half the body, then the connection drops: a provider or proxy that
+            // died mid-answer.
+            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .stream { writer in
+                try await writer.write(Array(body.prefix(body.count / 2)))
+                throw CancellationError()
+            })
+        }
         let response = HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(body))
         return Self.withProviderHeaders(response, behaviour)
     }

@@ -103,6 +103,7 @@ struct UpstreamPoolTests {
         let failures: [ChatError] = [
             .couldNotConnect(detail: "refused"), .timedOut, .httpStatus(500, error: nil, retryAfter: nil), .httpStatus(502, error: nil, retryAfter: nil),
             .httpStatus(503, error: nil, retryAfter: nil), .httpStatus(504, error: nil, retryAfter: nil), .httpStatus(429, error: nil, retryAfter: nil),
+            .transport(detail: "connection lost mid-answer"),
         ]
         for failure in failures {
             let endpoint = ScriptedEndpoint([.fail(failure), .fail(failure), .answer])
@@ -122,7 +123,7 @@ struct UpstreamPoolTests {
         let failures: [ChatError] = [
             .httpStatus(400, error: nil, retryAfter: nil), .httpStatus(401, error: nil, retryAfter: nil),
             .httpStatus(400, error: UpstreamErrorBody(message: nil, type: nil, code: "context_length_exceeded"), retryAfter: nil),
-            .unreadableBody, .noContent, .transport(detail: "cut"),
+            .unreadableBody, .noContent,
         ]
         for failure in failures {
             let first = ScriptedEndpoint([.fail(failure)])

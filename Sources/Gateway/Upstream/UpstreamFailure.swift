@@ -9,7 +9,8 @@ struct UpstreamFailure: Sendable, Equatable {
     let kind: Kind
     /// What the client is answered with.
     let error: GatewayError
-    /// A connect failure, a timeout before any answer, `429`, `500`, `502`, `503`, `504`.
+    /// A connect failure, a connection lost before the answer was whole, a timeout, `429`,
+    /// `500`, `502`, `503`, `504`.
     let retryable: Bool
 
     /// Whether the failure says the upstream is unwell (its circuit counts it), rather than
@@ -52,7 +53,9 @@ struct UpstreamFailure: Sendable, Equatable {
         case .noContent:
             self.init(.noContent, .emptyResult, retryable: false)
         case .transport:
-            self.init(.transport, .upstreamError, retryable: false)
+            // A connection lost before the answer was whole: a call through the pool has not
+            // given the client a byte of it (a stream's failures past its head never come here).
+            self.init(.transport, .upstreamError, retryable: true)
         }
     }
 
