@@ -27,6 +27,9 @@
 #   CONTROLS=features         what the controls twin turns on: features (caller tokens, rate
 #                             limits, metrics) or log (the gateway's settings with the default
 #                             LOG_LEVEL=info: one access-log line a request, to a file)
+#   CONTROLS_BIN=             a directory holding another build of text-gateway (e.g. an
+#                             earlier commit's .build/release) for the controls twin, which then
+#                             runs the gateway's settings: the two differ only in their code
 #   GATEWAY_LIBCURL=, CONTROLS_LIBCURL=   a directory holding another build of libcurl.so.4
 #                             for the gateway, for the controls twin (LD_LIBRARY_PATH); with
 #                             either set, the twin runs the gateway's settings (no tokens, rate
@@ -98,7 +101,7 @@ mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || mock_url=
 start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     local name=$1
     shift
-    start_text_gateway "$bin" "$work/$name" "$work/$name.log" \
+    start_text_gateway "${gateway_bin:-$bin}" "$work/$name" "$work/$name.log" \
         DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning \
         DATABASE_URL=off ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
@@ -113,7 +116,13 @@ bench_token=bench-caller-token-0123456789
 token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
 controls_mode=${CONTROLS:-features}
 case "$controls_mode" in features | log) ;; *) die "CONTROLS must be features or log" ;; esac
-if [ "$controls_mode" = log ]; then
+controls_bin=${CONTROLS_BIN:-}
+if [ -n "$controls_bin" ]; then
+    [ -x "$controls_bin/text-gateway" ] || die "CONTROLS_BIN has no text-gateway"
+    gateway_bin=$controls_bin start_gateway controls RATE_LIMITS=off METRICS=off
+    controls_role="the gateway's settings, text-gateway from $controls_bin"
+    controls_legend="controls = the gateway's settings with the build in $controls_bin; gateway = this tree's build."
+elif [ "$controls_mode" = log ]; then
     start_gateway controls RATE_LIMITS=off METRICS=off LOG_LEVEL=info
     controls_role="the gateway's settings with LOG_LEVEL=info (an access-log line a request)"
     controls_legend="controls = the gateway with LOG_LEVEL=info (its access log to a file); gateway = LOG_LEVEL=warning."
