@@ -79,7 +79,8 @@ final class CurlMulti {
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) != CURLM_OK
         if multiplexing {
             failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, configuration.http2ConnectionsPerHost)) != CURLM_OK
-            // curl's own default (100) would open another connection below the server's limit.
+            // Below common servers' limits, curl's own default would open another connection
+            // while the first still had streams to give.
             failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.http2StreamsPerConnection)) != CURLM_OK
         }
         if failed {

@@ -339,8 +339,23 @@ struct HTTPSTests {
         }
     }
 
-    @Test("maps curl's results to kinds: TLS failures to .tls, the rest as before")
-    func resultKinds() {
+    @Test("fails .tls when the server does not speak TLS at all")
+    func handshakeWithPlainServer() async throws {
+        try await withUpstream({ router in router.get("/hello") { _ in .text("hello") } }) { _, base in
+            try await withClient({ $0.timeout = .seconds(10) }) { client in
+                let plain = "https://" + base.dropFirst("http://".count)
+                let error = await clientError { _ = try await client.send(HTTPClientRequest(url: plain + "/hello")) }
+                #expect(error?.kind == .tls)
+                #expect(error?.beforeResponse == true)
+                // The same server over plain http, on the same handle, still answers.
+                let answered = try await client.send(HTTPClientRequest(url: base + "/hello"))
+                #expect(answered.status == 200)
+            }
+        }
+    }
+
+    @Test("beforeResponse defaults to what the kind implies")
+    func beforeResponseDefaults() {
         #expect(HTTPClientError(.tls).beforeResponse)
         #expect(HTTPClientError(.connectFailed).beforeResponse)
         #expect(!HTTPClientError(.transport).beforeResponse)
