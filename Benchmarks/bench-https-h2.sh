@@ -7,6 +7,7 @@
 #   Benchmarks/bench-https-h2.sh [count=1000] [latency_ms=1000]
 #   BENCH_BIN=<dir>   take bench-client and mock-upstream from <dir> (another checkout's
 #                     release build) instead of building this one's
+#   HTTP2=            (set and empty) nginx without http2: an https host answering in HTTP/1.1
 # Needs nginx-light and openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,7 +63,7 @@ http {
     client_body_temp_path $work/body; proxy_temp_path $work/proxy; fastcgi_temp_path $work/fastcgi;
     uwsgi_temp_path $work/uwsgi; scgi_temp_path $work/scgi;
     server {
-        listen 127.0.0.1:$port ssl http2;
+        listen 127.0.0.1:$port ssl${HTTP2- http2};
         ssl_certificate $work/server.pem;
         ssl_certificate_key $work/server.key;
         location / {

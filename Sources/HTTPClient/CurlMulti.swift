@@ -23,7 +23,8 @@ import EventLoop
 /// instead of opening a connection per transfer (curl waits for a connection still in its
 /// handshake only while it does not know the host multiplexes; past the first connection's
 /// streams it would open one per transfer). An https host seen answering in HTTP/1.1 goes to
-/// the plain lanes from then on, where only ``HTTPClientConfiguration/maxConnections`` bounds it.
+/// the plain lanes from then on, where only ``HTTPClientConfiguration/maxConnections`` bounds
+/// it, and its transfers that have sent nothing yet move there at once.
 final class CurlMulti {
     let loop: EventLoop
     private let configuration: HTTPClientConfiguration
@@ -38,6 +39,11 @@ final class CurlMulti {
     /// https hosts (`host:port`) seen answering in HTTP/1.x; a client calls a handful.
     private var http1Origins: Set<Substring> = []
     private static let http1OriginLimit = 64
+    /// Hosts just seen answering in HTTP/1.x whose waiting transfers still sit on the
+    /// multiplexing lane (noted from a header callback, moved after curl returns).
+    private var originsToMove: [Substring] = []
+    /// Given to transfers on the multiplexing lane: one closure for all, not one each.
+    private lazy var http1Seen: (Substring) -> Void = { [unowned self] origin in self.learnHTTP1(origin) }
     private var transfers: [UnsafeMutableRawPointer: (transfer: Transfer, lane: CurlLane)] = [:]
     private var sockets: [curl_socket_t: CurlSocket] = [:]
     private var idleHandles: [CurlEasy] = []
@@ -152,6 +158,7 @@ final class CurlMulti {
         }
         transfers[easy.handle] = (transfer, lane)
         lane.active += 1
+        if lane.multiplexing { transfer.http1Seen = http1Seen }
         if let headTimeout = request.headTimeout {
             transfer.headTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: headTimeout)) { [unowned self] in
                 transfer.headTimer = nil
@@ -168,6 +175,7 @@ final class CurlMulti {
             throw HTTPClientError(.invalidRequest, "only http and https URLs are allowed")
         }
         if secure { transfer.origin = Self.origin(ofSecure: request.url) }
+        let multiplexing = secure && !http1Origins.contains(transfer.origin ?? "")
         if !easy.hasFixedOptions {
             // The same for every transfer: set once per handle, and again only after a reset.
             try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -190,7 +198,8 @@ final class CurlMulti {
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout))
         // Waiting to multiplex only pays over TLS, where ALPN reveals HTTP/2 during the handshake;
         // over plain http it would hold a request until the first response on a new connection.
-        try easy.set(CURLOPT_PIPEWAIT, secure ? 1 : 0)
+        // An https host known to answer in HTTP/1.1 is treated as plain http.
+        try easy.set(CURLOPT_PIPEWAIT, multiplexing ? 1 : 0)
         try easy.trust(request.caFile)
         if easy.freshConnect {
             try easy.set(CURLOPT_FRESH_CONNECT, 0)
@@ -275,10 +284,6 @@ final class CurlMulti {
         ended(on: lane)
         if let timer = transfer.headTimer { loop.cancelTimer(timer) }
         transfer.headTimer = nil
-        if lane.multiplexing, let origin = transfer.origin, transfer.headComplete, transfer.httpVersion.major == 1,
-           http1Origins.count < Self.http1OriginLimit {
-            http1Origins.insert(origin)
-        }
         transfer.finish(result)
         recycle(transfer.easy)
     }
@@ -313,6 +318,47 @@ final class CurlMulti {
         var running: Int32 = 0
         _ = curl_multi_socket_action(lane.handle, socket, mask, &running)
         drainMessages(lane)
+        if !originsToMove.isEmpty { moveToPlainLanes() }
+    }
+
+    /// From a header callback: `origin` answered in HTTP/1.x, so its transfers need a
+    /// connection each, which the multiplexing lane's per-host cap would ration.
+    private func learnHTTP1(_ origin: Substring) {
+        guard !http1Origins.contains(origin), http1Origins.count < Self.http1OriginLimit else { return }
+        http1Origins.insert(origin)
+        originsToMove.append(origin)
+    }
+
+    /// Moves the transfers of ``originsToMove`` that have sent nothing yet (waiting in curl
+    /// for a connection, or on one still connecting) from the multiplexing lane to the plain
+    /// lanes, without waiting for a connection of their own.
+    private func moveToPlainLanes() {
+        let origins = originsToMove
+        originsToMove = []
+        guard let from = multiplexLane else { return }
+        var moving: [Transfer] = []
+        for entry in transfers.values where entry.lane === from {
+            guard let origin = entry.transfer.origin, origins.contains(origin), !entry.transfer.easy.connected else { continue }
+            moving.append(entry.transfer)
+        }
+        for transfer in moving {
+            curl_multi_remove_handle(from.handle, transfer.easy.handle)
+            from.active -= 1
+            guard (try? transfer.easy.set(CURLOPT_PIPEWAIT, 0)) != nil, let lane = try? pickLane(origin: transfer.origin),
+                  curl_multi_add_handle(lane.handle, transfer.easy.handle) == CURLM_OK else {
+                transfers.removeValue(forKey: transfer.easy.handle)
+                from.active += 1  // counted down once more by complete
+                complete(transfer, on: from, .failure(HTTPClientError(.transport, "moving to a plain handle failed", beforeResponse: true)))
+                continue
+            }
+            transfer.http1Seen = nil
+            transfers[transfer.easy.handle] = (transfer, lane)
+            lane.active += 1
+        }
+        if from.active == 0 {
+            from.idleSince = .now()
+            scheduleSweep()
+        }
     }
 
     private func drainMessages(_ lane: CurlLane) {

@@ -19,6 +19,8 @@ final class Transfer {
     private var version = HTTPClientResponseHead.Version.http1_1
     /// `host:port` of an https request, for learning which hosts answer in HTTP/1.1.
     var origin: Substring?
+    /// Told the origin when a status line says HTTP/1.x (on the multiplexing lane).
+    var http1Seen: ((Substring) -> Void)?
     private var fields = ResponseFields()
     private(set) var headComplete = false
     /// Some byte of the response (a header line or body) has arrived.
@@ -91,6 +93,7 @@ final class Transfer {
             status = Self.statusCode(ofStatusLine: text)
             version = Self.version(ofStatusLine: text)
             fields.removeAll()
+            if version.major == 1, let origin, let http1Seen { http1Seen(origin) }
             return
         }
         guard let base = text.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), text.count) else { return }

@@ -198,6 +198,33 @@ struct HTTPSTests {
         }
     }
 
+    @Test("a cold burst to an https host that answers in HTTP/1.1 gets a connection per request once the first head shows it")
+    func coldHTTP1OverTLSBurstIsNotRationed() async throws {
+        try await withTLSProxy(http2: false, { router in
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .milliseconds(500))
+                return .text("done")
+            }
+        }) { base, proxy, certificates in
+            try await withClient({ $0.timeout = .seconds(30) }) { client in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<64 {
+                        group.addTask {
+                            let response = try await client.send(HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
+                            #expect(response.status == 200)
+                            #expect(response.head.httpVersion == .http1_1)
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(await eventually(within: 10) { proxy.accessLogLines().count == 64 })
+                // Held to the HTTP/2 cap, the burst would have waited for those few connections in turn.
+                let connections = proxy.connectionsLogged()
+                #expect(connections >= 32, "\(connections) connections")
+            }
+        }
+    }
+
     @Test("plain http still opens a connection per request in flight")
     func plainHTTPIsNotCapped() async throws {
         try await HeavyLoad.exclusive {
