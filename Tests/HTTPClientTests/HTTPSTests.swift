@@ -381,6 +381,18 @@ struct HTTPSTests {
         }
     }
 
+    @Test("a command the tests spawn (openssl, nginx) inherits none of the test process's descriptors")
+    func spawnedCommandsInheritNoSockets() throws {
+        let socketHeldOpen = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // no CLOEXEC, as TestClient's
+        defer { close(socketHeldOpen) }
+        let (status, output) = try Subprocess.run("/bin/ls", ["/proc/self/fd"])
+        #expect(status == 0)
+        // Standard input, output and error, and the directory ls reads.
+        let descriptors = output.split(whereSeparator: { $0 == "\n" || $0 == " " }).compactMap { Int32($0) }
+        #expect(!descriptors.contains(socketHeldOpen), "\(descriptors)")
+        #expect(descriptors.allSatisfy { $0 <= 3 }, "\(descriptors)")
+    }
+
     @Test("beforeResponse defaults to what the kind implies")
     func beforeResponseDefaults() {
         #expect(HTTPClientError(.tls).beforeResponse)
@@ -423,7 +435,12 @@ private final class ResettingServer: Sendable {
         DetachedThread.detach { [self] in
             while true {
                 let connection = accept(fd, nil, nil)
-                guard connection >= 0 else { return }  // the listener was shut down
+                guard connection >= 0 else {
+                    // Shut down by ``stop()``; closed here, so that no other test's socket can
+                    // take the number while this loop might still accept on it.
+                    close(fd)
+                    return
+                }
                 let index = acceptedCount.add(1, ordering: .relaxed).oldValue
                 DetachedThread.detach {
                     Self.serve(connection, index: index, answerFirst: answerFirst, truncate: truncate)
@@ -434,7 +451,6 @@ private final class ResettingServer: Sendable {
 
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private static func serve(_ fd: Int32, index: Int, answerFirst: Bool, truncate: Bool) {
