@@ -11,7 +11,7 @@
 //   bench-client burst   URL COUNT BODY_FILE                         COUNT POSTs at once, one connection each
 //       (raw sockets on epoll, with `Authorization: Bearer $BENCH_TOKEN` when set; a 200 counts
 //       when its body contains $BENCH_EXPECT, by default "success":true; BENCH_BURST_CLIENT=curl
-//       sends them through HTTPClient instead)
+//       sends them through HTTPClient instead, trusting the CA in $BENCH_CA_FILE for https)
 //   bench-client streams URL COUNT BODY_FILE EXPECTED_DELTAS         COUNT streamed POSTs at once, each checked
 //       (`/api/process` events; BENCH_STREAM_FORMAT=chat checks chat-completions chunks instead,
 //       for the mock direct or through nginx, with BENCH_TOKEN as the bearer token)
@@ -163,7 +163,9 @@ func post(_ url: String, _ body: [UInt8], stream: Bool = false, timeout: Duratio
     if let token = getenv("BENCH_TOKEN").map({ String(cString: $0) }), !token.isEmpty {
         headers.append((name: "Authorization", value: "Bearer \(token)"))
     }
-    return HTTPClientRequest(method: "POST", url: url, headers: headers, body: body, timeout: timeout)
+    // BENCH_CA_FILE: the private CA of an https target (Benchmarks/bench-https-h2.sh).
+    let caFile = getenv("BENCH_CA_FILE").map { String(cString: $0) }
+    return HTTPClientRequest(method: "POST", url: url, headers: headers, body: body, timeout: timeout, caFile: caFile)
 }
 
 func contains(_ bytes: [UInt8], _ needle: String) -> Bool {

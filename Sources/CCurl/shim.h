@@ -50,5 +50,6 @@ static const size_t CCurl_WRITEFUNC_PAUSE = CURL_WRITEFUNC_PAUSE;
 static const int CCurl_PAUSE_CONT = CURLPAUSE_CONT;
 static const curl_socket_t CCurl_SOCKET_TIMEOUT = CURL_SOCKET_TIMEOUT;
 static const long CCurl_GLOBAL_DEFAULT = CURL_GLOBAL_DEFAULT;
+static const CURLversion CCurl_VERSION_NOW = CURLVERSION_NOW;
 
 #endif

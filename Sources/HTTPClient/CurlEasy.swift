@@ -10,6 +10,11 @@ final class CurlEasy {
     /// The last transfer set options the next one might not set again (a method other than
     /// POST): ``recycle()`` clears every option.
     var needsReset = false
+    /// The CA file the handle verifies with (`CAINFO`), nil for the system store: set again
+    /// only when a transfer asks for another.
+    var caFile: String?
+    /// `FRESH_CONNECT` is on (a retry set it): the next transfer turns it off.
+    var freshConnect = false
 
     init() throws(HTTPClientError) {
         guard let handle = curl_easy_init() else { throw HTTPClientError(.invalidRequest, "curl_easy_init failed") }
@@ -26,19 +31,46 @@ final class CurlEasy {
     /// options are cleared only when ``needsReset``. Connections stay in the multi's pool.
     func recycle() {
         if needsReset {
-            curl_easy_reset(handle)
-            hasFixedOptions = false
-            needsReset = false
+            reset()
             return
         }
         // The callbacks answer a nil context by stopping the transfer.
         if CCurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, nil) != CURLE_OK
             || CCurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, nil) != CURLE_OK
             || CCurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, nil) != CURLE_OK {
-            curl_easy_reset(handle)
-            hasFixedOptions = false
+            reset()
         }
     }
+
+    private func reset() {
+        curl_easy_reset(handle)
+        hasFixedOptions = false
+        needsReset = false
+        caFile = nil
+        freshConnect = false
+    }
+
+    /// Verifies peers against `file`, or the system store when nil (curl's built-in
+    /// default, which a reset restores too). With a file of its own, the system's CA
+    /// directory is not consulted either.
+    func trust(_ file: String?) throws(HTTPClientError) {
+        guard file != caFile else { return }
+        if let file {
+            try set(CURLOPT_CAINFO, file)
+            try set(CURLOPT_CAPATH, pointer: nil)
+        } else {
+            let defaults = Self.defaultTrust
+            if let bundle = defaults.caInfo { try set(CURLOPT_CAINFO, bundle) } else { try set(CURLOPT_CAINFO, pointer: nil) }
+            if let directory = defaults.caPath { try set(CURLOPT_CAPATH, directory) } else { try set(CURLOPT_CAPATH, pointer: nil) }
+        }
+        caFile = file
+    }
+
+    /// libcurl's built-in CA bundle and directory (either may be absent).
+    private static let defaultTrust: (caInfo: String?, caPath: String?) = {
+        guard let info = curl_version_info(CCurl_VERSION_NOW) else { return (nil, nil) }
+        return (info.pointee.cainfo.map { String(cString: $0) }, info.pointee.capath.map { String(cString: $0) })
+    }()
 
     /// - SeeAlso: https://curl.se/libcurl/c/curl_easy_setopt.html
     func set(_ option: CURLoption, _ value: Int) throws(HTTPClientError) {
@@ -92,6 +124,14 @@ final class CurlEasy {
         var pretransfer: curl_off_t = 0
         _ = CCurl_easy_getinfo_offset(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
         return pretransfer > 0 || responseCode > 0
+    }
+
+    /// Whether the last transfer ran on a connection an earlier transfer had opened (curl
+    /// opened none for it).
+    var reusedConnection: Bool {
+        var connects = 0
+        guard CCurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK else { return false }
+        return connects == 0
     }
 
     private func check(_ code: CURLcode, _ option: CURLoption) throws(HTTPClientError) {

@@ -17,6 +17,14 @@ import EventLoop
 /// on the first lane and reuses its connections, and a burst spreads over as many lanes as
 /// it needs. A lane without transfers for ``HTTPClientConfiguration/idleConnectionTimeout``
 /// is closed with its idle connections, so a burst's connections do not outlive it.
+///
+/// https goes to one lane of its own that multiplexes: every https transfer of the loop
+/// shares its connection cache, and a per-host cap makes a cold burst wait for HTTP/2 streams
+/// instead of opening a connection per transfer (curl waits for a connection still in its
+/// handshake only while it does not know the host multiplexes; past the first connection's
+/// streams it would open one per transfer). An https host seen answering in HTTP/1.1 goes to
+/// the plain lanes from then on, where only ``HTTPClientConfiguration/maxConnections`` bounds
+/// it, and its transfers that have sent nothing yet move there at once.
 final class CurlMulti {
     let loop: EventLoop
     private let configuration: HTTPClientConfiguration
@@ -26,6 +34,16 @@ final class CurlMulti {
     private let maxConnections: Int
     /// Open lanes, in the order they are filled.
     private var lanes: [CurlLane] = []
+    /// The lane of https transfers, made on first use.
+    private var multiplexLane: CurlLane?
+    /// https hosts (`host:port`) seen answering in HTTP/1.x; a client calls a handful.
+    private var http1Origins: Set<Substring> = []
+    private static let http1OriginLimit = 64
+    /// Hosts just seen answering in HTTP/1.x whose waiting transfers still sit on the
+    /// multiplexing lane (noted from a header callback, moved after curl returns).
+    private var originsToMove: [Substring] = []
+    /// Given to transfers on the multiplexing lane: one closure for all, not one each.
+    private lazy var http1Seen: (Substring) -> Void = { [unowned self] origin in self.learnHTTP1(origin) }
     private var transfers: [UnsafeMutableRawPointer: (transfer: Transfer, lane: CurlLane)] = [:]
     private var sockets: [curl_socket_t: CurlSocket] = [:]
     private var idleHandles: [CurlEasy] = []
@@ -51,9 +69,9 @@ final class CurlMulti {
         lanes.append(try makeLane(capacity: laneCapacity))  // the first lane exists up front: a bad libcurl fails at start
     }
 
-    private func makeLane(capacity: Int) throws(HTTPClientError) -> CurlLane {
+    private func makeLane(capacity: Int, multiplexing: Bool = false) throws(HTTPClientError) -> CurlLane {
         guard let handle = curl_multi_init() else { throw HTTPClientError(.invalidRequest, "curl_multi_init failed") }
-        let lane = CurlLane(handle: handle, multi: self, capacity: capacity)
+        let lane = CurlLane(handle: handle, multi: self, capacity: capacity, multiplexing: multiplexing)
         let context = Unmanaged.passUnretained(lane).toOpaque()
         var failed = false
         failed = failed || CCurl_multi_setopt_socket_callback(handle, curlSocketCallback) != CURLM_OK
@@ -65,6 +83,12 @@ final class CurlMulti {
         // evicts while the lane is full, and never walks it for an eviction on each return.
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, capacity) != CURLM_OK
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) != CURLM_OK
+        if multiplexing {
+            failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, configuration.http2ConnectionsPerHost)) != CURLM_OK
+            // Below common servers' limits, curl's own default would open another connection
+            // while the first still had streams to give.
+            failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.http2StreamsPerConnection)) != CURLM_OK
+        }
         if failed {
             curl_multi_cleanup(handle)
             throw HTTPClientError(.invalidRequest, "configuring the curl multi handle failed")
@@ -74,7 +98,13 @@ final class CurlMulti {
 
     /// The first lane with room; a new lane when all are full and the cap allows; else the
     /// least busy (curl queues the transfer until one of its connections is free).
-    private func pickLane() throws(HTTPClientError) -> CurlLane {
+    private func pickLane(origin: Substring?) throws(HTTPClientError) -> CurlLane {
+        if let origin, !http1Origins.contains(origin) {
+            if let lane = multiplexLane { return lane }
+            let lane = try makeLane(capacity: maxConnections, multiplexing: true)
+            multiplexLane = lane
+            return lane
+        }
         for lane in lanes where lane.active < lane.capacity { return lane }
         let room = maxConnections - lanes.reduce(0) { $0 + $1.capacity }
         if room > 0 {
@@ -110,7 +140,7 @@ final class CurlMulti {
         }
         let lane: CurlLane
         do throws(HTTPClientError) {
-            lane = try pickLane()
+            lane = try pickLane(origin: transfer.origin)
         } catch {
             transfer.finish(.failure(error))
             recycle(easy)
@@ -128,6 +158,14 @@ final class CurlMulti {
         }
         transfers[easy.handle] = (transfer, lane)
         lane.active += 1
+        if lane.multiplexing { transfer.http1Seen = http1Seen }
+        if let headTimeout = request.headTimeout {
+            transfer.headTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: headTimeout)) { [unowned self] in
+                transfer.headTimer = nil
+                guard !transfer.headComplete else { return }
+                self.abort(transfer, HTTPClientError(.timedOut, "response head", beforeResponse: !transfer.responseStarted))
+            }
+        }
         if !attach(transfer) { cancel(transfer) }
         if lane.dueNow { runTimeout(lane) }
     }
@@ -136,6 +174,8 @@ final class CurlMulti {
         guard let secure = Self.isSecure(request.url) else {
             throw HTTPClientError(.invalidRequest, "only http and https URLs are allowed")
         }
+        if secure { transfer.origin = Self.origin(ofSecure: request.url) }
+        let multiplexing = secure && !http1Origins.contains(transfer.origin ?? "")
         if !easy.hasFixedOptions {
             // The same for every transfer: set once per handle, and again only after a reset.
             try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -143,6 +183,9 @@ final class CurlMulti {
             try easy.set(CURLOPT_TCP_KEEPALIVE, configuration.tcpKeepAlive ? 1 : 0)
             try easy.set(CURLOPT_TCP_NODELAY, 1)
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            // curl's defaults, set so that nothing else can ever leave them off.
+            try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
+            try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
             try easy.set(CURLOPT_WRITEFUNCTION, callback: curlWriteCallback)
             try easy.set(CURLOPT_HEADERFUNCTION, callback: curlHeaderCallback)
             easy.hasFixedOptions = true
@@ -155,7 +198,13 @@ final class CurlMulti {
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout))
         // Waiting to multiplex only pays over TLS, where ALPN reveals HTTP/2 during the handshake;
         // over plain http it would hold a request until the first response on a new connection.
-        try easy.set(CURLOPT_PIPEWAIT, secure ? 1 : 0)
+        // An https host known to answer in HTTP/1.1 is treated as plain http.
+        try easy.set(CURLOPT_PIPEWAIT, multiplexing ? 1 : 0)
+        try easy.trust(request.caFile)
+        if easy.freshConnect {
+            try easy.set(CURLOPT_FRESH_CONNECT, 0)
+            easy.freshConnect = false
+        }
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try easy.set(CURLOPT_HEADERDATA, pointer: context)
         switch request.method {
@@ -207,17 +256,35 @@ final class CurlMulti {
         }
     }
 
+    /// `host:port` of an https URL (what follows the scheme, up to the path).
+    static func origin(ofSecure url: String) -> Substring {
+        let rest = url.utf8.dropFirst(8)  // "https://"
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
+        return Substring(url[rest.startIndex..<end])
+    }
+
     /// Aborts a transfer: removed from the multi handle at once, its connection closed
     /// rather than returned to the pool mid-response.
     /// A transfer that already ended is left alone: its easy handle may be carrying a newer
     /// transfer by now, which a late cancel (a dropped stream, a task cancelled after its
     /// answer) must not touch.
     func cancel(_ transfer: Transfer) {
+        abort(transfer, HTTPClientError(.cancelled, beforeResponse: !transfer.responseStarted))
+    }
+
+    private func abort(_ transfer: Transfer, _ error: HTTPClientError) {
         guard let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
         transfers.removeValue(forKey: transfer.easy.handle)
         curl_multi_remove_handle(entry.lane.handle, transfer.easy.handle)
-        ended(on: entry.lane)
-        transfer.finish(.failure(HTTPClientError(.cancelled)))
+        complete(transfer, on: entry.lane, .failure(error))
+    }
+
+    /// The transfer is out of curl and out of the table: wake its waiters, reuse its handle.
+    private func complete(_ transfer: Transfer, on lane: CurlLane, _ result: Result<Void, HTTPClientError>) {
+        ended(on: lane)
+        if let timer = transfer.headTimer { loop.cancelTimer(timer) }
+        transfer.headTimer = nil
+        transfer.finish(result)
         recycle(transfer.easy)
     }
 
@@ -251,6 +318,47 @@ final class CurlMulti {
         var running: Int32 = 0
         _ = curl_multi_socket_action(lane.handle, socket, mask, &running)
         drainMessages(lane)
+        if !originsToMove.isEmpty { moveToPlainLanes() }
+    }
+
+    /// From a header callback: `origin` answered in HTTP/1.x, so its transfers need a
+    /// connection each, which the multiplexing lane's per-host cap would ration.
+    private func learnHTTP1(_ origin: Substring) {
+        guard !http1Origins.contains(origin), http1Origins.count < Self.http1OriginLimit else { return }
+        http1Origins.insert(origin)
+        originsToMove.append(origin)
+    }
+
+    /// Moves the transfers of ``originsToMove`` that have sent nothing yet (waiting in curl
+    /// for a connection, or on one still connecting) from the multiplexing lane to the plain
+    /// lanes, without waiting for a connection of their own.
+    private func moveToPlainLanes() {
+        let origins = originsToMove
+        originsToMove = []
+        guard let from = multiplexLane else { return }
+        var moving: [Transfer] = []
+        for entry in transfers.values where entry.lane === from {
+            guard let origin = entry.transfer.origin, origins.contains(origin), !entry.transfer.easy.connected else { continue }
+            moving.append(entry.transfer)
+        }
+        for transfer in moving {
+            curl_multi_remove_handle(from.handle, transfer.easy.handle)
+            from.active -= 1
+            guard (try? transfer.easy.set(CURLOPT_PIPEWAIT, 0)) != nil, let lane = try? pickLane(origin: transfer.origin),
+                  curl_multi_add_handle(lane.handle, transfer.easy.handle) == CURLM_OK else {
+                transfers.removeValue(forKey: transfer.easy.handle)
+                from.active += 1  // counted down once more by complete
+                complete(transfer, on: from, .failure(HTTPClientError(.transport, "moving to a plain handle failed", beforeResponse: true)))
+                continue
+            }
+            transfer.http1Seen = nil
+            transfers[transfer.easy.handle] = (transfer, lane)
+            lane.active += 1
+        }
+        if from.active == 0 {
+            from.idleSince = .now()
+            scheduleSweep()
+        }
     }
 
     private func drainMessages(_ lane: CurlLane) {
@@ -258,13 +366,34 @@ final class CurlMulti {
         while let message = curl_multi_info_read(lane.handle, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easyHandle = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
-            guard let entry = transfers.removeValue(forKey: easyHandle) else { continue }
-            let result = classify(code, entry.transfer)
+            guard let entry = transfers[easyHandle] else { continue }
             curl_multi_remove_handle(lane.handle, easyHandle)
-            ended(on: lane)
-            entry.transfer.finish(result)
-            recycle(entry.transfer.easy)
+            if shouldRetry(code, entry.transfer), retryOnFreshConnection(entry.transfer, on: lane) { continue }
+            transfers.removeValue(forKey: easyHandle)
+            complete(entry.transfer, on: lane, classify(code, entry.transfer))
         }
+    }
+
+    /// A connection the server ended before answering (reset, GOAWAY, an HTTP/2 error) fails
+    /// a transfer that was sent on it by chance of timing: one more try on a new connection
+    /// cannot duplicate an answer. curl retries some of these by itself (a dead HTTP/1
+    /// connection, a refused HTTP/2 stream) on a new connection, which this then leaves alone.
+    private func shouldRetry(_ code: CURLcode, _ transfer: Transfer) -> Bool {
+        switch code {
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            return !transfer.retried && !transfer.responseStarted && !isShutdown && transfer.easy.reusedConnection
+        default:
+            return false
+        }
+    }
+
+    /// Adds the transfer again, on a new connection; false when curl refuses it.
+    private func retryOnFreshConnection(_ transfer: Transfer, on lane: CurlLane) -> Bool {
+        transfer.retried = true
+        guard (try? transfer.easy.set(CURLOPT_FRESH_CONNECT, 1)) != nil else { return false }
+        transfer.easy.freshConnect = true
+        // curl asks for a call at once through its timer: a loop timer, not a call from here.
+        return curl_multi_add_handle(lane.handle, transfer.easy.handle) == CURLM_OK
     }
 
     // MARK: - Closing idle lanes
@@ -284,6 +413,15 @@ final class CurlMulti {
         let now = MonotonicInstant.now()
         var next: MonotonicInstant?
         var kept: [CurlLane] = []
+        if let lane = multiplexLane, lane.active == 0 {
+            let expiry = lane.idleSince.advanced(by: configuration.idleConnectionTimeout)
+            if expiry <= now {
+                close(lane)
+                multiplexLane = nil
+            } else {
+                next = expiry
+            }
+        }
         for lane in lanes {
             guard lane.active == 0 else {
                 kept.append(lane)
@@ -314,19 +452,29 @@ final class CurlMulti {
     }
 
     private func classify(_ code: CURLcode, _ transfer: Transfer) -> Result<Void, HTTPClientError> {
+        if code == CURLE_OK { return .success(()) }
+        if code == CURLE_WRITE_ERROR && transfer.bodyTooLarge { return .failure(HTTPClientError(.responseTooLarge)) }
+        var error = HTTPClientError(Self.kind(of: code), CurlEasy.describe(code), beforeResponse: !transfer.responseStarted)
+        if error.kind == .timedOut { error.detail = transfer.easy.connected ? "response" : "connect" }
+        return .failure(error)
+    }
+
+    /// The kind of failure a curl result means (not `CURLE_OK`).
+    static func kind(of code: CURLcode) -> HTTPClientError.Kind {
         switch code {
-        case CURLE_OK:
-            return .success(())
-        case CURLE_WRITE_ERROR where transfer.bodyTooLarge:
-            return .failure(HTTPClientError(.responseTooLarge))
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            return .failure(HTTPClientError(.connectFailed, CurlEasy.describe(code)))
+            return .connectFailed
         case CURLE_OPERATION_TIMEDOUT:
-            return .failure(HTTPClientError(.timedOut, transfer.easy.connected ? "response" : "connect"))
+            return .timedOut
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
-            return .failure(HTTPClientError(.invalidRequest, CurlEasy.describe(code)))
+            return .invalidRequest
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+             CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+             CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
+            return .tls
         default:
-            return .failure(HTTPClientError(.transport, CurlEasy.describe(code)))
+            return .transport
         }
     }
 
@@ -405,7 +553,9 @@ final class CurlMulti {
         guard !isShutdown else { return }
         for (easyHandle, entry) in transfers {
             curl_multi_remove_handle(entry.lane.handle, easyHandle)
-            entry.transfer.finish(.failure(HTTPClientError(.shutdown)))
+            if let timer = entry.transfer.headTimer { loop.cancelTimer(timer) }
+            entry.transfer.headTimer = nil
+            entry.transfer.finish(.failure(HTTPClientError(.shutdown, beforeResponse: !entry.transfer.responseStarted)))
             entry.transfer.easy.cleanup()
         }
         transfers = [:]
@@ -414,6 +564,8 @@ final class CurlMulti {
         idleHandles = []
         for lane in lanes { close(lane) }
         lanes = []
+        if let lane = multiplexLane { close(lane) }
+        multiplexLane = nil
         for socket in sockets.keys { loop.deregister(socket) }
         sockets = [:]
         for entry in parsedURLs { curl_url_cleanup(entry.parsed) }  // no easy handle is left to use them
@@ -434,8 +586,11 @@ extension CurlMulti: Sendable {}
 private final class CurlLane {
     let handle: UnsafeMutableRawPointer
     unowned let multi: CurlMulti
-    /// Transfers (and connections) this lane takes at most.
+    /// Transfers (and connections) this lane takes at most; for the multiplexing lane,
+    /// connections only (its transfers wait in curl for a stream).
     let capacity: Int
+    /// The lane of https transfers, with a per-host connection cap.
+    let multiplexing: Bool
     /// When curl wants `CURL_SOCKET_TIMEOUT` next; nil when it wants no call.
     var deadline: MonotonicInstant?
     /// The loop timer serving `deadline` and when it fires: never after `deadline`.
@@ -450,10 +605,11 @@ private final class CurlLane {
     var idleSince = MonotonicInstant.now()
     var isClosed = false
 
-    init(handle: UnsafeMutableRawPointer, multi: CurlMulti, capacity: Int) {
+    init(handle: UnsafeMutableRawPointer, multi: CurlMulti, capacity: Int, multiplexing: Bool) {
         self.handle = handle
         self.multi = multi
         self.capacity = capacity
+        self.multiplexing = multiplexing
     }
 }
 

@@ -12,6 +12,13 @@ public struct HTTPClientRequest: Sendable {
     public var timeout: Duration?
     /// The time allowed to connect; nil for the client's default.
     public var connectTimeout: Duration?
+    /// The time allowed from the start until the response head has arrived; past it the
+    /// request fails with ``HTTPClientError/Kind/timedOut``. Nil: only `timeout` applies.
+    public var headTimeout: Duration?
+    /// A PEM bundle of the CA certificates an https upstream's certificate must chain to,
+    /// instead of the system's store (a private CA). Certificates and host names are always
+    /// verified; there is no way to turn that off.
+    public var caFile: String?
 
     public init(
         method: String = "GET",
@@ -19,7 +26,9 @@ public struct HTTPClientRequest: Sendable {
         headers: [(name: String, value: String)] = [],
         body: [UInt8]? = nil,
         timeout: Duration? = nil,
-        connectTimeout: Duration? = nil
+        connectTimeout: Duration? = nil,
+        headTimeout: Duration? = nil,
+        caFile: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -27,22 +36,46 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.timeout = timeout
         self.connectTimeout = connectTimeout
+        self.headTimeout = headTimeout
+        self.caFile = caFile
     }
 }
 
 /// The status line and header fields of a response. The fields are kept as received and
 /// decoded when asked for.
 public struct HTTPClientResponseHead: Sendable {
+    /// The HTTP version a response came in (`1.1`, `2`), from its status line.
+    public struct Version: Hashable, Sendable, CustomStringConvertible {
+        public var major: Int
+        public var minor: Int
+
+        public init(major: Int, minor: Int) {
+            self.major = major
+            self.minor = minor
+        }
+
+        public static let http1_0 = Version(major: 1, minor: 0)
+        public static let http1_1 = Version(major: 1, minor: 1)
+        public static let http2 = Version(major: 2, minor: 0)
+        public static let http3 = Version(major: 3, minor: 0)
+
+        public var description: String { major >= 2 && minor == 0 ? "\(major)" : "\(major).\(minor)" }
+    }
+
     public var status: Int
+    /// The version the upstream answered in: `.http2` when the connection multiplexes.
+    public var httpVersion: Version
     var fields: ResponseFields
 
-    public init(status: Int, headers: [(name: String, value: String)]) {
+    public init(status: Int, headers: [(name: String, value: String)], httpVersion: Version = .http1_1) {
         self.status = status
+        self.httpVersion = httpVersion
         fields = ResponseFields(headers)
     }
 
-    init(status: Int, fields: ResponseFields) {
+    init(status: Int, httpVersion: Version, fields: ResponseFields) {
         self.status = status
+        self.httpVersion = httpVersion
         self.fields = fields
     }
 

@@ -16,8 +16,19 @@ final class Transfer {
     var headerList: CurlHeaderList?
 
     private var status = 0
+    private var version = HTTPClientResponseHead.Version.http1_1
+    /// `host:port` of an https request, for learning which hosts answer in HTTP/1.1.
+    var origin: Substring?
+    /// Told the origin when a status line says HTTP/1.x (on the multiplexing lane).
+    var http1Seen: ((Substring) -> Void)?
     private var fields = ResponseFields()
-    private var headComplete = false
+    private(set) var headComplete = false
+    /// Some byte of the response (a header line or body) has arrived.
+    private(set) var responseStarted = false
+    /// Sent again on a fresh connection already (at most once).
+    var retried = false
+    /// The loop timer of the request's head timeout, while it runs.
+    var headTimer: TimerID?
     private(set) var bodyTooLarge = false
     private var body: [UInt8] = []
 
@@ -42,7 +53,7 @@ final class Transfer {
 
     func waitForHead(_ continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) {
         if headComplete {
-            continuation.resume(returning: HTTPClientResponseHead(status: status, fields: fields))
+            continuation.resume(returning: head)
         } else if case .failure(let error) = outcome {
             continuation.resume(throwing: error)
         } else {
@@ -52,9 +63,16 @@ final class Transfer {
 
     // MARK: - From curl's callbacks
 
+    var httpVersion: HTTPClientResponseHead.Version { version }
+
+    private var head: HTTPClientResponseHead {
+        HTTPClientResponseHead(status: status, httpVersion: version, fields: fields)
+    }
+
     /// One header line, CRLF included. A status line starts a new block (after a `100
     /// Continue` or an interim response); the empty line ends it.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        responseStarted = true
         var end = line.count
         while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
         let text = UnsafeRawBufferPointer(rebasing: line[0..<end])
@@ -63,7 +81,7 @@ final class Transfer {
                 headComplete = true
                 if let waiter = headWaiter {
                     headWaiter = nil
-                    waiter.resume(returning: HTTPClientResponseHead(status: status, fields: fields))
+                    waiter.resume(returning: head)
                 }
             }
             return
@@ -73,7 +91,9 @@ final class Transfer {
         // field, and an upstream behind a CDN sends 15–20 of them.
         if Self.isStatusLine(text) {
             status = Self.statusCode(ofStatusLine: text)
+            version = Self.version(ofStatusLine: text)
             fields.removeAll()
+            if version.major == 1, let origin, let http1Seen { http1Seen(origin) }
             return
         }
         guard let base = text.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), text.count) else { return }
@@ -93,6 +113,19 @@ final class Transfer {
             && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
     }
 
+    /// The version of a status line (`HTTP/1.1 200`, or `HTTP/2 200` as curl writes one for
+    /// HTTP/2): 1.1 when it cannot be read.
+    static func version(ofStatusLine line: UnsafeRawBufferPointer) -> HTTPClientResponseHead.Version {
+        func digit(_ index: Int) -> Int? {
+            guard index < line.count else { return nil }
+            let value = line[index] &- UInt8(ascii: "0")
+            return value < 10 ? Int(value) : nil
+        }
+        guard let major = digit(5) else { return .http1_1 }
+        if line.count > 6, line[6] == UInt8(ascii: "."), let minor = digit(7) { return .init(major: major, minor: minor) }
+        return .init(major: major, minor: 0)
+    }
+
     /// The code of a status line (`HTTP/1.1 200 OK`): the three digits after the first
     /// space, 0 when there are none.
     static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int {
@@ -109,6 +142,7 @@ final class Transfer {
     /// Body bytes. Returns the count taken, `CCurl_WRITEFUNC_PAUSE` to hold the transfer
     /// while the consumer is behind, or 0 to abort (body over the limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        responseStarted = true
         if !streaming {
             guard body.count + bytes.count <= maxBodyBytes else {
                 bodyTooLarge = true
@@ -167,7 +201,7 @@ final class Transfer {
             responseWaiter = nil
             switch result {
             case .success:
-                waiter.resume(returning: HTTPClientResponse(head: HTTPClientResponseHead(status: status, fields: fields), body: body))
+                waiter.resume(returning: HTTPClientResponse(head: head, body: body))
             case .failure(let error):
                 waiter.resume(throwing: error)
             }
@@ -178,7 +212,7 @@ final class Transfer {
             if case .failure(let error) = result {
                 waiter.resume(throwing: error)
             } else {
-                waiter.resume(returning: HTTPClientResponseHead(status: status, fields: fields))
+                waiter.resume(returning: head)
             }
         }
         if let waiter = chunkWaiter {

@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// An in-process upstream on 127.0.0.1 with an ephemeral port.
-private func withUpstream(
+func withUpstream(
     _ routes: (inout Router) -> Void,
     _ body: (HTTPServer, String) async throws -> Void
 ) async throws {
@@ -31,7 +31,7 @@ private func withUpstream(
     await server.shutdown(gracePeriod: .zero)
 }
 
-private func withClient(
+func withClient(
     _ configure: (inout HTTPClientConfiguration) -> Void = { _ in },
     on group: EventLoopGroup? = nil,
     _ body: (HTTPClient) async throws -> Void
@@ -86,7 +86,7 @@ private func openSockets(toPort port: Int) -> Int {
     return count
 }
 
-private func expectClientError(_ kind: HTTPClientError.Kind, _ body: () async throws -> Void) async {
+func expectClientError(_ kind: HTTPClientError.Kind, _ body: () async throws -> Void) async {
     do {
         try await body()
         Issue.record("expected \(kind), got success")

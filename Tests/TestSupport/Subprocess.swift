@@ -42,6 +42,7 @@ public final class Subprocess {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        closeInheritedDescriptors(&actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
@@ -107,4 +108,15 @@ public final class Subprocess {
         let text = process.readOutputToEnd()
         return (process.wait(), text)
     }
+}
+
+/// Makes a spawned child close every descriptor above standard error that it would inherit:
+/// a test's socket held open by a child would never show its peer a close (suites run in
+/// parallel, and not every socket is opened with CLOEXEC). glibc's
+/// `posix_spawn_file_actions_addclosefrom_np` is not visible to Swift, so it is looked up;
+/// without it the child inherits them as before.
+func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
+    _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
 }

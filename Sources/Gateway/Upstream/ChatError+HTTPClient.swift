@@ -9,7 +9,7 @@ extension ChatError {
         case .timedOut: self = .timedOut
         case .cancelled: self = .cancelled
         case .responseTooLarge: self = .unreadableBody
-        case .invalidRequest, .transport, .shutdown: self = .transport(detail: error.description)
+        case .invalidRequest, .tls, .transport, .shutdown: self = .transport(detail: error.description)
         }
     }
 
