@@ -4,6 +4,8 @@
 public enum ChatError: Error, Sendable, CustomStringConvertible {
     /// The upstream could not be reached (DNS, refused, unreachable).
     case couldNotConnect(detail: String)
+    /// The TLS handshake failed: a certificate not trusted, expired or for another host.
+    case tlsFailed(detail: String)
     /// The connect or total timeout passed.
     case timedOut
     /// The calling task was cancelled; the upstream transfer was aborted.
@@ -31,6 +33,7 @@ public enum ChatError: Error, Sendable, CustomStringConvertible {
         case .unreadableBody: return "unreadable upstream body"
         case .noContent: return "upstream answer has no content"
         case .transport(let detail): return "transport failure: \(detail)"
+        case .tlsFailed(let detail): return "TLS failure: \(detail)"
         }
     }
 }

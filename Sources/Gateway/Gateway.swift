@@ -166,7 +166,9 @@ public final class Gateway: Sendable {
     static func upstreams(configuration: GatewayConfiguration, httpClient: HTTPClient) -> [(settings: UpstreamSettings, endpoint: any ChatUpstream)] {
         configuration.effectiveUpstreams.compactMap { upstream in
             upstream.apiKey.map { key in
-                (upstream, ChatClient(httpClient: httpClient, baseURL: upstream.baseURL, apiKey: key, timeout: configuration.upstreamTimeout))
+                (upstream, ChatClient(
+                    httpClient: httpClient, baseURL: upstream.baseURL, apiKey: key, timeout: configuration.upstreamTimeout, caFile: upstream.caFile
+                ))
             }
         }
     }

@@ -11,9 +11,13 @@ public struct ChatClient: Sendable {
     private let completionsURL: String
     private let httpClient: HTTPClient
     private let timeout: Duration?
+    private let caFile: String?
 
-    /// - Parameter timeout: the total time per call; nil for the HTTP client's default.
-    public init(httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil) {
+    /// - Parameters:
+    ///   - timeout: the total time per call; nil for the HTTP client's default.
+    ///   - caFile: a PEM bundle of the CAs an https upstream's certificate must chain to; nil
+    ///     for the system's store.
+    public init(httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil, caFile: String? = nil) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
@@ -21,6 +25,7 @@ public struct ChatClient: Sendable {
         completionsURL = base + "/chat/completions"
         self.httpClient = httpClient
         self.timeout = timeout
+        self.caFile = caFile
     }
 
     /// The completion and the raw answer's usage; throws ``ChatError`` only.
@@ -55,7 +60,8 @@ public struct ChatClient: Sendable {
     public func streamBody(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil, headTimeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
         let streaming: HTTPClientStreamingResponse
         do {
-            let request = httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout)
+            var request = httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout)
+            request.headTimeout = headTimeout
             streaming = try await httpClient.stream(request)
         } catch {
             throw Self.map(error)
@@ -96,7 +102,7 @@ public struct ChatClient: Sendable {
         headers.append(("Content-Type", "application/json"))
         headers.append(("Accept", accept))
         if let requestID { headers.append(("X-Request-Id", requestID)) }
-        return HTTPClientRequest(method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout)
+        return HTTPClientRequest(method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout, caFile: caFile)
     }
 
     static func map(_ error: any Error) -> ChatError {

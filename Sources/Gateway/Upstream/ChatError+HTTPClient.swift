@@ -9,7 +9,8 @@ extension ChatError {
         case .timedOut: self = .timedOut
         case .cancelled: self = .cancelled
         case .responseTooLarge: self = .unreadableBody
-        case .invalidRequest, .tls, .transport, .shutdown: self = .transport(detail: error.description)
+        case .tls: self = .tlsFailed(detail: error.detail)
+        case .invalidRequest, .transport, .shutdown: self = .transport(detail: error.description)
         }
     }
 

@@ -18,7 +18,7 @@ struct UpstreamFailure: Sendable, Equatable {
     var countsAgainstUpstream: Bool {
         switch kind {
         case .rejected, .contextLength, .invalidOutput: false
-        case .connect, .timeout, .busy, .serverError, .streamError, .unreadable, .noContent, .transport: true
+        case .connect, .tls, .timeout, .busy, .serverError, .streamError, .unreadable, .noContent, .transport: true
         }
     }
 
@@ -32,6 +32,10 @@ struct UpstreamFailure: Sendable, Equatable {
             return nil
         case .couldNotConnect:
             self.init(.connect, .upstreamError, retryable: true)
+        case .tlsFailed:
+            // Retried: a handshake cut short by a server at its connection limit passes on
+            // the next try; a certificate that is wrong fails fast every time.
+            self.init(.tls, .upstreamError, retryable: true)
         case .timedOut:
             self.init(.timeout, .upstreamTimeout, retryable: true)
         case .httpStatus(let status, let body, let retryAfter):

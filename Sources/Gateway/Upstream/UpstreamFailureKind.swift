@@ -2,7 +2,7 @@
 /// ``UpstreamFailure`` so that ``GatewayError`` can name one without the chat wire types
 /// (the ProcessBody fuzz target builds it alone).
 enum UpstreamFailureKind: String, Sendable {
-    case connect, timeout, busy, rejected = "status_4xx", serverError = "status_5xx"
+    case connect, tls, timeout, busy, rejected = "status_4xx", serverError = "status_5xx"
     case contextLength = "context_length", streamError = "stream_error", unreadable, noContent = "no_content", transport
     /// A `"format": "json"` answer that did not match its schema, even after a repair call.
     case invalidOutput = "invalid_output"
