@@ -19,6 +19,8 @@
 #   POLL_MICROSECONDS=0  EVENT_LOOP_POLL_MICROSECONDS for the gateway: 0 (the default here)
 #                        keeps the loop from polling between requests, whose cost depends on
 #                        timing, not on the code; empty: the gateway's own default
+#   GATEWAY_BIN=         a directory holding another build of text-gateway to count (e.g. an
+#                        earlier commit's .build/release); mock-upstream stays this tree's
 #   LIBCURL=             a directory holding another build of libcurl.so.4 for the gateway
 #                        (LD_LIBRARY_PATH; Benchmarks/curl-head.sh)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
@@ -68,7 +70,7 @@ mkdir -p "$work/run"
         DARVAREH_MODEL_ID=bench-model LOG_LEVEL="${LOG_LEVEL:-warning}" RATE_LIMITS=off METRICS=off DATABASE_URL=off EVENT_LOOPS=1 \
         EVENT_LOOP_POLL_MICROSECONDS="${POLL_MICROSECONDS-0}" \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
-        "$bin/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production
+        "${GATEWAY_BIN:-$bin}/text-gateway" serve --hostname 127.0.0.1 --port "$port" --env production
 ) 2>"$work/gateway.log" &
 gateway_pid=$!
 for _ in $(seq 600); do

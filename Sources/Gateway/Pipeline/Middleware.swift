@@ -40,7 +40,8 @@ struct RequestIDMiddleware: Middleware {
     /// runs it without an async layer of its own.
     func stamp(_ response: inout HTTPResponse, context: RequestContext) {
         response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
-        if let upstream = context.upstream { response.headers.replaceOrAdd(name: "X-Upstream", value: upstream) }
+        // Only the pipeline sets it, once: no route does.
+        if let upstream = context.upstream { response.headers.add(name: "X-Upstream", value: upstream) }
     }
 }
 

@@ -15,12 +15,20 @@ enum UpstreamModelChoice: Sendable, Equatable {
 /// attempts together stay within `UPSTREAM_TIMEOUT_SECONDS`. Nothing here retries once an
 /// answer has begun: the callers get a stream only after its head, and never come back.
 final class UpstreamPool: Sendable {
-    /// One upstream of the pool.
-    struct Member: Sendable {
+    /// One upstream of the pool: a class, so a call walking the pool takes one reference
+    /// per upstream rather than copying its settings.
+    final class Member: Sendable {
         let settings: UpstreamSettings
         let endpoint: any ChatUpstream
         let breaker: CircuitBreaker
         let metrics: UpstreamMetrics.Member
+
+        init(settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker, metrics: UpstreamMetrics.Member) {
+            self.settings = settings
+            self.endpoint = endpoint
+            self.breaker = breaker
+            self.metrics = metrics
+        }
 
         var name: String { settings.name }
 
@@ -43,6 +51,8 @@ final class UpstreamPool: Sendable {
     let policy: UpstreamPolicy
     /// `UPSTREAM_TIMEOUT_SECONDS`: every attempt and wait of one call together.
     let deadline: Duration
+    private let deadlineNanoseconds: UInt64
+    private let tryTimeoutNanoseconds: UInt64?
     private let logger: Logger
     private let sleep: @Sendable (Duration) async throws -> Void
 
@@ -61,6 +71,8 @@ final class UpstreamPool: Sendable {
         }
         self.policy = policy
         self.deadline = deadline
+        deadlineNanoseconds = deadline.nanosecondsClamped
+        tryTimeoutNanoseconds = policy.tryTimeout?.nanosecondsClamped
         self.logger = logger
         self.sleep = sleep
     }
@@ -94,7 +106,7 @@ final class UpstreamPool: Sendable {
         body: (Target) -> [UInt8],
         call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer {
-        let end = MonotonicInstant.now().advanced(by: deadline ?? self.deadline)
+        let end = MonotonicInstant(nanoseconds: MonotonicInstant.now().nanoseconds &+ (deadline?.nanosecondsClamped ?? deadlineNanoseconds))
         var lastError: ChatError?
         var resting: [(member: Member, model: String)] = []
         for (index, member) in members.enumerated() {
@@ -144,7 +156,7 @@ final class UpstreamPool: Sendable {
                 if probe { member.breaker.probeAbandoned() }
                 throw lastError ?? .timedOut
             }
-            let limit = min(policy.tryTimeout?.nanosecondsClamped ?? remaining, remaining)
+            let limit = min(tryTimeoutNanoseconds ?? remaining, remaining)
             onAttempt(target)
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
