@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-instructions bench-store bench-crypto bench-jwt bench-instances mock drills instances-check nginx-check
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances mock drills instances-check nginx-check
 
 help:
 	@echo "make build         debug build of every target"
@@ -26,6 +26,7 @@ help:
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make bench-https   a cold client's 1,000 calls over HTTPS and HTTP/2 (nginx ssl http2, 1 s mock): wall time, connections"
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
@@ -83,6 +84,9 @@ bench-server:
 
 bench-client:
 	Benchmarks/bench-client.sh
+
+bench-https:
+	Benchmarks/bench-https-h2.sh 1000 1000
 
 bench-scale:
 	Benchmarks/bench-scale.sh
