@@ -502,98 +502,113 @@ def verdict(name: str, ok: bool, figures: str) -> int:
 # MARK: - Drill 1: the upstream killed mid-run and restarted
 
 
-async def drill_upstream_restart(args) -> int:
-    timeout = args.upstream_timeout
-    latency_bound = timeout + args.margin
-    hard = timeout + args.margin + 10
-    plain_raw = http_request("POST", "/api/process", process_body())
-    stream_raw = http_request("POST", "/api/process", process_body(stream=True))
-    streamers = round(args.clients * args.stream_share)
-    records: list[tuple[float, float, str, str]] = []  # start, end (epoch), outcome, problem
-    stop = asyncio.Event()
-    ready_after = args.clients * 2  # answers before the load counts as steady
-    state = {"answers": 0, "ready": False}
+class SteadyLoad:
+    """Keep-alive clients sending /api/process (a share of them streamed) until stopped, each
+    answer recorded as (start, end, outcome, X-Upstream, problems); the ready file gets a line
+    once the load is steady."""
 
-    async def client(stream: bool) -> None:
-        raw = stream_raw if stream else plain_raw
-        connection = KeepAliveConnection(args.port)
-        while not stop.is_set():
+    def __init__(self, args, hard: float) -> None:
+        self.args = args
+        self.hard = hard
+        self.records: list[tuple[float, float, str, str, str]] = []
+        self.stop = asyncio.Event()
+        self.answers = 0
+        self.ready = False
+        self.streamers = round(args.clients * args.stream_share)
+
+    async def client(self, stream: bool) -> None:
+        raw = http_request("POST", "/api/process", process_body(stream=stream))
+        connection = KeepAliveConnection(self.args.port)
+        while not self.stop.is_set():
             start = time.time()
             try:
-                response = await asyncio.wait_for(connection.request(raw), hard)
+                response = await asyncio.wait_for(connection.request(raw), self.hard)
             except (asyncio.TimeoutError, TimeoutError):
                 connection.close()
-                records.append((start, time.time(), "transport hang", f"no answer within {hard:.0f} s"))
+                self.records.append((start, time.time(), "transport hang", "", f"no answer within {self.hard:.0f} s"))
                 continue
             except TransportFailure as failure:
-                records.append((start, time.time(), f"transport {failure.kind}", failure.detail))
+                self.records.append((start, time.time(), f"transport {failure.kind}", "", failure.detail))
                 await asyncio.sleep(0.05)
                 continue
-            end = time.time()
-            key = outcome_key(response)
-            if stream and key == "200":
-                # A stream ends with `done`, or `error` upstream_error (502) / upstream_timeout (504).
-                events, _, _ = parse_sse(response.body)
-                last = events[-1] if events else ("", "{}")
-                try:
-                    data = json.loads(last[1])
-                except ValueError:
-                    data = {}
-                if last[0] == "error" and data.get("code") in ("upstream_error", "upstream_timeout"):
-                    key = f"stream error {data['code']}"
-                    problems = check_stream(response, "error", data["code"], 502 if data["code"] == "upstream_error" else 504)[0]
-                else:
-                    key = "stream done" if last[0] == "done" else f"stream {last[0] or 'empty'} {data.get('code', '')}".rstrip()
-                    problems = check_stream(response, "done")[0]
-            elif key == "200":
-                problems = check_success(response)
-            elif key in ("502 upstream_error", "504 upstream_timeout"):
-                problems = check_error(response, response.status, key.split()[1])
-            else:
-                problems = [f"not a contract outcome for a dead upstream: {key} {response.body[:160]!r}"]
-            records.append((start, end, key, "; ".join(problems)))
-            state["answers"] += 1
-            if not state["ready"] and state["answers"] >= ready_after:
-                state["ready"] = True
-                with open(args.ready, "w") as handle:
+            key, problems = self.classify(response, stream)
+            self.records.append((start, time.time(), key, response.headers.get("x-upstream", ""), "; ".join(problems)))
+            self.answers += 1
+            if not self.ready and self.answers >= self.args.clients * 2:
+                self.ready = True
+                with open(self.args.ready, "w") as handle:
                     handle.write(f"{time.time():.6f}\n")
         connection.close()
 
-    def marks() -> dict[str, float]:
-        found = {}
-        try:
-            with open(args.marks) as handle:
-                for line in handle:
-                    parts = line.split()
-                    if len(parts) == 2:
-                        found[parts[0]] = float(parts[1])
-        except FileNotFoundError:
-            pass
-        return found
+    @staticmethod
+    def classify(response: Response, stream: bool) -> tuple[str, list[str]]:
+        """The outcome's name and what breaks the contract in it. A stream ends with `done`, or
+        `error` upstream_error (502) / upstream_timeout (504)."""
+        key = outcome_key(response)
+        if stream and key == "200":
+            events, _, _ = parse_sse(response.body)
+            last = events[-1] if events else ("", "{}")
+            try:
+                data = json.loads(last[1])
+            except ValueError:
+                data = {}
+            if last[0] == "error" and data.get("code") in ("upstream_error", "upstream_timeout"):
+                return f"stream error {data['code']}", check_stream(response, "error", data["code"], 502 if data["code"] == "upstream_error" else 504)[0]
+            name = "stream done" if last[0] == "done" else f"stream {last[0] or 'empty'} {data.get('code', '')}".rstrip()
+            return name, check_stream(response, "done")[0]
+        if key == "200":
+            return key, check_success(response)
+        if key in ("502 upstream_error", "504 upstream_timeout"):
+            return key, check_error(response, response.status, key.split()[1])
+        return key, [f"not a contract outcome for a failing upstream: {key} {response.body[:160]!r}"]
 
-    async def conductor() -> str | None:
-        deadline = time.time() + args.deadline
-        while time.time() < deadline:
-            found = marks()
-            if "restart" in found and time.time() >= found["restart"] + args.after_restart:
-                return None
+    async def run_until(self, marks_path: str, last_mark: str, after: float, deadline: float) -> str | None:
+        """Runs the clients until `after` seconds past the script's `last_mark`; what went wrong, if anything."""
+        tasks = [asyncio.create_task(self.client(stream=index < self.streamers)) for index in range(self.args.clients)]
+        trouble = f"the script did not write its marks within {deadline:.0f} s (marks: {read_marks(marks_path)})"
+        end = time.time() + deadline
+        while time.time() < end:
+            found = read_marks(marks_path)
+            if last_mark in found and time.time() >= found[last_mark] + after:
+                trouble = None
+                break
             await asyncio.sleep(0.1)
-        return f"the script did not kill and restart the mock within {args.deadline:.0f} s (marks: {marks()})"
+        self.stop.set()
+        await asyncio.wait(tasks, timeout=self.hard + 5)
+        for task in tasks:
+            task.cancel()
+        return trouble
 
-    tasks = [asyncio.create_task(client(stream=index < streamers)) for index in range(args.clients)]
-    trouble = await conductor()
-    stop.set()
-    await asyncio.wait(tasks, timeout=hard + 5)
-    for task in tasks:
-        task.cancel()
-    found = marks()
+
+def read_marks(path: str) -> dict[str, float]:
+    """The script's `name epoch` lines."""
+    found = {}
+    try:
+        with open(path) as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) == 2:
+                    found[parts[0]] = float(parts[1])
+    except FileNotFoundError:
+        pass
+    return found
+
+
+async def drill_upstream_restart(args) -> int:
+    timeout = args.upstream_timeout
+    latency_bound = timeout + args.margin
+    load = SteadyLoad(args, hard=timeout + args.margin + 10)
+    streamers = load.streamers
+    trouble = await load.run_until(args.marks, "restart", args.after_restart, args.deadline)
+    records = load.records
+    found = read_marks(args.marks)
     if trouble or "kill" not in found or "restart" not in found:
         return verdict("upstream-restart", False, trouble or f"marks missing: {found}")
     kill_at, restart_at = found["kill"], found["restart"]
 
     counts = collections.Counter(record[2] for record in records)
-    latencies = [end - start for start, end, _, _ in records]
-    bad = [record for record in records if record[3] or record[2].startswith("transport")]
+    latencies = [end - start for start, end, _, _, _ in records]
+    bad = [record for record in records if record[4] or record[2].startswith("transport")]
     before = [r for r in records if r[1] < kill_at]
     good = ("200", "stream done")
     before_bad = [r for r in before if r[2] not in good]
@@ -618,7 +633,7 @@ async def drill_upstream_restart(args) -> int:
     for record in (bad + slow + before_bad + settled_bad)[:8]:
         offset = record[0] - kill_at
         say(f"  !! {record[2]} after {record[1] - record[0]:.2f} s, started {abs(offset):.2f} s "
-            f"{'before' if offset < 0 else 'after'} the kill: {record[3]}")
+            f"{'before' if offset < 0 else 'after'} the kill: {record[4]}")
 
     ok = (not bad and not slow and not before_bad and recover is not None and recover <= args.recover_within
           and not settled_bad and len(down) > 0)
@@ -1221,91 +1236,11 @@ async def drill_store_kill(args) -> int:
 async def drill_upstream_failover(args) -> int:
     timeout = args.upstream_timeout
     latency_bound = timeout + args.margin
-    hard = timeout + args.margin + 10
-    plain_raw = http_request("POST", "/api/process", process_body())
-    stream_raw = http_request("POST", "/api/process", process_body(stream=True))
-    streamers = round(args.clients * args.stream_share)
-    # start, end (epoch), outcome, X-Upstream, problem
-    records: list[tuple[float, float, str, str, str]] = []
-    stop = asyncio.Event()
-    ready_after = args.clients * 2
-    state = {"answers": 0, "ready": False}
-
-    async def client(stream: bool) -> None:
-        raw = stream_raw if stream else plain_raw
-        connection = KeepAliveConnection(args.port)
-        while not stop.is_set():
-            start = time.time()
-            try:
-                response = await asyncio.wait_for(connection.request(raw), hard)
-            except (asyncio.TimeoutError, TimeoutError):
-                connection.close()
-                records.append((start, time.time(), "transport hang", "", f"no answer within {hard:.0f} s"))
-                continue
-            except TransportFailure as failure:
-                records.append((start, time.time(), f"transport {failure.kind}", "", failure.detail))
-                await asyncio.sleep(0.05)
-                continue
-            end = time.time()
-            key = outcome_key(response)
-            upstream = response.headers.get("x-upstream", "")
-            if stream and key == "200":
-                events, _, _ = parse_sse(response.body)
-                last = events[-1] if events else ("", "{}")
-                try:
-                    data = json.loads(last[1])
-                except ValueError:
-                    data = {}
-                if last[0] == "error":
-                    key = f"stream error {data.get('code', '')}".rstrip()
-                    problems = check_stream(response, "error", data.get("code"), 502 if data.get("code") == "upstream_error" else 504)[0]
-                else:
-                    key = "stream done" if last[0] == "done" else f"stream {last[0] or 'empty'}"
-                    problems = check_stream(response, "done")[0]
-            elif key == "200":
-                problems = check_success(response)
-            elif key in ("502 upstream_error", "504 upstream_timeout"):
-                problems = check_error(response, response.status, key.split()[1])
-            else:
-                problems = [f"not a contract outcome: {key} {response.body[:160]!r}"]
-            if key in ("200", "stream done") and not upstream:
-                problems.append("no X-Upstream on the answer")
-            records.append((start, end, key, upstream, "; ".join(problems)))
-            state["answers"] += 1
-            if not state["ready"] and state["answers"] >= ready_after:
-                state["ready"] = True
-                with open(args.ready, "w") as handle:
-                    handle.write(f"{time.time():.6f}\n")
-        connection.close()
-
-    def marks() -> dict[str, float]:
-        found = {}
-        try:
-            with open(args.marks) as handle:
-                for line in handle:
-                    parts = line.split()
-                    if len(parts) == 2:
-                        found[parts[0]] = float(parts[1])
-        except FileNotFoundError:
-            pass
-        return found
-
-    async def conductor() -> str | None:
-        deadline = time.time() + args.deadline
-        while time.time() < deadline:
-            found = marks()
-            if "both-down" in found and time.time() >= found["both-down"] + args.after_both_down:
-                return None
-            await asyncio.sleep(0.1)
-        return f"the script did not run the outages within {args.deadline:.0f} s (marks: {marks()})"
-
-    tasks = [asyncio.create_task(client(stream=index < streamers)) for index in range(args.clients)]
-    trouble = await conductor()
-    stop.set()
-    await asyncio.wait(tasks, timeout=hard + 5)
-    for task in tasks:
-        task.cancel()
-    found = marks()
+    load = SteadyLoad(args, hard=timeout + args.margin + 10)
+    streamers = load.streamers
+    trouble = await load.run_until(args.marks, "both-down", args.after_both_down, args.deadline)
+    records = load.records
+    found = read_marks(args.marks)
     if trouble or any(name not in found for name in ("kill", "restart", "both-down")):
         return verdict("upstream-failover", False, trouble or f"marks missing: {found}")
     kill_at, restart_at, down_at = found["kill"], found["restart"], found["both-down"]
@@ -1345,6 +1280,9 @@ async def drill_upstream_failover(args) -> int:
         say(f"  !! {record[2]} after {record[1] - record[0]:.2f} s, started {record[0] - kill_at:+.2f} s from the kill: {record[4]}")
 
     problems = []
+    unnamed = [r for r in records if r[2] in good and not r[3]]
+    if unnamed:
+        problems.append(f"{len(unnamed)} answers without X-Upstream")
     if up_bad:
         problems.append(f"{len(up_bad)} failed while the second upstream was up")
     if not during or any(r[3] != "b" for r in during if r[2] in good):

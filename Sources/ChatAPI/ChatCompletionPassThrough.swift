@@ -206,14 +206,7 @@ extension JSONByteParser {
         var seen = JSONMemberNames()
         var first = true
         while let name = try nextMemberName(&first) {
-            let key: String
-            switch name {
-            case .plain(let bytes):
-                guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
-                key = text
-            case .escaped(let text):
-                key = text
-            }
+            let key = try key(of: name)
             if !seen.insert(name) { throw JSONParseError(offset: start, reason: "repeated member name") }
             let valueStart = index
             if key == "messages" {
@@ -284,14 +277,7 @@ extension JSONByteParser {
         var members: [ChatCompletionPassThrough.Member] = []
         var first = true
         while let name = try nextMemberName(&first) {
-            let key: String
-            switch name {
-            case .plain(let bytes):
-                guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
-                key = text
-            case .escaped(let text):
-                key = text
-            }
+            let key = try key(of: name)
             let valueStart = index
             try skipValue()
             members.append(ChatCompletionPassThrough.Member(name: key, value: valueStart..<index))

@@ -169,6 +169,17 @@ struct JSONByteParser {
         case escaped(String)
     }
 
+    /// A member's name as a string: its bytes checked as UTF-8, or its unescaped text.
+    func key(of name: MemberName) throws(JSONParseError) -> String {
+        switch name {
+        case .plain(let bytes):
+            guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
+            return text
+        case .escaped(let text):
+            return text
+        }
+    }
+
     /// Moves to the next member of the object being read — after its `{` (`first`) or after a
     /// member's value — and returns its name with the parser on its value; nil after the
     /// closing `}`, which also leaves the object's depth.
@@ -253,14 +264,7 @@ struct JSONByteParser {
         var members: [(String, JSONValue)] = []
         var first = true
         while let name = try nextMemberName(&first) {
-            let key: String
-            switch name {
-            case .plain(let bytes):
-                guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
-                key = text
-            case .escaped(let text):
-                key = text
-            }
+            let key = try key(of: name)
             members.append((key, try parseValue()))
         }
         switch strictness {
