@@ -225,7 +225,7 @@ struct UpstreamPoolTests {
         var policy = UpstreamPolicy()
         policy.retries = 0
         policy.breakerFailures = 3
-        policy.cooldown = .milliseconds(300)
+        policy.cooldown = .seconds(2)
         let first = ScriptedEndpoint([
             .fail(.couldNotConnect(detail: "refused")), .fail(.couldNotConnect(detail: "refused")), .fail(.couldNotConnect(detail: "refused")), .answer,
         ])
@@ -244,7 +244,7 @@ struct UpstreamPoolTests {
         #expect(skipping == ["b"])
         #expect(first.callCount == 3)
 
-        let recovered = await eventually(within: 5) {
+        let recovered = await eventually(within: 15) {
             let (_, attempts) = await Self.call(pool)
             return attempts == ["a"]
         }
@@ -259,13 +259,13 @@ struct UpstreamPoolTests {
         var policy = UpstreamPolicy()
         policy.retries = 0
         policy.breakerFailures = 1
-        policy.cooldown = .milliseconds(200)
+        policy.cooldown = .seconds(1)
         let first = ScriptedEndpoint([.fail(.httpStatus(502, error: nil, retryAfter: nil))])
         let second = ScriptedEndpoint([.answer])
         let pool = Self.pool([("a", first), ("b", second)], policy: policy)
         _ = await Self.call(pool)
         #expect(pool.members[0].breaker.state == .open)
-        let probed = await eventually(within: 5) { pool.members[0].breaker.admit() == .probe }
+        let probed = await eventually(within: 15) { pool.members[0].breaker.admit() == .probe }
         #expect(probed)
         pool.members[0].breaker.failed(.httpStatus(502, error: nil, retryAfter: nil))
         #expect(pool.members[0].breaker.state == .open)
