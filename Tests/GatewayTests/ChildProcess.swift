@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import EventLoop
+import TestSupport
 
 /// A program started by a test, with its output in temporary files, stopped only by its pid.
 final class ChildProcess {
@@ -40,6 +41,7 @@ final class ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, fd, 1)
         posix_spawn_file_actions_adddup2(&actions, fd, 2)
+        closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

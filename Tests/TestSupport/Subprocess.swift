@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A command the tests run (`sqlite3`, say), spawned with `posix_spawn` and reaped with
@@ -115,7 +115,7 @@ public final class Subprocess {
 /// parallel, and not every socket is opened with CLOEXEC). glibc's
 /// `posix_spawn_file_actions_addclosefrom_np` is not visible to Swift, so it is looked up;
 /// without it the child inherits them as before.
-func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+public func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
     typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
     guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
     _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
