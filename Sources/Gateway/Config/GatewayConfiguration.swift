@@ -120,6 +120,10 @@ public struct GatewayConfiguration: Sendable {
     /// `USAGE_RETENTION_DAYS`: how long daily usage is kept.
     public var usageRetentionDays = 400
 
+    /// The longest a stream's upstream calls may take, all attempts together, until an
+    /// answer's head: a head must come before the first token.
+    var streamHeadDeadline: Duration { min(upstreamTimeout, streamFirstTokenTimeout) }
+
     /// How long a rate-limit lease lives if its request never gives it back: longer than
     /// any request or stream may run.
     public var leaseTimeToLive: Duration {

@@ -94,17 +94,9 @@ extension GatewayConfiguration {
                     name: name, baseURL: try baseURL(base, variable: prefix + "BASE_URL"),
                     apiKey: value(prefix + "API_KEY"), defaultModel: value(prefix + "MODEL_ID")
                 )
-                for task in TextTask.allCases {
-                    if let model = value(prefix + task.modelVariable) { upstream.taskModels[task.rawValue] = model }
-                }
+                try readModelsAndMode(into: &upstream, prefix: prefix, value: value)
                 if let list = value(prefix + "MODELS") { upstream.aliasModels = try aliasMap(list, variable: prefix + "MODELS") }
                 upstream.caFile = try caFile(value(prefix + "CA_FILE"), variable: prefix + "CA_FILE") ?? sharedCA
-                if let mode = value(prefix + "STRUCTURED") {
-                    guard let parsed = StructuredMode(rawValue: mode.lowercased()) else {
-                        throw ConfigurationError("\(prefix)STRUCTURED must be json_schema, json_object or prompt")
-                    }
-                    upstream.structuredMode = parsed
-                }
                 upstreams.append(upstream)
             }
             guard !upstreams.isEmpty else { throw ConfigurationError("UPSTREAMS must name at least one upstream") }
@@ -115,16 +107,9 @@ extension GatewayConfiguration {
                     ?? "https://api.darvareh.ir/v1",
                 apiKey: value("DARVAREH_API_KEY"), defaultModel: value("DARVAREH_MODEL_ID")
             )
-            for task in TextTask.allCases {
-                if let model = value(task.modelVariable) { upstream.taskModels[task.rawValue] = model }
-            }
+            // The per-task names have no prefix here (`SUMMARY_MODEL_ID`); the mode's is `DARVAREH_`.
+            try readModelsAndMode(into: &upstream, prefix: "", modePrefix: "DARVAREH_", value: value)
             upstream.caFile = sharedCA
-            if let mode = value("DARVAREH_STRUCTURED") {
-                guard let parsed = StructuredMode(rawValue: mode.lowercased()) else {
-                    throw ConfigurationError("DARVAREH_STRUCTURED must be json_schema, json_object or prompt")
-                }
-                upstream.structuredMode = parsed
-            }
             upstreams.append(upstream)
         }
         // `GATEWAY_MODELS` names the first upstream's model ids, as it always has.
@@ -139,6 +124,22 @@ extension GatewayConfiguration {
         policy.breakerFailures = try integer("UPSTREAM_BREAKER_FAILURES", 1...1000) ?? policy.breakerFailures
         policy.cooldown = try seconds("UPSTREAM_COOLDOWN_SECONDS") ?? policy.cooldown
         return (upstreams, policy)
+    }
+
+    /// An upstream's per-task models (`<prefix>SUMMARY_MODEL_ID`, …) and its structured mode
+    /// (`<modePrefix>STRUCTURED`).
+    private static func readModelsAndMode(
+        into upstream: inout UpstreamSettings, prefix: String, modePrefix: String? = nil, value: (String) -> String?
+    ) throws(ConfigurationError) {
+        for task in TextTask.allCases {
+            if let model = value(prefix + task.modelVariable) { upstream.taskModels[task.rawValue] = model }
+        }
+        let variable = (modePrefix ?? prefix) + "STRUCTURED"
+        guard let mode = value(variable) else { return }
+        guard let parsed = StructuredMode(rawValue: mode.lowercased()) else {
+            throw ConfigurationError("\(variable) must be json_schema, json_object or prompt")
+        }
+        upstream.structuredMode = parsed
     }
 
     private static func baseURL(_ base: String, variable: String) throws(ConfigurationError) -> String {

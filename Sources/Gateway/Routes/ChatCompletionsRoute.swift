@@ -40,9 +40,8 @@ struct ChatCompletionsRoute: RouteHandler {
             let bytes: any UpstreamBytes
             let totalTimeout = configuration.streamTotalTimeout
             do {
-                // A head must come before the first token: the first-token timeout bounds the wait.
                 bytes = try await pool.run(
-                    choice, deadline: min(configuration.upstreamTimeout, configuration.streamFirstTokenTimeout), requestID: requestID,
+                    choice, deadline: configuration.streamHeadDeadline, requestID: requestID,
                     onAttempt: { context.noteAttempt($0) }, body: body
                 ) { endpoint, body, limit, _ throws(ChatError) in
                     try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)

@@ -140,9 +140,8 @@ struct ProcessRoute: RouteHandler {
         let totalTimeout = configuration.streamTotalTimeout
         let opened: Result<any UpstreamBytes, ChatError>
         do throws(ChatError) {
-            // A head must come before the first token: the first-token timeout bounds the wait.
             opened = .success(try await pool.run(
-                .task(request.task), deadline: min(configuration.upstreamTimeout, configuration.streamFirstTokenTimeout), requestID: requestID,
+                .task(request.task), deadline: configuration.streamHeadDeadline, requestID: requestID,
                 onAttempt: { context.noteAttempt($0) },
                 body: { target in ProcessBodies.request(for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens).streamingBody() }
             ) { endpoint, body, limit, _ throws(ChatError) in

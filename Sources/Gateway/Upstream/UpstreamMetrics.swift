@@ -12,9 +12,15 @@ struct UpstreamMetrics: Sendable {
         let circuit: Gauge
         let circuitOpened: Counter
 
-        /// An attempt ended with `result`: `ok`, a failure kind's label, or `cancelled`.
-        func attempt(_ result: String, seconds: Double) {
-            if result == "ok" { ok.increment() } else { attempts.labels(name, result).increment() }
+        /// An attempt was answered.
+        func succeeded(seconds: Double) {
+            ok.increment()
+            duration.observe(seconds)
+        }
+
+        /// An attempt ended without an answer: `result` is the failure kind's label, or `cancelled`.
+        func failed(_ result: String, seconds: Double) {
+            attempts.labels(name, result).increment()
             duration.observe(seconds)
         }
     }

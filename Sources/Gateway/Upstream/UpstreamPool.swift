@@ -160,16 +160,16 @@ final class UpstreamPool: Sendable {
             onAttempt(target)
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
-                member.metrics.attempt("ok", seconds: Self.seconds(since: now))
+                member.metrics.succeeded(seconds: Self.seconds(since: now))
                 if probe || member.breaker.state != .closed { closeCircuit(member) }
                 return answer
             } catch {
                 guard let failure = UpstreamFailure(error) else {
-                    member.metrics.attempt("cancelled", seconds: Self.seconds(since: now))
+                    member.metrics.failed("cancelled", seconds: Self.seconds(since: now))
                     if probe { member.breaker.probeAbandoned() }
                     throw error
                 }
-                member.metrics.attempt(failure.label, seconds: Self.seconds(since: now))
+                member.metrics.failed(failure.label, seconds: Self.seconds(since: now))
                 guard failure.retryable else {
                     if failure.countsAgainstUpstream {
                         noteFailure(member, error)
