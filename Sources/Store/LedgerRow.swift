@@ -30,11 +30,14 @@ public struct LedgerRow: Sendable, Equatable {
     public var createdAtMilliseconds: Int64
     /// The answer's text, only when results are kept.
     public var result: String?
+    /// Whether the row's tokens are added to the caller's day. A job's row is not: its items
+    /// added theirs as each was answered (``JobStore/completeItem(_:)``).
+    public var chargesTokens: Bool
 
     public init(
         requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String, model: String?,
         inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String, cacheHit: Bool,
-        durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil
+        durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil, chargesTokens: Bool = true
     ) {
         self.requestID = requestID
         self.userID = userID
@@ -53,10 +56,11 @@ public struct LedgerRow: Sendable, Equatable {
         self.durationMilliseconds = durationMilliseconds
         self.createdAtMilliseconds = createdAtMilliseconds
         self.result = result
+        self.chargesTokens = chargesTokens
     }
 
-    /// Tokens charged to the caller's day: none for a cached answer.
+    /// Tokens charged to the caller's day: none for a cached answer or a job's row.
     public var chargedTokens: Int {
-        cacheHit ? 0 : max(0, inputTokens ?? 0) &+ max(0, outputTokens ?? 0)
+        cacheHit || !chargesTokens ? 0 : max(0, inputTokens ?? 0) &+ max(0, outputTokens ?? 0)
     }
 }

@@ -1,0 +1,391 @@
+/// Long texts as durable jobs (CONTRACT.md, "Jobs and long texts"): each job, the work items
+/// it is split into and each item's answer, kept so that any gateway on the same store can go
+/// on with a job after a restart — even `kill -9` — from its last stored answer.
+///
+/// A job's items form levels: level 0 holds the chunks of the source text (the map); each
+/// higher level combines the answers of the one below it (a reduce round, or the final pass),
+/// and is added only once every item below it is answered (``addLevel(_:)``). A worker
+/// claims items with a lease (``claimItems(_:)``), renews it while it works
+/// (``renewLeases(worker:items:until:nowMilliseconds:)``), and stores the answer only while
+/// it still holds the lease (``completeItem(_:)``): so two workers never both store an
+/// answer for one item, an answer once stored is never asked for again, and a dead worker's
+/// items are claimed by another once its lease has passed.
+///
+/// Every time is milliseconds since the Unix epoch, passed in by the caller (tests drive it).
+public protocol JobStore: Sendable {
+    /// Creates `job` with its level-0 items, unless its caller already has `maxActive` jobs
+    /// queued or running (counted and inserted in one transaction, so two submissions at once
+    /// cannot both pass the cap).
+    func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation
+
+    /// The job with `id`, or nil. The caller checks the owner.
+    func job(id: String) async throws(StoreError) -> JobRecord?
+
+    /// Marks a queued or running job `cancelled` (its items' leases end with it: no worker can
+    /// store an answer for them any more). Returns the job as it now stands, or nil when there
+    /// is none; a finished job is returned unchanged.
+    func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord?
+
+    /// Leases up to `claim.limit` unanswered items whose lease is free or past, of jobs that are
+    /// queued or running, oldest job first and in (level, index) order within a job, taking no
+    /// more of one job than leaves `claim.perJob` of its items leased at once. A queued job it
+    /// takes from becomes `running`. On Postgres the items are picked with
+    /// `FOR UPDATE SKIP LOCKED`, so workers of several gateways claim at once without waiting
+    /// on each other and never claim the same item.
+    func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem]
+
+    /// Moves the lease of those of `items` that `worker` still holds to `until`; returns the
+    /// items it still holds (an item of a job that was cancelled or finished, or whose lease
+    /// another worker took after it passed, is not among them: its worker stops).
+    func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey]
+
+    /// Stores an item's answer, in one transaction with the job's progress and token counts
+    /// and the owner's usage for the day (`usage_daily`, so a quota counts each chunk as it is
+    /// answered and a restart forgets none of it). Only while `completion.worker` holds the
+    /// item's lease, the item has no answer yet and the job is queued or running; false
+    /// otherwise, and then nothing is written.
+    func completeItem(_ completion: JobItemCompletion) async throws(StoreError) -> Bool
+
+    /// Gives back `worker`'s lease on `item` without an answer (a worker stopping), so that
+    /// another worker may claim it at once.
+    func releaseItem(_ item: JobItemKey, worker: String) async throws(StoreError)
+
+    /// The answered items of `jobID` at `level`, in index order, with how many items the
+    /// level has in all.
+    func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers
+
+    /// Adds the items of the next level of a job: only when the job is running, every item of
+    /// `level.level - 1` is answered and no item of `level.level` exists yet (two workers
+    /// finishing a level at once add it once). Adds `level.items.count` to the job's total.
+    /// Returns whether it added them.
+    func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool
+
+    /// Ends a job that is queued or running as `succeeded` or `failed`, with its result or
+    /// error; the items' input text is cleared (their answers and source ranges stay). Returns
+    /// false, writing nothing, when the job had already ended.
+    func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool
+
+    /// Running jobs that have no unanswered item at all (a worker stopped between storing the
+    /// last answer of a level and adding the next level or finishing): a worker picks them up
+    /// to go on. At most `limit`, oldest first.
+    func stalledJobs(limit: Int) async throws(StoreError) -> [JobRecord]
+
+    /// Deletes jobs (and their items) that ended before `endedBeforeMilliseconds`; returns
+    /// how many.
+    func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int
+
+    /// Jobs by status, and unanswered items of queued and running jobs (the queue's depth).
+    func jobStatistics() async throws(StoreError) -> JobStatistics
+}
+
+/// A job's state (`status` in the API).
+public enum JobStatus: String, Sendable, CaseIterable {
+    case queued, running, succeeded, failed, cancelled
+
+    /// Whether the job has ended (nothing more will change it).
+    public var isFinished: Bool {
+        switch self {
+        case .queued, .running: false
+        case .succeeded, .failed, .cancelled: true
+        }
+    }
+}
+
+/// What an item of a job does with its input.
+public enum JobItemKind: String, Sendable, CaseIterable {
+    /// A chunk of the source text, with the task's map prompt.
+    case map
+    /// Partial answers combined into one (a reduce round).
+    case reduce
+    /// The last call: the task's own prompt over what the rounds left.
+    case final
+}
+
+/// Where an item is: its job, level and place in the level.
+public struct JobItemKey: Sendable, Hashable {
+    public var jobID: String
+    public var level: Int
+    public var index: Int
+
+    public init(jobID: String, level: Int, index: Int) {
+        self.jobID = jobID
+        self.level = level
+        self.index = index
+    }
+}
+
+/// An item as it is created.
+public struct NewJobItem: Sendable, Equatable {
+    public var kind: JobItemKind
+    /// What is sent upstream (a chunk of the source, or the partial answers it combines).
+    public var input: String
+    /// The part of the source text the item stands for, in characters (grapheme clusters)
+    /// from the start of the cleaned text: the link from an answer back to its source.
+    public var sourceStart: Int
+    public var sourceEnd: Int
+
+    public init(kind: JobItemKind, input: String, sourceStart: Int, sourceEnd: Int) {
+        self.kind = kind
+        self.input = input
+        self.sourceStart = sourceStart
+        self.sourceEnd = sourceEnd
+    }
+}
+
+/// A job as it is submitted, with its first level (the map, or a single final item).
+public struct NewJob: Sendable {
+    /// At least 128 random bits, made by the gateway.
+    public var id: String
+    /// The identified caller who owns it, nil for a guest.
+    public var ownerID: String?
+    /// What the cap on jobs in flight counts by: the user id, or a guest's client address.
+    public var callerKey: String
+    /// The request id of the `POST` that made it (sent upstream with every call of the job).
+    public var requestID: String
+    public var task: String
+    public var tone: String?
+    /// `text` or `json`.
+    public var format: String
+    /// The source's length in characters after trimming.
+    public var inputLength: Int
+    public var createdAtMilliseconds: Int64
+    /// The upstream calls expected so far (shown as the progress's total; a level added later
+    /// adds its items).
+    public var total: Int
+    /// Level 0, in order.
+    public var items: [NewJobItem]
+
+    public init(
+        id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
+        inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem]
+    ) {
+        self.id = id
+        self.ownerID = ownerID
+        self.callerKey = callerKey
+        self.requestID = requestID
+        self.task = task
+        self.tone = tone
+        self.format = format
+        self.inputLength = inputLength
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.total = total
+        self.items = items
+    }
+}
+
+/// What ``JobStore/createJob(_:maxActive:)`` did.
+public enum JobCreation: Sendable, Equatable {
+    case created
+    /// The caller has this many jobs queued or running already; nothing was written.
+    case tooManyActive(Int)
+}
+
+/// A job as the store has it.
+public struct JobRecord: Sendable, Equatable {
+    public var id: String
+    public var ownerID: String?
+    public var callerKey: String
+    public var requestID: String
+    public var task: String
+    public var tone: String?
+    public var format: String
+    public var inputLength: Int
+    public var status: JobStatus
+    /// Items answered, and the calls expected (``NewJob/total`` plus every level added since).
+    public var done: Int
+    public var total: Int
+    /// Set when `succeeded`.
+    public var result: String?
+    /// The `data` of `format: json`, as JSON text, when `succeeded`.
+    public var data: String?
+    /// Tokens of every answered item so far.
+    public var inputTokens: Int
+    public var outputTokens: Int
+    /// Set when `failed`.
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var createdAtMilliseconds: Int64
+    public var updatedAtMilliseconds: Int64
+    /// When it ended (succeeded, failed or cancelled).
+    public var endedAtMilliseconds: Int64?
+
+    public init(
+        id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String, inputLength: Int,
+        status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
+        errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64, endedAtMilliseconds: Int64?
+    ) {
+        self.id = id
+        self.ownerID = ownerID
+        self.callerKey = callerKey
+        self.requestID = requestID
+        self.task = task
+        self.tone = tone
+        self.format = format
+        self.inputLength = inputLength
+        self.status = status
+        self.done = done
+        self.total = total
+        self.result = result
+        self.data = data
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.updatedAtMilliseconds = updatedAtMilliseconds
+        self.endedAtMilliseconds = endedAtMilliseconds
+    }
+}
+
+/// One claim of a worker.
+public struct JobClaim: Sendable {
+    /// The worker's id, unique per running gateway.
+    public var worker: String
+    /// Items to claim at most.
+    public var limit: Int
+    /// Items of one job leased at once at most, by all workers together.
+    public var perJob: Int
+    public var nowMilliseconds: Int64
+    /// The lease's end.
+    public var leaseUntil: Int64
+
+    public init(worker: String, limit: Int, perJob: Int, nowMilliseconds: Int64, leaseUntil: Int64) {
+        self.worker = worker
+        self.limit = limit
+        self.perJob = perJob
+        self.nowMilliseconds = nowMilliseconds
+        self.leaseUntil = leaseUntil
+    }
+}
+
+/// An item a worker holds the lease of, with what it needs to run it.
+public struct ClaimedJobItem: Sendable, Equatable {
+    public var key: JobItemKey
+    public var kind: JobItemKind
+    public var input: String
+    /// How many items the item's level has (a map prompt says "part i of n").
+    public var levelCount: Int
+    /// Times the item was claimed, this claim included (more than 1: a worker before lost it).
+    public var attempts: Int
+    public var job: JobRecord
+
+    public init(key: JobItemKey, kind: JobItemKind, input: String, levelCount: Int, attempts: Int, job: JobRecord) {
+        self.key = key
+        self.kind = kind
+        self.input = input
+        self.levelCount = levelCount
+        self.attempts = attempts
+        self.job = job
+    }
+}
+
+/// An answer to store (``JobStore/completeItem(_:)``).
+public struct JobItemCompletion: Sendable {
+    public var key: JobItemKey
+    public var worker: String
+    public var answer: String
+    /// The `data` of a final item of `format: json`, as JSON text.
+    public var data: String?
+    public var inputTokens: Int
+    public var outputTokens: Int
+    /// The job's owner, whose usage of the UTC day `day` the tokens are added to (nil for a
+    /// guest: nothing is added).
+    public var ownerID: String?
+    public var day: Int64
+    public var nowMilliseconds: Int64
+
+    public init(
+        key: JobItemKey, worker: String, answer: String, data: String?, inputTokens: Int, outputTokens: Int, ownerID: String?, day: Int64,
+        nowMilliseconds: Int64
+    ) {
+        self.key = key
+        self.worker = worker
+        self.answer = answer
+        self.data = data
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.ownerID = ownerID
+        self.day = day
+        self.nowMilliseconds = nowMilliseconds
+    }
+}
+
+/// An answered item of a level.
+public struct JobItemAnswer: Sendable, Equatable {
+    public var index: Int
+    public var answer: String
+    public var data: String?
+    public var sourceStart: Int
+    public var sourceEnd: Int
+
+    public init(index: Int, answer: String, data: String?, sourceStart: Int, sourceEnd: Int) {
+        self.index = index
+        self.answer = answer
+        self.data = data
+        self.sourceStart = sourceStart
+        self.sourceEnd = sourceEnd
+    }
+}
+
+/// The answers of one level (``JobStore/levelAnswers(jobID:level:)``).
+public struct JobLevelAnswers: Sendable, Equatable {
+    /// The items the level has, answered or not.
+    public var count: Int
+    /// The answered ones, by index.
+    public var answers: [JobItemAnswer]
+
+    public init(count: Int, answers: [JobItemAnswer]) {
+        self.count = count
+        self.answers = answers
+    }
+
+    /// Every item of the level is answered (and it has at least one).
+    public var isComplete: Bool { count > 0 && answers.count == count }
+}
+
+/// A level to add (``JobStore/addLevel(_:)``).
+public struct NewJobLevel: Sendable {
+    public var jobID: String
+    /// At least 1.
+    public var level: Int
+    public var items: [NewJobItem]
+    public var nowMilliseconds: Int64
+
+    public init(jobID: String, level: Int, items: [NewJobItem], nowMilliseconds: Int64) {
+        self.jobID = jobID
+        self.level = level
+        self.items = items
+        self.nowMilliseconds = nowMilliseconds
+    }
+}
+
+/// How a job ends (``JobStore/finishJob(_:)``).
+public struct JobFinish: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case succeeded(result: String, data: String?)
+        case failed(code: String, message: String)
+    }
+
+    public var jobID: String
+    public var outcome: Outcome
+    public var nowMilliseconds: Int64
+
+    public init(jobID: String, outcome: Outcome, nowMilliseconds: Int64) {
+        self.jobID = jobID
+        self.outcome = outcome
+        self.nowMilliseconds = nowMilliseconds
+    }
+}
+
+/// What `/metrics` shows of the jobs (``JobStore/jobStatistics()``).
+public struct JobStatistics: Sendable, Equatable {
+    /// Jobs per status (every status present, 0 when none).
+    public var jobs: [JobStatus: Int]
+    /// Unanswered items of queued and running jobs.
+    public var pendingItems: Int
+
+    public init(jobs: [JobStatus: Int], pendingItems: Int) {
+        self.jobs = jobs
+        self.pendingItems = pendingItems
+    }
+}
