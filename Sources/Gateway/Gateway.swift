@@ -22,6 +22,11 @@ public final class Gateway: Sendable {
     /// What runs beside the gateway while it serves (the shared limiter's lease renewal),
     /// started after Redis and stopped before it.
     let services: [any Service]
+    /// The job runner and its pollers: started after the upstream client and stopped before
+    /// it, so that a stop aborts the jobs' calls and gives their leases back.
+    let jobServices: [any Service]
+    /// This instance's job runner, when there is a store and an upstream.
+    let jobRunner: JobRunner?
 
     /// - Parameters:
     ///   - httpClient: the upstream client (sharing the server's loops, ideally).
@@ -133,6 +138,63 @@ public final class Gateway: Sendable {
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
         ]
+        var jobServices: [any Service] = []
+        var jobRunner: JobRunner?
+        if let store, let pool {
+            let jobMetrics = JobMetrics(registry: registry)
+            let events = JobEvents()
+            let plans = configuration.plans
+            let runner = JobRunner(JobRunner.Dependencies(
+                store: store.backend, pool: pool, settings: configuration.jobs, bodies: ProcessBodies(configuration: configuration),
+                maxTokens: configuration.maxTokens, metrics: jobMetrics, events: events, faults: store.faults, logger: logger, clock: clock,
+                charge: { [limiter] job, tokens in
+                    guard let limiter, tokens > 0 else { return }
+                    let plan = plans.plan(for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
+                    _ = try? await limiter.finish(lease: RateLease(key: job.callerKey, id: 0), plan: plan, tokens: tokens, now: clock())
+                },
+                ledger: store.recorder
+            ))
+            jobRunner = runner
+            let backend = store.backend
+            let faults = store.faults
+            let retention = configuration.jobs.retention
+            jobServices = [
+                runner,
+                PeriodicService(name: "job_statistics", interval: .seconds(5), immediately: true) {
+                    do throws(StoreError) {
+                        jobMetrics.publish(try await backend.jobStatistics())
+                    } catch {
+                        faults.record(error, operation: .jobs)
+                    }
+                },
+                PeriodicService(name: "job_retention", interval: .seconds(600), immediately: true) {
+                    let cutoff = Int64(clock().secondsSinceEpoch * 1000) - Int64(retention / .milliseconds(1))
+                    do throws(StoreError) {
+                        let purged = try await backend.purgeJobs(endedBeforeMilliseconds: cutoff)
+                        if purged > 0 { logger.info("jobs_purged", [("jobs", .int(purged))]) }
+                    } catch {
+                        faults.record(error, operation: .purge)
+                    }
+                },
+            ]
+            let jobs = JobRoutes(
+                store: backend, runner: runner, settings: configuration.jobs, faults: faults, metrics: jobMetrics, ledger: store.recorder,
+                events: events, streams: streams, heartbeat: configuration.heartbeatInterval, trustedProxies: configuration.trustedProxies,
+                clock: clock, pool: pool
+            )
+            // Submitting is a request like /api/process (limits included); reading and
+            // cancelling a job is outside the limits, as reading history is.
+            let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
+            let item = JobRoute(jobs: jobs)
+            routes += [
+                Route(method: .POST, path: "/api/jobs", middleware: admission, handler: SubmitJobRoute(jobs: jobs)),
+                Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
+                Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
+                Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
+            ]
+        }
+        self.jobServices = jobServices
+        self.jobRunner = jobRunner
         if let store {
             // A caller's own rows: identified callers only, whatever AUTH_REQUIRED says, and
             // outside the limits (a caller over its quota can still see why).

@@ -92,6 +92,9 @@ public final class GatewayServer: Sendable {
         if let redis { list.append(redis) }
         list += gateway.services
         list.append(HTTPClientService(client: httpClient))
+        // After the client, stopped before it: a stop aborts the jobs' calls and gives their
+        // leases back while the client still runs.
+        list += gateway.jobServices
         // The key set before the server: the first requests find the keys in force.
         var keyFile: JWKSFileSource?
         if let jwt = configuration.jwt, let verifier = gateway.jwt {

@@ -6,9 +6,10 @@ public typealias HTTPResponder = nonisolated(nonsending) @Sendable (HTTPRequest)
 /// Routes of any handler type (method + path → handler), collected at start and then
 /// frozen into an immutable table: nothing changes routing once the server runs.
 ///
-/// A path is matched exactly, or, for a route whose last segment is a parameter
-/// (`/api/history/{id}`), by everything before that segment and one non-empty segment
-/// after it; the handler reads the segment with ``parameter(in:)``.
+/// A path is matched exactly, or, for a route with one parameter segment
+/// (`/api/history/{id}`, `/api/jobs/{id}/events`), by the path before that segment, one
+/// non-empty segment, and the path after it; the handler reads the segment with
+/// ``parameter(in:before:)``.
 public struct RoutingTable<Handler: Sendable>: Sendable {
     /// Where a request goes.
     public enum Match {
@@ -25,39 +26,49 @@ public struct RoutingTable<Handler: Sendable>: Sendable {
     }
 
     @usableFromInline let entries: [String: Entry]
-    /// Routes ending in a parameter segment, by the path before it (with its last `/`).
+    /// Routes with a parameter segment, by their pattern with the parameter's name left out
+    /// (`/api/jobs/{}/events`).
     @usableFromInline let parameterized: [String: Entry]
+    /// What follows the parameter in those routes (`""`, `/events`), longest first.
+    @usableFromInline let suffixes: [String]
 
     /// Freezes `routes` (path → method → handler).
     public init(_ routes: [String: [HTTPMethod: Handler]]) {
         var entries: [String: Entry] = [:]
         var parameterized: [String: Entry] = [:]
+        var suffixes: Set<String> = []
         for (path, handlers) in routes {
             var methods = Set(handlers.keys.map(\.rawValue))
             if methods.contains("GET") { methods.insert("HEAD") }
             let entry = Entry(handlers: handlers, allow: methods.sorted().joined(separator: ", "))
-            if let prefix = Self.parameterPrefix(of: path) {
-                parameterized[prefix] = entry
+            if let (prefix, suffix) = Self.parameterPattern(of: path) {
+                parameterized[prefix + "{}" + suffix] = entry
+                suffixes.insert(suffix)
             } else {
                 entries[path] = entry
             }
         }
         self.entries = entries
         self.parameterized = parameterized
+        self.suffixes = suffixes.sorted { $0.utf8.count > $1.utf8.count }
     }
 
-    /// `/a/b/` for `/a/b/{name}`; nil for a path without a trailing parameter.
-    static func parameterPrefix(of path: String) -> String? {
-        guard path.hasSuffix("}"), let slash = path.lastIndex(of: "/"),
-              path[path.index(after: slash)...].hasPrefix("{")
-        else { return nil }
-        return String(path[...slash])
+    /// (`/a/b/`, `/c`) for `/a/b/{name}/c`; nil for a path without exactly one parameter
+    /// segment.
+    static func parameterPattern(of path: String) -> (prefix: String, suffix: String)? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        let parameters = segments.indices.filter { segments[$0].hasPrefix("{") && segments[$0].hasSuffix("}") }
+        guard parameters.count == 1, let at = parameters.first, at > 0 else { return nil }
+        let prefix = segments[..<at].joined(separator: "/") + "/"
+        let rest = segments[(at + 1)...]
+        return (prefix, rest.isEmpty ? "" : "/" + rest.joined(separator: "/"))
     }
 
-    /// The last segment of `path`: the value of a trailing parameter.
-    public static func parameter(in path: String) -> Substring {
-        guard let slash = path.lastIndex(of: "/") else { return path[...] }
-        return path[path.index(after: slash)...]
+    /// The parameter segment of `path`, a route's whose pattern ends in `suffix` after it.
+    public static func parameter(in path: String, before suffix: String = "") -> Substring {
+        let head = path.hasSuffix(suffix) ? path.dropLast(suffix.count) : path[...]
+        guard let slash = head.lastIndex(of: "/") else { return head }
+        return head[head.index(after: slash)...]
     }
 
     /// The handler for `method` on `path`; `HEAD` falls back to `GET` (the server drops the body).
@@ -72,10 +83,15 @@ public struct RoutingTable<Handler: Sendable>: Sendable {
 
     @usableFromInline
     func parameterizedEntry(_ path: String) -> Entry? {
-        guard !parameterized.isEmpty, let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
-        let next = path.utf8.index(after: slash)
-        guard next < path.utf8.endIndex else { return nil }
-        return parameterized[String(path[...slash])]
+        guard !parameterized.isEmpty else { return nil }
+        for suffix in suffixes where path.hasSuffix(suffix) {
+            let head = path.dropLast(suffix.count)
+            guard let slash = head.utf8.lastIndex(of: UInt8(ascii: "/")) else { continue }
+            let next = head.utf8.index(after: slash)
+            guard next < head.utf8.endIndex else { continue }
+            if let entry = parameterized[String(head[...slash]) + "{}" + suffix] { return entry }
+        }
+        return nil
     }
 }
 

@@ -85,12 +85,18 @@ public final class MockUpstream: Sendable {
 
     /// The body of the last chat-completion request (for tests that check what was sent).
     public var lastRequestBody: [UInt8] { handler.lastRequestBody }
+
+    /// The last user message of every chat-completion request so far, in arrival order (the
+    /// most recent ``MockHandler/journalLimit``): what a test checks was, or was not, asked.
+    public var receivedUserTexts: [String] { handler.journal.withLock { $0 } }
 }
 
 /// The mock's request handling and counters, shared by its routes.
 final class MockHandler: Sendable {
     let counters = Mutex(MockUpstream.Stats())
     private let lastRequest = Mutex<[UInt8]>([])
+    let journal = Mutex<[String]>([])
+    static let journalLimit = 100_000
     private let defaults: MockBehaviour
     private let apiKey: String?
 
@@ -144,6 +150,10 @@ final class MockHandler: Sendable {
         }
         var behaviour = defaults.applying(headers: request.headers)
         if let last = chat.lastUserText {
+            journal.withLock { journal in
+                if journal.count >= Self.journalLimit { journal.removeFirst(journal.count / 2) }
+                journal.append(last)
+            }
             behaviour = behaviour.applying(directivesIn: last)
         }
 

@@ -119,6 +119,8 @@ public struct GatewayConfiguration: Sendable {
     public var historyRetentionDays = 30
     /// `USAGE_RETENTION_DAYS`: how long daily usage is kept.
     public var usageRetentionDays = 400
+    /// `JOB_*`: long texts as durable jobs (served when there is a store).
+    public var jobs = JobSettings()
 
     /// The longest a stream's upstream calls may take, all attempts together, until an
     /// answer's head: a head must come before the first token.
@@ -209,6 +211,7 @@ public struct GatewayConfiguration: Sendable {
         historyStoresResults = try flag("HISTORY_STORE_RESULTS") ?? historyStoresResults
         historyRetentionDays = try integer("HISTORY_RETENTION_DAYS", 1...36_500) ?? historyRetentionDays
         usageRetentionDays = try integer("USAGE_RETENTION_DAYS", 1...36_500) ?? usageRetentionDays
+        jobs = try JobSettings.parse(integer: integer)
         if let text = value("PLANS") {
             do {
                 plans = try PlanCatalog.parse(text)

@@ -13,6 +13,7 @@ final class StoreFaults: Sendable {
         case tokens
         case purge
         case checkpoint
+        case jobs
     }
 
     private let counters: [Operation: Counter]

@@ -100,6 +100,25 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
+    static let tooManyJobs = GatewayError(
+        .tooManyRequests, "too_many_jobs", "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
+        "You have as many jobs in flight as allowed. Please try again when one has finished."
+    )
+    static let jobCancelled = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.", "The job was cancelled.")
+
+    /// The errors a job can end with, by code.
+    private static let jobEnds: [String: GatewayError] = Dictionary(
+        [upstreamError, emptyResult, invalidModelOutput, upstreamBusy, upstreamTimeout, contextLengthExceeded, keyNotConfigured, internalError, jobCancelled]
+            .map { ($0.code, $0) }, uniquingKeysWith: { first, _ in first }
+    )
+
+    /// The error a stored job's code names (a job keeps its code, and is told in the reader's
+    /// language); an unknown code reads as ``internalError`` with that code.
+    static func known(code: String) -> GatewayError {
+        if let known = jobEnds[code] { return known }
+        return GatewayError(internalError.status, code, internalError.persian, internalError.english)
+    }
+
     /// Requests the HTTP layer refuses before any route runs.
     static func protocolError(_ status: HTTPStatus) -> GatewayError {
         switch status.code {

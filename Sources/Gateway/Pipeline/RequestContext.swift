@@ -139,6 +139,7 @@ enum RouteLabel: String, Sendable, CaseIterable {
     case metrics = "/metrics"
     case usage = "/api/usage"
     case history = "/api/history"
+    case jobs = "/api/jobs"
     case other
 
     /// The route of `path`, compared byte for byte (no string switch, no hashing).
@@ -147,11 +148,12 @@ enum RouteLabel: String, Sendable, CaseIterable {
             self = route
             return
         }
-        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history : .other
+        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history : path.hasUTF8Prefix(Self.jobItemPrefix) ? .jobs : .other
     }
 
-    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics, .usage, .history]
+    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics, .usage, .history, .jobs]
     private static let historyItemPrefix = RouteLabel.history.rawValue + "/"
+    private static let jobItemPrefix = RouteLabel.jobs.rawValue + "/"
 
     /// Whether the store keeps a row for each request of this route.
     var isLedgered: Bool { self == .process || self == .chatCompletions }
@@ -166,7 +168,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
         case .metrics: 4
         case .usage: 5
         case .history: 6
-        case .other: 7
+        case .jobs: 7
+        case .other: 8
         }
     }
 }

@@ -21,7 +21,7 @@ struct ProcessRequest: Equatable {
 
     /// Checks the content type, then the JSON shape, the task, the tone, the format and the text length,
     /// in that order, and throws the first failure.
-    static func parse(body: [UInt8], contentType: String?) throws(GatewayError) -> ProcessRequest {
+    static func parse(body: [UInt8], contentType: String?, maximumCharacters: Int = ProcessRequest.maximumCharacters) throws(GatewayError) -> ProcessRequest {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
         // The shape: an I-JSON object (no repeated name, no lone surrogate) with string `task`
         // and `text`, `tone` and `format` a string or null, `stream` a bool or null, each maybe absent;

@@ -5,10 +5,11 @@ extension ProcessRoute {
     /// answer checked against the task's schema, with one repair call when it broke it (the
     /// usage then counts both calls).
     static func answer(
-        _ request: ProcessRequest, pool: UpstreamPool, bodies: ProcessBodies, requestID: String, context: RequestContext, logger: Logger
+        _ request: ProcessRequest, pool: UpstreamPool, bodies: ProcessBodies, requestID: String, logger: Logger,
+        onAttempt: (UpstreamPool.Target) -> Void
     ) async throws(GatewayError) -> ResponseCache.Answer {
         let choice = UpstreamModelChoice.task(request.task)
-        let (first, target) = try await complete(choice, pool: pool, requestID: requestID, context: context, logger: logger) { target in
+        let (first, target) = try await complete(choice, pool: pool, requestID: requestID, logger: logger, onAttempt: onAttempt) { target in
             bodies.body(for: request, model: target.model, mode: target.structuredMode)
         }
         guard request.format == .json else { return first }
@@ -21,7 +22,7 @@ extension ProcessRoute {
         }
         logInvalid(violation, attempt: 1, task: request.task, requestID: requestID, logger: logger)
         // The repair goes to the upstream and model that gave the broken answer.
-        let (second, _) = try await complete(choice, pool: pool, only: target.upstream, requestID: requestID, context: context, logger: logger) { target in
+        let (second, _) = try await complete(choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, onAttempt: onAttempt) { target in
             bodies.repairBody(for: request, answer: first.result, violation: violation, model: target.model, mode: target.structuredMode)
         }
         let usage = Usage.sum(first.usage, second.usage)

@@ -54,7 +54,7 @@ struct ProcessRoute: RouteHandler {
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, context: context, logger: logger)
+                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger) { context.noteAttempt($0) }
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
@@ -70,7 +70,7 @@ struct ProcessRoute: RouteHandler {
             }
         } else {
             do {
-                answer = try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: context.id, context: context, logger: logger)
+                answer = try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger) { context.noteAttempt($0) }
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
@@ -106,12 +106,12 @@ struct ProcessRoute: RouteHandler {
     /// One call for a task through the pool: the trimmed answer, its usage and the upstream
     /// that gave it, or the mapped error. `only` keeps the call on one upstream.
     static func complete(
-        _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, context: RequestContext, logger: Logger,
-        body: (UpstreamPool.Target) -> [UInt8]
+        _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, logger: Logger,
+        onAttempt: (UpstreamPool.Target) -> Void, body: (UpstreamPool.Target) -> [UInt8]
     ) async throws(GatewayError) -> (answer: ResponseCache.Answer, target: UpstreamPool.Target) {
         let answered: (ChatCompletion, UpstreamPool.Target)
         do {
-            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body) {
+            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: onAttempt, body: body) {
                 endpoint, body, limit, target throws(ChatError) in
                 (try await endpoint.complete(body: body, requestID: requestID, timeout: limit), target)
             }

@@ -1,0 +1,260 @@
+import ChatAPI
+import EventLoop
+import HTTP1
+import HTTPServer
+import Store
+
+/// What the job routes share: the store, the runner of this instance, the settings.
+struct JobRoutes: Sendable {
+    let store: any JobStore
+    let runner: JobRunner
+    let settings: JobSettings
+    let faults: StoreFaults
+    let metrics: JobMetrics
+    let ledger: LedgerRecorder
+    let events: JobEvents
+    let streams: StreamRegistry
+    let heartbeat: Duration
+    let trustedProxies: TrustedProxies
+    let clock: @Sendable () -> Instant
+    /// Whether an upstream with a key is configured, and the tasks it has a model for.
+    let pool: UpstreamPool?
+
+    /// The job `id` names, when the caller may see it: a job of an identified caller is only
+    /// its owner's, and another caller's is exactly as absent as a missing one.
+    func visibleJob(_ request: HTTPRequest, context: RequestContext, suffix: String = "") async throws(GatewayError) -> JobRecord {
+        let id = String(RoutingTable<Int>.parameter(in: request.path, before: suffix))
+        guard JobID.isWellFormed(id) else { throw .itemNotFound }
+        let found: JobRecord?
+        do {
+            found = try await store.job(id: id)
+        } catch {
+            throw faults.unavailable(error, operation: .jobs)
+        }
+        guard let job = found, job.ownerID == nil || job.ownerID == context.caller?.userID else { throw .itemNotFound }
+        return job
+    }
+
+    static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"]
+
+    /// A job as CONTRACT.md shows it.
+    static func write(_ job: JobRecord, language: Language, into object: inout JSONWriter) {
+        object.field("jobId", job.id)
+        object.field("status", job.status.rawValue)
+        object.field("task", job.task)
+        object.field("progress", object: { progress in
+            progress.field("done", job.done)
+            progress.field("total", max(job.total, job.done))
+        })
+        object.field("result", job.result)
+        if let data = job.data {
+            object.field("data", json: Array(data.utf8))
+        } else {
+            object.nullField("data")
+        }
+        object.field("usage", object: { usage in
+            usage.field("inputTokens", job.inputTokens)
+            usage.field("outputTokens", job.outputTokens)
+            usage.field("totalTokens", job.inputTokens &+ job.outputTokens)
+        })
+        if let error = JobRoutes.error(of: job) {
+            object.field("error", object: { $0.errorFields(error, language: language) })
+        } else {
+            object.nullField("error")
+        }
+        object.field("createdAt", Timestamp.iso8601(milliseconds: job.createdAtMilliseconds))
+        object.field("updatedAt", Timestamp.iso8601(milliseconds: job.updatedAtMilliseconds))
+    }
+
+    /// What a failed or cancelled job ended with.
+    static func error(of job: JobRecord) -> GatewayError? {
+        switch job.status {
+        case .failed: GatewayError.known(code: job.errorCode ?? GatewayError.internalError.code)
+        case .cancelled: .jobCancelled
+        case .queued, .running, .succeeded: nil
+        }
+    }
+}
+
+extension JSONWriter {
+    fileprivate mutating func errorFields(_ error: GatewayError, language: Language) {
+        field("code", error.code)
+        field("message", error.message(language))
+    }
+}
+
+/// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
+struct SubmitJobRoute: RouteHandler {
+    let jobs: JobRoutes
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let settings = jobs.settings
+        let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: settings.maxCharacters)
+        context.update {
+            $0.task = parsed.task.rawValue
+            $0.tone = parsed.tone?.rawValue
+            $0.textLength = parsed.characterCount
+        }
+        guard let pool = jobs.pool else { throw .keyNotConfigured }
+        guard pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
+        // Rewritten parts are put back together in order: an overlap would repeat text.
+        let chunker = TextChunker(budget: settings.chunkCharacters, overlap: parsed.task == .rewrite ? 0 : settings.overlapCharacters)
+        let chunks = chunker.chunks(of: TextChunker.clean(parsed.text))
+        let caller = context.caller
+        let callerKey = caller.map { RateLimitMiddleware.key(userID: $0.userID) }
+            ?? "address:" + jobs.trustedProxies.clientAddress(
+                peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For")
+            )
+        let id = JobID.make()
+        let job = NewJob(
+            id: id, ownerID: caller?.userID, callerKey: callerKey, plan: caller?.plan, requestID: context.id, task: parsed.task.rawValue,
+            tone: parsed.tone?.rawValue, format: parsed.format.rawValue, inputLength: parsed.characterCount,
+            createdAtMilliseconds: Int64(jobs.clock().secondsSinceEpoch * 1000),
+            total: JobPlan.expectedCalls(task: parsed.task, chunkCount: chunks.count),
+            items: JobPlan.firstLevel(task: parsed.task, chunks: chunks).map(NewJobItem.init)
+        )
+        let created: JobCreation
+        do {
+            created = try await jobs.store.createJob(job, maxActive: settings.maxActivePerCaller)
+        } catch {
+            throw jobs.faults.unavailable(error, operation: .jobs)
+        }
+        if case .tooManyActive = created { throw .tooManyJobs }
+        jobs.runner.wake()
+        var body = JSONWriter(capacity: 96)
+        body.object {
+            $0.field("jobId", id)
+            $0.field("status", JobStatus.queued.rawValue)
+        }
+        var headers = JobRoutes.jsonHeaders
+        headers.add(name: "Location", value: RouteLabel.jobs.rawValue + "/" + id)
+        return HTTPResponse(status: .accepted, headers: headers, body: .bytes(body.bytes))
+    }
+}
+
+/// `GET /api/jobs/{id}` (the job as it stands) and `DELETE /api/jobs/{id}` (cancels it).
+struct JobRoute: RouteHandler {
+    let jobs: JobRoutes
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        var job = try await jobs.visibleJob(request, context: context)
+        if request.method == .DELETE, !job.status.isFinished {
+            let cancelled: JobRecord?
+            do {
+                cancelled = try await jobs.store.cancelJob(id: job.id, nowMilliseconds: Int64(jobs.clock().secondsSinceEpoch * 1000))
+            } catch {
+                throw jobs.faults.unavailable(error, operation: .jobs)
+            }
+            if let cancelled {
+                // Only the call that moved it to cancelled counts its end.
+                if cancelled.status == .cancelled {
+                    jobs.runner.cancelLocally(job.id)
+                    jobs.events.changed(job.id)
+                    JobRunner.recordEnd(cancelled, metrics: jobs.metrics, ledger: jobs.ledger, now: jobs.clock())
+                }
+                job = cancelled
+            }
+        }
+        var body = JSONWriter(capacity: 400 + (job.result?.utf8.count ?? 0) + (job.data?.utf8.count ?? 0))
+        body.object { JobRoutes.write(job, language: context.language, into: &$0) }
+        return HTTPResponse(status: request.method == .DELETE ? .accepted : .ok, headers: JobRoutes.jsonHeaders, body: .bytes(body.bytes))
+    }
+}
+
+/// `GET /api/jobs/{id}/events`: the job's progress as server-sent events — `progress`
+/// (`{"done","total"}`) at each change, then one `done` (the job, as `GET` shows it) or
+/// `error` (`{"code","message"}`); `: ping` when quiet for a heartbeat interval.
+struct JobEventsRoute: RouteHandler {
+    static let suffix = "/events"
+    /// How often the store is read for a job run by another instance (this one's own jobs
+    /// wake the stream at once).
+    static let pollInterval: Duration = .seconds(1)
+
+    let jobs: JobRoutes
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let first = try await jobs.visibleJob(request, context: context, suffix: Self.suffix)
+        let jobs = self.jobs
+        let language = context.language
+        let control = StreamControl(limits: StreamControl.Limits(
+            firstToken: .seconds(86_400), idle: .seconds(86_400), total: .seconds(86_400 * 7), heartbeat: jobs.heartbeat
+        ))
+        return HTTPResponse(
+            headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+            body: .stream { writer in
+                try await jobs.streams.withRegistered(control) {
+                    try await jobs.events.subscribe(first.id) { wakeup in
+                        try await Self.run(first, jobs: jobs, language: language, control: control, wakeup: wakeup, writer: writer)
+                    }
+                }
+            }
+        )
+    }
+
+    private static func run(
+        _ first: JobRecord, jobs: JobRoutes, language: Language, control: StreamControl, wakeup: Wakeup, writer: ResponseBodyWriter
+    ) async throws {
+        var job = first
+        var sent: (done: Int, total: Int)?
+        var lastWrite = MonotonicInstant.now()
+        while true {
+            let progress = (done: job.done, total: max(job.total, job.done))
+            if sent == nil || sent! != progress {
+                try await writer.write(event("progress") {
+                    $0.field("done", progress.done)
+                    $0.field("total", progress.total)
+                })
+                sent = progress
+                lastWrite = .now()
+            }
+            if job.status.isFinished {
+                if job.status == .succeeded {
+                    try await writer.write(event("done") { JobRoutes.write(job, language: language, into: &$0) })
+                } else if let error = JobRoutes.error(of: job) {
+                    try await writer.write(event("error") { $0.errorFields(error, language: language) })
+                }
+                return
+            }
+            if control.endReason == .shutdown {
+                try await writer.write(event("error") { $0.errorFields(.shuttingDown, language: language) })
+                return
+            }
+            if Task.isCancelled { return }
+            if lastWrite.nanoseconds(until: .now()) >= UInt64(jobs.heartbeat / .nanoseconds(1)) {
+                try await writer.write(ServerSentEventWriter.comment("ping"))
+                lastWrite = .now()
+            }
+            await wakeup.wait(timeout: min(pollInterval, jobs.heartbeat))
+            do {
+                if let read = try await jobs.store.job(id: job.id) { job = read }
+            } catch {
+                // The next poll tries again; the client sees heartbeats meanwhile.
+                jobs.faults.record(error, operation: .jobs)
+            }
+        }
+    }
+
+    private static func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.object(body)
+        return ServerSentEventWriter.event(name: name, data: String(decoding: writer.bytes, as: UTF8.self))
+    }
+}
+
+/// Job ids: 128 random bits from the system's generator, as 32 lower-case hex digits.
+enum JobID {
+    static func make() -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(32)
+        for byte in SystemRandom.bytes(16) {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func isWellFormed(_ id: String) -> Bool {
+        id.utf8.count == 32 && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+}
