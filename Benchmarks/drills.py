@@ -15,6 +15,9 @@ Each subcommand is one drill against processes the shell script started (loopbac
   disconnects       thousands of clients hanging up mid-request, then leak checks
   sigterm           SIGTERM with requests in flight (the script reports the exit status in
                     --exit-file as `<status> <epoch>`)
+  jobs              long texts as jobs all at once while /api/process is served: every job
+                    succeeds, its events end with `done`, and /api/process's p99 stays within
+                    a ratio of its p99 before the jobs
 
 Each prints detail lines and one `PASS drill-name: …` or `FAIL drill-name: …` line with
 its figures; exit status 0 is PASS, 1 is FAIL.
@@ -1304,6 +1307,124 @@ async def drill_upstream_failover(args) -> int:
     return verdict("upstream-failover", not problems, figures)
 
 
+# MARK: - 8 jobs
+
+
+def long_text(characters: int, seed: int) -> str:
+    """Numbered Persian sentences (each unique) up to `characters`."""
+    sentences = []
+    total = 0
+    index = 0
+    while total < characters:
+        index += 1
+        sentence = (f"در گزارش شمارهٔ {seed}-{index} آمده است که شهرداری ۱۲۰ دستگاه اتوبوس برقی به ناوگان "
+                    f"حمل‌ونقل عمومی اضافه می‌کند و ایستگاه‌های شارژ سریع را در پایانه‌ها نصب کرده است.")
+        sentences.append(sentence)
+        total += len(sentence) + 1
+    return " ".join(sentences)[:characters].rsplit(" ", 1)[0] + "."
+
+
+async def process_load(port: int, connections: int, until, latencies: list[float], problems: list[str]) -> None:
+    """Keep-alive /api/process clients (the upstream answers them at once) until `until()` is true."""
+    raw = http_request("POST", "/api/process", process_body(directive="latency-ms=0"))
+
+    async def client() -> None:
+        connection = KeepAliveConnection(port)
+        while not until():
+            start = time.monotonic()
+            try:
+                response = await asyncio.wait_for(connection.request(raw), 30)
+            except (TransportFailure, asyncio.TimeoutError, TimeoutError) as failure:
+                problems.append(f"/api/process: {failure}")
+                connection.close()
+                continue
+            latencies.append(time.monotonic() - start)
+            if response.status != 200:
+                problems.append(f"/api/process: {outcome_key(response)}")
+        connection.close()
+
+    await asyncio.gather(*(client() for _ in range(connections)))
+
+
+async def job_request(port: int, method: str, path: str, body: bytes = b"") -> Response:
+    response, _, _ = await one_shot(port, http_request(method, path, body, keep_alive=False), 60)
+    return response
+
+
+async def drill_jobs(args) -> int:
+    problems: list[str] = []
+    rss_peak = 0
+    # The load alone, for its p99.
+    before: list[float] = []
+    end = time.monotonic() + args.seconds
+    await process_load(args.port, args.connections, lambda: time.monotonic() > end, before, problems)
+    mock_before = json.loads((await job_request(args.mock_port, "GET", "/mock/stats")).body)["requests"]
+
+    # The jobs, all at once, then the same load until they have all ended.
+    bodies = [json.dumps({"task": "summarize", "text": long_text(args.characters, seed)}, ensure_ascii=False).encode()
+              for seed in range(args.jobs)]
+    submitted_at = time.monotonic()
+    answers = await asyncio.gather(*(job_request(args.port, "POST", "/api/jobs", body) for body in bodies))
+    ids = []
+    for answer in answers:
+        if answer.status != 202:
+            problems.append(f"POST /api/jobs: {outcome_key(answer)}")
+        else:
+            ids.append(answer.json()["jobId"])
+    states: dict[str, dict] = {}
+    ended_at: dict[str, float] = {}
+
+    async def watch() -> None:
+        nonlocal rss_peak
+        while len(ended_at) < len(ids) and time.monotonic() < submitted_at + args.deadline:
+            rss_peak = max(rss_peak, rss_kib(args.gateway_pid))
+            for job in ids:
+                if job in ended_at:
+                    continue
+                response = await job_request(args.port, "GET", f"/api/jobs/{job}")
+                states[job] = response.json()
+                if states[job]["status"] in ("succeeded", "failed", "cancelled"):
+                    ended_at[job] = time.monotonic()
+            await asyncio.sleep(0.25)
+
+    async def events(job: str) -> list[str]:
+        response, _, _ = await one_shot(args.port, http_request("GET", f"/api/jobs/{job}/events", keep_alive=False), args.deadline)
+        parsed, _, format_problems = parse_sse(response.body)
+        problems.extend(f"events of {job}: {problem}" for problem in format_problems)
+        return [name for name, _ in parsed]
+
+    during: list[float] = []
+    watching = asyncio.create_task(watch())
+    streams = asyncio.gather(*(events(job) for job in ids[:2]))
+    await process_load(args.port, args.connections, lambda: watching.done(), during, problems)
+    await watching
+    names = await streams
+    for job, seen in zip(ids[:2], names):
+        if not seen or seen[-1] != "done" or any(name != "progress" for name in seen[:-1]):
+            problems.append(f"events of {job}: {seen[-3:]}")
+    mock_after = json.loads((await job_request(args.mock_port, "GET", "/mock/stats")).body)["requests"]
+
+    failed = {job: state.get("status") for job, state in states.items() if state.get("status") != "succeeded"}
+    if len(ended_at) < len(ids):
+        problems.append(f"{len(ids) - len(ended_at)} jobs not ended within {args.deadline:.0f} s")
+    if failed:
+        problems.append(f"jobs not succeeded: {failed}")
+    calls = sum(state.get("progress", {}).get("done", 0) for state in states.values())
+    upstream_job_calls = (mock_after - mock_before) - len(during)
+    walls = sorted(ended_at[job] - submitted_at for job in ended_at)
+    p99_before, p99_during = percentile(before, 0.99), percentile(during, 0.99)
+    if p99_during > args.p99_ratio * p99_before:
+        problems.append(f"/api/process p99 {p99_during * 1000:.1f} ms during the jobs > {args.p99_ratio}x {p99_before * 1000:.1f} ms before")
+    figures = (f"{len(ids)} jobs of {args.characters} characters against a {args.upstream_latency_ms} ms upstream: "
+               f"all ended in {walls[-1] if walls else 0:.1f} s (median {percentile(walls, 0.5) if walls else 0:.1f} s); "
+               f"{calls} items, {upstream_job_calls} upstream calls for them; gateway RSS peak {rss_peak / 1024:.0f} MiB; "
+               f"/api/process at {args.connections} connections p99 {p99_before * 1000:.2f} ms before, "
+               f"{p99_during * 1000:.2f} ms during ({p99_during / p99_before if p99_before else 0:.2f}x, "
+               f"{len(before)} and {len(during)} requests)")
+    unique = sorted(set(problems))
+    return verdict("jobs", not unique, figures + (f" — {'; '.join(unique[:8])}" if unique else ""))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="drill", required=True)
@@ -1375,8 +1496,21 @@ def main() -> int:
     seven.add_argument("--after-both-down", type=float, default=4.0)
     seven.add_argument("--deadline", type=float, default=90.0)
 
+    eight = commands.add_parser("jobs")
+    common(eight)
+    eight.add_argument("--gateway-pid", type=int, required=True)
+    eight.add_argument("--mock-port", type=int, required=True)
+    eight.add_argument("--upstream-latency-ms", type=int, required=True)
+    eight.add_argument("--jobs", type=int, default=20)
+    eight.add_argument("--characters", type=int, default=100_000)
+    eight.add_argument("--connections", type=int, default=16)
+    eight.add_argument("--seconds", type=float, default=8.0, help="the load alone, before the jobs")
+    eight.add_argument("--p99-ratio", type=float, default=1.5)
+    eight.add_argument("--deadline", type=float, default=180.0)
+
     args = parser.parse_args()
     drill = {
+        "jobs": drill_jobs,
         "upstream-failover": drill_upstream_failover,
         "store-kill": drill_store_kill,
         "upstream-restart": drill_upstream_restart,

@@ -26,11 +26,14 @@
 #                       fails while the second is up, X-Upstream says who answered, the first
 #                       takes the load back after its cooldown), then both down (every request
 #                       its contract status within the timeout)
+#   8 jobs              20 jobs of 100,000 characters at once against a 300 ms upstream while
+#                       /api/process is served at 16 connections: every job succeeds, its
+#                       events end with `done`, /api/process's p99 at most 1.5x its p99 before
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5 6 7"        which drills to run
+#   DRILLS="1 2 3 4 5 6 7 8"      which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
@@ -44,7 +47,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5 6 7}
+drills=${DRILLS:-1 2 3 4 5 6 7 8}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
@@ -308,6 +311,18 @@ drill_upstream_failover() {
     record upstream-failover "$status"
 }
 
+drill_jobs() {
+    local latency=300 status=0
+    echo
+    echo "== 8. 20 jobs of 100,000 characters at once against a ${latency} ms upstream while /api/process is served at 16 connections"
+    start_mock jobs.mock 0 --latency-ms "$latency" --loops 2
+    start_gateway jobs.gateway JOB_MAX_ACTIVE_PER_USER=20 LOG_LEVEL=warning
+    python3 Benchmarks/drills.py jobs --port "$gateway_port" --gateway-pid "$gateway_pid" --mock-port "$mock_port" \
+        --upstream-latency-ms "$latency" || status=$?
+    stop_all
+    record jobs "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -318,7 +333,8 @@ for drill in $drills; do
         5 | large-bodies) drill_large_bodies ;;
         6 | store-kill) drill_store_kill ;;
         7 | upstream-failover) drill_upstream_failover ;;
-        *) die "unknown drill '$drill' (1-7)" ;;
+        8 | jobs) drill_jobs ;;
+        *) die "unknown drill '$drill' (1-8)" ;;
     esac
 done
 echo
