@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances mock drills instances-check nginx-check
+.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances bench-jobs mock drills instances-check nginx-check
 
 help:
 	@echo "make build         debug build of every target"
@@ -15,7 +15,7 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-instances, bench-spread, then bench-scale"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-instances, bench-jobs, bench-spread, then bench-scale"
 	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
 	@echo "make bench-store   the store's cost: gateways with the store off, fast and strict, interleaved; the ledger writer's rows/s and bytes per row (needs wrk)"
 	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
@@ -26,6 +26,7 @@ help:
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make bench-jobs    long texts as jobs against a 300 ms upstream: one 200,000-character summary (wall time, upstream calls), then 20 at once (RSS while they run)"
 	@echo "make bench-https   a cold client's 1,000 calls over HTTPS and HTTP/2 (nginx ssl http2, 1 s mock): wall time, connections"
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
@@ -51,7 +52,7 @@ run:
 demo:
 	scripts/demo.sh
 
-bench: bench-gateway bench-store bench-crypto bench-jwt bench-instances bench-spread bench-scale
+bench: bench-gateway bench-store bench-crypto bench-jwt bench-instances bench-jobs bench-spread bench-scale
 
 bench-gateway:
 	Benchmarks/bench-gateway.sh
@@ -84,6 +85,9 @@ bench-server:
 
 bench-client:
 	Benchmarks/bench-client.sh
+
+bench-jobs:
+	Benchmarks/bench-jobs.sh
 
 bench-https:
 	Benchmarks/bench-https-h2.sh 1000 1000
