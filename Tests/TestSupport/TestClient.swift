@@ -54,9 +54,11 @@ public final class TestClient {
             }
         }
         if rc != 0 {
-            let code = errno
-            close(fd)
-            throw Failure(description: "connect: errno \(code)")
+            // No close here: a class whose init throws once every property is set is still
+            // deinitialized, and `deinit` closes the socket. Closing it here as well closed
+            // the number a second time, after another thread of the test process (a mock, a
+            // gateway's upstream client) could have been given it — crossing their connections.
+            throw Failure(description: "connect: errno \(errno)")
         }
     }
 
