@@ -54,10 +54,8 @@ public final class TestClient {
             }
         }
         if rc != 0 {
-            // No close here: a class whose init throws once every property is set is still
-            // deinitialized, and `deinit` closes the socket. Closing it here as well closed
-            // the number a second time, after another thread of the test process (a mock, a
-            // gateway's upstream client) could have been given it — crossing their connections.
+            // No close here: `deinit` runs even when this init throws, and a second close
+            // could close a number another thread of the test process holds by then.
             throw Failure(description: "connect: errno \(errno)")
         }
     }
