@@ -104,20 +104,11 @@ struct TextChunkerTests {
         #expect(exercised.overlaps >= 20 && exercised.cuts >= 100, "overlaps \(exercised.overlaps), cuts \(exercised.cuts)")
     }
 
-    /// A deterministic generator, so a failure names a text that can be rebuilt.
-    private struct Generator {
-        var state: UInt64
-        mutating func next() -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int(truncatingIfNeeded: state >> 33)
-        }
-    }
-
     @Test("random mixes of words, marks, emoji and breaks keep every invariant")
     func invariantsOnRandomTexts() {
         let pieces = ["کتاب", "می\u{200C}خواند", "ها", " ", " ", " ", "  ", "\t", ".", "؟", "!", ". ", "؟ ", "! ", "؛ ", "?", "؛", "…", "»", "«", "\n", "\n\n",
                       "\r\n", "\n \n", "3.5", "۱۴۰۳", "word", "👨‍👩‍👧‍👦", "👍🏽", "🇮🇷", "مِ", "\u{301}", "\u{200C}", "e\u{301}", "x"]
-        var generator = Generator(state: 0x9E37_79B9_7F4A_7C15)
+        var generator = SeededGenerator(state: 0x9E37_79B9_7F4A_7C15)
         var exercised = Exercised()
         for _ in 0..<300 {
             var text = ""
