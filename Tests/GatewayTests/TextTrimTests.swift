@@ -15,15 +15,6 @@ struct TextTrimTests {
         text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: " ")
     }
 
-    /// A deterministic generator, so a failure names a text that can be rebuilt.
-    private struct Generator {
-        var state: UInt64
-        mutating func next() -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int(truncatingIfNeeded: state >> 33)
-        }
-    }
-
     @Test("agrees with trimming by Characters on random mixes, and the shortcut on its own")
     func agreesWithDefinition() {
         // Whitespace of every kind, ASCII edges, marks that join a space into one Character
@@ -35,7 +26,7 @@ struct TextTrimTests {
             0x64B, 0x6CC, 0x7FF, 0x800, 0x903, 0x93F, 0xE33, 0x102B, 0x200C, 0x200D, 0xFE0F, 0x1F600, 0x1F3FD,
             0x1F1EE, 0x1F1F7, 0x1100, 0x1161, 0xAC00, 0x11A8,
         ].map { Unicode.Scalar($0)! }
-        var generator = Generator(state: 0x2545_F491_4F6C_DD1D)
+        var generator = SeededGenerator(state: 0x2545_F491_4F6C_DD1D)
         var shortcuts = 0
         for _ in 0..<40_000 {
             var scalars = String.UnicodeScalarView()
@@ -59,7 +50,7 @@ struct TextTrimTests {
                         "\u{3000}\u{1F3FD}", "\n\u{301}", " \u{E33}"]
         let neighbours = ["a", "\u{301}", "\u{903}", "\u{600}", "\u{600}\u{600}", "\u{200D}", "\u{1F600}", "\u{1F1EE}", "ش", "\u{FE0F}", "",
                           "x\u{301}", "\r", "\u{0}", "\u{1100}"]
-        var generator = Generator(state: 0xD1B5_4A32_D192_ED03)
+        var generator = SeededGenerator(state: 0xD1B5_4A32_D192_ED03)
         func run() -> String {
             (0..<(2 + generator.next() % 39)).map { _ in clusters[generator.next() % clusters.count] }.joined()
         }

@@ -10,13 +10,25 @@ struct Prompt: Equatable {
 
     init(task: TextTask, tone: Tone?, text: String) {
         system = Prompt.systemPrompts[Prompt.index(task: task, tone: tone)]
+        user = Prompt.userMessage(wrapping: text)
+    }
+
+    /// A prompt of other instruction lines (a job's rounds): the same fixed prefix before
+    /// them, and the text wrapped as data in the same way.
+    init(instructionLines: [String], text: String) {
+        system = Prompt.systemPrompt(instructionLines: instructionLines)
+        user = Prompt.userMessage(wrapping: text)
+    }
+
+    /// The user message: `text`, its tags neutralised, between the fixed prefix and suffix.
+    static func userMessage(wrapping text: String) -> String {
         let body = Prompt.neutralizingTags(in: text)
         var user = ""
         user.reserveCapacity(PromptText.userPrefix.utf8.count + body.utf8.count + PromptText.userSuffix.utf8.count)
         user += PromptText.userPrefix
         user += body
         user += PromptText.userSuffix
-        self.user = user  // one allocation, where `a + b + c` makes two
+        return user  // one allocation, where `a + b + c` makes two
     }
 
     /// `allCases` builds a new array on every call; these are built once.
@@ -42,7 +54,12 @@ struct Prompt: Equatable {
     static func systemPrompt(task: TextTask, tone: Tone?) -> String {
         var instruction = task.instructionLines
         if let tone { instruction.append(tone.instructionLine) }
-        return PromptText.systemPrefix + instruction.joined(separator: "\n")
+        return systemPrompt(instructionLines: instruction)
+    }
+
+    /// The fixed prefix, then `instructionLines`, one a line.
+    static func systemPrompt(instructionLines: [String]) -> String {
+        PromptText.systemPrefix + instructionLines.joined(separator: "\n")
     }
 
     /// Rewrites every `<user_text>` / `</user_text>` tag in `text` (any case, spaces allowed
