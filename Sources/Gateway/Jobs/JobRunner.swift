@@ -146,11 +146,11 @@ final class JobRunner: Service {
     }
 
     private func launch(_ item: ClaimedJobItem) {
-        let launched = state.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+        let launched = state.withLock { current -> Bool in
+            guard !current.stopping else { return false }
             dependencies.metrics.inFlight.increment()
             // Made under the lock its own end takes, so it is in `running` before it can leave it.
-            state.running[item.key] = Running(task: Task { [self] in
+            current.running[item.key] = Running(task: Task { [self] in
                 await runItem(item)
                 state.withLock { _ = $0.running.removeValue(forKey: item.key) }
                 dependencies.metrics.inFlight.decrement()
@@ -276,7 +276,7 @@ final class JobRunner: Service {
         case .map, .reduce:
             let prompt = item.kind == .map
                 ? JobPrompts.map(task: task, tone: tone, part: item.key.index + 1, of: item.levelCount, text: item.input)
-                : JobPrompts.reduce(task: task, input: item.input)
+                : JobPrompts.reduce(task: task, text: item.input)
             // Titles come from a summary of the text: its rounds are the summary's, with its model.
             let rounds = task == .rewrite || task == .keyPoints ? task : .summarize
             return try await ProcessRoute.complete(.task(rounds), pool: pool, requestID: job.requestID, logger: logger, onAttempt: { _ in }) { target in
@@ -383,7 +383,7 @@ final class JobRunner: Service {
         let faults = dependencies.faults
         // An unstructured task: the stopping item's own cancellation must not stop this.
         await Task {
-            do {
+            do throws(StoreError) {
                 try await store.releaseItem(key, worker: worker)
             } catch {
                 faults.record(error, operation: .jobs)
@@ -400,7 +400,7 @@ final class JobRunner: Service {
         return await Task { () -> T? in
             var pause: Duration = .milliseconds(100)
             for attempt in 1...6 {
-                do {
+                do throws(StoreError) {
                     return try await body()
                 } catch {
                     faults.record(error, operation: .jobs)
