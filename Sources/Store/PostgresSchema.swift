@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1]
+    static let migrations: [[String]] = [version1, version2]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -164,5 +164,63 @@ enum PostgresSchema {
             EXECUTE FUNCTION tokens_generation_moves()
         """,
         "CREATE TABLE ledger_batches (id uuid PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now())",
+    ]
+
+    /// Jobs and their items (``JobStore``), as on SQLite. `claim_id` marks the jobs one claim
+    /// has locked, for the claim's second statement to find (`PostgresStore+Jobs.swift`); it is
+    /// null between claims.
+    private static let version2 = [
+        """
+        CREATE TABLE jobs (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+            id text PRIMARY KEY,
+            owner_id text,
+            caller_key text NOT NULL,
+            request_id text NOT NULL,
+            task text NOT NULL,
+            tone text,
+            format text NOT NULL,
+            input_length bigint NOT NULL,
+            status text NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+            done bigint NOT NULL,
+            total bigint NOT NULL,
+            result text,
+            data text,
+            input_tokens bigint NOT NULL,
+            output_tokens bigint NOT NULL,
+            error_code text,
+            error_message text,
+            created_at bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            ended_at bigint,
+            claim_id text
+        )
+        """,
+        // Claims and stalled jobs walk one status oldest first; the statistics count by status.
+        "CREATE INDEX jobs_by_status ON jobs (status, seq)",
+        // The cap on jobs in flight counts a caller's.
+        "CREATE INDEX jobs_by_caller ON jobs (caller_key, status)",
+        "CREATE INDEX jobs_by_ended_at ON jobs (ended_at) WHERE ended_at IS NOT NULL",
+        """
+        CREATE TABLE job_items (
+            job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+            level bigint NOT NULL,
+            idx bigint NOT NULL,
+            kind text NOT NULL CHECK (kind IN ('map', 'reduce', 'final')),
+            input text NOT NULL,
+            source_start bigint NOT NULL,
+            source_end bigint NOT NULL,
+            answer text,
+            data text,
+            input_tokens bigint,
+            output_tokens bigint,
+            lease_owner text,
+            lease_until bigint,
+            attempts bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (job_id, level, idx)
+        )
+        """,
+        // What is left to do: claims, leases counted per job, stalled jobs, the queue's depth.
+        "CREATE INDEX job_items_unanswered ON job_items (job_id, level, idx) WHERE answer IS NULL",
     ]
 }

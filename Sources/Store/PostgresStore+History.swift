@@ -36,14 +36,14 @@ extension PostgresStore {
         )
     }
 
-    /// Runs `sql`, a `DELETE` of at most ``deletionBatch`` rows, until it deletes fewer; each
-    /// run commits on its own. Returns the rows deleted.
-    func deleteInBatches(_ sql: String, _ parameters: [PostgresValue]) async throws(StoreError) -> Int {
+    /// Runs `sql`, a `DELETE` of at most `batch` rows, until it deletes fewer; each run
+    /// commits on its own. Returns the rows deleted.
+    func deleteInBatches(_ sql: String, _ parameters: [PostgresValue], batch: Int = deletionBatch) async throws(StoreError) -> Int {
         var total = 0
         while true {
             let deleted = try await query(sql, parameters).affectedRows
             total += deleted
-            if deleted < Self.deletionBatch { return total }
+            if deleted < batch { return total }
         }
     }
 }

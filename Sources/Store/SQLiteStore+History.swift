@@ -51,16 +51,16 @@ extension SQLiteStore {
     /// the write lock (and the ledger writer) for long.
     static let deletionBatch = 5_000
 
-    /// Runs `sql`, a `DELETE` of at most ``deletionBatch`` rows, in transactions of its own
-    /// until it deletes fewer; the writer is let go between them. Returns the rows deleted.
-    func deleteInBatches(_ sql: String, _ values: [SQLiteValue]) throws(StoreError) -> Int {
+    /// Runs `sql`, a `DELETE` of at most `batch` rows, in transactions of its own until it
+    /// deletes fewer; the writer is let go between them. Returns the rows deleted.
+    func deleteInBatches(_ sql: String, _ values: [SQLiteValue], batch: Int = deletionBatch) throws(StoreError) -> Int {
         var total = 0
         while true {
             let deleted = try writer.withConnection { connection throws(StoreError) in
                 try connection.transaction { () throws(StoreError) in try connection.execute(sql, values) }
             }
             total += deleted
-            if deleted < Self.deletionBatch { return total }
+            if deleted < batch { return total }
         }
     }
 }

@@ -45,7 +45,12 @@ extension SQLiteStore {
         try await read { connection throws(StoreError) in
             var findings: [String] = []
             try connection.query("PRAGMA integrity_check") { findings.append($0.text(0)) }
-            return findings == ["ok"] ? [] : findings
+            if findings == ["ok"] { findings = [] }
+            // The integrity check leaves foreign keys out: a job's items with no job.
+            try connection.query("PRAGMA foreign_key_check") {
+                findings.append("\($0.text(0)): row \($0.int64(1)) refers to a \($0.text(2)) row that does not exist")
+            }
+            return findings
         }
     }
 

@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1]
+    static let migrations: [String] = [version1, version2]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -138,5 +138,59 @@ enum StoreSchema {
         CREATE TRIGGER tokens_deleted AFTER DELETE ON tokens BEGIN
             UPDATE store_meta SET value = value + 1 WHERE key = 'token_generation';
         END;
+        """
+
+    /// Jobs and their items (``JobStore``). `seq` orders jobs oldest first, whatever the
+    /// clocks of the gateways that made them. Items go with their job: the writer has
+    /// foreign keys on, so deleting a job deletes them.
+    private static let version2 = """
+        CREATE TABLE jobs (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            owner_id TEXT,
+            caller_key TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            task TEXT NOT NULL,
+            tone TEXT,
+            format TEXT NOT NULL,
+            input_length INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+            done INTEGER NOT NULL,
+            total INTEGER NOT NULL,
+            result TEXT,
+            data TEXT,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            error_code TEXT,
+            error_message TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            ended_at INTEGER
+        ) STRICT;
+        -- Claims and stalled jobs walk one status oldest first; the statistics count by status.
+        CREATE INDEX jobs_by_status ON jobs (status, seq);
+        -- The cap on jobs in flight counts a caller's.
+        CREATE INDEX jobs_by_caller ON jobs (caller_key, status);
+        CREATE INDEX jobs_by_ended_at ON jobs (ended_at) WHERE ended_at IS NOT NULL;
+
+        CREATE TABLE job_items (
+            job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+            level INTEGER NOT NULL,
+            idx INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('map', 'reduce', 'final')),
+            input TEXT NOT NULL,
+            source_start INTEGER NOT NULL,
+            source_end INTEGER NOT NULL,
+            answer TEXT,
+            data TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            lease_owner TEXT,
+            lease_until INTEGER,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (job_id, level, idx)
+        ) STRICT;
+        -- What is left to do: claims, leases counted per job, stalled jobs, the queue's depth.
+        CREATE INDEX job_items_unanswered ON job_items (job_id, level, idx) WHERE answer IS NULL;
         """
 }
