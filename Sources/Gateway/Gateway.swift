@@ -2,6 +2,7 @@ import ChatAPI
 import EventLoop
 import HTTP1
 import Redis
+import Store
 public import HTTPClient
 public import HTTPServer
 

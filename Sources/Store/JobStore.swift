@@ -56,7 +56,7 @@ public protocol JobStore: Sendable {
 
     /// Adds the items of the next level of a job: only when the job is running, every item of
     /// `level.level - 1` is answered and no item of `level.level` exists yet (two workers
-    /// finishing a level at once add it once). Adds `level.items.count` to the job's total.
+    /// finishing a level at once add it once). Adds `level.addedCalls` to the job's total.
     /// Returns whether it added them.
     func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool
 
@@ -140,6 +140,8 @@ public struct NewJob: Sendable {
     public var ownerID: String?
     /// What the cap on jobs in flight counts by: the user id, or a guest's client address.
     public var callerKey: String
+    /// The caller's plan when it was submitted (its answers are charged under it).
+    public var plan: String?
     /// The request id of the `POST` that made it (sent upstream with every call of the job).
     public var requestID: String
     public var task: String
@@ -156,12 +158,13 @@ public struct NewJob: Sendable {
     public var items: [NewJobItem]
 
     public init(
-        id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
+        id: String, ownerID: String?, callerKey: String, plan: String? = nil, requestID: String, task: String, tone: String?, format: String,
         inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem]
     ) {
         self.id = id
         self.ownerID = ownerID
         self.callerKey = callerKey
+        self.plan = plan
         self.requestID = requestID
         self.task = task
         self.tone = tone
@@ -208,12 +211,16 @@ public struct JobRecord: Sendable, Equatable {
     public var updatedAtMilliseconds: Int64
     /// When it ended (succeeded, failed or cancelled).
     public var endedAtMilliseconds: Int64?
+    /// ``NewJob/plan``.
+    public var plan: String?
 
     public init(
         id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String, inputLength: Int,
         status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
-        errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64, endedAtMilliseconds: Int64?
+        errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64, endedAtMilliseconds: Int64?,
+        plan: String? = nil
     ) {
+        self.plan = plan
         self.id = id
         self.ownerID = ownerID
         self.callerKey = callerKey
@@ -313,13 +320,15 @@ public struct JobItemCompletion: Sendable {
 /// An answered item of a level.
 public struct JobItemAnswer: Sendable, Equatable {
     public var index: Int
+    public var kind: JobItemKind
     public var answer: String
     public var data: String?
     public var sourceStart: Int
     public var sourceEnd: Int
 
-    public init(index: Int, answer: String, data: String?, sourceStart: Int, sourceEnd: Int) {
+    public init(index: Int, kind: JobItemKind = .map, answer: String, data: String?, sourceStart: Int, sourceEnd: Int) {
         self.index = index
+        self.kind = kind
         self.answer = answer
         self.data = data
         self.sourceStart = sourceStart
@@ -349,12 +358,16 @@ public struct NewJobLevel: Sendable {
     /// At least 1.
     public var level: Int
     public var items: [NewJobItem]
+    /// What the level adds to the job's total of calls: its items, less any already
+    /// expected (the final pass is counted from the submission on).
+    public var addedCalls: Int
     public var nowMilliseconds: Int64
 
-    public init(jobID: String, level: Int, items: [NewJobItem], nowMilliseconds: Int64) {
+    public init(jobID: String, level: Int, items: [NewJobItem], addedCalls: Int? = nil, nowMilliseconds: Int64) {
         self.jobID = jobID
         self.level = level
         self.items = items
+        self.addedCalls = addedCalls ?? items.count
         self.nowMilliseconds = nowMilliseconds
     }
 }

@@ -11,7 +11,8 @@ extension JobsTable {
             done: row.int(offset + 9) ?? 0, total: row.int(offset + 10) ?? 0, result: row.string(offset + 11), data: row.string(offset + 12),
             inputTokens: row.int(offset + 13) ?? 0, outputTokens: row.int(offset + 14) ?? 0, errorCode: row.string(offset + 15),
             errorMessage: row.string(offset + 16), createdAtMilliseconds: Int64(row.int(offset + 17) ?? 0),
-            updatedAtMilliseconds: Int64(row.int(offset + 18) ?? 0), endedAtMilliseconds: row.int(offset + 19).map(Int64.init)
+            updatedAtMilliseconds: Int64(row.int(offset + 18) ?? 0), endedAtMilliseconds: row.int(offset + 19).map(Int64.init),
+            plan: row.string(offset + 20)
         )
     }
 

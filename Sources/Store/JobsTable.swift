@@ -3,7 +3,7 @@ enum JobsTable {
     /// The columns of a ``JobRecord``, in the order ``record(from:at:)`` reads them.
     static let recordColumns = [
         "id", "owner_id", "caller_key", "request_id", "task", "tone", "format", "input_length", "status", "done", "total", "result",
-        "data", "input_tokens", "output_tokens", "error_code", "error_message", "created_at", "updated_at", "ended_at",
+        "data", "input_tokens", "output_tokens", "error_code", "error_message", "created_at", "updated_at", "ended_at", "plan",
     ]
 
     /// ``recordColumns`` as a select list, each prefixed with `table.` when given.
@@ -23,7 +23,8 @@ enum JobsTable {
             status: status(row.text(offset + 8)), done: row.int(offset + 9), total: row.int(offset + 10), result: row.optionalText(offset + 11),
             data: row.optionalText(offset + 12), inputTokens: row.int(offset + 13), outputTokens: row.int(offset + 14),
             errorCode: row.optionalText(offset + 15), errorMessage: row.optionalText(offset + 16), createdAtMilliseconds: row.int64(offset + 17),
-            updatedAtMilliseconds: row.int64(offset + 18), endedAtMilliseconds: row.optionalInt64(offset + 19)
+            updatedAtMilliseconds: row.int64(offset + 18), endedAtMilliseconds: row.optionalInt64(offset + 19),
+            plan: row.optionalText(offset + 20)
         )
     }
 

@@ -176,6 +176,7 @@ enum PostgresSchema {
             id text PRIMARY KEY,
             owner_id text,
             caller_key text NOT NULL,
+            plan text,
             request_id text NOT NULL,
             task text NOT NULL,
             tone text,

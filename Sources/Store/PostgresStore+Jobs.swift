@@ -18,8 +18,8 @@ extension PostgresStore {
                 WITH active AS (SELECT count(*) AS n FROM jobs WHERE caller_key = $3::text AND status IN \(JobsTable.active)),
                 created AS (
                     INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status, done, total,
-                        input_tokens, output_tokens, created_at, updated_at)
-                    SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8, 'queued', 0, $9, 0, 0, $10, $10
+                        input_tokens, output_tokens, created_at, updated_at, plan)
+                    SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8, 'queued', 0, $9, 0, 0, $10, $10, $16::text
                     FROM active WHERE active.n < $11
                     RETURNING id
                 ),
@@ -29,7 +29,7 @@ extension PostgresStore {
                 [
                     .text(job.id), job.ownerID.postgresValue, .text(job.callerKey), .text(job.requestID), .text(job.task), job.tone.postgresValue,
                     .text(job.format), .int(job.inputLength), .int(job.total), .int(Int(job.createdAtMilliseconds)), .int(maxActive),
-                ] + Self.itemArrays(job.items)
+                ] + Self.itemArrays(job.items) + [job.plan.postgresValue]
             ),
         ])
         let active = results.last?.rows.first?.int(0) ?? 0
@@ -190,12 +190,12 @@ extension PostgresStore {
 
     public func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
         let rows = try await query(
-            "SELECT idx, answer, data, source_start, source_end FROM job_items WHERE job_id = $1 AND level = $2 ORDER BY idx",
+            "SELECT idx, answer, data, source_start, source_end, kind FROM job_items WHERE job_id = $1 AND level = $2 ORDER BY idx",
             [.text(jobID), .int(level)]
         ).rows
         let answers = rows.compactMap { row in
             row.string(1).map {
-                JobItemAnswer(index: row.int(0) ?? 0, answer: $0, data: row.string(2), sourceStart: row.int(3) ?? 0, sourceEnd: row.int(4) ?? 0)
+                JobItemAnswer(index: row.int(0) ?? 0, kind: JobsTable.kind(row.string(5) ?? ""), answer: $0, data: row.string(2), sourceStart: row.int(3) ?? 0, sourceEnd: row.int(4) ?? 0)
             }
         }
         return JobLevelAnswers(count: rows.count, answers: answers)
@@ -221,7 +221,7 @@ extension PostgresStore {
                 )
                 SELECT count(*) FROM ready
                 """,
-                [.text(level.jobID), .int(level.level), .int(level.items.count), .int(Int(level.nowMilliseconds))] + Self.itemArrays(level.items)
+                [.text(level.jobID), .int(level.level), .int(level.addedCalls), .int(Int(level.nowMilliseconds))] + Self.itemArrays(level.items)
             ),
         ])
         return (results.last?.rows.first?.int(0) ?? 0) > 0

@@ -12,13 +12,13 @@ extension SQLiteStore {
                 try connection.execute(
                     """
                     INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status, done, total,
-                        input_tokens, output_tokens, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?)
+                        input_tokens, output_tokens, created_at, updated_at, plan)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?, ?)
                     """,
                     [
                         .text(job.id), .text(job.ownerID), .text(job.callerKey), .text(job.requestID), .text(job.task), .text(job.tone),
                         .text(job.format), .integer(job.inputLength), .integer(job.total), .integer(job.createdAtMilliseconds),
-                        .integer(job.createdAtMilliseconds),
+                        .integer(job.createdAtMilliseconds), .text(job.plan),
                     ]
                 )
                 try Self.insert(job.items, jobID: job.id, level: 0, into: connection)
@@ -143,12 +143,12 @@ extension SQLiteStore {
             var count = 0
             var answers: [JobItemAnswer] = []
             try connection.query(
-                "SELECT idx, answer, data, source_start, source_end FROM job_items WHERE job_id = ? AND level = ? ORDER BY idx",
+                "SELECT idx, answer, data, source_start, source_end, kind FROM job_items WHERE job_id = ? AND level = ? ORDER BY idx",
                 [.text(jobID), .integer(level)]
             ) {
                 count += 1
                 guard let answer = $0.optionalText(1) else { return }
-                answers.append(JobItemAnswer(index: $0.int(0), answer: answer, data: $0.optionalText(2), sourceStart: $0.int(3), sourceEnd: $0.int(4)))
+                answers.append(JobItemAnswer(index: $0.int(0), kind: JobsTable.kind($0.text(5)), answer: answer, data: $0.optionalText(2), sourceStart: $0.int(3), sourceEnd: $0.int(4)))
             }
             return JobLevelAnswers(count: count, answers: answers)
         }
@@ -171,7 +171,7 @@ extension SQLiteStore {
                 try Self.insert(level.items, jobID: level.jobID, level: level.level, into: connection)
                 try connection.execute(
                     "UPDATE jobs SET total = total + ?, updated_at = ? WHERE id = ?",
-                    [.integer(level.items.count), .integer(level.nowMilliseconds), .text(level.jobID)]
+                    [.integer(level.addedCalls), .integer(level.nowMilliseconds), .text(level.jobID)]
                 )
                 return true
             }

@@ -149,6 +149,7 @@ enum StoreSchema {
             id TEXT NOT NULL UNIQUE,
             owner_id TEXT,
             caller_key TEXT NOT NULL,
+            plan TEXT,
             request_id TEXT NOT NULL,
             task TEXT NOT NULL,
             tone TEXT,

@@ -39,7 +39,7 @@ struct JobsEndToEndTests {
         let body = try JSONValue.parse(response.body)
         #expect(body["status"]?.stringValue == "queued")
         let id = try #require(body["jobId"]?.stringValue)
-        #expect(response.headers.first { $0.name.lowercased() == "location" }?.value == "/api/jobs/" + id)
+        #expect(response.header("Location") == "/api/jobs/" + id)
         return id
     }
 
@@ -139,7 +139,7 @@ struct JobsEndToEndTests {
             let id = try await Self.submitted(harness, task: "summarize", text: Self.longText(sentences: 60))
             let response = try await StoreEndToEndTests.get(harness, "/api/jobs/\(id)/events")
             #expect(response.status == 200)
-            #expect(response.headers.first { $0.name.lowercased() == "content-type" }?.value.hasPrefix("text/event-stream") == true)
+            #expect(response.header("Content-Type")?.hasPrefix("text/event-stream") == true)
             let events = String(decoding: response.body, as: UTF8.self).components(separatedBy: "\n\n").filter { $0.hasPrefix("event:") }
             let names = events.map { $0.split(separator: "\n")[0].dropFirst("event: ".count) }
             #expect(names.last == "done")

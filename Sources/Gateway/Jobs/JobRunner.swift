@@ -327,9 +327,11 @@ final class JobRunner: Service {
         case .reduce(let planned):
             items = planned.map(NewJobItem.init)
         }
+        // The final pass was counted at the submission; a reduce round adds its calls.
+        let addedCalls = items.first?.kind == .final ? 0 : items.count
         let now = milliseconds(dependencies.clock())
         let added = await retryingStore { () throws(StoreError) in
-            try await store.addLevel(NewJobLevel(jobID: job.id, level: level + 1, items: items, nowMilliseconds: now))
+            try await store.addLevel(NewJobLevel(jobID: job.id, level: level + 1, items: items, addedCalls: addedCalls, nowMilliseconds: now))
         }
         if added == true {
             dependencies.events.changed(job.id)
