@@ -33,8 +33,8 @@ struct JobsEndToEndTests {
         return try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/jobs", headers: headers, body: Array(body.utf8)))
     }
 
-    static func submitted(_ harness: GatewayHarness, task: String, text: String, format: String? = nil) async throws -> String {
-        let response = try await submit(harness, task: task, text: text, format: format)
+    static func submitted(_ harness: GatewayHarness, task: String, text: String, format: String? = nil, token: String? = alice) async throws -> String {
+        let response = try await submit(harness, task: task, text: text, format: format, token: token)
         try #require(response.status == 202, "\(String(decoding: response.body, as: UTF8.self))")
         let body = try JSONValue.parse(response.body)
         #expect(body["status"]?.stringValue == "queued")

@@ -1,5 +1,5 @@
 import ChatAPI
-import Gateway
+@testable import Gateway
 import HTTPClient
 import Postgres
 import Testing
@@ -65,6 +65,44 @@ struct PostgresStoreEndToEndTests {
         let backup = await StoreCommand.backup(file: "/tmp/never-written.sqlite").run(configuration: configuration)
         #expect(backup.status == 1)
         #expect(backup.error.contains("pg_dump"))
+    }
+
+    @Test("two gateways on one Postgres share a job's chunks: each chunk is asked once, both instances answer some")
+    func jobsAcrossInstances() async throws {
+        let location = try DatabaseLocation(url: try await Self.databaseURL())
+        func configure(_ configuration: inout GatewayConfiguration) {
+            configuration.database = location
+            configuration.jobs.chunkTokens = 400
+            configuration.jobs.overlapTokens = 0
+            configuration.jobs.concurrencyPerJob = 6
+            // Each instance takes at most half of what the job may run at once.
+            configuration.jobs.workers = 3
+        }
+        try await GatewayHarness.with(configure: configure) { first in
+            try await first.peer(configure: configure) { second in
+                let text = JobsEndToEndTests.longText(sentences: 240, extra: " [mock:latency-ms=150]")
+                let chunks = JobsEndToEndTests.chunks(text, first.running.gateway.configuration, overlap: false)
+                let id = try await JobsEndToEndTests.submitted(first, task: "summarize", text: text, token: nil)
+                var job: JSONValue?
+                let ended = await eventually(within: 60) {
+                    job = try? await JobsEndToEndTests.job(second, id, token: nil)
+                    return job?["status"]?.stringValue == "succeeded"
+                }
+                #expect(ended, "\(String(describing: job))")
+                #expect((job?["progress"]?["done"]?.intValue ?? 0) > chunks.count)
+                #expect(job?["progress"]?["done"]?.intValue == job?["progress"]?["total"]?.intValue)
+                let sent = first.mock.receivedUserTexts
+                for chunk in chunks { #expect(sent.filter { $0.contains(chunk.text) }.count == 1) }
+                func answered(_ harness: GatewayHarness) async throws -> Int {
+                    let metrics = String(decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body, as: UTF8.self)
+                    let line = metrics.split(separator: "\n").first { $0.hasPrefix("textgateway_job_items_total{kind=\"map\"}") }
+                    return Int(line?.split(separator: " ").last.flatMap { Double($0) } ?? 0)
+                }
+                let (byFirst, bySecond) = (try await answered(first), try await answered(second))
+                #expect(byFirst + bySecond == chunks.count)
+                #expect(byFirst > 0 && bySecond > 0, "\(byFirst) and \(bySecond)")
+            }
+        }
     }
 
     @Test("DATABASE_URL takes postgres:// and postgresql://, and never shows the password")
