@@ -151,7 +151,7 @@ public final class Gateway: Sendable {
                 charge: { [limiter] job, tokens in
                     guard let limiter, tokens > 0 else { return }
                     let plan = plans.plan(for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
-                    _ = try? await limiter.finish(lease: RateLease(key: job.callerKey, id: 0), plan: plan, tokens: tokens, now: clock())
+                    try? await limiter.charge(key: job.callerKey, plan: plan, tokens: tokens, now: clock())
                 },
                 ledger: store.recorder
             ))

@@ -149,6 +149,22 @@ struct RedisRateLimiterTests {
         }
     }
 
+    @Test("tokens charged without a lease (a job's answered items) count on every instance")
+    func chargeWithoutLease() async throws {
+        try await Self.withLimiters { limiters, _, _ in
+            let plan = Self.plan(tokens: 1000)
+            try await limiters[0].charge(key: "user:j", plan: plan, tokens: 300, now: Self.now)
+            try await limiters[0].charge(key: "user:j", plan: plan, tokens: 400, now: Self.now)
+            let seen = try await limiters[1].acquire(key: "user:j", plan: plan, reservingTokens: 0, now: Self.now)
+            #expect(seen.status?.remaining == 300)
+            try await limiters[1].charge(key: "user:j", plan: plan, tokens: 300, now: Self.now)
+            let refused = try await limiters[0].acquire(key: "user:j", plan: plan, reservingTokens: 0, now: Self.now)
+            #expect(Self.refusal(refused) == .dailyTokens)
+            // Another caller's day is its own.
+            #expect(try await limiters[1].acquire(key: "user:k", plan: plan, reservingTokens: 0, now: Self.now).lease != nil)
+        }
+    }
+
     @Test("finishing a lease twice frees its slot and charges its tokens once")
     func finishTwice() async throws {
         try await Self.withLimiters { limiters, _, _ in

@@ -24,9 +24,16 @@ public protocol RateLimiter: Sendable {
     /// response reports, counting those tokens (nil when the plan reports none). Finishing
     /// a lease twice gives nothing back twice.
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus?
+
+    /// Charges `tokens` used outside any request (a job's answered item) to `key`'s day.
+    func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws
 }
 
 extension RateLimiter {
+    public func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
+        _ = try await finish(lease: RateLease(key: key, id: 0), plan: plan, tokens: tokens, now: now)
+    }
+
     public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {
         try await acquire(key: key, plan: plan, now: now)
     }

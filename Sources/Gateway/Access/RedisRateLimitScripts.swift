@@ -107,6 +107,16 @@ enum RedisRateLimitScripts {
         return {1, 'ok', 0, 'none', 0, 0, 0, day}
         """
 
+    /// Tokens used outside any request's lease (a job's answered item), added to today's count.
+    static let charge = """
+        -- KEYS[1] the prefix of t; ARGV[1] the tokens. Returns the UTC day they count for.
+        local day = math.floor(tonumber(redis.call('TIME')[1]) / 86400)
+        local tokensKey = KEYS[1] .. ':' .. day
+        local used = tonumber(ARGV[1])
+        if redis.call('INCRBY', tokensKey, used) == used then redis.call('EXPIRE', tokensKey, 2 * 86400) end
+        return day
+        """
+
     /// Requests' ends: each lease given back and its reservation replaced by its real count,
     /// each once; several leases (of any keys) in one call.
     static let finish = """

@@ -22,7 +22,8 @@ final class RedisRateLimiter: RateLimiter {
     static let acquireScript = RedisScript(source: RedisRateLimitScripts.acquire)
     static let finishScript = RedisScript(source: RedisRateLimitScripts.finish)
     static let renewScript = RedisScript(source: RedisRateLimitScripts.renew)
-    static let scripts = [acquireScript, finishScript, renewScript]
+    static let chargeScript = RedisScript(source: RedisRateLimitScripts.charge)
+    static let scripts = [acquireScript, finishScript, renewScript, chargeScript]
     /// Most leases one renewal call carries (a bounded command; more take more calls).
     static let renewalBatch = 500
 
@@ -61,6 +62,12 @@ final class RedisRateLimiter: RateLimiter {
 
     func acquire(key: String, plan: Plan, now: Instant) async throws -> RateDecision {
         try await acquire(key: key, plan: plan, reservingTokens: 0, now: now)
+    }
+
+    /// Adds `tokens` to `key`'s count for today (Redis's day), when its plan counts tokens.
+    func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
+        guard plan.tokensPerDay != nil, tokens > 0 else { return }
+        _ = try await client.evalSHA(Self.chargeScript, keys: [RedisKeys(key).tokens], arguments: [RedisArgument(tokens)])
     }
 
     func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {

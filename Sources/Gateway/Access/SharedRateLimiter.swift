@@ -88,6 +88,20 @@ final class SharedRateLimiter: RateLimiter {
         return await local.acquire(key: key, plan: plan, now: now)
     }
 
+    /// In Redis while it answers, so every instance counts it; else this instance's own count.
+    func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
+        if client.connectedCount > 0 {
+            do {
+                try await shared.charge(key: key, plan: plan, tokens: tokens, now: now)
+                answered()
+                return
+            } catch let error as RedisError {
+                errors.labels(Self.kind(error.code)).increment()
+            }
+        }
+        await local.record(tokens: tokens, key: key, plan: plan, now: now)
+    }
+
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus? {
         guard lease.origin == .shared else { return await local.finish(lease: lease, plan: plan, tokens: tokens, now: now) }
         // Off the request's path: the answer reports the status its acquire gave (the window
