@@ -68,6 +68,22 @@ case .jwtCheck(let environmentName):
     let result = await JWTCheck.run(token: input, configuration: loadConfiguration(environmentName: environmentName))
     write(result.output, to: 1)
     exit(result.status)
+case .eval(let eval, let environmentName):
+    let configuration = loadConfiguration(environmentName: environmentName)
+    var clientConfiguration = HTTPClientConfiguration()
+    clientConfiguration.timeout = configuration.upstreamTimeout
+    clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
+    let client: HTTPClient
+    do {
+        client = try HTTPClient(configuration: clientConfiguration)
+    } catch {
+        fail("eval: cannot start the HTTP client: \(error)", exitCode: 1)
+    }
+    let result = await eval.run(configuration: configuration, client: client)
+    await client.shutdown()
+    write(result.output, to: 1)
+    write(result.error, to: 2)
+    exit(result.status)
 case .healthcheck(let port):
     exit(await Healthcheck.run(port: port ?? Int(ProcessEnvironment.read()?["PORT"] ?? "") ?? 8080) ? 0 : 1)
 case .serve(let hostname, let port, let environmentName):

@@ -13,6 +13,9 @@ public enum GatewayCommand: Equatable, Sendable {
     /// `jwt check [--env E]`: reads a JWT from standard input and explains what the gateway,
     /// configured as `serve` would be, decides about it.
     case jwtCheck(environment: String)
+    /// `eval [--format table|json] [--min-pass F] [--task T]… [--concurrency N] [--env E]`:
+    /// the fixed corpus through each task against the configured upstreams, checked.
+    case eval(EvalCommand, environment: String)
     case help
     case version
 
@@ -27,6 +30,7 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway db backup <file>
                text-gateway db check
                text-gateway jwt check [--env NAME] < token.txt
+               text-gateway eval [--format table|json] [--min-pass 0.9] [--task T]... [--concurrency N] [--env NAME]
                text-gateway --help | --version
 
         serve        run the gateway (the default). Settings come from the environment,
@@ -46,6 +50,14 @@ public enum GatewayCommand: Equatable, Sendable {
         jwt check    read a JWT from standard input and explain what the gateway decides
                      about it with the JWT_* settings serve would read: accepted (the user
                      and plan) or refused and why. Exit 0 when accepted, 1 when refused.
+        eval         run the built-in corpus of Persian texts (news, technical,
+                     conversational) through each task against the upstreams serve would
+                     use, plain and with "format": "json", and check what can be checked
+                     without a judge: Persian script, a summary shorter than its text that
+                     keeps its numbers and subject, 3-10 bullet points, exactly 10 numbered
+                     titles, a rewrite that keeps every number, JSON that validates. Prints
+                     a table per task (pass rate, tokens, latency) or JSON; exit 1 when the
+                     share of passing cases is under --min-pass (0 to 1).
 
         """
 
@@ -57,6 +69,7 @@ public enum GatewayCommand: Equatable, Sendable {
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
         if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
         if rest.first == "jwt" { return try parseJWT(rest.dropFirst()) }
+        if rest.first == "eval" { return try parseEval(rest.dropFirst()) }
         var subcommand = "serve"
         if let first = rest.first, !first.hasPrefix("-") {
             subcommand = first
@@ -100,6 +113,42 @@ public enum GatewayCommand: Equatable, Sendable {
 }
 
 extension GatewayCommand {
+    /// `eval` and its options.
+    private static func parseEval(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
+        var rest = arguments
+        var eval = EvalCommand()
+        var environment = "development"
+        var tasks: [TextTask] = []
+        while let word = rest.popFirst() {
+            guard let value = rest.popFirst(), !value.hasPrefix("--") else {
+                throw CommandLineError(word.hasPrefix("--") ? "\(word) needs a value" : "unknown argument \(word)")
+            }
+            switch word {
+            case "--format":
+                guard let format = EvalCommand.Format(rawValue: value) else { throw CommandLineError("--format must be table or json") }
+                eval.format = format
+            case "--min-pass":
+                guard let rate = Double(value), (0...1).contains(rate) else { throw CommandLineError("--min-pass must be a number from 0 to 1") }
+                eval.minimumPassRate = rate
+            case "--task":
+                guard let task = TextTask(rawValue: value) else { throw CommandLineError("--task must be summarize, rewrite, key-points or titles") }
+                tasks.append(task)
+            case "--concurrency":
+                guard let number = Int(value), (1...64).contains(number) else { throw CommandLineError("--concurrency must be a number in 1...64") }
+                eval.concurrency = number
+            case "--env":
+                guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                    throw CommandLineError("--env must be a plain name such as development or production")
+                }
+                environment = value
+            default:
+                throw CommandLineError("unknown option \(word)")
+            }
+        }
+        if !tasks.isEmpty { eval.tasks = tasks }
+        return .eval(eval, environment: environment)
+    }
+
     /// `jwt check [--env NAME]`.
     private static func parseJWT(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments

@@ -1,0 +1,239 @@
+import ChatAPI
+import EventLoop
+public import HTTPClient
+
+/// `text-gateway eval`: the fixed corpus (``EvalCorpus``) through each task against the
+/// configured upstreams, as `/api/process` would ask them, every answer checked
+/// (``EvalChecks``); a table per task, or JSON. For comparing models and prompts before a
+/// change ships.
+public struct EvalCommand: Sendable, Equatable {
+    public enum Format: String, Sendable, Equatable {
+        case table, json
+    }
+
+    public var format = Format.table
+    /// Exit 1 when the share of cases that pass all their checks is below this (0...1).
+    public var minimumPassRate: Double?
+    /// Calls in flight at once.
+    public var concurrency = 4
+    /// Only these tasks; nil: all four.
+    public var tasks: [TextTask]?
+
+    public init(format: Format = .table, minimumPassRate: Double? = nil, concurrency: Int = 4, tasks: [TextTask]? = nil) {
+        self.format = format
+        self.minimumPassRate = minimumPassRate
+        self.concurrency = concurrency
+        self.tasks = tasks
+    }
+
+    /// What one text and task gave: the plain answer's checks and the `format: json` one's.
+    struct Case: Sendable {
+        let task: TextTask
+        let textID: String
+        var checks: [EvalChecks.Check]
+        /// The call that failed, by its error code.
+        var failure: String?
+        var inputTokens = 0
+        var outputTokens = 0
+        /// Both calls' milliseconds.
+        var milliseconds: [Double] = []
+
+        var passed: Bool { failure == nil && checks.allSatisfy(\.passed) }
+    }
+
+    /// Runs the corpus; the report, and the exit status (0, 1 under the minimum, 2 when no
+    /// upstream is configured).
+    public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (output: String, error: String, status: Int32) {
+        let upstreams = Gateway.upstreams(configuration: configuration, httpClient: client)
+        guard !upstreams.isEmpty else { return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2) }
+        let logger = Logger(level: .error)
+        let pool = UpstreamPool(
+            members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
+            metrics: UpstreamMetrics(registry: MetricsRegistry()), logger: logger
+        )
+        let bodies = ProcessBodies(configuration: configuration)
+        let work = (tasks ?? TextTask.allCases).flatMap { task in EvalCorpus.texts.map { (task, $0) } }
+        var cases: [Case] = []
+        var next = 0
+        await withTaskGroup(of: Case.self) { group in
+            func add() {
+                guard next < work.count else { return }
+                let (task, text) = work[next]
+                next += 1
+                group.addTask { await Self.evaluate(task: task, text: text, pool: pool, bodies: bodies, logger: logger) }
+            }
+            for _ in 0..<max(1, concurrency) { add() }
+            for await finished in group {
+                cases.append(finished)
+                add()
+            }
+        }
+        let order = TextTask.allCases
+        cases.sort { (order.firstIndex(of: $0.task) ?? 0, $0.textID) < (order.firstIndex(of: $1.task) ?? 0, $1.textID) }
+        let model = configuration.effectiveUpstreams.first.flatMap { $0.model(for: .summarize) } ?? "?"
+        let report = EvalReport(cases: cases, model: model)
+        let output = format == .json ? report.json() : report.table()
+        if let minimumPassRate, report.passRate < minimumPassRate {
+            return (output, "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass \(EvalReport.percent(minimumPassRate))\n", 1)
+        }
+        return (output, "", 0)
+    }
+
+    private static func evaluate(task: TextTask, text: EvalText, pool: UpstreamPool, bodies: ProcessBodies, logger: Logger) async -> Case {
+        var result = Case(task: task, textID: text.id, checks: [])
+        for format in OutputFormat.allCases {
+            let request = ProcessRequest(task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
+            let start = MonotonicInstant.now()
+            do {
+                let answer = try await ProcessRoute.answer(request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger) { _ in }
+                result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
+                result.inputTokens += max(0, answer.usage?.promptTokens ?? 0)
+                result.outputTokens += max(0, answer.usage?.completionTokens ?? 0)
+                if format == .text {
+                    result.checks += EvalChecks.checks(task: task, answer: answer.result, text: text)
+                } else {
+                    // The answer's data, as the client gets it, must be what the schema says.
+                    let data = answer.data.map { String(decoding: $0.jsonBytes(), as: UTF8.self) } ?? ""
+                    result.checks.append(EvalChecks.structured(task: task, answer: data))
+                }
+            } catch {
+                result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
+                if format == .json, error.code == GatewayError.invalidModelOutput.code {
+                    result.checks.append(EvalChecks.Check(name: "json_validates", passed: false))
+                } else {
+                    result.failure = result.failure ?? error.code
+                }
+            }
+        }
+        return result
+    }
+}
+
+/// The results of an eval run, per task.
+struct EvalReport {
+    let cases: [EvalCommand.Case]
+    let model: String
+
+    var passRate: Double { cases.isEmpty ? 0 : Double(cases.filter(\.passed).count) / Double(cases.count) }
+
+    struct TaskSummary {
+        let task: TextTask
+        let cases: Int
+        let passed: Int
+        let inputTokens: Int
+        let outputTokens: Int
+        let p50: Double
+        let p95: Double
+        /// Each check's passes and total, in the order first seen; call failures by code.
+        let checks: [(name: String, passed: Int, total: Int)]
+        let failures: [String: Int]
+    }
+
+    var tasks: [TaskSummary] {
+        TextTask.allCases.compactMap { task in
+            let mine = cases.filter { $0.task == task }
+            guard !mine.isEmpty else { return nil }
+            var names: [String] = []
+            var counts: [String: (Int, Int)] = [:]
+            var failures: [String: Int] = [:]
+            for item in mine {
+                for check in item.checks {
+                    if counts[check.name] == nil { names.append(check.name) }
+                    let (passed, total) = counts[check.name] ?? (0, 0)
+                    counts[check.name] = (passed + (check.passed ? 1 : 0), total + 1)
+                }
+                if let failure = item.failure { failures[failure, default: 0] += 1 }
+            }
+            let times = mine.flatMap(\.milliseconds).sorted()
+            func percentile(_ fraction: Double) -> Double {
+                times.isEmpty ? 0 : times[min(times.count - 1, Int(fraction * Double(times.count)))]
+            }
+            return TaskSummary(
+                task: task, cases: mine.count, passed: mine.filter(\.passed).count, inputTokens: mine.reduce(0) { $0 + $1.inputTokens },
+                outputTokens: mine.reduce(0) { $0 + $1.outputTokens }, p50: percentile(0.5), p95: percentile(0.95),
+                checks: names.map { (name: $0, passed: counts[$0]?.0 ?? 0, total: counts[$0]?.1 ?? 0) }, failures: failures
+            )
+        }
+    }
+
+    static func percent(_ fraction: Double) -> String {
+        "\(Int((fraction * 100).rounded())) %"
+    }
+
+    private static func padded(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let pad = String(repeating: " ", count: max(0, width - text.count))
+        return right ? pad + text : text + pad
+    }
+
+    func table() -> String {
+        var lines = ["text-gateway eval: \(EvalCorpus.texts.count) texts, model \(model)", ""]
+        lines.append(Self.padded("task", 12) + Self.padded("cases", 7, right: true) + Self.padded("passed", 8, right: true)
+            + Self.padded("pass rate", 11, right: true) + Self.padded("tokens in/out", 16, right: true)
+            + Self.padded("p50 ms", 9, right: true) + Self.padded("p95 ms", 9, right: true))
+        for summary in tasks {
+            lines.append(Self.padded(summary.task.rawValue, 12) + Self.padded(String(summary.cases), 7, right: true)
+                + Self.padded(String(summary.passed), 8, right: true)
+                + Self.padded(Self.percent(Double(summary.passed) / Double(max(1, summary.cases))), 11, right: true)
+                + Self.padded("\(summary.inputTokens)/\(summary.outputTokens)", 16, right: true)
+                + Self.padded(String(Int(summary.p50.rounded())), 9, right: true) + Self.padded(String(Int(summary.p95.rounded())), 9, right: true))
+        }
+        lines.append("")
+        for summary in tasks {
+            let checks = summary.checks.map { "\($0.name) \($0.passed)/\($0.total)" }
+            let failures = summary.failures.sorted { $0.key < $1.key }.map { "failed \($0.key) ×\($0.value)" }
+            lines.append("\(summary.task.rawValue): " + (checks + failures).joined(separator: ", "))
+        }
+        lines.append("")
+        lines.append("all: \(cases.filter(\.passed).count) of \(cases.count) cases pass every check (\(Self.percent(passRate)))")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    func json() -> String {
+        var writer = JSONWriter()
+        writer.object {
+            $0.field("model", model)
+            $0.field("texts", EvalCorpus.texts.count)
+            $0.field("cases", cases.count)
+            $0.field("passed", cases.filter(\.passed).count)
+            $0.field("passRate", passRate)
+            $0.field("tasks", array: tasks) { writer, summary in
+                writer.fields {
+                    $0.field("task", summary.task.rawValue)
+                    $0.field("cases", summary.cases)
+                    $0.field("passed", summary.passed)
+                    $0.field("inputTokens", summary.inputTokens)
+                    $0.field("outputTokens", summary.outputTokens)
+                    $0.field("p50Ms", summary.p50)
+                    $0.field("p95Ms", summary.p95)
+                    $0.field("checks", array: summary.checks) { writer, check in
+                        writer.fields {
+                            $0.field("name", check.name)
+                            $0.field("passed", check.passed)
+                            $0.field("total", check.total)
+                        }
+                    }
+                    $0.field("failures", object: { object in
+                        for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) { object.field(code, count) }
+                    })
+                }
+            }
+            $0.field("results", array: cases) { writer, item in
+                writer.fields {
+                    $0.field("task", item.task.rawValue)
+                    $0.field("text", item.textID)
+                    $0.field("passed", item.passed)
+                    $0.field("failure", item.failure)
+                    $0.field("failedChecks", strings: item.checks.filter { !$0.passed }.map(\.name))
+                }
+            }
+        }
+        return String(decoding: writer.bytes, as: UTF8.self) + "\n"
+    }
+}
+
+extension JSONWriter {
+    /// `body`'s fields, in an object ``field(_:array:_:)`` opened already.
+    fileprivate mutating func fields(_ body: (inout JSONWriter) -> Void) {
+        body(&self)
+    }
+}

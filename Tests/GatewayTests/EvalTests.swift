@@ -1,0 +1,106 @@
+@testable import Gateway
+import HTTPClient
+import HTTPServer
+import MockUpstream
+import Testing
+
+@Suite("text-gateway eval: the corpus, the checks, and a run against mock-upstream")
+struct EvalTests {
+    static let text = EvalCorpus.texts[0]
+
+    @Test("the corpus: at least 12 texts in three registers, each with numbers and its names in it")
+    func corpus() {
+        #expect(EvalCorpus.texts.count >= 12)
+        #expect(Set(EvalCorpus.texts.map(\.kind)) == [.news, .technical, .conversational])
+        #expect(Set(EvalCorpus.texts.map(\.id)).count == EvalCorpus.texts.count)
+        for text in EvalCorpus.texts {
+            #expect(EvalChecks.numbers(in: text.text).count >= 3, "\(text.id)")
+            #expect(text.names.allSatisfy { EvalChecks.mentions(text.text, $0) }, "\(text.id)")
+            #expect(EvalChecks.isPersianScript(text.text), "\(text.id)")
+            #expect(text.text.count >= 20 && text.text.count <= ProcessRequest.maximumCharacters)
+        }
+    }
+
+    @Test("numbers are read in Persian, Arabic-Indic and ASCII digits, with a decimal point")
+    func numbers() {
+        #expect(EvalChecks.numbers(in: "خط ۱۰ با ۱.۸ میلیون و 43 کیلومتر، ٣ روز، SHA-256.") == ["10", "1.8", "43", "3", "256"])
+        #expect(EvalChecks.numbers(in: "بدون عدد") == [])
+    }
+
+    @Test("each task's checks pass a good answer and fail a bad one")
+    func checks() {
+        func failed(_ task: TextTask, _ answer: String) -> [String] {
+            EvalChecks.checks(task: task, answer: answer, text: Self.text).filter { !$0.passed }.map(\.name)
+        }
+        #expect(failed(.summarize, "مترو تهران خط ۱۰ را با ۱۲ ایستگاه تا سال ۱۴۰۴ می‌سازد.") == [])
+        #expect(failed(.summarize, "مترو خط ۱۱ را می‌سازد.") == ["numbers_from_input", "keeps_subject_name"])
+        #expect(failed(.summarize, "Tehran metro opens line 10 with 12 stations.") == ["persian_script", "keeps_subject_name"])
+        #expect(failed(.summarize, Self.text.text + " تهران") == ["shorter_than_input"])
+        #expect(failed(.keyPoints, "- نکتهٔ یک\n- نکتهٔ دو\n• نکتهٔ سه") == [])
+        #expect(failed(.keyPoints, "۱. نکتهٔ یک\n۲. نکتهٔ دو\n۳. نکتهٔ سه\n۴. نکتهٔ چهار") == [])
+        #expect(failed(.keyPoints, "- نکتهٔ یک\n- نکتهٔ دو") == ["bulleted_list_3_to_10"])
+        #expect(failed(.keyPoints, "مقدمه\n- نکتهٔ یک\n- نکتهٔ دو\n- نکتهٔ سه") == ["bulleted_list_3_to_10"])
+        let titles = (1...10).map { "\($0). عنوان شمارهٔ \($0)" }
+        #expect(failed(.titles, titles.joined(separator: "\n")) == [])
+        #expect(failed(.titles, titles.dropLast().joined(separator: "\n")) == ["ten_numbered_lines"])
+        #expect(failed(.titles, titles.reversed().joined(separator: "\n")) == ["ten_numbered_lines"])
+        let numbers = EvalChecks.numbers(in: Self.text.text).joined(separator: " ")
+        #expect(failed(.rewrite, "متن بازنویسی‌شده با عددهای " + numbers) == [])
+        #expect(failed(.rewrite, "متن بازنویسی‌شده بدون عدد") == ["keeps_every_number"])
+        #expect(EvalChecks.structured(task: .titles, answer: "{\"titles\":[\"الف\"]}").passed == false)
+        #expect(EvalChecks.structured(task: .summarize, answer: "{\"summary\":\"خلاصه\"}").passed)
+    }
+
+    /// A run against a mock whose every answer is `content` (nil: its own fixed sentence).
+    static func run(content: String? = nil, minimum: Double? = nil, tasks: [TextTask]? = nil) async throws -> (String, Int32) {
+        var server = ServerConfiguration()
+        server.port = 0
+        server.loopCount = 1
+        var behaviour = MockBehaviour()
+        if let content { behaviour.content = content }
+        let mock = try MockUpstream(configuration: server, defaults: behaviour, apiKey: "k")
+        try await mock.start()
+        var configuration = GatewayConfiguration()
+        configuration.apiKey = "k"
+        configuration.defaultModel = "mock-model"
+        configuration.baseURL = mock.baseURL
+        let client = try HTTPClient()
+        let result = await EvalCommand(format: .table, minimumPassRate: minimum, tasks: tasks).run(configuration: configuration, client: client)
+        await client.shutdown()
+        await mock.shutdown()
+        return (result.output, result.status)
+    }
+
+    @Test("against mock-upstream's fixed answer the checks fail where they should, and --min-pass exits 1")
+    func againstTheMock() async throws {
+        let (table, status) = try await Self.run(minimum: 0.5)
+        #expect(status == 1)
+        for line in [
+            "summarize: persian_script 12/12, shorter_than_input 12/12, numbers_from_input 12/12, keeps_subject_name 0/12, json_validates 12/12",
+            "rewrite: persian_script 12/12, keeps_every_number 0/12, json_validates 12/12",
+            "key-points: persian_script 12/12, bulleted_list_3_to_10 0/12, json_validates 12/12",
+            "titles: persian_script 12/12, ten_numbered_lines 0/12, json_validates 12/12",
+            "all: 0 of 48 cases pass every check (0 %)",
+        ] {
+            #expect(table.contains(line), "\(table)")
+        }
+    }
+
+    @Test("a well-formed answer passes its task's checks, and the run exits 0 above --min-pass")
+    func wellFormed() async throws {
+        let titles = (1...10).map { "\($0). عنوانی برای این متن" }.joined(separator: "\n")
+        let (table, status) = try await Self.run(content: titles, minimum: 1, tasks: [.titles])
+        #expect(status == 0, "\(table)")
+        #expect(table.contains("titles: persian_script 12/12, ten_numbered_lines 12/12, json_validates 12/12"), "\(table)")
+    }
+
+    @Test("the command line takes eval's options and refuses bad ones")
+    func commandLine() throws {
+        #expect(try GatewayCommand.parse(["eval"]) == .eval(EvalCommand(), environment: "development"))
+        #expect(try GatewayCommand.parse(["eval", "--format", "json", "--min-pass", "0.8", "--task", "titles", "--env", "production"])
+            == .eval(EvalCommand(format: .json, minimumPassRate: 0.8, tasks: [.titles]), environment: "production"))
+        for bad in [["eval", "--min-pass", "2"], ["eval", "--format", "xml"], ["eval", "--task", "translate"], ["eval", "--nope", "1"], ["eval", "--format"]] {
+            #expect(throws: CommandLineError.self) { try GatewayCommand.parse(bad) }
+        }
+    }
+}
