@@ -88,7 +88,7 @@ struct OperationsDocsTests {
             }
             let indent = line.count - trimmed.count
             var block: [String] = []
-            while index < lines.count, lines[index].prefix { $0 == " " }.count > indent || lines[index].allSatisfy({ $0 == " " }) {
+            while index < lines.count, lines[index].prefix(while: { $0 == " " }).count > indent || lines[index].allSatisfy({ $0 == " " }) {
                 block.append(String(lines[index].drop { $0 == " " }))
                 index += 1
             }
