@@ -6,12 +6,13 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances bench-jobs mock drills instances-check nginx-check
+.PHONY: help build test test-openai openapi-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances bench-jobs mock drills instances-check nginx-check
 
 help:
 	@echo "make build         debug build of every target"
 	@echo "make test          build and run every test (what CI runs)"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
+	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
@@ -130,3 +131,7 @@ test-openai:
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check openai
 	$(VENV)/bin/python Tests/python/openai_sdk_check.py
+
+# docs/openapi.yaml against the running gateway: schemathesis (a venv inside .build).
+openapi-check:
+	scripts/openapi-check.sh

@@ -28,6 +28,9 @@ public final class Gateway: Sendable {
     let jobServices: [any Service]
     /// This instance's job runner, when there is a store and an upstream.
     let jobRunner: JobRunner?
+    /// The routes this gateway serves, as method and path pattern (`/api/jobs/{id}`), in the
+    /// order they were declared (`HEAD` is answered wherever `GET` is).
+    let routeList: [(method: HTTPMethod, path: String)]
 
     /// - Parameters:
     ///   - httpClient: the upstream client (sharing the server's loops, ideally).
@@ -212,6 +215,7 @@ public final class Gateway: Sendable {
                 Route(method: .DELETE, path: "/api/history/{id}", middleware: own, handler: item),
             ]
         }
+        routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock,
             observers: observers, ledger: store?.recorder

@@ -106,6 +106,19 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     )
     static let jobCancelled = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.", "The job was cancelled.")
 
+    /// Every code an error of the gateway can carry, in either shape (OpenAI's form's codes
+    /// included): docs/openapi.yaml's `ErrorCode` lists them, but for ``logOnlyCodes``.
+    static let allCodes: [String] = [
+        "invalid_json", "invalid_task", "invalid_tone", "invalid_format", "text_too_short", "invalid_messages", "invalid_parameter",
+        "model_not_found", "context_length_exceeded", "bad_request", "unauthorized", "not_found", "method_not_allowed",
+        "request_timeout", "text_too_long", "body_too_large", "uri_too_long", "unsupported_media_type", "rate_limited",
+        "too_many_jobs", "headers_too_large", "not_configured", "internal_error", "not_implemented", "upstream_error",
+        "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down", "upstream_timeout",
+        "http_version_not_supported", "cancelled", "client_closed_request",
+    ]
+    /// Codes no client is ever sent: a request whose client went away is only logged and counted.
+    static let logOnlyCodes: Set<String> = ["client_closed_request"]
+
     /// The errors a job can end with, by code.
     private static let jobEnds: [String: GatewayError] = Dictionary(
         [upstreamError, emptyResult, invalidModelOutput, upstreamBusy, upstreamTimeout, contextLengthExceeded, keyNotConfigured, internalError, jobCancelled]

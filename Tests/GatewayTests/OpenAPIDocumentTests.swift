@@ -1,0 +1,239 @@
+import EventLoop
+import Foundation
+@testable import Gateway
+import HTTP1
+import Store
+import Testing
+
+/// docs/openapi.yaml kept true to the code: its paths and methods are the routes the gateway
+/// declares (with a store and an upstream, so every route is there), and its `ErrorCode` enum
+/// is every code a ``GatewayError`` can carry. The YAML is read by ``OpenAPIOutline``, a
+/// line reader for the document's own layout (two-space indentation, block style).
+@Suite("docs/openapi.yaml matches the code")
+struct OpenAPIDocumentTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func text(_ relativePath: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(relativePath), encoding: .utf8)
+    }
+
+    static func document() throws -> OpenAPIOutline {
+        try OpenAPIOutline(try text("docs/openapi.yaml"))
+    }
+
+    /// The routes of a gateway with every optional part: a SQLite store and an upstream.
+    static func routedMethods() async throws -> [String: Set<String>] {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-routes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pool = try BlockingPool(threadCount: 1, name: "openapi-test")
+        let sqlite = try await SQLiteStore.open(path: directory.appendingPathComponent("store.sqlite").path, pool: pool)
+        var configuration = GatewayConfiguration()
+        configuration.apiKey = "unused"
+        configuration.defaultModel = "m"
+        let logger = Logger(level: .info, sink: LogSink.memory())
+        let registry = MetricsRegistry()
+        let store = GatewayStore(backend: sqlite, configuration: configuration, registry: registry, logger: logger, clock: { .now })
+        let gateway = Gateway(
+            configuration: configuration, upstreams: [(configuration.effectiveUpstreams[0], InProcessGatewayTests.FakeUpstream())],
+            logger: logger, registry: registry, store: store
+        )
+        var routes: [String: Set<String>] = [:]
+        for route in gateway.routeList { routes[route.path, default: []].insert(route.method.rawValue) }
+        await sqlite.close()
+        await pool.shutdown()
+        return routes
+    }
+
+    @Test("every routed path is in the document with its methods, and every documented path and method is routed")
+    func routes() async throws {
+        let document = try Self.document()
+        let routed = try await Self.routedMethods()
+        #expect(routed.count >= 11, "the gateway with a store and an upstream declares every route: \(routed.keys.sorted())")
+        #expect(Set(document.paths.keys) == Set(routed.keys), "documented \(document.paths.keys.sorted()), routed \(routed.keys.sorted())")
+        for (path, methods) in routed {
+            let documented = document.paths[path] ?? []
+            // HEAD is answered wherever GET is; the document names it where a client uses it.
+            #expect(documented.subtracting(["HEAD"]) == methods, "\(path): documented \(documented.sorted()), routed \(methods.sorted())")
+            if documented.contains("HEAD") { #expect(methods.contains("GET"), "\(path): HEAD documented without GET") }
+        }
+        #expect(document.paths["/api/health"]?.contains("HEAD") == true)
+    }
+
+    @Test("GatewayError.allCodes is every code GatewayError.swift spells, and only those")
+    func allCodesMatchSource() throws {
+        let source = try Self.text("Sources/Gateway/Pipeline/GatewayError.swift")
+        // `GatewayError(<status>, "<code>", …` (a line break allowed) and OpenAI's form's `code: "<code>"`.
+        let pattern = try NSRegularExpression(pattern: #"(?:GatewayError\(\s*[^,()]+(?:\([^()]*\))?,\s*|code:\s*)"([a-z_]+)""#)
+        let range = NSRange(source.startIndex..., in: source)
+        let spelled = Set(pattern.matches(in: source, range: range).compactMap { match in
+            Range(match.range(at: 1), in: source).map { String(source[$0]) }
+        })
+        #expect(spelled.count > 20, "the pattern finds the codes: \(spelled.sorted())")
+        #expect(Set(GatewayError.allCodes) == spelled, "allCodes \(GatewayError.allCodes.sorted()), source \(spelled.sorted())")
+        #expect(GatewayError.allCodes.count == Set(GatewayError.allCodes).count, "no code listed twice")
+        #expect(GatewayError.logOnlyCodes.isSubset(of: Set(GatewayError.allCodes)))
+        // A few errors spelled through their members, so the pattern cannot miss a kind.
+        for error in [GatewayError.invalidJSON, .tooManyJobs, .jobCancelled, .clientClosedRequest, .protocolError(HTTPStatus(code: 408, reasonPhrase: "Request Timeout")), .modelNotFound("x")] {
+            #expect(GatewayError.allCodes.contains(error.code), "\(error.code)")
+        }
+        for code in ["request_timeout", "uri_too_long", "headers_too_large", "not_implemented", "http_version_not_supported", "bad_request"] {
+            #expect(spelled.contains(code), "protocol error \(code)")
+        }
+    }
+
+    @Test("the document's ErrorCode enum is every code a client can be sent, and each of them is real")
+    func errorCodes() throws {
+        let documented = try Self.document().errorCodes
+        let sent = Set(GatewayError.allCodes).subtracting(GatewayError.logOnlyCodes)
+        #expect(documented.count == Set(documented).count, "no code listed twice: \(documented)")
+        #expect(Set(documented).subtracting(sent).isEmpty, "documented but never sent: \(Set(documented).subtracting(sent).sorted())")
+        #expect(sent.subtracting(documented).isEmpty, "sent but not documented: \(sent.subtracting(documented).sorted())")
+    }
+
+    @Test("every $ref names a component the document defines")
+    func references() throws {
+        let document = try Self.document()
+        #expect(!document.references.isEmpty)
+        for reference in document.references {
+            #expect(document.components.contains(reference), "\(reference) is not defined")
+        }
+    }
+
+    @Test("the outline reader reads paths, methods, the enum and components")
+    func outlineReader() throws {
+        let outline = try OpenAPIOutline("""
+            openapi: 3.1.0
+            paths:
+              /a:
+                parameters:
+                  - $ref: '#/components/parameters/P'
+                get:
+                  description: |
+                    post:
+                head:
+              /b/{id}:
+                delete: {}
+            components:
+              parameters:
+                P:
+                  name: id
+              schemas:
+                ErrorCode:
+                  type: string
+                  enum:
+                    - one
+                    - two
+                Other:
+                  enum: [x]
+            """)
+        #expect(outline.paths == ["/a": ["GET", "HEAD"], "/b/{id}": ["DELETE"]])
+        #expect(outline.errorCodes == ["one", "two"])
+        #expect(outline.references == ["#/components/parameters/P"])
+        #expect(outline.components == ["#/components/parameters/P", "#/components/schemas/ErrorCode", "#/components/schemas/Other"])
+    }
+}
+
+/// The parts of an OpenAPI document in block-style YAML with two-space indentation that the
+/// tests compare with the code: each path's methods, `components.schemas.ErrorCode.enum`,
+/// every `$ref` and every component's name. Not a YAML parser: a multi-line string's lines
+/// are skipped by their indentation, and flow collections are read only as `[a, b]`.
+struct OpenAPIOutline {
+    struct Malformed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+    private(set) var paths: [String: Set<String>] = [:]
+    private(set) var errorCodes: [String] = []
+    private(set) var references: Set<String> = []
+    private(set) var components: Set<String> = []
+
+    init(_ text: String) throws {
+        // Lines with their indentation, block scalars (`|`, `>`) and blank lines left out.
+        var lines: [(indent: Int, text: String)] = []
+        var scalarIndent: Int?
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = String(raw)
+            let body = line.drop { $0 == " " }
+            let indent = line.count - body.count
+            if body.isEmpty || body.hasPrefix("#") { continue }
+            if let limit = scalarIndent {
+                if indent > limit { continue }
+                scalarIndent = nil
+            }
+            if body.hasPrefix("\t") { throw Malformed(description: "a tab indents: \(line)") }
+            lines.append((indent, String(body)))
+            if body.hasSuffix(": |") || body.hasSuffix(": >") || body.hasSuffix(": |-") || body.hasSuffix(": >-") { scalarIndent = indent }
+        }
+
+        var section = ""  // the top-level key
+        var path: String?
+        var componentKind: String?
+        var schemaName: String?
+        var inEnum: Int?  // the indentation of `enum:` while its items are read
+        for (indent, body) in lines {
+            if let start = body.range(of: "$ref: ") {
+                references.insert(Self.unquoted(String(body[start.upperBound...])))
+            }
+            if let enumIndent = inEnum {
+                if indent > enumIndent, body.hasPrefix("- ") {
+                    errorCodes.append(Self.unquoted(String(body.dropFirst(2))))
+                    continue
+                }
+                inEnum = nil
+            }
+            let key = Self.key(body)
+            switch indent {
+            case 0:
+                section = key ?? ""
+                path = nil
+            case 2 where section == "paths":
+                guard let key, key.hasPrefix("/") else { throw Malformed(description: "not a path under paths: \(body)") }
+                path = key
+                paths[key] = []
+            case 2 where section == "components":
+                componentKind = key
+            case 4 where section == "paths":
+                if let path, let key, Self.methods.contains(key) { paths[path]?.insert(key.uppercased()) }
+            case 4 where section == "components":
+                if let componentKind, let key {
+                    components.insert("#/components/\(componentKind)/\(key)")
+                    schemaName = componentKind == "schemas" ? key : nil
+                }
+            case 6 where section == "components" && schemaName == "ErrorCode" && key == "enum":
+                let value = body.dropFirst("enum:".count).trimmingCharacters(in: .whitespaces)
+                if value.isEmpty {
+                    inEnum = indent
+                } else if value.hasPrefix("["), value.hasSuffix("]") {
+                    errorCodes += value.dropFirst().dropLast().split(separator: ",").map { Self.unquoted(String($0)) }
+                } else {
+                    throw Malformed(description: "ErrorCode's enum: \(body)")
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// The key of a `key:` or `key: value` line (quotes taken off), nil for a list item.
+    private static func key(_ body: String) -> String? {
+        if body.hasPrefix("- ") { return nil }
+        var candidate = body
+        if let quote = candidate.first, quote == "'" || quote == "\"", let end = candidate.dropFirst().firstIndex(of: quote) {
+            return String(candidate[candidate.index(after: candidate.startIndex)..<end])
+        }
+        if candidate.hasSuffix(":") { candidate.removeLast(); return candidate }
+        guard let colon = candidate.range(of: ": ") else { return nil }
+        return String(candidate[..<colon.lowerBound])
+    }
+
+    private static func unquoted(_ value: String) -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if trimmed.count >= 2, let first = trimmed.first, first == "'" || first == "\"", trimmed.last == first {
+            return String(trimmed.dropFirst().dropLast())
+        }
+        return trimmed
+    }
+}
