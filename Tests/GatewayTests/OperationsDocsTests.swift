@@ -5,6 +5,7 @@ import ChatAPI
 import Gateway
 import HTTPClient
 import Redis
+import EventLoop
 import Testing
 import TestSupport
 
@@ -28,16 +29,7 @@ struct OperationsDocsTests {
 
     static func read(_ relative: String) throws -> [UInt8] {
         let path = root + "/" + relative
-        let file = try #require(fopen(path, "rb"), "cannot open \(path)")
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return bytes
+        return try #require(SmallFile.read(path, upTo: 4 << 20), "cannot read \(path)")
     }
 
     static func text(_ relative: String) throws -> String {
