@@ -72,7 +72,7 @@ struct ProcessResultWire: Decodable {
     var usage: Usage?
     var data: StructuredDataWire?
 
-    func value(for task: TextTask, requestId fallback: String?) -> ProcessResult {
+    func value(for task: TextTask) -> ProcessResult {
         ProcessResult(result: result, requestId: requestId, usage: usage, data: data?.value(for: task))
     }
 }

@@ -50,9 +50,9 @@ public struct TextGatewayClient: Sendable {
     /// - Throws: ``TextGatewayError`` for the gateway's errors, `URLError` for transport failures.
     public func process(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) async throws -> ProcessResult {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
-        let (data, response) = try await send(request("POST", "api/process", body: body))
+        let (data, _) = try await send(request("POST", "api/process", body: body))
         let wire = try Self.decode(ProcessResultWire.self, from: data)
-        return wire.value(for: task, requestId: response.value(forHTTPHeaderField: "X-Request-Id"))
+        return wire.value(for: task)
     }
 
     /// Runs one task on `text` and streams the answer as it is written (server-sent events).
@@ -74,7 +74,7 @@ public struct TextGatewayClient: Sendable {
                 return (.delta(delta.delta, text: delta.text), .more)
             case "done":
                 let done = try Self.decode(ProcessResultWire.self, from: Data(event.data.utf8))
-                return (.done(done.value(for: task, requestId: nil)), .last)
+                return (.done(done.value(for: task)), .last)
             case "error":
                 throw Self.eventError(event.data)
             default:
