@@ -12,9 +12,11 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "TextGateway",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        // What an app adds: Foundation and URLSession only, no other target of this package.
+        .library(name: "TextGatewayClient", targets: ["TextGatewayClient"]),
     ],
     targets: [
         .target(name: "CEventLoop"),
@@ -35,6 +37,7 @@ let package = Package(
         .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis"], swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
+        .target(name: "TextGatewayClient", swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
         .executableTarget(
             name: "bench-server",
@@ -62,6 +65,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store"], swiftSettings: strict),
+        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "Gateway", "MockUpstream", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),

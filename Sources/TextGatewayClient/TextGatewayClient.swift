@@ -1,0 +1,283 @@
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+public import Foundation
+
+/// A client of a TextGateway server: text tasks, streamed or not, the caller's usage and
+/// history, and long texts as jobs.
+///
+/// ```swift
+/// let client = TextGatewayClient(baseURL: URL(string: "https://gateway.example.com")!, token: "tgk_…")
+/// let summary = try await client.process(.summarize, text: article)
+/// for try await event in client.stream(.rewrite, text: draft, tone: .formal) { … }
+/// ```
+///
+/// Failures the gateway answered are thrown as ``TextGatewayError``; transport failures
+/// (offline, timeout, cancellation) as `URLError`.
+public struct TextGatewayClient: Sendable {
+    /// The gateway's root, such as `https://gateway.example.com`; routes are under `/api`.
+    public let baseURL: URL
+    /// The caller's token, sent as `Authorization: Bearer`.
+    public let token: String?
+    /// The session non-streaming calls use; each stream gets a session of its own with the
+    /// same configuration.
+    public let session: URLSession
+    /// Whether busy answers of non-streaming calls are retried.
+    public let retry: RetryPolicy
+
+    /// A client of the gateway at `baseURL`.
+    /// - Parameters:
+    ///   - baseURL: The gateway's root URL.
+    ///   - token: A caller token (`tgk_…`) or sign-in JWT, sent as a bearer token.
+    ///   - session: The session for non-streaming calls (and whose configuration streams copy).
+    ///   - retry: ``RetryPolicy/none`` (the default) or ``RetryPolicy/retryingBusy(maxAttempts:maxDelay:)``.
+    public init(baseURL: URL, token: String? = nil, session: URLSession = .shared, retry: RetryPolicy = .none) {
+        self.baseURL = baseURL
+        self.token = token
+        self.session = session
+        self.retry = retry
+    }
+
+    // MARK: Text tasks
+
+    /// Runs one task on `text` (`POST /api/process`).
+    /// - Parameters:
+    ///   - task: What to do with the text.
+    ///   - text: 20 to 12,000 characters once trimmed.
+    ///   - tone: The register of the answer, if any.
+    ///   - format: ``OutputFormat/json`` adds typed ``ProcessResult/data``.
+    /// - Returns: The answer, its request id and its token usage.
+    /// - Throws: ``TextGatewayError`` for the gateway's errors, `URLError` for transport failures.
+    public func process(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) async throws -> ProcessResult {
+        let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
+        let (data, _) = try await send(request("POST", "api/process", body: body))
+        let wire = try Self.decode(ProcessResultWire.self, from: data)
+        return wire.value(for: task)
+    }
+
+    /// Runs one task on `text` and streams the answer as it is written (server-sent events).
+    ///
+    /// Events come in order: ``StreamEvent/start(requestId:)``, any number of
+    /// ``StreamEvent/delta(_:text:)``, then one ``StreamEvent/done(_:)``. An error before the
+    /// stream starts, or a terminal `error` event, is thrown as ``TextGatewayError``.
+    /// Cancelling the task that iterates the stream (or dropping the stream) cancels the
+    /// transfer, and the gateway aborts its upstream call. Streams are never retried.
+    public func stream(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) -> AsyncThrowingStream<StreamEvent, any Error> {
+        let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: true)
+        return events(of: { try request("POST", "api/process", body: body) }) { event in
+            switch event.name {
+            case "start":
+                let start = try Self.decode(StartWire.self, from: Data(event.data.utf8))
+                return (.start(requestId: start.requestId), .more)
+            case "delta":
+                let delta = try Self.decode(DeltaWire.self, from: Data(event.data.utf8))
+                return (.delta(delta.delta, text: delta.text), .more)
+            case "done":
+                let done = try Self.decode(ProcessResultWire.self, from: Data(event.data.utf8))
+                return (.done(done.value(for: task)), .last)
+            case "error":
+                throw Self.eventError(event.data)
+            default:
+                return nil
+            }
+        }
+    }
+
+    // MARK: Usage and history
+
+    /// The caller's usage today and over the last 30 days, and its plan's limits (`GET /api/usage`).
+    public func usage() async throws -> UsageReport {
+        try Self.decode(UsageReport.self, from: try await send(request("GET", "api/usage")).0)
+    }
+
+    /// One page of the caller's history, newest first (`GET /api/history`).
+    /// - Parameters:
+    ///   - limit: Items per page, 1–100.
+    ///   - before: The ``HistoryPage/nextCursor`` of the previous page, `nil` for the first.
+    public func history(limit: Int = 20, before: String? = nil) async throws -> HistoryPage {
+        var query = [URLQueryItem(name: "limit", value: String(limit))]
+        if let before { query.append(URLQueryItem(name: "before", value: before)) }
+        return try Self.decode(HistoryPage.self, from: try await send(request("GET", "api/history", query: query)).0)
+    }
+
+    /// Deletes one request of the caller's history (`DELETE /api/history/{id}`).
+    public func deleteHistory(id: String) async throws {
+        _ = try await send(request("DELETE", "api/history/" + Self.pathComponent(id)))
+    }
+
+    /// Deletes all of the caller's history (`DELETE /api/history`).
+    public func deleteAllHistory() async throws {
+        _ = try await send(request("DELETE", "api/history"))
+    }
+
+    // MARK: Jobs
+
+    /// Submits a long text (up to the gateway's job limit, 200,000 characters by default) as a
+    /// job (`POST /api/jobs`); follow it with ``jobEvents(id:)`` or ``job(id:)``.
+    public func submitJob(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) async throws -> JobSubmission {
+        let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
+        return try Self.decode(JobSubmission.self, from: try await send(request("POST", "api/jobs", body: body)).0)
+    }
+
+    /// A job as it is now (`GET /api/jobs/{id}`).
+    public func job(id: String) async throws -> Job {
+        try Self.decode(Job.self, from: try await send(request("GET", "api/jobs/" + Self.pathComponent(id))).0)
+    }
+
+    /// Cancels a job (`DELETE /api/jobs/{id}`); the job as the gateway left it.
+    @discardableResult
+    public func cancelJob(id: String) async throws -> Job {
+        try Self.decode(Job.self, from: try await send(request("DELETE", "api/jobs/" + Self.pathComponent(id))).0)
+    }
+
+    /// A job's progress as it happens (`GET /api/jobs/{id}/events`): ``JobEvent/progress(done:total:)``
+    /// at each change, then ``JobEvent/done(_:)`` when it succeeded. A failed or cancelled job
+    /// ends the stream with a thrown ``TextGatewayError`` (its status `0`, its code the job's).
+    public func jobEvents(id: String) -> AsyncThrowingStream<JobEvent, any Error> {
+        events(of: { try request("GET", "api/jobs/" + Self.pathComponent(id) + "/events") }) { event in
+            switch event.name {
+            case "progress":
+                let progress = try Self.decode(JobProgress.self, from: Data(event.data.utf8))
+                return (.progress(done: progress.done, total: progress.total), .more)
+            case "done":
+                return (.done(try Self.decode(Job.self, from: Data(event.data.utf8))), .last)
+            case "error":
+                throw Self.eventError(event.data)
+            default:
+                return nil
+            }
+        }
+    }
+}
+
+// MARK: - Requests
+
+extension TextGatewayClient {
+    private struct ProcessBody: Encodable {
+        var task: TextTask
+        var text: String
+        var tone: Tone?
+        var format: OutputFormat?
+        var stream: Bool?
+
+        init(task: TextTask, text: String, tone: Tone?, format: OutputFormat, stream: Bool?) {
+            self.task = task
+            self.text = text
+            self.tone = tone
+            self.format = format == .text ? nil : format
+            self.stream = stream
+        }
+    }
+
+    private struct StartWire: Decodable { var requestId: String }
+    private struct DeltaWire: Decodable { var delta: String; var text: String }
+    private struct NoBody: Encodable {}
+
+    private func request(_ method: String, _ path: String, query: [URLQueryItem] = []) throws -> URLRequest {
+        try request(method, path, query: query, body: NoBody?.none)
+    }
+
+    private func request(_ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable)?) throws -> URLRequest {
+        var url = baseURL.appendingPathComponent(path)
+        if !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            components.queryItems = query
+            url = components.url ?? url
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = try JSONEncoder().encode(body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+
+    /// Sends `request`, retrying busy answers as ``retry`` says; the body of a 2xx answer.
+    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        var attempt = 1
+        while true {
+            let (data, response) = try await session.data(for: request)
+            guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+            if (200..<300).contains(http.statusCode) { return (data, http) }
+            let error = Self.error(status: http.statusCode, body: Array(data), headers: http)
+            guard let delay = retry.delay(after: error, attempt: attempt) else { throw error }
+            try await Task.sleep(for: delay)
+            attempt += 1
+        }
+    }
+
+    /// A stream of the events `interpret` makes of the server-sent events `request` answers.
+    private func events<Event: Sendable>(
+        of request: () throws -> URLRequest,
+        interpret: @escaping @Sendable (ServerSentEvent) throws -> (Event, EventDisposition)?
+    ) -> AsyncThrowingStream<Event, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
+        var urlRequest: URLRequest
+        do {
+            urlRequest = try request()
+        } catch {
+            continuation.finish(throwing: error)
+            return stream
+        }
+        urlRequest.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        let delegate = EventStreamDelegate(
+            onEvent: { event in
+                guard let (value, disposition) = try interpret(event) else { return .more }
+                continuation.yield(value)
+                return disposition
+            },
+            onEnd: { error in continuation.finish(throwing: error) }
+        )
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let streamSession = URLSession(configuration: session.configuration, delegate: delegate, delegateQueue: queue)
+        let task = streamSession.dataTask(with: urlRequest)
+        continuation.onTermination = { _ in task.cancel() }
+        task.resume()
+        return stream
+    }
+
+    /// The ``TextGatewayError`` of a non-2xx answer.
+    static func error(status: Int, body: [UInt8], headers: HTTPURLResponse) -> TextGatewayError {
+        let wire = try? JSONDecoder().decode(ErrorWire.self, from: Data(body))
+        let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return TextGatewayError(
+            status: status,
+            code: wire?.code ?? "http_\(status)",
+            message: wire?.message ?? wire?.reason ?? HTTPURLResponse.localizedString(forStatusCode: status),
+            requestId: wire?.requestId ?? headers.value(forHTTPHeaderField: "X-Request-Id"),
+            retryAfter: retryAfter
+        )
+    }
+
+    /// The ``TextGatewayError`` of an `error` event's data.
+    static func eventError(_ data: String) -> TextGatewayError {
+        let wire = try? JSONDecoder().decode(ErrorWire.self, from: Data(data.utf8))
+        return TextGatewayError(
+            status: wire?.status ?? 0,
+            code: wire?.code ?? "stream_error",
+            message: wire?.message ?? wire?.reason ?? data,
+            requestId: wire?.requestId
+        )
+    }
+
+    static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let date = formatter.date(from: text) { return date }
+            formatter.formatOptions = [.withInternetDateTime]
+            if let date = formatter.date(from: text) { return date }
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 date: \(text)"))
+        }
+        return try decoder.decode(type, from: data)
+    }
+
+    private static func pathComponent(_ id: String) -> String {
+        id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
+    }
+}
