@@ -12,7 +12,9 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "TextGateway",
-    platforms: [.macOS(.v15), .iOS(.v16)],
+    // The floor is the client library's: it is the only target built on Apple platforms (the
+    // server's event loop is epoll, Linux only), and an app on iOS 16 or macOS 13 adds it.
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         // What an app adds: Foundation and URLSession only, no other target of this package.

@@ -242,7 +242,7 @@ extension TextGatewayClient {
     /// The ``TextGatewayError`` of a non-2xx answer.
     static func error(status: Int, body: [UInt8], headers: HTTPURLResponse) -> TextGatewayError {
         let wire = try? JSONDecoder().decode(ErrorWire.self, from: Data(body))
-        let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap { retryAfterSeconds($0, now: Date()) }
         return TextGatewayError(
             status: status,
             code: wire?.code ?? "http_\(status)",
@@ -250,6 +250,24 @@ extension TextGatewayClient {
             requestId: wire?.requestId ?? headers.value(forHTTPHeaderField: "X-Request-Id"),
             retryAfter: retryAfter
         )
+    }
+
+    /// The seconds a `Retry-After` value asks for: delta-seconds, or an HTTP-date (RFC 9110
+    /// §10.2.3, which a proxy in front of the gateway may send) counted from `now`, rounded up.
+    static func retryAfterSeconds(_ value: String, now: Date) -> Int? {
+        let value = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(value) { return seconds >= 0 ? seconds : nil }
+        guard let date = httpDate(value) else { return nil }
+        return max(0, Int(date.timeIntervalSince(now).rounded(.up)))
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 says senders use.
+    private static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
     }
 
     /// The ``TextGatewayError`` of an `error` event's data.

@@ -14,7 +14,8 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
     public var message: String
     /// The request's id, from the body or the `X-Request-Id` header.
     public var requestId: String?
-    /// Seconds to wait before trying again, from `Retry-After` (`429`, `503`).
+    /// Seconds to wait before trying again, from `Retry-After` (`429`, `503`): its seconds, or
+    /// the time until its HTTP-date.
     public var retryAfter: Int?
 
     /// An error of the given parts.

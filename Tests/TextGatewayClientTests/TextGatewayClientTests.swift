@@ -67,6 +67,29 @@ struct TextGatewayClientTests {
         }
     }
 
+    @Test("a stream with format json ends with done carrying the typed data")
+    func streamStructured() async throws {
+        try await ClientHarness.with { harness in
+            var deltas = 0
+            var done: ProcessResult?
+            for try await event in harness.client().stream(.titles, text: sampleText(), format: .json) {
+                switch event {
+                case .start: #expect(deltas == 0 && done == nil)
+                case .delta: deltas += 1
+                case .done(let result): done = result
+                }
+            }
+            let result = try #require(done)
+            #expect(deltas >= 1)
+            guard case .titles(let titles)? = result.data else {
+                Issue.record("done carries no titles: \(String(describing: result.data))")
+                return
+            }
+            #expect(titles.count == 10)
+            #expect(result.result.split(separator: "\n").count == 10)
+        }
+    }
+
     @Test("cancelling the consuming task cancels the transfer, and the gateway aborts upstream")
     func streamCancellation() async throws {
         try await ClientHarness.with { harness in
