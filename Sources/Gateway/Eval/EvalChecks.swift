@@ -12,8 +12,10 @@ enum EvalChecks {
         switch task {
         case .summarize:
             checks.append(Check(name: "shorter_than_input", passed: answer.count < text.text.count))
-            checks.append(Check(name: "numbers_from_input", passed: Set(numbers(in: answer)).isSubset(of: numbers(in: text.text))))
-            checks.append(Check(name: "keeps_subject_name", passed: text.names.first.map { mentions(answer, $0) } ?? true))
+            let found = Set(numbers(in: answer))
+            checks.append(Check(name: "keeps_names", passed: text.names.allSatisfy { mentions(answer, $0) }))
+            checks.append(Check(name: "keeps_key_numbers", passed: Set(text.keyNumbers).isSubset(of: found)))
+            checks.append(Check(name: "no_invented_numbers", passed: found.isSubset(of: numbers(in: text.text))))
         case .keyPoints:
             let items = bulletItems(answer)
             checks.append(Check(name: "bulleted_list_3_to_10", passed: items.map { (3...10).contains($0) } ?? false))
@@ -31,13 +33,30 @@ enum EvalChecks {
         return Check(name: "json_validates", passed: valid)
     }
 
-    /// Whether `text` holds `name`, compared by code points: a Persian word followed by a
-    /// zero-width non-joiner (`پشتیبان‌گیری`) is one Character more than the word alone.
+    /// Whether `text` holds `name`, compared by code points once spelling variants are
+    /// folded: a Persian word followed by a zero-width non-joiner (`پشتیبان‌گیری`) is one
+    /// Character more than the word alone, and `جشنوارهٔ فجر` is as often written `جشنواره فجر`.
     static func mentions(_ text: String, _ name: String) -> Bool {
-        let needle = Array(name.utf8)
-        let haystack = Array(text.utf8)
+        let needle = Array(folded(name).utf8)
+        let haystack = Array(folded(text).utf8)
         guard !needle.isEmpty, haystack.count >= needle.count else { return needle.isEmpty }
         return (0...(haystack.count - needle.count)).contains { start in haystack[start..<(start + needle.count)].elementsEqual(needle) }
+    }
+
+    /// `text` without the marks a writer may or may not put (hamza above, zero-width
+    /// non-joiner, tatweel), with Arabic yeh and kaf as Persian's, Latin letters lowercased.
+    private static func folded(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0654, 0x200C, 0x0640: continue
+            case 0x064A, 0x0649: scalars.append("\u{06CC}")
+            case 0x0643: scalars.append("\u{06A9}")
+            case 0x41...0x5A: scalars.append(Unicode.Scalar(scalar.value + 0x20)!)
+            default: scalars.append(scalar)
+            }
+        }
+        return String(scalars)
     }
 
     /// Most letters are of the Arabic script (Persian's), not Latin or other.

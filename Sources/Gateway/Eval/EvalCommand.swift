@@ -46,13 +46,19 @@ public struct EvalCommand: Sendable, Equatable {
     public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (output: String, error: String, status: Int32) {
         let upstreams = Gateway.upstreams(configuration: configuration, httpClient: client)
         guard !upstreams.isEmpty else { return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2) }
+        let tasks = tasks ?? TextTask.allCases
+        let settings = configuration.effectiveUpstreams
+        // Without a model a task's every case would fail as an upstream error: say what is missing instead.
+        if let task = tasks.first(where: { task in !settings.contains { $0.model(for: task) != nil } }) {
+            return ("", "eval: no upstream has a model for \(task.rawValue) (DARVAREH_MODEL_ID or a per-task MODEL_ID)\n", 2)
+        }
         let logger = Logger(level: .error)
         let pool = UpstreamPool(
             members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
             metrics: UpstreamMetrics(registry: MetricsRegistry()), logger: logger
         )
         let bodies = ProcessBodies(configuration: configuration)
-        let work = (tasks ?? TextTask.allCases).flatMap { task in EvalCorpus.texts.map { (task, $0) } }
+        let work = tasks.flatMap { task in EvalCorpus.texts.map { (task, $0) } }
         var cases: [Case] = []
         var next = 0
         await withTaskGroup(of: Case.self) { group in
@@ -70,7 +76,7 @@ public struct EvalCommand: Sendable, Equatable {
         }
         let order = TextTask.allCases
         cases.sort { (order.firstIndex(of: $0.task) ?? 0, $0.textID) < (order.firstIndex(of: $1.task) ?? 0, $1.textID) }
-        let model = configuration.effectiveUpstreams.first.flatMap { $0.model(for: .summarize) } ?? "?"
+        let model = tasks.first.flatMap { task in settings.lazy.compactMap { $0.model(for: task) }.first } ?? ""
         let report = EvalReport(cases: cases, model: model)
         let output = format == .json ? report.json() : report.table()
         if let minimumPassRate, report.passRate < minimumPassRate {
