@@ -42,29 +42,38 @@ extension SQLiteStore {
 
     public func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem] {
         guard claim.limit > 0, claim.perJob > 0 else { return [] }
+        // Idle, every poll finds nothing: a reader says so without taking the writer's lock,
+        // which the ledger's batches wait on.
+        let anything = try await read { connection throws(StoreError) in !(try Self.claimableJobs(claim, limit: 1, on: connection)).isEmpty }
+        guard anything else { return [] }
         return try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> [ClaimedJobItem] in
-                var jobs: [(id: String, room: Int)] = []
-                try connection.query(
-                    """
-                    SELECT id, leased FROM (
-                        SELECT j.seq, j.id, (SELECT count(*) FROM job_items AS l
-                            WHERE l.job_id = j.id AND l.answer IS NULL AND l.lease_until > ?1) AS leased
-                        FROM jobs AS j
-                        WHERE j.status IN \(JobsTable.active) AND EXISTS (SELECT 1 FROM job_items AS i
-                            WHERE i.job_id = j.id AND i.answer IS NULL AND (i.lease_until IS NULL OR i.lease_until <= ?1))
-                    ) WHERE leased < ?2 ORDER BY seq LIMIT ?3
-                    """,
-                    [.integer(claim.nowMilliseconds), .integer(claim.perJob), .integer(claim.limit)]
-                ) { jobs.append((id: $0.text(0), room: claim.perJob - $0.int(1))) }
-
                 var claimed: [ClaimedJobItem] = []
-                for job in jobs where claimed.count < claim.limit {
+                for job in try Self.claimableJobs(claim, limit: claim.limit, on: connection) where claimed.count < claim.limit {
                     claimed += try Self.claim(min(job.room, claim.limit - claimed.count), of: job.id, claim, on: connection)
                 }
                 return claimed
             }
         }
+    }
+
+    /// Active jobs, oldest first, with an item free to claim and fewer than `perJob` leased,
+    /// each with the room it has left.
+    private static func claimableJobs(_ claim: JobClaim, limit: Int, on connection: SQLiteConnection) throws(StoreError) -> [(id: String, room: Int)] {
+        var jobs: [(id: String, room: Int)] = []
+        try connection.query(
+            """
+            SELECT id, leased FROM (
+                SELECT j.seq, j.id, (SELECT count(*) FROM job_items AS l
+                    WHERE l.job_id = j.id AND l.answer IS NULL AND l.lease_until > ?1) AS leased
+                FROM jobs AS j
+                WHERE j.status IN \(JobsTable.active) AND EXISTS (SELECT 1 FROM job_items AS i
+                    WHERE i.job_id = j.id AND i.answer IS NULL AND (i.lease_until IS NULL OR i.lease_until <= ?1))
+            ) WHERE leased < ?2 ORDER BY seq LIMIT ?3
+            """,
+            [.integer(claim.nowMilliseconds), .integer(claim.perJob), .integer(limit)]
+        ) { jobs.append((id: $0.text(0), room: claim.perJob - $0.int(1))) }
+        return jobs
     }
 
     public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey] {
