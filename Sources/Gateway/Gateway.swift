@@ -181,11 +181,7 @@ public final class Gateway: Sendable {
                     }
                 },
             ]
-            let jobs = JobRoutes(
-                store: backend, runner: runner, settings: configuration.jobs, faults: faults, metrics: jobMetrics, ledger: store.recorder,
-                events: events, streams: streams, heartbeat: configuration.heartbeatInterval, trustedProxies: configuration.trustedProxies,
-                clock: clock, pool: pool
-            )
+            let jobs = JobRoutes(runner: runner, streams: streams, heartbeat: configuration.heartbeatInterval, trustedProxies: configuration.trustedProxies)
             // Submitting is a request like /api/process (limits included); reading and
             // cancelling a job is outside the limits, as reading history is.
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]

@@ -362,19 +362,7 @@ final class JobRunner: Service {
         let nowMilliseconds = Int64(now.secondsSinceEpoch * 1000)
         let duration = Double(max(0, nowMilliseconds - job.createdAtMilliseconds))
         metrics.duration.observe(duration / 1000)
-        let error = job.errorCode.map(GatewayError.known(code:))
-        let status = switch job.status {
-        case .succeeded: 200
-        case .cancelled: GatewayError.clientClosedRequest.status.code
-        default: error?.status.code ?? 500
-        }
-        let row = LedgerRow(
-            requestID: job.requestID, userID: job.ownerID, task: job.task, tone: job.tone, route: RouteLabel.jobs.rawValue, model: nil,
-            inputLength: job.inputLength, inputTokens: job.inputTokens, outputTokens: job.outputTokens, status: status,
-            code: job.status == .cancelled ? "cancelled" : job.errorCode, outcome: job.status == .succeeded ? "done" : job.status.rawValue,
-            cacheHit: false, durationMilliseconds: duration, createdAtMilliseconds: job.createdAtMilliseconds,
-            result: ledger.storesResults ? job.result : nil, chargesTokens: false
-        )
+        let row = ledger.row(for: job, durationMilliseconds: duration)
         Task { await ledger.writer.submit(row) }
     }
 

@@ -44,4 +44,21 @@ struct LedgerRecorder: Sendable {
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt, result: storesResults ? state.result : nil
         )
     }
+
+    /// The row of a job that ended, under the `jobs` route with the whole job's tokens. It
+    /// charges none: each item charged its own when it finished.
+    func row(for job: JobRecord, durationMilliseconds: Double) -> LedgerRow {
+        let status = switch job.status {
+        case .succeeded: 200
+        case .cancelled: GatewayError.clientClosedRequest.status.code
+        default: job.errorCode.map(GatewayError.known(code:))?.status.code ?? 500
+        }
+        return LedgerRow(
+            requestID: job.requestID, userID: job.ownerID, task: job.task, tone: job.tone, route: RouteLabel.jobs.rawValue, model: nil,
+            inputLength: job.inputLength, inputTokens: job.inputTokens, outputTokens: job.outputTokens, status: status,
+            code: job.status == .cancelled ? "cancelled" : job.errorCode, outcome: job.status == .succeeded ? "done" : job.status.rawValue,
+            cacheHit: false, durationMilliseconds: durationMilliseconds, createdAtMilliseconds: job.createdAtMilliseconds,
+            result: storesResults ? job.result : nil, chargesTokens: false
+        )
+    }
 }

@@ -6,19 +6,21 @@ import Store
 
 /// What the job routes share: the store, the runner of this instance, the settings.
 struct JobRoutes: Sendable {
-    let store: any JobStore
     let runner: JobRunner
-    let settings: JobSettings
-    let faults: StoreFaults
-    let metrics: JobMetrics
-    let ledger: LedgerRecorder
-    let events: JobEvents
     let streams: StreamRegistry
     let heartbeat: Duration
     let trustedProxies: TrustedProxies
-    let clock: @Sendable () -> Instant
-    /// Whether an upstream with a key is configured, and the tasks it has a model for.
-    let pool: UpstreamPool?
+
+    // The routes work on what the runner works on.
+    var store: any JobStore { runner.dependencies.store }
+    var settings: JobSettings { runner.dependencies.settings }
+    var faults: StoreFaults { runner.dependencies.faults }
+    var metrics: JobMetrics { runner.dependencies.metrics }
+    var ledger: LedgerRecorder { runner.dependencies.ledger }
+    var events: JobEvents { runner.dependencies.events }
+    var clock: @Sendable () -> Instant { runner.dependencies.clock }
+    /// The upstreams, and the tasks they have a model for.
+    var pool: UpstreamPool { runner.dependencies.pool }
 
     /// The job `id` names, when the caller may see it: a job of an identified caller is only
     /// its owner's, and another caller's is exactly as absent as a missing one.
@@ -95,8 +97,7 @@ struct SubmitJobRoute: RouteHandler {
             $0.tone = parsed.tone?.rawValue
             $0.textLength = parsed.characterCount
         }
-        guard let pool = jobs.pool else { throw .keyNotConfigured }
-        guard pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
+        guard jobs.pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
         // Rewritten parts are put back together in order: an overlap would repeat text.
         let chunker = TextChunker(budget: settings.chunkCharacters, overlap: parsed.task == .rewrite ? 0 : settings.overlapCharacters)
         let chunks = chunker.chunks(of: TextChunker.clean(parsed.text))
