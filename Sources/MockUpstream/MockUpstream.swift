@@ -59,6 +59,17 @@ public final class MockUpstream: Sendable {
         try await server.start()
     }
 
+    /// A mock listening on `port` of loopback (`0`: any free one) with one event loop, as
+    /// tests and drills start it.
+    public static func started(port: Int = 0, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil) async throws -> MockUpstream {
+        var configuration = ServerConfiguration()
+        configuration.port = port
+        configuration.loopCount = 1
+        let mock = try MockUpstream(configuration: configuration, defaults: defaults, apiKey: apiKey)
+        try await mock.start()
+        return mock
+    }
+
     /// Stops the server (requests in flight are cut after `gracePeriod`).
     public func shutdown(gracePeriod: Duration = .zero) async {
         await server.shutdown(gracePeriod: gracePeriod)

@@ -17,13 +17,9 @@ private func withMock(
     timeout: Duration? = nil,
     _ body: (MockUpstream, ChatClient) async throws -> Void
 ) async throws {
-    var configuration = ServerConfiguration()
-    configuration.port = 0
-    configuration.loopCount = 1
     var defaults = MockBehaviour()
     defaults.deltaDelayMilliseconds = 1
-    let mock = try MockUpstream(configuration: configuration, defaults: defaults, apiKey: apiKey)
-    try await mock.start()
+    let mock = try await MockUpstream.started(defaults: defaults, apiKey: apiKey)
     let http = try HTTPClient()
     let client = ChatClient(httpClient: http, baseURL: mock.baseURL + "/", apiKey: clientKey ?? apiKey, timeout: timeout)
     do {

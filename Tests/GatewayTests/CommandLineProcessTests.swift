@@ -70,11 +70,7 @@ struct CommandLineProcessTests {
 
     @Test("drains on SIGTERM: the request in flight completes, new connections are refused, exit 0")
     func gracefulShutdown() async throws {
-        var mockConfiguration = ServerConfiguration()
-        mockConfiguration.port = 0
-        mockConfiguration.loopCount = 1
-        let mock = try MockUpstream(configuration: mockConfiguration, apiKey: "k")
-        try await mock.start()
+        let mock = try await MockUpstream.started(apiKey: "k")
         let directory = Self.emptyDirectory()
         let child = try ChildProcess(
             "text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],

@@ -64,13 +64,9 @@ struct EvalTests {
 
     /// A run against a mock whose every answer is `content` (nil: its own fixed sentence).
     static func run(content: String? = nil, minimum: Double? = nil, tasks: [TextTask]? = nil) async throws -> (String, Int32) {
-        var server = ServerConfiguration()
-        server.port = 0
-        server.loopCount = 1
         var behaviour = MockBehaviour()
         if let content { behaviour.content = content }
-        let mock = try MockUpstream(configuration: server, defaults: behaviour, apiKey: "k")
-        try await mock.start()
+        let mock = try await MockUpstream.started(defaults: behaviour, apiKey: "k")
         var configuration = GatewayConfiguration()
         configuration.apiKey = "k"
         configuration.defaultModel = "mock-model"

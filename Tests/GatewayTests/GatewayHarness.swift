@@ -1,6 +1,7 @@
 import ChatAPI
 import EventLoop
 import Gateway
+import GatewayTestSupport
 import HTTPClient
 import HTTPServer
 import MockUpstream
@@ -25,13 +26,7 @@ struct GatewayHarness {
         observers: [any RequestObserver] = [],
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
-        var mockConfiguration = ServerConfiguration()
-        mockConfiguration.port = 0
-        mockConfiguration.loopCount = 1
-        var defaults = MockBehaviour()
-        defaults.deltaDelayMilliseconds = 1
-        let mock = try MockUpstream(configuration: mockConfiguration, defaults: defaults, apiKey: upstreamKey)
-        try await mock.start()
+        let mock = try await MockGateway.upstream(apiKey: upstreamKey)
         try await start(mock: mock, ownsMock: true, configure: configure, logFormat: logFormat, clock: clock, observers: observers).serve(body)
     }
 
@@ -56,13 +51,7 @@ struct GatewayHarness {
         mock: MockUpstream, ownsMock: Bool, configure: (inout GatewayConfiguration) -> Void, logFormat: Logger.Format,
         clock: @escaping @Sendable () -> Instant, observers: [any RequestObserver]
     ) async throws -> GatewayHarness {
-        var configuration = GatewayConfiguration()
-        configuration.apiKey = upstreamKey
-        configuration.defaultModel = "test-model"
-        configuration.baseURL = mock.baseURL
-        configuration.port = 0
-        configuration.loopCount = 2
-        configuration.shutdownGrace = .seconds(1)
+        var configuration = MockGateway.configuration(upstream: mock, apiKey: upstreamKey)
         configuration.rateLimitsEnabled = false  // the access tests turn limits on themselves
         configuration.database = .off  // the store tests give each gateway a file of its own
         configure(&configuration)

@@ -53,11 +53,7 @@ struct JobsProcessTests {
     static func run(stop signal: Int32) async throws {
         var behaviour = MockBehaviour()
         behaviour.latencyMilliseconds = 300
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.loopCount = 1
-        let mock = try MockUpstream(configuration: configuration, defaults: behaviour, apiKey: "k")
-        try await mock.start()
+        let mock = try await MockUpstream.started(defaults: behaviour, apiKey: "k")
         let upstream = StoreProcessTests.Upstream(mock: mock)
         let directory = storeDirectory()
         let database = directory + "/gw.sqlite"

@@ -21,11 +21,7 @@ struct StoreProcessTests {
         let mock: MockUpstream
 
         static func start() async throws -> Upstream {
-            var configuration = ServerConfiguration()
-            configuration.port = 0
-            configuration.loopCount = 1
-            let mock = try MockUpstream(configuration: configuration, apiKey: "k")
-            try await mock.start()
+            let mock = try await MockUpstream.started(apiKey: "k")
             return Upstream(mock: mock)
         }
 

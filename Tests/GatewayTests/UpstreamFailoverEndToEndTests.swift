@@ -23,11 +23,7 @@ struct UpstreamFailoverEndToEndTests {
         var urls: [String] = []
         for script in scripts {
             if let script {
-                var configuration = ServerConfiguration()
-                configuration.port = 0
-                configuration.loopCount = 1
-                let mock = try MockUpstream(configuration: configuration, defaults: script, apiKey: upstreamKey)
-                try await mock.start()
+                let mock = try await MockUpstream.started(defaults: script, apiKey: upstreamKey)
                 mocks.append(mock)
                 urls.append(mock.baseURL)
             } else {
@@ -197,11 +193,7 @@ struct UpstreamFailoverEndToEndTests {
     @Test("a failing upstream rests for its cooldown, then one probe finds it back and it answers again")
     func cooldownAndRecovery() async throws {
         let port = try LoopbackPort.free()
-        var second = ServerConfiguration()
-        second.port = 0
-        second.loopCount = 1
-        let backup = try MockUpstream(configuration: second, defaults: Self.healthy, apiKey: upstreamKey)
-        try await backup.start()
+        let backup = try await MockUpstream.started(defaults: Self.healthy, apiKey: upstreamKey)
         defer { Task { await backup.shutdown() } }
         try await GatewayHarness.with(configure: { configuration in
             configuration.upstreams = [
@@ -219,11 +211,7 @@ struct UpstreamFailoverEndToEndTests {
             let opened = await eventually { harness.logs.lines.contains { $0.contains("upstream_circuit_open") && $0.contains("upstream=a") } }
             #expect(opened)
             // Resting: a restarted first upstream is not asked until the cooldown is over.
-            var configuration = ServerConfiguration()
-            configuration.port = port
-            configuration.loopCount = 1
-            let primary = try MockUpstream(configuration: configuration, defaults: Self.healthy, apiKey: upstreamKey)
-            try await primary.start()
+            let primary = try await MockUpstream.started(port: port, defaults: Self.healthy, apiKey: upstreamKey)
             let asked = MonotonicInstant.now()
             let resting = try await harness.process(task: "summarize", text: Self.text)
             // Only a request that started inside the cooldown must be turned away from it (a

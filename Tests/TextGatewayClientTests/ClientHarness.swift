@@ -1,6 +1,6 @@
 import Foundation
 import Gateway
-import HTTPServer
+import GatewayTestSupport
 import MockUpstream
 import TextGatewayClient
 
@@ -26,23 +26,11 @@ struct ClientHarness {
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ body: (ClientHarness) async throws -> Void
     ) async throws {
-        var mockConfiguration = ServerConfiguration()
-        mockConfiguration.port = 0
-        mockConfiguration.loopCount = 1
-        var defaults = MockBehaviour()
-        defaults.deltaDelayMilliseconds = 1
-        let mock = try MockUpstream(configuration: mockConfiguration, defaults: defaults, apiKey: upstreamKey)
-        try await mock.start()
+        let mock = try await MockGateway.upstream(apiKey: upstreamKey)
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("textgateway-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var configuration = GatewayConfiguration()
-        configuration.apiKey = upstreamKey
-        configuration.defaultModel = "test-model"
-        configuration.baseURL = mock.baseURL
-        configuration.port = 0
-        configuration.loopCount = 2
-        configuration.shutdownGrace = .seconds(1)
+        var configuration = MockGateway.configuration(upstream: mock, apiKey: upstreamKey)
         configuration.database = .sqlite(path: directory.appendingPathComponent("store.sqlite").path)
         configuration.tokens = try TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: token)):alice:pro")
         configuration.plans = try PlanCatalog.parse(plans)
