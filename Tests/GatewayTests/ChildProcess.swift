@@ -36,40 +36,15 @@ final class ChildProcess {
         guard fd >= 0 else { throw Failure(description: "mkstemp failed") }
         outputPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fd, 1)
-        posix_spawn_file_actions_adddup2(&actions, fd, 2)
-        closeInheritedDescriptors(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Children start with no blocked signals, whatever the test runner's threads block.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-
         // `env -C DIR` changes directory, then execs the program in place (same pid).
-        var launcher = workingDirectory == nil ? path : "/usr/bin/env"
-        var words = workingDirectory.map { ["env", "-C", $0, path] } ?? [path]
+        var words = workingDirectory.map { ["/usr/bin/env", "-C", $0, path] } ?? [path]
         if let fileSizeLimitKiB {
             // The shell sets the limit, then becomes the program (same pid).
-            launcher = "/bin/sh"
-            words = ["sh", "-c", "ulimit -f \(fileSizeLimitKiB) && exec \"$@\"", "sh"] + words
+            words = ["/bin/sh", "-c", "ulimit -f \(fileSizeLimitKiB) && exec \"$@\"", "sh"] + words
         }
-        let argv = (words + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, launcher, &actions, &attributes, argv, envp)
+        let spawned = Result { try spawnChild(words + arguments, environment: environment, output: .descriptor(fd)) }
         close(fd)
-        guard rc == 0 else { throw Failure(description: "posix_spawn failed: \(rc)") }
-        pid = child
+        pid = try spawned.get()
     }
 
     deinit {

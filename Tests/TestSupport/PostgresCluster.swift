@@ -98,18 +98,8 @@ public final class PostgresCluster: Sendable {
     private func run(_ executable: String, _ arguments: [String]) throws {
         let argv = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let outputPath = directory + "/command.log"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        closeInheritedDescriptors(&actions)  // the server pg_ctl starts would inherit them too
-        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { for pointer in cArguments { free(pointer) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
-        guard spawned == 0 else { throw Failure(description: "posix_spawn \(argv[0]) failed: \(spawned)") }
+        // Its descriptors would be inherited by the server pg_ctl starts too: none are.
+        let pid = try spawnChild(argv, output: .file(outputPath))
         var status: CInt = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         guard status == 0 else {

@@ -28,24 +28,7 @@ public final class RedisServer {
     public func start() async throws {
         precondition(pid == nil, "already running")
         let words = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + extraArguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        closeInheritedDescriptors(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv = words.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let rc = posix_spawnp(&child, "redis-server", &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw Failure(description: "posix_spawn redis-server failed: \(rc)") }
+        let child = try spawnChild(words, searchPath: true)
         pid = child
         let port = self.port
         guard await eventually(within: 10, { LoopbackPort.accepts(port) }) else {

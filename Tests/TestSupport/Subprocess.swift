@@ -27,30 +27,16 @@ public final class Subprocess {
         }
         if wantsInput { try makePipe(&inPipe) }
         if captureOutput { try makePipe(&outPipe) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if wantsInput {
-            posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let spawned = Result {
+            try spawnChild(
+                [executable] + arguments, input: wantsInput ? .descriptor(inPipe[0]) : .devNull,
+                output: captureOutput ? .descriptor(outPipe[1]) : .devNull
+            )
         }
-        if captureOutput {
-            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 2)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        }
-        closeInheritedDescriptors(&actions)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, executable, &actions, nil, argv, environ)
         for fd in [inPipe[0], outPipe[1]] where fd >= 0 { close(fd) }
-        guard spawned == 0 else {
+        guard case .success(let child) = spawned else {
             for fd in [inPipe[1], outPipe[0]] where fd >= 0 { close(fd) }
-            throw Failure(description: "posix_spawn \(executable) failed: \(spawned)")
+            throw Failure(description: "posix_spawn \(executable) failed")
         }
         pid = child
         input = inPipe[1]
