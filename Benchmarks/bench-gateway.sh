@@ -5,8 +5,8 @@
 # Starts mock-upstream (no latency, one loop), text-gateway in front of it twice, and nginx
 # as a plain reverse proxy to the same mock, then runs wrk, interleaved and repeated, against
 #   gateway:  POST /api/process {"task":"summarize", ...}  through text-gateway (no tokens,
-#             RATE_LIMITS=off, METRICS=off; both gateways DATABASE_URL=off: the store's cost
-#             is bench-store's to measure)
+#             RATE_LIMITS=off, METRICS=off; both gateways DATABASE_URL=off unless STORE=sqlite:
+#             the store's cost is bench-store's to measure)
 #   controls: the same through a second text-gateway with a caller token, rate limits, metrics
 #   nginx:    POST /v1/chat/completions (the messages the gateway builds) through nginx
 #             proxying to the mock over kept-alive connections: the cost of a pass-through proxy
@@ -30,6 +30,9 @@
 #   CONTROLS_BIN=             a directory holding another build of text-gateway (e.g. an
 #                             earlier commit's .build/release) for the controls twin, which then
 #                             runs the gateway's settings: the two differ only in their code
+#   STORE=off                 off, or sqlite: both gateways keep the default store (a SQLite
+#                             file in their own directory, the job runner polling it), as when
+#                             comparing a build with CONTROLS_BIN on what the store carries
 #   GATEWAY_LIBCURL=, CONTROLS_LIBCURL=   a directory holding another build of libcurl.so.4
 #                             for the gateway, for the controls twin (LD_LIBRARY_PATH); with
 #                             either set, the twin runs the gateway's settings (no tokens, rate
@@ -69,6 +72,8 @@ case "$rounds" in '' | *[!0-9]* | 0) die "ROUNDS must be a positive whole number
 for c in "${connection_list[@]}"; do
     case "$c" in '' | *[!0-9]* | 0) die "CONNECTIONS must be positive whole numbers, not '$c'" ;; esac
 done
+store=${STORE:-off}
+case "$store" in off) store_setting=DATABASE_URL=off ;; sqlite) store_setting=DATABASE_URL=sqlite:data/textgateway.sqlite ;; *) die "STORE must be off or sqlite" ;; esac
 event_loops=${EVENT_LOOPS:-}
 case "$event_loops" in *[!0-9]*) die "EVENT_LOOPS must be a whole number" ;; esac
 
@@ -82,7 +87,7 @@ stop_on_exit "$work" gateway_pid controls_pid nginx_pid started_pid mock_pid
 
 echo "TextGateway gateway benchmark — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine: $(nproc) cores, $(cpu_model); $(uname -sr)"
-echo "wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1); rounds=$rounds duration=$duration connections=\"${connection_list[*]}\" warmup=$warmup"
+echo "wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1); rounds=$rounds duration=$duration connections=\"${connection_list[*]}\" warmup=$warmup store=$store"
 echo
 
 say "bench-gateway: building mock-upstream and text-gateway (release)"
@@ -103,7 +108,7 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     shift
     start_text_gateway "${gateway_bin:-$bin}" "$work/$name" "$work/$name.log" \
         DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning \
-        DATABASE_URL=off ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
+        "$store_setting" ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
 # gateway: the plain path (no caller tokens, RATE_LIMITS=off, METRICS=off).
@@ -182,7 +187,7 @@ check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off DATABASE_URL=off, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off $store_setting, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
 echo "controls: $controls_url  (text-gateway, pid $controls_pid: $controls_role)"
 echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
 echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
