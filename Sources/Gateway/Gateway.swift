@@ -193,6 +193,10 @@ public final class Gateway: Sendable {
                 Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
             ]
         }
+        if store != nil, pool == nil {
+            // No upstream key: a job could never run. Submitting says so, as /api/process does.
+            routes.append(Route(method: .POST, path: "/api/jobs", middleware: admission, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
+        }
         self.jobServices = jobServices
         self.jobRunner = jobRunner
         if let store {

@@ -258,4 +258,18 @@ struct JobsEndToEndTests {
             #expect(history["items"]?.arrayValue?.first?["route"]?.stringValue == "/api/jobs")
         }
     }
+
+    @Test("without an upstream key a submitted job is 500 not_configured, as /api/process is; bad input is still 400")
+    func notConfigured() async throws {
+        try await GatewayHarness.with(configure: { Self.configure(&$0); $0.apiKey = nil }) { harness in
+            let response = try await Self.submit(harness, task: "summarize", text: Self.longText(sentences: 3))
+            #expect(response.status == 500)
+            let body = try Body(response)
+            #expect(body.code == "not_configured")
+            #expect(body.message == "کلید API روی سرور تنظیم نشده است.")
+            #expect(try await Self.submit(harness, task: "summarize", text: "کوتاه").status == 400)
+            #expect(try await Self.submit(harness, task: "translate", text: Self.longText(sentences: 3)).status == 400)
+            #expect(harness.mock.stats.requests == 0)
+        }
+    }
 }

@@ -86,17 +86,23 @@ extension JSONWriter {
 }
 
 /// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
+/// `POST /api/jobs` of a gateway with a store but no upstream key: the body is checked as
+/// ever, then the answer is `500 not_configured`, as `/api/process` gives.
+struct UnconfiguredJobsRoute: RouteHandler {
+    let settings: JobSettings
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        _ = try ProcessRequest.parse(request, noting: context, maximumCharacters: settings.maxCharacters)
+        throw .keyNotConfigured
+    }
+}
+
 struct SubmitJobRoute: RouteHandler {
     let jobs: JobRoutes
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let settings = jobs.settings
-        let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: settings.maxCharacters)
-        context.update {
-            $0.task = parsed.task.rawValue
-            $0.tone = parsed.tone?.rawValue
-            $0.textLength = parsed.characterCount
-        }
+        let parsed = try ProcessRequest.parse(request, noting: context, maximumCharacters: settings.maxCharacters)
         guard jobs.pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
         // Rewritten parts are put back together in order: an overlap would repeat text.
         let chunker = TextChunker(budget: settings.chunkCharacters, overlap: parsed.task == .rewrite ? 0 : settings.overlapCharacters)

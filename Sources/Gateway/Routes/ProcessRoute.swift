@@ -27,12 +27,7 @@ struct ProcessRoute: RouteHandler {
     }
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let parsed = try ProcessRequest.parse(body: request.body, contentType: request.headers["Content-Type"])
-        context.update {
-            $0.task = parsed.task.rawValue
-            $0.tone = parsed.tone?.rawValue
-            $0.textLength = parsed.characterCount
-        }
+        let parsed = try ProcessRequest.parse(request, noting: context)
         guard let pool else { throw .keyNotConfigured }
         let choice = UpstreamModelChoice.task(parsed.task)
         // The first upstream's model names the answer in the cache and the log until an
