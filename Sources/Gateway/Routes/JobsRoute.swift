@@ -85,7 +85,6 @@ extension JSONWriter {
     }
 }
 
-/// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
 /// `POST /api/jobs` of a gateway with a store but no upstream key: the body is checked as
 /// ever, then the answer is `500 not_configured`, as `/api/process` gives.
 struct UnconfiguredJobsRoute: RouteHandler {
@@ -97,6 +96,7 @@ struct UnconfiguredJobsRoute: RouteHandler {
     }
 }
 
+/// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
 struct SubmitJobRoute: RouteHandler {
     let jobs: JobRoutes
 

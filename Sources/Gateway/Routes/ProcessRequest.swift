@@ -1,5 +1,4 @@
 import ChatAPI
-import HTTPServer
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,18 +18,6 @@ struct ProcessRequest: Equatable {
     let stream: Bool
     /// `format`: absent or null is ``OutputFormat/text``.
     var format = OutputFormat.text
-
-    /// `request`'s body parsed, with its task, tone and length noted in `context` (for the
-    /// access log and the ledger, whatever the route answers next).
-    static func parse(_ request: HTTPRequest, noting context: RequestContext, maximumCharacters: Int = ProcessRequest.maximumCharacters) throws(GatewayError) -> ProcessRequest {
-        let parsed = try parse(body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: maximumCharacters)
-        context.update {
-            $0.task = parsed.task.rawValue
-            $0.tone = parsed.tone?.rawValue
-            $0.textLength = parsed.characterCount
-        }
-        return parsed
-    }
 
     /// Checks the content type, then the JSON shape, the task, the tone, the format and the text length,
     /// in that order, and throws the first failure.

@@ -157,3 +157,18 @@ struct ProcessRoute: RouteHandler {
         )
     }
 }
+
+// Not in ProcessRequest.swift, which the body fuzzer builds on its own, without the HTTP modules.
+extension ProcessRequest {
+    /// `request`'s body parsed, with its task, tone and length noted in `context` (for the
+    /// access log and the ledger, whatever the route answers next).
+    static func parse(_ request: HTTPRequest, noting context: RequestContext, maximumCharacters: Int = ProcessRequest.maximumCharacters) throws(GatewayError) -> ProcessRequest {
+        let parsed = try parse(body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: maximumCharacters)
+        context.update {
+            $0.task = parsed.task.rawValue
+            $0.tone = parsed.tone?.rawValue
+            $0.textLength = parsed.characterCount
+        }
+        return parsed
+    }
+}
