@@ -192,8 +192,7 @@ public final class Gateway: Sendable {
                 Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
             ]
-        }
-        if store != nil, pool == nil {
+        } else if store != nil {
             // No upstream key: a job could never run. Submitting says so, as /api/process does.
             routes.append(Route(method: .POST, path: "/api/jobs", middleware: admission, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
         }

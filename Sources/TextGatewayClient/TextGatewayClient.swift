@@ -281,15 +281,16 @@ extension TextGatewayClient {
         )
     }
 
+    // Value types, made once: a formatter per date decoded was most of a history page's cost.
+    private static let fractionalDates = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let wholeSecondDates = Date.ISO8601FormatStyle()
+
     static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let date = formatter.date(from: text) { return date }
-            formatter.formatOptions = [.withInternetDateTime]
-            if let date = formatter.date(from: text) { return date }
+            if let date = try? Date(text, strategy: Self.fractionalDates) { return date }
+            if let date = try? Date(text, strategy: Self.wholeSecondDates) { return date }
             throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 date: \(text)"))
         }
         return try decoder.decode(type, from: data)

@@ -48,8 +48,7 @@ struct JobPromptsTests {
 
     @Test("docs/prompts.md holds every prompt line of the code verbatim: the prefix, tasks, tones, JSON and repair lines, and the job rounds")
     func documentMatchesCode() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let document = try String(contentsOf: root.appendingPathComponent("docs/prompts.md"), encoding: .utf8)
+        let document = try RepositoryFile.text("docs/prompts.md")
         var lines = JobPrompts.fixedLines + TextTask.allCases.flatMap(\.instructionLines) + Tone.allCases.map(\.instructionLine)
         lines += TextTask.allCases.map { TaskSchema.of($0).shapeLine }
         lines += PromptText.systemPrefix.split(separator: "\n").map(String.init)

@@ -11,14 +11,8 @@ import Testing
 /// line reader for the document's own layout (two-space indentation, block style).
 @Suite("docs/openapi.yaml matches the code")
 struct OpenAPIDocumentTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func text(_ relativePath: String) throws -> String {
-        try String(contentsOf: root.appendingPathComponent(relativePath), encoding: .utf8)
-    }
-
     static func document() throws -> OpenAPIOutline {
-        try OpenAPIOutline(try text("docs/openapi.yaml"))
+        try OpenAPIOutline(try RepositoryFile.text("docs/openapi.yaml"))
     }
 
     /// The routes of a gateway with every optional part: a SQLite store and an upstream.
@@ -62,7 +56,7 @@ struct OpenAPIDocumentTests {
 
     @Test("GatewayError.allCodes is every code GatewayError.swift spells, and only those")
     func allCodesMatchSource() throws {
-        let source = try Self.text("Sources/Gateway/Pipeline/GatewayError.swift")
+        let source = try RepositoryFile.text("Sources/Gateway/Pipeline/GatewayError.swift")
         // `GatewayError(<status>, "<code>", …` (a line break allowed) and OpenAI's form's `code: "<code>"`.
         let pattern = try NSRegularExpression(pattern: #"(?:GatewayError\(\s*[^,()]+(?:\([^()]*\))?,\s*|code:\s*)"([a-z_]+)""#)
         let range = NSRange(source.startIndex..., in: source)

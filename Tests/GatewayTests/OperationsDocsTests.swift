@@ -20,22 +20,6 @@ struct OperationsDocsTests {
     /// Labels Prometheus adds when it scrapes, which no exposition has.
     static let targetLabels: Set<String> = ["instance", "job"]
 
-    /// The package root: three components above this file (`Tests/GatewayTests/…`).
-    static var root: String {
-        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast(3)
-        return parts.joined(separator: "/")
-    }
-
-    static func read(_ relative: String) throws -> [UInt8] {
-        let path = root + "/" + relative
-        return try #require(SmallFile.read(path, upTo: 4 << 20), "cannot read \(path)")
-    }
-
-    static func text(_ relative: String) throws -> String {
-        String(decoding: try read(relative), as: UTF8.self)
-    }
-
     /// Every `textgateway_…` name in `text`, a histogram's `_bucket`, `_sum` and `_count`
     /// samples as its base name.
     static func metricNames(_ text: String) -> Set<String> {
@@ -144,7 +128,7 @@ struct OperationsDocsTests {
 
     @Test("the dashboard is JSON of schema 39 with a Prometheus data source variable and an instance variable; the rules file has groups of complete rules")
     func structure() throws {
-        let dashboard = try JSONValue.parse(try Self.read("docs/grafana-dashboard.json"))
+        let dashboard = try JSONValue.parse(Array(try RepositoryFile.text("docs/grafana-dashboard.json").utf8))
         #expect(dashboard["schemaVersion"]?.intValue == 39)
         #expect(dashboard["__inputs"]?.arrayValue?.contains { $0["name"]?.stringValue == "DS_PROMETHEUS" && $0["pluginId"]?.stringValue == "prometheus" } == true)
         let variables = dashboard["templating"]?["list"]?.arrayValue ?? []
@@ -176,7 +160,7 @@ struct OperationsDocsTests {
             }
         }
 
-        let yaml = try Self.text("docs/alerts.yaml")
+        let yaml = try RepositoryFile.text("docs/alerts.yaml")
         let lines = yaml.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.allSatisfy { $0 == " " } }
         #expect(lines.first == "groups:")
         #expect(lines.contains("  - name: textgateway"))
@@ -198,9 +182,9 @@ struct OperationsDocsTests {
 
     @Test("every metric the dashboard and the rules name is a # TYPE of /metrics, and every label they use is that metric's")
     func namesAndLabels() async throws {
-        let dashboardText = try Self.text("docs/grafana-dashboard.json")
+        let dashboardText = try RepositoryFile.text("docs/grafana-dashboard.json")
         let dashboard = try JSONValue.parse(Array(dashboardText.utf8))
-        let alertsText = try Self.text("docs/alerts.yaml")
+        let alertsText = try RepositoryFile.text("docs/alerts.yaml")
         let names = Self.metricNames(dashboardText).union(Self.metricNames(alertsText))
         let queries = Self.dashboardQueries(dashboard) + Self.alertQueries(alertsText)
         #expect(Self.alertQueries(alertsText).count == alertsText.ranges(of: "        expr: ").count)

@@ -34,9 +34,12 @@ public final class Subprocess {
             )
         }
         for fd in [inPipe[0], outPipe[1]] where fd >= 0 { close(fd) }
-        guard case .success(let child) = spawned else {
+        let child: pid_t
+        do {
+            child = try spawned.get()
+        } catch {
             for fd in [inPipe[1], outPipe[0]] where fd >= 0 { close(fd) }
-            throw Failure(description: "posix_spawn \(executable) failed")
+            throw error
         }
         pid = child
         input = inPipe[1]

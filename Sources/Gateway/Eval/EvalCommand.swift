@@ -119,6 +119,14 @@ public struct EvalCommand: Sendable, Equatable {
 struct EvalReport {
     let cases: [EvalCommand.Case]
     let model: String
+    /// Per task, in the order of ``TextTask/allCases``: what the table and the JSON show.
+    let tasks: [TaskSummary]
+
+    init(cases: [EvalCommand.Case], model: String) {
+        self.cases = cases
+        self.model = model
+        tasks = Self.summaries(of: cases)
+    }
 
     var passRate: Double { cases.isEmpty ? 0 : Double(cases.filter(\.passed).count) / Double(cases.count) }
 
@@ -135,7 +143,7 @@ struct EvalReport {
         let failures: [String: Int]
     }
 
-    var tasks: [TaskSummary] {
+    private static func summaries(of cases: [EvalCommand.Case]) -> [TaskSummary] {
         TextTask.allCases.compactMap { task in
             let mine = cases.filter { $0.task == task }
             guard !mine.isEmpty else { return nil }
@@ -202,44 +210,31 @@ struct EvalReport {
             $0.field("cases", cases.count)
             $0.field("passed", cases.filter(\.passed).count)
             $0.field("passRate", passRate)
-            $0.field("tasks", array: tasks) { writer, summary in
-                writer.fields {
-                    $0.field("task", summary.task.rawValue)
-                    $0.field("cases", summary.cases)
-                    $0.field("passed", summary.passed)
-                    $0.field("inputTokens", summary.inputTokens)
-                    $0.field("outputTokens", summary.outputTokens)
-                    $0.field("p50Ms", summary.p50)
-                    $0.field("p95Ms", summary.p95)
-                    $0.field("checks", array: summary.checks) { writer, check in
-                        writer.fields {
-                            $0.field("name", check.name)
-                            $0.field("passed", check.passed)
-                            $0.field("total", check.total)
-                        }
-                    }
-                    $0.field("failures", object: { object in
-                        for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) { object.field(code, count) }
-                    })
+            $0.field("tasks", array: tasks) { task, summary in
+                task.field("task", summary.task.rawValue)
+                task.field("cases", summary.cases)
+                task.field("passed", summary.passed)
+                task.field("inputTokens", summary.inputTokens)
+                task.field("outputTokens", summary.outputTokens)
+                task.field("p50Ms", summary.p50)
+                task.field("p95Ms", summary.p95)
+                task.field("checks", array: summary.checks) { object, check in
+                    object.field("name", check.name)
+                    object.field("passed", check.passed)
+                    object.field("total", check.total)
                 }
+                task.field("failures", object: { object in
+                    for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) { object.field(code, count) }
+                })
             }
-            $0.field("results", array: cases) { writer, item in
-                writer.fields {
-                    $0.field("task", item.task.rawValue)
-                    $0.field("text", item.textID)
-                    $0.field("passed", item.passed)
-                    $0.field("failure", item.failure)
-                    $0.field("failedChecks", strings: item.checks.filter { !$0.passed }.map(\.name))
-                }
+            $0.field("results", array: cases) { result, item in
+                result.field("task", item.task.rawValue)
+                result.field("text", item.textID)
+                result.field("passed", item.passed)
+                result.field("failure", item.failure)
+                result.field("failedChecks", strings: item.checks.filter { !$0.passed }.map(\.name))
             }
         }
         return String(decoding: writer.bytes, as: UTF8.self) + "\n"
-    }
-}
-
-extension JSONWriter {
-    /// `body`'s fields, in an object ``field(_:array:_:)`` opened already.
-    fileprivate mutating func fields(_ body: (inout JSONWriter) -> Void) {
-        body(&self)
     }
 }
