@@ -33,6 +33,17 @@ public struct UpstreamErrorBody: Codable, Hashable, Sendable {
         self.param = param
     }
 
+    /// Whether the server says the request does not fit the model's context window, as the
+    /// servers a gateway meets say it: OpenAI's code `context_length_exceeded` (newer vLLM
+    /// too), llama.cpp's type `exceed_context_size_error` (answered `400`, or `500` by some
+    /// builds), and vLLM's message "This model's maximum context length is N tokens…" or "…is
+    /// longer than the maximum model length of N".
+    public var saysContextExceeded: Bool {
+        if code == "context_length_exceeded" || type == "exceed_context_size_error" { return true }
+        guard let message = message?.lowercased() else { return false }
+        return message.contains("maximum context length") || message.contains("maximum model length")
+    }
+
     /// Reads an error body from a response body; `nil` when the bytes are not one.
     /// Never throws.
     public static func decode(from bytes: [UInt8]) -> UpstreamErrorBody? {

@@ -39,7 +39,9 @@ struct UpstreamFailure: Sendable, Equatable {
         case .timedOut:
             self.init(.timeout, .upstreamTimeout, retryable: true)
         case .httpStatus(let status, let body, let retryAfter):
-            if status == 400 && body?.code == "context_length_exceeded" {
+            // 400 from OpenAI, vLLM and llama.cpp; 500 from llama.cpp builds before its
+            // context error had a status of its own; 413 from servers that say it in HTTP.
+            if [400, 413, 500].contains(status), body?.saysContextExceeded == true {
                 self.init(.contextLength, .contextLengthExceeded, retryable: false)
             } else if status == 429 || status == 503 {
                 var busy = GatewayError.upstreamBusy
