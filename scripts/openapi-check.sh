@@ -47,9 +47,9 @@ gateway_pid=$started_pid
 say "openapi-check: gateway on 127.0.0.1:$started_port, mock at $mock_url"
 
 status=0
-# use_after_free is left out: DELETE /api/jobs/{id} cancels a job rather than removing it
-# (it stays readable, as `cancelled`, until its retention ends: CONTRACT.md, "Jobs"), and
-# the stateful phase would call that a deleted resource still there. One worker: with more,
+# use_after_free is left out: DELETE /api/jobs/{id} cancels a job rather than removing it (it
+# stays readable, as `cancelled`, until its retention ends: docs/api.md, "Jobs (long texts)"),
+# and the stateful phase would call that a deleted resource still there. One worker: with more,
 # schemathesis's coverage phase on Python 3.11 sometimes fails inside CPython's compiler.
 "$venv/bin/st" --config-file scripts/openapi-check.toml run docs/openapi.yaml \
     --url "http://127.0.0.1:$started_port" \

@@ -704,8 +704,9 @@ protocol StreamCheck {
     static func outcome(of error: any Error) -> String
 }
 
-/// Checks one `/api/process` event stream against CONTRACT.md: `start`, then `delta`s whose
-/// `text` is the previous text plus `delta`, then one `done` whose `result` is that text.
+/// Checks one `/api/process` event stream against docs/api.md ("Streaming"): `start`, then
+/// `delta`s whose `text` is the previous text plus `delta`, then one `done` whose `result` is
+/// that text.
 struct ProcessStreamCheck: StreamCheck {
     let expectedDeltas: Int
     private var reader = ServerSentEventReader()

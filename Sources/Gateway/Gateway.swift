@@ -6,7 +6,7 @@ import Store
 public import HTTPClient
 public import HTTPServer
 
-/// The product, composed once at start: the routes of CONTRACT.md (`/api/health`,
+/// The product, composed once at start: the routes of docs/api.md (`/api/health`,
 /// `/api/process`, `/v1/models`, `/v1/chat/completions`, `/metrics`) with their middleware,
 /// behind one ``Pipeline`` whose finished hook sees every request end.
 public final class Gateway: Sendable {

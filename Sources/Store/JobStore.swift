@@ -1,4 +1,4 @@
-/// Long texts as durable jobs (CONTRACT.md, "Jobs and long texts"): each job, the work items
+/// Long texts as durable jobs (docs/api.md, "Jobs (long texts)"): each job, the work items
 /// it is split into and each item's answer, kept so that any gateway on the same store can go
 /// on with a job after a restart — even `kill -9` — from its last stored answer.
 ///

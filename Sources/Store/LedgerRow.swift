@@ -1,6 +1,6 @@
-/// One finished request as the store keeps it (CONTRACT.md, "Persistence"): what was asked,
-/// of which model, what it cost and how it ended — never the input text. The result text
-/// only when the operator keeps results (`HISTORY_STORE_RESULTS=on`).
+/// One finished request as the store keeps it (docs/api.md, "Usage and history"): what was asked,
+/// of which model, what it cost and how it ended — never the input text. The result text only
+/// when the operator keeps results (`HISTORY_STORE_RESULTS=on`).
 public struct LedgerRow: Sendable, Equatable {
     /// The request id (`X-Request-Id`). A client may send its own, so it is not unique: the
     /// store gives every row its own sequence number as well.

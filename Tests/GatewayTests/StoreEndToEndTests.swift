@@ -68,7 +68,7 @@ struct StoreEndToEndTests {
         #expect(reached)
     }
 
-    @Test("/api/usage and /api/history answer in CONTRACT.md's shapes, newest first, page by page")
+    @Test("/api/usage and /api/history answer in docs/api.md's shapes, newest first, page by page")
     func shapes() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in

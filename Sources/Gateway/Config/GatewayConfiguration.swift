@@ -1,6 +1,6 @@
 public import Redis
 
-/// The gateway's settings, read from environment variables (CONTRACT.md, "Configuration").
+/// The gateway's settings, read from environment variables (docs/configuration.md).
 /// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server
 /// does not start; a missing key or model is not (then `/api/process` answers 500).
 public struct GatewayConfiguration: Sendable {
@@ -134,7 +134,7 @@ public struct GatewayConfiguration: Sendable {
 
     public init() {}
 
-    /// Reads every variable of CONTRACT.md from `environment`.
+    /// Reads every variable of docs/configuration.md from `environment`.
     public init(environment: [String: String]) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
             guard let raw = environment[name] else { return nil }

@@ -1,4 +1,4 @@
-/// Long texts as durable jobs (`JOB_*`, CONTRACT.md "Jobs and long texts").
+/// Long texts as durable jobs (`JOB_*`, docs/api.md "Jobs (long texts)").
 public struct JobSettings: Sendable, Equatable {
     /// `JOB_MAX_CHARACTERS`: the longest text a job takes, in characters after trimming.
     public var maxCharacters = 200_000

@@ -77,7 +77,7 @@ struct HistoryItemRoute: RouteHandler {
         return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
     }
 
-    /// One history item as CONTRACT.md shows it.
+    /// One history item as docs/api.md shows it.
     static func write(_ row: LedgerRow, into object: inout JSONWriter) {
         object.field("id", row.requestID)
         object.field("task", row.task)

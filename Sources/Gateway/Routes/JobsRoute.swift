@@ -39,7 +39,7 @@ struct JobRoutes: Sendable {
 
     static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"]
 
-    /// A job as CONTRACT.md shows it.
+    /// A job as docs/api.md shows it.
     static func write(_ job: JobRecord, language: Language, into object: inout JSONWriter) {
         object.field("jobId", job.id)
         object.field("status", job.status.rawValue)

@@ -3,7 +3,7 @@ import EventLoop
 import HTTP1
 import HTTPServer
 
-/// `POST /api/process` (CONTRACT.md): validates the body, builds the task's prompt, asks the
+/// `POST /api/process` (docs/api.md): validates the body, builds the task's prompt, asks the
 /// upstream (through the cache when it is on) and answers with the result, or streams it.
 struct ProcessRoute: RouteHandler {
     let pool: UpstreamPool?

@@ -2,7 +2,7 @@ import ChatAPI
 import EventLoop
 import HTTPServer
 
-/// A streamed `/api/process` answer (CONTRACT.md, "Streaming"): `start`, one `delta` per
+/// A streamed `/api/process` answer (docs/api.md, "Streaming"): `start`, one `delta` per
 /// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
 /// quiet for a heartbeat interval.
 struct ProcessStream: Sendable {

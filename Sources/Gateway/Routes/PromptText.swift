@@ -1,4 +1,5 @@
-/// The prompts of CONTRACT.md, kept byte for byte (zero-width non-joiners included).
+/// The prompts of docs/prompts.md (the contract's, docs/api.md "The upstream call"), kept byte
+/// for byte (zero-width non-joiners included).
 enum PromptText {
     /// The system prompt up to the task instruction, which follows it on the next line.
     static let systemPrefix = """

@@ -5,7 +5,7 @@ public enum TextTask: String, CaseIterable, Sendable {
     case keyPoints = "key-points"
     case titles
 
-    /// The task instruction of the system prompt: four lines from CONTRACT.md.
+    /// The task instruction of the system prompt: four lines (docs/prompts.md).
     var instructionLines: [String] {
         PromptText.instructions[rawValue] ?? []
     }

@@ -3,7 +3,7 @@ import HTTPServer
 import Store
 
 /// `GET /api/usage`: the caller's use today and over the last 30 UTC days with any use,
-/// its plan's limits and what is left of today's tokens (CONTRACT.md, "Persistence").
+/// its plan's limits and what is left of today's tokens (docs/api.md, "Usage and history").
 struct UsageRoute: RouteHandler {
     let usage: any UsageStore
     let plans: PlanCatalog

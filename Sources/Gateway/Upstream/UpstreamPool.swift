@@ -7,12 +7,12 @@ enum UpstreamModelChoice: Sendable, Equatable {
     case alias(String)
 }
 
-/// The upstreams in fallback order behind one policy (CONTRACT.md, "Upstreams"): a call that
-/// fails before any byte of its answer (connect or TLS error, `429`, `500`, `502`, `503`,
-/// `504`, a timeout before the head) is tried again on the same upstream after a backoff
-/// with full jitter, or after its `Retry-After` when that is short enough, then on the next
-/// upstream; an upstream that keeps failing is skipped for a cooldown, then probed. All
-/// attempts together stay within `UPSTREAM_TIMEOUT_SECONDS`. Nothing here retries once an
+/// The upstreams in fallback order behind one policy (docs/api.md, "Upstreams: retries, fallback,
+/// cooldown"): a call that fails before any byte of its answer (connect or TLS error, `429`,
+/// `500`, `502`, `503`, `504`, a timeout before the head) is tried again on the same upstream
+/// after a backoff with full jitter, or after its `Retry-After` when that is short enough, then
+/// on the next upstream; an upstream that keeps failing is skipped for a cooldown, then probed.
+/// All attempts together stay within `UPSTREAM_TIMEOUT_SECONDS`. Nothing here retries once an
 /// answer has begun: the callers get a stream only after its head, and never come back.
 final class UpstreamPool: Sendable {
     /// One upstream of the pool: a class, so a call walking the pool takes one reference

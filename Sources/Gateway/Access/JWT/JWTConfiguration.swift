@@ -1,5 +1,5 @@
-/// Sign-in with the app's own JWTs (CONTRACT.md, "Sign-in tokens"): the keys and the
-/// policy, as the `JWT_*` variables set them.
+/// Sign-in with the app's own JWTs (docs/api.md, "Sign-in with the app's JWTs"): the keys
+/// and the policy, as the `JWT_*` variables set them.
 public struct JWTConfiguration: Sendable {
     public var policy = JWTPolicy()
     /// `JWT_HS256_SECRET`'s bytes (at least ``minimumSecretBytes``).

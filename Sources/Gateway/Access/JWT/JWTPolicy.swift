@@ -1,7 +1,7 @@
 import ChatAPI
 
-/// What a verified token's claims must say, from configuration (CONTRACT.md, "Sign-in
-/// tokens"), and who the caller then is.
+/// What a verified token's claims must say, from configuration (docs/api.md, "Sign-in with
+/// the app's JWTs"), and who the caller then is.
 public struct JWTPolicy: Sendable {
     /// `JWT_ISSUER`: when set, `iss` must equal it.
     public var issuer: String?

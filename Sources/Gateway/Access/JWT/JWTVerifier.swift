@@ -1,8 +1,8 @@
 import Crypto
 import Synchronization
 
-/// Verifies the JWTs an app's identity service issues (CONTRACT.md, "Sign-in tokens") and
-/// says who the caller is.
+/// Verifies the JWTs an app's identity service issues (docs/api.md, "Sign-in with the app's
+/// JWTs") and says who the caller is.
 ///
 /// In order, doing no more work than the token has earned: the size, before anything is
 /// decoded; the three parts and the header; the algorithm, from the allow-list; the key —
