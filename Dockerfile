@@ -14,10 +14,10 @@
 FROM swift:6.3-bookworm AS build
 
 # libcurl, SQLite, libcrypto (OpenSSL), hiredis and libpq headers for the CCurl, CSQLite,
-# CCrypto, CRedis and CPostgres system library targets, found through pkg-config.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libssl-dev libhiredis-dev libpq-dev pkg-config \
-    && rm -rf /var/lib/apt/lists/*
+# CCrypto, CRedis and CPostgres system library targets, found through pkg-config: the build
+# packages of scripts/packages, installed by the same script a developer's machine uses.
+COPY scripts/setup.sh scripts/packages /src/scripts/
+RUN /src/scripts/setup.sh build && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 # The package has no dependencies, so nothing to resolve. Every folder that Package.swift

@@ -6,11 +6,15 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help build test test-openai openapi-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances bench-jobs mock drills instances-check nginx-check
+.PHONY: help setup build test image-check bare-check real-upstream-check test-openai openapi-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-instances bench-jobs mock drills instances-check nginx-check
 
 help:
+	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
 	@echo "make build         debug build of every target"
-	@echo "make test          build and run every test (what CI runs)"
+	@echo "make test          build and run every test (scripts/test.sh: what CI runs)"
+	@echo "make image-check   build the Dockerfile (podman, or docker) and run the container as a deployment does: health, an answer, HEALTHCHECK, user, volume, tokens, restart, stop"
+	@echo "make bare-check    the README's Quick start demo command, as written, in the bare swift:6.3-bookworm image"
+	@echo "make real-upstream-check  the gateway in front of llama.cpp's llama-server (SmolLM2-135M, built once into LLAMA_DIR): tasks, streams, /v1, json, context overflow, hang-up, a job, eval"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
 	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
@@ -36,12 +40,14 @@ help:
 	@echo "make drills        fault drills: upstream killed/slow/garbage, mass disconnects, SIGTERM under load, 1 MiB bodies"
 	@echo "make clean         remove build products"
 
+setup:
+	scripts/setup.sh test
+
 build:
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 test:
-	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build
+	scripts/test.sh
 
 release:
 	$(SWIFT) build -c release --static-swift-stdlib --product text-gateway
@@ -119,6 +125,15 @@ drills:
 
 instances-check nginx-check:
 	scripts/instances-check.sh
+
+image-check:
+	scripts/image-check.sh
+
+bare-check:
+	scripts/bare-check.sh
+
+real-upstream-check:
+	scripts/real-upstream-check.sh
 
 clean:
 	rm -rf .build Fuzz/.build Fuzz/corpus-work

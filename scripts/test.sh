@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds every target with warnings as errors and runs every test (what `make test` and CI run).
+# Installs the Debian packages the tests need first when they are missing (scripts/setup.sh):
+# the tests start their own redis-server, PostgreSQL, nginx and mock upstreams on loopback.
+#
+#   scripts/test.sh                      every test
+#   scripts/test.sh --filter StoreTests  arguments go to `swift test`
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh test
+[ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
+swift build --build-tests -Xswiftc -warnings-as-errors
+swift test --skip-build "$@"
