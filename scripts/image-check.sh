@@ -36,6 +36,9 @@ cleanup() {
     trap - EXIT INT TERM
     "$engine" rm -f "$name" >/dev/null 2>&1 || true
     "$engine" volume rm -f "$volume" >/dev/null 2>&1 || true
+    # The build stage (with its build products) and an earlier check's image, now untagged:
+    # without this every run would keep gigabytes.
+    "$engine" image prune -f >/dev/null 2>&1 || true
     stop "$mock_pid"
     rm -rf "$work"
     exit "$status"

@@ -6,8 +6,11 @@
 # format: json, the context overflowing, a hang-up mid-stream, a job chunked to the window)
 # and `text-gateway eval` once against it (its figures are printed, not asserted).
 #
-#   scripts/real-upstream-check.sh    (make real-upstream-check; BIN=<dir with a release
-#                                      text-gateway> skips its build; REAL_UPSTREAM_EVAL=0 skips eval)
+#   scripts/real-upstream-check.sh    (make real-upstream-check)
+#
+#   BIN=<dir>                     a release text-gateway already built there
+#   REAL_UPSTREAM_EVAL=all        eval's every task (the default; about 15 minutes on 2 cores),
+#                     summarize   the named tasks only (comma-separated; CI: summarize), 0: none
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
@@ -20,13 +23,14 @@ if [ "$(id -u)" = 0 ]; then llama_dir=${LLAMA_DIR:-/var/cache/textgateway/llama}
 say "real-upstream-check: llama-server and model ready in $(since "$started")"
 
 build_flags=()
-if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release text-gateway; fi
+if [ -n "${BIN:-}" ]; then bin=$(cd "$BIN" && pwd); else build_release text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-real-upstream.XXXXXX")
 llama_pid= started_pid=
 stop_on_exit "$work" started_pid llama_pid
 
-# The model's window: 2,048 tokens, one slot, so /metrics' requests_processing is that slot.
+# The model's window: 2,048 tokens, one slot (so /metrics' requests_processing is that slot, and
+# a job asks one call at a time: JOB_CONCURRENCY=1).
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
@@ -46,8 +50,8 @@ say "real-upstream-check: llama-server on $llama (context $context tokens, $(bas
 chunk_tokens=400
 gateway_settings=(
     DARVAREH_BASE_URL="$llama/v1" DARVAREH_API_KEY=unused-by-llama-server DARVAREH_MODEL_ID=smollm2-135m-instruct
-    DATABASE_URL="sqlite:$work/gateway/textgateway.sqlite" MAX_TOKENS=160 UPSTREAM_TIMEOUT_SECONDS=120
-    STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=120 JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20
+    DATABASE_URL="sqlite:$work/gateway/textgateway.sqlite" MAX_TOKENS=300 UPSTREAM_TIMEOUT_SECONDS=120
+    STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=120 JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20 JOB_CONCURRENCY=1
     RATE_LIMITS=off LOG_LEVEL=warning
 )
 start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" "${gateway_settings[@]}" ||
@@ -58,12 +62,18 @@ say "real-upstream-check: text-gateway on $gateway"
 status=0
 python3 Tests/python/real_upstream_check.py --gateway "$gateway" --llama "$llama" --chunk-tokens "$chunk_tokens" || status=$?
 
-if [ "${REAL_UPSTREAM_EVAL:-1}" != 0 ]; then
+eval_tasks=${REAL_UPSTREAM_EVAL:-all}
+if [ "$eval_tasks" != 0 ]; then
+    task_flags=()
+    if [ "$eval_tasks" != all ]; then
+        IFS=, read -r -a names <<<"$eval_tasks"
+        for task in "${names[@]}"; do task_flags+=(--task "$task"); done
+    fi
     echo
-    echo "text-gateway eval against llama-server (SmolLM2-135M-Instruct), not asserted:"
+    echo "text-gateway eval ${task_flags[*]:-(every task)} against llama-server (SmolLM2-135M-Instruct), not asserted:"
     eval_started=$(now)
     (cd "$work/gateway" && env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${gateway_settings[@]}" \
-        "$bin/text-gateway" eval --concurrency 1 --env production) || true
+        "$bin/text-gateway" eval --concurrency 1 ${task_flags[@]+"${task_flags[@]}"} --env production) || true
     echo "eval took $(since "$eval_started")"
 fi
 [ "$status" -eq 0 ] || { say "gateway log:"; tail -20 "$work/gateway.log" >&2; }

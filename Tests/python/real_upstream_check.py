@@ -29,6 +29,10 @@ NOTE = (
     "سلام بچه‌ها، خواستم بگم جلسه فردا که قرار بود ساعت ده باشه افتاده به ساعت دوازده، چون مدیر پروژه "
     "دیرتر می‌رسه. لطفا گزارش‌های هفتگی رو تا قبل از جلسه آماده کنید."
 )
+# A short text for format: json: this small model tends to copy its input into the answer,
+# and a JSON string cut off at MAX_TOKENS is no JSON at all (what is checked is the gateway's
+# handling of a schema-constrained answer, not the model's writing).
+SHORT = "شهرداری تهران اعلام کرد که از مهرماه ۱۲۰ اتوبوس برقی به ناوگان پایتخت اضافه می‌شود."
 # Paragraphs of a long report, for the job: distinct sentences so the chunks differ.
 CITIES = ["تهران", "اصفهان", "شیراز", "تبریز", "مشهد", "کرج", "قم", "اهواز", "رشت", "یزد", "کرمان", "همدان"]
 
@@ -157,9 +161,9 @@ def step_v1(gateway):
 
 
 def step_json(gateway):
-    for task, key in [("summarize", "summary"), ("key-points", "points")]:
+    for task, key in [("summarize", "summary"), ("rewrite", "text")]:
         started = time.monotonic()
-        status, _, data = request(gateway, "POST", "/api/process", {"task": task, "text": NEWS, "format": "json"})
+        status, _, data = request(gateway, "POST", "/api/process", {"task": task, "text": SHORT, "format": "json"})
         answer = json.loads(data) if data else {}
         value = (answer.get("data") or {}).get(key)
         ok = status == 200 and value not in (None, "", []) and answer.get("result", "").strip() != ""
@@ -217,7 +221,7 @@ def step_hang_up(gateway, llama):
 
 def step_job(gateway, chunk_tokens):
     paragraphs = []
-    for index, city in enumerate(CITIES * 2):
+    for index, city in enumerate(CITIES[:7]):
         paragraphs.append(
             f"گزارش شماره {index + 1}: شورای شهر {city} اعلام کرد که در سال آینده {20 + index} پروژهٔ تازهٔ حمل‌ونقل "
             f"عمومی آغاز می‌شود. بودجهٔ این طرح‌ها {100 + 7 * index} میلیارد تومان برآورد شده و بخشی از آن صرف "
@@ -239,7 +243,7 @@ def step_job(gateway, chunk_tokens):
             break
         time.sleep(0.5)
     progress = job.get("progress") or {}
-    ok = job.get("status") == "done" and progress.get("total", 0) > 2 and (job.get("result") or "").strip() != ""
+    ok = job.get("status") == "done" and progress.get("total", 0) >= 3 and (job.get("result") or "").strip() != ""
     report(ok, f"job: {len(text)} characters, JOB_CHUNK_TOKENS={chunk_tokens}", started,
            f"{progress.get('total')} calls, {usage_text(job.get('usage'))}" if ok
            else f"status {job.get('status')}, error {job.get('error')}, progress {progress}")
