@@ -30,11 +30,11 @@ llama_pid= started_pid=
 stop_on_exit "$work" started_pid llama_pid
 
 # The model's window: 2,048 tokens, one slot (so /metrics' requests_processing is that slot, and
-# a job asks one call at a time: JOB_CONCURRENCY=1).
+# a job asks one call at a time: JOB_CONCURRENCY=1), and a fixed seed: the same answers every run.
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
-    -c "$context" -np 1 -t "$(nproc)" --metrics >"$work/llama.log" 2>&1 &
+    -c "$context" -np 1 -t "$(nproc)" --seed 42 --metrics >"$work/llama.log" 2>&1 &
 llama_pid=$!
 llama=http://127.0.0.1:$llama_port
 for _ in $(seq 600); do # up to 60 s to load

@@ -11,7 +11,7 @@ import Testing
 struct ContextOverflowTests {
     static let overflows: [(server: String, status: Int, body: String)] = [
         ("OpenAI", 400, #"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130211 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#),
-        ("llama.cpp", 400, #"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4721,"n_ctx":2048}}"#),
+        ("llama.cpp", 400, #"{"error":{"code":400,"message":"request (11010 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":11010,"n_ctx":2048}}"#),
         ("llama.cpp before its 400", 500, #"{"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"exceed_context_size_error","n_prompt_tokens":1407,"n_ctx":256}}"#),
         ("vLLM", 400, #"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 6379 tokens (6029 in the messages, 350 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#),
         ("vLLM, nested", 400, #"{"error":{"message":"This model's maximum context length is 2048 tokens. However, your request has 3012 input tokens. Please reduce the length of the input messages.","type":"BadRequestError","param":null,"code":400}}"#),
