@@ -52,7 +52,9 @@ struct JobsProcessTests {
 
     static func run(stop signal: Int32) async throws {
         var behaviour = MockBehaviour()
-        behaviour.latencyMilliseconds = 300
+        // 17 chunks two at a time take 8.5 s: the stop lands mid-job even when a loaded test
+        // run makes the progress polls seconds late (at 300 ms the job could finish first).
+        behaviour.latencyMilliseconds = 1000
         let mock = try await MockUpstream.started(defaults: behaviour, apiKey: "k")
         let upstream = StoreProcessTests.Upstream(mock: mock)
         let directory = storeDirectory()
