@@ -7,6 +7,7 @@
 #
 #   scripts/bare-check.sh          the demo command (make bare-check; CI)
 #   scripts/bare-check.sh test     the test command too (the second command of that block; long)
+#   BARE_LOG=<file>                keeps the whole output there (the last lines are printed)
 #
 # The container shares the host's network namespace (apt-get reaches Debian's mirrors; the demo
 # listens on a free loopback port).
@@ -52,6 +53,7 @@ status=0
 "$engine" run --name "$name" --network host -v "$work/src:/src" -w /src \
     -e DEMO_ONCE=1 -e DEMO_PORT="$port" "$image" bash -c "$command" >"$work/output.log" 2>&1 || status=$?
 elapsed=$(since "$started")
+if [ -n "${BARE_LOG:-}" ]; then cp "$work/output.log" "$BARE_LOG"; fi
 # What the newcomer would see at the end, and what was installed on the way.
 grep -E '^setup: installing' "$work/output.log" || true
 tail -n "${BARE_TAIL_LINES:-12}" "$work/output.log"

@@ -66,7 +66,9 @@ extension StoreBackends {
             let error = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: client, startTimeout: .milliseconds(500)) }
             #expect(error?.code == .unavailable)
             #expect(error?.isTransient == true)
-            #expect(started.nanoseconds(until: .now()) < 5_000_000_000)
+            // Gives up rather than retrying on and on: a bound far above the 500 ms timeout, so a
+            // loaded machine's scheduling does not decide it.
+            #expect(started.nanoseconds(until: .now()) < 30_000_000_000)
             await Self.stop([client], group)
         }
 
