@@ -18,8 +18,9 @@ cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
 
 started=$(now)
-scripts/llama-server.sh >&2
-if [ "$(id -u)" = 0 ]; then llama_dir=${LLAMA_DIR:-/var/cache/textgateway/llama}; else llama_dir=${LLAMA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/textgateway/llama}; fi
+# Its last line names the directory it chose ("<dir> ready").
+llama_dir=$(scripts/llama-server.sh | sed -n 's/ ready$//p' | tail -n 1)
+[ -x "$llama_dir/llama-server" ] || die "scripts/llama-server.sh did not make llama-server"
 say "real-upstream-check: llama-server and model ready in $(since "$started")"
 
 build_flags=()
