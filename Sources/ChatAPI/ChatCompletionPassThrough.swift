@@ -17,6 +17,8 @@ public struct ChatCompletionPassThrough: Sendable {
     public let maxTokens: Int?
     /// `max_completion_tokens`, when present.
     public let maxCompletionTokens: Int?
+    /// `n`, the number of answers asked for: 1 when absent.
+    public let choices: Int
 
     private let bytes: [UInt8]
     /// The top-level members in the order they came; each value as its range of `bytes`.
@@ -30,7 +32,7 @@ public struct ChatCompletionPassThrough: Sendable {
 
     /// Reads `bytes`, which must be a JSON object with a string `model` and 1 to
     /// `maximumMessages` objects in `messages`, each with a string `role`; `stream` a
-    /// boolean, `max_tokens` and `max_completion_tokens` whole numbers from 0 and
+    /// boolean, `max_tokens` and `max_completion_tokens` whole numbers from 0, `n` one from 1, and
     /// `stream_options` an object, when present.
     public init(jsonBytes bytes: [UInt8], maximumMessages: Int) throws(ChatCompletionPassThroughError) {
         let reading: JSONByteParser.PassThroughReading?
@@ -64,6 +66,12 @@ public struct ChatCompletionPassThrough: Sendable {
         }
         maxTokens = try Self.tokenCount(known["max_tokens"], "max_tokens")
         maxCompletionTokens = try Self.tokenCount(known["max_completion_tokens"], "max_completion_tokens")
+        switch known["n"] {
+        case nil, .null?: choices = 1
+        case let value?:
+            guard let count = value.intValue, count >= 1 else { throw .invalidField("n") }
+            choices = count
+        }
         switch known["stream_options"] {
         case nil, .null?:
             includeUsage = false
@@ -187,7 +195,7 @@ extension JSONByteParser {
         case role(Int)
     }
 
-    private static let knownNames: Set<String> = ["model", "stream", "max_tokens", "max_completion_tokens", "stream_options"]
+    private static let knownNames: Set<String> = ["model", "stream", "max_tokens", "max_completion_tokens", "n", "stream_options"]
 
     /// Reads a body in one pass, checking it exactly as ``validateDocument(_:)`` does; nil
     /// for a valid document that is not an object. `messages` is walked without building it

@@ -116,28 +116,31 @@ public final class Gateway: Sendable {
             )
         }
         // A concern the configuration turns off is no layer at all.
-        var admission: [any Middleware] = []
-        func authentication(required: Bool) -> AuthMiddleware {
+        // Authentication is always a layer: even a gateway that knows no credential must
+        // refuse one in its own formats rather than serve it as a guest.
+        func authentication(required: Bool, placeholderGuests: Bool = false) -> AuthMiddleware {
             AuthMiddleware(
                 tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: configuration.metricsEnabled ? jwtMetrics : nil,
-                required: required, clock: clock
+                required: required, placeholderGuests: placeholderGuests, clock: clock
             )
         }
-        if configuration.tokens != nil || store != nil || jwt != nil || configuration.requiresTokens {
-            admission.append(authentication(required: configuration.requiresTokens))
+        func limits(_ cost: RequestCost) -> [any Middleware] {
+            guard let limiter else { return [] }
+            return [RateLimitMiddleware(
+                limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, maxTokens: configuration.maxTokens,
+                cost: cost, clock: clock
+            )]
         }
-        var limits: [any Middleware] = []
-        if let limiter { limits.append(RateLimitMiddleware(
-            limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, maxTokens: configuration.maxTokens, clock: clock
-        )) }
-        admission += limits
+        let admission: [any Middleware] = [authentication(required: configuration.requiresTokens)] + limits(.process)
+        let openAIAdmission: [any Middleware] = [authentication(required: configuration.requiresTokens, placeholderGuests: true)]
+        let chatAdmission = openAIAdmission + limits(.chat(maximumMessages: configuration.maxMessages, maximumChoices: configuration.maxChoices))
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
             Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
                 pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
             )),
-            Route(method: .GET, path: "/v1/models", middleware: admission, handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
-            Route(method: .POST, path: "/v1/chat/completions", middleware: admission, handler: ChatCompletionsRoute(
+            Route(method: .GET, path: "/v1/models", middleware: openAIAdmission + limits(.none), handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
+            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission, handler: ChatCompletionsRoute(
                 pool: pool, configuration: configuration, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),

@@ -82,19 +82,20 @@ struct AccessEndToEndTests {
         }
     }
 
-    @Test("refuses calls once the daily tokens are spent, not counting cache hits, and recovers the next day")
+    @Test("refuses calls once the day's tokens cannot cover their worst case, not counting cache hits, and recovers the next day")
     func dailyTokens() async throws {
         let clock = TestClock()
         try await GatewayHarness.with(configure: {
-            try? Self.configure(plans: "pro:-:-:300", &$0)
+            try? Self.configure(plans: "pro:-:-:600", &$0)
             $0.cacheTimeToLive = .seconds(3600)
+            $0.maxTokens = 50  // a worst case of about 100 tokens: the body's estimate and 50
         }, clock: { clock.now }) { harness in
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)  // ~260 tokens
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)  // ~270 tokens
             for _ in 0..<3 {
                 #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).header("X-Cache") == "HIT")
             }
-            #expect(try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer()).status == 200)  // still under 300
-            let refused = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer())
+            #expect(try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer()).status == 200)  // ~330 left
+            let refused = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer())  // ~60 left
             #expect(refused.status == 429)
             #expect(Int(refused.header("Retry-After") ?? "") ?? 0 > 60)
             clock.advance(86_400)

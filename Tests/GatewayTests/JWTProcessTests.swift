@@ -83,7 +83,7 @@ struct JWTProcessTests {
         let good = TestJWT.hs256(#"{"sub":"cli-user","aud":"textgateway","plan":"pro","exp":\#(now + 3600)}"#)
         let accepted = try await Self.check(good, environment: environment)
         #expect(accepted.status == 0, "\(accepted.output)")
-        #expect(accepted.output.contains(#"decision: accepted: user "cli-user" on plan "pro""#))
+        #expect(accepted.output.contains(#"decision: accepted: user "jwt:cli-user" on plan "pro""#))
         #expect(accepted.output.contains("header: alg=HS256"))
         #expect(!accepted.output.contains(good) && !accepted.output.contains(String(good.split(separator: ".")[2])))
 

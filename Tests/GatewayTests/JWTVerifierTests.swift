@@ -23,7 +23,7 @@ struct JWTVerifierTests {
         let token = Self.token(exp: TestJWT.now + 60)
         let first = try verifier.verifyNow(token, now: Self.at).get()
         #expect(!first.cached)
-        #expect(first.caller == Caller(userID: "u1", plan: "default"))
+        #expect(first.caller == Caller(userID: "jwt:u1", plan: "default"))
         #expect(first.expiresAt == TestJWT.now + 60 + 30)
         #expect(try verifier.verifyNow(token, now: Self.at).get().cached)
         // Past exp plus the leeway the cache does not answer; the full check says why.

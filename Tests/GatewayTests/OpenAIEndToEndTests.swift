@@ -59,7 +59,9 @@ struct OpenAIEndToEndTests {
     @Test(
         "refuses bad requests in OpenAI's error shape",
         arguments: [
-            (#"{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}"#, 400, "model_not_found"),
+            (#"{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}"#, 404, "model_not_found"),
+            (#"{"model":"fast","n":5,"messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_parameter"),
+            (#"{"model":"fast","n":0,"messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[]}"#, 400, "invalid_messages"),
             (#"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#, 400, "invalid_messages"),
             (#"{"model":"fast""#, 400, "invalid_json"),
@@ -82,6 +84,9 @@ struct OpenAIEndToEndTests {
             // OpenAI's SDKs read `param` to say which part of the request was wrong.
             if code == "model_not_found" { #expect(error.error.param == "model") }
             if code == "context_length_exceeded" { #expect(error.error.param == "messages") }
+            if code == "invalid_parameter" { #expect(error.error.param == "n") }
+            // Nothing the gateway refuses itself costs an upstream call.
+            if status == 400 && code != "context_length_exceeded" || status == 404 { #expect(harness.mock.stats.requests == 0) }
         }
     }
 

@@ -175,7 +175,7 @@ struct OpenAIPassThroughEndToEndTests {
     func refusals() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let unknown = try await post(harness, #"{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":\#(Self.tools),"n":2}"#)
-            #expect(unknown.status == 400)
+            #expect(unknown.status == 404)
             #expect(try Value.parse(unknown.body)["error"]?["code"] == .string("model_not_found"))
             for body in [
                 #"{"model":"fast","messages":[{"content":"no role"}]}"#,

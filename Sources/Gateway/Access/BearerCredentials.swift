@@ -22,6 +22,27 @@ enum BearerCredentials {
     /// The longest token read from the header, in bytes.
     static let maximumLength = 16_384
 
+    /// What an `Authorization` field presents to the gateway.
+    enum Presented: Equatable {
+        /// No field, or a scheme other than `Bearer` (a proxy's `Basic`, say): no bearer
+        /// credential was offered.
+        case none
+        /// A well-formed bearer token.
+        case token([UInt8])
+        /// The `Bearer` scheme with a token that cannot be one: empty, longer than
+        /// ``maximumLength``, a byte outside 0x21–0x7E, or a tab instead of a space. A bearer
+        /// credential that fails, as any unknown token does.
+        case malformed
+    }
+
+    /// What `authorization` (the field's value, or nil when absent) presents.
+    static func read(_ authorization: String?) -> Presented {
+        guard let authorization else { return .none }
+        let bytes = Array(authorization.utf8)
+        if let token = token(in: bytes) { return .token(token) }
+        return hasBearerScheme(bytes) ? .malformed : .none
+    }
+
     /// The token bytes of a well-formed `Bearer <token>` value, or `nil`.
     static func token(in authorization: String) -> [UInt8]? {
         token(in: Array(authorization.utf8))
@@ -40,16 +61,24 @@ enum BearerCredentials {
         (0x21...0x7E).contains(byte)
     }
 
-    private static func token(in bytes: [UInt8]) -> [UInt8]? {
+    /// Whether `bytes` starts with the scheme `Bearer` (any case) and then ends or goes on
+    /// with whitespace: a bearer credential, well-formed or not.
+    private static func hasBearerScheme(_ bytes: [UInt8]) -> Bool {
         let scheme = "bearer".utf8
-        guard bytes.count > scheme.count else { return nil }
+        guard bytes.count >= scheme.count else { return false }
         for (index, expected) in scheme.enumerated() {
             // ASCII lower-casing: setting 0x20 maps A–Z onto a–z and never maps another byte
             // onto a letter of "bearer".
             let byte = bytes[index]
             let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-            guard lowered == expected else { return nil }
+            guard lowered == expected else { return false }
         }
+        return bytes.count == scheme.count || bytes[scheme.count] == UInt8(ascii: " ") || bytes[scheme.count] == UInt8(ascii: "\t")
+    }
+
+    private static func token(in bytes: [UInt8]) -> [UInt8]? {
+        let scheme = "bearer".utf8
+        guard bytes.count > scheme.count, hasBearerScheme(bytes) else { return nil }
         var start = scheme.count
         guard bytes[start] == UInt8(ascii: " ") else { return nil }
         while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }

@@ -7,9 +7,11 @@ import Synchronization
 ///   refusal's `Retry-After` is the time until the oldest request that matters leaves it.
 /// - **Concurrency**: the leases held per key; a release frees its slot once, a second
 ///   release of the same lease does nothing.
-/// - **Tokens per day**: tokens recorded per key per UTC day. A request is refused once the
-///   day's quota is used up; one that starts under it may take it over (its tokens are only
-///   known when it ends). `Retry-After` is the time to UTC midnight.
+/// - **Tokens per day**: tokens recorded per key per UTC day. A request is refused when its
+///   worst case (what it reserves: ``RequestCost``) does not fit in what the day has left
+///   besides the reservations of the key's requests in flight; its reservation is replaced by
+///   its real count when it ends. `Retry-After` is the time to UTC midnight, or 1 s when
+///   only requests in flight stand in the way.
 ///
 /// A refused request is not counted. Checks run in that order of cost to the caller: an
 /// exhausted day first, then the minute, then concurrency.
@@ -38,7 +40,11 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     public func acquire(key: String, plan: Plan, now: Instant) async -> RateDecision {
-        state.withLock { $0.acquire(key: key, plan: plan, now: now) }
+        state.withLock { $0.acquire(key: key, plan: plan, reserving: 0, now: now) }
+    }
+
+    public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async -> RateDecision {
+        state.withLock { $0.acquire(key: key, plan: plan, reserving: plan.tokensPerDay == nil ? 0 : max(0, reservingTokens), now: now) }
     }
 
     public func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async -> RateStatus? {
@@ -93,17 +99,18 @@ public final class InMemoryRateLimiter: RateLimiter {
             self.sweepAtKeyCount = maximumKeys
         }
 
-        mutating func acquire(key: String, plan: Plan, now: Instant) -> RateDecision {
+        mutating func acquire(key: String, plan: Plan, reserving: Int, now: Instant) -> RateDecision {
             sweepIfDue(now: now)
             guard !plan.isUnlimited else { return .allowed(RateLease(key: key, id: 0), nil) }
             let leaseID: UInt64
-            if plan.concurrentRequests != nil {
+            // A daily quota's lease holds the request's reservation until it ends.
+            if plan.concurrentRequests != nil || plan.tokensPerDay != nil {
                 leaseID = nextLeaseID
                 nextLeaseID &+= 1
             } else {
                 leaseID = 0
             }
-            return keys[key, default: KeyState()].acquire(key: key, plan: plan, now: now, leaseID: leaseID, leaseSeconds: leaseSeconds)
+            return keys[key, default: KeyState()].acquire(key: key, plan: plan, reserving: reserving, now: now, leaseID: leaseID, leaseSeconds: leaseSeconds)
         }
 
         /// What an allowed request of `key` reports now.
@@ -157,22 +164,30 @@ public final class InMemoryRateLimiter: RateLimiter {
     /// The counts of one key.
     private struct KeyState {
         var window = SlidingMinuteWindow()
-        /// The leases held now: id and the time (seconds since the epoch) it expires.
-        var leases: [(id: UInt64, expires: Double)] = []
+        /// The leases held now: id, the time (seconds since the epoch) it expires and the
+        /// tokens it reserved.
+        var leases: [(id: UInt64, expires: Double, reserved: Int)] = []
+        /// The sum of the leases' reservations.
+        var reservedTokens = 0
         /// The UTC day ``tokensUsed`` counts for.
         var day: Int64 = .min
         var tokensUsed = 0
         var lastSeen: Double = -.infinity
 
-        mutating func acquire(key: String, plan: Plan, now: Instant, leaseID: UInt64, leaseSeconds: Double) -> RateDecision {
+        mutating func acquire(key: String, plan: Plan, reserving: Int, now: Instant, leaseID: UInt64, leaseSeconds: Double) -> RateDecision {
             lastSeen = max(lastSeen, now.secondsSinceEpoch)
             window.prune(now: now)
             expireLeases(now: now)
             startDayIfNew(now: now)
 
-            if let quota = plan.tokensPerDay, tokensUsed >= quota {
+            if let quota = plan.tokensPerDay, tokensUsed >= quota || reserving > quota - tokensUsed - reservedTokens {
                 let wait = now.secondsUntilNextUTCDay
-                let status = RateStatus(quota: .tokensPerDay, limit: quota, remaining: 0, resetSeconds: wait, retryAfterSeconds: wait)
+                // Requests in flight may settle for less than they reserved and leave room.
+                let fitsToday = tokensUsed < quota && reserving <= quota - tokensUsed
+                let status = RateStatus(
+                    quota: .tokensPerDay, limit: quota, remaining: max(0, quota - tokensUsed - reservedTokens), resetSeconds: wait,
+                    retryAfterSeconds: fitsToday ? 1 : wait
+                )
                 return .refused(status, reason: .dailyTokens)
             }
             if let rpm = plan.requestsPerMinute, window.count >= rpm {
@@ -191,8 +206,11 @@ public final class InMemoryRateLimiter: RateLimiter {
             }
 
             if plan.requestsPerMinute != nil { window.add(now: now) }
-            if leaseID != 0 { leases.append((leaseID, now.secondsSinceEpoch + leaseSeconds)) }
-            return .allowed(RateLease(key: key, id: leaseID), headline(plan: plan, now: now))
+            if leaseID != 0 {
+                leases.append((leaseID, now.secondsSinceEpoch + leaseSeconds, reserving))
+                reservedTokens += reserving
+            }
+            return .allowed(RateLease(key: key, id: leaseID, reservedTokens: reserving, day: now.utcDay, origin: .local), headline(plan: plan, now: now))
         }
 
         /// The status an allowed request reports: per minute when the plan limits that,
@@ -206,7 +224,7 @@ public final class InMemoryRateLimiter: RateLimiter {
             }
             if let quota = plan.tokensPerDay {
                 return RateStatus(
-                    quota: .tokensPerDay, limit: quota, remaining: max(0, quota - tokensUsed),
+                    quota: .tokensPerDay, limit: quota, remaining: max(0, quota - tokensUsed - reservedTokens),
                     resetSeconds: now.secondsUntilNextUTCDay
                 )
             }
@@ -221,14 +239,16 @@ public final class InMemoryRateLimiter: RateLimiter {
 
         mutating func release(leaseID: UInt64) {
             if let index = leases.firstIndex(where: { $0.id == leaseID }) {
-                leases.remove(at: index)
+                reservedTokens -= leases.remove(at: index).reserved
             }
         }
 
         /// Drops leases past their time to live: their requests can no longer be running.
         mutating func expireLeases(now: Instant) {
             let seconds = now.secondsSinceEpoch
-            if leases.contains(where: { $0.expires <= seconds }) { leases.removeAll { $0.expires <= seconds } }
+            guard leases.contains(where: { $0.expires <= seconds }) else { return }
+            leases.removeAll { $0.expires <= seconds }
+            reservedTokens = leases.reduce(0) { $0 + $1.reserved }
         }
 
         /// Starts counting tokens afresh when `now` is in a later UTC day. A clock stepped

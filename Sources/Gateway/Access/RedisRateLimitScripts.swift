@@ -16,7 +16,7 @@ enum RedisRateLimitScripts {
         -- ARGV[1] requests per minute (0: no limit)   ARGV[2] requests at once (0: no limit)
         -- ARGV[3] tokens per day (0: no limit)        ARGV[4] a lease's time to live (ms)
         -- ARGV[5] this request's id (unique)          ARGV[6] tokens to reserve (an estimate)
-        -- Checks in the in-memory limiter's order: an exhausted day, the minute, concurrency.
+        -- Checks in the in-memory limiter's order: the day (its worst case must fit), the minute, concurrency.
         -- A refused request is not counted. Returns
         -- {allowed (1 or 0), reason, retry-after s, quota, limit, remaining, reset s, day}.
         local rpm = tonumber(ARGV[1])
@@ -55,12 +55,14 @@ enum RedisRateLimitScripts {
         local settled = 0
         if perDay > 0 then
           settled = tonumber(redis.call('GET', tokensKey) or '0')
-          if settled >= perDay then
-            return {0, 'daily_tokens', untilMidnight, 'tokens', perDay, 0, untilMidnight, day}
+          local left = math.max(0, perDay - settled - inFlight)
+          -- The request's worst case (its reservation) must fit in what the day has left.
+          if settled >= perDay or settled + reserve > perDay then
+            return {0, 'daily_tokens', untilMidnight, 'tokens', perDay, left, untilMidnight, day}
           end
-          if settled + inFlight >= perDay then
+          if settled + inFlight >= perDay or settled + inFlight + reserve > perDay then
             -- Spoken for by calls still running, whose real counts may leave room soon.
-            return {0, 'daily_tokens', 1, 'tokens', perDay, 0, untilMidnight, day}
+            return {0, 'daily_tokens', 1, 'tokens', perDay, left, untilMidnight, day}
           end
         end
 

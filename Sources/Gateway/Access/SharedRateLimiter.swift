@@ -85,7 +85,7 @@ final class SharedRateLimiter: RateLimiter {
             try unreachable(RedisError(.connectionFailed, "not connected"))
         }
         localDecisions.increment()
-        return await local.acquire(key: key, plan: plan, now: now)
+        return await local.acquire(key: key, plan: plan, reservingTokens: reservingTokens, now: now)
     }
 
     /// In Redis while it answers, so every instance counts it; else this instance's own count.

@@ -73,6 +73,9 @@ public struct GatewayConfiguration: Sendable {
     public var heartbeatInterval: Duration = .seconds(15)
     /// Most messages a `/v1/chat/completions` request may carry.
     public var maxMessages = 256
+    /// `MAX_CHOICES`: the most answers (`n`) one `/v1/chat/completions` request may ask
+    /// for; each may take `MAX_TOKENS`, so this bounds what one request can spend.
+    public var maxChoices = 4
     /// How long identical `/api/process` answers are served from memory; nil (the default,
     /// `CACHE_TTL_SECONDS=0`) turns the cache off.
     public var cacheTimeToLive: Duration?
@@ -180,6 +183,7 @@ public struct GatewayConfiguration: Sendable {
         streamTotalTimeout = try seconds("STREAM_TOTAL_TIMEOUT_SECONDS") ?? streamTotalTimeout
         heartbeatInterval = try seconds("HEARTBEAT_SECONDS") ?? heartbeatInterval
         maxMessages = try integer("MAX_MESSAGES", 1...10_000) ?? maxMessages
+        maxChoices = try integer("MAX_CHOICES", 1...128) ?? maxChoices
         if let ttl = try integer("CACHE_TTL_SECONDS", 0...604_800), ttl > 0 { cacheTimeToLive = .seconds(ttl) }
         cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
         metricsToken = value("METRICS_TOKEN")

@@ -78,8 +78,16 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let invalidMessages = GatewayError(.badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.", "messages must hold between one and the allowed number of messages.")
     static func modelNotFound(_ alias: String) -> GatewayError {
         let shown = String(alias.prefix(100).filter { !$0.isNewline })
-        var error = GatewayError(.badRequest, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
-        error.openAI = OpenAIForm(status: .badRequest, code: "model_not_found", param: "model")
+        var error = GatewayError(.notFound, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+        error.openAI = OpenAIForm(status: .notFound, code: "model_not_found", param: "model")
+        return error
+    }
+    /// `n` above `MAX_CHOICES`.
+    static func tooManyChoices(limit: Int) -> GatewayError {
+        var error = GatewayError(
+            .badRequest, "invalid_parameter", "تعداد پاسخ‌های خواسته‌شده (n) بیش از \(limit) است.", "n may be at most \(limit) on this gateway."
+        )
+        error.openAI = OpenAIForm(status: .badRequest, code: "invalid_parameter", param: "n")
         return error
     }
     /// The upstream says the input does not fit the model's context: `413 text_too_long` on

@@ -1,3 +1,4 @@
+import ChatAPI
 import Crypto
 import HTTP1
 import HTTPServer
@@ -79,37 +80,49 @@ struct ErrorMiddleware: Middleware {
 }
 
 /// Identifies the caller from `Authorization`: a JWT from the app's identity service (when
-/// sign-in is configured), a configured token (`GATEWAY_TOKENS`) or a store token. Where
-/// tokens are required, a request without a valid one is `401`; where they are not, it is a
-/// guest — an OpenAI SDK sends a placeholder key to an open gateway. A JWT that fails is
-/// `401` either way: an app whose sign-in expired must hear so, not be served as a guest.
+/// sign-in is configured), a configured token (`GATEWAY_TOKENS`) or a store token.
+///
+/// A bearer credential that fails is `401` with `WWW-Authenticate: Bearer
+/// error="invalid_token"` on every configuration, open or not: an app whose token was
+/// revoked or whose sign-in expired must hear so, never be served as a guest. Without any
+/// credential, a request is `401` where tokens are required and a guest where they are not.
+/// The one exception (docs/api.md, "Authentication"): on an open gateway's `/v1` routes, a
+/// token in none of the gateway's own formats (``GatewayCredential``) that no configuration
+/// knows is the placeholder key an OpenAI SDK refuses to run without, and is a guest.
 struct AuthMiddleware: Middleware {
     let tokens: TokenStore?
     let storeTokens: StoreTokens?
     let jwt: JWTVerifier?
     let jwtMetrics: JWTMetrics?
     let required: Bool
+    /// Whether this route takes an SDK's placeholder key as a guest (an open gateway's `/v1`).
+    let placeholderGuests: Bool
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
-        guard let authorization = request.headers["Authorization"], let token = BearerCredentials.token(in: authorization) else {
+        switch BearerCredentials.read(request.headers["Authorization"]) {
+        case .none:
             if required { throw GatewayError.unauthorized }
-            return try await next(request, context)
-        }
-        if let jwt, CompactJWS.looksLikeJWT(token) {
-            let result = await jwt.verify(token, now: clock())
-            jwtMetrics?.record(result)
-            switch result {
-            case .success(let acceptance):
-                context.update { $0.caller = acceptance.caller }
-            case .failure(let failure):
-                context.update { $0.authFailure = failure.reason }
+        case .malformed:
+            context.update { $0.authFailure = "malformed bearer token" }
+            throw GatewayError.invalidToken
+        case .token(let token):
+            if let jwt, CompactJWS.looksLikeJWT(token) {
+                let result = await jwt.verify(token, now: clock())
+                jwtMetrics?.record(result)
+                switch result {
+                case .success(let acceptance):
+                    context.update { $0.caller = acceptance.caller }
+                case .failure(let failure):
+                    context.update { $0.authFailure = failure.reason }
+                    throw GatewayError.invalidToken
+                }
+            } else if let caller = caller(digest: SHA256.hash(token)) {
+                context.update { $0.caller = caller }
+            } else if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
+                context.update { $0.authFailure = GatewayCredential.failureReason(token, jwtConfigured: jwt != nil) }
                 throw GatewayError.invalidToken
             }
-        } else if let caller = caller(digest: SHA256.hash(token)) {
-            context.update { $0.caller = caller }
-        } else if required {
-            throw GatewayError.invalidToken
         }
         return try await next(request, context)
     }
@@ -130,6 +143,8 @@ struct RateLimitMiddleware: Middleware {
     let trustedProxies: TrustedProxies
     /// `MAX_TOKENS`: the most an answer may take, part of what a request reserves.
     let maxTokens: Int
+    /// How the route's worst case is worked out.
+    let cost: RequestCost
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
@@ -138,7 +153,9 @@ struct RateLimitMiddleware: Middleware {
         let key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
         let decision: RateDecision
         do {
-            decision = try await limiter.acquire(key: key, plan: plan, reservingTokens: Self.tokenEstimate(bodyBytes: request.body.count, maxTokens: maxTokens), now: clock())
+            // Only a plan with a daily quota needs the worst case (for /v1, a second read of the body).
+            let worstCase = plan.tokensPerDay == nil ? 0 : cost.worstCase(body: request.body, maxTokens: maxTokens)
+            decision = try await limiter.acquire(key: key, plan: plan, reservingTokens: worstCase, now: clock())
         } catch {
             throw GatewayError.upstreamBusy
         }
@@ -179,5 +196,36 @@ struct RateLimitMiddleware: Middleware {
     /// line of it) that no trusted proxy vouches for, else the peer.
     private func clientAddress(_ request: HTTPRequest) -> String {
         trustedProxies.clientAddress(peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For"))
+    }
+}
+
+/// The most a route's request can cost in tokens, known before it goes upstream: what the
+/// limiter reserves, and refuses when the caller's day has not that much left.
+enum RequestCost: Sendable {
+    /// Nothing goes upstream (`/v1/models`).
+    case none
+    /// One answer of at most `MAX_TOKENS` (`/api/process`, a job's submission).
+    case process
+    /// `/v1/chat/completions`: `n` answers, each of at most the smaller of its `max_tokens`
+    /// (or `max_completion_tokens`) and `MAX_TOKENS`.
+    case chat(maximumMessages: Int, maximumChoices: Int)
+
+    func worstCase(body: [UInt8], maxTokens: Int) -> Int {
+        switch self {
+        case .none:
+            return 0
+        case .process:
+            return RateLimitMiddleware.tokenEstimate(bodyBytes: body.count, maxTokens: maxTokens)
+        case .chat(let maximumMessages, let maximumChoices):
+            // A body that does not read is refused by the route; until then it counts as one answer.
+            guard let chat = try? ChatCompletionPassThrough(jsonBytes: body, maximumMessages: maximumMessages) else {
+                return RateLimitMiddleware.tokenEstimate(bodyBytes: body.count, maxTokens: maxTokens)
+            }
+            // More answers than MAX_CHOICES: the route refuses it (400) without an upstream call.
+            guard chat.choices <= maximumChoices else { return 0 }
+            let perChoice = min([chat.maxCompletionTokens, chat.maxTokens].compactMap { $0 }.max() ?? maxTokens, maxTokens)
+            let (answers, overflow) = chat.choices.multipliedReportingOverflow(by: perChoice)
+            return body.count / 3 + (overflow ? Int.max / 2 : answers)
+        }
     }
 }

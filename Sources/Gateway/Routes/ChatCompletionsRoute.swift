@@ -4,8 +4,8 @@ import HTTPServer
 import Synchronization
 
 /// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream as the client
-/// sent it — every field, `tools`, `n` and image parts included — with the alias rewritten,
-/// the token limit capped and the server's key.
+/// sent it — every field, `tools`, `n` (up to `MAX_CHOICES`) and image parts included — with
+/// the alias rewritten, the token limit capped and the server's key.
 struct ChatCompletionsRoute: RouteHandler {
     let pool: UpstreamPool?
     let configuration: GatewayConfiguration
@@ -22,6 +22,7 @@ struct ChatCompletionsRoute: RouteHandler {
             throw .invalidJSON
         }
         guard let model = configuration.upstreamModel(forAlias: chat.model) else { throw .modelNotFound(chat.model) }
+        guard chat.choices <= configuration.maxChoices else { throw .tooManyChoices(limit: configuration.maxChoices) }
         guard let pool else { throw .keyNotConfigured }
         let choice = UpstreamModelChoice.alias(chat.model)
         context.update {

@@ -35,7 +35,7 @@ struct ProcessRoute: RouteHandler {
         guard let model = pool.firstModel(for: choice) else { throw .modelNotConfigured }
         context.update { $0.model = model }
         if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
-            return await streamResponse(pool: pool, request: parsed, context: context)
+            return try await streamResponse(pool: pool, request: parsed, context: context)
         }
         let answer: ResponseCache.Answer
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
@@ -126,24 +126,25 @@ struct ProcessRoute: RouteHandler {
 
     /// A streamed answer. The upstream is asked before the response starts, so that retries
     /// and fallback happen while the client has no byte yet and `X-Upstream` can name who
-    /// answered; a failure then is still told the stream's way (`start`, then `error`).
-    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext) async -> HTTPResponse {
+    /// answered; a failure then is an ordinary JSON error with its status (and the upstream's
+    /// `Retry-After`): the `200` and `start` are sent only once an upstream's answer began.
+    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let control = StreamControl(limits: StreamControl.Limits(configuration))
         let upstreamStart = MonotonicInstant.now()
         let requestID = context.id
         let maxTokens = configuration.maxTokens
         let totalTimeout = configuration.streamTotalTimeout
-        let opened: Result<any UpstreamBytes, ChatError>
+        let opened: any UpstreamBytes
         do throws(ChatError) {
-            opened = .success(try await pool.run(
+            opened = try await pool.run(
                 .task(request.task), deadline: configuration.streamHeadDeadline, requestID: requestID,
                 onAttempt: { context.noteAttempt($0) },
                 body: { target in ProcessBodies.request(for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens).streamingBody() }
             ) { endpoint, body, limit, _ throws(ChatError) in
                 try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
-            })
+            }
         } catch {
-            opened = .failure(error)
+            throw fail(UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger), context: context, since: upstreamStart)
         }
         let stream = ProcessStream(
             opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,

@@ -6,9 +6,8 @@ import HTTPServer
 /// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
 /// quiet for a heartbeat interval.
 struct ProcessStream: Sendable {
-    /// The upstream's answer once its head came (retries and fallback are over by then), or
-    /// why no upstream answered.
-    let opened: Result<any UpstreamBytes, ChatError>
+    /// The upstream's answer once its head came (retries and fallback are over by then).
+    let opened: any UpstreamBytes
     let upstreamStart: MonotonicInstant
     let context: RequestContext
     let control: StreamControl
@@ -29,11 +28,7 @@ struct ProcessStream: Sendable {
     func run(_ writer: ResponseBodyWriter) async throws {
         try await writer.write(event("start") { $0.field("requestId", context.id) })
         control.noteWrite()
-        let outcome: Outcome
-        switch opened {
-        case .success(let bytes): outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(bytes, writer) }
-        case .failure(let error): outcome = error.isCancellation ? .clientGone : .failed(error)
-        }
+        let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(opened, writer) }
         switch outcome {
         case .done(let text, let usage):
             context.noteUpstream(since: upstreamStart, usage: usage)

@@ -46,11 +46,11 @@ public struct JWTPolicy: Sendable {
         guard case .string(let subject)? = claims["sub"], Self.isValidSubject(subject) else { throw .subject }
         var plan = PlanCatalog.defaultName
         if case .string(let name)? = claims.value(at: planClaim), plans.contains(name) { plan = name }
-        return (Caller(userID: subject, plan: plan), expiry + leewaySeconds)
+        return (Caller(userID: Caller.userID(jwtSubject: subject), plan: plan), expiry + leewaySeconds)
     }
 
-    /// Whether `subject` is 1–128 printable ASCII characters without spaces: it becomes the
-    /// user id of logs, limits and history.
+    /// Whether `subject` is 1–128 printable ASCII characters without spaces: as `jwt:<sub>`
+    /// it becomes the user id of logs, limits and history.
     static func isValidSubject(_ subject: String) -> Bool {
         let bytes = subject.utf8
         return !bytes.isEmpty && bytes.count <= maximumSubjectLength && bytes.allSatisfy { (0x21...0x7E).contains($0) }
