@@ -5,9 +5,11 @@
 # openapi-check` runs this.
 #
 # Builds mock-upstream and text-gateway (release), starts the mock (a port the kernel picks)
-# and the gateway (clean environment, empty directory with its own SQLite store, a free
-# port, one caller token), runs `st run` and stops them. The run is bounded by
-# OPENAPI_MAX_EXAMPLES (30 per operation and phase) and OPENAPI_MAX_TIME (150 s).
+# and runs `st run` against two gateways in turn (each: clean environment, empty directory
+# with its own SQLite store, a free port): the default configuration (open, a store token
+# made with `text-gateway tokens create`) and one with tokens required (GATEWAY_TOKENS).
+# Each run is bounded by OPENAPI_MAX_EXAMPLES (30 per operation and phase) and
+# OPENAPI_MAX_TIME (150 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
@@ -36,31 +38,61 @@ mock_key=openapi-key
 mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock.err" >&2; die "mock-upstream did not start"; }
 
-# One caller token: only its SHA-256 goes to the gateway.
+# run_schemathesis LABEL DOCUMENT TOKEN: `st run` of DOCUMENT against the gateway on
+# $started_port, with TOKEN as the caller's bearer token; its report goes to $work/LABEL.
+run_schemathesis() {
+    local label=$1 document=$2 token=$3 status=0
+    # use_after_free is left out: DELETE /api/jobs/{id} cancels a job rather than removing it
+    # (it stays readable, as `cancelled`, until its retention ends: docs/api.md, "Jobs (long
+    # texts)"), and the stateful phase would call that a deleted resource still there. One
+    # worker: with more, schemathesis's coverage phase on Python 3.11 sometimes fails inside
+    # CPython's compiler.
+    "$venv/bin/st" --config-file scripts/openapi-check.toml run "$document" \
+        --url "http://127.0.0.1:$started_port" \
+        --header "Authorization: Bearer $token" \
+        --checks all --exclude-checks use_after_free \
+        --max-examples "$max_examples" --max-time "$max_time" --seed 27 \
+        --workers 1 --request-timeout 30 --no-shrink \
+        --report junit --report-dir "$work/$label-report" || status=$?
+    if [ "$status" -ne 0 ]; then
+        kept=.build/openapi-check-logs
+        rm -rf "$kept" && mkdir -p "$kept" && cp -r "$work"/*.log "$work"/mock.* "$work/$label-report" "$kept/" 2>/dev/null || true
+        die "schemathesis found failures against the $label configuration (exit $status); the gateway's log and the report are in $kept"
+    fi
+    say "openapi-check: $label configuration PASS"
+}
+
+common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning)
+
+# 1. The default configuration: an open gateway (guests admitted) with its SQLite store, and a
+#    caller whose token the store made. A failed credential must still be 401 there.
+store_token=$(cd "$work" && mkdir -p default && cd default &&
+    env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${common[@]}" "$bin/text-gateway" tokens create --user openapi-user --env production 2>/dev/null)
+case $store_token in tgk_*) ;; *) die "text-gateway tokens create did not print a token" ;; esac
+start_text_gateway "$bin" "$work/default" "$work/default-gateway.log" "${common[@]}" ||
+    { cat "$work/default-gateway.log" >&2; die "text-gateway (default configuration) did not start"; }
+gateway_pid=$started_pid
+say "openapi-check: default configuration (open) on 127.0.0.1:$started_port, mock at $mock_url"
+run_schemathesis default docs/openapi.yaml "$store_token"
+stop "$gateway_pid"
+gateway_pid=
+
+# 2. Tokens required (GATEWAY_TOKENS): the document with its guest entries (`{}`) taken out,
+#    so the ignored_auth check holds every caller route to its 401 without and with a bad token.
 token="tgk_openapi_$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
 hash=$(printf '%s' "$token" | "$bin/text-gateway" token hash)
-start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" \
-    DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model \
-    GATEWAY_TOKENS="$hash:openapi-user:default" RATE_LIMITS=off METRICS=on LOG_LEVEL=warning ||
-    { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
+"$venv/bin/python" - docs/openapi.yaml "$work/openapi-tokens.json" <<'PY'
+import json, sys, yaml
+document = yaml.safe_load(open(sys.argv[1]))
+for item in document["paths"].values():
+    for operation in item.values():
+        if isinstance(operation, dict) and "security" in operation and operation.get("operationId") != "metrics":
+            operation["security"] = [entry for entry in operation["security"] if entry] or operation["security"]
+json.dump(document, open(sys.argv[2], "w"))
+PY
+start_text_gateway "$bin" "$work/tokens" "$work/tokens-gateway.log" "${common[@]}" GATEWAY_TOKENS="$hash:openapi-user:default" ||
+    { cat "$work/tokens-gateway.log" >&2; die "text-gateway (tokens required) did not start"; }
 gateway_pid=$started_pid
-say "openapi-check: gateway on 127.0.0.1:$started_port, mock at $mock_url"
-
-status=0
-# use_after_free is left out: DELETE /api/jobs/{id} cancels a job rather than removing it (it
-# stays readable, as `cancelled`, until its retention ends: docs/api.md, "Jobs (long texts)"),
-# and the stateful phase would call that a deleted resource still there. One worker: with more,
-# schemathesis's coverage phase on Python 3.11 sometimes fails inside CPython's compiler.
-"$venv/bin/st" --config-file scripts/openapi-check.toml run docs/openapi.yaml \
-    --url "http://127.0.0.1:$started_port" \
-    --header "Authorization: Bearer $token" \
-    --checks all --exclude-checks use_after_free \
-    --max-examples "$max_examples" --max-time "$max_time" --seed 27 \
-    --workers 1 --request-timeout 30 --no-shrink \
-    --report junit --report-dir "$work/report" || status=$?
-if [ "$status" -ne 0 ]; then
-    kept=.build/openapi-check-logs
-    rm -rf "$kept" && mkdir -p "$kept" && cp -r "$work"/*.log "$work"/mock.* "$work/report" "$kept/" 2>/dev/null || true
-    die "schemathesis found failures (exit $status); the gateway's log and the report are in $kept"
-fi
+say "openapi-check: tokens-required configuration on 127.0.0.1:$started_port"
+run_schemathesis tokens "$work/openapi-tokens.json" "$token"
 say "openapi-check: PASS"

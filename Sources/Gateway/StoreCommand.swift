@@ -149,7 +149,7 @@ public enum StoreCommand: Equatable, Sendable {
             result.output = Self.render(tokens, format: format)
         case .revokeToken(let id):
             if try await store.revokeToken(id: id, atMilliseconds: Self.milliseconds(now)) {
-                result.error = "token \(id) revoked\n"
+                result.error = "token \(id) revoked; a running gateway on this store refuses it within 2 s\n"
             } else {
                 result.error = "no active token has the id \(id)\n"
                 result.status = 1

@@ -132,13 +132,16 @@ struct RedisRateLimiterTests {
             #expect(first.status?.remaining == 200)
             let second = try await limiters[1].acquire(key: "user:t", plan: plan, reservingTokens: 150, now: Self.now)
             #expect(second.status?.remaining == 50)
-            let third = try await limiters[1].acquire(key: "user:t", plan: plan, reservingTokens: 100, now: Self.now)
-            #expect(third.lease != nil)  // started under the quota: may end over it
+            let third = try await limiters[1].acquire(key: "user:t", plan: plan, reservingTokens: 50, now: Self.now)
+            #expect(third.lease != nil)  // its worst case fits exactly
             let spokenFor = try await limiters[0].acquire(key: "user:t", plan: plan, reservingTokens: 100, now: Self.now)
             #expect(Self.refusal(spokenFor) == .dailyTokens)
             #expect(spokenFor.status?.retryAfterSeconds == 1)  // the calls in flight settle soon
+            let tooBig = try await limiters[0].acquire(key: "user:t", plan: plan, reservingTokens: 1001, now: Self.now)
+            #expect(Self.refusal(tooBig) == .dailyTokens)
+            #expect((tooBig.status?.retryAfterSeconds ?? 0) > 1)  // it cannot fit today whatever settles
             let settled = try await limiters[0].finish(lease: try #require(first.lease), plan: plan, tokens: 50, now: Self.now)
-            #expect(settled?.remaining == 1000 - 50 - 150 - 100)
+            #expect(settled?.remaining == 1000 - 50 - 150 - 50)
             _ = try await limiters[1].finish(lease: try #require(second.lease), plan: plan, tokens: 100, now: Self.now)
             let over = try await limiters[1].finish(lease: try #require(third.lease), plan: plan, tokens: 900, now: Self.now)
             #expect(over?.remaining == 0)

@@ -38,7 +38,10 @@ struct RoutesEndToEndTests {
     @Test("logs one line per request without the key, the Authorization header, the text or the answer", arguments: [Logger.Format.text, .json])
     func logsKeepSecrets(format: Logger.Format) async throws {
         let secretText = "متن محرمانه کاربر با شماره ۰۹۱۲۳۴۵۶۷۸۹ که نباید در لاگ بیاید."
-        try await GatewayHarness.with(logFormat: format) { harness in
+        try await GatewayHarness.with(configure: {
+            $0.tokens = try! TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: "caller-token-xyz")):logger:default")
+            $0.authRequired = false
+        }, logFormat: format) { harness in
             let ok = try await harness.process(task: "summarize", text: secretText,
                                                headers: [("Authorization", "Bearer caller-token-xyz"), ("X-Request-Id", "log-1")])
             #expect(ok.status == 200)

@@ -173,14 +173,18 @@ struct StoreEndToEndTests {
     @Test("a restart keeps usage, history and the daily quota")
     func survivesRestart() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
-        // A quota small enough that one answer uses it up.
-        let plans = "pro:-:-:10"
-        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path, plans: plans) }) { harness in
+        // A quota one answer (~270 tokens) leaves too little of for another's worst case (~100).
+        let plans = "pro:-:-:300"
+        func configure(_ configuration: inout GatewayConfiguration) {
+            Self.configure(&configuration, path: path, plans: plans)
+            configuration.maxTokens = 50
+        }
+        try await GatewayHarness.with(configure: configure) { harness in
             #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "before-restart")]).status == 200)
             let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
             #expect(refused.status == 429)
         }
-        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path, plans: plans) }) { harness in
+        try await GatewayHarness.with(configure: configure) { harness in
             let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
             #expect(refused.status == 429)
             #expect(try Body(refused).code == "rate_limited")
@@ -189,7 +193,7 @@ struct StoreEndToEndTests {
                 (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
             })
             let usage = try Self.json(try await Self.get(harness, "/api/usage"))
-            #expect(usage["remaining"]?["tokensToday"]?.intValue == 0)
+            #expect((usage["remaining"]?["tokensToday"]?.intValue ?? 300) < 100)  // less than a request's worst case
             let history = try Self.json(try await Self.get(harness, "/api/history"))
             #expect(history["items"]?.arrayValue?.last?["id"]?.stringValue == "before-restart")
             // Bob's quota is his own.
@@ -289,7 +293,7 @@ struct StoreEndToEndTests {
         }
     }
 
-    @Test("an open gateway takes a placeholder key as a guest, and a store token as its caller")
+    @Test("an open gateway takes a store token as its caller, refuses a made-up or revoked one with invalid_token, and never makes it a guest")
     func openGatewayIdentifiesStoreTokens() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
         var configuration = GatewayConfiguration()
@@ -300,13 +304,27 @@ struct StoreEndToEndTests {
         #expect(token.hasPrefix("tgk_"))
         try await GatewayHarness.with(configure: { $0.database = .sqlite(path: path) }) { harness in
             #expect(try await harness.process(task: "titles", text: Self.sample).status == 200)
-            #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer("sk-placeholder")).status == 200)
+            let madeUp = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer("sk-placeholder"))
+            #expect(madeUp.status == 401)
+            #expect(madeUp.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
             #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", "dana-1")]).status == 200)
             #expect(await eventually { (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200 })
             #expect(try await Self.get(harness, "/api/history", token: "sk-placeholder").status == 401)
             let usage = try Self.json(try await Self.get(harness, "/api/usage", token: token))
             #expect(usage["userId"]?.stringValue == "dana")
             #expect(usage["today"]?["requests"]?.intValue == 1)
+
+            let listed = await StoreCommand.listTokens(format: .json).run(configuration: configuration)
+            let id = try #require(try JSONValue.parse(Array(listed.output.utf8))["tokens"]?.arrayValue?.first?["id"]?.stringValue)
+            #expect(await StoreCommand.revokeToken(id: id).run(configuration: configuration).status == 0)
+            // Refused within the token poll, as invalid_token: never served as a guest meanwhile.
+            var statuses: [Int] = []
+            #expect(await eventually {
+                let response = try? await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token))
+                statuses.append(response?.status ?? 0)
+                return response?.status == 401 && response?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
+            })
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 401 })
         }
     }
 

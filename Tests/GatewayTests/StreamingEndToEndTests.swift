@@ -113,8 +113,6 @@ struct StreamingEndToEndTests {
             ("[mock:stream-error-after=2]", "upstream_error", 502),
             ("[mock:cut-stream=clean]", "upstream_error", 502),
             ("[mock:cut-stream=abort]", "upstream_error", 502),
-            ("[mock:status=503]", "upstream_busy", 503),
-            ("[mock:latency-ms=3000]", "upstream_timeout", 504),
             ("[mock:deltas=4,delta-delay-ms=1500]", "upstream_timeout", 504),
             ("[mock:body=no-content]", "empty_result", 502),
         ] as [(String, String, Int)]
@@ -135,6 +133,32 @@ struct StreamingEndToEndTests {
             #expect(data["status"] == .number(Double(status)))
             #expect(data["error"] == .bool(true))
             #expect(!answer.events.last!.data.contains("mock"))
+        }
+    }
+
+    @Test(
+        "a failure before the upstream's answer begins is the ordinary JSON error with its status, not a stream",
+        arguments: [
+            ("[mock:status=503,retry-after=7]", "upstream_busy", 503),
+            ("[mock:latency-ms=3000]", "upstream_timeout", 504),
+            ("[mock:status=500]", "upstream_error", 502),
+        ] as [(String, String, Int)]
+    )
+    func failuresBeforeStart(directive: String, code: String, status: Int) async throws {
+        try await GatewayHarness.with(configure: {
+            $0.streamFirstTokenTimeout = .milliseconds(500)
+            $0.streamIdleTimeout = .milliseconds(500)
+        }) { harness in
+            let body = "{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample + " " + directive)),\"stream\":true}"
+            let response = try await harness.process(body)
+            #expect(response.status == status)
+            #expect(response.header("Content-Type") == "application/json; charset=utf-8")
+            let error = try Body(response)
+            #expect(error.code == code)
+            #expect(error.error == true)
+            #expect(!String(decoding: response.body, as: UTF8.self).contains("mock"))
+            // The upstream's Retry-After reaches the client, as on an unstreamed request.
+            if code == "upstream_busy" { #expect(response.header("Retry-After") == "7") }
         }
     }
 

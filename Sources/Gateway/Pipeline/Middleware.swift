@@ -86,7 +86,7 @@ struct ErrorMiddleware: Middleware {
 /// error="invalid_token"` on every configuration, open or not: an app whose token was
 /// revoked or whose sign-in expired must hear so, never be served as a guest. Without any
 /// credential, a request is `401` where tokens are required and a guest where they are not.
-/// The one exception (docs/api.md, "Authentication"): on an open gateway's `/v1` routes, a
+/// The one exception (docs/api.md, "Caller tokens"): on an open gateway's `/v1` routes, a
 /// token in none of the gateway's own formats (``GatewayCredential``) that no configuration
 /// knows is the placeholder key an OpenAI SDK refuses to run without, and is a guest.
 struct AuthMiddleware: Middleware {
