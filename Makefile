@@ -16,7 +16,7 @@ help:
 	@echo "make bare-check    the README's Quick start demo command, as written, in the bare swift:6.3-bookworm image"
 	@echo "make real-upstream-check  the gateway in front of llama.cpp's llama-server (SmolLM2-135M, built once into LLAMA_DIR): tasks, streams, /v1, json, context overflow, hang-up, a job, eval"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
-	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock: schemathesis (installs it in .build/openapi-venv), every check"
+	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock, open and with tokens required: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"

@@ -5,8 +5,9 @@ then, with the SDK pointed at the gateway and a gateway-side model alias:
 lists models, completes a chat with history, streams a chat, calls a tool (streamed and
 not), asks for two choices (streamed and not), checks that the fields the SDK sends beyond
 plain chat (tools, seed, logit_bias, response_format, a tool-call history, an image part)
-reach the upstream as sent, and that an unknown model raises the SDK's BadRequestError with
-code model_not_found.
+reach the upstream as sent, and that an unknown model raises the SDK's NotFoundError with
+code model_not_found, `n` over MAX_CHOICES a BadRequestError, and an unknown `tgk_` key an
+AuthenticationError (the placeholder key is a guest, the gateway's own formats never are).
 Prints 'N passed, N failed' and exits non-zero on any failure.
 """
 import os
@@ -198,8 +199,23 @@ def main():
         try:
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
             check("unknown model is refused", False)
+        except openai.NotFoundError as error:
+            check("unknown model is refused with 404 model_not_found", error.code == "model_not_found")
+
+        try:
+            client.chat.completions.create(model="chat-large", n=5, messages=[{"role": "user", "content": "x"}])
+            check("n over MAX_CHOICES is refused", False)
         except openai.BadRequestError as error:
-            check("unknown model is refused with model_not_found", error.code == "model_not_found")
+            check("n over MAX_CHOICES is refused with 400, param n", error.status_code == 400 and (error.body or {}).get("param") == "n")
+
+        # An open gateway takes the SDK's placeholder key on /v1 as a guest, but never a key
+        # in the gateway's own formats that it does not know.
+        revoked = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="tgk_" + "A" * 43, timeout=20, max_retries=0)
+        try:
+            revoked.models.list()
+            check("an unknown tgk_ key is refused", False)
+        except openai.AuthenticationError as error:
+            check("an unknown tgk_ key is refused with 401", error.status_code == 401)
 
         passed = sum(results)
         failed = len(results) - passed
