@@ -134,9 +134,16 @@ public struct GatewayConfiguration: Sendable {
 
     public init() {}
 
-    /// Reads every variable of docs/configuration.md from `environment`.
+    /// Reads every variable of docs/configuration.md from `environment`. A variable that looks
+    /// like a setting and is not one (``SettingNames``) is an error too.
     public init(environment: [String: String]) throws(ConfigurationError) {
+        try self.init(environment: environment, reads: nil)
+    }
+
+    /// `reads`, when given, gets every name the reading looks up.
+    init(environment: [String: String], reads: SettingReads?) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
+            reads?.names.insert(name)
             guard let raw = environment[name] else { return nil }
             let trimmed = TextTrim.trimmed(raw)
             return trimmed.isEmpty ? nil : trimmed
@@ -163,6 +170,11 @@ public struct GatewayConfiguration: Sendable {
             }
             return .milliseconds(Int((number * 1000).rounded()))
         }
+
+        // Names first, before any value: a misspelled name is the likelier mistake behind a
+        // value that seems to be missing.
+        let upstreamNames = try value("UPSTREAMS").map { list throws(ConfigurationError) in try Self.upstreamNames(list) } ?? []
+        try SettingNames.check(environment, upstreams: upstreamNames.map { $0.uppercased() })
 
         host = value("HOST") ?? host
         port = try integer("PORT", 0...65535) ?? port
