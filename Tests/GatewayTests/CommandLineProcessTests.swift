@@ -136,6 +136,9 @@ struct CommandLineProcessTests {
         // Logged right after `started`, possibly a moment later: waited for, not just looked up.
         #expect(await child.waitForOutput("ERROR not_configured missing=DARVAREH_API_KEY"))
         let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
+        // Open, and said so even on loopback.
+        #expect(line.contains("access=open"))
+        #expect(child.output.contains("open_gateway") && child.output.contains("anyone who can reach this address spends the upstream key"))
         let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
         let client = try HTTPClient()
         #expect(try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health")).status == 200)

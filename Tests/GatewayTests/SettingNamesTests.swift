@@ -3,7 +3,8 @@ import Foundation
 import Testing
 
 /// Settings that are read, or refused: the one list of names against what the configuration
-/// reads and documents, and the refusal of names that look like settings and are not.
+/// reads and documents, the refusal of names that look like settings and are not, and how
+/// callers are admitted.
 @Suite("Configuration: setting names, refused unknown settings and access")
 struct SettingNamesTests {
     /// .env.example as a dictionary, with `changes` applied.
@@ -151,5 +152,34 @@ struct SettingNamesTests {
         #expect(SettingNames.closest(to: "HISTORY_RETENTION_DAYS_MAX", in: SettingNames.fixed) == "HISTORY_RETENTION_DAYS")
         #expect(SettingNames.closest(to: "STREAM_DELTAS", in: SettingNames.fixed) == nil)
         #expect(SettingNames.closest(to: "GATEWAY_URL", in: SettingNames.fixed) == nil)
+    }
+
+    @Test(
+        "says how callers are admitted: open, tokens, jwt or tokens+jwt",
+        arguments: [
+            ([:], "open"),
+            (["DATABASE_URL": "off"], "open"),
+            (["AUTH_REQUIRED": "off", "GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default"], "open"),
+            (["AUTH_REQUIRED": "on"], "tokens"),
+            (["GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default", "DATABASE_URL": "off"], "tokens"),
+            (["GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default"], "tokens"),
+            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "DATABASE_URL": "off"], "jwt"),
+            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "AUTH_REQUIRED": "on", "DATABASE_URL": "off"], "jwt"),
+            (["JWT_HS256_SECRET": String(repeating: "s", count: 32)], "tokens+jwt"),
+            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default",
+              "DATABASE_URL": "off"], "tokens+jwt"),
+            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "AUTH_REQUIRED": "off"], "open"),
+        ] as [([String: String], String)]
+    )
+    func access(environment: [String: String], expected: String) throws {
+        #expect(try GatewayConfiguration(environment: environment).access == expected)
+    }
+
+    @Test("a configuration built in code without any way in says none")
+    func accessNone() {
+        var configuration = GatewayConfiguration()
+        configuration.authRequired = true
+        configuration.database = .off
+        #expect(configuration.access == "none")
     }
 }

@@ -102,6 +102,18 @@ public struct GatewayConfiguration: Sendable {
 
     /// Whether `/api/process` and `/v1` refuse a request without a valid token.
     public var requiresTokens: Bool { authRequired ?? (tokens != nil || jwt != nil) }
+
+    /// How callers are admitted, for the start's log line: `open` when no credential is
+    /// needed; else what a caller may present, `tokens` (`GATEWAY_TOKENS`,
+    /// `GATEWAY_TOKENS_FILE`, or the store's from `text-gateway tokens create`), `jwt`, or
+    /// `tokens+jwt`; `none` when nothing can be.
+    public var access: String {
+        guard requiresTokens else { return "open" }
+        var ways: [String] = []
+        if tokens != nil || database != .off { ways.append("tokens") }
+        if jwt != nil { ways.append("jwt") }
+        return ways.isEmpty ? "none" : ways.joined(separator: "+")
+    }
     /// `DATABASE_URL`.
     public var database = DatabaseLocation.standard
     /// `REDIS_URL` and `REDIS_TIMEOUT_MS`: the limits, quotas and cache every instance
