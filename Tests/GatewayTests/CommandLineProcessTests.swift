@@ -44,6 +44,7 @@ struct CommandLineProcessTests {
             (["serve"], ["TRUSTED_PROXIES": "10.0.0.0/99"], "TRUSTED_PROXIES"),
             (["serve"], ["RATE_LIMITS": "maybe"], "RATE_LIMITS"),
             (["serve"], ["GATEWAY_TOKEN": "x"], "did you mean GATEWAY_TOKENS?"),
+            (["serve"], ["AUTH_REQUIRED": "on", "DATABASE_URL": "off"], "AUTH_REQUIRED is on but no caller can authenticate"),
             (["tokens", "list"], ["JOB_WORKER": "2"], "did you mean JOB_WORKERS?"),
         ] as [([String], [String: String], String)]
     )

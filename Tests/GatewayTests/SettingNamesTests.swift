@@ -155,6 +155,24 @@ struct SettingNamesTests {
     }
 
     @Test(
+        "AUTH_REQUIRED=on with no way to authenticate stops the start, saying what to set",
+        arguments: [
+            ["AUTH_REQUIRED": "on", "DATABASE_URL": "off"],
+            ["AUTH_REQUIRED": "on", "DATABASE_URL": "off", "GATEWAY_TOKENS": ""],
+        ]
+    )
+    func requiredWithoutCredentials(environment: [String: String]) {
+        do {
+            _ = try GatewayConfiguration(environment: environment)
+            Issue.record("accepted")
+        } catch {
+            for name in ["AUTH_REQUIRED", "GATEWAY_TOKENS", "JWT_HS256_SECRET", "DATABASE_URL", "tokens create"] {
+                #expect(error.message.contains(name), "\(error.message)")
+            }
+        }
+    }
+
+    @Test(
         "says how callers are admitted: open, tokens, jwt or tokens+jwt",
         arguments: [
             ([:], "open"),

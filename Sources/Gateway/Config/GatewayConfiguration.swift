@@ -106,7 +106,7 @@ public struct GatewayConfiguration: Sendable {
     /// How callers are admitted, for the start's log line: `open` when no credential is
     /// needed; else what a caller may present, `tokens` (`GATEWAY_TOKENS`,
     /// `GATEWAY_TOKENS_FILE`, or the store's from `text-gateway tokens create`), `jwt`, or
-    /// `tokens+jwt`; `none` when nothing can be.
+    /// `tokens+jwt`; `none` when nothing can be (which the reading refuses).
     public var access: String {
         guard requiresTokens else { return "open" }
         var ways: [String] = []
@@ -280,6 +280,14 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("LOG_FORMAT must be text or json")
             }
             logFormat = format
+        }
+        // Required with nothing to present would refuse every caller: a mistake, not a policy.
+        if authRequired == true, tokens == nil, jwt == nil, database == .off {
+            throw ConfigurationError(
+                "AUTH_REQUIRED is on but no caller can authenticate: set GATEWAY_TOKENS or GATEWAY_TOKENS_FILE, "
+                    + "a JWT key (JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL), or a store (DATABASE_URL other than off) "
+                    + "for tokens made with `text-gateway tokens create`"
+            )
         }
     }
 
