@@ -134,6 +134,7 @@ public final class GatewayServer: Sendable {
             ("version", .string(TextGatewayVersion.current)),
             ("environment", .string(environmentName)),
             ("address", .string(address.description)),
+            ("access", .string(configuration.access)),
             ("loops", .int(loops)),
             ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
             ("upstream", .string(configuration.baseURL)),
@@ -150,10 +151,13 @@ public final class GatewayServer: Sendable {
                 ("effect", .string("requests beyond these wait; raise the hard open-file limit (ulimit -n) to hold more")),
             ])
         }
-        let loopback = configuration.host == "localhost" || configuration.host.hasPrefix("127.") || configuration.host == "::1"
-        if !configuration.requiresTokens && !loopback {
-            logger.warning("open_gateway", [("address", .string(configuration.host)),
-                                            ("effect", .string("tokens are not required (no GATEWAY_TOKENS or JWT_*, AUTH_REQUIRED off): anyone who reaches this address can spend the upstream key"))])
+        // Loopback too: a local proxy, a container's published port or an SSH tunnel makes a
+        // loopback address reachable from elsewhere.
+        if !configuration.requiresTokens {
+            logger.warning("open_gateway", [
+                ("address", .string(address.description)),
+                ("effect", .string("no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key")),
+            ])
         }
         if configuration.apiKey == nil {
             logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])

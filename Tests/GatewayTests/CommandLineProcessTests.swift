@@ -43,6 +43,9 @@ struct CommandLineProcessTests {
             (["serve"], ["PLANS": "pro:fast:-:-"], "PLANS"),
             (["serve"], ["TRUSTED_PROXIES": "10.0.0.0/99"], "TRUSTED_PROXIES"),
             (["serve"], ["RATE_LIMITS": "maybe"], "RATE_LIMITS"),
+            (["serve"], ["GATEWAY_TOKEN": "x"], "did you mean GATEWAY_TOKENS?"),
+            (["serve"], ["AUTH_REQUIRED": "on", "DATABASE_URL": "off"], "AUTH_REQUIRED is on but no caller can authenticate"),
+            (["tokens", "list"], ["JOB_WORKER": "2"], "did you mean JOB_WORKERS?"),
         ] as [([String], [String: String], String)]
     )
     func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {
@@ -66,6 +69,31 @@ struct CommandLineProcessTests {
         #expect(await child.waitForExit(seconds: 10) == 2)
         #expect(child.output.contains(".env:3"))
         #expect(!child.output.contains("sk-unterminated-secret"))
+    }
+
+    @Test("refuses a misspelled setting from the environment or .env with exit 2, naming it and the setting meant, never its value")
+    func misspelledSetting() async throws {
+        let secret = "sk-misspelled-secret-value"
+        let child = try ChildProcess(
+            "text-gateway", arguments: ["serve", "--port", "0"],
+            environment: Self.baseEnvironment.merging(["GATEWAY_TOKEN": secret, "DARVAREH_API_KEY": secret]) { $1 },
+            workingDirectory: Self.emptyDirectory()
+        )
+        #expect(await child.waitForExit(seconds: 10) == 2)
+        #expect(child.output.contains("unknown setting GATEWAY_TOKEN: did you mean GATEWAY_TOKENS?"), "\(child.output)")
+        #expect(!child.output.contains(secret) && !child.output.contains("started"))
+
+        let directory = Self.emptyDirectory()
+        let path = directory + "/.env"
+        let file = fopen(path, "w")
+        fputs("DARVAREH_API_KEY=\(secret)\ndarvareh_model_id=\(secret)\n", file)
+        fclose(file)
+        defer { unlink(path) }
+        let fromFile = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: Self.baseEnvironment,
+                                        workingDirectory: directory)
+        #expect(await fromFile.waitForExit(seconds: 10) == 2)
+        #expect(fromFile.output.contains("darvareh_model_id is not a setting: the setting is DARVAREH_MODEL_ID"), "\(fromFile.output)")
+        #expect(!fromFile.output.contains(secret) && !fromFile.output.contains("started"))
     }
 
     @Test("drains on SIGTERM: the request in flight completes, new connections are refused, exit 0")
@@ -109,6 +137,9 @@ struct CommandLineProcessTests {
         // Logged right after `started`, possibly a moment later: waited for, not just looked up.
         #expect(await child.waitForOutput("ERROR not_configured missing=DARVAREH_API_KEY"))
         let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
+        // Open, and said so even on loopback.
+        #expect(line.contains("access=open"))
+        #expect(child.output.contains("open_gateway") && child.output.contains("anyone who can reach this address spends the upstream key"))
         let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
         let client = try HTTPClient()
         #expect(try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health")).status == 200)

@@ -105,6 +105,18 @@ public struct GatewayConfiguration: Sendable {
 
     /// Whether `/api/process` and `/v1` refuse a request without a valid token.
     public var requiresTokens: Bool { authRequired ?? (tokens != nil || jwt != nil) }
+
+    /// How callers are admitted, for the start's log line: `open` when no credential is
+    /// needed; else what a caller may present, `tokens` (`GATEWAY_TOKENS`,
+    /// `GATEWAY_TOKENS_FILE`, or the store's from `text-gateway tokens create`), `jwt`, or
+    /// `tokens+jwt`; `none` when nothing can be (which the reading refuses).
+    public var access: String {
+        guard requiresTokens else { return "open" }
+        var ways: [String] = []
+        if tokens != nil || database != .off { ways.append("tokens") }
+        if jwt != nil { ways.append("jwt") }
+        return ways.isEmpty ? "none" : ways.joined(separator: "+")
+    }
     /// `DATABASE_URL`.
     public var database = DatabaseLocation.standard
     /// `REDIS_URL` and `REDIS_TIMEOUT_MS`: the limits, quotas and cache every instance
@@ -137,9 +149,16 @@ public struct GatewayConfiguration: Sendable {
 
     public init() {}
 
-    /// Reads every variable of docs/configuration.md from `environment`.
+    /// Reads every variable of docs/configuration.md from `environment`. A variable that looks
+    /// like a setting and is not one (``SettingNames``) is an error too.
     public init(environment: [String: String]) throws(ConfigurationError) {
+        try self.init(environment: environment, reads: nil)
+    }
+
+    /// `reads`, when given, gets every name the reading looks up.
+    init(environment: [String: String], reads: SettingReads?) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
+            reads?.names.insert(name)
             guard let raw = environment[name] else { return nil }
             let trimmed = TextTrim.trimmed(raw)
             return trimmed.isEmpty ? nil : trimmed
@@ -166,6 +185,11 @@ public struct GatewayConfiguration: Sendable {
             }
             return .milliseconds(Int((number * 1000).rounded()))
         }
+
+        // Names first, before any value: a misspelled name is the likelier mistake behind a
+        // value that seems to be missing.
+        let upstreamNames = try value("UPSTREAMS").map { list throws(ConfigurationError) in try Self.upstreamNames(list) } ?? []
+        try SettingNames.check(environment, upstreams: upstreamNames.map { $0.uppercased() })
 
         host = value("HOST") ?? host
         port = try integer("PORT", 0...65535) ?? port
@@ -260,6 +284,14 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("LOG_FORMAT must be text or json")
             }
             logFormat = format
+        }
+        // Required with nothing to present would refuse every caller: a mistake, not a policy.
+        if authRequired == true, tokens == nil, jwt == nil, database == .off {
+            throw ConfigurationError(
+                "AUTH_REQUIRED is on but no caller can authenticate: set GATEWAY_TOKENS or GATEWAY_TOKENS_FILE, "
+                    + "a JWT key (JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL), or a store (DATABASE_URL other than off) "
+                    + "for tokens made with `text-gateway tokens create`"
+            )
         }
     }
 

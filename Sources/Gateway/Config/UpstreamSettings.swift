@@ -77,17 +77,7 @@ extension GatewayConfiguration {
         let sharedCA = try caFile(value("UPSTREAM_CA_FILE"), variable: "UPSTREAM_CA_FILE")
         var upstreams: [UpstreamSettings] = []
         if let list = value("UPSTREAMS") {
-            var names: [String] = []
-            for item in list.split(separator: ",", omittingEmptySubsequences: false) {
-                let name = TextTrim.trimmed(String(item)).lowercased()
-                guard !name.isEmpty, name.utf8.count <= 32,
-                      name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }) else {
-                    throw ConfigurationError("UPSTREAMS must list names of letters, digits and _ (at most 32 each), separated by commas")
-                }
-                guard !names.contains(name) else { throw ConfigurationError("UPSTREAMS names \(name) twice") }
-                names.append(name)
-            }
-            for name in names {
+            for name in try upstreamNames(list) {
                 let prefix = "UPSTREAM_\(name.uppercased())_"
                 guard let base = value(prefix + "BASE_URL") else { throw ConfigurationError("\(prefix)BASE_URL is not set") }
                 var upstream = UpstreamSettings(
@@ -124,6 +114,21 @@ extension GatewayConfiguration {
         policy.breakerFailures = try integer("UPSTREAM_BREAKER_FAILURES", 1...1000) ?? policy.breakerFailures
         policy.cooldown = try seconds("UPSTREAM_COOLDOWN_SECONDS") ?? policy.cooldown
         return (upstreams, policy)
+    }
+
+    /// `UPSTREAMS`: its names, lower-cased, in order.
+    static func upstreamNames(_ list: String) throws(ConfigurationError) -> [String] {
+        var names: [String] = []
+        for item in list.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = TextTrim.trimmed(String(item)).lowercased()
+            guard !name.isEmpty, name.utf8.count <= 32,
+                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }) else {
+                throw ConfigurationError("UPSTREAMS must list names of letters, digits and _ (at most 32 each), separated by commas")
+            }
+            guard !names.contains(name) else { throw ConfigurationError("UPSTREAMS names \(name) twice") }
+            names.append(name)
+        }
+        return names
     }
 
     /// An upstream's per-task models (`<prefix>SUMMARY_MODEL_ID`, …) and its structured mode
