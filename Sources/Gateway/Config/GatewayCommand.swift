@@ -16,6 +16,7 @@ public enum GatewayCommand: Equatable, Sendable {
     /// `eval [--format table|json] [--min-pass F] [--task T]… [--concurrency N] [--env E]`:
     /// the fixed corpus through each task against the configured upstreams, checked.
     case eval(EvalCommand, environment: String)
+    /// `--help` or `-h`, alone or after any command: the usage, on standard output.
     case help
     case version
 
@@ -31,8 +32,9 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway db check
                text-gateway jwt check [--env NAME] < token.txt
                text-gateway eval [--format table|json] [--min-pass 0.9] [--task T]... [--concurrency N] [--env NAME]
-               text-gateway --help | --version
+               text-gateway [COMMAND] --help | --version
 
+        --help       (or -h, after any command too) print this on standard output, exit 0.
         serve        run the gateway (the default). Settings come from the environment,
                      after .env and then .env.<NAME> in the working directory; the real
                      environment wins, and --hostname/--port win over HOST/PORT.
@@ -64,7 +66,7 @@ public enum GatewayCommand: Equatable, Sendable {
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments[...]
-        if rest.first == "--help" || rest.first == "-h" || rest.first == "help" { return .help }
+        if rest.first == "help" || asksForHelp(arguments) { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
         if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
@@ -84,8 +86,6 @@ public enum GatewayCommand: Equatable, Sendable {
                 return value
             }
             switch (subcommand, flag) {
-            case (_, "--help"), (_, "-h"):
-                return .help
             case ("serve", "--hostname"), ("serve", "-H"):
                 hostname = try value()
             case ("serve", "--port"), ("serve", "-p"), ("healthcheck", "--port"):
@@ -113,6 +113,20 @@ public enum GatewayCommand: Equatable, Sendable {
 }
 
 extension GatewayCommand {
+    /// Whether `--help` or `-h` stands where an option could, after any subcommand
+    /// (`eval --help`, `db check -h`): help wins over whatever else the line holds. No
+    /// option's value may begin with `--`, so `--help` is never one; `-h` right after an
+    /// option (`--user -h`) is that option's value.
+    private static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.indices.contains { index in
+            switch arguments[index] {
+            case "--help": true
+            case "-h": index == 0 || !arguments[index - 1].hasPrefix("-")
+            default: false
+            }
+        }
+    }
+
     /// `eval` and its options.
     private static func parseEval(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments
