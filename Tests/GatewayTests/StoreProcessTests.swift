@@ -205,6 +205,72 @@ struct StoreProcessTests {
         await upstream.mock.shutdown()
     }
 
+    @Test("db check exits 0 on a sound store, 1 when it finds damage, 2 when it cannot check")
+    func checkExitCodes() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        func check(_ database: String?, _ arguments: [String] = []) async throws -> (status: Int32?, output: String) {
+            let environment = upstream.environment(database: "").merging(["DATABASE_URL": database.map { "sqlite:" + $0 } ?? "off"]) { $1 }
+            return try await Self.command(["db", "check"] + arguments, environment, directory: directory)
+        }
+        func python(_ script: String, _ path: String) async throws {
+            let child = try ChildProcess("/usr/bin/python3", arguments: ["-c", script, path], environment: [:])
+            #expect(await child.waitForExit(seconds: 10) == 0, "\(child.output)")
+        }
+
+        let sound = directory + "/sound.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: sound), directory: directory).status == 0)
+        let ok = try await check(sound)
+        #expect(ok.status == 0, "\(ok.output)")
+        #expect(ok.output.contains("ok"))
+
+        // Found by the check: a job's item whose job is gone (written with foreign keys off).
+        let orphan = directory + "/orphan.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: orphan), directory: directory).status == 0)
+        try await python("""
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
+            c.commit(); c.close()
+            """, orphan)
+        let found = try await check(orphan)
+        #expect(found.status == 1, "\(found.output)")
+        #expect(found.output.contains("job_items"), "\(found.output)")
+
+        // Too damaged to open: pages past the first overwritten; and a file that is no database.
+        let corrupt = directory + "/corrupt.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory).status == 0)
+        try await python("""
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
+            with open(sys.argv[1], 'r+b') as f:
+                size = f.seek(0, 2)
+                f.seek(4096)
+                f.write(b'\\xff' * (size - 4096))
+            """, corrupt)
+        let damaged = try await check(corrupt)
+        #expect(damaged.status == 1, "\(damaged.output)")
+        #expect(damaged.output.contains(corrupt))
+        let garbage = directory + "/garbage.sqlite"
+        Self.write(Array(repeating: 0x5A, count: 8192), to: garbage)
+        let notADatabase = try await check(garbage)
+        #expect(notADatabase.status == 1, "\(notADatabase.output)")
+
+        // Cannot check: no such file (never created by a check), a newer schema, no store, bad arguments.
+        let missing = try await check(directory + "/missing.sqlite")
+        #expect(missing.status == 2, "\(missing.output)")
+        #expect(access(directory + "/missing.sqlite", F_OK) != 0)
+        let newer = directory + "/newer.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory).status == 0)
+        try await python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer)
+        let tooNew = try await check(newer)
+        #expect(tooNew.status == 2, "\(tooNew.output)")
+        #expect(tooNew.output.contains("newer"))
+        #expect(try await check(nil).status == 2)
+        #expect(try await check(sound, ["extra"]).status == 2)
+        await upstream.mock.shutdown()
+    }
+
     /// Writes `bytes` to a new file at `path`.
     static func write(_ bytes: [UInt8], to path: String) {
         try? writeFile(path, bytes)

@@ -47,7 +47,11 @@ public enum GatewayCommand: Equatable, Sendable {
         usage        requests and tokens per user and UTC day (the last 30 days by default).
         db backup    write a consistent copy of the store to a new file, even while the
                      gateway runs.
-        db check     run SQLite's integrity check on the store (exit 1 when it finds damage).
+        db check     run SQLite's integrity check on the store (on Postgres, the gateway's own
+                     checks) and print ok or what it found: exit 0 when all is well, 1 when
+                     it finds damage (a file too damaged to open or not a database too), 2
+                     when it cannot check (no store, a missing or unreadable file, a schema
+                     from a newer version, a server away).
                      The store commands read DATABASE_URL as serve does (with --env NAME).
         jwt check    read a JWT from standard input and explain what the gateway decides
                      about it with the JWT_* settings serve would read: accepted (the user
