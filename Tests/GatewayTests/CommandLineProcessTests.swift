@@ -78,6 +78,19 @@ struct CommandLineProcessTests {
         #expect(child.output.contains(mention))
     }
 
+    @Test("a port in use stops the start with exit 1 and an error naming the address it could not bind")
+    func portInUse() async throws {
+        let taken = try Socket.listen(on: try #require(SocketAddress.resolve(host: "127.0.0.1", port: 0).first), backlog: 1)
+        defer { Socket.close(taken) }
+        let port = try Socket.localAddress(taken).port
+        let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", String(port)],
+                                     environment: Self.baseEnvironment, workingDirectory: Self.emptyDirectory())
+        #expect(await child.waitForExit(seconds: 10) == 1)
+        let said = child.output.split(separator: "\n").filter { $0.hasPrefix("text-gateway:") }
+        #expect(said.count == 1 && said[0].contains("bind 127.0.0.1:\(port) failed") && said[0].contains("in use"), "\(child.output)")
+        #expect(!child.output.contains("started"))
+    }
+
     @Test("reports a malformed .env line with its line number, without the value, and exits 2")
     func malformedDotEnv() async throws {
         let directory = Self.emptyDirectory()
