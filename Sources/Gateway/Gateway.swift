@@ -131,13 +131,15 @@ public final class Gateway: Sendable {
             limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, maxTokens: configuration.maxTokens, clock: clock
         )) }
         admission += limits
+        // Routes that take a body read it only as it was sent.
+        let bodied = admission + [ContentEncodingMiddleware()]
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
-            Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
+            Route(method: .POST, path: "/api/process", middleware: bodied, handler: ProcessRoute(
                 pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/v1/models", middleware: admission, handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
-            Route(method: .POST, path: "/v1/chat/completions", middleware: admission, handler: ChatCompletionsRoute(
+            Route(method: .POST, path: "/v1/chat/completions", middleware: bodied, handler: ChatCompletionsRoute(
                 pool: pool, configuration: configuration, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
@@ -187,14 +189,14 @@ public final class Gateway: Sendable {
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
             let item = JobRoute(jobs: jobs)
             routes += [
-                Route(method: .POST, path: "/api/jobs", middleware: admission, handler: SubmitJobRoute(jobs: jobs)),
+                Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: SubmitJobRoute(jobs: jobs)),
                 Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
             ]
         } else if store != nil {
             // No upstream key: a job could never run. Submitting says so, as /api/process does.
-            routes.append(Route(method: .POST, path: "/api/jobs", middleware: admission, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
+            routes.append(Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
         }
         self.jobServices = jobServices
         self.jobRunner = jobRunner

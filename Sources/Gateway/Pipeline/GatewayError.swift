@@ -63,6 +63,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let textTooLong = GatewayError(.contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
     static let bodyTooLarge = GatewayError(.contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
     static let unsupportedMediaType = GatewayError(.unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.", "The request content type must be application/json.")
+    /// A body in a content coding other than `identity` (``ContentEncodingMiddleware``).
+    static let unsupportedContentEncoding: GatewayError = {
+        var error = GatewayError(
+            .unsupportedMediaType, "unsupported_media_type", "بدنهٔ درخواست نباید فشرده یا کدگذاری‌شده باشد (Content-Encoding).",
+            "The request body must be sent as it is, without a Content-Encoding."
+        )
+        error.headers.add(name: "Accept-Encoding", value: "identity")
+        return error
+    }()
     static let keyNotConfigured = GatewayError(.internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.", "The API key is not configured on the server.")
     static let modelNotConfigured = GatewayError(.internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.", "The model ID is not configured on the server.")
     static let upstreamError = GatewayError(.badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.", "The AI service did not return a successful response.")
