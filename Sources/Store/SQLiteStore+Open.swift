@@ -21,7 +21,10 @@ extension SQLiteStore {
         path: String, pool: BlockingPool, busyTimeout: Duration = .seconds(5), readOnly: Bool = false
     ) async throws(StoreError) -> SQLiteStore {
         try await onPool(pool, path: path) { () throws(StoreError) -> SQLiteStore in
-            if !readOnly { try createParentDirectory(of: path) }
+            if !readOnly {
+                try createParentDirectory(of: path)
+                try createPrivateFile(path)
+            }
             let connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
             do throws(StoreError) {
                 if readOnly {
@@ -61,6 +64,26 @@ extension SQLiteStore {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try StoreSchema.probe(connection)
         try StoreSchema.migrate(connection)
+    }
+
+    /// Creates the store's file, empty, when nothing is there, readable and writable by its
+    /// owner only (0600) whatever the umask: SQLite would make it 0644 less the umask, and it
+    /// gives the `-wal` and `-shm` files the main file's mode. An existing file keeps its
+    /// mode; a file that cannot be made is left for SQLite's open to report.
+    private static func createPrivateFile(_ path: String) throws(StoreError) {
+        guard !path.isEmpty, !path.utf8.contains(0) else { return }
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        try restrictToOwner(fd, path: path)
+    }
+
+    /// Sets an open file's mode to 0600, past what the umask let `open` give it.
+    static func restrictToOwner(_ fd: CInt, path: String) throws(StoreError) {
+        guard fchmod(fd, 0o600) == 0 else {
+            let failure = IOError(errnoCode: errno, reason: "fchmod \(path)")
+            throw StoreError(.cannotOpen, message: "\(path): cannot make it readable by its owner only: \(failure)")
+        }
     }
 
     /// Creates the directories missing above `path`, readable by their owner only (0700):

@@ -40,9 +40,9 @@ struct StoreProcessTests {
         let child: ChildProcess
         let port: Int
 
-        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil) async throws -> Gateway {
+        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil, umask: String? = nil) async throws -> Gateway {
             let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
-                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB)
+                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB, umask: umask)
             guard await child.waitForOutput("started", seconds: 20) else {
                 throw ChildProcess.Failure(description: "the gateway did not start: \(child.output)")
             }
@@ -268,6 +268,37 @@ struct StoreProcessTests {
         #expect(tooNew.output.contains("newer"))
         #expect(try await check(nil).status == 2)
         #expect(try await check(sound, ["extra"]).status == 2)
+        await upstream.mock.shutdown()
+    }
+
+    @Test("the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask")
+    func privateFiles() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let database = directory + "/data/gw.sqlite"
+        let environment = upstream.environment(database: database)
+        func mode(_ path: String) -> mode_t? {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_mode & 0o777 : nil
+        }
+        // A umask that takes nothing away: only the gateway's own choice can make the modes.
+        let gateway = try await Gateway.start(environment, directory: directory, umask: "000")
+        let client = try HTTPClient()
+        #expect(try await Self.process(client, gateway.base, id: "private-1") == 200)
+        #expect(await eventually { mode(database + "-wal") != nil && mode(database + "-shm") != nil })
+        #expect(mode(directory + "/data") == 0o700)
+        for path in [database, database + "-wal", database + "-shm"] {
+            #expect(mode(path) == 0o600, "\(path): \(String(mode(path) ?? 0, radix: 8))")
+        }
+
+        let copy = directory + "/backup.sqlite"
+        let backup = try ChildProcess("text-gateway", arguments: ["db", "backup", copy], environment: environment, workingDirectory: directory, umask: "000")
+        #expect(await backup.waitForExit(seconds: 30) == 0, "\(backup.output)")
+        #expect(mode(copy) == 0o600, "\(String(mode(copy) ?? 0, radix: 8))")
+
+        gateway.child.signal(SIGTERM)
+        #expect(await gateway.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
         await upstream.mock.shutdown()
     }
 
