@@ -204,7 +204,9 @@ public final class Gateway: Sendable {
             // A caller's own rows: identified callers only, whatever AUTH_REQUIRED says, and
             // outside the limits (a caller over its quota can still see why).
             let own: [any Middleware] = [authentication(required: true)]
-            let history = HistoryRoute(history: store.backend, faults: store.faults)
+            let history = HistoryRoute(
+                history: store.backend, cursors: HistoryCursorSeal(key: store.backend.historyCursorKey), faults: store.faults
+            )
             let item = HistoryItemRoute(history: store.backend, faults: store.faults)
             routes += [
                 Route(method: .GET, path: "/api/usage", middleware: own, handler: UsageRoute(

@@ -26,6 +26,7 @@ extension SQLiteStore {
                 try createPrivateFile(path)
             }
             let connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
+            let key: [UInt8]
             do throws(StoreError) {
                 if readOnly {
                     try StoreSchema.probe(connection)
@@ -33,11 +34,12 @@ extension SQLiteStore {
                 } else {
                     try prepareWriter(connection)
                 }
+                key = try historyCursorKey(connection, create: !readOnly)
             } catch {
                 connection.close()
                 throw error
             }
-            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection)
+            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection, historyCursorKey: key)
         }
     }
 
@@ -64,6 +66,17 @@ extension SQLiteStore {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try StoreSchema.probe(connection)
         try StoreSchema.migrate(connection)
+    }
+
+    /// The store's history cursor key, made first when `create` and the store has none. Two
+    /// processes opening a new store at once both insert; the first insert wins and both read it.
+    private static func historyCursorKey(_ connection: SQLiteConnection, create: Bool) throws(StoreError) -> [UInt8] {
+        if create {
+            try connection.execute(
+                "INSERT OR IGNORE INTO store_secrets (name, value) VALUES ('history_cursor', ?)", [.blob(SystemRandom.bytes(32))]
+            )
+        }
+        return try connection.queryFirst("SELECT value FROM store_secrets WHERE name = 'history_cursor'") { $0.blob(0) } ?? []
     }
 
     /// Creates the store's file, empty, when nothing is there, readable and writable by its

@@ -47,6 +47,13 @@ struct PostgresStoreEndToEndTests {
             let cursor = try #require(page["nextCursor"]?.stringValue)
             let rest = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/history?limit=2&before=\(cursor)", token: token))
             #expect(rest["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-0"])
+            // Another instance on the same database opens the cursor as this one does.
+            try await harness.peer(configure: { $0.database = location }) { peer in
+                let same = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(peer, "/api/history?limit=2&before=\(cursor)", token: token))
+                #expect(same["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-0"])
+                let tampered = try await StoreEndToEndTests.get(peer, "/api/history?limit=2&before=\(cursor.dropFirst())A", token: token)
+                #expect(tampered.status == 400)
+            }
             #expect(try await StoreEndToEndTests.delete(harness, "/api/history/pg-0", token: token).status == 204)
 
             let usage = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage", token: token))
