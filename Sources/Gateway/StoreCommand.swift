@@ -14,7 +14,8 @@ public enum StoreCommand: Equatable, Sendable {
     case listTokens(format: ReportFormat)
     /// `tokens revoke <id>`.
     case revokeToken(id: String)
-    /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`.
+    /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`: a line per user and
+    /// UTC day, and one for all guests (requests without a user id, whatever their address).
     case usage(since: String?, user: String?, format: ReportFormat)
     /// `db backup <file>`: a consistent copy while the gateway runs (SQLite; a Postgres
     /// store is backed up with pg_dump).
@@ -227,11 +228,16 @@ public enum StoreCommand: Equatable, Sendable {
         return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
     }
 
+    /// All guests' line, in a table: a label no caller's id can be (ids have no spaces). CSV
+    /// leaves the user empty and JSON makes it null.
+    static let guestsLabel = "(all guests)"
+
     static func render(_ days: [DailyUsage], format: ReportFormat) -> String {
         let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens"]
         let rows: [[String?]] = days.map { day in
-            [Timestamp.date(day: day.day), day.userID, String(day.requests), String(day.inputTokens), String(day.outputTokens),
-             String(day.totalTokens)]
+            let user = day.isGuests ? (format == .table ? guestsLabel : nil) : day.userID
+            return [Timestamp.date(day: day.day), user, String(day.requests), String(day.inputTokens), String(day.outputTokens),
+                    String(day.totalTokens)]
         }
         return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5]).render(format)
     }

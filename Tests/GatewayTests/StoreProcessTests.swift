@@ -205,6 +205,52 @@ struct StoreProcessTests {
         await upstream.mock.shutdown()
     }
 
+    @Test("usage reports all guests' requests, from any address, as one line a day beside each user's")
+    func usageGuestsLine() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        // Guests allowed, each address vouched for by the proxy (loopback).
+        let environment = upstream.environment(database: directory + "/gw.sqlite", ["AUTH_REQUIRED": "off", "TRUSTED_PROXIES": "127.0.0.1"])
+        let client = try HTTPClient()
+        let gateway = try await Gateway.start(environment, directory: directory)
+        let body = Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample))}".utf8)
+        for address in ["203.0.113.1", "203.0.113.2", "198.51.100.7"] {
+            let response = try await client.send(HTTPClientRequest(
+                method: "POST", url: gateway.base + "/api/process", headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
+                body: body
+            ))
+            #expect(response.status == 200)
+        }
+        #expect(try await Self.process(client, gateway.base, id: "alice-1") == 200)
+        // Committed within a batch interval; the report reads the file.
+        #expect(await eventually(within: 10) {
+            let csv = (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output ?? ""
+            return csv.contains(",alice,1,") && csv.contains(",,3,")
+        })
+        let csv = try await Self.command(["usage", "--format", "csv"], environment, directory: directory).output
+        let lines = csv.split(separator: "\r\n")
+        #expect(lines.count == 3, "\(csv)")
+        #expect(lines.filter { $0.contains(",,") }.count == 1)
+
+        let table = try await Self.command(["usage"], environment, directory: directory)
+        #expect(table.status == 0)
+        let guests = table.output.split(separator: "\n").filter { $0.contains("(all guests)") }
+        #expect(guests.count == 1 && guests[0].split(separator: " ").contains("3"), "\(table.output)")
+        let json = try await Self.command(["usage", "--format", "json"], environment, directory: directory)
+        let report = try JSONValue.parse(Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
+        let days = try #require(report["usage"]?.arrayValue)
+        #expect(days.count == 2)
+        #expect(days.first { $0["user"]?.isNull == true }?["requests"]?.intValue == 3)
+        // One user's report has no guests' line.
+        let alice = try await Self.command(["usage", "--format", "csv", "--user", "alice"], environment, directory: directory)
+        #expect(alice.output.split(separator: "\r\n").count == 2)
+
+        gateway.child.signal(SIGTERM)
+        #expect(await gateway.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
     @Test("db check exits 0 on a sound store, 1 when it finds damage, 2 when it cannot check")
     func checkExitCodes() async throws {
         let upstream = try await Upstream.start()

@@ -44,7 +44,10 @@ public enum GatewayCommand: Equatable, Sendable {
         token hash   read a caller token from standard input and print its SHA-256 hash.
         tokens       make (printing the token, only then), list or revoke caller tokens in
                      the store; a running gateway on the same store follows within 2 s.
-        usage        requests and tokens per user and UTC day (the last 30 days by default).
+        usage        requests and tokens per user and UTC day (the last 30 days by default);
+                     all guests (requests without a user id, from any address) are one
+                     line a day: "(all guests)" in a table, an empty user in CSV, null in
+                     JSON. --user U shows only U.
         db backup    write a consistent copy of the store to a new file, even while the
                      gateway runs.
         db check     run SQLite's integrity check on the store (on Postgres, the gateway's own
