@@ -31,7 +31,7 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway db backup <file>
                text-gateway db check
                text-gateway jwt check [--env NAME] < token.txt
-               text-gateway eval [--format table|json] [--min-pass 0.9] [--task T]... [--concurrency N] [--env NAME]
+               text-gateway eval [--format table|json] [--min-pass F] [--task T]... [--concurrency N] [--env NAME]
                text-gateway [COMMAND] --help | --version
 
         --help       (or -h, after any command too) print this on standard output, exit 0.
@@ -66,7 +66,8 @@ public enum GatewayCommand: Equatable, Sendable {
                      keeps its numbers and subject, 3-10 bullet points, exactly 10 numbered
                      titles, a rewrite that keeps every number, JSON that validates. Prints
                      a table per task (pass rate, tokens, latency) or JSON; exit 1 when the
-                     share of passing cases is under --min-pass (0 to 1).
+                     share of passing cases is under --min-pass F (0 to 1; 0.8 when not
+                     given, 0 never fails), 2 when no upstream has a key or a model.
 
         """
 
