@@ -21,12 +21,13 @@ public enum Socket {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
             if family == AF_INET6 { try setOption(fd, CInt(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
             var storage = resolved.storage
-            _ = try syscall("bind") {
+            // The address in the error: "address already in use" alone does not say which.
+            _ = try syscall("bind \(resolved.address)") {
                 withUnsafePointer(to: &storage) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, resolved.length) }
                 }
             }
-            _ = try syscall("listen") { Glibc.listen(fd, backlog) }
+            _ = try syscall("listen \(resolved.address)") { Glibc.listen(fd, backlog) }
         } catch {
             _ = Glibc.close(fd)
             throw error

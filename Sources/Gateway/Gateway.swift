@@ -134,13 +134,15 @@ public final class Gateway: Sendable {
         let admission: [any Middleware] = [authentication(required: configuration.requiresTokens)] + limits(.process)
         let openAIAdmission: [any Middleware] = [authentication(required: configuration.requiresTokens, placeholderGuests: true)]
         let chatAdmission = openAIAdmission + limits(.chat(maximumMessages: configuration.maxMessages, maximumChoices: configuration.maxChoices))
+        // Routes that take a body read it only as it was sent.
+        let bodied = admission + [ContentEncodingMiddleware()]
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
-            Route(method: .POST, path: "/api/process", middleware: admission, handler: ProcessRoute(
+            Route(method: .POST, path: "/api/process", middleware: bodied, handler: ProcessRoute(
                 pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/v1/models", middleware: openAIAdmission + limits(.none), handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
-            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission, handler: ChatCompletionsRoute(
+            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission + [ContentEncodingMiddleware()], handler: ChatCompletionsRoute(
                 pool: pool, configuration: configuration, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
@@ -190,14 +192,14 @@ public final class Gateway: Sendable {
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
             let item = JobRoute(jobs: jobs)
             routes += [
-                Route(method: .POST, path: "/api/jobs", middleware: admission, handler: SubmitJobRoute(jobs: jobs)),
+                Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: SubmitJobRoute(jobs: jobs)),
                 Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
             ]
         } else if store != nil {
             // No upstream key: a job could never run. Submitting says so, as /api/process does.
-            routes.append(Route(method: .POST, path: "/api/jobs", middleware: admission, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
+            routes.append(Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
         }
         self.jobServices = jobServices
         self.jobRunner = jobRunner
@@ -205,7 +207,9 @@ public final class Gateway: Sendable {
             // A caller's own rows: identified callers only, whatever AUTH_REQUIRED says, and
             // outside the limits (a caller over its quota can still see why).
             let own: [any Middleware] = [authentication(required: true)]
-            let history = HistoryRoute(history: store.backend, faults: store.faults)
+            let history = HistoryRoute(
+                history: store.backend, cursors: HistoryCursorSeal(key: store.backend.historyCursorKey), faults: store.faults
+            )
             let item = HistoryItemRoute(history: store.backend, faults: store.faults)
             routes += [
                 Route(method: .GET, path: "/api/usage", middleware: own, handler: UsageRoute(

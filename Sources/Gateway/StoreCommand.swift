@@ -14,12 +14,16 @@ public enum StoreCommand: Equatable, Sendable {
     case listTokens(format: ReportFormat)
     /// `tokens revoke <id>`.
     case revokeToken(id: String)
-    /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`.
+    /// `usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]`: a line per user and
+    /// UTC day, and one for all guests (requests without a user id, whatever their address).
     case usage(since: String?, user: String?, format: ReportFormat)
     /// `db backup <file>`: a consistent copy while the gateway runs (SQLite; a Postgres
     /// store is backed up with pg_dump).
     case backup(file: String)
-    /// `db check`: SQLite's integrity check, or the gateway's own checks on Postgres.
+    /// `db check`: SQLite's integrity check, or the gateway's own checks on Postgres. Exits 0
+    /// when all is well, 1 when it finds damage (findings, or a file too damaged to open or
+    /// not a database), 2 when it cannot check (no store, a missing or unreadable file, a
+    /// newer schema, a server away).
     case check
 
     public enum ReportFormat: String, Sendable, Equatable {
@@ -97,7 +101,7 @@ public enum StoreCommand: Equatable, Sendable {
         do {
             store = try await SQLiteStore.open(path: path, pool: pool, readOnly: !writes)
         } catch {
-            return Result(error: "the store cannot be used: \(error)\n", status: 2)
+            return Result(error: "the store cannot be used: \(error)\n", status: openFailureStatus(error))
         }
         let result = await run(on: store, name: path, clock: clock)
         await store.close()
@@ -110,7 +114,7 @@ public enum StoreCommand: Equatable, Sendable {
             try await client.start()
             store = try await PostgresStore.open(client: client, readOnly: !writes, startTimeout: Self.postgresTimeout)
         } catch {
-            return Result(error: "the store cannot be used: \(error)\n", status: 2)
+            return Result(error: "the store cannot be used: \(error)\n", status: openFailureStatus(error))
         }
         return await run(on: store, name: store.name, clock: clock)
     }
@@ -124,9 +128,21 @@ public enum StoreCommand: Equatable, Sendable {
             try await execute(store, name: name, into: &result, now: clock())
         } catch {
             result.error += "\(error)\n"
-            result.status = 1
+            // `db check` exits 1 for damage only: a store that failed otherwise was not checked.
+            if case .check = self, !Self.isDamage(error) { result.status = 2 } else { result.status = 1 }
         }
         return result
+    }
+
+    /// The exit status when the store cannot be opened: 2, but for `db check` on a damaged
+    /// file (its first pages, or not a database at all), which is what the check looks for: 1.
+    private func openFailureStatus(_ error: any Error) -> Int32 {
+        if case .check = self, let error = error as? StoreError, Self.isDamage(error) { return 1 }
+        return 2
+    }
+
+    private static func isDamage(_ error: StoreError) -> Bool {
+        error.code == .corrupt || error.code == .notADatabase
     }
 
     private func execute(_ store: any StoreBackend, name: String, into result: inout Result, now: Instant) async throws(StoreError) {
@@ -212,11 +228,16 @@ public enum StoreCommand: Equatable, Sendable {
         return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
     }
 
+    /// All guests' line, in a table: a label no caller's id can be (ids have no spaces). CSV
+    /// leaves the user empty and JSON makes it null.
+    static let guestsLabel = "(all guests)"
+
     static func render(_ days: [DailyUsage], format: ReportFormat) -> String {
         let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens"]
         let rows: [[String?]] = days.map { day in
-            [Timestamp.date(day: day.day), day.userID, String(day.requests), String(day.inputTokens), String(day.outputTokens),
-             String(day.totalTokens)]
+            let user = day.isGuests ? (format == .table ? guestsLabel : nil) : day.userID
+            return [Timestamp.date(day: day.day), user, String(day.requests), String(day.inputTokens), String(day.outputTokens),
+                    String(day.totalTokens)]
         }
         return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5]).render(format)
     }

@@ -10,26 +10,20 @@ public protocol HistoryStore: Sendable {
     func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool
     /// Deletes every row of `userID`; returns how many.
     func deleteHistory(userID: String) async throws(StoreError) -> Int
+    /// The store's key for sealing cursors before a client sees them: 32 random bytes made
+    /// when the store was first opened for writing, then the same for every process on it,
+    /// across restarts. Empty only on a read-only store that never had one.
+    var historyCursorKey: [UInt8] { get }
 }
 
-/// Where a history page ends: the row sequence number of its last item, sent to clients as
-/// an opaque string.
+/// Where a history page ends: the row sequence number of its last item. The number counts
+/// every caller's rows, so a client never sees it as it is: the gateway hands it out sealed
+/// with ``HistoryStore/historyCursorKey``.
 public struct HistoryCursor: Sendable, Hashable {
     public let sequence: Int64
 
     public init(sequence: Int64) {
         self.sequence = sequence
-    }
-
-    /// The cursor as clients see it.
-    public var text: String { String(sequence) }
-
-    /// A cursor from its text, nil when it is not one this store wrote (a positive decimal).
-    public init?(text: String) {
-        guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let value = Int64(text), value > 0
-        else { return nil }
-        sequence = value
     }
 }
 

@@ -40,7 +40,7 @@ public protocol JobStore: Sendable {
     func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey]
 
     /// Stores an item's answer, in one transaction with the job's progress and token counts
-    /// and the owner's usage for the day (`usage_daily`, so a quota counts each chunk as it is
+    /// and the owner's (or the guests') usage for the day (`usage_daily`, so a quota counts each chunk as it is
     /// answered and a restart forgets none of it). Only while `completion.worker` holds the
     /// item's lease, the item has no answer yet and the job is queued or running; false
     /// otherwise, and then nothing is written.
@@ -296,7 +296,7 @@ public struct JobItemCompletion: Sendable {
     public var inputTokens: Int
     public var outputTokens: Int
     /// The job's owner, whose usage of the UTC day `day` the tokens are added to (nil for a
-    /// guest: nothing is added).
+    /// guest: they are added to all guests' day, ``DailyUsage/guestUserID``).
     public var ownerID: String?
     public var day: Int64
     public var nowMilliseconds: Int64

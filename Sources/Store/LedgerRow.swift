@@ -5,7 +5,8 @@ public struct LedgerRow: Sendable, Equatable {
     /// The request id (`X-Request-Id`). A client may send its own, so it is not unique: the
     /// store gives every row its own sequence number as well.
     public var requestID: String
-    /// The identified caller, nil for a guest (a guest's rows count nowhere and show nowhere).
+    /// The identified caller, nil for a guest (a guest's rows show in no history, and count
+    /// in the usage report only as all guests' use, ``DailyUsage/guestUserID``).
     public var userID: String?
     /// The id of the store token that authenticated the request (its last use is updated).
     public var tokenID: String?

@@ -12,13 +12,13 @@ enum LedgerTotals {
         var outputTokens = 0
     }
 
-    /// The rows' use per identified caller and UTC day. A cached answer costs no tokens, nor
-    /// does a job's row (its items were charged as they were answered).
+    /// The rows' use per caller and UTC day, all guests as one (``DailyUsage/guestUserID``).
+    /// A cached answer costs no tokens, nor does a job's row (its items were charged as they
+    /// were answered).
     static func usage(of rows: some Sequence<LedgerRow>) -> [UsageKey: UsageTotal] {
         var totals: [UsageKey: UsageTotal] = [:]
         for row in rows {
-            guard let userID = row.userID else { continue }
-            let key = UsageKey(userID: userID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
+            let key = UsageKey(userID: row.userID ?? DailyUsage.guestUserID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
             totals[key, default: UsageTotal()].requests += 1
             guard !row.cacheHit, row.chargesTokens else { continue }
             totals[key, default: UsageTotal()].inputTokens &+= max(0, row.inputTokens ?? 0)

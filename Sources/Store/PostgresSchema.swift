@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2]
+    static let migrations: [[String]] = [version1, version2, version3]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -223,5 +223,11 @@ enum PostgresSchema {
         """,
         // What is left to do: claims, leases counted per job, stalled jobs, the queue's depth.
         "CREATE INDEX job_items_unanswered ON job_items (job_id, level, idx) WHERE answer IS NULL",
+    ]
+
+    /// The store's own secrets, as on SQLite: made by the first gateway that opens the
+    /// database (``PostgresStore/historyCursorKey``), the same for every gateway on it.
+    private static let version3 = [
+        "CREATE TABLE store_secrets (name text PRIMARY KEY, value bytea NOT NULL)",
     ]
 }

@@ -163,7 +163,7 @@ extension PostgresStore {
             ),
             usage AS (
                 INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
-                SELECT $10::text, $11, 0, $7, $8 FROM item WHERE $10::text IS NOT NULL
+                SELECT $10::text, $11, 0, $7, $8 FROM item
                 ON CONFLICT (user_id, day) DO UPDATE SET input_tokens = usage_daily.input_tokens + excluded.input_tokens,
                     output_tokens = usage_daily.output_tokens + excluded.output_tokens
             )
@@ -171,7 +171,9 @@ extension PostgresStore {
             """,
             [
                 .text(key.jobID), .int(key.level), .int(key.index), .text(completion.worker), .text(completion.answer), completion.data.postgresValue,
-                .int(completion.inputTokens), .int(completion.outputTokens), .int(Int(completion.nowMilliseconds)), completion.ownerID.postgresValue,
+                .int(completion.inputTokens), .int(completion.outputTokens), .int(Int(completion.nowMilliseconds)),
+                // A guest's job counts on the guests' line.
+                .text(completion.ownerID ?? DailyUsage.guestUserID),
                 .int(Int(completion.day)),
             ]
         )

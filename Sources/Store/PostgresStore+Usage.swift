@@ -6,7 +6,7 @@ extension PostgresStore {
     }
 
     public func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
-        let days = try await usage(where: "day = $1", [.int(Int(day))])
+        let days = try await usage(where: "day = $1 AND user_id <> $2", [.int(Int(day)), .text(DailyUsage.guestUserID)])
         return Dictionary(days.map { ($0.userID, $0.totalTokens) }, uniquingKeysWith: +)
     }
 

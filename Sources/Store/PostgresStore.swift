@@ -1,4 +1,5 @@
 public import Postgres
+import EventLoop
 import Synchronization
 
 /// The shared store: one PostgreSQL database that several gateways (and the command line)
@@ -16,13 +17,15 @@ public final class PostgresStore: StoreBackend, Sendable {
 
     /// `postgres host:port/database`, for messages: never the user's password.
     public let name: String
+    public let historyCursorKey: [UInt8]
     let client: PostgresClient
     /// The sub-batches of the last ``append(_:)`` that threw, whose commits may have happened
     /// (see `PostgresStore+Ledger.swift`).
     let unresolved = Mutex<[LedgerBatch]>([])
 
-    init(client: PostgresClient) {
+    init(client: PostgresClient, historyCursorKey: [UInt8] = []) {
         self.client = client
+        self.historyCursorKey = historyCursorKey
         let configuration = client.configuration
         name = "postgres \(configuration.host):\(configuration.port)/\(configuration.database ?? configuration.user ?? "")"
     }
@@ -42,7 +45,19 @@ public final class PostgresStore: StoreBackend, Sendable {
         } else {
             try await PostgresSchema.migrate(client, store: store.name, timeout: startTimeout)
         }
-        return store
+        return PostgresStore(client: client, historyCursorKey: try await store.historyCursorKey(create: !readOnly))
+    }
+
+    /// The store's history cursor key, made first when `create` and the database has none.
+    /// Gateways starting at once both insert; the first insert wins and all of them read it.
+    private func historyCursorKey(create: Bool) async throws(StoreError) -> [UInt8] {
+        if create {
+            try await query(
+                "INSERT INTO store_secrets (name, value) VALUES ('history_cursor', $1) ON CONFLICT (name) DO NOTHING",
+                [.bytes(SystemRandom.bytes(32))]
+            )
+        }
+        return try await query("SELECT value FROM store_secrets WHERE name = 'history_cursor'").rows.first?[0] ?? []
     }
 
     /// Runs one statement.

@@ -118,16 +118,18 @@ extension SQLiteStore {
                     "UPDATE jobs SET done = done + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?",
                     [.integer(completion.inputTokens), .integer(completion.outputTokens), .integer(completion.nowMilliseconds), .text(key.jobID)]
                 )
-                if let ownerID = completion.ownerID {
-                    try connection.execute(
-                        """
-                        INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES (?, ?, 0, ?, ?)
-                        ON CONFLICT (user_id, day) DO UPDATE SET
-                            input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
-                        """,
-                        [.text(ownerID), .integer(completion.day), .integer(completion.inputTokens), .integer(completion.outputTokens)]
-                    )
-                }
+                // A guest's job counts on the guests' line.
+                try connection.execute(
+                    """
+                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES (?, ?, 0, ?, ?)
+                    ON CONFLICT (user_id, day) DO UPDATE SET
+                        input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
+                    """,
+                    [
+                        .text(completion.ownerID ?? DailyUsage.guestUserID), .integer(completion.day), .integer(completion.inputTokens),
+                        .integer(completion.outputTokens),
+                    ]
+                )
                 return true
             }
         }

@@ -54,8 +54,8 @@ extension SQLiteStore {
         }
     }
 
-    /// Creates `path` empty, only when nothing is there (`O_EXCL`), readable by its owner only:
-    /// a backup holds what the store holds.
+    /// Creates `path` empty, only when nothing is there (`O_EXCL`), readable by its owner only
+    /// (0600, whatever the umask): a backup holds what the store holds.
     private static func createNewFile(_ path: String) throws(StoreError) {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw StoreError(.cannotOpen, message: "'\(path)' is not a backup path")
@@ -66,6 +66,12 @@ extension SQLiteStore {
             let reason = code == EEXIST ? "it exists already (a backup goes to a new file)" : IOError(errnoCode: code, reason: "open").description
             throw StoreError(.cannotOpen, message: "\(path): cannot write the backup there: \(reason)")
         }
-        Glibc.close(fd)
+        defer { Glibc.close(fd) }
+        do throws(StoreError) {
+            try restrictToOwner(fd, path: path)
+        } catch {
+            unlink(path)
+            throw error
+        }
     }
 }

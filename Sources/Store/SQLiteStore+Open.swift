@@ -21,8 +21,12 @@ extension SQLiteStore {
         path: String, pool: BlockingPool, busyTimeout: Duration = .seconds(5), readOnly: Bool = false
     ) async throws(StoreError) -> SQLiteStore {
         try await onPool(pool, path: path) { () throws(StoreError) -> SQLiteStore in
-            if !readOnly { try createParentDirectory(of: path) }
+            if !readOnly {
+                try createParentDirectory(of: path)
+                try createPrivateFile(path)
+            }
             let connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
+            let key: [UInt8]
             do throws(StoreError) {
                 if readOnly {
                     try StoreSchema.probe(connection)
@@ -30,11 +34,12 @@ extension SQLiteStore {
                 } else {
                     try prepareWriter(connection)
                 }
+                key = try historyCursorKey(connection, create: !readOnly)
             } catch {
                 connection.close()
                 throw error
             }
-            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection)
+            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection, historyCursorKey: key)
         }
     }
 
@@ -61,6 +66,37 @@ extension SQLiteStore {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try StoreSchema.probe(connection)
         try StoreSchema.migrate(connection)
+    }
+
+    /// The store's history cursor key, made first when `create` and the store has none. Two
+    /// processes opening a new store at once both insert; the first insert wins and both read it.
+    private static func historyCursorKey(_ connection: SQLiteConnection, create: Bool) throws(StoreError) -> [UInt8] {
+        if create {
+            try connection.execute(
+                "INSERT OR IGNORE INTO store_secrets (name, value) VALUES ('history_cursor', ?)", [.blob(SystemRandom.bytes(32))]
+            )
+        }
+        return try connection.queryFirst("SELECT value FROM store_secrets WHERE name = 'history_cursor'") { $0.blob(0) } ?? []
+    }
+
+    /// Creates the store's file, empty, when nothing is there, readable and writable by its
+    /// owner only (0600) whatever the umask: SQLite would make it 0644 less the umask, and it
+    /// gives the `-wal` and `-shm` files the main file's mode. An existing file keeps its
+    /// mode; a file that cannot be made is left for SQLite's open to report.
+    private static func createPrivateFile(_ path: String) throws(StoreError) {
+        guard !path.isEmpty, !path.utf8.contains(0) else { return }
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        try restrictToOwner(fd, path: path)
+    }
+
+    /// Sets an open file's mode to 0600, past what the umask let `open` give it.
+    static func restrictToOwner(_ fd: CInt, path: String) throws(StoreError) {
+        guard fchmod(fd, 0o600) == 0 else {
+            let failure = IOError(errnoCode: errno, reason: "fchmod \(path)")
+            throw StoreError(.cannotOpen, message: "\(path): cannot make it readable by its owner only: \(failure)")
+        }
     }
 
     /// Creates the directories missing above `path`, readable by their owner only (0700):

@@ -4,7 +4,7 @@ extension SQLiteStore {
     }
 
     public func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
-        let days = try await usage(where: "day = ?", [.integer(day)])
+        let days = try await usage(where: "day = ? AND user_id <> ?", [.integer(day), .text(DailyUsage.guestUserID)])
         return Dictionary(days.map { ($0.userID, $0.totalTokens) }, uniquingKeysWith: +)
     }
 

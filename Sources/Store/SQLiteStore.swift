@@ -20,6 +20,7 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
 
     /// The database file.
     public let path: String
+    public let historyCursorKey: [UInt8]
     let pool: BlockingPool
     let busyTimeout: Duration
     let writer: ConnectionSlot
@@ -30,8 +31,9 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     // Where a read waits when every reader is taken, turn about.
     private let nextReader = Atomic<Int>(0)
 
-    init(path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection) {
+    init(path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection, historyCursorKey: [UInt8]) {
         self.path = path
+        self.historyCursorKey = historyCursorKey
         self.pool = pool
         self.busyTimeout = busyTimeout
         self.writer = ConnectionSlot(path: path, connection: writer)

@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2]
+    static let migrations: [String] = [version1, version2, version3]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -193,5 +193,15 @@ enum StoreSchema {
         ) STRICT;
         -- What is left to do: claims, leases counted per job, stalled jobs, the queue's depth.
         CREATE INDEX job_items_unanswered ON job_items (job_id, level, idx) WHERE answer IS NULL;
+        """
+
+    /// The store's own secrets, one row each, made by the first process that opens the store
+    /// for writing (``SQLiteStore/historyCursorKey``): the values are random, so they are
+    /// inserted from Swift rather than by this script.
+    private static let version3 = """
+        CREATE TABLE store_secrets (
+            name TEXT PRIMARY KEY,
+            value BLOB NOT NULL
+        ) STRICT;
         """
 }

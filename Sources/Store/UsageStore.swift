@@ -3,10 +3,12 @@ public protocol UsageStore: Sendable {
     /// The days of `userID` from `fromDay` on (days since the Unix epoch, UTC) with any
     /// use, newest first.
     func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage]
-    /// Tokens charged on `day` per user (to start the daily quotas where a restart left them).
+    /// Tokens charged on `day` per identified user, guests left out (to start the daily
+    /// quotas where a restart left them: a guest's quota is its address's, kept nowhere).
     func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int]
     /// Every user's days from `fromDay` on (all users when `userID` is nil), ordered by day,
-    /// then user (`text-gateway usage`).
+    /// then user (`text-gateway usage`); all guests together are one user of the report,
+    /// ``DailyUsage/guestUserID``, first on each day.
     func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage]
 }
 
@@ -28,4 +30,11 @@ public struct DailyUsage: Sendable, Equatable {
     }
 
     public var totalTokens: Int { inputTokens &+ outputTokens }
+
+    /// The user id that every guest's use (requests without a user id, from any address) is
+    /// added up under: the empty string, which no caller's id can be.
+    public static let guestUserID = ""
+
+    /// Whether this is all guests' use of the day.
+    public var isGuests: Bool { userID == Self.guestUserID }
 }

@@ -22,11 +22,14 @@ final class ChildProcess {
         return directory
     }
 
-    /// - Parameter fileSizeLimitKiB: when set, the child runs under `ulimit -f` (a full disk,
-    ///   as far as its writes can tell).
+    /// - Parameters:
+    ///   - fileSizeLimitKiB: when set, the child runs under `ulimit -f` (a full disk, as far
+    ///     as its writes can tell).
+    ///   - umask: when set, the child's file mode creation mask (octal, as `umask` takes it).
+    ///   - standardOutputOnly: ``output`` holds standard output only; standard error is dropped.
     init(
         _ executable: String, arguments: [String], environment: [String: String], workingDirectory: String? = nil,
-        fileSizeLimitKiB: Int? = nil
+        fileSizeLimitKiB: Int? = nil, umask: String? = nil, standardOutputOnly: Bool = false
     ) throws {
         // A package executable by name, any other program by its absolute path.
         let path = executable.hasPrefix("/") ? executable : Self.productsDirectory + "/" + executable
@@ -38,9 +41,13 @@ final class ChildProcess {
 
         // `env -C DIR` changes directory, then execs the program in place (same pid).
         var words = workingDirectory.map { ["/usr/bin/env", "-C", $0, path] } ?? [path]
-        if let fileSizeLimitKiB {
-            // The shell sets the limit, then becomes the program (same pid).
-            words = ["/bin/sh", "-c", "ulimit -f \(fileSizeLimitKiB) && exec \"$@\"", "sh"] + words
+        // The shell sets the limit, the mask and the redirection, then becomes the program (same pid).
+        var prelude: [String] = []
+        if let fileSizeLimitKiB { prelude.append("ulimit -f \(fileSizeLimitKiB)") }
+        if let umask { prelude.append("umask \(umask)") }
+        if !prelude.isEmpty || standardOutputOnly {
+            let exec = standardOutputOnly ? "exec \"$@\" 2>/dev/null" : "exec \"$@\""
+            words = ["/bin/sh", "-c", (prelude + [exec]).joined(separator: " && "), "sh"] + words
         }
         let spawned = Result { try spawnChild(words + arguments, environment: environment, output: .descriptor(fd)) }
         close(fd)

@@ -31,6 +31,32 @@ struct CommandLineProcessTests {
     }
 
     @Test(
+        "--help or -h after any command prints the usage on standard output and exits 0",
+        arguments: [
+            ["-h"], ["help"], ["serve", "--help"], ["serve", "--port", "1", "-h"], ["healthcheck", "--help"], ["token", "hash", "--help"],
+            ["tokens", "--help"], ["tokens", "create", "--help"], ["tokens", "create", "--user", "u", "-h"], ["tokens", "list", "--help"],
+            ["tokens", "revoke", "--help"], ["usage", "--help"], ["usage", "-h"], ["db", "--help"], ["db", "backup", "--help"],
+            ["db", "check", "--help"], ["db", "check", "-h"], ["jwt", "--help"], ["jwt", "check", "--help"], ["eval", "--help"],
+            ["eval", "-h"], ["eval", "--task", "titles", "--help"],
+        ]
+    )
+    func helpEverywhere(arguments: [String]) async throws {
+        // No store, key or token is needed: help is answered before any setting is read.
+        let child = try ChildProcess("text-gateway", arguments: arguments, environment: Self.baseEnvironment,
+                                     workingDirectory: Self.emptyDirectory(), standardOutputOnly: true)
+        #expect(await child.waitForExit(seconds: 10) == 0)
+        #expect(child.output.hasPrefix("usage: text-gateway"), "\(child.output)")
+        #expect(child.output.contains("text-gateway eval ") && child.output.contains("text-gateway db check"))
+    }
+
+    @Test("-h as an option's value is that value, not a request for help")
+    func helpAsValue() throws {
+        #expect(try GatewayCommand.parse(["tokens", "create", "--user", "-h"])
+            == .store(.createToken(user: "-h", plan: "default", label: nil), environment: "development"))
+        #expect(try GatewayCommand.parse(["eval", "--help"]) == .help)
+    }
+
+    @Test(
         "refuses invalid settings with a clear message and exit code 2",
         arguments: [
             (["serve", "--port", "70000"], [:], "--port"),
@@ -53,6 +79,19 @@ struct CommandLineProcessTests {
                                      workingDirectory: Self.emptyDirectory())
         #expect(await child.waitForExit(seconds: 10) == 2)
         #expect(child.output.contains(mention))
+    }
+
+    @Test("a port in use stops the start with exit 1 and an error naming the address it could not bind")
+    func portInUse() async throws {
+        let taken = try Socket.listen(on: try #require(SocketAddress.resolve(host: "127.0.0.1", port: 0).first), backlog: 1)
+        defer { Socket.close(taken) }
+        let port = try Socket.localAddress(taken).port
+        let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", String(port)],
+                                     environment: Self.baseEnvironment, workingDirectory: Self.emptyDirectory())
+        #expect(await child.waitForExit(seconds: 10) == 1)
+        let said = child.output.split(separator: "\n").filter { $0.hasPrefix("text-gateway:") }
+        #expect(said.count == 1 && said[0].contains("bind 127.0.0.1:\(port) failed") && said[0].contains("in use"), "\(child.output)")
+        #expect(!child.output.contains("started"))
     }
 
     @Test("reports a malformed .env line with its line number, without the value, and exits 2")

@@ -63,7 +63,7 @@ struct EvalTests {
     }
 
     /// A run against a mock whose every answer is `content` (nil: its own fixed sentence).
-    static func run(content: String? = nil, minimum: Double? = nil, tasks: [TextTask]? = nil) async throws -> (String, Int32) {
+    static func run(content: String? = nil, minimum: Double = EvalCommand.defaultMinimumPassRate, tasks: [TextTask]? = nil) async throws -> (String, Int32) {
         var behaviour = MockBehaviour()
         if let content { behaviour.content = content }
         let mock = try await MockUpstream.started(defaults: behaviour, apiKey: "k")
@@ -99,6 +99,36 @@ struct EvalTests {
         let (table, status) = try await Self.run(content: titles, minimum: 1, tasks: [.titles])
         #expect(status == 0, "\(table)")
         #expect(table.contains("titles: persian_script 12/12, ten_numbered_lines 12/12, json_validates 12/12"), "\(table)")
+    }
+
+    @Test("without --min-pass a run under 80 % exits 1 and says so; one above exits 0; --min-pass 0 only reports")
+    func defaultMinimum() async throws {
+        #expect(EvalCommand().minimumPassRate == 0.8)
+        #expect(try GatewayCommand.parse(["eval"]) == .eval(EvalCommand(minimumPassRate: 0.8), environment: "development"))
+        #expect(GatewayCommand.usage.contains("0.8 when not"))
+        let (_, failing) = try await Self.run(tasks: [.titles])
+        #expect(failing == 1)
+        let titles = (1...10).map { "\($0). عنوانی برای این متن" }.joined(separator: "\n")
+        let (_, passing) = try await Self.run(content: titles, tasks: [.titles])
+        #expect(passing == 0)
+        let (_, reporting) = try await Self.run(minimum: 0, tasks: [.titles])
+        #expect(reporting == 0)
+    }
+
+    @Test("text-gateway eval, as a process, exits 1 under the default minimum and prints why")
+    func processExitsUnderDefault() async throws {
+        let mock = try await MockUpstream.started(apiKey: "k")
+        let environment = CommandLineProcessTests.baseEnvironment.merging([
+            "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL,
+        ]) { $1 }
+        let failing = try ChildProcess("text-gateway", arguments: ["eval", "--task", "titles"], environment: environment,
+                                       workingDirectory: CommandLineProcessTests.emptyDirectory())
+        #expect(await failing.waitForExit(seconds: 60) == 1, "\(failing.output)")
+        #expect(failing.output.contains("under --min-pass 80 %"), "\(failing.output)")
+        let reporting = try ChildProcess("text-gateway", arguments: ["eval", "--task", "titles", "--min-pass", "0"], environment: environment,
+                                         workingDirectory: CommandLineProcessTests.emptyDirectory())
+        #expect(await reporting.waitForExit(seconds: 60) == 0, "\(reporting.output)")
+        await mock.shutdown()
     }
 
     @Test("without an API key or a model eval exits 2 and says which is missing, calling nothing")

@@ -215,6 +215,7 @@ struct JobsEndToEndTests {
             let third = try await Self.submit(harness, task: "summarize", text: slow)
             #expect(third.status == 429)
             #expect(try code(third) == "too_many_jobs")
+            #expect(third.header("Retry-After") == "30")
             // Bob has jobs of his own to run.
             #expect(try await Self.submit(harness, task: "summarize", text: slow, token: Self.bob).status == 202)
             _ = try await StoreEndToEndTests.delete(harness, "/api/jobs/" + first)

@@ -47,6 +47,13 @@ struct PostgresStoreEndToEndTests {
             let cursor = try #require(page["nextCursor"]?.stringValue)
             let rest = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/history?limit=2&before=\(cursor)", token: token))
             #expect(rest["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-0"])
+            // Another instance on the same database opens the cursor as this one does.
+            try await harness.peer(configure: { $0.database = location }) { peer in
+                let same = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(peer, "/api/history?limit=2&before=\(cursor)", token: token))
+                #expect(same["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-0"])
+                let tampered = try await StoreEndToEndTests.get(peer, "/api/history?limit=2&before=\(cursor.dropFirst())A", token: token)
+                #expect(tampered.status == 400)
+            }
             #expect(try await StoreEndToEndTests.delete(harness, "/api/history/pg-0", token: token).status == 204)
 
             let usage = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage", token: token))
@@ -65,6 +72,29 @@ struct PostgresStoreEndToEndTests {
         let backup = await StoreCommand.backup(file: "/tmp/never-written.sqlite").run(configuration: configuration)
         #expect(backup.status == 1)
         #expect(backup.error.contains("pg_dump"))
+    }
+
+    @Test("db check on Postgres exits 0 when all is well, 1 when it finds damage, 2 when it cannot check")
+    func checkExitCodes() async throws {
+        let url = try await Self.databaseURL()
+        var configuration = GatewayConfiguration()
+        configuration.database = try DatabaseLocation(url: url)
+        #expect(await StoreCommand.createToken(user: "erin", plan: "default", label: nil).run(configuration: configuration).status == 0)
+        let sound = await StoreCommand.check.run(configuration: configuration)
+        #expect(sound.status == 0 && sound.output == "ok\n", "\(sound)")
+
+        let cluster = try #require(PostgresCluster.shared)
+        let database = String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
+        try await withClient(cluster.configuration(database: database)) { client in
+            _ = try await client.query("INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES ('erin', 1, -1, 0, 0)")
+        }
+        let damaged = await StoreCommand.check.run(configuration: configuration)
+        #expect(damaged.status == 1, "\(damaged)")
+        #expect(damaged.output.contains("usage_daily"))
+
+        configuration.database = try DatabaseLocation(url: url.replacing("/\(database)?", with: "/\(database)_missing?"))
+        let missing = await StoreCommand.check.run(configuration: configuration)
+        #expect(missing.status == 2, "\(missing)")
     }
 
     @Test("two gateways on one Postgres share a job's chunks: each chunk is asked once, both instances answer some")

@@ -137,6 +137,35 @@ struct ProcessEndToEndTests {
         }
     }
 
+    @Test("refuses a body with a Content-Encoding other than identity with 415 and Accept-Encoding, on every route that takes a body")
+    func contentEncodings() async throws {
+        try await GatewayHarness.with(configure: { JobsEndToEndTests.configure(&$0) }) { harness in
+            let body = Array(#"{"task":"summarize","text":"\#(Self.sample)"}"#.utf8)
+            let chat = Array(#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#.utf8)
+            func post(_ path: String, _ body: [UInt8], _ codings: [String]) async throws -> HTTPClientResponse {
+                let headers = [("Content-Type", "application/json")] + StoreEndToEndTests.bearer(StoreEndToEndTests.alice)
+                    + codings.map { ("Content-Encoding", $0) }
+                return try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + path, headers: headers, body: body))
+            }
+            for codings in [["gzip"], ["GZIP"], ["br"], ["identity, gzip"], ["identity", "deflate"], ["x-unknown"]] {
+                for (path, sent) in [("/api/process", body), ("/v1/chat/completions", chat), ("/api/jobs", body)] {
+                    let refused = try await post(path, sent, codings)
+                    #expect(refused.status == 415, "\(path) \(codings)")
+                    #expect(refused.header("Accept-Encoding") == "identity", "\(path) \(codings)")
+                    let text = String(decoding: refused.body, as: UTF8.self)
+                    #expect(text.contains("\"unsupported_media_type\"") && text.contains("Content-Encoding"), "\(path) \(codings): \(text)")
+                }
+            }
+            // OpenAI's shape on /v1, as for any other error there.
+            let openAI = try JSON.decode(OpenAIEndToEndTests.OpenAIError.self, from: try await post("/v1/chat/completions", chat, ["gzip"]).body)
+            #expect(openAI.error.code == "unsupported_media_type")
+            #expect(harness.mock.stats.requests == 0)
+            // `identity` is the body as sent.
+            #expect(try await post("/api/process", body, ["identity"]).status == 200)
+            #expect(try await post("/api/process", body, ["Identity , identity"]).status == 200)
+        }
+    }
+
     @Test("answers 500 not_configured without a key or a model, with distinct messages")
     func notConfigured() async throws {
         try await GatewayHarness.with(configure: { $0.apiKey = nil }) { harness in

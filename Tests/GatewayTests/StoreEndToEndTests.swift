@@ -170,6 +170,43 @@ struct StoreEndToEndTests {
         }
     }
 
+    @Test("history cursors are opaque and stay good across a restart; a tampered one, a row number, another caller's or another store's is 400")
+    func opaqueCursors() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        func refused(_ harness: GatewayHarness, _ cursor: String, token: String = Self.alice) async throws {
+            let response = try await Self.get(harness, "/api/history?limit=1&before=\(cursor)", token: token)
+            #expect(response.status == 400, "\(cursor)")
+            #expect(try Body(response).code == "invalid_parameter")
+        }
+        var cursor = ""
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
+            // Others' requests first: a row number would count them.
+            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status == 200)
+            for index in 0..<3 {
+                let response = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "opaque-\(index)")])
+                #expect(response.status == 200)
+            }
+            try await Self.waitForHistory(harness, count: 3)
+            let page = try Self.json(try await Self.get(harness, "/api/history?limit=1"))
+            cursor = try #require(page["nextCursor"]?.stringValue)
+            #expect(cursor.utf8.count == 32 && Int(cursor) == nil, "\(cursor)")
+            let next = try Self.json(try await Self.get(harness, "/api/history?limit=1&before=\(cursor)"))
+            #expect(next["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["opaque-1"])
+
+            let last = cursor.last == "A" ? "B" : "A"
+            try await refused(harness, String(cursor.dropLast()) + last)
+            try await refused(harness, "4")
+            try await refused(harness, cursor, token: Self.bob)
+        }
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
+            let next = try Self.json(try await Self.get(harness, "/api/history?limit=1&before=\(cursor)"))
+            #expect(next["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["opaque-1"])
+        }
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: storeDirectory() + "/other.sqlite") }) { harness in
+            try await refused(harness, cursor)
+        }
+    }
+
     @Test("a restart keeps usage, history and the daily quota")
     func survivesRestart() async throws {
         let path = storeDirectory() + "/gateway.sqlite"

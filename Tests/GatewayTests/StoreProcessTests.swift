@@ -40,9 +40,9 @@ struct StoreProcessTests {
         let child: ChildProcess
         let port: Int
 
-        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil) async throws -> Gateway {
+        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil, umask: String? = nil) async throws -> Gateway {
             let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
-                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB)
+                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB, umask: umask)
             guard await child.waitForOutput("started", seconds: 20) else {
                 throw ChildProcess.Failure(description: "the gateway did not start: \(child.output)")
             }
@@ -205,6 +205,149 @@ struct StoreProcessTests {
         await upstream.mock.shutdown()
     }
 
+    @Test("usage reports all guests' requests, from any address, as one line a day beside each user's")
+    func usageGuestsLine() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        // Guests allowed, each address vouched for by the proxy (loopback).
+        let environment = upstream.environment(database: directory + "/gw.sqlite", ["AUTH_REQUIRED": "off", "TRUSTED_PROXIES": "127.0.0.1"])
+        let client = try HTTPClient()
+        let gateway = try await Gateway.start(environment, directory: directory)
+        let body = Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample))}".utf8)
+        for address in ["203.0.113.1", "203.0.113.2", "198.51.100.7"] {
+            let response = try await client.send(HTTPClientRequest(
+                method: "POST", url: gateway.base + "/api/process", headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
+                body: body
+            ))
+            #expect(response.status == 200)
+        }
+        #expect(try await Self.process(client, gateway.base, id: "alice-1") == 200)
+        // Committed within a batch interval; the report reads the file.
+        #expect(await eventually(within: 10) {
+            let csv = (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output ?? ""
+            return csv.contains(",alice,1,") && csv.contains(",,3,")
+        })
+        let csv = try await Self.command(["usage", "--format", "csv"], environment, directory: directory).output
+        let lines = csv.split(separator: "\r\n")
+        #expect(lines.count == 3, "\(csv)")
+        #expect(lines.filter { $0.contains(",,") }.count == 1)
+
+        let table = try await Self.command(["usage"], environment, directory: directory)
+        #expect(table.status == 0)
+        let guests = table.output.split(separator: "\n").filter { $0.contains("(all guests)") }
+        #expect(guests.count == 1 && guests[0].split(separator: " ").contains("3"), "\(table.output)")
+        let json = try await Self.command(["usage", "--format", "json"], environment, directory: directory)
+        let report = try JSONValue.parse(Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
+        let days = try #require(report["usage"]?.arrayValue)
+        #expect(days.count == 2)
+        #expect(days.first { $0["user"]?.isNull == true }?["requests"]?.intValue == 3)
+        // One user's report has no guests' line.
+        let alice = try await Self.command(["usage", "--format", "csv", "--user", "alice"], environment, directory: directory)
+        #expect(alice.output.split(separator: "\r\n").count == 2)
+
+        gateway.child.signal(SIGTERM)
+        #expect(await gateway.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
+    @Test("db check exits 0 on a sound store, 1 when it finds damage, 2 when it cannot check")
+    func checkExitCodes() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        func check(_ database: String?, _ arguments: [String] = []) async throws -> (status: Int32?, output: String) {
+            let environment = upstream.environment(database: "").merging(["DATABASE_URL": database.map { "sqlite:" + $0 } ?? "off"]) { $1 }
+            return try await Self.command(["db", "check"] + arguments, environment, directory: directory)
+        }
+        func python(_ script: String, _ path: String) async throws {
+            let child = try ChildProcess("/usr/bin/python3", arguments: ["-c", script, path], environment: [:])
+            #expect(await child.waitForExit(seconds: 10) == 0, "\(child.output)")
+        }
+
+        let sound = directory + "/sound.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: sound), directory: directory).status == 0)
+        let ok = try await check(sound)
+        #expect(ok.status == 0, "\(ok.output)")
+        #expect(ok.output.contains("ok"))
+
+        // Found by the check: a job's item whose job is gone (written with foreign keys off).
+        let orphan = directory + "/orphan.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: orphan), directory: directory).status == 0)
+        try await python("""
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
+            c.commit(); c.close()
+            """, orphan)
+        let found = try await check(orphan)
+        #expect(found.status == 1, "\(found.output)")
+        #expect(found.output.contains("job_items"), "\(found.output)")
+
+        // Too damaged to open: pages past the first overwritten; and a file that is no database.
+        let corrupt = directory + "/corrupt.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory).status == 0)
+        try await python("""
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
+            with open(sys.argv[1], 'r+b') as f:
+                size = f.seek(0, 2)
+                f.seek(4096)
+                f.write(b'\\xff' * (size - 4096))
+            """, corrupt)
+        let damaged = try await check(corrupt)
+        #expect(damaged.status == 1, "\(damaged.output)")
+        #expect(damaged.output.contains(corrupt))
+        let garbage = directory + "/garbage.sqlite"
+        Self.write(Array(repeating: 0x5A, count: 8192), to: garbage)
+        let notADatabase = try await check(garbage)
+        #expect(notADatabase.status == 1, "\(notADatabase.output)")
+
+        // Cannot check: no such file (never created by a check), a newer schema, no store, bad arguments.
+        let missing = try await check(directory + "/missing.sqlite")
+        #expect(missing.status == 2, "\(missing.output)")
+        #expect(access(directory + "/missing.sqlite", F_OK) != 0)
+        let newer = directory + "/newer.sqlite"
+        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory).status == 0)
+        try await python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer)
+        let tooNew = try await check(newer)
+        #expect(tooNew.status == 2, "\(tooNew.output)")
+        #expect(tooNew.output.contains("newer"))
+        #expect(try await check(nil).status == 2)
+        #expect(try await check(sound, ["extra"]).status == 2)
+        await upstream.mock.shutdown()
+    }
+
+    @Test("the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask")
+    func privateFiles() async throws {
+        let upstream = try await Upstream.start()
+        let directory = storeDirectory()
+        let database = directory + "/data/gw.sqlite"
+        let environment = upstream.environment(database: database)
+        func mode(_ path: String) -> mode_t? {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_mode & 0o777 : nil
+        }
+        // A umask that takes nothing away: only the gateway's own choice can make the modes.
+        let gateway = try await Gateway.start(environment, directory: directory, umask: "000")
+        let client = try HTTPClient()
+        #expect(try await Self.process(client, gateway.base, id: "private-1") == 200)
+        #expect(await eventually { mode(database + "-wal") != nil && mode(database + "-shm") != nil })
+        #expect(mode(directory + "/data") == 0o700)
+        for path in [database, database + "-wal", database + "-shm"] {
+            #expect(mode(path) == 0o600, "\(path): \(String(mode(path) ?? 0, radix: 8))")
+        }
+
+        let copy = directory + "/backup.sqlite"
+        let backup = try ChildProcess("text-gateway", arguments: ["db", "backup", copy], environment: environment, workingDirectory: directory, umask: "000")
+        #expect(await backup.waitForExit(seconds: 30) == 0, "\(backup.output)")
+        #expect(mode(copy) == 0o600, "\(String(mode(copy) ?? 0, radix: 8))")
+
+        gateway.child.signal(SIGTERM)
+        #expect(await gateway.child.waitForExit(seconds: 15) == 0)
+        await client.shutdown()
+        await upstream.mock.shutdown()
+    }
+
     /// Writes `bytes` to a new file at `path`.
     static func write(_ bytes: [UInt8], to path: String) {
         try? writeFile(path, bytes)
@@ -274,7 +417,7 @@ struct StoreProcessTests {
         let client = try HTTPClient()
         // Room for the new store's first pages and a few batches, then no more (the limit holds
         // for the child's log file too: a few hundred lines fit).
-        let gateway = try await Gateway.start(environment, directory: directory, fileSizeLimitKiB: 224)
+        let gateway = try await Gateway.start(environment, directory: directory, fileSizeLimitKiB: 256)
         var statuses: [Int] = []
         for index in 0..<200 { statuses.append(try await Self.process(client, gateway.base, id: "full-\(index)")) }
         #expect(statuses.allSatisfy { $0 == 200 })

@@ -208,7 +208,7 @@ extension StoreBackends {
             }
         }
 
-        @Test("each answer adds its tokens to the owner's day, as no request; a guest's to no one", arguments: Backend.allCases)
+        @Test("each answer adds its tokens to the owner's day, as no request; a guest's to all guests' day", arguments: Backend.allCases)
         func usage(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("mine", items: 2), in: store)
@@ -220,8 +220,10 @@ extension StoreBackends {
                 // A refused answer adds nothing.
                 #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (7, 7)) == false)
                 #expect(
-                    try await store.usageReport(fromDay: 0, userID: nil)
-                        == [DailyUsage(userID: "alice", day: Self.day, requests: 0, inputTokens: 150, outputTokens: 25)]
+                    try await store.usageReport(fromDay: 0, userID: nil) == [
+                        DailyUsage(userID: DailyUsage.guestUserID, day: Self.day, requests: 0, inputTokens: 1_000, outputTokens: 1_000),
+                        DailyUsage(userID: "alice", day: Self.day, requests: 0, inputTokens: 150, outputTokens: 25),
+                    ]
                 )
                 // The request that made the job still counts as one, without its tokens again.
                 var row = ledgerRow("req-mine", user: "alice", at: startOfDay(Self.day), inputTokens: 150, outputTokens: 25)

@@ -40,13 +40,17 @@ extension StoreBackends {
             let reader = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: clients[0], readOnly: true) }
             #expect(reader?.code == .readOnly)
 
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                for client in clients { tasks.addTask { _ = try await PostgresStore.open(client: client) } }
-                try await tasks.waitForAll()
+            // Each makes a cursor key; one is kept, and every gateway reads that one.
+            let keys = try await withThrowingTaskGroup(of: [UInt8].self) { tasks in
+                for client in clients { tasks.addTask { try await PostgresStore.open(client: client).historyCursorKey } }
+                var keys: [[UInt8]] = []
+                for try await key in tasks { keys.append(key) }
+                return keys
             }
+            #expect(Set(keys).count == 1 && keys.first?.count == 32)
             let version = try await clients[0].query("SELECT value FROM store_meta WHERE key = 'schema_version'").rows.first?.int(0)
             #expect(version == PostgresStore.schemaVersion)
-            _ = try await PostgresStore.open(client: clients[1], readOnly: true)
+            #expect(try await PostgresStore.open(client: clients[1], readOnly: true).historyCursorKey == keys.first)
 
             _ = try await clients[0].query("UPDATE store_meta SET value = value + 1 WHERE key = 'schema_version'")
             let newer = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: clients[2]) }

@@ -26,6 +26,21 @@ extension StoreBackends {
             }
         }
 
+        @Test("the cursor key: 32 bytes, the same for every store opened on the database (restarts, other instances), another database's differs", arguments: Backend.allCases)
+        func cursorKey(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                #expect(store.historyCursorKey.count == 32)
+                #expect(Set(store.historyCursorKey).count > 8)
+                let (other, close) = try await fixture.openAnother()
+                #expect(other.historyCursorKey == store.historyCursorKey)
+                await close()
+                try await withStore(on: backend) { elsewhere, _ in
+                    #expect(elsewhere.historyCursorKey.count == 32)
+                    #expect(elsewhere.historyCursorKey != store.historyCursorKey)
+                }
+            }
+        }
+
         @Test("a row reads back as it was written, without its token id", arguments: Backend.allCases)
         func roundTrip(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in

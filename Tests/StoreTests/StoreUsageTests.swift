@@ -5,7 +5,7 @@ import Testing
 extension StoreBackends {
     @Suite("store: daily usage")
     struct UsageTests {
-        @Test("a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing", arguments: Backend.allCases)
+        @Test("a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing; guests add up as one", arguments: Backend.allCases)
         func sums(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let day: Int64 = 20_100
@@ -21,9 +21,18 @@ extension StoreBackends {
                 )
                 // A second batch adds to the same day.
                 try await append([ledgerRow("6", user: "alice", at: startOfDay(day) + 4_000, inputTokens: 1, outputTokens: 2)], to: store)
+                // Two more guests, in another batch: still one guests' line.
+                try await append([ledgerRow("7", user: nil, at: startOfDay(day) + 5_000, inputTokens: 3, outputTokens: 4),
+                                  ledgerRow("8", user: nil, at: startOfDay(day) + 6_000, inputTokens: nil, outputTokens: nil)], to: store)
                 let usage = try await store.dailyUsage(userID: "alice", fromDay: day)
                 #expect(usage == [DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27)])
+                // A guest's quota is its address's: the guests' line seeds none.
                 #expect(try await store.tokensCharged(onDay: day) == ["alice": 178])
+                #expect(try await store.usageReport(fromDay: day, userID: nil) == [
+                    DailyUsage(userID: DailyUsage.guestUserID, day: day, requests: 3, inputTokens: 1_003, outputTokens: 1_004),
+                    DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27),
+                ])
+                #expect(try await store.usageReport(fromDay: day, userID: "alice").count == 1)
             }
         }
 

@@ -16,6 +16,7 @@ public enum GatewayCommand: Equatable, Sendable {
     /// `eval [--format table|json] [--min-pass F] [--task T]… [--concurrency N] [--env E]`:
     /// the fixed corpus through each task against the configured upstreams, checked.
     case eval(EvalCommand, environment: String)
+    /// `--help` or `-h`, alone or after any command: the usage, on standard output.
     case help
     case version
 
@@ -30,9 +31,10 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway db backup <file>
                text-gateway db check
                text-gateway jwt check [--env NAME] < token.txt
-               text-gateway eval [--format table|json] [--min-pass 0.9] [--task T]... [--concurrency N] [--env NAME]
-               text-gateway --help | --version
+               text-gateway eval [--format table|json] [--min-pass F] [--task T]... [--concurrency N] [--env NAME]
+               text-gateway [COMMAND] --help | --version
 
+        --help       (or -h, after any command too) print this on standard output, exit 0.
         serve        run the gateway (the default). Settings come from the environment,
                      after .env and then .env.<NAME> in the working directory; the real
                      environment wins, and --hostname/--port win over HOST/PORT.
@@ -42,10 +44,17 @@ public enum GatewayCommand: Equatable, Sendable {
         token hash   read a caller token from standard input and print its SHA-256 hash.
         tokens       make (printing the token, only then), list or revoke caller tokens in
                      the store; a running gateway on the same store follows within 2 s.
-        usage        requests and tokens per user and UTC day (the last 30 days by default).
+        usage        requests and tokens per user and UTC day (the last 30 days by default);
+                     all guests (requests without a user id, from any address) are one
+                     line a day: "(all guests)" in a table, an empty user in CSV, null in
+                     JSON. --user U shows only U.
         db backup    write a consistent copy of the store to a new file, even while the
                      gateway runs.
-        db check     run SQLite's integrity check on the store (exit 1 when it finds damage).
+        db check     run SQLite's integrity check on the store (on Postgres, the gateway's own
+                     checks) and print ok or what it found: exit 0 when all is well, 1 when
+                     it finds damage (a file too damaged to open or not a database too), 2
+                     when it cannot check (no store, a missing or unreadable file, a schema
+                     from a newer version, a server away).
                      The store commands read DATABASE_URL as serve does (with --env NAME).
         jwt check    read a JWT from standard input and explain what the gateway decides
                      about it with the JWT_* settings serve would read: accepted (the user
@@ -57,14 +66,15 @@ public enum GatewayCommand: Equatable, Sendable {
                      keeps its numbers and subject, 3-10 bullet points, exactly 10 numbered
                      titles, a rewrite that keeps every number, JSON that validates. Prints
                      a table per task (pass rate, tokens, latency) or JSON; exit 1 when the
-                     share of passing cases is under --min-pass (0 to 1).
+                     share of passing cases is under --min-pass F (0 to 1; 0.8 when not
+                     given, 0 never fails), 2 when no upstream has a key or a model.
 
         """
 
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments[...]
-        if rest.first == "--help" || rest.first == "-h" || rest.first == "help" { return .help }
+        if rest.first == "help" || asksForHelp(arguments) { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
         if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
@@ -84,8 +94,6 @@ public enum GatewayCommand: Equatable, Sendable {
                 return value
             }
             switch (subcommand, flag) {
-            case (_, "--help"), (_, "-h"):
-                return .help
             case ("serve", "--hostname"), ("serve", "-H"):
                 hostname = try value()
             case ("serve", "--port"), ("serve", "-p"), ("healthcheck", "--port"):
@@ -113,6 +121,20 @@ public enum GatewayCommand: Equatable, Sendable {
 }
 
 extension GatewayCommand {
+    /// Whether `--help` or `-h` stands where an option could, after any subcommand
+    /// (`eval --help`, `db check -h`): help wins over whatever else the line holds. No
+    /// option's value may begin with `--`, so `--help` is never one; `-h` right after an
+    /// option (`--user -h`) is that option's value.
+    private static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.indices.contains { index in
+            switch arguments[index] {
+            case "--help": true
+            case "-h": index == 0 || !arguments[index - 1].hasPrefix("-")
+            default: false
+            }
+        }
+    }
+
     /// `eval` and its options.
     private static func parseEval(_ arguments: ArraySlice<String>) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments

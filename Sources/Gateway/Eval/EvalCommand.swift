@@ -12,14 +12,19 @@ public struct EvalCommand: Sendable, Equatable {
     }
 
     public var format = Format.table
-    /// Exit 1 when the share of cases that pass all their checks is below this (0...1).
-    public var minimumPassRate: Double?
+    /// Exit 1 when the share of cases that pass all their checks is below this (0...1;
+    /// `--min-pass 0` never fails).
+    public var minimumPassRate = Self.defaultMinimumPassRate
     /// Calls in flight at once.
     public var concurrency = 4
     /// Only these tasks; nil: all four.
     public var tasks: [TextTask]?
 
-    public init(format: Format = .table, minimumPassRate: Double? = nil, concurrency: Int = 4, tasks: [TextTask]? = nil) {
+    /// `--min-pass` when not given: a run must pass four cases in five, so a change that
+    /// breaks answers fails a script or CI step that runs eval without choosing a bar.
+    public static let defaultMinimumPassRate = 0.8
+
+    public init(format: Format = .table, minimumPassRate: Double = defaultMinimumPassRate, concurrency: Int = 4, tasks: [TextTask]? = nil) {
         self.format = format
         self.minimumPassRate = minimumPassRate
         self.concurrency = concurrency
@@ -41,8 +46,8 @@ public struct EvalCommand: Sendable, Equatable {
         var passed: Bool { failure == nil && checks.allSatisfy(\.passed) }
     }
 
-    /// Runs the corpus; the report, and the exit status (0, 1 under the minimum, 2 when no
-    /// upstream is configured).
+    /// Runs the corpus; the report, and the exit status (0, 1 under ``minimumPassRate``, 2
+    /// when no upstream is configured).
     public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (output: String, error: String, status: Int32) {
         let upstreams = Gateway.upstreams(configuration: configuration, httpClient: client)
         guard !upstreams.isEmpty else { return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2) }
@@ -79,7 +84,7 @@ public struct EvalCommand: Sendable, Equatable {
         let model = tasks.first.flatMap { task in settings.lazy.compactMap { $0.model(for: task) }.first } ?? ""
         let report = EvalReport(cases: cases, model: model)
         let output = format == .json ? report.json() : report.table()
-        if let minimumPassRate, report.passRate < minimumPassRate {
+        if report.passRate < minimumPassRate {
             return (output, "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass \(EvalReport.percent(minimumPassRate))\n", 1)
         }
         return (output, "", 0)

@@ -63,6 +63,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let textTooLong = GatewayError(.contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
     static let bodyTooLarge = GatewayError(.contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
     static let unsupportedMediaType = GatewayError(.unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.", "The request content type must be application/json.")
+    /// A body in a content coding other than `identity` (``ContentEncodingMiddleware``).
+    static let unsupportedContentEncoding: GatewayError = {
+        var error = GatewayError(
+            .unsupportedMediaType, "unsupported_media_type", "بدنهٔ درخواست نباید فشرده یا کدگذاری‌شده باشد (Content-Encoding).",
+            "The request body must be sent as it is, without a Content-Encoding."
+        )
+        error.headers.add(name: "Accept-Encoding", value: "identity")
+        return error
+    }()
     static let keyNotConfigured = GatewayError(.internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.", "The API key is not configured on the server.")
     static let modelNotConfigured = GatewayError(.internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.", "The model ID is not configured on the server.")
     static let upstreamError = GatewayError(.badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.", "The AI service did not return a successful response.")
@@ -108,10 +117,18 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
-    static let tooManyJobs = GatewayError(
-        .tooManyRequests, "too_many_jobs", "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
-        "You have as many jobs in flight as allowed. Please try again when one has finished."
-    )
+    /// A caller at `JOB_MAX_ACTIVE_PER_USER`. No one knows when one of its jobs will end, so
+    /// `Retry-After` is about how long a job of a few chunks takes: a client that waits it
+    /// out tries again once, rather than at once and again and again.
+    static let tooManyJobs: GatewayError = {
+        var error = GatewayError(
+            .tooManyRequests, "too_many_jobs", "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
+            "You have as many jobs in flight as allowed. Please try again when one has finished."
+        )
+        error.headers.add(name: "Retry-After", value: String(tooManyJobsRetryAfterSeconds))
+        return error
+    }()
+    static let tooManyJobsRetryAfterSeconds = 30
     static let jobCancelled = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.", "The job was cancelled.")
 
     /// Every code an error of the gateway can carry, in either shape (OpenAI's form's codes

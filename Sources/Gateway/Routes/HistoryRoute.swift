@@ -7,6 +7,7 @@ import Store
 /// `DELETE /api/history` (all of them).
 struct HistoryRoute: RouteHandler {
     let history: any HistoryStore
+    let cursors: HistoryCursorSeal
     let faults: StoreFaults
 
     static let defaultLimit = 20
@@ -26,7 +27,7 @@ struct HistoryRoute: RouteHandler {
         let limit = try query.integer("limit", in: 1...Self.maximumLimit, default: Self.defaultLimit)
         var cursor: HistoryCursor?
         if let text = query["before"] {
-            guard let parsed = HistoryCursor(text: String(text)) else { throw .invalidParameter }
+            guard let parsed = cursors.open(text, userID: caller.userID) else { throw .invalidParameter }
             cursor = parsed
         }
         let page: HistoryPage
@@ -38,7 +39,7 @@ struct HistoryRoute: RouteHandler {
         var body = JSONWriter(capacity: 64 + page.items.count * 400)
         body.object {
             $0.field("items", array: page.items) { HistoryItemRoute.write($1.row, into: &$0) }
-            $0.field("nextCursor", page.nextCursor?.text)
+            $0.field("nextCursor", page.nextCursor.map { cursors.seal($0, userID: caller.userID) })
         }
         return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
     }
