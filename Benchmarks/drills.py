@@ -677,6 +677,9 @@ async def drill_upstream_faults(args) -> int:
         ("no-choices", "body=no-choices", 50, 502, "empty_result", None),
         ("upstream-500", "status=500", 50, 502, "upstream_error", None),
         ("upstream-429", "status=429,retry-after=7", 50, 503, "upstream_busy", None),
+        # A stream whose upstream never answers: no answer began, so the JSON error, not a stream.
+        ("stream-slow", "latency-ms=%d" % int((first_token + 4) * 1000), 50, 504, "upstream_timeout",
+         (first_token - 0.05, first_token + args.margin), True),
     ]
     stream_cases = [
         # name, directive, count, terminal, code, status, deltas, latency window
@@ -685,13 +688,11 @@ async def drill_upstream_faults(args) -> int:
         ("stream-cut-clean", "cut-stream=clean", 50, "error", "upstream_error", 502, 5, None),
         ("stream-error-after", "stream-error-after=2", 50, "error", "upstream_error", 502, 2, None),
         ("stream-empty", "body=no-content", 50, "error", "empty_result", 502, 0, None),
-        ("stream-slow", "latency-ms=%d" % int((first_token + 4) * 1000), 50, "error", "upstream_timeout", 504, 0,
-         (first_token - 0.05, first_token + args.margin)),
     ]
 
     async def plain(case) -> tuple[str, list[str], float]:
-        name, directive, _count, status, code, _window = case
-        raw = http_request("POST", "/api/process", process_body(directive), keep_alive=False)
+        name, directive, _count, status, code, _window, *streamed = case
+        raw = http_request("POST", "/api/process", process_body(directive, stream=bool(streamed)), keep_alive=False)
         try:
             response, elapsed, close_problem = await one_shot(args.port, raw, hard, check_close=True)
         except TransportFailure as failure:
