@@ -15,19 +15,8 @@ struct ContentEncodingMiddleware: Middleware {
     }
 
     /// Whether every coding of the list is `identity` (case-insensitive); an empty list
-    /// names none, so the body is as sent.
+    /// names none, so the body is as sent. Every element counts: no limit on the list.
     static func isIdentity(_ codings: String) -> Bool {
-        codings.split(separator: ",").allSatisfy { coding in
-            coding.trimmingSpaces().lowercased() == "identity"
-        }
-    }
-}
-
-private extension Substring {
-    func trimmingSpaces() -> Substring {
-        var text = self
-        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
-        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
-        return text
+        HeaderElement.list(codings, limit: .max).allSatisfy { $0.valueIs("identity") }
     }
 }

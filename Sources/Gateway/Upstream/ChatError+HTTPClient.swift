@@ -13,9 +13,4 @@ extension ChatError {
         case .invalidRequest, .transport, .shutdown: self = .transport(detail: error.description)
         }
     }
-
-    var isCancellation: Bool {
-        if case .cancelled = self { return true }
-        return false
-    }
 }
