@@ -30,7 +30,8 @@ public struct PrivateKey: Sendable {
     }
 
     /// The signature of `message` under `algorithm`: for RS256 as many bytes as the modulus,
-    /// for ES256 the 64 bytes r ‖ s that JWS uses (each left-padded to 32 bytes).
+    /// for ES256 the 64 bytes r ‖ s that JWS uses (each left-padded to 32 bytes), for
+    /// ``SignatureAlgorithm/ecdsaP256SHA256DER`` a DER ECDSA-Sig-Value of 8 to 72 bytes.
     ///
     /// Throws when the algorithm is not this key's kind.
     public func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
@@ -45,10 +46,12 @@ public struct PrivateKey: Sendable {
             }
             guard converted == 1 else { throw CryptoError("libcrypto's ECDSA signature cannot be read") }
             return raw
+        case (.ecdsaP256SHA256DER, .p256):
+            return try sign(message)
         case (.rsaPKCS1v15SHA256, .p256):
             throw CryptoError("a P-256 key cannot sign RS256")
-        case (.ecdsaP256SHA256, .rsa):
-            throw CryptoError("an RSA key cannot sign ES256")
+        case (.ecdsaP256SHA256, .rsa), (.ecdsaP256SHA256DER, .rsa):
+            throw CryptoError("an RSA key cannot sign ECDSA")
         }
     }
 

@@ -58,6 +58,17 @@ public struct PublicKey: Sendable {
         try self.init(validating: EVPKey(built))
     }
 
+    /// The P-256 public key whose point is `point` in SEC 1's uncompressed form, 0x04 ‖ x ‖ y
+    /// (65 bytes; what App Attest's key identifier is the SHA-256 of).
+    ///
+    /// Throws for any other length or form and for a point not on the curve.
+    public init(p256Point point: [UInt8]) throws(CryptoError) {
+        guard point.count == 65, point[0] == 0x04 else {
+            throw CryptoError("a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning \(point.first.map(String.init) ?? "nothing")")
+        }
+        try self.init(p256X: Array(point[1..<33]), y: Array(point[33...]))
+    }
+
     /// The public key of a PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`, what
     /// `openssl pkey -pubout` writes): RSA, with the same limits as
     /// ``init(rsaModulus:exponent:)``, or P-256.
@@ -164,7 +175,11 @@ public struct PublicKey: Sendable {
     /// false, never a throw or a trap, for an algorithm of another kind of key, any malformed
     /// signature, an ES256 signature that is not exactly 64 bytes (JWS's raw r ‖ s, turned
     /// into DER for libcrypto, whose checks refuse an r or s of zero or not below the group
-    /// order), and any libcrypto error (its entries are cleared from the thread's error queue).
+    /// order), a DER signature that is not strict DER or has bytes after it (libcrypto
+    /// compares it with its own re-encoding), and any libcrypto error (its entries are
+    /// cleared from the thread's error queue).
+    ///
+    /// `message` is the message itself, hashed once with SHA-256 here: never its digest.
     ///
     /// Safe to call from any number of tasks at once on one key: each call has its own
     /// libcrypto context.
@@ -191,7 +206,11 @@ public struct PublicKey: Sendable {
                 guard length > 0 else { return false }
                 return verify(UnsafeBufferPointer(rebasing: der[..<Int(length)]), message)
             }
-        case (.rsaPKCS1v15SHA256, .p256), (.ecdsaP256SHA256, .rsa):
+        case (.ecdsaP256SHA256DER, .p256):
+            // Two INTEGERs of up to 33 bytes each in a SEQUENCE: at most 72 bytes.
+            guard (8...72).contains(signature.count) else { return false }
+            valid = signature.withUnsafeBufferPointer { verify($0, message) }
+        case (.rsaPKCS1v15SHA256, .p256), (.ecdsaP256SHA256, .rsa), (.ecdsaP256SHA256DER, .rsa):
             return false
         }
         if !valid { LibCrypto.clearErrors() }
