@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
     ],

@@ -3,7 +3,8 @@
 
 // Typed, non-variadic wrappers for what Swift cannot use from libcrypto as it is: macros,
 // variadic calls and OSSL_PARAM arrays (building a public key from its numbers, generating
-// a key, reading its numbers back), and the pointer-to-pointer d2i/i2d calls.
+// a key, reading its numbers back), the pointer-to-pointer d2i/i2d calls, STACK_OF macros
+// and structures whose fields must be set.
 //
 // Only OpenSSL 3.0's current API: everything deprecated up to 3.0 (RSA_*, EC_KEY_*,
 // SHA256_Init, HMAC_CTX, ...) is hidden, so using it does not compile.
@@ -21,6 +22,8 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdint.h>
 #include <string.h>
 
 // Before any other call. No atexit handler: libcrypto's own clean-up at exit can run while
@@ -224,6 +227,113 @@ static inline int CCrypto_ecdsa_der_to_raw(const unsigned char *der, long length
     int ok = BN_bn2binpad(ECDSA_SIG_get0_r(signature), raw, size) == size
         && BN_bn2binpad(ECDSA_SIG_get0_s(signature), raw + size, size) == size;
     ECDSA_SIG_free(signature);
+    return ok;
+}
+
+// MARK: X.509 certificates
+
+// A DER certificate; NULL unless it is one and fills `length` exactly.
+static inline X509 *CCrypto_certificate_from_der(const unsigned char *der, long length) {
+    const unsigned char *cursor = der;
+    X509 *certificate = d2i_X509(NULL, &cursor, length);
+    if (certificate != NULL && cursor != der + length) {
+        X509_free(certificate);
+        return NULL;
+    }
+    return certificate;
+}
+
+// The DER of the first "CERTIFICATE" PEM block of `text` into `*der` (OPENSSL_malloc'd: free
+// it with CCrypto_free), its length into `*length`; 1 when there is such a block. Other text
+// and other blocks before it are skipped; PEM_read_bio_X509 would also take the "X509
+// CERTIFICATE" and "TRUSTED CERTIFICATE" labels, the last with trust settings appended.
+static inline int CCrypto_certificate_pem_block(const char *text, int text_length, unsigned char **der, long *length) {
+    BIO *bio = BIO_new_mem_buf(text, text_length);
+    if (bio == NULL) return 0;
+    int found = 0;
+    char *name = NULL, *header = NULL;
+    unsigned char *data = NULL;
+    long data_length = 0;
+    while (!found && PEM_read_bio(bio, &name, &header, &data, &data_length) == 1) {
+        found = strcmp(name, PEM_STRING_X509) == 0;
+        if (found) {
+            *der = data;
+            *length = data_length;
+        } else {
+            OPENSSL_free(data);
+        }
+        OPENSSL_free(name);
+        OPENSSL_free(header);
+    }
+    BIO_free(bio);
+    return found;
+}
+
+// OPENSSL_free, a macro.
+static inline void CCrypto_free(void *pointer) {
+    OPENSSL_free(pointer);
+}
+
+// The certificate's DER into `out` (NULL: only its length); the length, or a negative number
+// on error.
+static inline int CCrypto_certificate_der(X509 *certificate, unsigned char *out) {
+    unsigned char *cursor = out;
+    return i2d_X509(certificate, out == NULL ? NULL : &cursor);
+}
+
+// The seconds from the Unix epoch to `time` (negative before it) into `*seconds`; 1 on success.
+static inline int CCrypto_asn1_time_unix(const ASN1_TIME *time, int64_t *seconds) {
+    ASN1_TIME *epoch = ASN1_TIME_set(NULL, 0);
+    int days = 0, rest = 0;
+    int ok = epoch != NULL && ASN1_TIME_diff(&days, &rest, epoch, time) == 1;
+    ASN1_TIME_free(epoch);
+    if (ok) *seconds = (int64_t)days * 86400 + rest;
+    return ok;
+}
+
+// X509_verify_cert of `leaf` at `at` (Unix seconds), with `intermediates` as untrusted
+// certificates and only what `store` holds trusted: 1 when the chain verifies, 0 when not
+// (`*error` then holds X509_STORE_CTX_get_error and `*depth` the failing certificate's place
+// in the chain, 0 for the leaf), -1 when libcrypto could not run the check. Each call has its
+// own X509_STORE_CTX; the store itself is only read, so many threads may share it.
+static inline int CCrypto_verify_certificate(X509_STORE *store, X509 *leaf, X509 *const *intermediates, int count,
+                                             int64_t at, int *error, int *depth) {
+    int result = -1;
+    STACK_OF(X509) *untrusted = sk_X509_new_reserve(NULL, count);
+    X509_STORE_CTX *context = X509_STORE_CTX_new();
+    if (untrusted == NULL || context == NULL) goto done;
+    for (int index = 0; index < count; index++) {
+        if (sk_X509_push(untrusted, intermediates[index]) <= 0) goto done;
+    }
+    if (X509_STORE_CTX_init(context, store, leaf, untrusted) != 1) goto done;
+    // Sets X509_V_FLAG_USE_CHECK_TIME too: every certificate's validity is judged at `at`,
+    // never at the system clock.
+    X509_STORE_CTX_set_time(context, 0, (time_t)at);
+    int verified = X509_verify_cert(context);
+    if (verified == 1) {
+        result = 1;
+    } else {
+        *error = X509_STORE_CTX_get_error(context);
+        *depth = X509_STORE_CTX_get_error_depth(context);
+        // A negative result is an internal failure, unless libcrypto recorded why the chain
+        // failed all the same.
+        result = (verified == 0 || *error != X509_V_OK) ? 0 : -1;
+    }
+done:
+    X509_STORE_CTX_free(context);
+    sk_X509_free(untrusted); // the certificates stay with their owners
+    return result;
+}
+
+// MARK: Issuing X.509 certificates
+
+// Adds a critical basicConstraints extension with cA = `ca` (no path length limit); 1 on success.
+static inline int CCrypto_add_basic_constraints(X509 *certificate, int ca) {
+    BASIC_CONSTRAINTS *constraints = BASIC_CONSTRAINTS_new();
+    if (constraints == NULL) return 0;
+    constraints->ca = ca ? 0xFF : 0;
+    int ok = X509_add1_ext_i2d(certificate, NID_basic_constraints, constraints, 1, X509V3_ADD_DEFAULT) == 1;
+    BASIC_CONSTRAINTS_free(constraints);
     return ok;
 }
 
