@@ -27,7 +27,7 @@ help:
 	@echo "make bench-instances  what sharing costs one instance: /api/process with limits in memory, in Redis, and in Redis with the store in Postgres, interleaved (needs wrk, redis-server, postgresql)"
 	@echo "make bench-jwt     sign-in's cost: one JWT verification (HS256, RS256, ES256; checked and cached), and /api/process with JWT callers beside gateway-token callers, interleaved (needs wrk)"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
-	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT), FUZZ_SECONDS each (default 60)"
+	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT, App Attest CBOR), FUZZ_SECONDS each (default 60)"
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
@@ -74,6 +74,7 @@ fuzz:
 	Fuzz/run.sh SSE $(FUZZ_SECONDS)
 	Fuzz/run.sh ProcessBody $(FUZZ_SECONDS)
 	Fuzz/run.sh JWT $(FUZZ_SECONDS)
+	Fuzz/run.sh AppAttestCBOR $(FUZZ_SECONDS)
 
 # The fastest targets first; each line is "<Target>: N runs in S s (R exec/s), no crash".
 fuzz-long:
@@ -83,9 +84,10 @@ fuzz-long:
 	Fuzz/run.sh DotEnv runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh SSE runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh RequestParser runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh AppAttestCBOR runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	@echo "----"
 	@cat Fuzz/.build/JSONValue.summary Fuzz/.build/ProcessBody.summary Fuzz/.build/JWT.summary Fuzz/.build/DotEnv.summary \
-		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary
+		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary Fuzz/.build/AppAttestCBOR.summary
 
 bench-server:
 	Benchmarks/bench-server.sh

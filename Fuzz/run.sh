@@ -4,7 +4,7 @@
 #   Fuzz/run.sh <Target> [seconds=60] [extra libFuzzer args...]
 #   Fuzz/run.sh <Target> runs=<N> [jobs=<J>] [extra libFuzzer args...]
 #
-# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT.
+# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR.
 #
 # The product sources a target needs are built as the modules they belong to (HTTP1,
 # ChatAPI, Gateway, with only the files the target needs), with coverage (one
@@ -26,7 +26,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
+target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT|AppAttestCBOR [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
 shift
 seconds=60
 runs=
@@ -85,6 +85,12 @@ case "$target" in
         includes=(-I Sources/CCrypto)
         links=(-lcrypto)
         options=(-max_len=12288)
+        ;;
+    AppAttestCBOR)
+        # App Attest's strict CBOR reader and the authenticator-data parser.
+        modules=("Gateway:Sources/Gateway/Access/AppAttest/CBOR.swift Sources/Gateway/Access/AppAttest/AuthenticatorData.swift")
+        # Room for an attestation object (the real one is 5,274 bytes) and then some.
+        options=(-max_len=8192)
         ;;
     *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
