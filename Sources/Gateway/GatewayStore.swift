@@ -73,8 +73,15 @@ final class GatewayStore: Sendable {
                 let purged = try await backend.purge(
                     historyBeforeMilliseconds: nowMilliseconds - historyDays * 86_400_000, usageBeforeDay: now.utcDay - usageDays + 1
                 )
-                if purged.history > 0 || purged.usageDays > 0 {
-                    logger.info("store_purged", [("history_rows", .int(purged.history)), ("usage_days", .int(purged.usageDays))])
+                let expired = try await backend.purgeExpiredChallengesAndSessions(nowMilliseconds: nowMilliseconds)
+                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0 {
+                    logger.info(
+                        "store_purged",
+                        [
+                            ("history_rows", .int(purged.history)), ("usage_days", .int(purged.usageDays)),
+                            ("attest_challenges", .int(expired.challenges)), ("device_sessions", .int(expired.sessions)),
+                        ]
+                    )
                 }
             } catch {
                 faults.record(error, operation: .purge)

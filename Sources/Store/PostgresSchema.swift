@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2, version3]
+    static let migrations: [[String]] = [version1, version2, version3, version4]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -229,5 +229,52 @@ enum PostgresSchema {
     /// database (``PostgresStore/historyCursorKey``), the same for every gateway on it.
     private static let version3 = [
         "CREATE TABLE store_secrets (name text PRIMARY KEY, value bytea NOT NULL)",
+    ]
+
+    /// App Attest (``DeviceRepository``), as on SQLite: one-use challenges, devices and their
+    /// sessions' token digests. `device_generation` moves when a device is revoked or deleted,
+    /// not with `counter` or `last_seen_at`, which every session touches.
+    private static let version4 = [
+        "CREATE TABLE attest_challenges (challenge text PRIMARY KEY, expires_at bigint NOT NULL)",
+        "CREATE INDEX attest_challenges_by_expiry ON attest_challenges (expires_at)",
+        """
+        CREATE TABLE devices (
+            id text PRIMARY KEY,
+            key_id bytea NOT NULL UNIQUE CHECK (length(key_id) = 32),
+            public_key bytea NOT NULL CHECK (length(public_key) = 65),
+            counter bigint NOT NULL CHECK (counter >= 0),
+            app_id text NOT NULL,
+            environment text NOT NULL CHECK (environment IN ('production', 'development')),
+            receipt bytea NOT NULL,
+            created_at bigint NOT NULL,
+            last_seen_at bigint NOT NULL,
+            revoked_at bigint
+        )
+        """,
+        """
+        CREATE TABLE device_sessions (
+            digest bytea PRIMARY KEY CHECK (length(digest) = 32),
+            device_id text NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            created_at bigint NOT NULL,
+            expires_at bigint NOT NULL
+        )
+        """,
+        "CREATE INDEX device_sessions_by_expiry ON device_sessions (expires_at)",
+        // Deleting a device finds its sessions by it.
+        "CREATE INDEX device_sessions_by_device ON device_sessions (device_id)",
+        "INSERT INTO store_meta (key, value) VALUES ('device_generation', 0)",
+        """
+        CREATE FUNCTION devices_generation_moves() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER devices_revoked AFTER UPDATE OF revoked_at ON devices FOR EACH ROW
+            WHEN (OLD.revoked_at IS DISTINCT FROM NEW.revoked_at)
+            EXECUTE FUNCTION devices_generation_moves()
+        """,
+        "CREATE TRIGGER devices_deleted AFTER DELETE ON devices FOR EACH ROW EXECUTE FUNCTION devices_generation_moves()",
     ]
 }

@@ -53,7 +53,8 @@ extension PostgresStore {
                    (SELECT count(*) FROM store_meta WHERE key = 'token_generation'),
                    (SELECT count(*) FROM usage_daily WHERE requests < 0 OR input_tokens < 0 OR output_tokens < 0),
                    (SELECT count(*) FROM requests WHERE seq <= 0),
-                   (SELECT count(*) FROM jobs WHERE done < 0 OR total < 0 OR input_tokens < 0 OR output_tokens < 0)
+                   (SELECT count(*) FROM jobs WHERE done < 0 OR total < 0 OR input_tokens < 0 OR output_tokens < 0),
+                   (SELECT count(*) FROM store_meta WHERE key = 'device_generation')
             """
         )
         guard let row = result.rows.first else { return ["\(name): the check returned nothing"] }
@@ -63,6 +64,7 @@ extension PostgresStore {
         if let negative = row.int(2), negative > 0 { findings.append("usage_daily: \(negative) rows with negative counts") }
         if let sequences = row.int(3), sequences > 0 { findings.append("requests: \(sequences) rows with a sequence number below 1") }
         if let jobs = row.int(4), jobs > 0 { findings.append("jobs: \(jobs) rows with negative counts") }
+        if row.int(5) != 1 { findings.append("store_meta has no device_generation") }
         return findings
     }
 }

@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2, version3]
+    static let migrations: [String] = [version1, version2, version3, version4]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -203,5 +203,48 @@ enum StoreSchema {
             name TEXT PRIMARY KEY,
             value BLOB NOT NULL
         ) STRICT;
+        """
+
+    /// App Attest (``DeviceRepository``): one-use challenges, devices and their sessions'
+    /// token digests. Sessions go with their device: the writer has foreign keys on.
+    /// `device_generation` moves when a device is revoked or deleted, so gateways forget the
+    /// sessions they cached; not with `counter` or `last_seen_at`, which every session touches.
+    private static let version4 = """
+        CREATE TABLE attest_challenges (
+            challenge TEXT PRIMARY KEY,
+            expires_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX attest_challenges_by_expiry ON attest_challenges (expires_at);
+
+        CREATE TABLE devices (
+            id TEXT PRIMARY KEY,
+            key_id BLOB NOT NULL UNIQUE CHECK (length(key_id) = 32),
+            public_key BLOB NOT NULL CHECK (length(public_key) = 65),
+            counter INTEGER NOT NULL CHECK (counter >= 0),
+            app_id TEXT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('production', 'development')),
+            receipt BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_seen_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT;
+
+        CREATE TABLE device_sessions (
+            digest BLOB PRIMARY KEY CHECK (length(digest) = 32),
+            device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX device_sessions_by_expiry ON device_sessions (expires_at);
+        -- Deleting a device finds its sessions by it.
+        CREATE INDEX device_sessions_by_device ON device_sessions (device_id);
+
+        INSERT INTO store_meta (key, value) VALUES ('device_generation', 0);
+        CREATE TRIGGER devices_revoked AFTER UPDATE OF revoked_at ON devices WHEN OLD.revoked_at IS NOT NEW.revoked_at BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
+        END;
+        CREATE TRIGGER devices_deleted AFTER DELETE ON devices BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
+        END;
         """
 }

@@ -43,7 +43,8 @@ final class ChildProcess {
         var words = workingDirectory.map { ["/usr/bin/env", "-C", $0, path] } ?? [path]
         // The shell sets the limit, the mask and the redirection, then becomes the program (same pid).
         var prelude: [String] = []
-        if let fileSizeLimitKiB { prelude.append("ulimit -f \(fileSizeLimitKiB)") }
+        // POSIX's `ulimit -f` counts blocks of 512 bytes (dash does; bash, out of POSIX mode, 1024).
+        if let fileSizeLimitKiB { prelude.append("ulimit -f \(fileSizeLimitKiB * 2)") }
         if let umask { prelude.append("umask \(umask)") }
         if !prelude.isEmpty || standardOutputOnly {
             let exec = standardOutputOnly ? "exec \"$@\" 2>/dev/null" : "exec \"$@\""

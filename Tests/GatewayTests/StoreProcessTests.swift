@@ -417,7 +417,7 @@ struct StoreProcessTests {
         let client = try HTTPClient()
         // Room for the new store's first pages and a few batches, then no more (the limit holds
         // for the child's log file too: a few hundred lines fit).
-        let gateway = try await Gateway.start(environment, directory: directory, fileSizeLimitKiB: 256)
+        let gateway = try await Gateway.start(environment, directory: directory, fileSizeLimitKiB: 184)
         var statuses: [Int] = []
         for index in 0..<200 { statuses.append(try await Self.process(client, gateway.base, id: "full-\(index)")) }
         #expect(statuses.allSatisfy { $0 == 200 })

@@ -1,0 +1,124 @@
+/// App Attest devices, their one-use challenges and their session tokens' digests.
+///
+/// A device registers once with an attestation (``insertDevice(_:)``), then trades assertions
+/// for short-lived sessions (``openSession(_:deviceID:counter:nowMilliseconds:)``). Every
+/// time is milliseconds since the Unix epoch, passed in by the caller (tests drive it); the
+/// store keeps only each session token's SHA-256 digest, never the token.
+public protocol DeviceRepository: Sendable {
+    /// Keeps a one-use challenge until `expiresAtMilliseconds`. Throws
+    /// ``StoreError/Code/constraint`` when the same challenge is kept already.
+    func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError)
+
+    /// Removes the challenge and returns true when it was there and not expired at
+    /// `nowMilliseconds` (one use: of two calls at once with one challenge, exactly one gets
+    /// true). An expired challenge is left for the purge.
+    func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool
+
+    /// Adds a device; false (nothing written) when its key id is registered already. Throws
+    /// ``StoreError/Code/constraint`` for a taken id or a key id, public key or environment
+    /// of the wrong shape.
+    func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool
+
+    /// The device with this key id (revoked ones too), or nil.
+    func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice?
+
+    /// Every device, revoked ones too, oldest first.
+    func devices() async throws(StoreError) -> [StoredDevice]
+
+    /// Marks the device revoked at `atMilliseconds` and moves the device generation; false
+    /// when no unrevoked device has that id.
+    func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool
+
+    /// In one transaction: raises the device's counter to `counter` only when it is strictly
+    /// greater than the stored one and the device is not revoked, sets its last-seen time to
+    /// `nowMilliseconds`, and stores `session`. False (nothing written) otherwise: of two
+    /// calls at once with the same counter, exactly one gets true, so an assertion replayed
+    /// opens no second session. Throws ``StoreError/Code/constraint`` when
+    /// `session.deviceID` is not `deviceID` or its digest is taken.
+    func openSession(_ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64) async throws(StoreError) -> Bool
+
+    /// The session with this token digest when it is unexpired at `nowMilliseconds` and its
+    /// device is not revoked, or nil.
+    func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession?
+
+    /// A number that moves whenever a device is revoked or deleted (by any process on the
+    /// store): a gateway polls it and forgets the sessions it cached when it moved.
+    func deviceGeneration() async throws(StoreError) -> Int64
+
+    /// Deletes the challenges and sessions expired at `nowMilliseconds`, in bounded batches;
+    /// returns how many of each. The gateway's retention runs it with the history purge.
+    func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (challenges: Int, sessions: Int)
+}
+
+/// A device as the store keeps it.
+public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
+    /// A short public id (`dev_` and random characters), made by the caller.
+    public var id: String
+    /// The 32-byte key id: the SHA-256 digest of the device's public key.
+    public var keyID: [UInt8]
+    /// The device's public key: a 65-byte uncompressed P-256 point.
+    public var publicKey: [UInt8]
+    /// The sign counter of the device's last accepted assertion (0 after the attestation).
+    public var counter: Int64
+    /// The app it attested for: `TEAMID.bundle.id`.
+    public var appID: String
+    /// `production` or `development` (the attestation's AAGUID).
+    public var environment: String
+    /// Apple's receipt from the attestation, kept to ask for the device's fraud metric later.
+    public var receipt: [UInt8]
+    public var createdAtMilliseconds: Int64
+    public var lastSeenAtMilliseconds: Int64
+    public var revokedAtMilliseconds: Int64?
+
+    public init(
+        id: String, keyID: [UInt8], publicKey: [UInt8], counter: Int64, appID: String, environment: String, receipt: [UInt8],
+        createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64, revokedAtMilliseconds: Int64? = nil
+    ) {
+        self.id = id
+        self.keyID = keyID
+        self.publicKey = publicKey
+        self.counter = counter
+        self.appID = appID
+        self.environment = environment
+        self.receipt = receipt
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
+        self.revokedAtMilliseconds = revokedAtMilliseconds
+    }
+
+    /// Never the key material or the receipt.
+    public var description: String {
+        "StoredDevice(id: \(id), appID: \(appID), environment: \(environment), counter: \(counter)"
+            + (revokedAtMilliseconds == nil ? ")" : ", revoked)")
+    }
+}
+
+/// A device's session as the store keeps it: the SHA-256 digest of its `tgd_` token, never
+/// the token.
+public struct StoredDeviceSession: Sendable, Equatable, CustomStringConvertible {
+    /// The 32-byte SHA-256 digest of the token.
+    public var digest: [UInt8]
+    public var deviceID: String
+    public var createdAtMilliseconds: Int64
+    public var expiresAtMilliseconds: Int64
+
+    public init(digest: [UInt8], deviceID: String, createdAtMilliseconds: Int64, expiresAtMilliseconds: Int64) {
+        self.digest = digest
+        self.deviceID = deviceID
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.expiresAtMilliseconds = expiresAtMilliseconds
+    }
+
+    /// Never the digest.
+    public var description: String {
+        "StoredDeviceSession(deviceID: \(deviceID), expiresAtMilliseconds: \(expiresAtMilliseconds))"
+    }
+}
+
+extension StoreError {
+    /// ``DeviceRepository/openSession(_:deviceID:counter:nowMilliseconds:)`` given a session
+    /// of another device than the one whose counter it raises.
+    static func sessionOfAnotherDevice(store: String) -> StoreError {
+        StoreError(.constraint, message: "\(store): a device's session must name the device that opens it")
+    }
+}

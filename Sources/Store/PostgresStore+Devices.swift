@@ -1,0 +1,115 @@
+import Postgres
+
+extension PostgresStore {
+    public func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
+        try await query(
+            "INSERT INTO attest_challenges (challenge, expires_at) VALUES ($1, $2)", [.text(challenge), .int(Int(expiresAtMilliseconds))]
+        )
+    }
+
+    /// A second delete of the row waits for the first's commit, then finds it gone.
+    public func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
+        try await query(
+            "DELETE FROM attest_challenges WHERE challenge = $1 AND expires_at > $2", [.text(challenge), .int(Int(nowMilliseconds))]
+        ).affectedRows == 1
+    }
+
+    public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
+        try await query(
+            """
+            INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (key_id) DO NOTHING
+            """,
+            [
+                .text(device.id), .bytes(device.keyID), .bytes(device.publicKey), .int(Int(device.counter)), .text(device.appID),
+                .text(device.environment), .bytes(device.receipt), .int(Int(device.createdAtMilliseconds)),
+                .int(Int(device.lastSeenAtMilliseconds)), device.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null,
+            ]
+        ).affectedRows == 1
+    }
+
+    public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
+        try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(Self.device(from:))
+    }
+
+    /// Ids in byte order (`COLLATE "C"`), as SQLite orders them.
+    public func devices() async throws(StoreError) -> [StoredDevice] {
+        try await query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id COLLATE \"C\"").rows.map(Self.device(from:))
+    }
+
+    /// The generation moves by trigger, in the same transaction.
+    public func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
+        try await query(
+            "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [.int(Int(atMilliseconds)), .text(id)]
+        ).affectedRows > 0
+    }
+
+    /// One statement: the insert takes its row from the update, so it happens only when the
+    /// update did. Of two at once with one counter, the second waits on the row's lock, then
+    /// reads the raised counter again and updates nothing.
+    public func openSession(
+        _ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64
+    ) async throws(StoreError) -> Bool {
+        guard session.deviceID == deviceID else { throw .sessionOfAnotherDevice(store: name) }
+        return try await query(
+            """
+            WITH raised AS (
+                UPDATE devices SET counter = $1, last_seen_at = $2 WHERE id = $3 AND counter < $1 AND revoked_at IS NULL RETURNING id
+            )
+            INSERT INTO device_sessions (digest, device_id, created_at, expires_at) SELECT $4, id, $5, $6 FROM raised
+            """,
+            [
+                .int(Int(counter)), .int(Int(nowMilliseconds)), .text(deviceID), .bytes(session.digest),
+                .int(Int(session.createdAtMilliseconds)), .int(Int(session.expiresAtMilliseconds)),
+            ]
+        ).affectedRows == 1
+    }
+
+    public func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
+        try await query(
+            """
+            SELECT s.digest, s.device_id, s.created_at, s.expires_at FROM device_sessions AS s JOIN devices AS d ON d.id = s.device_id
+            WHERE s.digest = $1 AND s.expires_at > $2 AND d.revoked_at IS NULL
+            """,
+            [.bytes(digest), .int(Int(nowMilliseconds))]
+        ).rows.first.map {
+            StoredDeviceSession(
+                digest: $0[0] ?? [], deviceID: $0.string(1) ?? "", createdAtMilliseconds: Int64($0.int(2) ?? 0),
+                expiresAtMilliseconds: Int64($0.int(3) ?? 0)
+            )
+        }
+    }
+
+    public func deviceGeneration() async throws(StoreError) -> Int64 {
+        Int64(try await query("SELECT value FROM store_meta WHERE key = 'device_generation'").rows.first?.int(0) ?? 0)
+    }
+
+    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (challenges: Int, sessions: Int) {
+        let challenges = try await deleteInBatches(
+            """
+            DELETE FROM attest_challenges WHERE challenge IN
+                (SELECT challenge FROM attest_challenges WHERE expires_at <= $1 LIMIT \(Self.deletionBatch))
+            """,
+            [.int(Int(nowMilliseconds))]
+        )
+        let sessions = try await deleteInBatches(
+            """
+            DELETE FROM device_sessions WHERE digest IN
+                (SELECT digest FROM device_sessions WHERE expires_at <= $1 LIMIT \(Self.deletionBatch))
+            """,
+            [.int(Int(nowMilliseconds))]
+        )
+        return (challenges, sessions)
+    }
+
+    private static let deviceColumns =
+        "id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at"
+
+    private static func device(from row: PostgresRow) -> StoredDevice {
+        StoredDevice(
+            id: row.string(0) ?? "", keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0), appID: row.string(4) ?? "",
+            environment: row.string(5) ?? "", receipt: row[6] ?? [], createdAtMilliseconds: Int64(row.int(7) ?? 0),
+            lastSeenAtMilliseconds: Int64(row.int(8) ?? 0), revokedAtMilliseconds: row.int(9).map(Int64.init)
+        )
+    }
+}
