@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .target(name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream"], path: "Tests/GatewayTestSupport", swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store"], swiftSettings: strict),
-        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer", "HTTP1", "Crypto"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),
