@@ -74,7 +74,7 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer", "HTTP1", "Crypto"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),

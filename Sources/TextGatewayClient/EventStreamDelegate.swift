@@ -82,3 +82,31 @@ final class EventStreamDelegate: NSObject, URLSessionDataDelegate, @unchecked Se
         session.finishTasksAndInvalidate()
     }
 }
+
+/// The data task of a transfer that an async caller may cancel before or after it starts.
+///
+/// `@unchecked Sendable`: the task and the flag are read and written only inside `lock`.
+final class TransferHandle: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: URLSessionDataTask?
+    private var cancelled = false
+
+    /// Resumes `task`, and cancels it at once when ``cancel()`` came first.
+    func start(_ task: URLSessionDataTask) {
+        let cancelled = lock.withLock {
+            self.task = task
+            task.resume()
+            return self.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    /// Cancels the task, or the one ``start(_:)`` will be given.
+    func cancel() {
+        let task = lock.withLock {
+            cancelled = true
+            return self.task
+        }
+        task?.cancel()
+    }
+}

@@ -12,6 +12,12 @@ public import Foundation
 /// for try await event in client.stream(.rewrite, text: draft, tone: .formal) { … }
 /// ```
 ///
+/// An app without sign-in proves it is genuine with App Attest instead of a token:
+///
+/// ```swift
+/// let client = TextGatewayClient(baseURL: gatewayURL, deviceAttestor: AppAttestDeviceAttestor())
+/// ```
+///
 /// Failures the gateway answered are thrown as ``TextGatewayError``; transport failures
 /// (offline, timeout, cancellation) as `URLError`.
 public struct TextGatewayClient: Sendable {
@@ -24,6 +30,9 @@ public struct TextGatewayClient: Sendable {
     public let session: URLSession
     /// Whether busy answers of non-streaming calls are retried.
     public let retry: RetryPolicy
+    /// The App Attest session whose token every call sends as its bearer, when the client
+    /// was made with one (``token`` is then `nil`).
+    public let deviceSession: DeviceSession?
 
     /// A client of the gateway at `baseURL`.
     /// - Parameters:
@@ -36,6 +45,33 @@ public struct TextGatewayClient: Sendable {
         self.token = token
         self.session = session
         self.retry = retry
+        self.deviceSession = nil
+    }
+
+    /// A client that proves each call comes from a genuine copy of the app on a real device
+    /// (App Attest), for apps without sign-in: it registers the device once, then sends a
+    /// short-lived device session token as its bearer, renewed before it expires.
+    ///
+    /// A call answered `401 invalid_token` (the session ended early, the device was revoked)
+    /// renews the session and is sent once more; a second refusal is thrown.
+    /// - Parameters:
+    ///   - baseURL: The gateway's root URL.
+    ///   - deviceAttestor: The device's key: ``AppAttestDeviceAttestor`` on iOS.
+    ///   - session: The session for the calls, the attest calls included.
+    ///   - retry: ``RetryPolicy/none`` (the default) or ``RetryPolicy/retryingBusy(maxAttempts:maxDelay:)``.
+    public init(baseURL: URL, deviceAttestor: any DeviceAttestor, session: URLSession = .shared, retry: RetryPolicy = .none) {
+        self.init(baseURL: baseURL, deviceSession: DeviceSession(baseURL: baseURL, attestor: deviceAttestor, session: session), session: session, retry: retry)
+    }
+
+    /// A client whose calls carry `deviceSession`'s token, as
+    /// ``init(baseURL:deviceAttestor:session:retry:)`` does; for a session shared between
+    /// clients or made with its own clock.
+    public init(baseURL: URL, deviceSession: DeviceSession, session: URLSession = .shared, retry: RetryPolicy = .none) {
+        self.baseURL = baseURL
+        self.token = nil
+        self.session = session
+        self.retry = retry
+        self.deviceSession = deviceSession
     }
 
     // MARK: Text tasks
@@ -194,14 +230,25 @@ extension TextGatewayClient {
         return request
     }
 
-    /// Sends `request`, retrying busy answers as ``retry`` says; the body of a 2xx answer.
+    /// Sends `request`, retrying busy answers as ``retry`` says, and once more with a renewed
+    /// device session when its token was refused; the body of a 2xx answer.
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         var attempt = 1
+        var renewed = false
         while true {
+            var request = request
+            // Asked at every attempt: a busy retry's wait may outlast the token.
+            let bearer = try await deviceSession?.token()
+            if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
             let (data, response) = try await session.data(for: request)
             guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
             if (200..<300).contains(http.statusCode) { return (data, http) }
             let error = Self.error(status: http.statusCode, body: Array(data), headers: http)
+            if let deviceSession, let bearer, error.isTokenRefused, !renewed {
+                renewed = true
+                _ = try await deviceSession.renew(replacing: bearer)
+                continue
+            }
             guard let delay = retry.delay(after: error, attempt: attempt) else { throw error }
             try await Task.sleep(for: delay)
             attempt += 1
@@ -222,21 +269,69 @@ extension TextGatewayClient {
             return stream
         }
         urlRequest.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        let delegate = EventStreamDelegate(
-            onEvent: { event in
-                guard let (value, disposition) = try interpret(event) else { return .more }
-                continuation.yield(value)
-                return disposition
-            },
-            onEnd: { error in continuation.finish(throwing: error) }
-        )
+        let onEvent: @Sendable (ServerSentEvent) throws -> EventDisposition = { event in
+            guard let (value, disposition) = try interpret(event) else { return .more }
+            continuation.yield(value)
+            return disposition
+        }
+        guard let deviceSession else {
+            let task = transferTask(urlRequest, onEvent: onEvent, onEnd: { error in continuation.finish(throwing: error) })
+            continuation.onTermination = { _ in task.cancel() }
+            task.resume()
+            return stream
+        }
+        let baseRequest = urlRequest
+        let work = Task {
+            do {
+                var bearer = try await deviceSession.token()
+                var renewed = false
+                while true {
+                    var request = baseRequest
+                    request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization")
+                    do {
+                        try await transfer(request, onEvent: onEvent)
+                        break
+                    } catch let error as TextGatewayError where error.isTokenRefused && !renewed {
+                        // Refused before its first event: nothing was shown, so sending it again is safe.
+                        renewed = true
+                        bearer = try await deviceSession.renew(replacing: bearer)
+                    }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in work.cancel() }
+        return stream
+    }
+
+    /// One event stream's transfer on a session of its own, not yet resumed; `onEnd` is called once.
+    private func transferTask(
+        _ request: URLRequest,
+        onEvent: @escaping @Sendable (ServerSentEvent) throws -> EventDisposition,
+        onEnd: @escaping EventStreamDelegate.End
+    ) -> URLSessionDataTask {
+        let delegate = EventStreamDelegate(onEvent: onEvent, onEnd: onEnd)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let streamSession = URLSession(configuration: session.configuration, delegate: delegate, delegateQueue: queue)
-        let task = streamSession.dataTask(with: urlRequest)
-        continuation.onTermination = { _ in task.cancel() }
-        task.resume()
-        return stream
+        return streamSession.dataTask(with: request)
+    }
+
+    /// One event stream's transfer, returning when its last event came and throwing how it
+    /// failed otherwise; cancelling the calling task cancels the transfer.
+    private func transfer(_ request: URLRequest, onEvent: @escaping @Sendable (ServerSentEvent) throws -> EventDisposition) async throws {
+        let handle = TransferHandle()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+                handle.start(transferTask(request, onEvent: onEvent) { error in
+                    if let error { done.resume(throwing: error) } else { done.resume() }
+                })
+            }
+        } onCancel: {
+            handle.cancel()
+        }
     }
 
     /// The ``TextGatewayError`` of a non-2xx answer.
@@ -248,7 +343,8 @@ extension TextGatewayClient {
             code: wire?.code ?? "http_\(status)",
             message: wire?.message ?? wire?.reason ?? HTTPURLResponse.localizedString(forStatusCode: status),
             requestId: wire?.requestId ?? headers.value(forHTTPHeaderField: "X-Request-Id"),
-            retryAfter: retryAfter
+            retryAfter: retryAfter,
+            isTokenRefused: status == 401 && refusesToken(headers.value(forHTTPHeaderField: "WWW-Authenticate"))
         )
     }
 
@@ -261,8 +357,16 @@ extension TextGatewayClient {
         return max(0, Int(date.timeIntervalSince(now).rounded(.up)))
     }
 
+    /// Whether a `WWW-Authenticate` value is the Bearer challenge of RFC 6750 §3.1 saying the
+    /// token that came was refused (`Bearer error="invalid_token"`).
+    static func refusesToken(_ challenge: String?) -> Bool {
+        guard let challenge else { return false }
+        let lowered = challenge.lowercased()
+        return lowered.hasPrefix("bearer") && lowered.contains("invalid_token")
+    }
+
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 says senders use.
-    private static func httpDate(_ text: String) -> Date? {
+    static func httpDate(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

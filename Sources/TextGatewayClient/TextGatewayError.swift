@@ -17,14 +17,19 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
     /// Seconds to wait before trying again, from `Retry-After` (`429`, `503`): its seconds, or
     /// the time until its HTTP-date.
     public var retryAfter: Int?
+    /// Whether the gateway refused the bearer token that came (`401` with `WWW-Authenticate:
+    /// Bearer error="invalid_token"`): a sign-in that expired, a revoked token, a device
+    /// session that ended. Asking again with the same token will not help.
+    public var isTokenRefused: Bool
 
     /// An error of the given parts.
-    public init(status: Int, code: String, message: String, requestId: String? = nil, retryAfter: Int? = nil) {
+    public init(status: Int, code: String, message: String, requestId: String? = nil, retryAfter: Int? = nil, isTokenRefused: Bool = false) {
         self.status = status
         self.code = code
         self.message = message
         self.requestId = requestId
         self.retryAfter = retryAfter
+        self.isTokenRefused = isTokenRefused
     }
 
     /// `status code: message`.
