@@ -61,7 +61,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-crypto",
-            dependencies: ["Crypto", "Gateway"],
+            dependencies: ["Crypto", "Gateway", "ChatAPI"],
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),

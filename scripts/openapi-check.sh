@@ -62,7 +62,10 @@ run_schemathesis() {
     say "openapi-check: $label configuration PASS"
 }
 
-common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning)
+# App Attest's routes are on (no schema-valid body is a genuine attestation: each is 401), with
+# a per-address limit schemathesis's thousands of cases do not reach.
+common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning
+    APP_ATTEST_APP_IDS=ABCDE12345.example.openapi APP_ATTEST_REQUESTS_PER_MINUTE=1000000)
 
 # 1. The default configuration: an open gateway (guests admitted) with its SQLite store, and a
 #    caller whose token the store made. A failed credential must still be 401 there.

@@ -3,9 +3,11 @@
 //
 //   bench-crypto [jwt] [--runs N] [--milliseconds M]
 //   bench-crypto mint --users N --directory DIR
+//   bench-crypto attest [--runs N] [--milliseconds M]
 //
 // `jwt` prints only what one JWT verification costs (signature checked, and cached); `mint`
-// writes the callers `make bench-jwt` uses (see JWTBench.swift).
+// writes the callers `make bench-jwt` uses (see JWTBench.swift); `attest` prints what one App
+// Attest registration and one session cost to verify (AttestBench.swift).
 //
 // Each figure is the best of N runs (default 5), each repeating the operation for at least M
 // milliseconds (default 200), after one such run as warm-up; times come from the monotonic
@@ -34,7 +36,7 @@ if mode == "mint" {
     try JWTBench.mint(users: users, directory: directory)
     exit(0)
 }
-guard mode == "all" || mode == "jwt" else { fatalError("unknown mode \(mode): jwt or mint") }
+guard ["all", "jwt", "attest"].contains(mode) else { fatalError("unknown mode \(mode): jwt, attest or mint") }
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else { fatalError("\(flag) needs a positive number") }
     switch flag {
@@ -91,6 +93,10 @@ print("best of \(runs) runs of \(milliseconds) ms each, after one warm-up run")
 print()
 if mode == "jwt" {
     try JWTBench.run()
+    exit(0)
+}
+if mode == "attest" {
+    try AttestBench.run()
     exit(0)
 }
 print("| operation | input | ns/op | MB/s |")

@@ -1,4 +1,5 @@
 import ChatAPI
+import Crypto
 import EventLoop
 import HTTP1
 import Redis
@@ -119,10 +120,14 @@ public final class Gateway: Sendable {
         // Authentication is always a layer: even a gateway that knows no credential must
         // refuse one in its own formats rather than serve it as a guest.
         func authentication(required: Bool, placeholderGuests: Bool = false) -> AuthMiddleware {
-            AuthMiddleware(
+            var middleware = AuthMiddleware(
                 tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: configuration.metricsEnabled ? jwtMetrics : nil,
                 required: required, placeholderGuests: placeholderGuests, clock: clock
             )
+            middleware.devices = store?.devices
+            middleware.devicesOnly = configuration.appAttest?.requirement == .all
+            middleware.faults = store?.faults
+            return middleware
         }
         func limits(_ cost: RequestCost) -> [any Middleware] {
             guard let limiter else { return [] }
@@ -221,6 +226,12 @@ public final class Gateway: Sendable {
                 Route(method: .DELETE, path: "/api/history/{id}", middleware: own, handler: item),
             ]
         }
+        if let settings = configuration.appAttest, let store, let sessions = store.devices {
+            routes += Self.attestRoutes(
+                settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis, registry: registry, logger: logger, clock: clock,
+                trustedProxies: configuration.trustedProxies
+            )
+        }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock,
@@ -230,6 +241,38 @@ public final class Gateway: Sendable {
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,
             errorLanguage: configuration.errorLanguage, strictLedger: store?.recorder.strict == true ? store?.recorder : nil
         )
+    }
+
+    /// App Attest's three routes, each limited per client address (`APP_ATTEST_REQUESTS_PER_MINUTE`)
+    /// whatever `RATE_LIMITS` says: they spend CPU before anyone is known.
+    private static func attestRoutes(
+        settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?, redis: RedisClient?,
+        registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant, trustedProxies: TrustedProxies
+    ) -> [Route] {
+        let trust: X509TrustStore
+        do {
+            trust = try AppAttestVerifier.trustStore(extraRootPEM: settings.extraRoot?.pem)
+        } catch {
+            // The configuration read both certificates already; this cannot happen with a build that passed its tests.
+            logger.error("app_attest_unavailable", [("reason", .string("\(error)"))])
+            return []
+        }
+        let service = AppAttestService(
+            settings: settings, verifier: AppAttestVerifier(appIDs: settings.appIDs, environments: settings.environment, trust: trust),
+            repository: store.backend, challenges: redis.map { RedisAttestChallenges(client: $0) } ?? StoreAttestChallenges(repository: store.backend),
+            sessions: sessions, faults: store.faults, registry: registry, clock: clock
+        )
+        let plan = Plan(name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
+        let limits = RateLimitMiddleware(
+            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), trustedProxies: trustedProxies, maxTokens: 0, cost: .none,
+            perAddress: plan, clock: clock
+        )
+        let middleware: [any Middleware] = [limits, ContentEncodingMiddleware()]
+        return [
+            Route(method: .POST, path: "/api/attest/challenge", middleware: middleware, handler: AttestChallengeRoute(service: service)),
+            Route(method: .POST, path: "/api/attest/register", middleware: middleware, handler: AttestRegisterRoute(service: service)),
+            Route(method: .POST, path: "/api/attest/session", middleware: middleware, handler: AttestSessionRoute(service: service)),
+        ]
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.

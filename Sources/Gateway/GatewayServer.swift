@@ -143,7 +143,14 @@ public final class GatewayServer: Sendable {
             ("jwt", .string(configuration.jwt?.logDescription ?? "off")),
             ("redis", .string(configuration.redis?.description ?? "off")),
             ("cache", .string(configuration.cacheTimeToLive == nil ? "off" : configuration.cacheBackend.rawValue)),
+            ("app_attest", .string(configuration.appAttest.map { "\($0.environment.rawValue),required=\($0.requirement.rawValue)" } ?? "off")),
         ])
+        if let root = configuration.appAttest?.extraRoot {
+            logger.warning("app_attest_test_root", [
+                ("file", .string(root.path)),
+                ("effect", .string("devices attested under this root register as if Apple had attested them: for tests only")),
+            ])
+        }
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
             logger.warning("descriptor_limit", [
                 ("open_file_limit", .int(descriptors.limit)),

@@ -10,6 +10,8 @@ final class GatewayStore: Sendable {
     let backend: any Backend
     let writer: LedgerWriter
     let tokens: StoreTokens
+    /// App Attest's device sessions, when `APP_ATTEST_APP_IDS` lets devices register.
+    let devices: DeviceSessions?
     let faults: StoreFaults
     let recorder: LedgerRecorder
     /// Started after the loops and before the HTTP server, stopped in reverse: the server's
@@ -57,11 +59,21 @@ final class GatewayStore: Sendable {
         registry.gaugeFunction("textgateway_store_tokens", help: "Caller tokens from the store in use now.") { Double(tokens.count) }
         recorder = LedgerRecorder(writer: writer, strict: configuration.ledgerDurability == .strict,
                                   storesResults: configuration.historyStoresResults, clock: clock)
+        let devices = configuration.appAttest.map { DeviceSessions(repository: backend, plan: $0.plan) }
+        self.devices = devices
+        // Device revocations are polled with the tokens: a revoked device's sessions stop
+        // on every instance within one poll.
         let watcher = PeriodicService(name: "store_token_watcher", interval: Self.tokenPollInterval, immediately: false) {
             do throws(StoreError) {
                 try await tokens.refresh()
             } catch {
                 faults.record(error, operation: .tokens)
+            }
+            guard let devices else { return }
+            do throws(StoreError) {
+                try await devices.refresh()
+            } catch {
+                faults.record(error, operation: .devices)
             }
         }
         let historyDays = Int64(configuration.historyRetentionDays)
@@ -100,5 +112,6 @@ final class GatewayStore: Sendable {
     /// Loads the store's tokens before the first request (a failure stops the start).
     func prepare() async throws(StoreError) {
         try await tokens.refresh()
+        try await devices?.refresh()
     }
 }

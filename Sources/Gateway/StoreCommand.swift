@@ -25,6 +25,10 @@ public enum StoreCommand: Equatable, Sendable {
     /// not a database), 2 when it cannot check (no store, a missing or unreadable file, a
     /// newer schema, a server away).
     case check
+    /// `devices list [--format table|json]`: the App Attest devices, revoked ones too.
+    case listDevices(format: ReportFormat)
+    /// `devices revoke <id>`: a device's sessions stop on every instance within 2 s.
+    case revokeDevice(id: String)
 
     public enum ReportFormat: String, Sendable, Equatable {
         case table
@@ -91,7 +95,7 @@ public enum StoreCommand: Equatable, Sendable {
     /// Whether the command writes (the others open the store read-only).
     private var writes: Bool {
         switch self {
-        case .createToken, .revokeToken: true
+        case .createToken, .revokeToken, .revokeDevice: true
         default: false
         }
     }
@@ -185,6 +189,15 @@ public enum StoreCommand: Equatable, Sendable {
         case .backup(let file):
             try await store.backup(to: file)
             result.error = "backed up \(name) to \(file)\n"
+        case .listDevices(let format):
+            result.output = Self.render(try await store.devices(), format: format)
+        case .revokeDevice(let id):
+            if try await store.revokeDevice(id: id, atMilliseconds: Self.milliseconds(now)) {
+                result.error = "device \(id) revoked; a running gateway on this store refuses its sessions within 2 s\n"
+            } else {
+                result.error = "no active device has the id \(id)\n"
+                result.status = 1
+            }
         case .check:
             let findings = try await store.integrityCheck()
             if findings.isEmpty {
@@ -226,6 +239,18 @@ public enum StoreCommand: Equatable, Sendable {
              time(token.revokedAtMilliseconds)]
         }
         return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
+    }
+
+    /// The devices, never their keys or receipts: the caller id their sessions have, the app,
+    /// the environment and the times.
+    static func render(_ devices: [StoredDevice], format: ReportFormat) -> String {
+        func time(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp.iso8601(milliseconds: $0) } }
+        let header = ["id", "user", "app_id", "environment", "counter", "created", "last_seen", "revoked"]
+        let rows = devices.map { device in
+            [device.id, DeviceSessions.userID(deviceID: device.id), device.appID, device.environment, String(device.counter),
+             time(device.createdAtMilliseconds), time(device.lastSeenAtMilliseconds), time(device.revokedAtMilliseconds)]
+        }
+        return Report(name: "devices", header: header, rows: rows, numeric: [4]).render(format)
     }
 
     /// All guests' line, in a table: a label no caller's id can be (ids have no spaces). CSV

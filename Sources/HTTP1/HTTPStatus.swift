@@ -53,6 +53,8 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let methodNotAllowed = HTTPStatus(code: 405)
     /// 408 Request Timeout.
     public static let requestTimeout = HTTPStatus(code: 408)
+    /// 409 Conflict.
+    public static let conflict = HTTPStatus(code: 409)
     /// 413 Content Too Large.
     public static let contentTooLarge = HTTPStatus(code: 413)
     /// 414 URI Too Long.

@@ -100,6 +100,10 @@ case .serve(let hostname, let port, let environmentName):
     signal(SIGXFSZ, SIG_IGN)
 
     var configuration = loadConfiguration(environmentName: environmentName)
+    // A test root makes any chain it signs a genuine app's: never outside a test run.
+    if configuration.appAttest?.extraRoot != nil, environmentName != "testing" {
+        fail("invalid configuration: APP_ATTEST_EXTRA_ROOT_CA_FILE is honoured only with --env testing")
+    }
     if let hostname { configuration.host = hostname }
     if let port { configuration.port = port }
 

@@ -72,6 +72,14 @@ struct CommandLineProcessTests {
             (["serve"], ["GATEWAY_TOKEN": "x"], "did you mean GATEWAY_TOKENS?"),
             (["serve"], ["AUTH_REQUIRED": "on", "DATABASE_URL": "off"], "AUTH_REQUIRED is on but no caller can authenticate"),
             (["tokens", "list"], ["JOB_WORKER": "2"], "did you mean JOB_WORKERS?"),
+            (["serve"], ["APP_ATTEST_APP_IDS": "com.example.app"], "APP_ATTEST_APP_IDS must list App IDs"),
+            (["serve"], ["APP_ATTEST_REQUIRED": "guests"], "APP_ATTEST_REQUIRED is set but APP_ATTEST_APP_IDS is not"),
+            (["serve"], ["APP_ATTEST_APP_IDS": "ABCDE12345.example.app", "DATABASE_URL": "off"], "APP_ATTEST_APP_IDS needs a store"),
+            (["serve"], ["APP_ATTEST_APP_IDS": "ABCDE12345.example.app", "APP_ATTEST_ENVIRONMENT": "staging"], "APP_ATTEST_ENVIRONMENT"),
+            (["serve"], ["APP_ATTEST_APP_IDS": "ABCDE12345.example.app", "APP_ATTEST_EXTRA_ROOT_CA_FILE": "/nonexistent.pem"],
+             "APP_ATTEST_EXTRA_ROOT_CA_FILE cannot be read"),
+            (["serve"], ["APP_ATTEST_APP_IDS": "ABCDE12345.example.app", "APP_ATTEST_REQUIRED": "guests", "AUTH_REQUIRED": "off"],
+             "AUTH_REQUIRED is off but APP_ATTEST_REQUIRED"),
         ] as [([String], [String: String], String)]
     )
     func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {

@@ -25,6 +25,7 @@ struct OpenAPIDocumentTests {
         var configuration = GatewayConfiguration()
         configuration.apiKey = "unused"
         configuration.defaultModel = "m"
+        configuration.appAttest = AppAttestSettings(appIDs: ["ABCDE12345.example.app"])
         let logger = Logger(level: .info, sink: LogSink.memory())
         let registry = MetricsRegistry()
         let store = GatewayStore(backend: sqlite, configuration: configuration, registry: registry, logger: logger, clock: { .now })
@@ -43,7 +44,7 @@ struct OpenAPIDocumentTests {
     func routes() async throws {
         let document = try Self.document()
         let routed = try await Self.routedMethods()
-        #expect(routed.count >= 11, "the gateway with a store and an upstream declares every route: \(routed.keys.sorted())")
+        #expect(routed.count >= 14, "the gateway with a store, an upstream and App Attest declares every route: \(routed.keys.sorted())")
         #expect(Set(document.paths.keys) == Set(routed.keys), "documented \(document.paths.keys.sorted()), routed \(routed.keys.sorted())")
         for (path, methods) in routed {
             let documented = document.paths[path] ?? []

@@ -14,11 +14,12 @@ struct SettingNamesTests {
 
     /// The environments that between them take every branch of the reading: the example as it
     /// is (`DARVAREH_*`, `GATEWAY_TOKENS_FILE`), with a JWT key (the other `JWT_*`), and with
-    /// two upstreams (`UPSTREAM_<NAME>_*`).
+    /// two upstreams (`UPSTREAM_<NAME>_*`), and with App Attest (the other `APP_ATTEST_*`).
     static func branches() throws -> [[String: String]] {
         [
             try example(),
             try example(["JWT_HS256_SECRET": String(repeating: "s", count: 32)]),
+            try example(["APP_ATTEST_APP_IDS": "ABCDE12345.example.app"]),
             try example([
                 "UPSTREAMS": "a,b", "UPSTREAM_A_BASE_URL": "http://127.0.0.1:9/v1", "UPSTREAM_B_BASE_URL": "http://127.0.0.1:9/v1",
             ]),
@@ -111,11 +112,11 @@ struct SettingNamesTests {
     @Test("a name under a reserved prefix that is near no setting is refused without a guess; all are named at once")
     func refusesWithoutGuess() {
         do {
-            _ = try GatewayConfiguration(environment: ["APP_ATTEST_TEAM_ID": "T", "STREAM_DELTAS": "50", "GATEWAY_URL": "http://x"])
+            _ = try GatewayConfiguration(environment: ["APP_ATTEST_MODE_FLAGS": "T", "STREAM_DELTAS": "50", "GATEWAY_URL": "http://x"])
             Issue.record("accepted")
         } catch {
-            for name in ["APP_ATTEST_TEAM_ID", "STREAM_DELTAS", "GATEWAY_URL"] { #expect(error.message.contains("unknown setting \(name)")) }
-            #expect(!error.message.contains("APP_ATTEST_TEAM_ID: did you mean"), "\(error.message)")
+            for name in ["APP_ATTEST_MODE_FLAGS", "STREAM_DELTAS", "GATEWAY_URL"] { #expect(error.message.contains("unknown setting \(name)")) }
+            #expect(!error.message.contains("APP_ATTEST_MODE_FLAGS: did you mean"), "\(error.message)")
             #expect(error.message.contains("APP_ATTEST_"))
         }
     }

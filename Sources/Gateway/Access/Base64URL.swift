@@ -56,4 +56,27 @@ public enum Base64URL {
         guard accumulator == 0 else { return nil }
         return out
     }
+
+    /// The bytes `text` spells in standard, padded base64 (RFC 4648 §4), as Foundation's
+    /// `base64EncodedString()` writes it; nil for anything else (base64url, blanks, missing
+    /// or extra padding, non-zero unused bits).
+    public static func decodeStandard(_ text: some Collection<UInt8>) -> [UInt8]? {
+        guard text.count % 4 == 0 else { return nil }
+        var body = Array(text)
+        var padding = 0
+        while body.last == UInt8(ascii: "="), padding < 2 {
+            body.removeLast()
+            padding += 1
+        }
+        guard padding == 0 || body.count % 4 != 0 else { return nil }
+        for index in body.indices {
+            switch body[index] {
+            case UInt8(ascii: "+"): body[index] = UInt8(ascii: "-")
+            case UInt8(ascii: "/"): body[index] = UInt8(ascii: "_")
+            case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "="): return nil
+            default: break
+            }
+        }
+        return decode(body)
+    }
 }

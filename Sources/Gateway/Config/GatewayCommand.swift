@@ -27,6 +27,8 @@ public enum GatewayCommand: Equatable, Sendable {
                text-gateway tokens create --user U [--plan P] [--label L]
                text-gateway tokens list [--format table|json]
                text-gateway tokens revoke <id>
+               text-gateway devices list [--format table|json]
+               text-gateway devices revoke <deviceId>
                text-gateway usage [--since YYYY-MM-DD] [--user U] [--format table|csv|json]
                text-gateway db backup <file>
                text-gateway db check
@@ -44,6 +46,9 @@ public enum GatewayCommand: Equatable, Sendable {
         token hash   read a caller token from standard input and print its SHA-256 hash.
         tokens       make (printing the token, only then), list or revoke caller tokens in
                      the store; a running gateway on the same store follows within 2 s.
+        devices      list the App Attest devices registered in the store, or revoke one: its
+                     sessions stop on every gateway on the same store within 2 s, and its
+                     key can open no new one.
         usage        requests and tokens per user and UTC day (the last 30 days by default);
                      all guests (requests without a user id, from any address) are one
                      line a day: "(all guests)" in a table, an empty user in CSV, null in
@@ -77,7 +82,7 @@ public enum GatewayCommand: Equatable, Sendable {
         if rest.first == "help" || asksForHelp(arguments) { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
         if rest.count == 2, rest.first == "token", rest.last == "hash" { return .tokenHash }
-        if let first = rest.first, ["tokens", "usage", "db"].contains(first) { return try parseStore(rest) }
+        if let first = rest.first, ["tokens", "devices", "usage", "db"].contains(first) { return try parseStore(rest) }
         if rest.first == "jwt" { return try parseJWT(rest.dropFirst()) }
         if rest.first == "eval" { return try parseEval(rest.dropFirst()) }
         var subcommand = "serve"
@@ -202,7 +207,8 @@ extension GatewayCommand {
         switch (group, action) {
         case ("tokens", "create"): allowed = ["--user", "--plan", "--label", "--env"]
         case ("tokens", "list"): allowed = ["--format", "--env"]
-        case ("tokens", "revoke"), ("db", "backup"), ("db", "check"): allowed = ["--env"]
+        case ("tokens", "revoke"), ("db", "backup"), ("db", "check"), ("devices", "revoke"): allowed = ["--env"]
+        case ("devices", "list"): allowed = ["--format", "--env"]
         case ("usage", _): allowed = ["--since", "--user", "--format", "--env"]
         default: throw CommandLineError("unknown command \(group) \(action)")
         }
@@ -242,6 +248,12 @@ extension GatewayCommand {
         case ("tokens", "revoke"):
             try positionals(1, "one token id")
             command = .revokeToken(id: positional[0])
+        case ("devices", "list"):
+            try positionals(0, "no arguments besides its options")
+            command = .listDevices(format: try format([.table, .json]))
+        case ("devices", "revoke"):
+            try positionals(1, "one device id")
+            command = .revokeDevice(id: positional[0])
         case ("db", "backup"):
             try positionals(1, "the file to write")
             command = .backup(file: positional[0])

@@ -103,8 +103,15 @@ public struct GatewayConfiguration: Sendable {
     /// Sign-in with the app's JWTs (`JWT_*`); nil: no JWT is accepted.
     public var jwt: JWTConfiguration?
 
-    /// Whether `/api/process` and `/v1` refuse a request without a valid token.
-    public var requiresTokens: Bool { authRequired ?? (tokens != nil || jwt != nil) }
+    /// App Attest devices (`APP_ATTEST_*`); nil: no device registers.
+    public var appAttest: AppAttestSettings?
+
+    /// Whether `/api/process` and `/v1` refuse a request without a valid token (or, with
+    /// `APP_ATTEST_REQUIRED`, a device session).
+    public var requiresTokens: Bool {
+        if let appAttest, appAttest.requirement != .off { return true }
+        return authRequired ?? (tokens != nil || jwt != nil)
+    }
 
     /// How callers are admitted, for the start's log line: `open` when no credential is
     /// needed; else what a caller may present, `tokens` (`GATEWAY_TOKENS`,
@@ -115,6 +122,8 @@ public struct GatewayConfiguration: Sendable {
         var ways: [String] = []
         if tokens != nil || database != .off { ways.append("tokens") }
         if jwt != nil { ways.append("jwt") }
+        if appAttest?.requirement == .all { return "devices" }
+        if appAttest != nil { ways.append("devices") }
         return ways.isEmpty ? "none" : ways.joined(separator: "+")
     }
     /// `DATABASE_URL`.
@@ -256,6 +265,19 @@ public struct GatewayConfiguration: Sendable {
         }
         (redis, redisFailureMode, cacheBackend) = try Self.sharedState(environment: environment, value: value)
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
+        appAttest = try AppAttestSettings.parse(value: value, integer: integer, readFile: { DotEnv.readText(path: $0) })
+        if let appAttest {
+            // Devices, their counters and their sessions live in the store, shared by every instance.
+            guard database != .off else {
+                throw ConfigurationError("APP_ATTEST_APP_IDS needs a store: set DATABASE_URL (SQLite or Postgres), not off")
+            }
+            if value("APP_ATTEST_PLAN") != nil, !plans.contains(appAttest.plan) {
+                throw ConfigurationError("APP_ATTEST_PLAN names no plan: define it in PLANS")
+            }
+            if appAttest.requirement != .off, authRequired == false {
+                throw ConfigurationError("AUTH_REQUIRED is off but APP_ATTEST_REQUIRED refuses guests: leave AUTH_REQUIRED unset or on")
+            }
+        }
         rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
         metricsEnabled = try flag("METRICS") ?? metricsEnabled
         if let list = value("GATEWAY_MODELS") { modelAliases = try Self.aliasPairs(list, variable: "GATEWAY_MODELS") }
@@ -286,7 +308,7 @@ public struct GatewayConfiguration: Sendable {
             logFormat = format
         }
         // Required with nothing to present would refuse every caller: a mistake, not a policy.
-        if authRequired == true, tokens == nil, jwt == nil, database == .off {
+        if authRequired == true, tokens == nil, jwt == nil, database == .off, appAttest == nil {
             throw ConfigurationError(
                 "AUTH_REQUIRED is on but no caller can authenticate: set GATEWAY_TOKENS or GATEWAY_TOKENS_FILE, "
                     + "a JWT key (JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL), or a store (DATABASE_URL other than off) "

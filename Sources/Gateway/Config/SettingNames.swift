@@ -28,6 +28,9 @@ enum SettingNames {
         // Sign-in with JWTs.
         "JWT_HS256_SECRET", "JWT_JWKS_FILE", "JWT_JWKS_URL", "JWT_JWKS_REFRESH_SECONDS", "JWT_ISSUER",
         "JWT_AUDIENCE", "JWT_PLAN_CLAIM", "JWT_LEEWAY_SECONDS", "JWT_ALGORITHMS", "JWT_CACHE_ENTRIES",
+        // App Attest devices.
+        "APP_ATTEST_APP_IDS", "APP_ATTEST_ENVIRONMENT", "APP_ATTEST_REQUIRED", "APP_ATTEST_PLAN",
+        "APP_ATTEST_SESSION_SECONDS", "APP_ATTEST_REQUESTS_PER_MINUTE", "APP_ATTEST_EXTRA_ROOT_CA_FILE",
         // The store.
         "DATABASE_URL", "LEDGER_DURABILITY", "HISTORY_STORE_RESULTS", "HISTORY_RETENTION_DAYS",
         "USAGE_RETENTION_DAYS",
@@ -49,8 +52,7 @@ enum SettingNames {
     /// `LOG_FILE` belong to many tools), `MAX_` (`MAX_JOBS` is a build's), `CACHE_` (GitLab's
     /// runner exports `CACHE_*`), `DATABASE_` (hosting platforms add `DATABASE_*` beside
     /// `DATABASE_URL`), `ERROR_` (a plain word) and `HOST`/`PORT`; their settings are still
-    /// refused in another letter case. `APP_ATTEST_` is kept for a coming feature: no such
-    /// setting exists yet, so none is accepted. The per-task `SUMMARY_` … `CREATIVE_` and
+    /// refused in another letter case. The per-task `SUMMARY_` … `CREATIVE_` and
     /// `PLAN` are this product's words.
     static let prefixes = [
         "DARVAREH_", "GATEWAY_", "UPSTREAM_", "JWT_", "REDIS_", "JOB_", "HISTORY_", "APP_ATTEST_",

@@ -14,6 +14,7 @@ final class StoreFaults: Sendable {
         case purge
         case checkpoint
         case jobs
+        case devices
     }
 
     private let counters: [Operation: Counter]

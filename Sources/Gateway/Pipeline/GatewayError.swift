@@ -115,6 +115,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let itemNotFound = GatewayError(.notFound, "not_found", "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
     static let invalidParameter = GatewayError(.badRequest, "invalid_parameter", "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
     static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
+    /// `POST /api/attest/register` with a key id registered already.
+    static let deviceAlreadyRegistered = GatewayError(.conflict, "device_already_registered", "این دستگاه پیش‌تر ثبت شده است.", "This device key is registered already.")
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// A caller at `JOB_MAX_ACTIVE_PER_USER`. No one knows when one of its jobs will end, so
@@ -139,7 +141,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         "request_timeout", "text_too_long", "body_too_large", "uri_too_long", "unsupported_media_type", "rate_limited",
         "too_many_jobs", "headers_too_large", "not_configured", "internal_error", "not_implemented", "upstream_error",
         "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down", "upstream_timeout",
-        "http_version_not_supported", "cancelled", "client_closed_request",
+        "http_version_not_supported", "cancelled", "client_closed_request", "device_already_registered",
     ]
     /// Codes no client is ever sent: a request whose client went away is only logged and counted.
     static let logOnlyCodes: Set<String> = ["client_closed_request"]

@@ -92,6 +92,12 @@ struct ErrorMiddleware: Middleware {
 struct AuthMiddleware: Middleware {
     let tokens: TokenStore?
     let storeTokens: StoreTokens?
+    /// App Attest's device sessions (`tgd_…`), when devices may register.
+    var devices: DeviceSessions? = nil
+    /// `APP_ATTEST_REQUIRED=all`: only a device session gets in.
+    var devicesOnly = false
+    /// Store faults, for a session the store could not be asked about.
+    var faults: StoreFaults? = nil
     let jwt: JWTVerifier?
     let jwtMetrics: JWTMetrics?
     let required: Bool
@@ -107,6 +113,25 @@ struct AuthMiddleware: Middleware {
             context.update { $0.authFailure = "malformed bearer token" }
             throw GatewayError.invalidToken
         case .token(let token):
+            if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
+                let caller: Caller?
+                do {
+                    caller = try await devices.caller(digest: SHA256.hash(token), nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
+                } catch {
+                    throw faults?.unavailable(error, operation: .devices) ?? GatewayError.storeUnavailable
+                }
+                guard let caller else {
+                    context.update { $0.authFailure = "unknown, expired or revoked device session" }
+                    throw GatewayError.invalidToken
+                }
+                context.update { $0.caller = caller }
+                return try await next(request, context)
+            }
+            if devicesOnly {
+                // A valid token of another kind is still not a device: refused, not a guest.
+                context.update { $0.authFailure = "a device session is required" }
+                throw GatewayError.unauthorized
+            }
             if let jwt, CompactJWS.looksLikeJWT(token) {
                 let result = await jwt.verify(token, now: clock())
                 jwtMetrics?.record(result)
@@ -145,12 +170,22 @@ struct RateLimitMiddleware: Middleware {
     let maxTokens: Int
     /// How the route's worst case is worked out.
     let cost: RequestCost
+    /// A plan every request of the route has, keyed by the client's address whoever the
+    /// caller is (App Attest's routes, which spend CPU before anyone is known).
+    var perAddress: Plan? = nil
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
         let caller = context.caller
-        let plan = plans.plan(for: caller)
-        let key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
+        let plan: Plan
+        let key: String
+        if let perAddress {
+            plan = perAddress
+            key = perAddress.name + ":" + clientAddress(request)
+        } else {
+            plan = plans.plan(for: caller)
+            key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
+        }
         let decision: RateDecision
         do {
             // Only a plan with a daily quota needs the worst case (for /v1, a second read of the body).

@@ -53,6 +53,8 @@ final class RequestContext: Sendable {
         var protocolError: String?
         /// Why a presented JWT was refused (``JWTFailure/reason``), for the log.
         var authFailure: String?
+        /// Why an App Attest attestation or assertion was refused, for the log (`attest_error`).
+        var attestFailure: AppAttestFailure.Reason?
         /// The answer's text, kept only for a history that stores results.
         var result: String?
         /// Whether the request's ledger row was handed to the store (once).
@@ -140,6 +142,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
     case usage = "/api/usage"
     case history = "/api/history"
     case jobs = "/api/jobs"
+    /// `/api/attest/challenge`, `/register` and `/session`.
+    case attest = "/api/attest"
     case other
 
     /// The route of `path`, compared byte for byte (no string switch, no hashing).
@@ -148,12 +152,15 @@ enum RouteLabel: String, Sendable, CaseIterable {
             self = route
             return
         }
-        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history : path.hasUTF8Prefix(Self.jobItemPrefix) ? .jobs : .other
+        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history
+            : path.hasUTF8Prefix(Self.jobItemPrefix) ? .jobs
+            : path.hasUTF8Prefix(Self.attestPrefix) ? .attest : .other
     }
 
     private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics, .usage, .history, .jobs]
     private static let historyItemPrefix = RouteLabel.history.rawValue + "/"
     private static let jobItemPrefix = RouteLabel.jobs.rawValue + "/"
+    private static let attestPrefix = RouteLabel.attest.rawValue + "/"
 
     /// Whether the store keeps a row for each request of this route.
     var isLedgered: Bool { self == .process || self == .chatCompletions }
@@ -169,7 +176,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
         case .usage: 5
         case .history: 6
         case .jobs: 7
-        case .other: 8
+        case .attest: 8
+        case .other: 9
         }
     }
 }
