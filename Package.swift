@@ -66,7 +66,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
-        .target(name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream"], path: "Tests/GatewayTestSupport", swiftSettings: strict),
+        .target(name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream", "Crypto"], path: "Tests/GatewayTestSupport", swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: ["TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store"],

@@ -3,8 +3,10 @@ import Glibc
 #endif
 import ChatAPI
 import Crypto
+import GatewayTestSupport
 @testable import Gateway
 import HTTPClient
+import Redis
 import Store
 import Testing
 import TestSupport
@@ -264,6 +266,32 @@ struct AppAttestRefusalTests {
             // The device's own requests are not the address's attest budget.
             #expect(try await harness.process(task: "titles", text: ProcessEndToEndTests.sample, headers: StoreEndToEndTests.bearer(session)).status == 200)
         }
+    }
+}
+
+@Suite("App Attest challenges in Redis: issued by one instance, taken once by any", .serialized)
+struct AppAttestRedisTests {
+    @Test("with REDIS_URL a challenge from one instance registers on another (whose store never saw it), once")
+    func challengesInRedis() async throws {
+        let redis = try await RedisServer()
+        let now = Int64(Instant.now.secondsSinceEpoch)
+        let authority = try SyntheticAppAttest(notBefore: now - 86_400)
+        func configure(_ configuration: inout GatewayConfiguration) {
+            AppAttestRefusalTests.configure(&configuration, path: storeDirectory() + "/gateway.sqlite", authority: authority)
+            configuration.redis = try? RedisConfiguration(url: redis.url)
+        }
+        try await GatewayHarness.with(configure: configure) { first in
+            try await first.peer(configure: configure) { second in
+                let device = try SyntheticAppAttest.Device()
+                let challenge = try await AppAttestRefusalTests.challenge(first)
+                let attestation = try authority.attestation(device, challenge: challenge, now: now)
+                let registered = try await AppAttestRefusalTests.register(second, keyID: device.keyID, attestation: attestation, challenge: challenge)
+                #expect(registered.status == 201, "\(second.logs.lines.suffix(2))")
+                let again = try await AppAttestRefusalTests.register(first, keyID: device.keyID, attestation: attestation, challenge: challenge)
+                try await AppAttestRefusalTests.expectRefused(again, "challenge", first, "a challenge used on the other instance")
+            }
+        }
+        redis.kill()
     }
 }
 

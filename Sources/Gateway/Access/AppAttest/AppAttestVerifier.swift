@@ -46,9 +46,9 @@ public struct VerifiedAttestation: Sendable {
 /// bytes, the allowed apps, the trusted roots and the time: no store, no clock of its own.
 public struct AppAttestVerifier: Sendable {
     /// The extension of the leaf certificate that holds the attestation's nonce.
-    static let nonceExtension = "1.2.840.113635.100.8.2"
-    static let productionAAGUID: [UInt8] = Array("appattest".utf8) + [UInt8](repeating: 0, count: 7)
-    static let developmentAAGUID: [UInt8] = Array("appattestdevelop".utf8)
+    public static let nonceExtension = "1.2.840.113635.100.8.2"
+    public static let productionAAGUID: [UInt8] = Array("appattest".utf8) + [UInt8](repeating: 0, count: 7)
+    public static let developmentAAGUID: [UInt8] = Array("appattestdevelop".utf8)
 
     /// Each allowed App ID with its SHA-256 (authData's rpIdHash).
     let apps: [(id: String, hash: [UInt8])]

@@ -1,17 +1,17 @@
-import Crypto
-@testable import Gateway
+public import Crypto
+import Gateway
 
 /// An App Attest "device" under a test root: what a real iPhone and Apple's CA make, built
 /// here so that every refusal can be shown (a wrong app, environment, nonce, counter, chain,
 /// key, signature) with one thing changed at a time.
-struct SyntheticAppAttest {
+public struct SyntheticAppAttest: Sendable {
     /// The test root, trusted beside Apple's by `APP_ATTEST_EXTRA_ROOT_CA_FILE` (or directly).
-    let root: CertificateIssuer
-    let intermediate: CertificateIssuer
-    static let appID = "ABCDE12345.example.synthetic"
+    public let root: CertificateIssuer
+    public let intermediate: CertificateIssuer
+    public static let appID = "ABCDE12345.example.synthetic"
 
     /// A root and an intermediate valid from `notBefore` for a year.
-    init(notBefore: Int64, name: String = "Synthetic App Attestation Root") throws {
+    public init(notBefore: Int64, name: String = "Synthetic App Attestation Root") throws {
         let rootKey = try PrivateKey.generateP256()
         let year: Int64 = 365 * 86_400
         root = try CertificateIssuer.selfSigned(
@@ -29,12 +29,12 @@ struct SyntheticAppAttest {
     }
 
     /// One device: its key, and what it sends.
-    struct Device {
-        let key: PrivateKey
-        let point: [UInt8]
-        var keyID: [UInt8] { SHA256.hash(point) }
+    public struct Device: Sendable {
+        public let key: PrivateKey
+        public let point: [UInt8]
+        public var keyID: [UInt8] { SHA256.hash(point) }
 
-        init() throws {
+        public init() throws {
             key = try PrivateKey.generateP256()
             guard let point = try Self.point(of: key) else { throw SyntheticError() }
             self.point = point
@@ -48,26 +48,34 @@ struct SyntheticAppAttest {
     }
 
     /// What to change in an attestation.
-    struct Changes {
-        var appID = SyntheticAppAttest.appID
-        var aaguid = AppAttestVerifier.developmentAAGUID
-        var counter: UInt32 = 0
+    public struct Changes: Sendable {
+        public var appID = SyntheticAppAttest.appID
+        public var aaguid = AppAttestVerifier.developmentAAGUID
+        public var counter: UInt32 = 0
         /// Client data the nonce is made over instead of the challenge's.
-        var nonceOver: [UInt8]?
-        var credentialID: [UInt8]?
-        var leafNotBefore: Int64?
-        var leafNotAfter: Int64?
-        var fmt = "apple-appattest"
+        public var nonceOver: [UInt8]?
+        public var credentialID: [UInt8]?
+        public var leafNotBefore: Int64?
+        public var leafNotAfter: Int64?
+        public var fmt = "apple-appattest"
         /// Extension data after the credential (flag ED), as newer iOS versions append.
-        var extensionData = false
+        public var extensionData = false
         /// Another issuer for the leaf (a chain to another root).
-        var issuer: CertificateIssuer?
+        public var issuer: CertificateIssuer?
         /// A key for the leaf other than the device's.
-        var leafKey: PublicKey?
+        public var leafKey: PublicKey?
+
+        public init() {}
     }
 
-    /// The attestation object of `device` over `challenge` at `now`.
-    func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws -> [UInt8] {
+    /// The attestation object of `device` over `challenge` (its UTF-8 bytes, as an app's client data) at `now`.
+    public func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws -> [UInt8] {
+        try attestation(device, clientDataHash: SHA256.hash(changes.nonceOver ?? Array(challenge.utf8)), now: now, changes: changes)
+    }
+
+    /// The attestation object of `device` over the client data whose SHA-256 is `clientDataHash`,
+    /// as `DCAppAttestService.attestKey` makes it.
+    public func attestation(_ device: Device, clientDataHash: [UInt8], now: Int64, changes: Changes = Changes()) throws -> [UInt8] {
         var authData = SHA256.hash(Array(changes.appID.utf8))
         authData.append(0x41 | (changes.extensionData ? 0x80 : 0))
         authData += bigEndian(changes.counter)
@@ -79,7 +87,7 @@ struct SyntheticAppAttest {
             (.negative(1), .bytes(Array(device.point[1..<33]))), (.negative(2), .bytes(Array(device.point[33...]))),
         ]))
         if changes.extensionData { authData += CBORWriter.encode(.map([(.text("credProtect"), .unsigned(2))])) }
-        let nonce = SHA256.hash(authData + SHA256.hash(changes.nonceOver ?? Array(challenge.utf8)))
+        let nonce = SHA256.hash(authData + clientDataHash)
         // SEQUENCE { [1] EXPLICIT OCTET STRING nonce }
         let nonceExtension: [UInt8] = [0x30, 0x24, 0xA1, 0x22, 0x04, 0x20] + nonce
         let issuer = changes.issuer ?? intermediate
@@ -101,10 +109,17 @@ struct SyntheticAppAttest {
     }
 
     /// An assertion by `signer` (the device's key unless given) over `challenge` with `counter`.
-    func assertion(_ device: Device, challenge: String, counter: UInt32, appID: String = SyntheticAppAttest.appID,
-                   signedOver: [UInt8]? = nil, signer: PrivateKey? = nil) throws -> [UInt8] {
+    public func assertion(_ device: Device, challenge: String, counter: UInt32, appID: String = SyntheticAppAttest.appID,
+                          signedOver: [UInt8]? = nil, signer: PrivateKey? = nil) throws -> [UInt8] {
+        try assertion(device, clientDataHash: SHA256.hash(signedOver ?? Array(challenge.utf8)), counter: counter, appID: appID, signer: signer)
+    }
+
+    /// An assertion over the client data whose SHA-256 is `clientDataHash`, as
+    /// `DCAppAttestService.generateAssertion` makes it.
+    public func assertion(_ device: Device, clientDataHash: [UInt8], counter: UInt32, appID: String = SyntheticAppAttest.appID,
+                          signer: PrivateKey? = nil) throws -> [UInt8] {
         let authenticatorData = SHA256.hash(Array(appID.utf8)) + [0x01] + bigEndian(counter)
-        let nonce = SHA256.hash(authenticatorData + SHA256.hash(signedOver ?? Array(challenge.utf8)))
+        let nonce = SHA256.hash(authenticatorData + clientDataHash)
         let signature = try (signer ?? device.key).signature(for: nonce, algorithm: .ecdsaP256SHA256DER)
         return CBORWriter.encode(.map([(.text("signature"), .bytes(signature)), (.text("authenticatorData"), .bytes(authenticatorData))]))
     }
@@ -115,8 +130,8 @@ struct SyntheticAppAttest {
 }
 
 /// Just enough CBOR writing for the synthetic attestations (definite lengths, shortest form).
-enum CBORWriter {
-    indirect enum Item {
+public enum CBORWriter {
+    public indirect enum Item: Sendable {
         case unsigned(UInt64)
         /// -1 - n.
         case negative(UInt64)
@@ -126,7 +141,7 @@ enum CBORWriter {
         case map([(Item, Item)])
     }
 
-    static func encode(_ item: Item) -> [UInt8] {
+    public static func encode(_ item: Item) -> [UInt8] {
         switch item {
         case .unsigned(let value): return head(0, value)
         case .negative(let value): return head(1, value)
@@ -150,4 +165,4 @@ enum CBORWriter {
 }
 
 /// A generated key that is not P-256, which cannot happen.
-struct SyntheticError: Error {}
+public struct SyntheticError: Error {}
