@@ -91,9 +91,10 @@ struct SharedCacheEndToEndTests {
         let redis = try await RedisServer()
         let probe = try await RedisProbe(url: redis.url)
         let key = ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: Self.sample)
-        // A lock as a holder leaves it when it dies mid-call: nobody will store or release it.
-        _ = try await probe.client.send(["SET", RedisArgument(SharedResponseCache.entryKey(key) + ":lock"), "gone", "PX", "1500"])
         try await GatewayHarness.with(configure: Self.shared(redis)) { harness in
+            // A lock as a holder leaves it when it dies mid-call: nobody will store or release it.
+            // Set once the gateway is up, so its start does not eat into the lock's life.
+            _ = try await probe.client.send(["SET", RedisArgument(SharedResponseCache.entryKey(key) + ":lock"), "gone", "PX", "1500"])
             let start = MonotonicInstant.now()
             let answer = try await harness.process(task: "summarize", text: Self.sample)
             let waited = Duration.nanoseconds(start.nanoseconds(until: .now()))
