@@ -21,6 +21,8 @@ struct UpstreamFailoverEndToEndTests {
     ) async throws {
         var mocks: [MockUpstream?] = []
         var urls: [String] = []
+        // Held until the end: a port released early could be given to another test's mock.
+        var refusing: [LoopbackPort.Refusing] = []
         for script in scripts {
             if let script {
                 let mock = try await MockUpstream.started(defaults: script, apiKey: upstreamKey)
@@ -28,9 +30,12 @@ struct UpstreamFailoverEndToEndTests {
                 urls.append(mock.baseURL)
             } else {
                 mocks.append(nil)
-                urls.append("http://127.0.0.1:\(try LoopbackPort.free())/v1")
+                let port = try LoopbackPort.Refusing()
+                refusing.append(port)
+                urls.append("http://127.0.0.1:\(port.port)/v1")
             }
         }
+        defer { withExtendedLifetime(refusing) {} }
         do {
             try await GatewayHarness.with(configure: { configuration in
                 configuration.upstreams = urls.enumerated().map { index, url in
