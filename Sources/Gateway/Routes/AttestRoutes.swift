@@ -24,12 +24,8 @@ struct AttestRegisterRoute: RouteHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let fields = try AttestBody.parse(request, proof: "attestation")
-        guard let keyID = fields.keyID, let attestation = fields.proof else {
-            context.update { $0.attestFailure = .malformed }
-            throw .unauthorized
-        }
-        let deviceID = try await service.register(keyID: keyID, attestation: attestation, challenge: fields.challenge, context: context)
+        let fields = try AttestBody.parse(request, proof: "attestation", context: context)
+        let deviceID = try await service.register(keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge, context: context)
         var body = JSONWriter(capacity: 64)
         body.object { $0.field("deviceId", deviceID) }
         return AttestBody.response(.created, body)
@@ -42,12 +38,8 @@ struct AttestSessionRoute: RouteHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let fields = try AttestBody.parse(request, proof: "assertion")
-        guard let keyID = fields.keyID, let assertion = fields.proof else {
-            context.update { $0.attestFailure = .malformed }
-            throw .unauthorized
-        }
-        let session = try await service.openSession(keyID: keyID, assertion: assertion, challenge: fields.challenge, context: context)
+        let fields = try AttestBody.parse(request, proof: "assertion", context: context)
+        let session = try await service.openSession(keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
         var body = JSONWriter(capacity: 128)
         body.object {
             $0.field("token", session.token)
@@ -64,21 +56,26 @@ enum AttestBody {
     static let maximumProofCharacters = 65_536
 
     struct Fields {
-        /// The key id when it is standard base64 of 32 bytes.
-        var keyID: [UInt8]?
-        /// The attestation or assertion when it is standard base64 of a bounded size.
-        var proof: [UInt8]?
+        /// The key id: standard base64 of 32 bytes.
+        var keyID: [UInt8]
+        /// The attestation or assertion: standard base64 of a bounded size.
+        var proof: [UInt8]
         var challenge: String
     }
 
-    /// The three string fields; `400 invalid_json` unless the body is a JSON object with them.
-    static func parse(_ request: HTTPRequest, proof name: StaticString) throws(GatewayError) -> Fields {
+    /// The three string fields: `400 invalid_json` unless the body is a JSON object with them,
+    /// `401` (`attest_error=malformed`) when the key id or the proof is not what App Attest sends.
+    static func parse(_ request: HTTPRequest, proof name: StaticString, context: RequestContext) throws(GatewayError) -> Fields {
         if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
         guard let members = try? JSONValue.parseMembers(of: request.body, named: ["keyId", name, "challenge"]),
               let keyID = members[0]?.stringValue, let proof = members[1]?.stringValue, let challenge = members[2]?.stringValue
         else { throw .invalidJSON }
-        let key = Base64URL.decodeStandard(keyID.utf8).flatMap { $0.count == 32 ? $0 : nil }
-        let bytes = proof.utf8.count <= maximumProofCharacters ? Base64URL.decodeStandard(proof.utf8) : nil
+        guard let key = Base64URL.decodeStandard(keyID.utf8), key.count == 32, proof.utf8.count <= maximumProofCharacters,
+              let bytes = Base64URL.decodeStandard(proof.utf8)
+        else {
+            context.update { $0.attestFailure = .malformed }
+            throw .unauthorized
+        }
         return Fields(keyID: key, proof: bytes, challenge: challenge)
     }
 
