@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2, version3, version4]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -276,5 +276,35 @@ enum PostgresSchema {
             EXECUTE FUNCTION devices_generation_moves()
         """,
         "CREATE TRIGGER devices_deleted AFTER DELETE ON devices FOR EACH ROW EXECUTE FUNCTION devices_generation_moves()",
+    ]
+
+    /// Idempotency-Key (``IdempotencyRepository``), as on SQLite: the primary key on (scope,
+    /// key) is what makes gateways agree on who runs a request; a running row has no expiry
+    /// and no answer, a completed one has both; the index serves the purge.
+    private static let version5 = [
+        """
+        CREATE TABLE idempotency_keys (
+            scope text NOT NULL,
+            idem_key text NOT NULL,
+            fingerprint bytea NOT NULL CHECK (length(fingerprint) = 32),
+            request_id text NOT NULL,
+            owner text NOT NULL,
+            state text NOT NULL CHECK (state IN ('running', 'completed')),
+            lease_until bigint NOT NULL,
+            created_at bigint NOT NULL,
+            expires_at bigint,
+            status bigint,
+            content_type text,
+            upstream text,
+            body bytea,
+            text text,
+            streamed boolean,
+            replays bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope, idem_key),
+            CHECK ((state = 'running') = (expires_at IS NULL)),
+            CHECK (state = 'running' OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL))
+        )
+        """,
+        "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until)",
     ]
 }

@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2, version3, version4]
+    static let migrations: [String] = [version1, version2, version3, version4, version5]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -246,5 +246,36 @@ enum StoreSchema {
         CREATE TRIGGER devices_deleted AFTER DELETE ON devices BEGIN
             UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
         END;
+        """
+
+    /// Idempotency-Key (``IdempotencyRepository``): one row per (scope, key), whose primary
+    /// key is what makes two gateways agree on who runs a request. A running row has no
+    /// expiry and no answer; a completed one has both (the checks hold it so, and the purge
+    /// relies on it). A rowid table: bodies may be large. The index serves the purge of both
+    /// kinds of dead rows: expired answers by (state, expires_at), ended leases by (state,
+    /// expires_at IS NULL, lease_until).
+    private static let version5 = """
+        CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            idem_key TEXT NOT NULL,
+            fingerprint BLOB NOT NULL CHECK (length(fingerprint) = 32),
+            request_id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('running', 'completed')),
+            lease_until INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER,
+            status INTEGER,
+            content_type TEXT,
+            upstream TEXT,
+            body BLOB,
+            text TEXT,
+            streamed INTEGER CHECK (streamed IN (0, 1)),
+            replays INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope, idem_key),
+            CHECK ((state = 'running') = (expires_at IS NULL)),
+            CHECK (state = 'running' OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL))
+        ) STRICT;
+        CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until);
         """
 }

@@ -1,0 +1,135 @@
+/// Idempotency-Key: one answer kept per (scope, key), so that a client's retry of a request
+/// whose answer it lost is answered from the store rather than run (and billed) again.
+///
+/// A row is `running` while one gateway works on the request, under a lease that lets another
+/// take the key over when that gateway dies, then `completed` with the answer until it
+/// expires. The primary key on (scope, key) is what makes gateways sharing one store agree on
+/// who runs a request. Every time is milliseconds since the Unix epoch, passed in by the
+/// caller (tests drive it).
+public protocol IdempotencyRepository: Sendable {
+    /// In one transaction, for (start.scope, start.key):
+    /// - no row, or a completed row expired at nowMilliseconds (expires_at <= now), or a running row whose lease_until <= now (its owner died): (re)write it as running with start's fingerprint, requestID, owner, leaseUntil, created_at = now, replays 0, answer columns null → .started
+    /// - a row (running with live lease, or completed unexpired) whose fingerprint differs from start.fingerprint → .mismatch
+    /// - running with live lease, same fingerprint → .inProgress(requestID:owner:)
+    /// - completed unexpired, same fingerprint → .completed(requestID:answer:) (answer.replays = the count stored before this call)
+    /// Of several calls at once with one scope and key (any number of stores on one database), exactly one gets .started.
+    func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin
+
+    /// Stores the answer and marks the row completed until expiresAtMilliseconds, only when the row is running and owned by `owner`; false otherwise (taken over or released).
+    func completeIdempotent(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64) async throws(StoreError) -> Bool
+
+    /// Deletes the row when it is running and owned by `owner` (a failed answer frees the key for a retry); nothing otherwise.
+    func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError)
+
+    /// Adds one to a completed row's replays (a retry was answered from it).
+    func noteIdempotentReplay(scope: String, key: String) async throws(StoreError)
+
+    /// Deletes completed rows expired at nowMilliseconds and running rows whose lease ended at or before nowMilliseconds, in bounded batches (like purgeExpiredChallengesAndSessions); returns how many.
+    func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int
+}
+
+/// What ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` writes when the key is
+/// free.
+public struct IdempotencyStart: Sendable, Equatable {
+    /// Whose keys these are and where they apply, e.g. `user:alice /api/process`: one client's
+    /// key never answers another's request.
+    public var scope: String
+    /// The client's Idempotency-Key: 1–255 printable ASCII characters.
+    public var key: String
+    /// The 32-byte digest of the request, so that a key sent again with another request is
+    /// refused rather than answered with the first one's answer.
+    public var fingerprint: [UInt8]
+    public var requestID: String
+    /// The gateway instance's id: only it completes or releases the row.
+    public var owner: String
+    /// Until when the row is the owner's; after, another gateway may take the key over.
+    public var leaseUntilMilliseconds: Int64
+
+    public init(scope: String, key: String, fingerprint: [UInt8], requestID: String, owner: String, leaseUntilMilliseconds: Int64) {
+        self.scope = scope
+        self.key = key
+        self.fingerprint = fingerprint
+        self.requestID = requestID
+        self.owner = owner
+        self.leaseUntilMilliseconds = leaseUntilMilliseconds
+    }
+}
+
+/// What ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` found.
+public enum IdempotencyBegin: Sendable, Equatable {
+    /// The key is the caller's: run the request, then complete or release it.
+    case started
+    /// Another request with the key runs, under a live lease.
+    case inProgress(requestID: String, owner: String)
+    /// The key's answer, kept and unexpired.
+    case completed(requestID: String, answer: StoredAnswer)
+    /// The key is held for another request (another fingerprint).
+    case mismatch
+}
+
+/// A kept answer. Never printed with its body or text (CustomStringConvertible shows status, content type, sizes only).
+public struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
+    public var status: Int
+    public var contentType: String
+    /// The upstream that answered, when one did.
+    public var upstream: String?
+    public var body: [UInt8]
+    /// For a streamed answer, the whole text its deltas carried.
+    public var text: String?
+    public var streamed: Bool
+    /// How many retries were answered from it.
+    public var replays: Int
+
+    public init(status: Int, contentType: String, upstream: String?, body: [UInt8], text: String?, streamed: Bool, replays: Int = 0) {
+        self.status = status
+        self.contentType = contentType
+        self.upstream = upstream
+        self.body = body
+        self.text = text
+        self.streamed = streamed
+        self.replays = replays
+    }
+
+    /// Sizes only: the body and text are a user's.
+    public var description: String {
+        "StoredAnswer(status: \(status), contentType: \(contentType), body: \(body.count) bytes"
+            + (text.map { ", text: \($0.utf8.count) bytes" } ?? "") + (streamed ? ", streamed" : "") + ", replays: \(replays))"
+    }
+}
+
+/// A row of `idempotency_keys` as both backends read it, and the decision
+/// ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` makes from it.
+struct IdempotencyRow {
+    var fingerprint: [UInt8]
+    var requestID: String
+    var owner: String
+    var completed: Bool
+    var leaseUntilMilliseconds: Int64
+    var expiresAtMilliseconds: Int64?
+    /// Nil for a running row.
+    var answer: StoredAnswer?
+
+    /// The columns ``IdempotencyRow`` is read from, in this order.
+    static let columns =
+        "fingerprint, request_id, owner, state, lease_until, expires_at, status, content_type, upstream, body, text, streamed, replays"
+
+    /// Whether the row is dead at `now` (an expired answer, or a lease its owner let end), so
+    /// that a begin may write over it.
+    func isFree(at now: Int64) -> Bool {
+        completed ? (expiresAtMilliseconds ?? Int64.min) <= now : leaseUntilMilliseconds <= now
+    }
+
+    /// What a begin with `start` gets from a live row.
+    func outcome(for start: IdempotencyStart) -> IdempotencyBegin {
+        guard fingerprint == start.fingerprint else { return .mismatch }
+        if completed, let answer { return .completed(requestID: requestID, answer: answer) }
+        return .inProgress(requestID: requestID, owner: owner)
+    }
+}
+
+extension StoreError {
+    /// A begin that kept finding its key's row deleted between its insert and its read.
+    static func idempotencyKeyChurn(store: String) -> StoreError {
+        StoreError(.busy, message: "\(store): an idempotency key's row kept vanishing while it was being taken; try again")
+    }
+}

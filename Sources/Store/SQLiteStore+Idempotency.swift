@@ -1,0 +1,105 @@
+extension SQLiteStore {
+    /// One `BEGIN IMMEDIATE` transaction: the read and the write that follows it happen under
+    /// the file's write lock, so of two begins at once (in this process or another) the second
+    /// reads the first's row.
+    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin {
+        try await write { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> IdempotencyBegin in
+                let row = try connection.queryFirst(
+                    "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
+                ) { Self.idempotencyRow(from: $0) }
+                if let row, !row.isFree(at: nowMilliseconds) { return row.outcome(for: start) }
+                try connection.execute(
+                    """
+                    INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
+                    VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0)
+                    """,
+                    [
+                        .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
+                        .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds),
+                    ]
+                )
+                return .started
+            }
+        }
+    }
+
+    /// The replay count stays the row's own (0 since the begin), whatever `answer` carries.
+    public func completeIdempotent(
+        scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
+    ) async throws(StoreError) -> Bool {
+        try await write { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                try connection.execute(
+                    """
+                    UPDATE idempotency_keys SET state = 'completed', expires_at = ?, status = ?, content_type = ?, upstream = ?, body = ?, text = ?,
+                        streamed = ?
+                    WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?
+                    """,
+                    [
+                        .integer(expiresAtMilliseconds), .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream),
+                        .blob(answer.body), .text(answer.text), .integer(answer.streamed ? 1 : 0),
+                        .text(scope), .text(key), .text(owner),
+                    ]
+                ) == 1
+            }
+        }
+    }
+
+    public func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
+        try await write { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Void in
+                try connection.execute(
+                    "DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?",
+                    [.text(scope), .text(key), .text(owner)]
+                )
+            }
+        }
+    }
+
+    public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
+        try await write { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Void in
+                try connection.execute(
+                    "UPDATE idempotency_keys SET replays = replays + 1 WHERE scope = ? AND idem_key = ? AND state = 'completed'",
+                    [.text(scope), .text(key)]
+                )
+            }
+        }
+    }
+
+    /// Two kinds of dead rows, each found by `idempotency_keys_by_expiry`: a running row has
+    /// no expiry (the table's check holds it so).
+    public func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int {
+        try await onPool { () throws(StoreError) -> Int in
+            let answers = try self.deleteInBatches(
+                """
+                DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys
+                    WHERE state = 'completed' AND expires_at <= ? LIMIT \(Self.deletionBatch))
+                """,
+                [.integer(nowMilliseconds)]
+            )
+            let leases = try self.deleteInBatches(
+                """
+                DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys
+                    WHERE state = 'running' AND expires_at IS NULL AND lease_until <= ? LIMIT \(Self.deletionBatch))
+                """,
+                [.integer(nowMilliseconds)]
+            )
+            return answers + leases
+        }
+    }
+
+    private static func idempotencyRow(from row: borrowing SQLiteRow) -> IdempotencyRow {
+        let completed = row.text(3) == "completed"
+        return IdempotencyRow(
+            fingerprint: row.blob(0), requestID: row.text(1), owner: row.text(2), completed: completed, leaseUntilMilliseconds: row.int64(4),
+            expiresAtMilliseconds: row.optionalInt64(5),
+            answer: completed
+                ? StoredAnswer(
+                    status: row.int(6), contentType: row.text(7), upstream: row.optionalText(8), body: row.blob(9), text: row.optionalText(10),
+                    streamed: row.bool(11), replays: row.int(12)
+                ) : nil
+        )
+    }
+}
