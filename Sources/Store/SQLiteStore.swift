@@ -14,7 +14,7 @@ import Synchronization
 /// caller's thread.
 ///
 /// History read back has no token id: the store keeps only each token's last use.
-public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository, StoreMaintenance, JobStore, Sendable {
+public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository, IdempotencyRepository, StoreMaintenance, JobStore, Sendable {
     /// The schema version this binary writes (`PRAGMA user_version`).
     public static let schemaVersion = StoreSchema.latestVersion
 
