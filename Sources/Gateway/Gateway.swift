@@ -102,7 +102,6 @@ public final class Gateway: Sendable {
                 }
             }
         }
-        self.services = services
         let pool = upstreams.isEmpty ? nil : UpstreamPool(
             members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
             metrics: UpstreamMetrics(registry: registry), logger: logger
@@ -115,6 +114,24 @@ public final class Gateway: Sendable {
                 redis: redis, local: local, lockTimeToLive: SharedResponseCache.lockTimeToLive(upstreamTimeout: configuration.upstreamTimeout),
                 waitLimit: configuration.upstreamTimeout, registry: registry
             )
+        }
+        // Without a store, the keys are this instance's own, in memory.
+        let idempotencyRecords: any IdempotencyRepository = store?.backend ?? MemoryIdempotencyRecords()
+        let idempotencyMetrics = IdempotencyMetrics(registry: registry)
+        let idempotency = IdempotencyService(
+            records: idempotencyRecords,
+            settings: IdempotencyService.Settings(
+                timeToLive: configuration.idempotencyTimeToLive,
+                lease: max(configuration.upstreamTimeout, configuration.streamTotalTimeout) + .seconds(60)
+            ),
+            metrics: idempotencyMetrics, faults: store?.faults, logger: logger, clock: clock
+        )
+        if store == nil {
+            services.append(PeriodicService(name: "idempotency_purge", interval: .seconds(60), immediately: false) { await idempotency.purge() })
+        }
+        self.services = services
+        func idempotent(_ route: IdempotencyMiddleware.Route) -> IdempotencyMiddleware {
+            IdempotencyMiddleware(service: idempotency, route: route, trustedProxies: configuration.trustedProxies)
         }
         // A concern the configuration turns off is no layer at all.
         // Authentication is always a layer: even a gateway that knows no credential must
@@ -143,11 +160,11 @@ public final class Gateway: Sendable {
         let bodied = admission + [ContentEncodingMiddleware()]
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
-            Route(method: .POST, path: "/api/process", middleware: bodied, handler: ProcessRoute(
+            Route(method: .POST, path: "/api/process", middleware: bodied + [idempotent(.process)], handler: ProcessRoute(
                 pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/v1/models", middleware: openAIAdmission + limits(.none), handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
-            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission + [ContentEncodingMiddleware()], handler: ChatCompletionsRoute(
+            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission + [ContentEncodingMiddleware(), idempotent(.chat)], handler: ChatCompletionsRoute(
                 pool: pool, configuration: configuration, streams: streams, logger: logger
             )),
             Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
@@ -197,7 +214,7 @@ public final class Gateway: Sendable {
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
             let item = JobRoute(jobs: jobs)
             routes += [
-                Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: SubmitJobRoute(jobs: jobs)),
+                Route(method: .POST, path: "/api/jobs", middleware: bodied + [idempotent(.jobs)], handler: SubmitJobRoute(jobs: jobs)),
                 Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
@@ -235,7 +252,7 @@ public final class Gateway: Sendable {
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock,
-            observers: observers, ledger: store?.recorder
+            observers: observers, ledger: store?.recorder, idempotency: idempotencyMetrics
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,

@@ -86,12 +86,14 @@ final class GatewayStore: Sendable {
                     historyBeforeMilliseconds: nowMilliseconds - historyDays * 86_400_000, usageBeforeDay: now.utcDay - usageDays + 1
                 )
                 let expired = try await backend.purgeExpiredChallengesAndSessions(nowMilliseconds: nowMilliseconds)
-                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0 {
+                let keys = try await backend.purgeExpiredIdempotent(nowMilliseconds: nowMilliseconds)
+                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0 || keys > 0 {
                     logger.info(
                         "store_purged",
                         [
                             ("history_rows", .int(purged.history)), ("usage_days", .int(purged.usageDays)),
                             ("attest_challenges", .int(expired.challenges)), ("device_sessions", .int(expired.sessions)),
+                            ("idempotency_keys", .int(keys)),
                         ]
                     )
                 }

@@ -55,6 +55,8 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let requestTimeout = HTTPStatus(code: 408)
     /// 409 Conflict.
     public static let conflict = HTTPStatus(code: 409)
+    /// 422 Unprocessable Content.
+    public static let unprocessableContent = HTTPStatus(code: 422)
     /// 413 Content Too Large.
     public static let contentTooLarge = HTTPStatus(code: 413)
     /// 414 URI Too Long.

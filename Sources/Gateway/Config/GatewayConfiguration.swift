@@ -81,6 +81,9 @@ public struct GatewayConfiguration: Sendable {
     public var cacheTimeToLive: Duration?
     /// Most answers the cache holds.
     public var cacheMaxEntries = 1000
+    /// `IDEMPOTENCY_TTL_SECONDS`: how long an answer given to a request with an
+    /// `Idempotency-Key` is kept for its retries.
+    public var idempotencyTimeToLive: Duration = .seconds(86_400)
     /// When set, `GET /metrics` needs `Authorization: Bearer <this>`.
     public var metricsToken: String?
     /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
@@ -219,6 +222,7 @@ public struct GatewayConfiguration: Sendable {
         maxChoices = try integer("MAX_CHOICES", 1...128) ?? maxChoices
         if let ttl = try integer("CACHE_TTL_SECONDS", 0...604_800), ttl > 0 { cacheTimeToLive = .seconds(ttl) }
         cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
+        if let ttl = try integer("IDEMPOTENCY_TTL_SECONDS", 60...604_800) { idempotencyTimeToLive = .seconds(ttl) }
         metricsToken = value("METRICS_TOKEN")
         if let inline = value("GATEWAY_TOKENS") {
             do {

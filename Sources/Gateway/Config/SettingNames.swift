@@ -24,7 +24,7 @@ enum SettingNames {
         // Callers and limits.
         "GATEWAY_TOKENS", "GATEWAY_TOKENS_FILE", "AUTH_REQUIRED", "PLANS", "RATE_LIMITS", "TRUSTED_PROXIES",
         "REDIS_URL", "REDIS_TIMEOUT_MS", "REDIS_FAILURE_MODE", "CACHE_TTL_SECONDS", "CACHE_MAX_ENTRIES",
-        "CACHE_BACKEND", "METRICS", "METRICS_TOKEN",
+        "CACHE_BACKEND", "METRICS", "METRICS_TOKEN", "IDEMPOTENCY_TTL_SECONDS",
         // Sign-in with JWTs.
         "JWT_HS256_SECRET", "JWT_JWKS_FILE", "JWT_JWKS_URL", "JWT_JWKS_REFRESH_SECONDS", "JWT_ISSUER",
         "JWT_AUDIENCE", "JWT_PLAN_CLAIM", "JWT_LEEWAY_SECONDS", "JWT_ALGORITHMS", "JWT_CACHE_ENTRIES",
@@ -57,7 +57,7 @@ enum SettingNames {
     static let prefixes = [
         "DARVAREH_", "GATEWAY_", "UPSTREAM_", "JWT_", "REDIS_", "JOB_", "HISTORY_", "APP_ATTEST_",
         "AUTH_", "STREAM_", "METRICS_", "LEDGER_", "USAGE_", "EVENT_LOOP", "SHUTDOWN_", "HEARTBEAT_",
-        "RATE_", "TRUSTED_", "PLAN", "SUMMARY_", "REWRITE_", "EXTRACTION_", "CREATIVE_",
+        "RATE_", "TRUSTED_", "IDEMPOTENCY_", "PLAN", "SUMMARY_", "REWRITE_", "EXTRACTION_", "CREATIVE_",
     ]
 
     /// Names other software is known to set with one of the ``prefixes``: Jenkins's job and

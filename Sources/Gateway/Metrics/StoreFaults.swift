@@ -15,6 +15,7 @@ final class StoreFaults: Sendable {
         case checkpoint
         case jobs
         case devices
+        case idempotency
     }
 
     private let counters: [Operation: Counter]

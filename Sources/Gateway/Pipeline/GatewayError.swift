@@ -117,6 +117,24 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
     /// `POST /api/attest/register` with a key id registered already.
     static let deviceAlreadyRegistered = GatewayError(.conflict, "device_already_registered", "این دستگاه پیش‌تر ثبت شده است.", "This device key is registered already.")
+    static let invalidIdempotencyKey = GatewayError(
+        .badRequest, "invalid_idempotency_key", "کلید Idempotency-Key معتبر نیست.",
+        "The Idempotency-Key header is not valid."
+    )
+    /// The first request with the key is still being answered on another instance: a second
+    /// later it has usually ended, and the retry gets its answer.
+    static let idempotencyInProgress: GatewayError = {
+        var error = GatewayError(
+            .conflict, "idempotency_in_progress", "درخواستی با همین Idempotency-Key هنوز در حال پاسخ است. لطفاً کمی بعد دوباره تلاش کنید.",
+            "A request with this Idempotency-Key is still being answered. Please retry shortly."
+        )
+        error.headers.add(name: "Retry-After", value: "1")
+        return error
+    }()
+    static let idempotencyKeyReused = GatewayError(
+        .unprocessableContent, "idempotency_key_reused", "این Idempotency-Key پیش‌تر برای درخواست دیگری به کار رفته است.",
+        "This Idempotency-Key was used for a different request."
+    )
     static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// A caller at `JOB_MAX_ACTIVE_PER_USER`. No one knows when one of its jobs will end, so
@@ -142,6 +160,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         "too_many_jobs", "headers_too_large", "not_configured", "internal_error", "not_implemented", "upstream_error",
         "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down", "upstream_timeout",
         "http_version_not_supported", "cancelled", "client_closed_request", "device_already_registered",
+        "invalid_idempotency_key", "idempotency_in_progress", "idempotency_key_reused",
     ]
     /// Codes no client is ever sent: a request whose client went away is only logged and counted.
     static let logOnlyCodes: Set<String> = ["client_closed_request"]

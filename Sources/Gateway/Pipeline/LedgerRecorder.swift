@@ -15,7 +15,8 @@ struct LedgerRecorder: Sendable {
         guard context.route.isLedgered else { return }
         // The flag and the state it records, under one lock.
         let state = context.update { state -> RequestContext.State? in
-            guard !state.ledgered else { return nil }
+            // A retry answered with a kept answer has no row of its own: the key's one row is the first's.
+            guard !state.ledgered, state.idempotency == nil || state.idempotency == .original else { return nil }
             state.ledgered = true
             return state
         }

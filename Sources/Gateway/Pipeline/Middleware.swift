@@ -10,7 +10,7 @@ typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, Reque
 /// it sees the request and its context, may answer itself or call `next`, and may change
 /// what `next` answered. Chains are composed once, when the gateway starts.
 protocol Middleware: Sendable {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse
 }
 
 extension Array where Element == any Middleware {
@@ -31,7 +31,7 @@ protocol RouteHandler: Sendable {
 /// Gives every response the request's `X-Request-Id`, and `X-Upstream` once an upstream
 /// was asked.
 struct RequestIDMiddleware: Middleware {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
         var response = try await next(request, context)
         stamp(&response, context: context)
         return response
@@ -40,9 +40,10 @@ struct RequestIDMiddleware: Middleware {
     /// What the middleware does to a response, for the pipeline's outermost step, which
     /// runs it without an async layer of its own.
     func stamp(_ response: inout HTTPResponse, context: RequestContext) {
-        response.headers.replaceOrAdd(name: "X-Request-Id", value: context.id)
+        let (upstream, replayOf) = context.update { ($0.upstream, $0.replayOf) }
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: replayOf ?? context.id)
         // Only the pipeline sets it, once: no route does.
-        if let upstream = context.upstream { response.headers.add(name: "X-Upstream", value: upstream) }
+        if let upstream { response.headers.add(name: "X-Upstream", value: upstream) }
     }
 }
 
@@ -52,7 +53,7 @@ struct RequestIDMiddleware: Middleware {
 struct ErrorMiddleware: Middleware {
     let logger: Logger
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
         do {
             return try await next(request, context)
         } catch {
@@ -105,7 +106,7 @@ struct AuthMiddleware: Middleware {
     let placeholderGuests: Bool
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
             if required { throw GatewayError.unauthorized }
@@ -175,7 +176,7 @@ struct RateLimitMiddleware: Middleware {
     var perAddress: Plan? = nil
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
         let caller = context.caller
         let plan: Plan
         let key: String

@@ -59,6 +59,16 @@ final class RequestContext: Sendable {
         var result: String?
         /// Whether the request's ledger row was handed to the store (once).
         var ledgered = false
+        /// What the request was to its `Idempotency-Key`, when it had one.
+        var idempotency: IdempotencyRole?
+        /// A retry's answer is the first request's: its id is the one the client is told
+        /// (`X-Request-Id`) and the log line carries.
+        var replayOf: String?
+        /// Where a keyed stream is written, so that a joining retry can read it too.
+        var streamTee: StreamTee?
+        /// A keyed stream's producer, which runs on after its client has gone: the finished
+        /// hook waits for it, so the tokens it used are charged and its row is whole.
+        var outlivingWork: Task<Void, Never>?
     }
 
     private let state = Mutex(State())

@@ -38,6 +38,7 @@ struct RequestFinisher: Sendable {
     let observers: [any RequestObserver]
     /// The store's ledger; nil when the gateway is stateless.
     let ledger: LedgerRecorder?
+    var idempotency: IdempotencyMetrics? = nil
 
     /// A request starts being answered.
     func started(_ context: RequestContext) {
@@ -45,7 +46,15 @@ struct RequestFinisher: Sendable {
     }
 
     func finish(_ context: RequestContext, _ end: ResponseEnd) async {
-        context.update { state in
+        // A keyed stream's answer outlives its client: the request ends when the answer does.
+        if let work = context.update({ $0.outlivingWork }) { await work.value }
+        let completedAfterClientLeft = context.update { state -> Bool in
+            // A keyed answer that completed is the key's answer, kept and charged, whether or
+            // not its client stayed to read it.
+            if end != .completed, state.idempotency == .original, (200..<300).contains(state.status), state.outcome == nil || state.outcome == .done {
+                state.outcome = .done
+                return true
+            }
             switch end {
             case .completed:
                 if state.outcome == nil { state.outcome = state.status < 400 ? .done : .rejected }
@@ -56,7 +65,9 @@ struct RequestFinisher: Sendable {
             case .bodyFailed:
                 if state.outcome == nil || state.outcome == .done { state.outcome = .failed(.truncated) }
             }
+            return false
         }
+        if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
         if let limiter, let held = context.takeLease() {
             do {
                 _ = try await limiter.finish(lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
@@ -76,7 +87,8 @@ struct RequestFinisher: Sendable {
         let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, state.upstreamNanoseconds)) / 1e6
         logger.log(.info, "request", [
-            ("request_id", .string(context.id)),
+            ("request_id", .string(state.replayOf ?? context.id)),
+            ("idempotency", state.idempotency.map { .string($0.rawValue) }),
             ("user_id", state.caller.map { .string($0.userID) }),
             ("method", .string(context.method.rawValue)),
             ("path", .string(context.path)),

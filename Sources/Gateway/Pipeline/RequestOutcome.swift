@@ -19,6 +19,8 @@ enum RequestOutcome: Sendable, Equatable {
     case shutdown
     /// A gateway fault or a missing configuration (`500`).
     case internalError
+    /// A retry answered with the first answer for its `Idempotency-Key`, without an upstream call.
+    case replayed
 
     /// The value of the access log's `outcome` field.
     var label: String {
@@ -32,6 +34,7 @@ enum RequestOutcome: Sendable, Equatable {
         case .streamTimeout: return "stream_timeout"
         case .shutdown: return "shutdown"
         case .internalError: return "internal_error"
+        case .replayed: return "idempotent_replay"
         }
     }
 

@@ -148,7 +148,7 @@ struct ProcessRoute: RouteHandler {
         }
         let stream = ProcessStream(
             opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,
-            structured: request.format == .json ? request.task : nil
+            structured: request.format == .json ? request.task : nil, tee: context.update { $0.streamTee }
         )
         return HTTPResponse(
             headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],

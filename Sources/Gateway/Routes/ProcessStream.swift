@@ -16,6 +16,9 @@ struct ProcessStream: Sendable {
     /// the model's text as it comes, `done` the data and the human-readable `result`; an
     /// answer that breaks the schema ends with `invalid_model_output` (no repair call).
     var structured: TextTask? = nil
+    /// For a request with an `Idempotency-Key`: where the events go, told the text so far
+    /// with each delta so that a retry joining it gets the text in one piece.
+    var tee: StreamTee? = nil
 
     private enum Outcome: Sendable {
         case done(String, Usage?)
@@ -87,6 +90,7 @@ struct ProcessStream: Sendable {
                 if let value = chunk.usage { usage = value }
                 guard !delta.isEmpty else { continue }
                 text += delta
+                tee?.noteText(text)
                 try await writer.write(event("delta") {
                     $0.field("requestId", context.id)
                     $0.field("delta", delta)

@@ -1,0 +1,197 @@
+import HTTP1
+import HTTPServer
+import Store
+
+/// `Idempotency-Key` on the routes that spend tokens (docs/api.md, "Retries"). Without the
+/// field a request passes as if this layer were not there. With it, the first request runs
+/// in a task of its own that its client's hang-up does not cancel, its successful answer is
+/// kept, and a retry gets that answer (or joins it while it runs) without an upstream call.
+///
+/// It sits last, after the limits: a retry still counts as a request.
+struct IdempotencyMiddleware: Middleware {
+    /// The route's answer shapes: how a kept stream is replayed, and which status a replay has.
+    enum Route: Sendable {
+        case process
+        case chat
+        case jobs
+    }
+
+    let service: IdempotencyService
+    let route: Route
+    /// Proxies whose `X-Forwarded-For` names a guest's address (a guest's keys are its address's).
+    let trustedProxies: TrustedProxies
+
+    private static let eventStreamHeaders: HTTPHeaders = [
+        "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+        "Idempotent-Replayed": "true",
+    ]
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+        let key: String
+        switch IdempotencyKey.read(request.headers) {
+        case .absent: return try await next(request, context)
+        case .invalid: throw GatewayError.invalidIdempotencyKey
+        case .key(let value): key = value
+        }
+        let caller = context.caller.map { "user:" + $0.userID }
+            ?? "address:" + trustedProxies.clientAddress(
+                peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For")
+            )
+        let ticket = IdempotencyService.Ticket(
+            scope: caller + " " + context.path, key: key,
+            fingerprint: IdempotencyKey.fingerprint(method: request.method.rawValue, path: request.path, body: request.body)
+        )
+        switch service.admit(ticket, requestID: context.id) {
+        case .mismatch:
+            service.metrics.count(.mismatch)
+            throw GatewayError.idempotencyKeyReused
+        case .join(let flight):
+            return try await follow(flight, await flight.decision.value, ticket: ticket, context: context)
+        case .lead(let flight):
+            let decision = await service.begin(ticket, flight: flight)
+            guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
+            return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
+        }
+    }
+
+    /// The first request with its key: answered in a task of its own, so that its client
+    /// going away ends neither the upstream call nor the keeping of its answer.
+    private func lead(
+        _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest, context: RequestContext,
+        next: @escaping RouteResponder
+    ) async throws -> HTTPResponse {
+        let tee: StreamTee? = switch route {
+        case .process: StreamTee(shape: .process(requestID: context.id))
+        case .chat: StreamTee(shape: .transcript)
+        case .jobs: nil
+        }
+        context.update {
+            $0.idempotency = .original
+            $0.streamTee = tee
+        }
+        let work = Task { () -> Result<HTTPResponse, any Error> in
+            do {
+                return .success(try await next(request, context))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // Not cancelled with this task: it waits for the answer whether or not anyone reads it.
+        var response: HTTPResponse
+        switch await work.value {
+        case .failure(let error):
+            await service.release(ticket, flight: flight, error: error as? GatewayError ?? .internalError)
+            throw error
+        case .success(let answered):
+            response = answered
+        }
+        switch response.body {
+        case .bytes(let body):
+            guard (200..<300).contains(response.status.code) else {
+                await service.release(ticket, flight: flight, error: .internalError)
+                return response
+            }
+            let answer = StoredAnswer(
+                status: response.status.code, contentType: response.headers["Content-Type"] ?? "application/json", upstream: context.upstream,
+                body: body, text: nil, streamed: false
+            )
+            await service.complete(ticket, flight: flight, answer: answer)
+            return response
+        case .stream(let produce):
+            guard let tee else { return response }
+            let service = self.service
+            let route = self.route
+            let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
+            // Taken before the producer starts: the client gets every event, `start` included.
+            let subscription = tee.subscribe(joining: false)
+            let streamWork = Task {
+                // The stream's own end (a `done` or `error` event) is what the tee keeps;
+                // nothing the producer writes to it can fail.
+                try? await produce(tee.writer)
+                tee.finish()
+                let state = context.snapshot
+                guard state.outcome == .done else {
+                    await service.release(ticket, flight: flight, error: state.error ?? .upstreamError)
+                    return
+                }
+                let kept = tee.kept
+                let answer = StoredAnswer(
+                    status: 200, contentType: contentType, upstream: state.upstream,
+                    body: route == .process ? kept.last ?? [] : kept.transcript, text: route == .process ? kept.text : nil, streamed: true
+                )
+                await service.complete(ticket, flight: flight, answer: answer)
+            }
+            context.update { $0.outlivingWork = streamWork }
+            flight.answer.set(.stream(tee, upstream: context.upstream))
+            response.body = .stream { writer in try await subscription.forward(to: writer) }
+            return response
+        }
+    }
+
+    /// A retry that came while the first request ran on this instance.
+    private func follow(
+        _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket,
+        context: RequestContext
+    ) async throws -> HTTPResponse {
+        guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
+        switch await flight.answer.value {
+        case .whole(.failure(let error)):
+            throw error
+        case .whole(.success(let answer)):
+            await service.noteReplay(ticket, role: .joined)
+            return replay(answer, requestID: flight.requestID, role: .joined, context: context)
+        case .stream(let tee, let upstream):
+            await service.noteReplay(ticket, role: .joined)
+            context.update {
+                $0.idempotency = .joined
+                $0.replayOf = flight.requestID
+                $0.upstream = upstream
+                $0.outcome = .replayed
+            }
+            return HTTPResponse(headers: Self.eventStreamHeaders, body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) })
+        }
+    }
+
+    /// What the records said of a key this instance does not run.
+    private func refer(_ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket, context: RequestContext) async throws -> HTTPResponse {
+        switch decision {
+        case .run:
+            throw GatewayError.internalError  // not a referral
+        case .failed(let error):
+            throw error
+        case .refer(.started):
+            throw GatewayError.internalError  // a start is a run
+        case .refer(.mismatch):
+            service.metrics.count(.mismatch)
+            throw GatewayError.idempotencyKeyReused
+        case .refer(.inProgress):
+            service.metrics.count(.conflict)
+            throw GatewayError.idempotencyInProgress
+        case .refer(.completed(let requestID, let answer)):
+            await service.noteReplay(ticket, role: .replayed)
+            return replay(answer, requestID: requestID, role: .replayed, context: context)
+        }
+    }
+
+    /// A kept answer, as the first request's client got it (a stream as `start`, one
+    /// `delta` and the same `done` on `/api/process`; its events on `/v1`), for `requestID`.
+    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole, context: RequestContext) -> HTTPResponse {
+        context.update {
+            $0.idempotency = role
+            $0.replayOf = requestID
+            $0.upstream = answer.upstream
+            $0.outcome = .replayed
+        }
+        guard answer.streamed else {
+            // A job is made once: its retry says where it is, with 200 rather than 202.
+            let status = route == .jobs && answer.status == 202 ? HTTPStatus.ok : HTTPStatus(code: answer.status)
+            return HTTPResponse(
+                status: status, headers: ["Content-Type": answer.contentType, "Idempotent-Replayed": "true"], body: .bytes(answer.body)
+            )
+        }
+        let bytes = route == .process
+            ? StreamTee.startEvent(requestID: requestID) + StreamTee.deltaEvent(requestID: requestID, text: answer.text ?? "") + answer.body
+            : answer.body
+        return HTTPResponse(headers: Self.eventStreamHeaders, body: .stream { writer in try await writer.write(bytes) })
+    }
+}

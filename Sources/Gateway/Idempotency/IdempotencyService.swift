@@ -1,0 +1,218 @@
+import Crypto
+import EventLoop
+import Store
+import Synchronization
+
+/// What a request with an `Idempotency-Key` is to the gateway (docs/api.md, "Retries"):
+/// the first with its key, a retry answered from the kept answer, or a retry that joined
+/// the first while it ran.
+enum IdempotencyRole: String, Sendable {
+    case original
+    case replayed
+    case joined
+}
+
+/// Idempotent requests: the records every instance shares (the store's table, or this
+/// instance's memory without a store), the answers running on this instance that a retry
+/// can join, and the counts.
+final class IdempotencyService: Sendable {
+    struct Settings: Sendable {
+        /// `IDEMPOTENCY_TTL_SECONDS`: how long a completed answer is kept.
+        var timeToLive: Duration
+        /// How long a running key is held before another instance may take it over: longer
+        /// than any answer may take, so only a dead instance's keys are taken.
+        var lease: Duration
+    }
+
+    /// One key's record and request, as the middleware and the records know it.
+    struct Ticket: Sendable {
+        let scope: String
+        let key: String
+        let fingerprint: [UInt8]
+
+        var flightKey: String { scope + "\u{1F}" + key }
+    }
+
+    /// The first request with a key, running on this instance.
+    final class Flight: Sendable {
+        enum Decision: Sendable {
+            /// The records let this instance answer it.
+            case run
+            /// The records hold the key already (kept, running elsewhere, or another request's).
+            case refer(IdempotencyBegin)
+            case failed(GatewayError)
+        }
+
+        enum Answer: Sendable {
+            case stream(StreamTee, upstream: String?)
+            case whole(Result<StoredAnswer, GatewayError>)
+        }
+
+        let fingerprint: [UInt8]
+        let requestID: String
+        let decision = OneShot<Decision>()
+        let answer = OneShot<Answer>()
+
+        init(fingerprint: [UInt8], requestID: String) {
+            self.fingerprint = fingerprint
+            self.requestID = requestID
+        }
+    }
+
+    enum Admission: Sendable {
+        case lead(Flight)
+        case join(Flight)
+        case mismatch
+    }
+
+    let records: any IdempotencyRepository
+    /// This instance's name in the records: random per start, so a restarted instance never
+    /// takes its predecessor's running keys for its own.
+    let owner: String
+    let settings: Settings
+    let metrics: IdempotencyMetrics
+    private let clock: @Sendable () -> Instant
+    private let faults: StoreFaults?
+    private let logger: Logger
+    private let flights = Mutex<[String: Flight]>([:])
+
+    init(
+        records: any IdempotencyRepository, settings: Settings, metrics: IdempotencyMetrics, faults: StoreFaults?, logger: Logger,
+        clock: @escaping @Sendable () -> Instant, owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
+    ) {
+        self.records = records
+        self.settings = settings
+        self.metrics = metrics
+        self.faults = faults
+        self.logger = logger
+        self.clock = clock
+        self.owner = owner
+    }
+
+    /// Answers running here (for the metrics and tests).
+    var running: Int { flights.withLock { $0.count } }
+
+    /// The flight this request leads, or the one it joins.
+    func admit(_ ticket: Ticket, requestID: String) -> Admission {
+        flights.withLock { flights in
+            if let flight = flights[ticket.flightKey] {
+                return flight.fingerprint == ticket.fingerprint ? .join(flight) : .mismatch
+            }
+            let flight = Flight(fingerprint: ticket.fingerprint, requestID: requestID)
+            flights[ticket.flightKey] = flight
+            return .lead(flight)
+        }
+    }
+
+    /// Asks the records whether `flight` may run, and tells those waiting on it. Unless it
+    /// runs, the flight is over at once.
+    func begin(_ ticket: Ticket, flight: Flight) async -> Flight.Decision {
+        let now = milliseconds(clock())
+        let start = IdempotencyStart(
+            scope: ticket.scope, key: ticket.key, fingerprint: ticket.fingerprint, requestID: flight.requestID, owner: owner,
+            leaseUntilMilliseconds: now + Int64(settings.lease / .milliseconds(1))
+        )
+        let decision: Flight.Decision
+        do throws(StoreError) {
+            let begun = try await records.beginIdempotent(start, nowMilliseconds: now)
+            decision = if case .started = begun { .run } else { .refer(begun) }
+        } catch {
+            // Unrecorded, a retry could pay again: refuse rather than run unprotected.
+            faults?.record(error, operation: .idempotency)
+            decision = .failed(.storeUnavailable)
+        }
+        if case .run = decision { metrics.count(.started) } else { land(ticket) }
+        flight.decision.set(decision)
+        return decision
+    }
+
+    /// Keeps a successful answer for the time to live, then lets joiners have it.
+    func complete(_ ticket: Ticket, flight: Flight, answer: StoredAnswer) async {
+        let expires = milliseconds(clock()) + Int64(settings.timeToLive / .milliseconds(1))
+        do throws(StoreError) {
+            let kept = try await records.completeIdempotent(
+                scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires
+            )
+            // Taken over after the lease ran out: the other instance's answer is the key's.
+            if !kept { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
+        } catch {
+            faults?.record(error, operation: .idempotency)
+        }
+        land(ticket)
+        flight.answer.set(.whole(.success(answer)))
+    }
+
+    /// Gives the key back after a failure (the retry tries again), then tells joiners.
+    func release(_ ticket: Ticket, flight: Flight, error: GatewayError) async {
+        do throws(StoreError) {
+            try await records.releaseIdempotent(scope: ticket.scope, key: ticket.key, owner: owner)
+        } catch {
+            // The lease ends it: a retry is refused with 409 until then.
+            faults?.record(error, operation: .idempotency)
+        }
+        metrics.count(.released)
+        land(ticket)
+        flight.answer.set(.whole(.failure(error)))
+    }
+
+    /// A retry was answered from a kept answer or joined one: the record counts it.
+    func noteReplay(_ ticket: Ticket, role: IdempotencyRole) async {
+        metrics.count(role == .joined ? .joined : .replayed)
+        do throws(StoreError) {
+            try await records.noteIdempotentReplay(scope: ticket.scope, key: ticket.key)
+        } catch {
+            faults?.record(error, operation: .idempotency)
+        }
+    }
+
+    /// Deletes the expired records; the store's retention calls it, or, without a store, a
+    /// periodic service.
+    func purge() async {
+        do throws(StoreError) {
+            _ = try await records.purgeExpiredIdempotent(nowMilliseconds: milliseconds(clock()))
+        } catch {
+            faults?.record(error, operation: .purge)
+        }
+    }
+
+    private func land(_ ticket: Ticket) {
+        _ = flights.withLock { $0.removeValue(forKey: ticket.flightKey) }
+    }
+
+    private func milliseconds(_ instant: Instant) -> Int64 {
+        Int64((instant.secondsSinceEpoch * 1000).rounded(.down))
+    }
+}
+
+/// `textgateway_idempotency_total{result}`.
+struct IdempotencyMetrics: Sendable {
+    enum Result: String, CaseIterable, Sendable {
+        /// A first request with its key.
+        case started
+        /// A retry answered from a kept answer.
+        case replayed
+        /// A retry that joined the first while it ran on the same instance.
+        case joined
+        /// `409`: the first still runs on another instance.
+        case conflict
+        /// `422`: the key came with another request.
+        case mismatch
+        /// A failed first answer gave its key back.
+        case released
+        /// A first answer completed, kept and charged after its client had gone.
+        case completedAfterClientLeft = "completed_after_client_left"
+    }
+
+    private let counters: [Result: Counter]
+
+    init(registry: MetricsRegistry) {
+        let family = registry.counter(
+            "textgateway_idempotency_total", help: "Requests with an Idempotency-Key, by what became of them.", labels: ["result"]
+        )
+        counters = Dictionary(uniqueKeysWithValues: Result.allCases.map { ($0, family.labels($0.rawValue)) })
+    }
+
+    func count(_ result: Result) {
+        counters[result]?.increment()
+    }
+}

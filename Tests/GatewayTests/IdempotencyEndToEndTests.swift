@@ -1,0 +1,295 @@
+import ChatAPI
+@testable import Gateway
+import HTTPClient
+import Synchronization
+import Testing
+import TestSupport
+
+/// `Idempotency-Key` end to end (docs/api.md, "Retries"): every state of a key, over the
+/// store each test names, through the real HTTP server and a mock upstream that counts calls.
+enum IdempotencyScenarios {
+    static let sample = ProcessEndToEndTests.sample
+
+    static func body(_ text: String, stream: Bool = false) -> String {
+        PipelineEndToEndTests.processBody(text, stream: stream)
+    }
+
+    static func post(
+        _ harness: GatewayHarness, _ body: String, key: String?, path: String = "/api/process", headers: [(name: String, value: String)] = []
+    ) async throws -> HTTPClientResponse {
+        var fields: [(name: String, value: String)] = [("Content-Type", "application/json")] + headers
+        if let key { fields.append(("Idempotency-Key", key)) }
+        return try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + path, headers: fields, body: Array(body.utf8)))
+    }
+
+    static func key() -> String { "k-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) }
+
+    static func code(_ response: HTTPClientResponse) -> String? {
+        (try? JSONValue.parse(response.body))?["code"]?.stringValue
+    }
+
+    /// First, replay, mismatch and an invalid key on `/api/process` (plain and streamed).
+    static func replays(_ harness: GatewayHarness) async throws {
+        let key = key()
+        let body = body(sample)
+        let first = try await post(harness, body, key: key, headers: [("X-Request-Id", "idem-first-1")])
+        #expect(first.status == 200)
+        #expect(first.header("Idempotent-Replayed") == nil)
+        let calls = harness.mock.stats.requests
+        for _ in 0..<2 {
+            let again = try await post(harness, body, key: "\"\(key)\"", headers: [("X-Request-Id", "idem-retry")])
+            #expect(again.status == 200)
+            #expect(again.body == first.body)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(again.header("X-Request-Id") == "idem-first-1")
+            #expect(again.header("X-Upstream") == first.header("X-Upstream"))
+        }
+        #expect(harness.mock.stats.requests == calls)
+
+        let reused = try await post(harness, Self.body(sample + " دیگر"), key: key)
+        #expect(reused.status == 422)
+        #expect(code(reused) == "idempotency_key_reused")
+        #expect(harness.mock.stats.requests == calls)
+
+        // The same key on another route is another key.
+        let chat = try await post(
+            harness, #"{"model":"fast","messages":[{"role":"user","content":"hi"}]}"#, key: key, path: "/v1/chat/completions"
+        )
+        #expect(chat.status == 200)
+        #expect(chat.header("Idempotent-Replayed") == nil)
+
+        // Streamed: the replay is `start`, one `delta` with the whole text and the same `done`.
+        let streamKey = Self.key()
+        let streamed = Self.body(sample + " [mock:deltas=4]", stream: true)
+        let original = try await post(harness, streamed, key: streamKey)
+        #expect(original.status == 200)
+        let afterStream = harness.mock.stats.requests
+        let replay = try await post(harness, streamed, key: streamKey)
+        #expect(replay.status == 200)
+        #expect(replay.header("Idempotent-Replayed") == "true")
+        #expect(harness.mock.stats.requests == afterStream)
+        let events = SSE.events(original.body)
+        let replayed = SSE.events(replay.body)
+        #expect(replayed.map(\.name) == ["start", "delta", "done"])
+        #expect(replayed.first?.data == events.first?.data, "\(String(decoding: original.body.prefix(300), as: UTF8.self))")
+        #expect(replayed.last?.data == events.last?.data)
+        let text = try JSONValue.parse(Array(events.filter { $0.name == "delta" }.last?.data.utf8 ?? "".utf8))["text"]?.stringValue
+        let whole = try JSONValue.parse(Array(replayed[1].data.utf8))
+        #expect(whole["delta"]?.stringValue == text)
+        #expect(whole["text"]?.stringValue == text)
+    }
+
+    static func invalidKeys(_ harness: GatewayHarness) async throws {
+        let body = body(sample)
+        let calls = harness.mock.stats.requests
+        for bad in [String(repeating: "a", count: 256), "کلید", "a b", "\"open", "\"a\"b\"", "\"bad\\escape\""] {
+            let response = try await post(harness, body, key: bad)
+            #expect(response.status == 400, "\(bad)")
+            #expect(code(response) == "invalid_idempotency_key", "\(bad)")
+        }
+        let twice = try await post(harness, body, key: "one", headers: [("Idempotency-Key", "two")])
+        #expect(twice.status == 400)
+        #expect(code(twice) == "invalid_idempotency_key")
+        #expect(harness.mock.stats.requests == calls)
+        #expect(try await post(harness, body, key: String(repeating: "z", count: 255)).status == 200)
+    }
+
+    /// A failure (`5xx`) gives the key back: the retry calls the upstream again and is kept.
+    static func failureReleases(_ harness: GatewayHarness) async throws {
+        let key = key()
+        let failing = body(sample + " [mock:status=503]")
+        let first = try await post(harness, failing, key: key)
+        #expect(first.status == 503 || first.status == 502)
+        let calls = harness.mock.stats.requests
+        let retry = try await post(harness, failing, key: key)
+        #expect(retry.status == first.status)
+        #expect(retry.header("Idempotent-Replayed") == nil)
+        #expect(harness.mock.stats.requests > calls)
+    }
+
+    /// The client hangs up in the middle of a slow answer: the upstream call is not
+    /// aborted, the answer is kept and logged as done, and the retry gets it without a call.
+    static func hangUpThenRetry(_ harness: GatewayHarness, stream: Bool) async throws {
+        let key = key()
+        let requestID = "idem-hangup-\(stream ? "s" : "p")-" + key
+        let body = body(sample + (stream ? " [mock:deltas=6,delta-delay-ms=150]" : " [mock:latency-ms=1200]"), stream: stream)
+        let port = harness.running.address?.port ?? 0
+        let before = harness.mock.stats
+        try await onThread {
+            let client = try TestClient(port: port)
+            try client.send(PipelineEndToEndTests.rawRequest(body, port: port, extraHeaders: "Idempotency-Key: \(key)\r\nX-Request-Id: \(requestID)\r\n"))
+            return client
+        }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
+        #expect(await eventually(within: 10) {
+            harness.logs.lines.contains { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") }
+        })
+        let line = harness.logs.lines.first { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") } ?? ""
+        #expect(line.contains("status=200") && line.contains("outcome=done") && line.contains("output_tokens="), "\(line)")
+        #expect(harness.mock.stats.cancelled == before.cancelled)
+        let retry = try await post(harness, body, key: key)
+        #expect(retry.status == 200)
+        #expect(retry.header("Idempotent-Replayed") == "true")
+        #expect(retry.header("X-Request-Id") == requestID)
+        #expect(harness.mock.stats.requests == before.requests + 1)
+        if stream {
+            #expect(SSE.events(retry.body).last?.name == "done")
+        } else {
+            #expect((try JSONValue.parse(retry.body))["requestId"]?.stringValue == requestID)
+        }
+        let replayLine = harness.logs.lines.last { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=replayed") } ?? ""
+        #expect(replayLine.contains("outcome=idempotent_replay") && !replayLine.contains("output_tokens="), "\(replayLine)")
+    }
+
+    /// A retry while the first runs on the same instance joins it: one upstream call, the
+    /// same answer; a streamed joiner gets the text so far in one delta, then the rest.
+    static func joins(_ harness: GatewayHarness) async throws {
+        let key = key()
+        let body = body(sample + " [mock:latency-ms=1000]")
+        let before = harness.mock.stats.requests
+        async let first = post(harness, body, key: key)
+        #expect(await eventually { harness.mock.stats.requests == before + 1 })
+        let joined = try await post(harness, body, key: key)
+        let original = try await first
+        #expect(original.status == 200 && joined.status == 200)
+        #expect(joined.body == original.body)
+        #expect(joined.header("Idempotent-Replayed") == "true")
+        #expect(joined.header("X-Request-Id") == original.header("X-Request-Id"))
+        #expect(harness.mock.stats.requests == before + 1)
+
+        let streamKey = Self.key()
+        let streamed = Self.body(sample + " [mock:deltas=8,delta-delay-ms=150]", stream: true)
+        async let leader = post(harness, streamed, key: streamKey)
+        #expect(await eventually { harness.mock.stats.requests == before + 2 })
+        try await Task.sleep(for: .milliseconds(500))  // a few deltas in, so the joiner has text to catch up on
+        let follower = try await post(harness, streamed, key: streamKey)
+        let lead = try await leader
+        #expect(harness.mock.stats.requests == before + 2)
+        let leadEvents = SSE.events(lead.body)
+        let followEvents = SSE.events(follower.body)
+        #expect(follower.header("Idempotent-Replayed") == "true")
+        #expect(followEvents.first?.name == "start" && followEvents.last?.name == "done")
+        #expect(followEvents.last?.data == leadEvents.last?.data)
+        // Its deltas add up to the whole text, and it had fewer of them than the leader.
+        let text = { (events: [SSE.Event]) in
+            events.filter { $0.name == "delta" }.compactMap { try? JSONValue.parse(Array($0.data.utf8))["delta"]?.stringValue }.joined()
+        }
+        #expect(text(followEvents) == text(leadEvents))
+        #expect(followEvents.filter { $0.name == "delta" }.count < leadEvents.filter { $0.name == "delta" }.count)
+    }
+
+    /// `/v1/chat/completions`: plain bytes and a streamed transcript come back as they were.
+    static func chat(_ harness: GatewayHarness) async throws {
+        for stream in [false, true] {
+            let key = key()
+            let body = #"{"model":"fast","stream":\#(stream),"messages":[{"role":"user","content":"سلام \#(key)"}]}"#
+            let first = try await post(harness, body, key: key, path: "/v1/chat/completions")
+            #expect(first.status == 200)
+            let calls = harness.mock.stats.requests
+            let again = try await post(harness, body, key: key, path: "/v1/chat/completions")
+            #expect(again.status == 200)
+            #expect(again.body == first.body)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(harness.mock.stats.requests == calls)
+        }
+    }
+}
+
+/// Server-sent events as a test reads them.
+enum SSE {
+    struct Event: Equatable {
+        var name: String
+        var data: String
+    }
+
+    static func events(_ body: [UInt8]) -> [Event] {
+        String(decoding: body, as: UTF8.self).components(separatedBy: "\n\n").compactMap { block in
+            var name = "message"
+            var data: [String] = []
+            for line in block.split(separator: "\n") {
+                if line.hasPrefix("event: ") { name = String(line.dropFirst(7)) }
+                if line.hasPrefix("data: ") { data.append(String(line.dropFirst(6))) }
+            }
+            return data.isEmpty ? nil : Event(name: name, data: data.joined(separator: "\n"))
+        }
+    }
+}
+
+@Suite("Idempotency-Key end to end on SQLite and without a store", .serialized)
+struct IdempotencyEndToEndTests {
+    static func sqlite(_ configuration: inout GatewayConfiguration) {
+        OpenAIEndToEndTests.configure(&configuration)
+        configuration.database = .sqlite(path: storeDirectory() + "/gateway.sqlite")
+    }
+
+    @Test("a kept answer is replayed byte for byte with the first request id; another body is 422; a bad key is 400", arguments: [true, false])
+    func replays(sqlite: Bool) async throws {
+        try await GatewayHarness.with(configure: { if sqlite { Self.sqlite(&$0) } else { OpenAIEndToEndTests.configure(&$0) } }) { harness in
+            try await IdempotencyScenarios.replays(harness)
+            try await IdempotencyScenarios.invalidKeys(harness)
+            try await IdempotencyScenarios.failureReleases(harness)
+        }
+    }
+
+    @Test("a client that hangs up mid-answer: the answer completes, is kept and charged once, and its retry gets it", arguments: [false, true])
+    func hangUp(stream: Bool) async throws {
+        try await GatewayHarness.with(configure: Self.sqlite) { harness in
+            try await IdempotencyScenarios.hangUpThenRetry(harness, stream: stream)
+        }
+    }
+
+    @Test("a retry while the first runs joins it, plain and streamed")
+    func joins() async throws {
+        try await GatewayHarness.with(configure: Self.sqlite) { harness in
+            try await IdempotencyScenarios.joins(harness)
+        }
+    }
+
+    @Test("/v1/chat/completions replays its answer and its stream as they were")
+    func chat() async throws {
+        try await GatewayHarness.with(configure: Self.sqlite) { harness in
+            try await IdempotencyScenarios.chat(harness)
+        }
+    }
+
+    @Test("without the field, a hang-up still aborts the upstream call and is 499")
+    func withoutKey() async throws {
+        try await GatewayHarness.with(configure: Self.sqlite) { harness in
+            let port = harness.running.address?.port ?? 0
+            let before = harness.mock.stats
+            try await onThread {
+                let client = try TestClient(port: port)
+                try client.send(PipelineEndToEndTests.rawRequest(IdempotencyScenarios.body(IdempotencyScenarios.sample + " [mock:latency-ms=3000]"), port: port))
+                return client
+            }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
+            #expect(await eventually { harness.mock.stats.cancelled == before.cancelled + 1 })
+            #expect(await eventually { harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") } })
+        }
+    }
+}
+
+@Suite("Idempotency-Key: reading the field")
+struct IdempotencyKeyTests {
+    @Test("a bare token or a Structured Field string of 1–255 printable ASCII characters; anything else is invalid")
+    func parse() {
+        #expect(IdempotencyKey.parse("abc-123") == .key("abc-123"))
+        #expect(IdempotencyKey.parse(" \"abc 123\" ") == .key("abc 123"))
+        #expect(IdempotencyKey.parse(#""a\"b\\c""#) == .key(#"a"b\c"#))
+        #expect(IdempotencyKey.parse(String(repeating: "x", count: 255)) == .key(String(repeating: "x", count: 255)))
+        for bad in ["", "\"\"", String(repeating: "x", count: 256), "a b", "کلید", "\"open", "\"a\"b\"", #""\x""#, "\u{7F}"] {
+            #expect(IdempotencyKey.parse(bad) == .invalid, "\(bad)")
+        }
+    }
+
+    @Test("the fingerprint tells apart method, path and body, even where their bytes run together")
+    func fingerprint() {
+        let base = IdempotencyKey.fingerprint(method: "POST", path: "/api/process", body: Array("{}".utf8))
+        #expect(base.count == 32)
+        #expect(base == IdempotencyKey.fingerprint(method: "POST", path: "/api/process", body: Array("{}".utf8)))
+        #expect(base != IdempotencyKey.fingerprint(method: "POST", path: "/api/process", body: Array("{} ".utf8)))
+        #expect(base != IdempotencyKey.fingerprint(method: "POST", path: "/api/jobs", body: Array("{}".utf8)))
+        #expect(
+            IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("b".utf8))
+                != IdempotencyKey.fingerprint(method: "POST", path: "/ab", body: [])
+        )
+    }
+}
