@@ -1,6 +1,6 @@
 public import Foundation
 
-/// The gateway's answer to ``TextGatewayClient/submitJob(_:text:tone:format:)``.
+/// The gateway's answer to ``TextGatewayClient/submitJob(_:text:tone:format:idempotencyKey:)``.
 public struct JobSubmission: Sendable, Hashable, Decodable {
     /// The job's id, for ``TextGatewayClient/job(id:)`` and ``TextGatewayClient/jobEvents(id:)``.
     public var jobId: String
@@ -94,7 +94,7 @@ public enum JobEvent: Sendable, Hashable {
     case done(Job)
 }
 
-/// One event of ``TextGatewayClient/stream(_:text:tone:format:)``: `start`, any number of
+/// One event of ``TextGatewayClient/stream(_:text:tone:format:idempotencyKey:)``: `start`, any number of
 /// `delta`, then `done`. A failure after `start` is thrown as ``TextGatewayError``.
 public enum StreamEvent: Sendable, Hashable {
     /// The gateway took the request; its id.

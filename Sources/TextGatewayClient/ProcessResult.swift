@@ -27,7 +27,7 @@ public enum StructuredData: Sendable, Hashable {
     case text(String)
 }
 
-/// The answer of one ``TextGatewayClient/process(_:text:tone:format:)`` call, or the last
+/// The answer of one ``TextGatewayClient/process(_:text:tone:format:idempotencyKey:)`` call, or the last
 /// event of a stream.
 public struct ProcessResult: Sendable, Hashable {
     /// The answer as text (also present with ``OutputFormat/json``).

@@ -1,3 +1,8 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// Whether a non-streaming call is tried again when the gateway is busy.
 ///
 /// Streams are never retried: once `start` arrived the caller has seen part of an answer.
@@ -20,6 +25,15 @@ public struct RetryPolicy: Sendable, Hashable {
     public init(maxAttempts: Int, maxDelay: Duration) {
         self.maxAttempts = max(1, maxAttempts)
         self.maxDelay = max(.zero, maxDelay)
+    }
+
+    /// How long to wait before attempt `attempt + 1` after a connection failed or was lost,
+    /// or `nil` to give up: one second, doubled each time, never longer than `maxDelay`.
+    /// Only for a call with an `Idempotency-Key`, whose retry cannot pay twice.
+    func delay(afterTransportError error: URLError, attempt: Int) -> Duration? {
+        let transient: Set<URLError.Code> = [.networkConnectionLost, .notConnectedToInternet, .timedOut, .cannotConnectToHost, .cannotFindHost]
+        guard transient.contains(error.code), attempt < maxAttempts else { return nil }
+        return min(.seconds(1 << min(attempt - 1, 10)), maxDelay)
     }
 
     /// How long to wait before attempt `attempt + 1` after `error`, or `nil` to give up.

@@ -82,11 +82,17 @@ public struct TextGatewayClient: Sendable {
     ///   - text: 20 to 12,000 characters once trimmed.
     ///   - tone: The register of the answer, if any.
     ///   - format: ``OutputFormat/json`` adds typed ``ProcessResult/data``.
+    ///   - idempotencyKey: The call's `Idempotency-Key`: a new UUID by default, sent again by
+    ///     this call's retries, so the gateway answers a retry with the answer it kept and
+    ///     charges it once. Pass a key kept with a pending call to resume it after the app was
+    ///     backgrounded; `nil` sends none.
     /// - Returns: The answer, its request id and its token usage.
     /// - Throws: ``TextGatewayError`` for the gateway's errors, `URLError` for transport failures.
-    public func process(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) async throws -> ProcessResult {
+    public func process(
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+    ) async throws -> ProcessResult {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
-        let (data, _) = try await send(request("POST", "api/process", body: body))
+        let (data, _) = try await send(request("POST", "api/process", body: body, idempotencyKey: idempotencyKey))
         let wire = try Self.decode(ProcessResultWire.self, from: data)
         return wire.value(for: task)
     }
@@ -97,10 +103,15 @@ public struct TextGatewayClient: Sendable {
     /// ``StreamEvent/delta(_:text:)``, then one ``StreamEvent/done(_:)``. An error before the
     /// stream starts, or a terminal `error` event, is thrown as ``TextGatewayError``.
     /// Cancelling the task that iterates the stream (or dropping the stream) cancels the
-    /// transfer, and the gateway aborts its upstream call. Streams are never retried.
-    public func stream(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) -> AsyncThrowingStream<StreamEvent, any Error> {
+    /// transfer; without an `idempotencyKey` the gateway then aborts its upstream call, with
+    /// one it completes and keeps the answer. Streams are never retried by the client: call
+    /// again with the same key to resume one (the text so far comes in one `delta`, or the
+    /// whole kept answer once it has ended).
+    public func stream(
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+    ) -> AsyncThrowingStream<StreamEvent, any Error> {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: true)
-        return events(of: { try request("POST", "api/process", body: body) }) { event in
+        return events(of: { try request("POST", "api/process", body: body, idempotencyKey: idempotencyKey) }) { event in
             switch event.name {
             case "start":
                 let start = try Self.decode(StartWire.self, from: Data(event.data.utf8))
@@ -150,9 +161,12 @@ public struct TextGatewayClient: Sendable {
 
     /// Submits a long text (up to the gateway's job limit, 200,000 characters by default) as a
     /// job (`POST /api/jobs`); follow it with ``jobEvents(id:)`` or ``job(id:)``.
-    public func submitJob(_ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text) async throws -> JobSubmission {
+    /// The same `idempotencyKey` (a new UUID per call by default) gives the same job.
+    public func submitJob(
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+    ) async throws -> JobSubmission {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
-        return try Self.decode(JobSubmission.self, from: try await send(request("POST", "api/jobs", body: body)).0)
+        return try Self.decode(JobSubmission.self, from: try await send(request("POST", "api/jobs", body: body, idempotencyKey: idempotencyKey)).0)
     }
 
     /// A job as it is now (`GET /api/jobs/{id}`).
@@ -213,7 +227,9 @@ extension TextGatewayClient {
         try request(method, path, query: query, body: NoBody?.none)
     }
 
-    private func request(_ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable)?) throws -> URLRequest {
+    private func request(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable)?, idempotencyKey: String? = nil
+    ) throws -> URLRequest {
         var url = baseURL.appendingPathComponent(path)
         if !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
             components.queryItems = query
@@ -223,8 +239,13 @@ extension TextGatewayClient {
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
         if let body {
-            request.httpBody = try JSONEncoder().encode(body)
+            // Sorted keys: the same call encodes to the same bytes, as a resumed call's
+            // Idempotency-Key needs (the gateway compares the bodies).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            request.httpBody = try encoder.encode(body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         return request
@@ -240,7 +261,20 @@ extension TextGatewayClient {
             // Asked at every attempt: a busy retry's wait may outlast the token.
             let bearer = try await deviceSession?.token()
             if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-            let (data, response) = try await session.data(for: request)
+            let data: Data
+            let response: URLResponse
+            do {
+                (data, response) = try await session.data(for: request)
+            } catch let error as URLError {
+                // With a key, a connection lost mid-answer is safe to try again: the gateway
+                // finished the answer and kept it, and hands it over without charging again.
+                guard request.value(forHTTPHeaderField: "Idempotency-Key") != nil,
+                      let delay = retry.delay(afterTransportError: error, attempt: attempt)
+                else { throw error }
+                try await Task.sleep(for: delay)
+                attempt += 1
+                continue
+            }
             guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
             if (200..<300).contains(http.statusCode) { return (data, http) }
             let error = Self.error(status: http.statusCode, body: Array(data), headers: http)

@@ -36,7 +36,9 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String { "\(status) \(code): \(message)" }
 
     /// Whether a later attempt may succeed: `429` and `503`.
-    public var isBusy: Bool { status == 429 || status == 503 }
+    /// `429`, `503`, or `409 idempotency_in_progress` (the call's first attempt is still
+    /// being answered on another instance).
+    public var isBusy: Bool { status == 429 || status == 503 || code == "idempotency_in_progress" }
 }
 
 /// The gateway's error JSON: `{error, reason, message, code, requestId}`, plus `status` in

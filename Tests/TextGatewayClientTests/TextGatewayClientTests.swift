@@ -96,7 +96,8 @@ struct TextGatewayClientTests {
             let before = harness.mock.stats.cancelled
             let consumer = Task {
                 var events: [StreamEvent] = []
-                for try await event in harness.client().stream(.rewrite, text: sampleText(directive: "[mock:latency-ms=5000]")) {
+                // Without a key: a keyed stream's answer is completed and kept whoever cancels.
+                for try await event in harness.client().stream(.rewrite, text: sampleText(directive: "[mock:latency-ms=5000]"), idempotencyKey: nil) {
                     events.append(event)
                 }
                 return events
@@ -153,6 +154,34 @@ struct TextGatewayClientTests {
             }
             #expect(unauthorized?.status == 401)
             #expect(unauthorized?.code == "unauthorized")
+        }
+    }
+
+    @Test("each call sends a key of its own; a call resumed with its key gets the kept answer, with no second upstream call")
+    func idempotencyKey() async throws {
+        try await ClientHarness.with { harness in
+            let client = harness.client()
+            let text = sampleText()
+            let first = try await client.process(.summarize, text: text)
+            let second = try await client.process(.summarize, text: text)
+            #expect(first.requestId != second.requestId)
+            #expect(harness.mock.stats.requests == 2)
+            let key = UUID().uuidString
+            let original = try await client.process(.summarize, text: text, idempotencyKey: key)
+            let resumed = try await client.process(.summarize, text: text, idempotencyKey: key)
+            #expect(resumed.requestId == original.requestId)
+            #expect(resumed.result == original.result)
+            #expect(harness.mock.stats.requests == 3)
+            var events: [StreamEvent] = []
+            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") { events.append(event) }
+            var replayed: [StreamEvent] = []
+            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") { replayed.append(event) }
+            #expect(harness.mock.stats.requests == 4)
+            #expect(replayed.count == 3)
+            #expect(replayed.last == events.last)
+            let job = try await client.submitJob(.summarize, text: text, idempotencyKey: key + "-job")
+            let again = try await client.submitJob(.summarize, text: text, idempotencyKey: key + "-job")
+            #expect(again.jobId == job.jobId)
         }
     }
 
