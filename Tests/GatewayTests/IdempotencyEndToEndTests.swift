@@ -293,3 +293,124 @@ struct IdempotencyKeyTests {
         )
     }
 }
+
+extension IdempotencyScenarios {
+    static let alice = StoreEndToEndTests.alice
+
+    /// Identified callers: one history row and one charge per key, however many retries;
+    /// the same key of another caller is another key.
+    static func oneRowPerKey(_ harness: GatewayHarness) async throws {
+        let auth = StoreEndToEndTests.bearer(alice)
+        var charged = 0
+        for index in 0..<2 {
+            let key = key()
+            let body = body(sample + " \(index)")
+            let first = try await post(harness, body, key: key, headers: auth)
+            #expect(first.status == 200)
+            charged += try #require((try JSONValue.parse(first.body))["usage"]?["totalTokens"]?.intValue)
+            for _ in 0..<2 {
+                let again = try await post(harness, body, key: key, headers: auth)
+                #expect(again.header("Idempotent-Replayed") == "true")
+            }
+            // Bob's request with alice's key is his own.
+            let bob = try await post(harness, body, key: key, headers: StoreEndToEndTests.bearer(StoreEndToEndTests.bob))
+            #expect(bob.header("Idempotent-Replayed") == nil)
+        }
+        try await StoreEndToEndTests.waitForHistory(harness, count: 2)
+        let usage = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage"))
+        #expect(usage["today"]?["requests"]?.intValue == 2)
+        #expect(usage["today"]?["totalTokens"]?.intValue == charged)
+    }
+
+    /// The same key gives the same job: `202` then `200` with its id and `Location`.
+    static func jobs(_ harness: GatewayHarness) async throws {
+        let key = key()
+        let text = JobsEndToEndTests.longText(sentences: 40)
+        let body = "{\"task\":\"summarize\",\"text\":\(jsonString(text))}"
+        let auth = StoreEndToEndTests.bearer(alice)
+        let first = try await post(harness, body, key: key, path: "/api/jobs", headers: auth)
+        #expect(first.status == 202)
+        let again = try await post(harness, body, key: key, path: "/api/jobs", headers: auth)
+        #expect(again.status == 200)
+        #expect(again.body == first.body)
+        #expect(again.header("Location") == first.header("Location"))
+        #expect(again.header("Idempotent-Replayed") == "true")
+        let other = try await post(harness, body, key: Self.key(), path: "/api/jobs", headers: auth)
+        #expect(other.status == 202)
+        #expect(other.header("Location") != first.header("Location"))
+    }
+
+    /// Two instances on one store: a key running on one is `409` with `Retry-After: 1` on the
+    /// other, then replayed there once it completed, with no second upstream call.
+    static func acrossInstances(_ harness: GatewayHarness, peer: GatewayHarness) async throws {
+        let key = key()
+        let body = body(sample + " [mock:latency-ms=1500]")
+        let before = harness.mock.stats.requests
+        async let first = post(harness, body, key: key)
+        #expect(await eventually { harness.mock.stats.requests == before + 1 })
+        let busy = try await post(peer, body, key: key)
+        #expect(busy.status == 409)
+        #expect(busy.header("Retry-After") == "1")
+        #expect(code(busy) == "idempotency_in_progress")
+        let reused = try await post(peer, Self.body(sample), key: key)
+        #expect(reused.status == 422)
+        let original = try await first
+        #expect(original.status == 200)
+        let replay = try await post(peer, body, key: key)
+        #expect(replay.status == 200)
+        #expect(replay.body == original.body)
+        #expect(replay.header("X-Request-Id") == original.header("X-Request-Id"))
+        #expect(replay.header("Idempotent-Replayed") == "true")
+        #expect(harness.mock.stats.requests == before + 1)
+    }
+}
+
+extension IdempotencyEndToEndTests {
+    @Test("identified callers: one history row and one charge per key; jobs: the same key, the same job")
+    func rowsAndJobs() async throws {
+        try await GatewayHarness.with(configure: { JobsEndToEndTests.configure(&$0) }) { harness in
+            try await IdempotencyScenarios.oneRowPerKey(harness)
+            try await IdempotencyScenarios.jobs(harness)
+        }
+    }
+}
+
+@Suite("Idempotency-Key end to end on Postgres, and across two instances", .postgresCluster, .serialized)
+struct IdempotencyPostgresTests {
+    static func configure(_ configuration: inout GatewayConfiguration, location: DatabaseLocation) {
+        OpenAIEndToEndTests.configure(&configuration)
+        configuration.database = location
+    }
+
+    @Test("every state of a key on Postgres: replay, mismatch, invalid, release, hang-up, joins, /v1")
+    func states() async throws {
+        let location = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())
+        try await GatewayHarness.with(configure: { Self.configure(&$0, location: location) }) { harness in
+            try await IdempotencyScenarios.replays(harness)
+            try await IdempotencyScenarios.invalidKeys(harness)
+            try await IdempotencyScenarios.failureReleases(harness)
+            try await IdempotencyScenarios.hangUpThenRetry(harness, stream: false)
+            try await IdempotencyScenarios.hangUpThenRetry(harness, stream: true)
+            try await IdempotencyScenarios.joins(harness)
+            try await IdempotencyScenarios.chat(harness)
+        }
+    }
+
+    @Test("two instances: 409 with Retry-After while the first runs on the other, then its answer; one row and one charge per key")
+    func twoInstances() async throws {
+        let location = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())
+        try await GatewayHarness.with(configure: { Self.configure(&$0, location: location) }) { harness in
+            try await harness.peer(configure: { Self.configure(&$0, location: location) }) { peer in
+                try await IdempotencyScenarios.acrossInstances(harness, peer: peer)
+            }
+        }
+        let rows = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())
+        try await GatewayHarness.with(configure: { configuration in
+            JobsEndToEndTests.configure(&configuration)
+            configuration.database = rows
+        }) { harness in
+            try await IdempotencyScenarios.oneRowPerKey(harness)
+            try await IdempotencyScenarios.jobs(harness)
+        }
+    }
+}

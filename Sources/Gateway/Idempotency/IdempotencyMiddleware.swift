@@ -1,3 +1,4 @@
+import ChatAPI
 import HTTP1
 import HTTPServer
 import Store
@@ -48,7 +49,9 @@ struct IdempotencyMiddleware: Middleware {
         case .join(let flight):
             return try await follow(flight, await flight.decision.value, ticket: ticket, context: context)
         case .lead(let flight):
-            let decision = await service.begin(ticket, flight: flight)
+            // Out of this task's cancellation: a begin cut short could leave the key held.
+            let service = self.service
+            let decision = await Task { await service.begin(ticket, flight: flight) }.value
             guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
             return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
         }
@@ -69,16 +72,32 @@ struct IdempotencyMiddleware: Middleware {
             $0.idempotency = .original
             $0.streamTee = tee
         }
+        // The answer and the keeping of it run in a task of their own, which this task's
+        // cancellation (its client hanging up) does not reach: the store's writes included.
         let work = Task { () -> Result<HTTPResponse, any Error> in
+            let answered: Result<HTTPResponse, any Error>
             do {
-                return .success(try await next(request, context))
+                answered = .success(try await next(request, context))
+            } catch {
+                answered = .failure(error)
+            }
+            do {
+                return .success(try await settle(answered, flight: flight, ticket: ticket, tee: tee, context: context))
             } catch {
                 return .failure(error)
             }
         }
-        // Not cancelled with this task: it waits for the answer whether or not anyone reads it.
+        return try await work.value.get()
+    }
+
+    /// Keeps a successful whole answer, or starts a stream's producer on the tee; a failure
+    /// gives the key back.
+    private func settle(
+        _ answered: Result<HTTPResponse, any Error>, flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, tee: StreamTee?,
+        context: RequestContext
+    ) async throws -> HTTPResponse {
         var response: HTTPResponse
-        switch await work.value {
+        switch answered {
         case .failure(let error):
             await service.release(ticket, flight: flight, error: error as? GatewayError ?? .internalError)
             throw error
@@ -184,10 +203,13 @@ struct IdempotencyMiddleware: Middleware {
         }
         guard answer.streamed else {
             // A job is made once: its retry says where it is, with 200 rather than 202.
-            let status = route == .jobs && answer.status == 202 ? HTTPStatus.ok : HTTPStatus(code: answer.status)
-            return HTTPResponse(
-                status: status, headers: ["Content-Type": answer.contentType, "Idempotent-Replayed": "true"], body: .bytes(answer.body)
-            )
+            var headers: HTTPHeaders = ["Content-Type": answer.contentType, "Idempotent-Replayed": "true"]
+            var status = HTTPStatus(code: answer.status)
+            if route == .jobs, answer.status == 202 {
+                status = .ok
+                if let id = (try? JSONValue.parse(answer.body))?["jobId"]?.stringValue { headers.add(name: "Location", value: "/api/jobs/" + id) }
+            }
+            return HTTPResponse(status: status, headers: headers, body: .bytes(answer.body))
         }
         let bytes = route == .process
             ? StreamTee.startEvent(requestID: requestID) + StreamTee.deltaEvent(requestID: requestID, text: answer.text ?? "") + answer.body

@@ -3,7 +3,8 @@ import Synchronization
 
 /// The idempotency records of a gateway without a store (`DATABASE_URL=off`): one instance's
 /// memory, with the same rules as the store's table, bounded by the purge and by
-/// ``capacity`` (a key beyond it is served without a record rather than grow memory).
+/// ``capacity`` (a new key beyond it is refused, `503`, rather than grow memory or run
+/// without a record).
 final class MemoryIdempotencyRecords: IdempotencyRepository {
     private struct Row {
         var fingerprint: [UInt8]
