@@ -29,17 +29,22 @@
 #   8 jobs              20 jobs of 100,000 characters at once against a 300 ms upstream while
 #                       /api/process is served at 16 connections: every job succeeds, its
 #                       events end with `done`, /api/process's p99 at most 1.5x its p99 before
+#   9 idempotent-retries 200 clients, each with its own Idempotency-Key (half streaming), hang
+#                       up 1.5 s into a 3 s answer and retry 1-4 s later: every retry gets the
+#                       whole answer with the first request id, the upstream is called once per
+#                       key, each key's tokens are charged once, the history has one row per key
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5 6 7 8"      which drills to run
+#   DRILLS="1 2 3 4 5 6 7 8 9"    which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
 #   DRILL_DISCONNECT_ROUNDS=4     drill 3: rounds (growth from round 2 on would be a leak)
 #   DRILL_SIGTERM_REQUESTS=500    drill 4: requests in flight at the signal
 #   DRILL_STORE_REQUESTS=200      drill 6: requests in flight at the kill
+#   DRILL_IDEMPOTENT_CLIENTS=200  drill 9: clients that hang up and retry
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 # Needs python3 (3.11, standard library only); installs nothing.
 set -euo pipefail
@@ -47,19 +52,20 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5 6 7 8}
+drills=${DRILLS:-1 2 3 4 5 6 7 8 9}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
 disconnect_rounds=${DRILL_DISCONNECT_ROUNDS:-6}
 sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
 store_requests=${DRILL_STORE_REQUESTS:-200}
+idempotent_clients=${DRILL_IDEMPOTENT_CLIENTS:-200}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 
 
 command -v python3 >/dev/null || die "needs python3"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "needs Python 3.11 or newer"
-for value in "$clients" "$disconnects" "$disconnect_rounds" "$sigterm_requests" "$store_requests"; do
+for value in "$clients" "$disconnects" "$disconnect_rounds" "$sigterm_requests" "$store_requests" "$idempotent_clients"; do
     case "$value" in '' | *[!0-9]* | 0) die "DRILL_* settings must be positive whole numbers, not '$value'" ;; esac
 done
 
@@ -323,6 +329,19 @@ drill_jobs() {
     record jobs "$status"
 }
 
+drill_idempotent_retries() {
+    local status=0 token=drill-idempotent-token-0123456789 hash
+    hash=$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)
+    echo
+    echo "== 9. $idempotent_clients clients with an Idempotency-Key each (half streaming) hang up mid-answer and retry 1-4 s later"
+    start_mock idempotent-retries.mock 0
+    start_gateway idempotent-retries.gateway GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
+    python3 Benchmarks/drills.py idempotent-retries --port "$gateway_port" --mock-port "$mock_port" --token "$token" \
+        --clients "$idempotent_clients" || status=$?
+    stop_all
+    record idempotent-retries "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -334,7 +353,8 @@ for drill in $drills; do
         6 | store-kill) drill_store_kill ;;
         7 | upstream-failover) drill_upstream_failover ;;
         8 | jobs) drill_jobs ;;
-        *) die "unknown drill '$drill' (1-8)" ;;
+        9 | idempotent-retries) drill_idempotent_retries ;;
+        *) die "unknown drill '$drill' (1-9)" ;;
     esac
 done
 echo
