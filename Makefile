@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test image-check bare-check real-upstream-check test-openai openapi-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-instances bench-jobs mock drills instances-check nginx-check
+.PHONY: help setup build test image-check bare-check real-upstream-check test-openai openapi-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs mock drills instances-check nginx-check
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -20,11 +20,12 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-devices, bench-instances, bench-jobs, bench-spread, then bench-scale"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-devices, bench-idempotency, bench-instances, bench-jobs, bench-spread, then bench-scale"
 	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
 	@echo "make bench-store   the store's cost: gateways with the store off, fast and strict, interleaved; the ledger writer's rows/s and bytes per row (needs wrk)"
 	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
 	@echo "make bench-instances  what sharing costs one instance: /api/process with limits in memory, in Redis, and in Redis with the store in Postgres, interleaved (needs wrk, redis-server, postgresql)"
+	@echo "make bench-idempotency  Idempotency-Key's cost: /api/process without the field and with a fresh key per request, beside BEFORE_BIN's build when set, interleaved (needs wrk)"
 	@echo "make bench-devices App Attest's cost: one registration and one session (µs), and /api/process with device-session callers beside store-token callers, interleaved (needs wrk)"
 	@echo "make bench-jwt     sign-in's cost: one JWT verification (HS256, RS256, ES256; checked and cached), and /api/process with JWT callers beside gateway-token callers, interleaved (needs wrk)"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
@@ -60,7 +61,7 @@ run:
 demo:
 	scripts/demo.sh
 
-bench: bench-gateway bench-store bench-crypto bench-jwt bench-devices bench-instances bench-jobs bench-spread bench-scale
+bench: bench-gateway bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-spread bench-scale
 
 bench-gateway:
 	Benchmarks/bench-gateway.sh
@@ -116,6 +117,9 @@ bench-jwt:
 
 bench-devices:
 	Benchmarks/bench-devices.sh
+
+bench-idempotency:
+	Benchmarks/bench-idempotency.sh
 
 bench-instances:
 	Benchmarks/bench-instances.sh

@@ -1,6 +1,7 @@
 import ChatAPI
 @testable import Gateway
 import HTTPClient
+import Store
 import Synchronization
 import Testing
 import TestSupport
@@ -136,6 +137,8 @@ enum IdempotencyScenarios {
         } else {
             #expect((try JSONValue.parse(retry.body))["requestId"]?.stringValue == requestID)
         }
+        // A stream's line is written once its end is sent: wait for it.
+        #expect(await eventually { harness.logs.lines.contains { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=replayed") } })
         let replayLine = harness.logs.lines.last { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=replayed") } ?? ""
         #expect(replayLine.contains("outcome=idempotent_replay") && !replayLine.contains("output_tokens="), "\(replayLine)")
     }
@@ -412,5 +415,58 @@ struct IdempotencyPostgresTests {
             try await IdempotencyScenarios.oneRowPerKey(harness)
             try await IdempotencyScenarios.jobs(harness)
         }
+    }
+}
+
+@Suite("Idempotency-Key records in memory (DATABASE_URL=off)")
+struct MemoryIdempotencyRecordsTests {
+    static func start(_ key: String, fingerprint: UInt8 = 1, owner: String = "a", leaseUntil: Int64 = 10_000) -> IdempotencyStart {
+        IdempotencyStart(
+            scope: "user:alice /api/process", key: key, fingerprint: [UInt8](repeating: fingerprint, count: 32), requestID: "r-" + key,
+            owner: owner, leaseUntilMilliseconds: leaseUntil
+        )
+    }
+
+    static func answer(_ bytes: Int) -> StoredAnswer {
+        StoredAnswer(status: 200, contentType: "application/json", upstream: nil, body: [UInt8](repeating: 0x41, count: bytes), text: nil, streamed: false)
+    }
+
+    @Test("the store's rules: running, mismatch, kept, released, taken over after the lease, purged")
+    func rules() async throws {
+        let records = MemoryIdempotencyRecords()
+        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 1_000) == .started)
+        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 1_001) == .inProgress(requestID: "r-k", owner: "a"))
+        #expect(try await records.beginIdempotent(Self.start("k", fingerprint: 2), nowMilliseconds: 1_002) == .mismatch)
+        #expect(try await records.completeIdempotent(scope: "user:alice /api/process", key: "k", owner: "b", answer: Self.answer(3), expiresAtMilliseconds: 50_000) == false)
+        #expect(try await records.completeIdempotent(scope: "user:alice /api/process", key: "k", owner: "a", answer: Self.answer(3), expiresAtMilliseconds: 50_000))
+        try await records.noteIdempotentReplay(scope: "user:alice /api/process", key: "k")
+        var kept = Self.answer(3)
+        kept.replays = 1
+        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 2_000) == .completed(requestID: "r-k", answer: kept))
+        // Released: the next begin starts afresh; a lease that ended is taken over.
+        #expect(try await records.beginIdempotent(Self.start("r"), nowMilliseconds: 1_000) == .started)
+        try await records.releaseIdempotent(scope: "user:alice /api/process", key: "r", owner: "a")
+        #expect(try await records.beginIdempotent(Self.start("r", owner: "b"), nowMilliseconds: 1_000) == .started)
+        #expect(try await records.beginIdempotent(Self.start("r", owner: "c"), nowMilliseconds: 10_000) == .started)
+        // k's answer expired at 50,000, r's lease (c's) ended at 10,000.
+        #expect(try await records.purgeExpiredIdempotent(nowMilliseconds: 50_000) == 2)
+        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 50_000) == .started)
+    }
+
+    @Test("over its byte budget it drops the kept answers nearest their expiry; over its capacity it refuses new keys")
+    func bounds() async throws {
+        let records = MemoryIdempotencyRecords(capacity: 8, byteBudget: 4 * 1_064)
+        for index in 0..<6 {
+            let key = "k\(index)"
+            #expect(try await records.beginIdempotent(Self.start(key), nowMilliseconds: 0) == .started)
+            _ = try await records.completeIdempotent(
+                scope: "user:alice /api/process", key: key, owner: "a", answer: Self.answer(1_000), expiresAtMilliseconds: 100_000 + Int64(index)
+            )
+        }
+        // The oldest answers went; the newest is still kept.
+        #expect(try await records.beginIdempotent(Self.start("k0"), nowMilliseconds: 1) == .started)
+        if case .completed = try await records.beginIdempotent(Self.start("k5"), nowMilliseconds: 1) {} else { Issue.record("k5 was dropped") }
+        for index in 0..<8 { _ = try? await records.beginIdempotent(Self.start("n\(index)"), nowMilliseconds: 1) }
+        await #expect(throws: StoreError.self) { try await records.beginIdempotent(Self.start("one-too-many"), nowMilliseconds: 1) }
     }
 }

@@ -117,7 +117,11 @@ struct IdempotencyMiddleware: Middleware {
             await service.complete(ticket, flight: flight, answer: answer)
             return response
         case .stream(let produce):
-            guard let tee else { return response }
+            guard let tee else {
+                // A route that streams is given a tee: this one cannot keep what it streams.
+                await service.release(ticket, flight: flight, error: .internalError)
+                return response
+            }
             let service = self.service
             let route = self.route
             let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
@@ -142,7 +146,16 @@ struct IdempotencyMiddleware: Middleware {
             }
             context.update { $0.outlivingWork = streamWork }
             flight.answer.set(.stream(tee, upstream: context.upstream))
-            response.body = .stream { writer in try await subscription.forward(to: writer) }
+            // A client gone early still ends its response only when the answer has: the row
+            // written before the end (LEDGER_DURABILITY=strict) and the finisher see it whole.
+            response.body = .stream { writer in
+                do {
+                    try await subscription.forward(to: writer)
+                } catch {
+                    await streamWork.value
+                    throw error
+                }
+            }
             return response
         }
     }

@@ -2,9 +2,10 @@ import Store
 import Synchronization
 
 /// The idempotency records of a gateway without a store (`DATABASE_URL=off`): one instance's
-/// memory, with the same rules as the store's table, bounded by the purge and by
-/// ``capacity`` (a new key beyond it is refused, `503`, rather than grow memory or run
-/// without a record).
+/// memory, with the same rules as the store's table, bounded by the purge, by ``capacity``
+/// keys (a new key beyond it is refused, `503`, rather than run without a record) and by
+/// ``byteBudget`` bytes of kept answers (beyond it the answers nearest their expiry go
+/// first: a retry of theirs is answered afresh).
 final class MemoryIdempotencyRecords: IdempotencyRepository {
     private struct Row {
         var fingerprint: [UInt8]
@@ -20,27 +21,40 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
         let key: String
     }
 
-    let capacity: Int
-    private let rows = Mutex<[Key: Row]>([:])
+    private struct Rows {
+        var byKey: [Key: Row] = [:]
+        var bytes = 0
+    }
 
-    init(capacity: Int = 100_000) {
+    let capacity: Int
+    let byteBudget: Int
+    private let state = Mutex(Rows())
+
+    init(capacity: Int = 100_000, byteBudget: Int = 256 << 20) {
         self.capacity = capacity
+        self.byteBudget = byteBudget
+    }
+
+    private static func size(_ answer: StoredAnswer?) -> Int {
+        guard let answer else { return 0 }
+        return answer.body.count + (answer.text?.utf8.count ?? 0) + answer.contentType.utf8.count + 64
     }
 
     func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds now: Int64) async throws(StoreError) -> IdempotencyBegin {
-        try rows.withLock { (rows: inout [Key: Row]) throws(StoreError) -> IdempotencyBegin in
+        try state.withLock { (state: inout Rows) throws(StoreError) -> IdempotencyBegin in
             let key = Key(scope: start.scope, key: start.key)
-            if let row = rows[key] {
+            if let row = state.byKey[key] {
                 let live = row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now
                 if live {
                     guard row.fingerprint == start.fingerprint else { return .mismatch }
                     if let answer = row.answer { return .completed(requestID: row.requestID, answer: answer) }
                     return .inProgress(requestID: row.requestID, owner: row.owner)
                 }
-            } else if rows.count >= capacity {
+                state.bytes -= Self.size(row.answer)
+            } else if state.byKey.count >= capacity {
                 throw StoreError(.full, message: "idempotency records: \(capacity) keys held")
             }
-            rows[key] = Row(
+            state.byKey[key] = Row(
                 fingerprint: start.fingerprint, requestID: start.requestID, owner: start.owner, leaseUntil: start.leaseUntilMilliseconds,
                 expiresAt: nil, answer: nil
             )
@@ -49,37 +63,49 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
     }
 
     func completeIdempotent(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64) async throws(StoreError) -> Bool {
-        rows.withLock { rows in
+        state.withLock { state in
             let key = Key(scope: scope, key: key)
-            guard var row = rows[key], row.answer == nil, row.owner == owner else { return false }
+            guard var row = state.byKey[key], row.answer == nil, row.owner == owner else { return false }
             row.answer = answer
             row.expiresAt = expiresAtMilliseconds
-            rows[key] = row
+            state.byKey[key] = row
+            state.bytes += Self.size(answer)
+            if state.bytes > byteBudget { Self.shed(&state, to: byteBudget * 3 / 4) }
             return true
         }
     }
 
+    /// Drops the kept answers nearest their expiry until `target` bytes remain.
+    private static func shed(_ state: inout Rows, to target: Int) {
+        let kept = state.byKey.filter { $0.value.answer != nil }.sorted { ($0.value.expiresAt ?? 0) < ($1.value.expiresAt ?? 0) }
+        for (key, row) in kept where state.bytes > target {
+            state.byKey[key] = nil
+            state.bytes -= size(row.answer)
+        }
+    }
+
     func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
-        rows.withLock { rows in
+        state.withLock { state in
             let key = Key(scope: scope, key: key)
-            guard let row = rows[key], row.answer == nil, row.owner == owner else { return }
-            rows[key] = nil
+            guard let row = state.byKey[key], row.answer == nil, row.owner == owner else { return }
+            state.byKey[key] = nil
         }
     }
 
     func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
-        rows.withLock { rows in
+        state.withLock { state in
             let key = Key(scope: scope, key: key)
-            guard rows[key]?.answer != nil else { return }
-            rows[key]?.answer?.replays += 1
+            guard state.byKey[key]?.answer != nil else { return }
+            state.byKey[key]?.answer?.replays += 1
         }
     }
 
     func purgeExpiredIdempotent(nowMilliseconds now: Int64) async throws(StoreError) -> Int {
-        rows.withLock { rows in
-            let before = rows.count
-            rows = rows.filter { _, row in row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now }
-            return before - rows.count
+        state.withLock { state in
+            let before = state.byKey.count
+            state.byKey = state.byKey.filter { _, row in row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now }
+            state.bytes = state.byKey.values.reduce(0) { $0 + Self.size($1.answer) }
+            return before - state.byKey.count
         }
     }
 }
