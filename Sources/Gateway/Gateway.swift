@@ -119,7 +119,7 @@ public final class Gateway: Sendable {
         let idempotencyRecords: any IdempotencyRepository = store?.backend ?? MemoryIdempotencyRecords()
         let idempotencyMetrics = IdempotencyMetrics(registry: registry)
         let idempotency = IdempotencyService(
-            records: idempotencyRecords,
+            records: idempotencyRecords, batched: store?.backend is SQLiteStore,
             settings: IdempotencyService.Settings(
                 timeToLive: configuration.idempotencyTimeToLive,
                 lease: max(configuration.upstreamTimeout, configuration.streamTotalTimeout) + .seconds(60)

@@ -26,6 +26,51 @@ public protocol IdempotencyRepository: Sendable {
 
     /// Deletes completed rows expired at nowMilliseconds and running rows whose lease ended at or before nowMilliseconds, in bounded batches (like purgeExpiredChallengesAndSessions); returns how many.
     func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int
+
+    /// Each write as its own method does it, in order, with one result per write; a store
+    /// with one writer (SQLite) does them all in one transaction, so a gateway that gathers
+    /// the writes of many requests commits them together. A failure fails them all.
+    func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten]
+}
+
+/// One write of ``IdempotencyRepository/applyIdempotent(_:nowMilliseconds:)``.
+public enum IdempotencyWrite: Sendable {
+    case begin(IdempotencyStart)
+    case complete(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64)
+    case release(scope: String, key: String, owner: String)
+    case replay(scope: String, key: String)
+}
+
+/// What one ``IdempotencyWrite`` did.
+public enum IdempotencyWritten: Sendable, Equatable {
+    case begun(IdempotencyBegin)
+    /// Whether the answer was kept (``IdempotencyRepository/completeIdempotent(scope:key:owner:answer:expiresAtMilliseconds:)``).
+    case completed(Bool)
+    case done
+}
+
+extension IdempotencyRepository {
+    /// One write at a time, in order: for a store whose writes run side by side on a pool of
+    /// connections (Postgres), where one transaction for all would serialize them.
+    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten] {
+        var results: [IdempotencyWritten] = []
+        results.reserveCapacity(writes.count)
+        for write in writes {
+            switch write {
+            case .begin(let start):
+                results.append(.begun(try await beginIdempotent(start, nowMilliseconds: nowMilliseconds)))
+            case .complete(let scope, let key, let owner, let answer, let expires):
+                results.append(.completed(try await completeIdempotent(scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expires)))
+            case .release(let scope, let key, let owner):
+                try await releaseIdempotent(scope: scope, key: key, owner: owner)
+                results.append(.done)
+            case .replay(let scope, let key):
+                try await noteIdempotentReplay(scope: scope, key: key)
+                results.append(.done)
+            }
+        }
+        return results
+    }
 }
 
 /// What ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` writes when the key is

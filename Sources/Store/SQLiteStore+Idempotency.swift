@@ -3,68 +3,87 @@ extension SQLiteStore {
     /// the file's write lock, so of two begins at once (in this process or another) the second
     /// reads the first's row.
     public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin {
-        try await write { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> IdempotencyBegin in
-                let row = try connection.queryFirst(
-                    "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
-                ) { Self.idempotencyRow(from: $0) }
-                if let row, !row.isFree(at: nowMilliseconds) { return row.outcome(for: start) }
-                try connection.execute(
-                    """
-                    INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
-                    VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0)
-                    """,
-                    [
-                        .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
-                        .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds),
-                    ]
-                )
-                return .started
-            }
+        guard case .begun(let begun) = try await applyIdempotent([.begin(start)], nowMilliseconds: nowMilliseconds).first else {
+            throw StoreError(.other, message: "\(path): a begin without its result")
         }
+        return begun
     }
 
     /// The replay count stays the row's own (0 since the begin), whatever `answer` carries.
     public func completeIdempotent(
         scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
-        try await write { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Bool in
-                try connection.execute(
-                    """
-                    UPDATE idempotency_keys SET state = 'completed', expires_at = ?, status = ?, content_type = ?, upstream = ?, body = ?, text = ?,
-                        streamed = ?
-                    WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?
-                    """,
-                    [
-                        .integer(expiresAtMilliseconds), .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream),
-                        .blob(answer.body), .text(answer.text), .integer(answer.streamed ? 1 : 0),
-                        .text(scope), .text(key), .text(owner),
-                    ]
-                ) == 1
-            }
-        }
+        let written = try await applyIdempotent(
+            [.complete(scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expiresAtMilliseconds)], nowMilliseconds: 0
+        )
+        return written.first == .completed(true)
     }
 
     public func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
+        _ = try await applyIdempotent([.release(scope: scope, key: key, owner: owner)], nowMilliseconds: 0)
+    }
+
+    public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
+        _ = try await applyIdempotent([.replay(scope: scope, key: key)], nowMilliseconds: 0)
+    }
+
+    /// All of `writes` in one transaction on the writer: one commit (one write of the pages
+    /// they touch) for however many requests' keys.
+    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten] {
         try await write { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Void in
-                try connection.execute(
-                    "DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?",
-                    [.text(scope), .text(key), .text(owner)]
-                )
+            try connection.transaction { () throws(StoreError) -> [IdempotencyWritten] in
+                var results: [IdempotencyWritten] = []
+                results.reserveCapacity(writes.count)
+                for write in writes { results.append(try Self.apply(write, nowMilliseconds: nowMilliseconds, on: connection)) }
+                return results
             }
         }
     }
 
-    public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
-        try await write { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Void in
-                try connection.execute(
-                    "UPDATE idempotency_keys SET replays = replays + 1 WHERE scope = ? AND idem_key = ? AND state = 'completed'",
-                    [.text(scope), .text(key)]
-                )
-            }
+    private static func apply(_ write: IdempotencyWrite, nowMilliseconds: Int64, on connection: SQLiteConnection) throws(StoreError) -> IdempotencyWritten {
+        switch write {
+        case .begin(let start):
+            let row = try connection.queryFirst(
+                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
+            ) { Self.idempotencyRow(from: $0) }
+            if let row, !row.isFree(at: nowMilliseconds) { return .begun(row.outcome(for: start)) }
+            try connection.execute(
+                """
+                INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
+                VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0)
+                """,
+                [
+                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
+                    .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds),
+                ]
+            )
+            return .begun(.started)
+        case .complete(let scope, let key, let owner, let answer, let expiresAtMilliseconds):
+            let changed = try connection.execute(
+                """
+                UPDATE idempotency_keys SET state = 'completed', expires_at = ?, status = ?, content_type = ?, upstream = ?, body = ?, text = ?,
+                    streamed = ?
+                WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?
+                """,
+                [
+                    .integer(expiresAtMilliseconds), .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream),
+                    .blob(answer.body), .text(answer.text), .integer(answer.streamed ? 1 : 0),
+                    .text(scope), .text(key), .text(owner),
+                ]
+            )
+            return .completed(changed == 1)
+        case .release(let scope, let key, let owner):
+            try connection.execute(
+                "DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?",
+                [.text(scope), .text(key), .text(owner)]
+            )
+            return .done
+        case .replay(let scope, let key):
+            try connection.execute(
+                "UPDATE idempotency_keys SET replays = replays + 1 WHERE scope = ? AND idem_key = ? AND state = 'completed'",
+                [.text(scope), .text(key)]
+            )
+            return .done
         }
     }
 

@@ -75,18 +75,26 @@ final class IdempotencyService: Sendable {
     private let faults: StoreFaults?
     private let logger: Logger
     private let flights = Mutex<[String: Flight]>([:])
+    /// Set for records with one writer (SQLite): the writes of requests at once share a commit.
+    private let batcher: IdempotencyBatcher?
 
     init(
-        records: any IdempotencyRepository, settings: Settings, metrics: IdempotencyMetrics, faults: StoreFaults?, logger: Logger,
-        clock: @escaping @Sendable () -> Instant, owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
+        records: any IdempotencyRepository, batched: Bool = false, settings: Settings, metrics: IdempotencyMetrics, faults: StoreFaults?,
+        logger: Logger, clock: @escaping @Sendable () -> Instant, owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
     ) {
         self.records = records
+        batcher = batched ? IdempotencyBatcher(records: records, clock: clock) : nil
         self.settings = settings
         self.metrics = metrics
         self.faults = faults
         self.logger = logger
         self.clock = clock
         self.owner = owner
+    }
+
+    private func perform(_ write: IdempotencyWrite, now: Int64) async throws(StoreError) -> IdempotencyWritten {
+        if let batcher { return try await batcher.write(write) }
+        return try await records.applyIdempotent([write], nowMilliseconds: now).first ?? .done
     }
 
     /// Answers running here (for the metrics and tests).
@@ -114,7 +122,9 @@ final class IdempotencyService: Sendable {
         )
         let decision: Flight.Decision
         do throws(StoreError) {
-            let begun = try await records.beginIdempotent(start, nowMilliseconds: now)
+            guard case .begun(let begun) = try await perform(.begin(start), now: now) else {
+                throw StoreError(.other, message: "idempotency records: a begin without its result")
+            }
             decision = if case .started = begun { .run } else { .refer(begun) }
         } catch {
             // Unrecorded, a retry could pay again: refuse rather than run unprotected.
@@ -130,11 +140,11 @@ final class IdempotencyService: Sendable {
     func complete(_ ticket: Ticket, flight: Flight, answer: StoredAnswer) async {
         let expires = milliseconds(clock()) + Int64(settings.timeToLive / .milliseconds(1))
         do throws(StoreError) {
-            let kept = try await records.completeIdempotent(
-                scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires
+            let written = try await perform(
+                .complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires), now: 0
             )
             // Taken over after the lease ran out: the other instance's answer is the key's.
-            if !kept { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
+            if written != .completed(true) { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
         } catch {
             faults?.record(error, operation: .idempotency)
         }
@@ -145,7 +155,7 @@ final class IdempotencyService: Sendable {
     /// Gives the key back after a failure (the retry tries again), then tells joiners.
     func release(_ ticket: Ticket, flight: Flight, error: GatewayError) async {
         do throws(StoreError) {
-            try await records.releaseIdempotent(scope: ticket.scope, key: ticket.key, owner: owner)
+            _ = try await perform(.release(scope: ticket.scope, key: ticket.key, owner: owner), now: 0)
         } catch {
             // The lease ends it: a retry is refused with 409 until then.
             faults?.record(error, operation: .idempotency)
@@ -159,7 +169,7 @@ final class IdempotencyService: Sendable {
     func noteReplay(_ ticket: Ticket, role: IdempotencyRole) async {
         metrics.count(role == .joined ? .joined : .replayed)
         do throws(StoreError) {
-            try await records.noteIdempotentReplay(scope: ticket.scope, key: ticket.key)
+            _ = try await perform(.replay(scope: ticket.scope, key: ticket.key), now: 0)
         } catch {
             faults?.record(error, operation: .idempotency)
         }

@@ -2,10 +2,10 @@ import Store
 import Synchronization
 
 /// The idempotency records of a gateway without a store (`DATABASE_URL=off`): one instance's
-/// memory, with the same rules as the store's table, bounded by the purge, by ``capacity``
-/// keys (a new key beyond it is refused, `503`, rather than run without a record) and by
-/// ``byteBudget`` bytes of kept answers (beyond it the answers nearest their expiry go
-/// first: a retry of theirs is answered afresh).
+/// memory, with the same rules as the store's table, bounded by ``capacity`` keys and
+/// ``byteBudget`` bytes of kept answers: beyond either, the kept answers nearest their expiry
+/// go first (a retry of theirs is answered afresh); a new key when every one held is still
+/// running is refused (`503`) rather than run without a record.
 final class MemoryIdempotencyRecords: IdempotencyRepository {
     private struct Row {
         var fingerprint: [UInt8]
@@ -52,7 +52,10 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
                 }
                 state.bytes -= Self.size(row.answer)
             } else if state.byKey.count >= capacity {
-                throw StoreError(.full, message: "idempotency records: \(capacity) keys held")
+                Self.shed(&state, keys: capacity - max(1, capacity / 10), now: now)
+                guard state.byKey.count < capacity else {
+                    throw StoreError(.full, message: "idempotency records: \(capacity) keys held, all running")
+                }
             }
             state.byKey[key] = Row(
                 fingerprint: start.fingerprint, requestID: start.requestID, owner: start.owner, leaseUntil: start.leaseUntilMilliseconds,
@@ -70,15 +73,20 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
             row.expiresAt = expiresAtMilliseconds
             state.byKey[key] = row
             state.bytes += Self.size(answer)
-            if state.bytes > byteBudget { Self.shed(&state, to: byteBudget * 3 / 4) }
+            if state.bytes > byteBudget { Self.shed(&state, bytes: byteBudget * 3 / 4) }
             return true
         }
     }
 
-    /// Drops the kept answers nearest their expiry until `target` bytes remain.
-    private static func shed(_ state: inout Rows, to target: Int) {
+    /// Drops dead rows, then the kept answers nearest their expiry, until at most `keys` rows
+    /// and `bytes` bytes of answers remain (or only running rows do). Sorting is O(n log n),
+    /// and then a tenth of the room is free: it runs once per many new keys.
+    private static func shed(_ state: inout Rows, keys: Int = .max, bytes: Int = .max, now: Int64 = .min) {
+        state.byKey = state.byKey.filter { _, row in row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now }
+        state.bytes = state.byKey.values.reduce(0) { $0 + size($1.answer) }
+        guard state.byKey.count > keys || state.bytes > bytes else { return }
         let kept = state.byKey.filter { $0.value.answer != nil }.sorted { ($0.value.expiresAt ?? 0) < ($1.value.expiresAt ?? 0) }
-        for (key, row) in kept where state.bytes > target {
+        for (key, row) in kept where state.byKey.count > keys || state.bytes > bytes {
             state.byKey[key] = nil
             state.bytes -= size(row.answer)
         }
