@@ -18,6 +18,13 @@ import Synchronization
 ///
 /// With ``LoopPolling``, a loop whose events come quickly polls for them for a short,
 /// adaptive window (``PollWindow``) before it sleeps, while the machine leaves it a CPU.
+/// The thread-specific slot ``EventLoop/current`` reads, made once.
+private let currentLoopKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+}()
+
 public final class EventLoop: @unchecked Sendable {
     // Sendable because every mutable field below is either guarded by `inbox`'s mutex or
     // touched only on the loop thread (`registrations`, `timers`, `stopRequested`); the
@@ -86,6 +93,13 @@ public final class EventLoop: @unchecked Sendable {
     deinit {
         Glibc.close(wakeFD)
         Glibc.close(epollFD)
+    }
+
+    /// The loop whose thread this is, or nil off every loop's thread: work that must leave
+    /// its task (a task of its own, not cancelled with it) can stay on the same thread with
+    /// `Task(executorPreference: EventLoop.current)`.
+    public static var current: EventLoop? {
+        pthread_getspecific(currentLoopKey).map { Unmanaged<EventLoop>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// True on this loop's own thread.
@@ -218,6 +232,9 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
+        // Unretained: the loop outlives its thread (stopAndJoin waits for the thread).
+        pthread_setspecific(currentLoopKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(currentLoopKey, nil) }
         CEventLoop_setThreadName(String(name.prefix(15)))
         let capacity: CInt = 1024
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))

@@ -1,4 +1,5 @@
 import ChatAPI
+import EventLoop
 import HTTP1
 import HTTPServer
 import Store
@@ -49,16 +50,23 @@ struct IdempotencyMiddleware: Middleware {
         case .join(let flight):
             return try await follow(flight, await flight.decision.value, ticket: ticket, context: context)
         case .lead(let flight):
-            // Out of this task's cancellation: a begin cut short could leave the key held.
-            let service = self.service
-            let decision = await Task { await service.begin(ticket, flight: flight) }.value
-            guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
-            return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
+            // The records' begin, the answer and the keeping of it run in a task of their own,
+            // which this task's cancellation (its client hanging up) does not reach: neither
+            // the upstream call nor a store write is cut short. On this loop: no thread hop.
+            let work = Task(executorPreference: EventLoop.current) { () -> Result<HTTPResponse, any Error> in
+                let decision = await service.begin(ticket, flight: flight)
+                do {
+                    guard case .run = decision else { return .success(try await refer(decision, ticket: ticket, context: context)) }
+                    return .success(try await lead(flight, ticket: ticket, request: request, context: context, next: next))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            return try await work.value.get()
         }
     }
 
-    /// The first request with its key: answered in a task of its own, so that its client
-    /// going away ends neither the upstream call nor the keeping of its answer.
+    /// The first request with its key, in the task that outlives its client's hang-up.
     private func lead(
         _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest, context: RequestContext,
         next: @escaping RouteResponder
@@ -72,22 +80,13 @@ struct IdempotencyMiddleware: Middleware {
             $0.idempotency = .original
             $0.streamTee = tee
         }
-        // The answer and the keeping of it run in a task of their own, which this task's
-        // cancellation (its client hanging up) does not reach: the store's writes included.
-        let work = Task { () -> Result<HTTPResponse, any Error> in
-            let answered: Result<HTTPResponse, any Error>
-            do {
-                answered = .success(try await next(request, context))
-            } catch {
-                answered = .failure(error)
-            }
-            do {
-                return .success(try await settle(answered, flight: flight, ticket: ticket, tee: tee, context: context))
-            } catch {
-                return .failure(error)
-            }
+        let answered: Result<HTTPResponse, any Error>
+        do {
+            answered = .success(try await next(request, context))
+        } catch {
+            answered = .failure(error)
         }
-        return try await work.value.get()
+        return try await settle(answered, flight: flight, ticket: ticket, tee: tee, context: context)
     }
 
     /// Keeps a successful whole answer, or starts a stream's producer on the tee; a failure
@@ -127,7 +126,7 @@ struct IdempotencyMiddleware: Middleware {
             let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
             // Taken before the producer starts: the client gets every event, `start` included.
             let subscription = tee.subscribe(joining: false)
-            let streamWork = Task {
+            let streamWork = Task(executorPreference: EventLoop.current) {
                 // The stream's own end (a `done` or `error` event) is what the tee keeps;
                 // nothing the producer writes to it can fail.
                 try? await produce(tee.writer)
