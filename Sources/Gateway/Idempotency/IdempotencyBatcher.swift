@@ -35,7 +35,8 @@ final class IdempotencyBatcher: Sendable {
                 state.draining = true
                 return true
             }
-            if drains { Task { await self.drain() } }
+            // On this loop when there is one: no wake-up of another thread to start a batch.
+            if drains { Task(executorPreference: EventLoop.current) { await self.drain() } }
         }
         return try result.get()
     }
