@@ -90,11 +90,17 @@ grep -qi '^idempotent-replayed: true' "$work/check.headers" || die "the keyed ga
 echo "each: text-gateway serve, DATABASE_URL=sqlite RATE_LIMITS=off METRICS=off LOG_LEVEL=warning"
 echo
 
+mock_requests() { curl -sS "${mock_url%/v1}/mock/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"])'; }
 run_wrk() { # target connections duration output
-    local threads=2
+    local threads=2 before answered called
     [ "$2" -eq 1 ] && threads=1
+    before=$(mock_requests)
     wrk -t"$threads" -c"$2" -d"$3" --latency -s Benchmarks/idempotency.lua "http://127.0.0.1:$(port_of "$1")/api/process" -- \
         "$work/body.json" "$(mode_of "$1")" >"$4" 2>&1 || { cat "$4" >&2; die "wrk failed against $1"; }
+    # Every keyed request must be a first one: a replayed or joined key would skip the upstream.
+    answered=$(sed -n 's/^ *\([0-9][0-9]*\) requests in.*/\1/p' "$4")
+    called=$(($(mock_requests) - before))
+    [ "$called" -ge "$answered" ] || die "$1: $answered requests answered but only $called upstream calls: keys were repeated"
 }
 if [ "$warmup" != 0 ] && [ "$warmup" != 0s ]; then
     for target in "${targets[@]}"; do run_wrk "$target" 64 "$warmup" "$work/warmup.txt"; done

@@ -12,12 +12,21 @@ local process_init = init
 local keyed = false
 local prefix = ""
 local counter = 0
+local threads = 0
+
+-- Runs in wrk's main state once per thread: each thread's own number, since the threads'
+-- states are alike (the same addresses, the same clock) and would make the same keys.
+function setup(thread)
+   threads = threads + 1
+   thread:set("thread_number", threads)
+end
 
 function init(args)
    process_init({ args[1] })
    keyed = args[2] == "keyed"
-   math.randomseed(tonumber(tostring({}):match("0x(%x+)") or "0", 16) + os.time())
-   prefix = string.format("bench-%d-%08x%08x-", os.time(), math.random(0, 0x7fffffff), math.random(0, 0x7fffffff))
+   local number = thread_number or 0
+   math.randomseed(os.time() * 1000 + number)
+   prefix = string.format("bench-%d-%d-%08x-", os.time(), number, math.random(0, 0x7fffffff))
 end
 
 function request()
