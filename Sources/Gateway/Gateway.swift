@@ -120,6 +120,9 @@ public final class Gateway: Sendable {
         let idempotencyMetrics = IdempotencyMetrics(registry: registry)
         let idempotency = IdempotencyService(
             records: idempotencyRecords, batched: store?.backend is SQLiteStore,
+            keptKeys: (store?.backend as? SQLiteStore).map { sqlite in
+                { @Sendable now, add async throws(StoreError) in try await sqlite.forEachKeptIdempotencyKey(nowMilliseconds: now, add) }
+            },
             settings: IdempotencyService.Settings(
                 timeToLive: configuration.idempotencyTimeToLive,
                 lease: max(configuration.upstreamTimeout, configuration.streamTotalTimeout) + .seconds(60)
@@ -128,6 +131,10 @@ public final class Gateway: Sendable {
         )
         if store == nil {
             services.append(PeriodicService(name: "idempotency_purge", interval: .seconds(60), immediately: false) { await idempotency.purge() })
+        } else if store?.backend is SQLiteStore {
+            services.append(PeriodicService(name: "idempotency_filter", interval: .seconds(3600), immediately: true) {
+                await idempotency.rebuildKeptKeys()
+            })
         }
         self.services = services
         func idempotent(_ route: IdempotencyMiddleware.Route) -> IdempotencyMiddleware {

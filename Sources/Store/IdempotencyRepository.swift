@@ -39,6 +39,13 @@ public enum IdempotencyWrite: Sendable {
     case complete(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64)
     case release(scope: String, key: String, owner: String)
     case replay(scope: String, key: String)
+    /// For a store one gateway process owns (SQLite), whose running keys live in that
+    /// process's memory: what a begin would find, without writing a running row
+    /// (``IdempotencyWritten/begun(_:)``, `.started` when the key is free).
+    case lookup(IdempotencyStart)
+    /// For the same store: the answer written as completed in one statement, replacing a
+    /// free row (``IdempotencyWritten/completed(_:)``).
+    case keep(IdempotencyStart, answer: StoredAnswer, expiresAtMilliseconds: Int64)
 }
 
 /// What one ``IdempotencyWrite`` did.
@@ -67,6 +74,9 @@ extension IdempotencyRepository {
             case .replay(let scope, let key):
                 try await noteIdempotentReplay(scope: scope, key: key)
                 results.append(.done)
+            case .lookup, .keep:
+                // Running keys in one process's memory only make sense for a store it owns.
+                throw StoreError(.other, message: "idempotency records: lookup and keep are for a store one process owns")
             }
         }
         return results

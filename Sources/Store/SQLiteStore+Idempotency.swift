@@ -42,6 +42,27 @@ extension SQLiteStore {
 
     private static func apply(_ write: IdempotencyWrite, nowMilliseconds: Int64, on connection: SQLiteConnection) throws(StoreError) -> IdempotencyWritten {
         switch write {
+        case .lookup(let start):
+            let row = try connection.queryFirst(
+                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
+            ) { Self.idempotencyRow(from: $0) }
+            guard let row, !row.isFree(at: nowMilliseconds) else { return .begun(.started) }
+            return .begun(row.outcome(for: start))
+        case .keep(let start, let answer, let expiresAtMilliseconds):
+            let changed = try connection.execute(
+                """
+                INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays,
+                    expires_at, status, content_type, upstream, body, text, streamed)
+                VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
+                    .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds), .integer(expiresAtMilliseconds),
+                    .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream), .blob(answer.body), .text(answer.text),
+                    .integer(answer.streamed ? 1 : 0),
+                ]
+            )
+            return .completed(changed == 1)
         case .begin(let start):
             let row = try connection.queryFirst(
                 "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
@@ -120,5 +141,18 @@ extension SQLiteStore {
                     streamed: row.bool(11), replays: row.int(12)
                 ) : nil
         )
+    }
+}
+
+extension SQLiteStore {
+    /// Calls `body` with the scope and key of every answer kept (completed and unexpired at
+    /// `nowMilliseconds`), in one read: a gateway that owns the store builds the filter that
+    /// lets a new key run without a look in the store.
+    public func forEachKeptIdempotencyKey(nowMilliseconds: Int64, _ body: @escaping @Sendable (String, String) -> Void) async throws(StoreError) {
+        try await read { connection throws(StoreError) in
+            try connection.query(
+                "SELECT scope, idem_key FROM idempotency_keys WHERE state = 'completed' AND expires_at > ?", [.integer(nowMilliseconds)]
+            ) { body($0.text(0), $0.text(1)) }
+        }
     }
 }

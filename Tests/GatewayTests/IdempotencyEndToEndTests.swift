@@ -471,3 +471,55 @@ struct MemoryIdempotencyRecordsTests {
         await #expect(throws: StoreError.self) { try await records.beginIdempotent(Self.start("one-too-many"), nowMilliseconds: 1) }
     }
 }
+
+@Suite("The kept-key filter: a new key runs without a look in the store")
+struct KeptKeyFilterTests {
+    @Test("every key may be kept until it is loaded; after, no kept key reads absent and few others read present")
+    func loadAndProbe() async throws {
+        let filter = KeptKeyFilter(bits: 1 << 20)
+        #expect(filter.mightContain("never seen"))
+        let kept = (0..<20_000).map { "user:u\($0) /api/process\u{1F}key-\($0)" }
+        try await filter.rebuild { add in for key in kept { add(key) } }
+        #expect(kept.allSatisfy { filter.mightContain($0) })
+        let others = (0..<20_000).filter { filter.mightContain("user:u\($0) /api/process\u{1F}other-\($0)") }.count
+        #expect(others < 400, "\(others) of 20,000 absent keys read present")
+        filter.insert("added later")
+        #expect(filter.mightContain("added later"))
+    }
+
+    @Test("a key added while a rebuild reads the store is in the rebuilt filter; a failed rebuild keeps the old one")
+    func rebuildRace() async throws {
+        let filter = KeptKeyFilter(bits: 1 << 16)
+        try await filter.rebuild { add in add("old") }
+        try await filter.rebuild { add in
+            filter.insert("during")
+            add("from the store")
+        }
+        #expect(filter.mightContain("during") && filter.mightContain("from the store"))
+        struct Failed: Error {}
+        await #expect(throws: Failed.self) { try await filter.rebuild { _ in throw Failed() } }
+        #expect(filter.mightContain("during"))
+    }
+}
+
+extension IdempotencyEndToEndTests {
+    @Test("SQLite: a kept answer is replayed by the gateway restarted on the same store")
+    func keptAcrossRestart() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        let key = IdempotencyScenarios.key()
+        let body = IdempotencyScenarios.body(IdempotencyScenarios.sample)
+        var first: HTTPClientResponse?
+        try await GatewayHarness.with(configure: { $0.database = .sqlite(path: path) }) { harness in
+            first = try await IdempotencyScenarios.post(harness, body, key: key)
+            #expect(first?.status == 200)
+        }
+        try await GatewayHarness.with(configure: { $0.database = .sqlite(path: path) }) { harness in
+            let calls = harness.mock.stats.requests
+            let again = try await IdempotencyScenarios.post(harness, body, key: key)
+            #expect(again.status == 200)
+            #expect(again.body == first?.body)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(harness.mock.stats.requests == calls)
+        }
+    }
+}

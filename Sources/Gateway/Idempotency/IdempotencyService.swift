@@ -29,8 +29,15 @@ final class IdempotencyService: Sendable {
         let scope: String
         let key: String
         let fingerprint: [UInt8]
+        /// Scope and key together: the flight's and the kept-key filter's name for it.
+        let flightKey: String
 
-        var flightKey: String { scope + "\u{1F}" + key }
+        init(scope: String, key: String, fingerprint: [UInt8]) {
+            self.scope = scope
+            self.key = key
+            self.fingerprint = fingerprint
+            flightKey = scope + "\u{1F}" + key
+        }
     }
 
     /// The first request with a key, running on this instance.
@@ -75,15 +82,26 @@ final class IdempotencyService: Sendable {
     private let faults: StoreFaults?
     private let logger: Logger
     private let flights = Mutex<[String: Flight]>([:])
-    /// Set for records with one writer (SQLite): the writes of requests at once share a commit.
+    /// Set for records one gateway process owns (SQLite): its running keys are the flights in
+    /// its memory, so a key costs a look before it runs and one write of its answer, and the
+    /// writes of requests at once share a commit.
     private let batcher: IdempotencyBatcher?
+    /// With the same store: the keys it keeps, so that a new key needs no look in it.
+    private let kept: KeptKeyFilter?
+    private let keptKeys: KeptKeys?
+
+    /// Reports every key a store this process owns keeps, as `(scope, key)`.
+    typealias KeptKeys = @Sendable (_ nowMilliseconds: Int64, _ add: @escaping @Sendable (String, String) -> Void) async throws(StoreError) -> Void
 
     init(
-        records: any IdempotencyRepository, batched: Bool = false, settings: Settings, metrics: IdempotencyMetrics, faults: StoreFaults?,
-        logger: Logger, clock: @escaping @Sendable () -> Instant, owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
+        records: any IdempotencyRepository, batched: Bool = false, keptKeys: KeptKeys? = nil, settings: Settings, metrics: IdempotencyMetrics,
+        faults: StoreFaults?, logger: Logger, clock: @escaping @Sendable () -> Instant,
+        owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
     ) {
         self.records = records
         batcher = batched ? IdempotencyBatcher(records: records, clock: clock) : nil
+        self.keptKeys = batched ? keptKeys : nil
+        kept = batched && keptKeys != nil ? KeptKeyFilter() : nil
         self.settings = settings
         self.metrics = metrics
         self.faults = faults
@@ -114,15 +132,25 @@ final class IdempotencyService: Sendable {
 
     /// Asks the records whether `flight` may run, and tells those waiting on it. Unless it
     /// runs, the flight is over at once.
-    func begin(_ ticket: Ticket, flight: Flight) async -> Flight.Decision {
-        let now = milliseconds(clock())
-        let start = IdempotencyStart(
+    private func start(_ ticket: Ticket, flight: Flight, now: Int64) -> IdempotencyStart {
+        IdempotencyStart(
             scope: ticket.scope, key: ticket.key, fingerprint: ticket.fingerprint, requestID: flight.requestID, owner: owner,
             leaseUntilMilliseconds: now + Int64(settings.lease / .milliseconds(1))
         )
+    }
+
+    func begin(_ ticket: Ticket, flight: Flight) async -> Flight.Decision {
+        let now = milliseconds(clock())
+        let start = start(ticket, flight: flight, now: now)
         let decision: Flight.Decision
+        if let kept, !kept.mightContain(ticket.flightKey) {
+            // Never kept, and not running here (the flight is this request's): it runs.
+            metrics.count(.started)
+            flight.decision.set(.run)
+            return .run
+        }
         do throws(StoreError) {
-            guard case .begun(let begun) = try await perform(.begin(start), now: now) else {
+            guard case .begun(let begun) = try await perform(batcher == nil ? .begin(start) : .lookup(start), now: now) else {
                 throw StoreError(.other, message: "idempotency records: a begin without its result")
             }
             decision = if case .started = begun { .run } else { .refer(begun) }
@@ -138,11 +166,16 @@ final class IdempotencyService: Sendable {
 
     /// Keeps a successful answer for the time to live, then lets joiners have it.
     func complete(_ ticket: Ticket, flight: Flight, answer: StoredAnswer) async {
-        let expires = milliseconds(clock()) + Int64(settings.timeToLive / .milliseconds(1))
+        let now = milliseconds(clock())
+        let expires = now + Int64(settings.timeToLive / .milliseconds(1))
+        let write: IdempotencyWrite = if batcher == nil {
+            .complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires)
+        } else {
+            .keep(start(ticket, flight: flight, now: now), answer: answer, expiresAtMilliseconds: expires)
+        }
         do throws(StoreError) {
-            let written = try await perform(
-                .complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires), now: 0
-            )
+            let written = try await perform(write, now: now)
+            if written == .completed(true) { kept?.insert(ticket.flightKey) }
             // Taken over after the lease ran out: the other instance's answer is the key's.
             if written != .completed(true) { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
         } catch {
@@ -154,11 +187,14 @@ final class IdempotencyService: Sendable {
 
     /// Gives the key back after a failure (the retry tries again), then tells joiners.
     func release(_ ticket: Ticket, flight: Flight, error: GatewayError) async {
-        do throws(StoreError) {
-            _ = try await perform(.release(scope: ticket.scope, key: ticket.key, owner: owner), now: 0)
-        } catch {
-            // The lease ends it: a retry is refused with 409 until then.
-            faults?.record(error, operation: .idempotency)
+        // With running keys in memory only, the store has nothing to give back.
+        if batcher == nil {
+            do throws(StoreError) {
+                _ = try await perform(.release(scope: ticket.scope, key: ticket.key, owner: owner), now: 0)
+            } catch {
+                // The lease ends it: a retry is refused with 409 until then.
+                faults?.record(error, operation: .idempotency)
+            }
         }
         metrics.count(.released)
         land(ticket)
@@ -172,6 +208,22 @@ final class IdempotencyService: Sendable {
             _ = try await perform(.replay(scope: ticket.scope, key: ticket.key), now: 0)
         } catch {
             faults?.record(error, operation: .idempotency)
+        }
+    }
+
+    /// Builds the kept-key filter afresh from the store (at start, then hourly): until it is
+    /// built every key is looked up, and a rebuild forgets the keys that expired.
+    func rebuildKeptKeys() async {
+        guard let kept, let keptKeys else { return }
+        let now = milliseconds(clock())
+        do {
+            try await kept.rebuild { add in
+                try await keptKeys(now) { scope, key in add(scope + "\u{1F}" + key) }
+            }
+        } catch let error as StoreError {
+            faults?.record(error, operation: .idempotency)
+        } catch {
+            logger.warning("idempotency_filter_failed", [("error", .string("\(error)"))])
         }
     }
 
