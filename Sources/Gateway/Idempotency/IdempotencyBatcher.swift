@@ -7,7 +7,9 @@ import Synchronization
 /// share of a commit rather than a commit. One batch is written at a time; writes that come
 /// meanwhile wait for the next, so under load batches grow and commits stay few.
 final class IdempotencyBatcher: Sendable {
-    private typealias Waiter = CheckedContinuation<Result<IdempotencyWritten, StoreError>, Never>
+    /// Told a write's result, on the task that wrote its batch: a continuation to resume, or
+    /// work to do there (a write no request waits for).
+    private typealias Waiter = @Sendable (Result<IdempotencyWritten, StoreError>) -> Void
 
     private struct State {
         var pending: [(write: IdempotencyWrite, waiter: Waiter)] = []
@@ -28,17 +30,23 @@ final class IdempotencyBatcher: Sendable {
 
     /// `write`'s result, once the batch it joined is committed.
     func write(_ write: IdempotencyWrite) async throws(StoreError) -> IdempotencyWritten {
-        let result = await withCheckedContinuation { (waiter: Waiter) in
-            let drains = state.withLock { state -> Bool in
-                state.pending.append((write, waiter))
-                guard !state.draining else { return false }
-                state.draining = true
-                return true
-            }
-            // On this loop when there is one: no wake-up of another thread to start a batch.
-            if drains { Task(executorPreference: EventLoop.current) { await self.drain() } }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<IdempotencyWritten, StoreError>, Never>) in
+            submit(write) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Queues `write`; `then` runs with its result once its batch is committed (briefly: it
+    /// runs on the task that writes the batches).
+    func submit(_ write: IdempotencyWrite, then: @escaping @Sendable (Result<IdempotencyWritten, StoreError>) -> Void) {
+        let drains = state.withLock { state -> Bool in
+            state.pending.append((write, then))
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        // On this loop when there is one: no wake-up of another thread to start a batch.
+        if drains { Task(executorPreference: EventLoop.current) { await self.drain() } }
     }
 
     private func drain() async {
@@ -57,11 +65,11 @@ final class IdempotencyBatcher: Sendable {
             do throws(StoreError) {
                 let results = try await records.applyIdempotent(batch.map(\.write), nowMilliseconds: now)
                 for (index, item) in batch.enumerated() {
-                    item.waiter.resume(returning: index < results.count
+                    item.waiter(index < results.count
                         ? .success(results[index]) : .failure(StoreError(.other, message: "idempotency batch: a write without its result")))
                 }
             } catch {
-                for item in batch { item.waiter.resume(returning: .failure(error)) }
+                for item in batch { item.waiter(.failure(error)) }
             }
         }
     }

@@ -168,14 +168,16 @@ final class IdempotencyService: Sendable {
     func complete(_ ticket: Ticket, flight: Flight, answer: StoredAnswer) async {
         let now = milliseconds(clock())
         let expires = now + Int64(settings.timeToLive / .milliseconds(1))
-        let write: IdempotencyWrite = if batcher == nil {
-            .complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires)
-        } else {
-            .keep(start(ticket, flight: flight, now: now), answer: answer, expiresAtMilliseconds: expires)
+        if let batcher {
+            // A store this process owns: the answer is this process's from now (retries join
+            // the flight until its row is written), so the response need not wait for the write.
+            flight.answer.set(.whole(.success(answer)))
+            keep(.keep(start(ticket, flight: flight, now: now), answer: answer, expiresAtMilliseconds: expires), ticket: ticket, batcher: batcher)
+            return
         }
+        let write = IdempotencyWrite.complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires)
         do throws(StoreError) {
             let written = try await perform(write, now: now)
-            if written == .completed(true) { kept?.insert(ticket.flightKey) }
             // Taken over after the lease ran out: the other instance's answer is the key's.
             if written != .completed(true) { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
         } catch {
@@ -184,6 +186,27 @@ final class IdempotencyService: Sendable {
         land(ticket)
         flight.answer.set(.whole(.success(answer)))
     }
+
+    /// Writes a kept answer, again after a failed batch (counted each time), up to
+    /// ``keepAttempts`` times; the flight serves retries until then.
+    private func keep(_ write: IdempotencyWrite, ticket: Ticket, batcher: IdempotencyBatcher, attempt: Int = 1) {
+        batcher.submit(write) { [self] result in
+            switch result {
+            case .success:
+                kept?.insert(ticket.flightKey)
+            case .failure(let error):
+                faults?.record(error, operation: .idempotency)
+                if attempt < Self.keepAttempts {
+                    keep(write, ticket: ticket, batcher: batcher, attempt: attempt + 1)
+                    return
+                }
+                logger.warning("idempotency_answer_not_kept", [("attempts", .int(attempt))])
+            }
+            land(ticket)
+        }
+    }
+
+    static let keepAttempts = 3
 
     /// Gives the key back after a failure (the retry tries again), then tells joiners.
     func release(_ ticket: Ticket, flight: Flight, error: GatewayError) async {
