@@ -37,6 +37,8 @@ final class HTTPConnection: Selectable {
     private var head: RequestHead?
     private var body: [UInt8] = []
     private var handlerTask: Task<Void, Never>?
+    /// Whether the current handler asked to outlive a hang-up (``HTTPRequest/keepRunningIfClientLeaves()``).
+    private let hangUp = HangUpPolicy()
     /// True while a handler runs synchronously inside ``dispatch(_:)``.
     private var dispatching = false
     /// Whether the connection stays open after the current response.
@@ -143,7 +145,8 @@ final class HTTPConnection: Selectable {
                 if body.isEmpty { body = bytes } else { body.append(contentsOf: bytes) }
             case .end:
                 guard let head else { return }
-                dispatch(HTTPRequest(head: head, body: body, remoteAddress: remoteAddress))
+                hangUp.keepsHandler.store(false, ordering: .relaxed)
+                dispatch(HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, hangUp: hangUp))
             }
         }
     }
@@ -479,7 +482,7 @@ final class HTTPConnection: Selectable {
         Socket.close(fd)
         if let timer { loop.cancelTimer(timer.id) }
         timer = nil
-        handlerTask?.cancel()
+        if !hangUp.keepsHandler.load(ordering: .relaxed) { handlerTask?.cancel() }
         handlerTask = nil
         let waiters = writeWaiters
         writeWaiters = []

@@ -453,7 +453,7 @@ struct MemoryIdempotencyRecordsTests {
         #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 50_000) == .started)
     }
 
-    @Test("over its byte budget or its keys it drops the kept answers nearest their expiry; full of running keys it refuses new ones")
+    @Test("over its byte budget or its keys it drops the oldest kept answers; full of running keys it refuses new ones")
     func bounds() async throws {
         let records = MemoryIdempotencyRecords(capacity: 8, byteBudget: 4 * 1_064)
         for index in 0..<6 {
@@ -466,7 +466,7 @@ struct MemoryIdempotencyRecordsTests {
         // The oldest answers went; the newest is still kept.
         #expect(try await records.beginIdempotent(Self.start("k0"), nowMilliseconds: 1) == .started)
         if case .completed = try await records.beginIdempotent(Self.start("k5"), nowMilliseconds: 1) {} else { Issue.record("k5 was dropped") }
-        // Full: k4's then k5's answers make room for n5 and n6; once every key is running, a new one is refused.
+        // Full: k3's, k4's and k5's answers make room for n4, n5 and n6; once every key runs, a new one is refused.
         for index in 0..<7 { #expect(try await records.beginIdempotent(Self.start("n\(index)"), nowMilliseconds: 1) == .started) }
         await #expect(throws: StoreError.self) { try await records.beginIdempotent(Self.start("one-too-many"), nowMilliseconds: 1) }
     }

@@ -50,23 +50,16 @@ struct IdempotencyMiddleware: Middleware {
         case .join(let flight):
             return try await follow(flight, await flight.decision.value, ticket: ticket, context: context)
         case .lead(let flight):
-            // The records' begin, the answer and the keeping of it run in a task of their own,
-            // which this task's cancellation (its client hanging up) does not reach: neither
-            // the upstream call nor a store write is cut short. On this loop: no thread hop.
-            let work = Task(executorPreference: EventLoop.current) { () -> Result<HTTPResponse, any Error> in
-                let decision = await service.begin(ticket, flight: flight)
-                do {
-                    guard case .run = decision else { return .success(try await refer(decision, ticket: ticket, context: context)) }
-                    return .success(try await lead(flight, ticket: ticket, request: request, context: context, next: next))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            return try await work.value.get()
+            // From here the client hanging up no longer cancels this task: neither the records'
+            // begin, the upstream call nor the keeping of the answer is cut short.
+            request.keepRunningIfClientLeaves()
+            let decision = await service.begin(ticket, flight: flight)
+            guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
+            return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
         }
     }
 
-    /// The first request with its key, in the task that outlives its client's hang-up.
+    /// The first request with its key, in a task its client's hang-up does not cancel.
     private func lead(
         _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest, context: RequestContext,
         next: @escaping RouteResponder

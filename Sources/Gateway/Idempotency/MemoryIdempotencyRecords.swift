@@ -3,9 +3,12 @@ import Synchronization
 
 /// The idempotency records of a gateway without a store (`DATABASE_URL=off`): one instance's
 /// memory, with the same rules as the store's table, bounded by ``capacity`` keys and
-/// ``byteBudget`` bytes of kept answers: beyond either, the kept answers nearest their expiry
-/// go first (a retry of theirs is answered afresh); a new key when every one held is still
-/// running is refused (`503`) rather than run without a record.
+/// ``byteBudget`` bytes of kept answers: beyond either, the oldest kept answers go first (a
+/// retry of theirs is answered afresh); a new key when every one held is still running is
+/// refused (`503`) rather than run without a record.
+///
+/// Kept answers are also queued in the order they were kept, which with one time to live is
+/// the order they expire in: making room pops the queue's head, never sorts.
 final class MemoryIdempotencyRecords: IdempotencyRepository {
     private struct Row {
         var fingerprint: [UInt8]
@@ -24,6 +27,34 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
     private struct Rows {
         var byKey: [Key: Row] = [:]
         var bytes = 0
+        /// Kept answers, oldest first from `head`: an entry whose row has gone or changed
+        /// since is skipped.
+        var kept: [(key: Key, expiresAt: Int64)] = []
+        var head = 0
+
+        /// Drops the oldest kept answer still held; false when none is left.
+        mutating func dropOldest() -> Bool {
+            while head < kept.count {
+                let (key, expiresAt) = kept[head]
+                head += 1
+                if let row = byKey[key], row.answer != nil, row.expiresAt == expiresAt {
+                    byKey[key] = nil
+                    bytes -= MemoryIdempotencyRecords.size(row.answer)
+                    compact()
+                    return true
+                }
+            }
+            compact()
+            return false
+        }
+
+        /// Forgets the queue's popped and stale entries once they are most of it.
+        mutating func compact(force: Bool = false) {
+            guard force || (head > 1024 && head * 2 > kept.count) else { return }
+            let rows = byKey
+            kept = kept[head...].filter { entry in rows[entry.key].map { $0.answer != nil && $0.expiresAt == entry.expiresAt } ?? false }
+            head = 0
+        }
     }
 
     let capacity: Int
@@ -35,24 +66,27 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
         self.byteBudget = byteBudget
     }
 
-    private static func size(_ answer: StoredAnswer?) -> Int {
+    fileprivate static func size(_ answer: StoredAnswer?) -> Int {
         guard let answer else { return 0 }
         return answer.body.count + (answer.text?.utf8.count ?? 0) + answer.contentType.utf8.count + 64
+    }
+
+    private static func live(_ row: Row, at now: Int64) -> Bool {
+        row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now
     }
 
     func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds now: Int64) async throws(StoreError) -> IdempotencyBegin {
         try state.withLock { (state: inout Rows) throws(StoreError) -> IdempotencyBegin in
             let key = Key(scope: start.scope, key: start.key)
             if let row = state.byKey[key] {
-                let live = row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now
-                if live {
+                if Self.live(row, at: now) {
                     guard row.fingerprint == start.fingerprint else { return .mismatch }
                     if let answer = row.answer { return .completed(requestID: row.requestID, answer: answer) }
                     return .inProgress(requestID: row.requestID, owner: row.owner)
                 }
                 state.bytes -= Self.size(row.answer)
-            } else if state.byKey.count >= capacity {
-                Self.shed(&state, keys: capacity - max(1, capacity / 10), now: now)
+            } else {
+                while state.byKey.count >= capacity, state.dropOldest() {}
                 guard state.byKey.count < capacity else {
                     throw StoreError(.full, message: "idempotency records: \(capacity) keys held, all running")
                 }
@@ -73,22 +107,9 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
             row.expiresAt = expiresAtMilliseconds
             state.byKey[key] = row
             state.bytes += Self.size(answer)
-            if state.bytes > byteBudget { Self.shed(&state, bytes: byteBudget * 3 / 4) }
+            state.kept.append((key, expiresAtMilliseconds))
+            while state.bytes > byteBudget, state.dropOldest() {}
             return true
-        }
-    }
-
-    /// Drops dead rows, then the kept answers nearest their expiry, until at most `keys` rows
-    /// and `bytes` bytes of answers remain (or only running rows do). Sorting is O(n log n),
-    /// and then a tenth of the room is free: it runs once per many new keys.
-    private static func shed(_ state: inout Rows, keys: Int = .max, bytes: Int = .max, now: Int64 = .min) {
-        state.byKey = state.byKey.filter { _, row in row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now }
-        state.bytes = state.byKey.values.reduce(0) { $0 + size($1.answer) }
-        guard state.byKey.count > keys || state.bytes > bytes else { return }
-        let kept = state.byKey.filter { $0.value.answer != nil }.sorted { ($0.value.expiresAt ?? 0) < ($1.value.expiresAt ?? 0) }
-        for (key, row) in kept where state.byKey.count > keys || state.bytes > bytes {
-            state.byKey[key] = nil
-            state.bytes -= size(row.answer)
         }
     }
 
@@ -111,8 +132,9 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
     func purgeExpiredIdempotent(nowMilliseconds now: Int64) async throws(StoreError) -> Int {
         state.withLock { state in
             let before = state.byKey.count
-            state.byKey = state.byKey.filter { _, row in row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now }
+            state.byKey = state.byKey.filter { Self.live($0.value, at: now) }
             state.bytes = state.byKey.values.reduce(0) { $0 + Self.size($1.answer) }
+            state.compact(force: true)
             return before - state.byKey.count
         }
     }
