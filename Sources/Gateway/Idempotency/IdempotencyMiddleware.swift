@@ -5,9 +5,9 @@ import HTTPServer
 import Store
 
 /// `Idempotency-Key` on the routes that spend tokens (docs/api.md, "Retries"). Without the
-/// field a request passes as if this layer were not there. With it, the first request runs
-/// in a task of its own that its client's hang-up does not cancel, its successful answer is
-/// kept, and a retry gets that answer (or joins it while it runs) without an upstream call.
+/// field a request passes as if this layer were not there. With it, the first request's
+/// handler is no longer cancelled when its client hangs up, its successful answer is kept,
+/// and a retry gets that answer (or joins it while it runs) without an upstream call.
 ///
 /// It sits last, after the limits: a retry still counts as a request.
 struct IdempotencyMiddleware: Middleware {
