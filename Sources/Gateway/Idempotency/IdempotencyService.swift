@@ -115,9 +115,6 @@ final class IdempotencyService: Sendable {
         return try await records.applyIdempotent([write], nowMilliseconds: now).first ?? .done
     }
 
-    /// Answers running here (for the metrics and tests).
-    var running: Int { flights.withLock { $0.count } }
-
     /// The flight this request leads, or the one it joins.
     func admit(_ ticket: Ticket, requestID: String) -> Admission {
         flights.withLock { flights in

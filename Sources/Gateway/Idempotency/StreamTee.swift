@@ -136,21 +136,15 @@ final class StreamTee: Sendable {
     }
 
     static func startEvent(requestID: String) -> [UInt8] {
-        event("start") { $0.field("requestId", requestID) }
+        ServerSentEventWriter.jsonEvent("start") { $0.field("requestId", requestID) }
     }
 
     /// One `delta` that brings a client from nothing to `text`.
     static func deltaEvent(requestID: String, text: String) -> [UInt8] {
-        event("delta") {
+        ServerSentEventWriter.jsonEvent("delta") {
             $0.field("requestId", requestID)
             $0.field("delta", text)
             $0.field("text", text)
         }
-    }
-
-    private static func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.object(body)
-        return ServerSentEventWriter.event(name: name, data: String(decoding: writer.bytes, as: UTF8.self))
     }
 }

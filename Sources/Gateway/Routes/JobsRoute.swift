@@ -207,7 +207,7 @@ struct JobEventsRoute: RouteHandler {
         while true {
             let progress = (done: job.done, total: max(job.total, job.done))
             if sent == nil || sent! != progress {
-                try await writer.write(event("progress") {
+                try await writer.write(ServerSentEventWriter.jsonEvent("progress") {
                     $0.field("done", progress.done)
                     $0.field("total", progress.total)
                 })
@@ -216,14 +216,14 @@ struct JobEventsRoute: RouteHandler {
             }
             if job.status.isFinished {
                 if job.status == .succeeded {
-                    try await writer.write(event("done") { JobRoutes.write(job, language: language, into: &$0) })
+                    try await writer.write(ServerSentEventWriter.jsonEvent("done") { JobRoutes.write(job, language: language, into: &$0) })
                 } else if let error = JobRoutes.error(of: job) {
-                    try await writer.write(event("error") { $0.errorFields(error, language: language) })
+                    try await writer.write(ServerSentEventWriter.jsonEvent("error") { $0.errorFields(error, language: language) })
                 }
                 return
             }
             if control.endReason == .shutdown {
-                try await writer.write(event("error") { $0.errorFields(.shuttingDown, language: language) })
+                try await writer.write(ServerSentEventWriter.jsonEvent("error") { $0.errorFields(.shuttingDown, language: language) })
                 return
             }
             if Task.isCancelled { return }
@@ -241,11 +241,6 @@ struct JobEventsRoute: RouteHandler {
         }
     }
 
-    private static func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.object(body)
-        return ServerSentEventWriter.event(name: name, data: String(decoding: writer.bytes, as: UTF8.self))
-    }
 }
 
 /// Job ids: 128 random bits from the system's generator, as 32 lower-case hex digits.

@@ -29,7 +29,7 @@ struct ProcessStream: Sendable {
 
     /// Writes the whole event stream; returns when it ended (or the client left).
     func run(_ writer: ResponseBodyWriter) async throws {
-        try await writer.write(event("start") { $0.field("requestId", context.id) })
+        try await writer.write(ServerSentEventWriter.jsonEvent("start") { $0.field("requestId", context.id) })
         control.noteWrite()
         let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(opened, writer) }
         switch outcome {
@@ -55,7 +55,7 @@ struct ProcessStream: Sendable {
                 $0.result = result
             }
             await context.commitLedgerBeforeEnd()
-            try await writer.write(event("done") {
+            try await writer.write(ServerSentEventWriter.jsonEvent("done") {
                 $0.field("requestId", context.id)
                 $0.field("result", result)
                 if let data { $0.field("data", data) }
@@ -91,7 +91,7 @@ struct ProcessStream: Sendable {
                 guard !delta.isEmpty else { continue }
                 text += delta
                 tee?.noteText(text)
-                try await writer.write(event("delta") {
+                try await writer.write(ServerSentEventWriter.jsonEvent("delta") {
                     $0.field("requestId", context.id)
                     $0.field("delta", delta)
                     $0.field("text", text)
@@ -114,9 +114,4 @@ struct ProcessStream: Sendable {
         try await context.failStream(error, outcome: outcome, shape: .gateway, writer)
     }
 
-    private func event(_ name: String, _ body: (inout JSONWriter) -> Void) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.object(body)
-        return ServerSentEventWriter.event(name: name, data: String(decoding: writer.bytes, as: UTF8.self))
-    }
 }
