@@ -36,7 +36,10 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis"], swiftSettings: strict),
+        .target(
+            name: "Gateway",
+            dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis"],
+            swiftSettings: strict),
         .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .target(name: "TextGatewayClient", swiftSettings: strict),
@@ -65,25 +68,39 @@ let package = Package(
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),
-        .target(name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
-        .target(name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream", "Crypto"], path: "Tests/GatewayTestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport",
+            swiftSettings: strict),
+        .target(
+            name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream", "Crypto"],
+            path: "Tests/GatewayTestSupport", swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store"],
+            dependencies: [
+                "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
+            ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "TextGatewayClientTests", dependencies: ["TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer", "HTTP1", "Crypto"], swiftSettings: strict),
+        .testTarget(
+            name: "TextGatewayClientTests",
+            dependencies: [
+                "TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer",
+                "HTTP1", "Crypto",
+            ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
+        .testTarget(
+            name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,9 @@
+import ChatAPI
+import EventLoop
+import Gateway
+import HTTPClient
+import Synchronization
+
 // Load generator for the upstream client (`make bench-client`) and the gateway's scale
 // scenarios (`Benchmarks/bench-scale.sh`).
 //
@@ -22,14 +28,9 @@
 // human-readable lines. BENCH_LOOPS sets their event loops (default 1); burst and streams
 // also sample the processes named in BENCH_WATCH="name=pid,..." (see Watcher).
 #if canImport(Glibc)
-import CEventLoop  // epoll, for the raw burst client
-import Glibc
+    import CEventLoop // epoll, for the raw burst client
+    import Glibc
 #endif
-import ChatAPI
-import EventLoop
-import Gateway
-import HTTPClient
-import Synchronization
 
 func say(_ text: String) {
     let bytes = Array((text + "\n").utf8)
@@ -85,7 +86,8 @@ func readFile(_ path: String) -> [UInt8] {
 func ownCPUSeconds() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+        usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 func milliseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e6 }
@@ -187,13 +189,15 @@ func chatModes(mode: String, arguments: [String]) async throws {
     let client = ChatClient(httpClient: http, baseURL: base, apiKey: "bench-key")
     let request = ChatCompletionRequest(
         model: "mock-model",
-        messages: [ChatMessage(role: .system, content: "system"), ChatMessage(role: .user, content: "a short text to process")],
+        messages: [
+            ChatMessage(role: .system, content: "system"), ChatMessage(role: .user, content: "a short text to process"),
+        ],
         temperature: 0.2, maxTokens: 64
     )
     if mode == "throughput" {
         let concurrency = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
         let seconds = arguments.count > 3 ? Int(arguments[3]) ?? 10 : 10
-        _ = try? await client.complete(request)  // warm the pool
+        _ = try? await client.complete(request) // warm the pool
         let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
         let start = MonotonicInstant.now()
         let latencies = await withTaskGroup(of: ([UInt64], Int).self) { group in
@@ -223,8 +227,12 @@ func chatModes(mode: String, arguments: [String]) async throws {
         }
         let elapsed = Double(start.nanoseconds(until: .now())) / 1e9
         let percentiles = Percentiles(latencies.0)
-        say("throughput: \(concurrency) concurrent for \(seconds)s: \(percentiles.sorted.count) calls, \(latencies.1) errors")
-        say("  requests/s \(Int(Double(percentiles.sorted.count) / elapsed)), p50 \(percentiles.ms(0.5)) ms, p99 \(percentiles.ms(0.99)) ms")
+        say(
+            "throughput: \(concurrency) concurrent for \(seconds)s: \(percentiles.sorted.count) calls, \(latencies.1) errors"
+        )
+        say(
+            "  requests/s \(Int(Double(percentiles.sorted.count) / elapsed)), p50 \(percentiles.ms(0.5)) ms, p99 \(percentiles.ms(0.99)) ms"
+        )
     } else {
         let count = arguments.count > 2 ? Int(arguments[2]) ?? 5000 : 5000
         _ = try? await client.complete(request)
@@ -249,7 +257,9 @@ func chatModes(mode: String, arguments: [String]) async throws {
         sampler.cancel()
         let elapsed = Double(start.nanoseconds(until: .now())) / 1e9
         say("inflight: \(count) calls at once: \(succeeded) succeeded in \((elapsed * 100).rounded() / 100)s")
-        say("  RSS before \(rssBefore / 1024) MiB, peak \(peak.load(ordering: .relaxed) / 1024) MiB, high-water \(memoryKiB("VmHWM") / 1024) MiB")
+        say(
+            "  RSS before \(rssBefore / 1024) MiB, peak \(peak.load(ordering: .relaxed) / 1024) MiB, high-water \(memoryKiB("VmHWM") / 1024) MiB"
+        )
     }
     await http.shutdown()
 }
@@ -291,11 +301,15 @@ func healthy(port: Int) -> Bool {
     defer { close(fd) }
     var address = loopback(port: port)
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else { return false }
     let request = Array("GET \(healthPath) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+        return false
+    }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 512)
     while received.count < 12 {
@@ -368,7 +382,7 @@ func startup(arguments: [String]) {
         defer { for pointer in cArguments { free(pointer) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)  // the child's stdout must not mix with ours
+        posix_spawn_file_actions_adddup2(&actions, 2, 1) // the child's stdout must not mix with ours
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pid: pid_t = 0
         let spawned = MonotonicInstant.now()
@@ -399,7 +413,9 @@ func startup(arguments: [String]) {
         let fileBacked = memoryKiB("RssFile", of: family)
         let fds = family.reduce(0) { $0 + openFileCount(pid: $1) }
         stopChild(pid)
-        say("startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) fds=\(fds) processes=\(family.count)")
+        say(
+            "startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) fds=\(fds) processes=\(family.count)"
+        )
     }
 }
 
@@ -444,7 +460,9 @@ final class Watcher: Sendable {
                     let took = now.distance(to: start.nanoseconds(until: .now()))
                     nextCount = now + UInt64(max(Int64(took) * 20, 20_000_000))
                 }
-                let taken = targets.indices.map { Sample(nanoseconds: now, rssKiB: memoryKiB("VmRSS", pid: String(targets[$0].pid)), fds: fds[$0]) }
+                let taken = targets.indices.map {
+                    Sample(nanoseconds: now, rssKiB: memoryKiB("VmRSS", pid: String(targets[$0].pid)), fds: fds[$0])
+                }
                 samples.withLock { for index in taken.indices { $0[index].append(taken[index]) } }
                 sleepMilliseconds(20)
             }
@@ -478,7 +496,9 @@ final class Watcher: Sendable {
             let peakFDs = series.map(\.fds).max() ?? 0
             let ramp = series.first { $0.fds * 100 >= peakFDs * 95 }.map { milliseconds($0.nanoseconds) } ?? 0
             let cpu = Self.cpuSeconds(target.pid) - cpuAtStart[index]
-            say("watch name=\(target.name) peak_rss_kib=\(peakRSS) hwm_kib=\(memoryKiB("VmHWM", pid: String(target.pid))) peak_fds=\(peakFDs) fds_95_ms=\(format(ramp, 0)) cpu_s=\(format(cpu, 2)) samples=\(series.count)")
+            say(
+                "watch name=\(target.name) peak_rss_kib=\(peakRSS) hwm_kib=\(memoryKiB("VmHWM", pid: String(target.pid))) peak_fds=\(peakFDs) fds_95_ms=\(format(ramp, 0)) cpu_s=\(format(cpu, 2)) samples=\(series.count)"
+            )
         }
     }
 }
@@ -508,7 +528,10 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
     var address = loopback(port: port)
     guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { fail("burst needs a numeric IPv4 host, not \(host)") }
     let authorization = getenv("BENCH_TOKEN").map { "Authorization: Bearer \(String(cString: $0))\r\n" } ?? ""
-    let request = Array("POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n\(authorization)Content-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+    let request =
+        Array(
+            "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n\(authorization)Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+                .utf8) + body
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
     guard epoll >= 0 else { fail("epoll_create1: errno \(errno)") }
     defer { close(epoll) }
@@ -547,13 +570,16 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
         let bodyBytes = bytes.count - headEnd - separator.count
         if let length, bodyBytes < length { return ended ? "truncated" : nil }
         if length == nil && !ended { return nil }
-        if status == "200" && !contains(Array(bytes[(headEnd + separator.count)...]), expectedText) { return "200-unexpected-body" }
+        if status == "200" && !contains(Array(bytes[(headEnd + separator.count)...]), expectedText) {
+            return "200-unexpected-body"
+        }
         return status
     }
 
     let start = MonotonicInstant.now()
     for _ in 0..<count {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             tally.add("socket-errno-\(errno)")
             latencies.append(0)
@@ -563,7 +589,9 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         connections[fd] = Connection(began: .now())
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if result != 0 && errno != EINPROGRESS {
             finish(fd, "connect-errno-\(errno)")
@@ -594,7 +622,9 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
                     finish(fd, "connect-errno-\(error)")
                     continue
                 }
-                let sent = request[connection.written...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let sent = request[connection.written...].withUnsafeBytes {
+                    send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
                 if sent < 0 && errno != EAGAIN {
                     finish(fd, "send-errno-\(errno)")
                     continue
@@ -608,7 +638,9 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
                 }
                 connections[fd] = connection
             }
-            guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else { continue }
+            guard flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 else {
+                continue
+            }
             var ended = false
             while true {
                 let got = recv(fd, &buffer, buffer.count, 0)
@@ -645,7 +677,9 @@ func curlBurst(url: String, count: Int, body: [UInt8], timeout: Duration) async 
                 let outcome: String
                 do {
                     let response = try await http.send(request)
-                    outcome = response.status == 200 && !contains(response.body, expectedText) ? "200-unexpected-body" : String(response.status)
+                    outcome =
+                        response.status == 200 && !contains(response.body, expectedText)
+                        ? "200-unexpected-body" : String(response.status)
                 } catch let error as HTTPClientError {
                     outcome = error.kind.rawValue
                 } catch {
@@ -683,9 +717,15 @@ func burst(arguments: [String]) async {
     let clientCPU = ownCPUSeconds()
     let ok = tally.counts["200"] ?? 0
     let percentiles = Percentiles(latencies)
-    say("burst (\(engine) client): \(count) requests at once: \(ok) succeeded, \(count - ok) failed (\(tally.text)) in \(format(wall, 3)) s")
-    say("  latency p50 \(format(percentiles.ms(0.5))) ms, p99 \(format(percentiles.ms(0.99))) ms, max \(format(percentiles.max)) ms; client CPU \(format(clientCPU, 2)) s, high-water RSS \(memoryKiB("VmHWM") / 1024) MiB")
-    say("burst count=\(count) ok=\(ok) failed=\(count - ok) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(percentiles.ms(0.5))) p99_ms=\(format(percentiles.ms(0.99))) max_ms=\(format(percentiles.max)) client_cpu_s=\(format(clientCPU, 2))")
+    say(
+        "burst (\(engine) client): \(count) requests at once: \(ok) succeeded, \(count - ok) failed (\(tally.text)) in \(format(wall, 3)) s"
+    )
+    say(
+        "  latency p50 \(format(percentiles.ms(0.5))) ms, p99 \(format(percentiles.ms(0.99))) ms, max \(format(percentiles.max)) ms; client CPU \(format(clientCPU, 2)) s, high-water RSS \(memoryKiB("VmHWM") / 1024) MiB"
+    )
+    say(
+        "burst count=\(count) ok=\(ok) failed=\(count - ok) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(percentiles.ms(0.5))) p99_ms=\(format(percentiles.ms(0.99))) max_ms=\(format(percentiles.max)) client_cpu_s=\(format(clientCPU, 2))"
+    )
 }
 
 // MARK: - streams
@@ -722,31 +762,61 @@ struct ProcessStreamCheck: StreamCheck {
 
     mutating func take(_ event: ServerSentEvent, at nanoseconds: UInt64) {
         guard problem == nil else { return }
-        guard !done else { problem = "event-after-done"; return }
-        guard let json = try? JSONValue.parse(Array(event.data.utf8)) else { problem = "bad-json"; return }
+        guard !done else {
+            problem = "event-after-done"
+            return
+        }
+        guard let json = try? JSONValue.parse(Array(event.data.utf8)) else {
+            problem = "bad-json"
+            return
+        }
         let id = json["requestId"]?.stringValue
         switch event.event {
         case "start":
-            guard !started else { problem = "second-start"; return }
+            guard !started else {
+                problem = "second-start"
+                return
+            }
             started = true
             requestID = id
             if id == nil { problem = "start-without-id" }
         case "delta":
-            guard started else { problem = "delta-before-start"; return }
-            guard id == requestID else { problem = "request-id-changed"; return }
+            guard started else {
+                problem = "delta-before-start"
+                return
+            }
+            guard id == requestID else {
+                problem = "request-id-changed"
+                return
+            }
             guard let delta = json["delta"]?.stringValue, !delta.isEmpty, let soFar = json["text"]?.stringValue else {
                 problem = "delta-fields"
                 return
             }
-            guard soFar == text + delta else { problem = "text-not-growing"; return }
+            guard soFar == text + delta else {
+                problem = "text-not-growing"
+                return
+            }
             text = soFar
             deltas += 1
             if firstDelta == nil { firstDelta = nanoseconds }
         case "done":
-            guard started else { problem = "done-before-start"; return }
-            guard id == requestID else { problem = "request-id-changed"; return }
-            guard json["result"]?.stringValue == text else { problem = "result-differs"; return }
-            guard deltas == expectedDeltas else { problem = "deltas-\(deltas)"; return }
+            guard started else {
+                problem = "done-before-start"
+                return
+            }
+            guard id == requestID else {
+                problem = "request-id-changed"
+                return
+            }
+            guard json["result"]?.stringValue == text else {
+                problem = "result-differs"
+                return
+            }
+            guard deltas == expectedDeltas else {
+                problem = "deltas-\(deltas)"
+                return
+            }
             done = true
         case "error":
             problem = "error-event-\(json["code"]?.stringValue ?? "?")"
@@ -788,15 +858,24 @@ struct ChatStreamCheck: StreamCheck {
         case .chunk(let chunk):
             for choice in chunk.choices {
                 if let content = choice.delta.content, !content.isEmpty {
-                    guard !finished else { problem = "delta-after-finish"; return }
+                    guard !finished else {
+                        problem = "delta-after-finish"
+                        return
+                    }
                     deltas += 1
                     if firstDelta == nil { firstDelta = nanoseconds }
                 }
                 if choice.finishReason != nil { finished = true }
             }
         case .done:
-            guard finished else { problem = "done-before-finish"; return }
-            guard deltas == expectedDeltas else { problem = "deltas-\(deltas)"; return }
+            guard finished else {
+                problem = "done-before-finish"
+                return
+            }
+            guard deltas == expectedDeltas else {
+                problem = "deltas-\(deltas)"
+                return
+            }
             done = true
         }
     }
@@ -864,12 +943,16 @@ func streams(arguments: [String]) async {
                 do {
                     response = try await http.stream(request)
                 } catch {
-                    return ((error as? HTTPClientError)?.kind.rawValue ?? "request-error", began.nanoseconds(until: .now()), nil)
+                    return (
+                        (error as? HTTPClientError)?.kind.rawValue ?? "request-error", began.nanoseconds(until: .now()),
+                        nil
+                    )
                 }
                 guard response.status == 200 else {
                     return ("status-\(response.status)", began.nanoseconds(until: .now()), nil)
                 }
-                let (verdict, firstDelta) = chat
+                let (verdict, firstDelta) =
+                    chat
                     ? await checkStream(response.body, as: ChatStreamCheck.self, expected: expected, began: began)
                     : await checkStream(response.body, as: ProcessStreamCheck.self, expected: expected, began: began)
                 return (verdict, began.nanoseconds(until: .now()), firstDelta)
@@ -891,9 +974,15 @@ func streams(arguments: [String]) async {
     let passed = tally.counts["passed"] ?? 0
     let total = Percentiles(durations)
     let first = Percentiles(firstDeltas)
-    say("streams: \(count) streams at once, \(expected) deltas each: \(passed) passed, \(count - passed) failed (\(tally.text)) in \(format(wall, 3)) s")
-    say("  stream duration p50 \(format(total.ms(0.5))) ms, p99 \(format(total.ms(0.99))) ms, max \(format(total.max)) ms; first delta p50 \(format(first.ms(0.5))) ms, p99 \(format(first.ms(0.99))) ms")
-    say("streams count=\(count) passed=\(passed) failed=\(count - passed) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(total.ms(0.5))) p99_ms=\(format(total.ms(0.99))) max_ms=\(format(total.max)) first_delta_p50_ms=\(format(first.ms(0.5))) first_delta_p99_ms=\(format(first.ms(0.99))) client_cpu_s=\(format(ownCPUSeconds(), 2))")
+    say(
+        "streams: \(count) streams at once, \(expected) deltas each: \(passed) passed, \(count - passed) failed (\(tally.text)) in \(format(wall, 3)) s"
+    )
+    say(
+        "  stream duration p50 \(format(total.ms(0.5))) ms, p99 \(format(total.ms(0.99))) ms, max \(format(total.max)) ms; first delta p50 \(format(first.ms(0.5))) ms, p99 \(format(first.ms(0.99))) ms"
+    )
+    say(
+        "streams count=\(count) passed=\(passed) failed=\(count - passed) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(total.ms(0.5))) p99_ms=\(format(total.ms(0.99))) max_ms=\(format(total.max)) first_delta_p50_ms=\(format(first.ms(0.5))) first_delta_p99_ms=\(format(first.ms(0.99))) client_cpu_s=\(format(ownCPUSeconds(), 2))"
+    )
 }
 
 // MARK: - steady
@@ -924,7 +1013,9 @@ func steady(arguments: [String]) async {
             let wait = MonotonicInstant.now().nanoseconds(until: next)
             do { try await Task.sleep(for: .nanoseconds(Int(wait))) } catch { return }
             let done = counters.completed.load(ordering: .relaxed)
-            say("steady-interval t_s=\(10 * tick) requests=\(done - previous) rps=\((done - previous) / 10) errors_total=\(counters.failed.load(ordering: .relaxed))")
+            say(
+                "steady-interval t_s=\(10 * tick) requests=\(done - previous) rps=\((done - previous) / 10) errors_total=\(counters.failed.load(ordering: .relaxed))"
+            )
             previous = done
         }
     }
@@ -939,7 +1030,9 @@ func steady(arguments: [String]) async {
                     do {
                         let response = try await http.send(request)
                         outcome = String(response.status)
-                        if response.status == 200 && !contains(response.body, expectedText) { outcome = "200-unexpected-body" }
+                        if response.status == 200 && !contains(response.body, expectedText) {
+                            outcome = "200-unexpected-body"
+                        }
                     } catch let error as HTTPClientError {
                         outcome = error.kind.rawValue
                     } catch {
@@ -967,15 +1060,22 @@ func steady(arguments: [String]) async {
     let total = tally.total
     let errors = total - (tally.counts["200"] ?? 0)
     let percentiles = Percentiles(latencies)
-    say("steady: \(concurrency) concurrent for \(seconds) s: \(total) requests (\(format(Double(total) / elapsed, 0))/s), \(errors) errors (\(tally.text))")
-    say("  latency p50 \(format(percentiles.ms(0.5), 2)) ms, p99 \(format(percentiles.ms(0.99), 2)) ms, max \(format(percentiles.max)) ms")
-    say("steady requests=\(total) rps=\(format(Double(total) / elapsed, 0)) errors=\(errors) outcomes=\(tally.text) p50_ms=\(format(percentiles.ms(0.5), 2)) p99_ms=\(format(percentiles.ms(0.99), 2)) max_ms=\(format(percentiles.max))")
+    say(
+        "steady: \(concurrency) concurrent for \(seconds) s: \(total) requests (\(format(Double(total) / elapsed, 0))/s), \(errors) errors (\(tally.text))"
+    )
+    say(
+        "  latency p50 \(format(percentiles.ms(0.5), 2)) ms, p99 \(format(percentiles.ms(0.99), 2)) ms, max \(format(percentiles.max)) ms"
+    )
+    say(
+        "steady requests=\(total) rps=\(format(Double(total) / elapsed, 0)) errors=\(errors) outcomes=\(tally.text) p50_ms=\(format(percentiles.ms(0.5), 2)) p99_ms=\(format(percentiles.ms(0.99), 2)) max_ms=\(format(percentiles.max))"
+    )
 }
 
 // MARK: - main
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: bench-client throughput BASE_URL [concurrency] [seconds] | inflight BASE_URL [count] | startup RUNS SETTLE_MS -- PROGRAM ARGS... | burst URL COUNT BODY_FILE | streams URL COUNT BODY_FILE EXPECTED_DELTAS | steady URL CONCURRENCY SECONDS BODY_FILE"
+let usage =
+    "usage: bench-client throughput BASE_URL [concurrency] [seconds] | inflight BASE_URL [count] | startup RUNS SETTLE_MS -- PROGRAM ARGS... | burst URL COUNT BODY_FILE | streams URL COUNT BODY_FILE EXPECTED_DELTAS | steady URL CONCURRENCY SECONDS BODY_FILE"
 guard arguments.count >= 2 else {
     say(usage)
     exit(2)

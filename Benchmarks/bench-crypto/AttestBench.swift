@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import Crypto
 import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `bench-crypto attest`: what verifying one App Attest registration and one session costs,
 /// with a real iPhone's attestation and assertion (Tests/GatewayTests/Fixtures/app-attest),
@@ -17,23 +18,37 @@ enum AttestBench {
     @MainActor
     static func run() throws {
         guard let text = readFile(fixture), let json = try? JSONValue.parse(Array(text.utf8)),
-              let keyID = json["attestation"]?["keyIdBase64"]?.stringValue.flatMap({ Base64URL.decodeStandard($0.utf8) }),
-              let attestation = json["attestation"]?["attestationBase64"]?.stringValue.flatMap({ Base64URL.decodeStandard($0.utf8) }),
-              let assertion = json["assertion"]?["assertionBase64"]?.stringValue.flatMap({ Base64URL.decodeStandard($0.utf8) })
+            let keyID = json["attestation"]?["keyIdBase64"]?.stringValue.flatMap({ Base64URL.decodeStandard($0.utf8) }),
+            let attestation = json["attestation"]?["attestationBase64"]?.stringValue.flatMap({
+                Base64URL.decodeStandard($0.utf8)
+            }),
+            let assertion = json["assertion"]?["assertionBase64"]?.stringValue.flatMap({
+                Base64URL.decodeStandard($0.utf8)
+            })
         else { fatalError("cannot read \(fixture) (run from the repository's root)") }
-        let verifier = AppAttestVerifier(appIDs: [appID], environments: .development, trust: try AppAttestVerifier.trustStore(extraRootPEM: nil))
-        let verified = try verifier.verifyAttestation(keyID: keyID, attestation: attestation, clientData: clientData, at: attestedAt)
-        _ = try verifier.verifyAssertion(assertion, clientData: clientData, publicKey: verified.publicKey, appID: appID, counter: 0)
+        let verifier = AppAttestVerifier(
+            appIDs: [appID], environments: .development, trust: try AppAttestVerifier.trustStore(extraRootPEM: nil))
+        let verified = try verifier.verifyAttestation(
+            keyID: keyID, attestation: attestation, clientData: clientData, at: attestedAt)
+        _ = try verifier.verifyAssertion(
+            assertion, clientData: clientData, publicKey: verified.publicKey, appID: appID, counter: 0)
         let registration = nanosecondsPerOperation(batch: 1) {
-            (try? verifier.verifyAttestation(keyID: keyID, attestation: attestation, clientData: clientData, at: attestedAt)) == nil ? 0 : 1
+            (try? verifier.verifyAttestation(
+                keyID: keyID, attestation: attestation, clientData: clientData, at: attestedAt)) == nil ? 0 : 1
         }
         let session = nanosecondsPerOperation(batch: 1) {
-            (try? verifier.verifyAssertion(assertion, clientData: clientData, publicKey: verified.publicKey, appID: appID, counter: 0)) == nil ? 0 : 1
+            (try? verifier.verifyAssertion(
+                assertion, clientData: clientData, publicKey: verified.publicKey, appID: appID, counter: 0)) == nil
+                ? 0 : 1
         }
         print("| App Attest (a real iPhone's, iOS 14.4) | bytes | verified µs |")
         print("|---|---:|---:|")
-        print("| registration: CBOR, chain to Apple's root (P-384, P-256), nonce, key id, authData | \(attestation.count) | \(JWTBench.microseconds(registration)) |")
-        print("| session: CBOR, authenticatorData, ECDSA P-256 signature | \(assertion.count) | \(JWTBench.microseconds(session)) |")
+        print(
+            "| registration: CBOR, chain to Apple's root (P-384, P-256), nonce, key id, authData | \(attestation.count) | \(JWTBench.microseconds(registration)) |"
+        )
+        print(
+            "| session: CBOR, authenticatorData, ECDSA P-256 signature | \(assertion.count) | \(JWTBench.microseconds(session)) |"
+        )
     }
 
     private static func readFile(_ path: String) -> String? {

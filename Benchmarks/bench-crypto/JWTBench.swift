@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crypto
 import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `bench-crypto jwt` and `bench-crypto mint`: what one sign-in costs, and the callers for
 /// `make bench-jwt`.
@@ -18,7 +19,8 @@ enum JWTBench {
 
     /// A token as an identity service signs it.
     static func token(user: String, now: Double, key: PrivateKey, kid: String, algorithm: String) throws -> String {
-        let input = part(#"{"alg":"\#(algorithm)","typ":"JWT","kid":"\#(kid)"}"#) + "." + part(claims(user: user, now: now))
+        let input =
+            part(#"{"alg":"\#(algorithm)","typ":"JWT","kid":"\#(kid)"}"#) + "." + part(claims(user: user, now: now))
         let scheme: SignatureAlgorithm = algorithm == "ES256" ? .ecdsaP256SHA256 : .rsaPKCS1v15SHA256
         return input + "." + Base64URL.encode(try key.signature(for: Array(input.utf8), algorithm: scheme))
     }
@@ -36,7 +38,8 @@ enum JWTBench {
         let ec = try PrivateKey.generateP256()
         let secret = Array("bench-secret-of-at-least-thirty-two-bytes".utf8)
         let keys = JWKSet(keys: [
-            try JWTKey(id: "rsa", components: rsa.publicKey.components), try JWTKey(id: "ec", components: ec.publicKey.components),
+            try JWTKey(id: "rsa", components: rsa.publicKey.components),
+            try JWTKey(id: "ec", components: ec.publicKey.components),
         ])
         var policy = JWTPolicy()
         policy.issuer = issuer
@@ -44,18 +47,30 @@ enum JWTBench {
         let verifier = JWTVerifier(policy: policy, hs256Secret: secret, keySet: keys, cacheCapacity: 1_000)
         let tokens: [(String, [UInt8])] = [
             ("HS256", Array(hs256(user: "u1", now: now.secondsSinceEpoch, secret: secret).utf8)),
-            ("RS256 (RSA-2048)", Array(try token(user: "u1", now: now.secondsSinceEpoch, key: rsa, kid: "rsa", algorithm: "RS256").utf8)),
-            ("ES256 (P-256)", Array(try token(user: "u1", now: now.secondsSinceEpoch, key: ec, kid: "ec", algorithm: "ES256").utf8)),
+            (
+                "RS256 (RSA-2048)",
+                Array(try token(user: "u1", now: now.secondsSinceEpoch, key: rsa, kid: "rsa", algorithm: "RS256").utf8)
+            ),
+            (
+                "ES256 (P-256)",
+                Array(try token(user: "u1", now: now.secondsSinceEpoch, key: ec, kid: "ec", algorithm: "ES256").utf8)
+            ),
         ]
         print("| JWT | token bytes | signature checked µs | cached µs |")
         print("|---|---:|---:|---:|")
         for (name, token) in tokens {
-            guard case .success = verifier.verifyNow(token, now: now, useCache: false) else { fatalError("the \(name) token is refused") }
+            guard case .success = verifier.verifyNow(token, now: now, useCache: false) else {
+                fatalError("the \(name) token is refused")
+            }
             let checked = nanosecondsPerOperation(batch: 1) {
                 if case .success = verifier.verifyNow(token, now: now, useCache: false) { 1 } else { 0 }
             }
             let cached = nanosecondsPerOperation(batch: 16) {
-                if case .success(let acceptance) = verifier.verifyNow(token, now: now), acceptance.cached { 1 } else { 0 }
+                if case .success(let acceptance) = verifier.verifyNow(token, now: now), acceptance.cached {
+                    1
+                } else {
+                    0
+                }
             }
             print("| \(name) | \(token.count) | \(microseconds(checked)) | \(microseconds(cached)) |")
         }

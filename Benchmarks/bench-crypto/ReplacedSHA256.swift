@@ -75,7 +75,8 @@ enum ReplacedSHA256 {
         private mutating func compressBlock() {
             for t in 0..<16 {
                 let i = t * 4
-                schedule[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16
+                schedule[t] =
+                    UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16
                     | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
             }
             for t in 16..<64 {
@@ -86,8 +87,14 @@ enum ReplacedSHA256 {
                 schedule[t] = schedule[t - 16] &+ s0 &+ schedule[t - 7] &+ s1
             }
 
-            var a = state[0], b = state[1], c = state[2], d = state[3]
-            var e = state[4], f = state[5], g = state[6], h = state[7]
+            var a = state[0]
+            var b = state[1]
+            var c = state[2]
+            var d = state[3]
+            var e = state[4]
+            var f = state[5]
+            var g = state[6]
+            var h = state[7]
             for t in 0..<64 {
                 let sum1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
                 let choose = (e & f) ^ (~e & g)

@@ -1,3 +1,5 @@
+import Crypto
+
 // bench-crypto: what the gateway's cryptography costs an operation, through the Crypto
 // module as the gateway calls it. `make bench-crypto` runs it.
 //
@@ -13,9 +15,8 @@
 // milliseconds (default 200), after one such run as warm-up; times come from the monotonic
 // ContinuousClock. The pure-Swift SHA-256 that libcrypto replaced is measured beside it.
 #if canImport(Glibc)
-import Glibc // libm, for rounding
+    import Glibc // libm, for rounding
 #endif
-import Crypto
 
 var runs = 5
 var milliseconds = 200
@@ -38,7 +39,9 @@ if mode == "mint" {
 }
 guard ["all", "jwt", "attest"].contains(mode) else { fatalError("unknown mode \(mode): jwt, attest or mint") }
 while let flag = arguments.popFirst() {
-    guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else { fatalError("\(flag) needs a positive number") }
+    guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else {
+        fatalError("\(flag) needs a positive number")
+    }
     switch flag {
     case "--runs": runs = value
     case "--milliseconds": milliseconds = value
@@ -116,7 +119,9 @@ for size in sizes {
 
 let key = bytes(32)
 let kilobyte = bytes(1024)
-row("HMAC-SHA-256", "1 KiB", size: 1024, nanoseconds: nanosecondsPerOperation(batch: 16) { HMAC.sha256(key: key, message: kilobyte)[0] })
+row(
+    "HMAC-SHA-256", "1 KiB", size: 1024,
+    nanoseconds: nanosecondsPerOperation(batch: 16) { HMAC.sha256(key: key, message: kilobyte)[0] })
 
 let message = bytes(600)
 let verifications: [(name: String, key: PrivateKey, algorithm: SignatureAlgorithm)] = [
@@ -126,7 +131,9 @@ let verifications: [(name: String, key: PrivateKey, algorithm: SignatureAlgorith
 for verification in verifications {
     let signature = try verification.key.signature(for: message, algorithm: verification.algorithm)
     let publicKey = verification.key.publicKey
-    precondition(publicKey.isValidSignature(signature, for: message, algorithm: verification.algorithm), "a valid signature is refused")
+    precondition(
+        publicKey.isValidSignature(signature, for: message, algorithm: verification.algorithm),
+        "a valid signature is refused")
     let nanoseconds = nanosecondsPerOperation(batch: 1) {
         publicKey.isValidSignature(signature, for: message, algorithm: verification.algorithm) ? 1 : 0
     }

@@ -1,11 +1,12 @@
+import HTTP1
+import HTTPServer
+
 // A minimal server for `make bench-server`: answers `GET /` with a fixed 13-byte body, and
 // `GET /work?us=N` with the same after keeping its loop busy for N microseconds (at most one
 // second): a handler that needs the CPU, for measuring how connections spread over loops.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import HTTP1
-import HTTPServer
 
 var configuration = ServerConfiguration()
 configuration.host = "127.0.0.1"
@@ -25,9 +26,10 @@ let body = Array("Hello, world!".utf8)
 var router = Router()
 router.get("/") { _ in HTTPResponse(headers: ["Content-Type": "text/plain"], body: .bytes(body)) }
 router.get("/work") { request in
-    let microseconds = request.head.query.flatMap { query in
-        query.split(separator: "&").lazy.compactMap { $0.hasPrefix("us=") ? Int($0.dropFirst(3)) : nil }.first
-    } ?? 0
+    let microseconds =
+        request.head.query.flatMap { query in
+            query.split(separator: "&").lazy.compactMap { $0.hasPrefix("us=") ? Int($0.dropFirst(3)) : nil }.first
+        } ?? 0
     let end = ContinuousClock.now + .microseconds(min(max(microseconds, 0), 1_000_000))
     while ContinuousClock.now < end {}
     return HTTPResponse(headers: ["Content-Type": "text/plain"], body: .bytes(body))

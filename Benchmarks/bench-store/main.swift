@@ -1,3 +1,6 @@
+import EventLoop
+import Store
+
 // bench-store: how many ledger rows a second the store's one writer commits, and how large
 // the SQLite file grows per million requests. `make bench-store` runs it.
 //
@@ -6,10 +9,8 @@
 // P tasks submit N rows in all (as finished requests do, without waiting for the commit),
 // into a new store in DIR (a fresh temporary directory by default, removed afterwards).
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import EventLoop
-import Store
 
 var rows = 500_000
 var producers = 64
@@ -56,12 +57,15 @@ await withTaskGroup(of: Void.self) { group in
         group.addTask {
             var index = producer
             while index < rowCount {
-                await writer.submit(LedgerRow(
-                    requestID: "bench-\(index)-0123456789abcdef", userID: "user-\(index % 1000)", task: "summarize", tone: nil,
-                    route: "/api/process", model: "bench-model", inputLength: 310, inputTokens: 141, outputTokens: 37,
-                    status: 200, code: nil, outcome: "done", cacheHit: false, durationMilliseconds: 812.5,
-                    createdAtMilliseconds: 1_764_547_200_000 + Int64(index), result: result
-                ))
+                await writer.submit(
+                    LedgerRow(
+                        requestID: "bench-\(index)-0123456789abcdef", userID: "user-\(index % 1000)", task: "summarize",
+                        tone: nil,
+                        route: "/api/process", model: "bench-model", inputLength: 310, inputTokens: 141,
+                        outputTokens: 37,
+                        status: 200, code: nil, outcome: "done", cacheHit: false, durationMilliseconds: 812.5,
+                        createdAtMilliseconds: 1_764_547_200_000 + Int64(index), result: result
+                    ))
                 index += producerCount
             }
         }
@@ -76,10 +80,16 @@ await pool.shutdown()
 
 let bytes = fileSize(path) + fileSize(path + "-wal")
 let perMillion = Double(bytes) / Double(statistics.committed) * 1_000_000
-print("rows committed:        \(statistics.committed) of \(rows) (dropped \(statistics.dropped)) by \(producers) producers, results \(keepResults ? "on" : "off")")
-print("batches:               \(statistics.batches) (\(statistics.committed / max(1, statistics.batches)) rows each on average)")
+print(
+    "rows committed:        \(statistics.committed) of \(rows) (dropped \(statistics.dropped)) by \(producers) producers, results \(keepResults ? "on" : "off")"
+)
+print(
+    "batches:               \(statistics.batches) (\(statistics.committed / max(1, statistics.batches)) rows each on average)"
+)
 print("writer rate:           \(Int(Double(statistics.committed) / seconds)) rows/s (\(Int(seconds * 1000)) ms)")
-print("database size:         \(bytes) bytes = \(Int((perMillion / 1_048_576).rounded())) MiB per million requests (\(Int((Double(bytes) / Double(max(1, statistics.committed))).rounded())) bytes a row)")
+print(
+    "database size:         \(bytes) bytes = \(Int((perMillion / 1_048_576).rounded())) MiB per million requests (\(Int((Double(bytes) / Double(max(1, statistics.committed))).rounded())) bytes a row)"
+)
 if ownDirectory {
     for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
     rmdir(base)

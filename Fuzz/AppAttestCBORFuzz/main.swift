@@ -18,7 +18,8 @@ private func encode(_ value: CBORValue, into out: inout [UInt8]) {
         case ..<24: out.append(type | UInt8(argument))
         case ...0xFF: out += [type | 24, UInt8(argument)]
         case ...0xFFFF: out += [type | 25] + (0..<2).reversed().map { UInt8(truncatingIfNeeded: argument >> ($0 * 8)) }
-        case ...0xFFFF_FFFF: out += [type | 26] + (0..<4).reversed().map { UInt8(truncatingIfNeeded: argument >> ($0 * 8)) }
+        case ...0xFFFF_FFFF:
+            out += [type | 26] + (0..<4).reversed().map { UInt8(truncatingIfNeeded: argument >> ($0 * 8)) }
         default: out += [type | 27] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: argument >> ($0 * 8)) }
         }
     }
@@ -67,7 +68,9 @@ private func shape(_ value: CBORValue) -> (depth: Int, items: Int) {
 
 private func checkCBOR(_ input: [UInt8]) -> CBORValue? {
     let outcome = Result { () throws(CBORError) in try CBORReader.decode(input, limits: limits) }
-    require(outcome == Result { () throws(CBORError) in try CBORReader.decode(input, limits: limits) }, "decoding is not deterministic")
+    require(
+        outcome == Result { () throws(CBORError) in try CBORReader.decode(input, limits: limits) },
+        "decoding is not deterministic")
     let prefix = Result { () throws(CBORError) in try CBORReader.decodePrefix(input, from: 0, limits: limits) }
     switch outcome {
     case .success(let value):
@@ -77,7 +80,10 @@ private func checkCBOR(_ input: [UInt8]) -> CBORValue? {
         require(depth <= limits.maximumDepth, "accepted nesting past the limit")
         require(items <= limits.maximumItems, "accepted more items than the limit")
         require(input.count <= limits.maximumBytes, "accepted an input past the size limit")
-        guard case .success(let (prefixValue, count)) = prefix else { require(false, "decodePrefix refused what decode accepted"); return value }
+        guard case .success(let (prefixValue, count)) = prefix else {
+            require(false, "decodePrefix refused what decode accepted")
+            return value
+        }
         require(prefixValue == value && count == input.count, "decodePrefix disagrees with decode")
         // The keys are distinct text or integers, and each is found by lookup.
         if case .map(let map) = value {
@@ -85,7 +91,9 @@ private func checkCBOR(_ input: [UInt8]) -> CBORValue? {
                 switch entry.key {
                 case .text(let key): require(map[key] == entry.value, "a text key is not found")
                 case .unsigned, .negative:
-                    if let key = entry.key.integer, let int = Int(exactly: key) { require(map[int] == entry.value, "an integer key is not found") }
+                    if let key = entry.key.integer, let int = Int(exactly: key) {
+                        require(map[int] == entry.value, "an integer key is not found")
+                    }
                 default: require(false, "accepted a key that is neither text nor an integer")
                 }
             }
@@ -108,7 +116,9 @@ private func checkCBOR(_ input: [UInt8]) -> CBORValue? {
 }
 
 private func checkAuthenticatorData(_ input: [UInt8], as kind: AuthenticatorData.Kind) {
-    let outcome = Result { () throws(AuthenticatorDataError) in try AuthenticatorData.parse(input, as: kind, limits: limits) }
+    let outcome = Result { () throws(AuthenticatorDataError) in
+        try AuthenticatorData.parse(input, as: kind, limits: limits)
+    }
     switch outcome {
     case .success(let data):
         require(data.raw == input, "raw bytes are not the input")
@@ -121,7 +131,10 @@ private func checkAuthenticatorData(_ input: [UInt8], as kind: AuthenticatorData
         case (.attestation, let credential?):
             require(data.flags & AuthenticatorData.attestedCredentialFlag != 0, "accepted an attestation without AT")
             require(credential.aaguid.count == 16, "an AAGUID that is not 16 bytes")
-            rebuilt += credential.aaguid + [UInt8(credential.credentialId.count >> 8), UInt8(credential.credentialId.count & 0xFF)]
+            rebuilt +=
+                credential.aaguid + [
+                    UInt8(credential.credentialId.count >> 8), UInt8(credential.credentialId.count & 0xFF),
+                ]
             rebuilt += credential.credentialId + encoded(.map(credential.publicKey))
         case (.assertion, nil):
             break

@@ -129,9 +129,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     require(shifted.entries == outcome.entries, "a blank line in front changed the entries")
     switch (shifted.error, outcome.error) {
     case (nil, nil): break
-    case let (moved?, original?):
-        require(moved.line == original.line.map { $0 + 1 } && moved.reason == original.reason,
-                "a blank line in front changed the error")
+    case (let moved?, let original?):
+        require(
+            moved.line == original.line.map { $0 + 1 } && moved.reason == original.reason,
+            "a blank line in front changed the error")
     default: fatalError("a blank line in front changed whether the text parses")
     }
     // A byte order mark in front changes nothing.

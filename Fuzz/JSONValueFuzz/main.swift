@@ -34,7 +34,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     switch (first, Result { () throws(JSONParseError) in try JSONValue.parseMembers(of: bytes, named: names) }) {
     case (nil, .failure): break
     case (.object(let object)?, .success(let found?)):
-        require(found == [object["id"], object["choices"], object["message"], object["content"], object["usage"]], "members differ")
+        require(
+            found == [object["id"], object["choices"], object["message"], object["content"], object["usage"]],
+            "members differ")
     case (let value?, .success(nil)):
         if case .object = value { require(false, "an object read as not one") }
     default: require(false, "the members reading and the whole parse disagree on validity")

@@ -9,6 +9,7 @@
 //   2: the data is a JWK Set document.
 //   3: the data is base64url text.
 import Crypto
+
 @testable import Gateway
 
 private let secret = Array("fuzzing-secret-of-at-least-32-bytes-long".utf8)
@@ -41,13 +42,21 @@ private func checkAccepted(_ acceptance: JWTVerifier.Acceptance, token: [UInt8])
     // ES256, and a signature that verifies over the first two parts.
     let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
     require(parts.count == 3, "accepted a token that is not three parts")
-    for part in parts { require(Base64URL.decode(part).map { Base64URL.encode($0) } == String(decoding: part, as: UTF8.self), "accepted a non-canonical part") }
+    for part in parts {
+        require(
+            Base64URL.decode(part).map { Base64URL.encode($0) } == String(decoding: part, as: UTF8.self),
+            "accepted a non-canonical part")
+    }
     let jws = try! CompactJWS.parse(token)
     switch jws.header.algorithm {
     case .hs256?:
-        require(HMAC.sha256(key: secret, message: jws.signingInput) == jws.signature, "accepted an HS256 token whose MAC is wrong")
+        require(
+            HMAC.sha256(key: secret, message: jws.signingInput) == jws.signature,
+            "accepted an HS256 token whose MAC is wrong")
     case .rs256?:
-        require(rsaKey.publicKey.isValidSignature(jws.signature, for: jws.signingInput, algorithm: .rsaPKCS1v15SHA256), "accepted an RS256 token whose signature is wrong")
+        require(
+            rsaKey.publicKey.isValidSignature(jws.signature, for: jws.signingInput, algorithm: .rsaPKCS1v15SHA256),
+            "accepted an RS256 token whose signature is wrong")
     default:
         require(false, "accepted an algorithm that is not allowed")
     }
@@ -94,7 +103,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let set = try? JWKSet.parse(body) {
             require(set.keys.count + set.skipped <= JWKSet.maximumKeys, "more keys than allowed")
             // The keys, written out and read back, are the same keys.
-            let again = try! JWKSet.parse(Array(("{\"keys\":[" + set.keys.map(\.jwk).joined(separator: ",") + "]}").utf8))
+            let again = try! JWKSet.parse(
+                Array(("{\"keys\":[" + set.keys.map(\.jwk).joined(separator: ",") + "]}").utf8))
             require(again.keys.map(\.jwk) == set.keys.map(\.jwk), "a key set does not round-trip")
         }
     default:

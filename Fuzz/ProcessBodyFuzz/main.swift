@@ -4,6 +4,7 @@
 // Input: one byte picks the Content-Type (the last choices take it from the input, up to
 // the first LF), the rest is the body.
 import ChatAPI
+
 @testable import Gateway
 
 private let contentTypes: [String?] = [
@@ -113,13 +114,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     require(CharacterCount.of(anyText) == count, "CharacterCount differs from String.count")
     // And with a limit: exact up to it, one more past it.
     let limit = Int(body.last ?? 0) % 48
-    require(CharacterCount.of(anyText, limit: limit) == min(count, limit + 1), "CharacterCount with a limit differs from String.count")
+    require(
+        CharacterCount.of(anyText, limit: limit) == min(count, limit + 1),
+        "CharacterCount with a limit differs from String.count")
 
     // Then the shape: anything but an I-JSON object with string task and text, tone and format
     // a string and stream a bool (each maybe absent or null), and no U+0000 in the text is invalid JSON.
     guard let document = try? JSONValue.parse(body), case .object = document,
-          let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue,
-          isToneShape(document["tone"]), isToneShape(document["format"]), isStreamShape(document["stream"]), !rawText.unicodeScalars.contains("\u{0}")
+        let taskName = document["task"]?.stringValue, let rawText = document["text"]?.stringValue,
+        isToneShape(document["tone"]), isToneShape(document["format"]), isStreamShape(document["stream"]),
+        !rawText.unicodeScalars.contains("\u{0}")
     else {
         require(result == .failure(.invalidJSON), "a body that is not a task object did not fail with invalid_json")
         return 0
@@ -155,7 +159,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         default: fatalError("a tone that is not a string was accepted")
         }
         require(request.stream == (document["stream"] == .bool(true)), "stream differs from the body")
-        require(request.format == (document["format"] == .string("json") ? .json : .text), "format differs from the body")
+        require(
+            request.format == (document["format"] == .string("json") ? .json : .text), "format differs from the body")
         let text = request.text
         require(text == String(trimmedByCharacters(rawText)), "text is not the trimmed text")
         require(text.first?.isWhitespace == false && text.last?.isWhitespace == false, "text has whitespace at an end")

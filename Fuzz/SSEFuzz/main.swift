@@ -141,7 +141,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // the unbounded reader does not see, and without an error the same events. Feeding byte
     // by byte (every cut at once) is done here only: with limits the stream stays within,
     // it is the check above at every cut.
-    let feedings: [Feeding] = stream.count <= 512 ? [.whole, .pieces(ends: ends), .byteByByte] : [.whole, .pieces(ends: ends)]
+    let feedings: [Feeding] =
+        stream.count <= 512 ? [.whole, .pieces(ends: ends), .byteByByte] : [.whole, .pieces(ends: ends)]
     // Reflection is slow: the buffers are checked after each piece of the cut feeding only.
     let small = feedings.map {
         var checksBuffers = false

@@ -9,7 +9,7 @@ extension ChatCompletion {
         } catch .syntax {
             throw JSONShapeError()
         } catch {
-            self = try Self(jsonValueBytes: bytes)  // .unhandled: a shape the fast reading leaves to this one
+            self = try Self(jsonValueBytes: bytes) // .unhandled: a shape the fast reading leaves to this one
         }
     }
 
@@ -51,7 +51,9 @@ extension ChatCompletion.Choice {
             message = ChatCompletion.Message(role: role, content: try Self.content(fields["content"]))
         default: throw JSONShapeError()
         }
-        self.init(index: try json["index"].optionalInt(), message: message, finishReason: try json["finish_reason"].optionalString())
+        self.init(
+            index: try json["index"].optionalInt(), message: message,
+            finishReason: try json["finish_reason"].optionalString())
     }
 
     /// A string, null, or an array of text parts joined with "\n"; other parts fail.
@@ -64,7 +66,9 @@ extension ChatCompletion.Choice {
             for part in parts {
                 guard case .object = part else { throw JSONShapeError() }
                 let type = try part["type"].optionalString()
-                guard type == nil || type == "text", let text = part["text"]?.stringValue else { throw JSONShapeError() }
+                guard type == nil || type == "text", let text = part["text"]?.stringValue else {
+                    throw JSONShapeError()
+                }
                 texts.append(text)
             }
             return texts.joined(separator: "\n")

@@ -91,7 +91,8 @@ public struct ChatCompletionPassThrough: Sendable {
         members = reading.members
     }
 
-    private static func tokenCount(_ value: JSONValue?, _ field: String) throws(ChatCompletionPassThroughError) -> Int? {
+    private static func tokenCount(_ value: JSONValue?, _ field: String) throws(ChatCompletionPassThroughError) -> Int?
+    {
         switch value {
         case nil, .null?: return nil
         case let value?:
@@ -195,7 +196,9 @@ extension JSONByteParser {
         case role(Int)
     }
 
-    private static let knownNames: Set<String> = ["model", "stream", "max_tokens", "max_completion_tokens", "n", "stream_options"]
+    private static let knownNames: Set<String> = [
+        "model", "stream", "max_tokens", "max_completion_tokens", "n", "stream_options",
+    ]
 
     /// Reads a body in one pass, checking it exactly as ``validateDocument(_:)`` does; nil
     /// for a valid document that is not an object. `messages` is walked without building it
@@ -204,7 +207,7 @@ extension JSONByteParser {
         begin(buffer)
         skipWhitespace()
         guard index < input.count, input[index] == UInt8(ascii: "{") else {
-            try validateDocument(buffer)  // valid or not, but not an object
+            try validateDocument(buffer) // valid or not, but not an object
             return nil
         }
         let start = index
@@ -269,14 +272,17 @@ extension JSONByteParser {
             case .plain(let bytes): isRole = Self.name(bytes, is: "role")
             case .escaped(let text): isRole = text == "role"
             }
-            if isRole { hasRole = index < input.count && input[index] == UInt8(ascii: "\"") }  // skipValue checks the string
+            // skipValue checks the string
+            if isRole { hasRole = index < input.count && input[index] == UInt8(ascii: "\"") }
             try skipValue()
         }
         return hasRole
     }
 
     /// The members of the (valid) object that starts at `offset`: names and value ranges.
-    mutating func memberRanges(ofObjectIn buffer: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParseError) -> [ChatCompletionPassThrough.Member] {
+    mutating func memberRanges(ofObjectIn buffer: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParseError)
+        -> [ChatCompletionPassThrough.Member]
+    {
         begin(buffer)
         index = offset
         guard index < input.count, input[index] == UInt8(ascii: "{") else { throw error("expected an object") }

@@ -90,7 +90,7 @@ struct ChatCompletionReader {
             if Self.matches(key, "role") {
                 message.role = try reader.optionalString().map(ChatRole.init(rawValue:))
             } else if Self.matches(key, "content") {
-                message.content = try reader.optionalString()  // an array of parts is left to the general reading
+                message.content = try reader.optionalString() // an array of parts is left to the general reading
             } else {
                 return false
             }
@@ -139,7 +139,8 @@ struct ChatCompletionReader {
     /// A whole number that fits `Int`, as ``JSONValue/intValue`` reads it, or null.
     private mutating func optionalInt() throws(Failure) -> Int? {
         if try null() { return nil }
-        guard let byte = peek(), byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else {
+        guard let byte = peek(), byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        else {
             throw .unhandled
         }
         let number: Double
@@ -167,7 +168,9 @@ struct ChatCompletionReader {
     /// Reads the object at the reader. `member` reads the value of a key it knows and returns
     /// true; the values of the other keys are checked and skipped. Anything but an object is
     /// left to the general reading.
-    private mutating func object(_ member: (inout Self, UnsafeBufferPointer<UInt8>) throws(Failure) -> Bool) throws(Failure) {
+    private mutating func object(_ member: (inout Self, UnsafeBufferPointer<UInt8>) throws(Failure) -> Bool)
+        throws(Failure)
+    {
         guard peek() == UInt8(ascii: "{") else { throw .unhandled }
         try enter()
         parser.index += 1

@@ -23,7 +23,8 @@ public struct ChatStreamDecoder: Sendable {
         maximumLineLength: Int = ServerSentEventReader.defaultMaximumLineLength,
         maximumEventLength: Int = ServerSentEventReader.defaultMaximumEventLength
     ) {
-        self.reader = ServerSentEventReader(maximumLineLength: maximumLineLength, maximumEventLength: maximumEventLength)
+        self.reader = ServerSentEventReader(
+            maximumLineLength: maximumLineLength, maximumEventLength: maximumEventLength)
     }
 
     /// Whether `[DONE]` has been read.
@@ -75,7 +76,9 @@ public struct ChatStreamDecoder: Sendable {
         return error
     }
 
-    private mutating func interpret(_ events: [ServerSentEvent], atEnd: Bool) throws(ChatStreamError) -> [ChatStreamEvent] {
+    private mutating func interpret(_ events: [ServerSentEvent], atEnd: Bool) throws(ChatStreamError)
+        -> [ChatStreamEvent]
+    {
         var result: [ChatStreamEvent] = []
         result.reserveCapacity(events.count)
         for event in events {
@@ -154,7 +157,7 @@ public struct ChatStreamDecoder: Sendable {
             byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
         }
         guard let first = utf8.firstIndex(where: { !isSpace($0) }),
-              let last = utf8.lastIndex(where: { !isSpace($0) })
+            let last = utf8.lastIndex(where: { !isSpace($0) })
         else { return nil }
         return utf8[first...last]
     }

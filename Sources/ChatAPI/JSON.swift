@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The JSON coders this module's wire types are meant to be used with.
@@ -39,7 +39,8 @@ public enum JSON {
         do {
             try JSONValue.validate(bytes, maximumDepth: maximumClientDepth)
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: error.description, underlyingError: error))
         }
         return try decoder.decode(type, from: Data(bytes))
     }

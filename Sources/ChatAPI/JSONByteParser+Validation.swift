@@ -24,7 +24,8 @@ extension JSONByteParser {
         case UInt8(ascii: "t"): try literal("true")
         case UInt8(ascii: "f"): try literal("false")
         case UInt8(ascii: "n"): try literal("null")
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()  // also refuses what overflows
+        // also refuses what overflows
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()
         default: throw error("unexpected character")
         }
     }
@@ -37,7 +38,9 @@ extension JSONByteParser {
         var first = true
         while let name = try nextMemberName(&first) {
             if case .plain(let bytes) = name, !UTF8Text.isValid(bytes) { throw error("invalid UTF-8") }
-            if strictness == .interoperable, !seen.insert(name) { throw JSONParseError(offset: start, reason: "repeated member name") }
+            if strictness == .interoperable, !seen.insert(name) {
+                throw JSONParseError(offset: start, reason: "repeated member name")
+            }
             try skipValue()
         }
     }
@@ -53,7 +56,9 @@ extension JSONByteParser {
             guard index < input.count else { throw error("unterminated string") }
             let byte = input[index]
             if byte < 0x20 { throw error("control character in a string") }
-            guard UTF8Text.isValid(UnsafeBufferPointer(rebasing: input[run..<index])) else { throw error("invalid UTF-8") }
+            guard UTF8Text.isValid(UnsafeBufferPointer(rebasing: input[run..<index])) else {
+                throw error("invalid UTF-8")
+            }
             index += 1
             if byte == UInt8(ascii: "\"") { return }
             guard index < input.count else { throw error("unexpected end") }
@@ -61,7 +66,7 @@ extension JSONByteParser {
             index += 1
             switch escape {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                 break
             case UInt8(ascii: "u"): _ = try parseUnicodeEscape()
             default: throw error("unknown escape")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The member names of one object read so far, to find a repeated one (RFC 7493 §2.3).
@@ -30,7 +30,7 @@ struct JSONMemberNames {
             switch (self, other) {
             case (.ascii(let a), .ascii(let b)):
                 guard a.count == b.count else { return false }
-                guard let aStart = a.baseAddress, let bStart = b.baseAddress else { return true }  // both empty
+                guard let aStart = a.baseAddress, let bStart = b.baseAddress else { return true } // both empty
                 return memcmp(aStart, bStart, a.count) == 0
             default:
                 // An ASCII name can equal another one: "K" and U+212A KELVIN SIGN.
@@ -48,7 +48,8 @@ struct JSONMemberNames {
     mutating func insert(_ name: JSONByteParser.MemberName) -> Bool {
         let new: Name
         switch name {
-        case .plain(let bytes): new = Self.isASCII(bytes) ? .ascii(bytes) : .text(String(decoding: bytes, as: UTF8.self))
+        case .plain(let bytes):
+            new = Self.isASCII(bytes) ? .ascii(bytes) : .text(String(decoding: bytes, as: UTF8.self))
         case .escaped(let text): new = .text(text)
         }
         if overflow != nil { return overflow!.insert(new.string).inserted }

@@ -34,11 +34,21 @@ extension JSONValue: Codable, Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
-        case .bool(let value): hasher.combine(1); hasher.combine(value)
-        case .number(let value): hasher.combine(2); hasher.combine(value)
-        case .string(let value): hasher.combine(3); hasher.combine(value)
-        case .array(let value): hasher.combine(4); hasher.combine(value)
-        case .object(let value): hasher.combine(5); hasher.combine(value)
+        case .bool(let value):
+            hasher.combine(1)
+            hasher.combine(value)
+        case .number(let value):
+            hasher.combine(2)
+            hasher.combine(value)
+        case .string(let value):
+            hasher.combine(3)
+            hasher.combine(value)
+        case .array(let value):
+            hasher.combine(4)
+            hasher.combine(value)
+        case .object(let value):
+            hasher.combine(5)
+            hasher.combine(value)
         }
     }
 }

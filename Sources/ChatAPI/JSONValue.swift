@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A parsed JSON document, for the hot paths that read a few fields of a small document
@@ -119,11 +119,13 @@ struct JSONByteParser {
         return value
     }
 
-    mutating func parseMembers(of buffer: UnsafeBufferPointer<UInt8>, named names: [StaticString]) throws(JSONParseError) -> [JSONValue?]? {
+    mutating func parseMembers(of buffer: UnsafeBufferPointer<UInt8>, named names: [StaticString])
+        throws(JSONParseError) -> [JSONValue?]?
+    {
         begin(buffer)
         skipWhitespace()
         guard index < input.count, input[index] == UInt8(ascii: "{") else {
-            _ = try parseDocument(buffer)  // valid or not, but not an object
+            _ = try parseDocument(buffer) // valid or not, but not an object
             return nil
         }
         try enter()
@@ -158,7 +160,7 @@ struct JSONByteParser {
     /// Whether the bytes of a plain member name are `expected`.
     static func name(_ key: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
         guard key.count == expected.utf8CodeUnitCount else { return false }
-        guard let start = key.baseAddress else { return true }  // both empty
+        guard let start = key.baseAddress else { return true } // both empty
         return memcmp(start, expected.utf8Start, key.count) == 0
     }
 
@@ -205,7 +207,7 @@ struct JSONByteParser {
             index = end + 1
             name = .plain(UnsafeBufferPointer(rebasing: input[start..<end]))
         } else {
-            name = .escaped(try parseString())  // escapes, or an error to report
+            name = .escaped(try parseString()) // escapes, or an error to report
         }
         skipWhitespace()
         guard index < input.count, input[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
@@ -233,9 +235,15 @@ struct JSONByteParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw error("unexpected character")
         }
@@ -378,7 +386,7 @@ struct JSONByteParser {
             }
             return try loneSurrogate(at: escapeStart)
         }
-        guard let scalar = Unicode.Scalar(high) else { return try loneSurrogate(at: escapeStart) }  // a low surrogate
+        guard let scalar = Unicode.Scalar(high) else { return try loneSurrogate(at: escapeStart) } // a low surrogate
         return scalar
     }
 
@@ -429,7 +437,9 @@ struct JSONByteParser {
         if index < input.count, input[index] == UInt8(ascii: "e") || input[index] == UInt8(ascii: "E") {
             isWhole = false
             index += 1
-            if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
+            if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard index < input.count, isDigit(input[index]) else { throw error("bad number") }
             while index < input.count, isDigit(input[index]) { index += 1 }
         }
@@ -441,7 +451,7 @@ struct JSONByteParser {
             return digitsStart > start ? -Double(whole) : Double(whole)
         }
         guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)),
-              value.isFinite
+            value.isFinite
         else { throw error("number out of range") }
         return value
     }

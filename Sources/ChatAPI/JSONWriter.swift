@@ -63,7 +63,9 @@ public struct JSONWriter {
         object(body)
     }
 
-    public mutating func field<Element>(_ name: String, array elements: [Element], _ body: (inout JSONWriter, Element) -> Void) {
+    public mutating func field<Element>(
+        _ name: String, array elements: [Element], _ body: (inout JSONWriter, Element) -> Void
+    ) {
         key(name)
         bytes.append(UInt8(ascii: "["))
         needsComma = false
@@ -194,7 +196,7 @@ public struct JSONWriter {
             text += "0"
             return
         }
-        let thousandths = Int((min(value, 9e15) * 1000).rounded())  // clamped: never past Int.max
+        let thousandths = Int((min(value, 9e15) * 1000).rounded()) // clamped: never past Int.max
         // At most 16 whole digits (9e15), a point and three decimals.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
             var start = buffer.count

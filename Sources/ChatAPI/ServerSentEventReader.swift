@@ -233,7 +233,7 @@ public struct ServerSentEventReader: Sendable {
             }
         } else if name.elementsEqual("retry".utf8) {
             if !value.isEmpty, value.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-               let milliseconds = Int(String(decoding: value, as: UTF8.self))
+                let milliseconds = Int(String(decoding: value, as: UTF8.self))
             {
                 retry = milliseconds
             }

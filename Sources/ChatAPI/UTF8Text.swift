@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Text from UTF-8 bytes that must be valid: the same verdict as
@@ -15,11 +15,13 @@ enum UTF8Text {
     /// when the string's UTF-8 equals them.
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         let text = String(decoding: bytes, as: UTF8.self)
-        let unchanged = text.utf8.withContiguousStorageIfAvailable { decoded in
-            guard decoded.count == bytes.count else { return false }
-            guard let decodedStart = decoded.baseAddress, let start = bytes.baseAddress else { return true }  // both empty
-            return memcmp(decodedStart, start, bytes.count) == 0
-        } ?? text.utf8.elementsEqual(bytes)
+        let unchanged =
+            text.utf8.withContiguousStorageIfAvailable { decoded in
+                guard decoded.count == bytes.count else { return false }
+                // both empty
+                guard let decodedStart = decoded.baseAddress, let start = bytes.baseAddress else { return true }
+                return memcmp(decodedStart, start, bytes.count) == 0
+            } ?? text.utf8.elementsEqual(bytes)
         return unchanged ? text : nil
     }
 
@@ -28,7 +30,9 @@ enum UTF8Text {
     static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         if let base = bytes.baseAddress {
-            while index + 8 <= bytes.count, UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+            while index + 8 <= bytes.count,
+                UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+            {
                 index += 8
             }
         }

@@ -32,7 +32,8 @@ public struct CertificateIssuer: Sendable {
 
     /// A root: the certificate of `fields` for `key`'s public key, signed by `key` itself,
     /// its issuer name its own subject name.
-    public static func selfSigned(_ fields: CertificateFields, key: PrivateKey) throws(CryptoError) -> CertificateIssuer {
+    public static func selfSigned(_ fields: CertificateFields, key: PrivateKey) throws(CryptoError) -> CertificateIssuer
+    {
         let certificate = try make(fields, subjectKey: key.publicKey, issuer: nil, signingKey: key)
         return CertificateIssuer(certificate: certificate, key: key)
     }
@@ -51,14 +52,15 @@ public struct CertificateIssuer: Sendable {
         guard let certificate = X509_new() else { throw CryptoError("X509_new failed") }
         defer { X509_free(certificate) }
         guard X509_set_version(certificate, Int(X509_VERSION_3)) == 1,
-              ASN1_INTEGER_set_uint64(X509_get_serialNumber(certificate), fields.serialNumber) == 1
+            ASN1_INTEGER_set_uint64(X509_get_serialNumber(certificate), fields.serialNumber) == 1
         else { throw CryptoError("the certificate's version or serial number cannot be set") }
         guard let subject = X509_get_subject_name(certificate),
-              X509_NAME_add_entry_by_NID(subject, NID_commonName, MBSTRING_UTF8, fields.commonName, -1, -1, 0) == 1,
-              X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.certificate.pointer) } ?? subject) == 1
+            X509_NAME_add_entry_by_NID(subject, NID_commonName, MBSTRING_UTF8, fields.commonName, -1, -1, 0) == 1,
+            X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.certificate.pointer) } ?? subject)
+                == 1
         else { throw CryptoError("the certificate's names cannot be set") }
         guard ASN1_TIME_set(X509_getm_notBefore(certificate), time_t(fields.notBefore)) != nil,
-              ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(fields.notAfter)) != nil
+            ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(fields.notAfter)) != nil
         else { throw CryptoError("the certificate's validity cannot be set") }
         guard X509_set_pubkey(certificate, subjectKey.key.pointer) == 1 else {
             throw CryptoError("the certificate's public key cannot be set")
@@ -70,7 +72,9 @@ public struct CertificateIssuer: Sendable {
         // The key identifiers RFC 5280 §4.2.1.1-2 asks for: a verifier picks among issuers of
         // one name by them. A root, its own issuer, needs no authority key identifier.
         let subjectKeyID = try keyIdentifier(of: certificate)
-        try add(CertificateExtension(oid: "2.5.29.14", value: [0x04, UInt8(subjectKeyID.count)] + subjectKeyID), to: certificate)
+        try add(
+            CertificateExtension(oid: "2.5.29.14", value: [0x04, UInt8(subjectKeyID.count)] + subjectKeyID),
+            to: certificate)
         if let issuer {
             // SEQUENCE { [0] IMPLICIT keyIdentifier }
             let authorityKeyID = try keyIdentifier(of: issuer)
@@ -104,7 +108,8 @@ public struct CertificateIssuer: Sendable {
     /// key identifier must match it, however it was computed), or else one computed as ours.
     private static func keyIdentifier(of issuer: X509Certificate) throws(CryptoError) -> [UInt8] {
         if let value = issuer.extensionValue(oid: "2.5.29.14"), value.count >= 3, value.count <= 66,
-           value[0] == 0x04, Int(value[1]) == value.count - 2 {
+            value[0] == 0x04, Int(value[1]) == value.count - 2
+        {
             return Array(value[2...])
         }
         return try keyIdentifier(of: issuer.certificate.pointer)
@@ -115,7 +120,9 @@ public struct CertificateIssuer: Sendable {
         guard let bits = ASN1_BIT_STRING_new() else { throw CryptoError("ASN1_BIT_STRING_new failed") }
         defer { ASN1_BIT_STRING_free(bits) }
         for bit in 0..<9 where usage.rawValue & (1 << bit) != 0 {
-            guard ASN1_BIT_STRING_set_bit(bits, Int32(bit), 1) == 1 else { throw CryptoError("ASN1_BIT_STRING_set_bit failed") }
+            guard ASN1_BIT_STRING_set_bit(bits, Int32(bit), 1) == 1 else {
+                throw CryptoError("ASN1_BIT_STRING_set_bit failed")
+            }
         }
         guard X509_add1_ext_i2d(certificate, NID_key_usage, bits, 1, UInt(X509V3_ADD_DEFAULT)) == 1 else {
             throw CryptoError("the keyUsage extension cannot be added")
@@ -129,13 +136,17 @@ public struct CertificateIssuer: Sendable {
         defer { ASN1_OBJECT_free(object) }
         guard let value = ASN1_OCTET_STRING_new() else { throw CryptoError("ASN1_OCTET_STRING_new failed") }
         defer { ASN1_OCTET_STRING_free(value) }
-        let set = `extension`.value.withUnsafeBufferPointer { ASN1_OCTET_STRING_set(value, $0.baseAddress, Int32($0.count)) }
+        let set = `extension`.value.withUnsafeBufferPointer {
+            ASN1_OCTET_STRING_set(value, $0.baseAddress, Int32($0.count))
+        }
         guard set == 1,
-              let made = X509_EXTENSION_create_by_OBJ(nil, object, `extension`.isCritical ? 1 : 0, value)
+            let made = X509_EXTENSION_create_by_OBJ(nil, object, `extension`.isCritical ? 1 : 0, value)
         else { throw CryptoError("the extension \(`extension`.oid) cannot be made") }
         defer { X509_EXTENSION_free(made) }
         // X509_add_ext adds a copy.
-        guard X509_add_ext(certificate, made, -1) == 1 else { throw CryptoError("the extension \(`extension`.oid) cannot be added") }
+        guard X509_add_ext(certificate, made, -1) == 1 else {
+            throw CryptoError("the extension \(`extension`.oid) cannot be added")
+        }
     }
 }
 

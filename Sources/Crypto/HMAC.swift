@@ -18,7 +18,8 @@ public enum HMAC {
             fatalError(CryptoError("EVP_MAC_CTX_new failed").reason)
         }
         defer { EVP_MAC_CTX_free(context) }
-        let fed = CCrypto_hmac_sha256_init(context, key.baseAddress, key.count) == 1
+        let fed =
+            CCrypto_hmac_sha256_init(context, key.baseAddress, key.count) == 1
             && EVP_MAC_update(context, message.baseAddress, message.count) == 1
         var finished = false
         let tag = [UInt8](unsafeUninitializedCapacity: SHA256.digestByteCount) { buffer, count in

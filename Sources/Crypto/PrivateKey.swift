@@ -10,15 +10,21 @@ public struct PrivateKey: Sendable {
     private init(_ key: EVPKey) throws(CryptoError) {
         self.key = key
         // Through its encoding, so that the public key holds none of the private numbers.
-        guard let der = key.derSubjectPublicKeyInfo else { throw CryptoError("the new key's public half cannot be encoded") }
+        guard let der = key.derSubjectPublicKeyInfo else {
+            throw CryptoError("the new key's public half cannot be encoded")
+        }
         publicKey = try PublicKey(derSubjectPublicKeyInfo: der)
     }
 
     /// A new RSA key of `bits` bits (2048 to 16384), public exponent 65537.
     public static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
-        guard (2048...16384).contains(bits) else { throw CryptoError("an RSA key of \(bits) bits: 2048 to 16384 are made") }
+        guard (2048...16384).contains(bits) else {
+            throw CryptoError("an RSA key of \(bits) bits: 2048 to 16384 are made")
+        }
         _ = LibCrypto.shared
-        guard let generated = CCrypto_generate_rsa(Int32(bits)) else { throw CryptoError("generating an RSA key failed") }
+        guard let generated = CCrypto_generate_rsa(Int32(bits)) else {
+            throw CryptoError("generating an RSA key failed")
+        }
         return try PrivateKey(EVPKey(generated))
     }
 
@@ -34,7 +40,9 @@ public struct PrivateKey: Sendable {
     /// ``SignatureAlgorithm/ecdsaP256SHA256DER`` a DER ECDSA-Sig-Value of 8 to 72 bytes.
     ///
     /// Throws when the algorithm is not this key's kind.
-    public func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
+    public func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError)
+        -> [UInt8]
+    {
         switch (algorithm, publicKey.kind) {
         case (.rsaPKCS1v15SHA256, .rsa):
             return try sign(message)
@@ -42,7 +50,9 @@ public struct PrivateKey: Sendable {
             let der = try sign(message)
             var raw = [UInt8](repeating: 0, count: 64)
             let converted = der.withUnsafeBufferPointer { der in
-                raw.withUnsafeMutableBufferPointer { CCrypto_ecdsa_der_to_raw(der.baseAddress, der.count, $0.baseAddress, 32) }
+                raw.withUnsafeMutableBufferPointer {
+                    CCrypto_ecdsa_der_to_raw(der.baseAddress, der.count, $0.baseAddress, 32)
+                }
             }
             guard converted == 1 else { throw CryptoError("libcrypto's ECDSA signature cannot be read") }
             return raw

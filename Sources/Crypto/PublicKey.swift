@@ -64,7 +64,9 @@ public struct PublicKey: Sendable {
     /// Throws for any other length or form and for a point not on the curve.
     public init(p256Point point: [UInt8]) throws(CryptoError) {
         guard point.count == 65, point[0] == 0x04 else {
-            throw CryptoError("a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning \(point.first.map(String.init) ?? "nothing")")
+            throw CryptoError(
+                "a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning \(point.first.map(String.init) ?? "nothing")"
+            )
         }
         try self.init(p256X: Array(point[1..<33]), y: Array(point[33...]))
     }
@@ -93,11 +95,15 @@ public struct PublicKey: Sendable {
     /// Takes a key decoded from elsewhere after the checks the numbers' initialisers make.
     private init(validating key: EVPKey) throws(CryptoError) {
         if CCrypto_is_rsa(key.pointer) == 1 {
-            guard let (modulus, exponent) = Self.rsaNumbers(of: key) else { throw CryptoError("the RSA key's numbers cannot be read") }
+            guard let (modulus, exponent) = Self.rsaNumbers(of: key) else {
+                throw CryptoError("the RSA key's numbers cannot be read")
+            }
             try Self.checkRSA(modulus: modulus, exponent: exponent)
             self.init(key: key, kind: .rsa(bits: Int(EVP_PKEY_get_bits(key.pointer))))
         } else if CCrypto_is_p256(key.pointer) == 1 {
-            guard CCrypto_public_check(key.pointer) == 1 else { throw CryptoError("the point is not on the P-256 curve") }
+            guard CCrypto_public_check(key.pointer) == 1 else {
+                throw CryptoError("the point is not on the P-256 curve")
+            }
             self.init(key: key, kind: .p256)
         } else {
             throw CryptoError("only RSA and P-256 public keys are accepted")
@@ -108,12 +114,16 @@ public struct PublicKey: Sendable {
     /// both numbers come without leading zero bytes.
     private static func checkRSA(modulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
         let bits = modulus.isEmpty ? 0 : modulus.count * 8 - modulus[0].leadingZeroBitCount
-        guard bits >= 2048 else { throw CryptoError("an RSA modulus of \(bits) bits: RS256 needs 2048 or more (RFC 7518 §3.3)") }
+        guard bits >= 2048 else {
+            throw CryptoError("an RSA modulus of \(bits) bits: RS256 needs 2048 or more (RFC 7518 §3.3)")
+        }
         guard bits <= 16384 else { throw CryptoError("an RSA modulus of \(bits) bits: more than 16384") }
         guard modulus[modulus.count - 1] & 1 == 1 else { throw CryptoError("an even RSA modulus") }
         guard exponent.count <= 4 else { throw CryptoError("an RSA exponent of more than 32 bits") }
         let value = exponent.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        guard value >= 3, value & 1 == 1 else { throw CryptoError("an RSA exponent of \(value): it must be odd and at least 3") }
+        guard value >= 3, value & 1 == 1 else {
+            throw CryptoError("an RSA exponent of \(value): it must be odd and at least 3")
+        }
     }
 
     /// The key's numbers, as a JWK would carry them.
@@ -142,7 +152,9 @@ public struct PublicKey: Sendable {
         var x = [UInt8](repeating: 0, count: 32)
         var y = [UInt8](repeating: 0, count: 32)
         let read = x.withUnsafeMutableBufferPointer { x in
-            y.withUnsafeMutableBufferPointer { y in CCrypto_ec_coordinates(key.pointer, x.baseAddress, y.baseAddress, 32) }
+            y.withUnsafeMutableBufferPointer { y in
+                CCrypto_ec_coordinates(key.pointer, x.baseAddress, y.baseAddress, 32)
+            }
         }
         return read == 1 ? (x, y) : nil
     }
@@ -184,13 +196,17 @@ public struct PublicKey: Sendable {
     /// Safe to call from any number of tasks at once on one key: each call has its own
     /// libcrypto context.
     @inlinable
-    public func isValidSignature(_ signature: [UInt8], for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) -> Bool {
+    public func isValidSignature(
+        _ signature: [UInt8], for message: some Collection<UInt8>, algorithm: SignatureAlgorithm
+    ) -> Bool {
         message.withContiguousBytes { isValidSignature(signature, forBytes: $0, algorithm: algorithm) }
     }
 
     /// ``isValidSignature(_:for:algorithm:)`` of a message whose base address is not nil.
     @usableFromInline
-    func isValidSignature(_ signature: [UInt8], forBytes message: UnsafeBufferPointer<UInt8>, algorithm: SignatureAlgorithm) -> Bool {
+    func isValidSignature(
+        _ signature: [UInt8], forBytes message: UnsafeBufferPointer<UInt8>, algorithm: SignatureAlgorithm
+    ) -> Bool {
         let valid: Bool
         switch (algorithm, kind) {
         case (.rsaPKCS1v15SHA256, .rsa):
@@ -222,6 +238,7 @@ public struct PublicKey: Sendable {
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestVerifyInit(context, nil, LibCrypto.shared.sha256, nil, key.pointer) == 1 else { return false }
-        return EVP_DigestVerify(context, signature.baseAddress, signature.count, message.baseAddress, message.count) == 1
+        return EVP_DigestVerify(context, signature.baseAddress, signature.count, message.baseAddress, message.count)
+            == 1
     }
 }

@@ -25,7 +25,7 @@ public struct X509Certificate: Sendable {
         var notBefore: Int64 = 0
         var notAfter: Int64 = 0
         guard CCrypto_asn1_time_unix(X509_get0_notBefore(decoded), &notBefore) == 1,
-              CCrypto_asn1_time_unix(X509_get0_notAfter(decoded), &notAfter) == 1
+            CCrypto_asn1_time_unix(X509_get0_notAfter(decoded), &notAfter) == 1
         else { throw CryptoError("the certificate's validity cannot be read") }
         self.certificate = certificate
         self.der = der
@@ -84,7 +84,9 @@ public struct X509Certificate: Sendable {
         defer { ASN1_OBJECT_free(object) }
         let index = X509_get_ext_by_OBJ(certificate.pointer, object, -1)
         guard index >= 0, X509_get_ext_by_OBJ(certificate.pointer, object, index) < 0 else { return nil }
-        guard let found = X509_get_ext(certificate.pointer, index), let value = X509_EXTENSION_get_data(found) else { return nil }
+        guard let found = X509_get_ext(certificate.pointer, index), let value = X509_EXTENSION_get_data(found) else {
+            return nil
+        }
         let count = Int(ASN1_STRING_length(value))
         guard count > 0, let bytes = ASN1_STRING_get0_data(value) else { return [] }
         return Array(UnsafeBufferPointer(start: bytes, count: count))
@@ -135,8 +137,11 @@ public struct X509Certificate: Sendable {
 func asn1Object(dottedDecimal oid: String) -> OpaquePointer? {
     let arcs = oid.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
     guard arcs.count >= 2,
-          arcs.allSatisfy({ arc in !arc.isEmpty && arc.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } && (arc.count == 1 || arc.first != UInt8(ascii: "0")) }),
-          arcs[0].count == 1, arcs[0].first! <= UInt8(ascii: "2")
+        arcs.allSatisfy({ arc in
+            !arc.isEmpty && arc.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+                && (arc.count == 1 || arc.first != UInt8(ascii: "0"))
+        }),
+        arcs[0].count == 1, arcs[0].first! <= UInt8(ascii: "2")
     else { return nil }
     // no_name = 1: the text is read as digits only, never as a short or long name.
     guard let object = OBJ_txt2obj(oid, 1) else {

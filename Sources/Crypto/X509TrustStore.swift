@@ -35,14 +35,17 @@ public struct X509TrustStore: Sendable {
     ///
     /// Throws a ``CryptoError`` naming the check that failed and the place of the certificate
     /// in the chain (0 is the leaf), never any certificate's content.
-    public func verify(leaf: X509Certificate, intermediates: [X509Certificate], at unixSeconds: Int64) throws(CryptoError) {
+    public func verify(leaf: X509Certificate, intermediates: [X509Certificate], at unixSeconds: Int64)
+        throws(CryptoError)
+    {
         let pointers: [OpaquePointer?] = intermediates.map { $0.certificate.pointer }
         var error: Int32 = 0
         var depth: Int32 = 0
         let result = withExtendedLifetime((leaf, intermediates)) {
             pointers.withUnsafeBufferPointer {
                 CCrypto_verify_certificate(
-                    store.pointer, leaf.certificate.pointer, $0.baseAddress, Int32($0.count), unixSeconds, &error, &depth
+                    store.pointer, leaf.certificate.pointer, $0.baseAddress, Int32($0.count), unixSeconds, &error,
+                    &depth
                 )
             }
         }
@@ -52,7 +55,9 @@ public struct X509TrustStore: Sendable {
         case 0:
             LibCrypto.clearErrors()
             let reason = X509_verify_cert_error_string(Int(error)).map { String(cString: $0) } ?? "error \(error)"
-            throw CryptoError("the certificate chain does not verify: \(reason) (certificate \(depth) of the chain, 0 being the leaf)")
+            throw CryptoError(
+                "the certificate chain does not verify: \(reason) (certificate \(depth) of the chain, 0 being the leaf)"
+            )
         default:
             throw CryptoError("libcrypto could not verify the certificate chain")
         }

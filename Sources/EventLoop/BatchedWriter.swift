@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import CEventLoop
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import CEventLoop
+    import Glibc
+#endif
 
 /// Writes lines of bytes to one file descriptor from a background thread of its own, in
 /// batches, so that no caller ever waits for the descriptor.
@@ -192,7 +193,9 @@ public final class BatchedWriter: Sendable {
         while offset < batch.count {
             let result = batch.withUnsafeBytes { bytes in
                 Result { () throws(IOError) in
-                    try syscall(blocking: false, "write") { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+                    try syscall(blocking: false, "write") {
+                        Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    }
                 }
             }
             switch result {

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import CEventLoop
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import CEventLoop
+    import Glibc
+#endif
 
 /// A few threads of its own for blocking work (SQLite calls, files), which must never run on
 /// an event loop nor hold one of Swift's shared threads.
@@ -30,10 +31,11 @@ public final class BlockingPool: Sendable {
         var threads: [pthread_t] = []
         for index in 0..<self.threadCount {
             let threadName = String("\(name)-\(index)".prefix(15))
-            threads.append(DetachedThread.start {
-                CEventLoop_setThreadName(threadName)
-                core.serve()
-            })
+            threads.append(
+                DetachedThread.start {
+                    CEventLoop_setThreadName(threadName)
+                    core.serve()
+                })
         }
         self.threads = Mutex(threads)
     }

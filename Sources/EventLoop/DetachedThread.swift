@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-public import CEventLoop
-import Glibc
+    public import CEventLoop
+    import Glibc
 #endif
 
 /// Starts plain POSIX threads: the loops' own, and short helpers for blocking work such as
@@ -11,11 +11,13 @@ public enum DetachedThread {
     public static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(ThreadBody(body))
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { argument in
-            guard let argument else { return nil }
-            Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid, nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            }, box.toOpaque())
         precondition(rc == 0, "pthread_create failed: \(rc)")
         return tid
     }

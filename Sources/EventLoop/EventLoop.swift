@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import CEventLoop
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import CEventLoop
+    import Glibc
+#endif
 
 /// One thread running an epoll selector, timers and a queue of work.
 ///
@@ -201,7 +202,7 @@ public final class EventLoop: @unchecked Sendable {
         assertInEventLoop()
         guard registrations.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
-        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)  // EBADF / ENOENT: already gone, nothing to undo
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event) // EBADF / ENOENT: already gone, nothing to undo
     }
 
     /// Runs `callback` on the loop at `deadline`. Loop thread only.

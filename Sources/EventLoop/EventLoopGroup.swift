@@ -55,7 +55,9 @@ public final class EventLoopGroup: Sendable {
         let own = readShortFile("/proc/self/cgroup", limit: 4096).flatMap(cgroupV1CPUPath(in:)) ?? ""
         for mount in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
             for directory in Set([mount + own, mount]).sorted(by: { $0.count > $1.count }) {
-                if let quota = readShortFile(directory + "/cpu.cfs_quota_us"), let period = readShortFile(directory + "/cpu.cfs_period_us") {
+                if let quota = readShortFile(directory + "/cpu.cfs_quota_us"),
+                    let period = readShortFile(directory + "/cpu.cfs_period_us")
+                {
                     return quotaCPUs(cfsQuota: quota, cfsPeriod: period)
                 }
             }
@@ -132,8 +134,8 @@ public final class EventLoopGroup: Sendable {
 }
 
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 extension Comparable {

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 /// A failed system call: the `errno` it left and the call that failed.

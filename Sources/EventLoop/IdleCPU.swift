@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// How much CPU time the CPUs this process may run on left idle lately: whether another busy
 /// thread of ours would find a CPU, or take one from a process sharing the cores (an upstream
@@ -95,7 +96,8 @@ public final class IdleCPU: Sendable {
             guard let name = fields.first, name.starts(with: "cpu".utf8) else { break }
             let number = name.dropFirst(3)
             if let cpus {
-                guard let index = Int(String(decoding: number, as: UTF8.self)), index >= 0, index < cpus.count, cpus[index]
+                guard let index = Int(String(decoding: number, as: UTF8.self)), index >= 0, index < cpus.count,
+                    cpus[index]
                 else { continue }
             } else if !number.isEmpty {
                 break

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 /// A point on the monotonic clock, in nanoseconds. Used for every deadline.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Numeric IP addresses to and from their bytes, through libc's `inet_pton` and

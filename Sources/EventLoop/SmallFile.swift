@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads small files whole, the one reader for them: `/proc` and cgroup entries, read once

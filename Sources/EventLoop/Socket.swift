@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 /// Thin, typed wrappers over the socket calls the servers and clients use. Every call goes
@@ -16,7 +16,10 @@ public enum Socket {
         case .v4: family = AF_INET
         case .v6: family = AF_INET6
         }
-        let fd = try syscall("socket") { socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try syscall("socket") {
+            socket(
+                family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
         do {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
             if family == AF_INET6 { try setOption(fd, CInt(IPPROTO_IPV6), IPV6_V6ONLY, 0) }

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 /// An IPv4 or IPv6 socket address.
@@ -38,13 +38,17 @@ public enum SocketAddress: Hashable, Sendable, CustomStringConvertible {
             var addr = sin.sin_addr
             var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
             guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            self = .v4(host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: Int(UInt16(bigEndian: sin.sin_port)))
+            self = .v4(
+                host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                port: Int(UInt16(bigEndian: sin.sin_port)))
         case AF_INET6:
             let sin6 = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }
             var addr = sin6.sin6_addr
             var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            self = .v6(host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: Int(UInt16(bigEndian: sin6.sin6_port)))
+            self = .v6(
+                host: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                port: Int(UInt16(bigEndian: sin6.sin6_port)))
         default:
             return nil
         }
@@ -74,7 +78,8 @@ public enum SocketAddress: Hashable, Sendable, CustomStringConvertible {
                     dest.copyMemory(from: UnsafeRawBufferPointer(start: sockaddr, count: Int(info.pointee.ai_addrlen)))
                 }
                 if let address = SocketAddress(storage: storage) {
-                    addresses.append(ResolvedAddress(address: address, storage: storage, length: info.pointee.ai_addrlen))
+                    addresses.append(
+                        ResolvedAddress(address: address, storage: storage, length: info.pointee.ai_addrlen))
                 }
             }
             cursor = info.pointee.ai_next

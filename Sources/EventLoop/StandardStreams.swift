@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whole writes to and bounded reads from a descriptor, for command-line tools (standard

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CEventLoop
-import Glibc
+    import CEventLoop
+    import Glibc
 #endif
 
 /// The kernel's random source, many bytes per system call.

@@ -2,10 +2,10 @@ import ChatAPI
 import Crypto
 import EventLoop
 import HTTP1
-import Redis
-import Store
 public import HTTPClient
 public import HTTPServer
+import Redis
+import Store
 
 /// The product, composed once at start: the routes of docs/api.md (`/api/health`,
 /// `/api/process`, `/v1/models`, `/v1/chat/completions`, `/metrics`) with their middleware,
@@ -41,8 +41,10 @@ public final class Gateway: Sendable {
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
     ) {
-        self.init(configuration: configuration, upstreams: Self.upstreams(configuration: configuration, httpClient: httpClient), logger: logger,
-                  rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
+        self.init(
+            configuration: configuration,
+            upstreams: Self.upstreams(configuration: configuration, httpClient: httpClient), logger: logger,
+            rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
     }
 
     /// A gateway over one ``ChatUpstream`` (tests run it in-process against a fake), as the
@@ -52,8 +54,10 @@ public final class Gateway: Sendable {
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
     ) {
-        self.init(configuration: configuration, upstreams: upstream.map { [(configuration.effectiveUpstreams[0], $0)] } ?? [], logger: logger,
-                  rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
+        self.init(
+            configuration: configuration, upstreams: upstream.map { [(configuration.effectiveUpstreams[0], $0)] } ?? [],
+            logger: logger,
+            rateLimiter: rateLimiter, clock: clock, observers: observers, version: version)
     }
 
     /// A gateway over its upstreams in fallback order, each any ``ChatUpstream``.
@@ -62,18 +66,24 @@ public final class Gateway: Sendable {
     /// `/api/history`, accepts the store's tokens, and starts each caller's daily quota at
     /// `tokensChargedToday` (user id → tokens the store counted today).
     init(
-        configuration: GatewayConfiguration, upstreams: [(settings: UpstreamSettings, endpoint: any ChatUpstream)], logger: Logger,
+        configuration: GatewayConfiguration, upstreams: [(settings: UpstreamSettings, endpoint: any ChatUpstream)],
+        logger: Logger,
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current,
-        registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil, tokensChargedToday: [String: Int] = [:],
+        registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil,
+        tokensChargedToday: [String: Int] = [:],
         redis: RedisClient? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         var tokenKeys: [(String, String)] = []
         for upstream in configuration.effectiveUpstreams {
-            for task in TextTask.allCases { if let model = upstream.model(for: task) { tokenKeys.append((task.rawValue, model)) } }
-            for (alias, _) in configuration.effectiveModelAliases { if let model = upstream.model(forAlias: alias) { tokenKeys.append(("chat", model)) } }
+            for task in TextTask.allCases {
+                if let model = upstream.model(for: task) { tokenKeys.append((task.rawValue, model)) }
+            }
+            for (alias, _) in configuration.effectiveModelAliases {
+                if let model = upstream.model(forAlias: alias) { tokenKeys.append(("chat", model)) }
+            }
         }
         let metrics = GatewayMetrics(registry: registry, tokenKeys: tokenKeys)
         self.metrics = metrics
@@ -90,28 +100,38 @@ public final class Gateway: Sendable {
             } else {
                 let local = InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)
                 let now = clock()
-                for (userID, tokens) in tokensChargedToday { local.seed(tokensUsed: tokens, key: RateLimitMiddleware.key(userID: userID), now: now) }
+                for (userID, tokens) in tokensChargedToday {
+                    local.seed(tokensUsed: tokens, key: RateLimitMiddleware.key(userID: userID), now: now)
+                }
                 limiter = local
                 if let redis {
-                    let shared = RedisRateLimiter(client: redis, leaseTimeToLive: RedisRateLimiter.leaseTimeToLive(upstreamTimeout: configuration.upstreamTimeout))
+                    let shared = RedisRateLimiter(
+                        client: redis,
+                        leaseTimeToLive: RedisRateLimiter.leaseTimeToLive(
+                            upstreamTimeout: configuration.upstreamTimeout))
                     let limits = SharedRateLimiter(
-                        client: redis, shared: shared, local: local, mode: configuration.redisFailureMode, registry: registry, logger: logger
+                        client: redis, shared: shared, local: local, mode: configuration.redisFailureMode,
+                        registry: registry, logger: logger
                     )
                     limiter = limits
                     services.append(limits.renewalService())
                 }
             }
         }
-        let pool = upstreams.isEmpty ? nil : UpstreamPool(
-            members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
-            metrics: UpstreamMetrics(registry: registry), logger: logger
-        )
+        let pool =
+            upstreams.isEmpty
+            ? nil
+            : UpstreamPool(
+                members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
+                metrics: UpstreamMetrics(registry: registry), logger: logger
+            )
         self.pool = pool
         let cache: (any AnswerCache)? = configuration.cacheTimeToLive.map { timeToLive in
             let local = ResponseCache(timeToLive: timeToLive, capacity: configuration.cacheMaxEntries)
             guard configuration.cacheBackend == .redis, let redis else { return local }
             return SharedResponseCache(
-                redis: redis, local: local, lockTimeToLive: SharedResponseCache.lockTimeToLive(upstreamTimeout: configuration.upstreamTimeout),
+                redis: redis, local: local,
+                lockTimeToLive: SharedResponseCache.lockTimeToLive(upstreamTimeout: configuration.upstreamTimeout),
                 waitLimit: configuration.upstreamTimeout, registry: registry
             )
         }
@@ -121,7 +141,9 @@ public final class Gateway: Sendable {
         let idempotency = IdempotencyService(
             records: idempotencyRecords, batched: store?.backend is SQLiteStore,
             keptKeys: (store?.backend as? SQLiteStore).map { sqlite in
-                { @Sendable now, add async throws(StoreError) in try await sqlite.forEachKeptIdempotencyKey(nowMilliseconds: now, add) }
+                { @Sendable now, add async throws(StoreError) in
+                    try await sqlite.forEachKeptIdempotencyKey(nowMilliseconds: now, add)
+                }
             },
             settings: IdempotencyService.Settings(
                 timeToLive: configuration.idempotencyTimeToLive,
@@ -130,11 +152,15 @@ public final class Gateway: Sendable {
             metrics: idempotencyMetrics, faults: store?.faults, logger: logger, clock: clock
         )
         if store == nil {
-            services.append(PeriodicService(name: "idempotency_purge", interval: .seconds(60), immediately: false) { await idempotency.purge() })
+            services.append(
+                PeriodicService(name: "idempotency_purge", interval: .seconds(60), immediately: false) {
+                    await idempotency.purge()
+                })
         } else if store?.backend is SQLiteStore {
-            services.append(PeriodicService(name: "idempotency_filter", interval: .seconds(3600), immediately: true) {
-                await idempotency.rebuildKeptKeys()
-            })
+            services.append(
+                PeriodicService(name: "idempotency_filter", interval: .seconds(3600), immediately: true) {
+                    await idempotency.rebuildKeptKeys()
+                })
         }
         self.services = services
         func idempotent(_ route: IdempotencyMiddleware.Route) -> IdempotencyMiddleware {
@@ -145,7 +171,8 @@ public final class Gateway: Sendable {
         // refuse one in its own formats rather than serve it as a guest.
         func authentication(required: Bool, placeholderGuests: Bool = false) -> AuthMiddleware {
             var middleware = AuthMiddleware(
-                tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt, jwtMetrics: configuration.metricsEnabled ? jwtMetrics : nil,
+                tokens: configuration.tokens, storeTokens: store?.tokens, jwt: jwt,
+                jwtMetrics: configuration.metricsEnabled ? jwtMetrics : nil,
                 required: required, placeholderGuests: placeholderGuests, clock: clock
             )
             middleware.devices = store?.devices
@@ -155,26 +182,43 @@ public final class Gateway: Sendable {
         }
         func limits(_ cost: RequestCost) -> [any Middleware] {
             guard let limiter else { return [] }
-            return [RateLimitMiddleware(
-                limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies, maxTokens: configuration.maxTokens,
-                cost: cost, clock: clock
-            )]
+            return [
+                RateLimitMiddleware(
+                    limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies,
+                    maxTokens: configuration.maxTokens,
+                    cost: cost, clock: clock
+                )
+            ]
         }
         let admission: [any Middleware] = [authentication(required: configuration.requiresTokens)] + limits(.process)
-        let openAIAdmission: [any Middleware] = [authentication(required: configuration.requiresTokens, placeholderGuests: true)]
-        let chatAdmission = openAIAdmission + limits(.chat(maximumMessages: configuration.maxMessages, maximumChoices: configuration.maxChoices))
+        let openAIAdmission: [any Middleware] = [
+            authentication(required: configuration.requiresTokens, placeholderGuests: true)
+        ]
+        let chatAdmission =
+            openAIAdmission
+            + limits(.chat(maximumMessages: configuration.maxMessages, maximumChoices: configuration.maxChoices))
         // Routes that take a body read it only as it was sent.
         let bodied = admission + [ContentEncodingMiddleware()]
         var routes = [
             Route(method: .GET, path: "/api/health", middleware: [], handler: HealthRoute(version: version)),
-            Route(method: .POST, path: "/api/process", middleware: bodied + [idempotent(.process)], handler: ProcessRoute(
-                pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams, logger: logger
-            )),
-            Route(method: .GET, path: "/v1/models", middleware: openAIAdmission + limits(.none), handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
-            Route(method: .POST, path: "/v1/chat/completions", middleware: chatAdmission + [ContentEncodingMiddleware(), idempotent(.chat)], handler: ChatCompletionsRoute(
-                pool: pool, configuration: configuration, streams: streams, logger: logger
-            )),
-            Route(method: .GET, path: "/metrics", middleware: [], handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
+            Route(
+                method: .POST, path: "/api/process", middleware: bodied + [idempotent(.process)],
+                handler: ProcessRoute(
+                    pool: pool, configuration: configuration, cache: cache, metrics: metrics, streams: streams,
+                    logger: logger
+                )),
+            Route(
+                method: .GET, path: "/v1/models", middleware: openAIAdmission + limits(.none),
+                handler: ModelsRoute(aliases: configuration.effectiveModelAliases)),
+            Route(
+                method: .POST, path: "/v1/chat/completions",
+                middleware: chatAdmission + [ContentEncodingMiddleware(), idempotent(.chat)],
+                handler: ChatCompletionsRoute(
+                    pool: pool, configuration: configuration, streams: streams, logger: logger
+                )),
+            Route(
+                method: .GET, path: "/metrics", middleware: [],
+                handler: MetricsRoute(registry: metrics.registry, token: configuration.metricsToken)),
         ]
         var jobServices: [any Service] = []
         var jobRunner: JobRunner?
@@ -182,16 +226,20 @@ public final class Gateway: Sendable {
             let jobMetrics = JobMetrics(registry: registry)
             let events = JobEvents()
             let plans = configuration.plans
-            let runner = JobRunner(JobRunner.Dependencies(
-                store: store.backend, pool: pool, settings: configuration.jobs, bodies: ProcessBodies(configuration: configuration),
-                maxTokens: configuration.maxTokens, metrics: jobMetrics, events: events, faults: store.faults, logger: logger, clock: clock,
-                charge: { [limiter] job, tokens in
-                    guard let limiter, tokens > 0 else { return }
-                    let plan = plans.plan(for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
-                    try? await limiter.charge(key: job.callerKey, plan: plan, tokens: tokens, now: clock())
-                },
-                ledger: store.recorder
-            ))
+            let runner = JobRunner(
+                JobRunner.Dependencies(
+                    store: store.backend, pool: pool, settings: configuration.jobs,
+                    bodies: ProcessBodies(configuration: configuration),
+                    maxTokens: configuration.maxTokens, metrics: jobMetrics, events: events, faults: store.faults,
+                    logger: logger, clock: clock,
+                    charge: { [limiter] job, tokens in
+                        guard let limiter, tokens > 0 else { return }
+                        let plan = plans.plan(
+                            for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
+                        try? await limiter.charge(key: job.callerKey, plan: plan, tokens: tokens, now: clock())
+                    },
+                    ledger: store.recorder
+                ))
             jobRunner = runner
             let backend = store.backend
             let faults = store.faults
@@ -215,20 +263,29 @@ public final class Gateway: Sendable {
                     }
                 },
             ]
-            let jobs = JobRoutes(runner: runner, streams: streams, heartbeat: configuration.heartbeatInterval, trustedProxies: configuration.trustedProxies)
+            let jobs = JobRoutes(
+                runner: runner, streams: streams, heartbeat: configuration.heartbeatInterval,
+                trustedProxies: configuration.trustedProxies)
             // Submitting is a request like /api/process (limits included); reading and
             // cancelling a job is outside the limits, as reading history is.
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
             let item = JobRoute(jobs: jobs)
             routes += [
-                Route(method: .POST, path: "/api/jobs", middleware: bodied + [idempotent(.jobs)], handler: SubmitJobRoute(jobs: jobs)),
+                Route(
+                    method: .POST, path: "/api/jobs", middleware: bodied + [idempotent(.jobs)],
+                    handler: SubmitJobRoute(jobs: jobs)),
                 Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
                 Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),
-                Route(method: .GET, path: "/api/jobs/{id}/events", middleware: reading, handler: JobEventsRoute(jobs: jobs)),
+                Route(
+                    method: .GET, path: "/api/jobs/{id}/events", middleware: reading,
+                    handler: JobEventsRoute(jobs: jobs)),
             ]
         } else if store != nil {
             // No upstream key: a job could never run. Submitting says so, as /api/process does.
-            routes.append(Route(method: .POST, path: "/api/jobs", middleware: bodied, handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
+            routes.append(
+                Route(
+                    method: .POST, path: "/api/jobs", middleware: bodied,
+                    handler: UnconfiguredJobsRoute(settings: configuration.jobs)))
         }
         self.jobServices = jobServices
         self.jobRunner = jobRunner
@@ -237,13 +294,16 @@ public final class Gateway: Sendable {
             // outside the limits (a caller over its quota can still see why).
             let own: [any Middleware] = [authentication(required: true)]
             let history = HistoryRoute(
-                history: store.backend, cursors: HistoryCursorSeal(key: store.backend.historyCursorKey), faults: store.faults
+                history: store.backend, cursors: HistoryCursorSeal(key: store.backend.historyCursorKey),
+                faults: store.faults
             )
             let item = HistoryItemRoute(history: store.backend, faults: store.faults)
             routes += [
-                Route(method: .GET, path: "/api/usage", middleware: own, handler: UsageRoute(
-                    usage: store.backend, plans: configuration.plans, faults: store.faults, clock: clock
-                )),
+                Route(
+                    method: .GET, path: "/api/usage", middleware: own,
+                    handler: UsageRoute(
+                        usage: store.backend, plans: configuration.plans, faults: store.faults, clock: clock
+                    )),
                 Route(method: .GET, path: "/api/history", middleware: own, handler: history),
                 Route(method: .DELETE, path: "/api/history", middleware: own, handler: history),
                 Route(method: .GET, path: "/api/history/{id}", middleware: own, handler: item),
@@ -252,26 +312,31 @@ public final class Gateway: Sendable {
         }
         if let settings = configuration.appAttest, let store, let sessions = store.devices {
             routes += Self.attestRoutes(
-                settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis, registry: registry, logger: logger, clock: clock,
+                settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis,
+                registry: registry, logger: logger, clock: clock,
                 trustedProxies: configuration.trustedProxies
             )
         }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
-            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter, clock: clock,
+            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter,
+            clock: clock,
             observers: observers, ledger: store?.recorder, idempotency: idempotencyMetrics
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,
-            errorLanguage: configuration.errorLanguage, strictLedger: store?.recorder.strict == true ? store?.recorder : nil
+            errorLanguage: configuration.errorLanguage,
+            strictLedger: store?.recorder.strict == true ? store?.recorder : nil
         )
     }
 
     /// App Attest's three routes, each limited per client address (`APP_ATTEST_REQUESTS_PER_MINUTE`)
     /// whatever `RATE_LIMITS` says: they spend CPU before anyone is known.
     private static func attestRoutes(
-        settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?, redis: RedisClient?,
-        registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant, trustedProxies: TrustedProxies
+        settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?,
+        redis: RedisClient?,
+        registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant,
+        trustedProxies: TrustedProxies
     ) -> [Route] {
         let trust: X509TrustStore
         do {
@@ -282,20 +347,31 @@ public final class Gateway: Sendable {
             return []
         }
         let service = AppAttestService(
-            settings: settings, verifier: AppAttestVerifier(appIDs: settings.appIDs, environments: settings.environment, trust: trust),
-            repository: store.backend, challenges: redis.map { RedisAttestChallenges(client: $0) } ?? StoreAttestChallenges(repository: store.backend),
+            settings: settings,
+            verifier: AppAttestVerifier(appIDs: settings.appIDs, environments: settings.environment, trust: trust),
+            repository: store.backend,
+            challenges: redis.map { RedisAttestChallenges(client: $0) }
+                ?? StoreAttestChallenges(repository: store.backend),
             sessions: sessions, faults: store.faults, registry: registry, clock: clock
         )
-        let plan = Plan(name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
+        let plan = Plan(
+            name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
         let limits = RateLimitMiddleware(
-            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), trustedProxies: trustedProxies, maxTokens: 0, cost: .none,
+            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), trustedProxies: trustedProxies,
+            maxTokens: 0, cost: .none,
             perAddress: plan, clock: clock
         )
         let middleware: [any Middleware] = [limits, ContentEncodingMiddleware()]
         return [
-            Route(method: .POST, path: "/api/attest/challenge", middleware: middleware, handler: AttestChallengeRoute(service: service)),
-            Route(method: .POST, path: "/api/attest/register", middleware: middleware, handler: AttestRegisterRoute(service: service)),
-            Route(method: .POST, path: "/api/attest/session", middleware: middleware, handler: AttestSessionRoute(service: service)),
+            Route(
+                method: .POST, path: "/api/attest/challenge", middleware: middleware,
+                handler: AttestChallengeRoute(service: service)),
+            Route(
+                method: .POST, path: "/api/attest/register", middleware: middleware,
+                handler: AttestRegisterRoute(service: service)),
+            Route(
+                method: .POST, path: "/api/attest/session", middleware: middleware,
+                handler: AttestSessionRoute(service: service)),
         ]
     }
 
@@ -303,12 +379,18 @@ public final class Gateway: Sendable {
     static let redisScripts: [RedisScript] = RedisRateLimiter.scripts + SharedResponseCache.scripts
 
     /// The upstreams the configuration names, in order; one without an API key is left out.
-    static func upstreams(configuration: GatewayConfiguration, httpClient: HTTPClient) -> [(settings: UpstreamSettings, endpoint: any ChatUpstream)] {
+    static func upstreams(configuration: GatewayConfiguration, httpClient: HTTPClient) -> [(
+        settings: UpstreamSettings, endpoint: any ChatUpstream
+    )] {
         configuration.effectiveUpstreams.compactMap { upstream in
             upstream.apiKey.map { key in
-                (upstream, ChatClient(
-                    httpClient: httpClient, baseURL: upstream.baseURL, apiKey: key, timeout: configuration.upstreamTimeout, caFile: upstream.caFile
-                ))
+                (
+                    upstream,
+                    ChatClient(
+                        httpClient: httpClient, baseURL: upstream.baseURL, apiKey: key,
+                        timeout: configuration.upstreamTimeout, caFile: upstream.caFile
+                    )
+                )
             }
         }
     }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import EventLoop
 public import HTTPClient
 public import HTTPServer
-public import Store
 import Postgres
 import Redis
+public import Store
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
 /// client (a request and its upstream call stay on one loop), the gateway's routes, and an
@@ -18,7 +19,9 @@ public final class GatewayServer: Sendable {
     private let services: ServiceGroup
     private let keyFile: JWKSFileSource?
 
-    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup, keyFile: JWKSFileSource?) {
+    private init(
+        gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup, keyFile: JWKSFileSource?
+    ) {
         self.gateway = gateway
         self.server = server
         self.httpClient = httpClient
@@ -45,14 +48,16 @@ public final class GatewayServer: Sendable {
         // stops the start before anything listens.
         let opened: OpenedStore?
         do {
-            opened = try await openStore(configuration: configuration, group: group, registry: registry, logger: logger, clock: clock)
+            opened = try await openStore(
+                configuration: configuration, group: group, registry: registry, logger: logger, clock: clock)
         } catch {
             await group.shutdownGracefully()
             throw error
         }
         var clientConfiguration = HTTPClientConfiguration()
         let descriptors = DescriptorBudget(
-            limit: Socket.raiseOpenFileLimit(), loops: loops, connectionsPerCurlHandle: clientConfiguration.transfersPerCurlHandle
+            limit: Socket.raiseOpenFileLimit(), loops: loops,
+            connectionsPerCurlHandle: clientConfiguration.transfersPerCurlHandle
         )
         clientConfiguration.timeout = configuration.upstreamTimeout
         clientConfiguration.connectTimeout = configuration.upstreamConnectTimeout
@@ -67,9 +72,13 @@ public final class GatewayServer: Sendable {
             throw error
         }
         // One connection per loop: a request's Redis calls stay on its loop's thread.
-        let redis = configuration.redis.map { RedisClient(configuration: $0, group: group, scripts: Gateway.redisScripts) }
+        let redis = configuration.redis.map {
+            RedisClient(configuration: $0, group: group, scripts: Gateway.redisScripts)
+        }
         let gateway = Gateway(
-            configuration: configuration, upstreams: Gateway.upstreams(configuration: configuration, httpClient: httpClient), logger: logger, clock: clock, observers: observers,
+            configuration: configuration,
+            upstreams: Gateway.upstreams(configuration: configuration, httpClient: httpClient), logger: logger,
+            clock: clock, observers: observers,
             registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:], redis: redis
         )
         var serverConfiguration = gateway.serverConfiguration()
@@ -99,21 +108,27 @@ public final class GatewayServer: Sendable {
         var keyFile: JWKSFileSource?
         if let jwt = configuration.jwt, let verifier = gateway.jwt {
             if let file = jwt.jwksFile {
-                let source = JWKSFileSource(path: file.path, verifier: verifier, logger: logger, metrics: gateway.jwtMetrics)
+                let source = JWKSFileSource(
+                    path: file.path, verifier: verifier, logger: logger, metrics: gateway.jwtMetrics)
                 list.append(source.service)
                 keyFile = source
             }
             if let url = jwt.jwksURL {
-                list.append(JWKSURLSource(
-                    url: url, client: httpClient, verifier: verifier, refreshInterval: jwt.jwksRefresh, logger: logger, metrics: gateway.jwtMetrics
-                ))
+                list.append(
+                    JWKSURLSource(
+                        url: url, client: httpClient, verifier: verifier, refreshInterval: jwt.jwksRefresh,
+                        logger: logger, metrics: gateway.jwtMetrics
+                    ))
             }
         }
         list.append(GatewayHTTPService(server: server, gateway: gateway))
         let services = ServiceGroup(
             services: list,
             gracefulShutdownTimeout: configuration.shutdownGrace + .seconds(5),
-            log: { event, service in logger.log(event == "stop_overran" ? .warning : .debug, "service_\(event)", [("service", .string(service))]) }
+            log: { event, service in
+                logger.log(
+                    event == "stop_overran" ? .warning : .debug, "service_\(event)", [("service", .string(service))])
+            }
         )
         try await services.start()
         guard let address = server.localAddress else {
@@ -125,55 +140,93 @@ public final class GatewayServer: Sendable {
             Double(open.openConnectionCount)
         }
         gateway.metrics.registry.counterFunction(
-            "textgateway_loop_polled_wakeups_total", help: "Event-loop waits that ended on an event found while polling, without sleeping."
+            "textgateway_loop_polled_wakeups_total",
+            help: "Event-loop waits that ended on an event found while polling, without sleeping."
         ) { Double(polling?.polledWakeupCount ?? 0) }
         gateway.metrics.registry.counterFunction(
-            "textgateway_loop_polling_seconds_total", help: "Time the event loops spent polling for events before sleeping."
+            "textgateway_loop_polling_seconds_total",
+            help: "Time the event loops spent polling for events before sleeping."
         ) { Double(polling?.idleCPU.polledNanoseconds ?? 0) / 1e9 }
-        logger.info("started", [
-            ("version", .string(TextGatewayVersion.current)),
-            ("environment", .string(environmentName)),
-            ("address", .string(address.description)),
-            ("access", .string(configuration.access)),
-            ("loops", .int(loops)),
-            ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
-            ("upstream", .string(configuration.baseURL)),
-            ("store", .string(configuration.database.logDescription)),
-            ("ledger_durability", .string(configuration.ledgerDurability.rawValue)),
-            ("jwt", .string(configuration.jwt?.logDescription ?? "off")),
-            ("redis", .string(configuration.redis?.description ?? "off")),
-            ("cache", .string(configuration.cacheTimeToLive == nil ? "off" : configuration.cacheBackend.rawValue)),
-            ("app_attest", .string(configuration.appAttest.map { "\($0.environment.rawValue),required=\($0.requirement.rawValue)" } ?? "off")),
-        ])
-        if let root = configuration.appAttest?.extraRoot {
-            logger.warning("app_attest_test_root", [
-                ("file", .string(root.path)),
-                ("effect", .string("devices attested under this root register as if Apple had attested them: for tests only")),
+        logger.info(
+            "started",
+            [
+                ("version", .string(TextGatewayVersion.current)),
+                ("environment", .string(environmentName)),
+                ("address", .string(address.description)),
+                ("access", .string(configuration.access)),
+                ("loops", .int(loops)),
+                ("loop_poll_us", .int(Int(pollLimit / .microseconds(1)))),
+                ("upstream", .string(configuration.baseURL)),
+                ("store", .string(configuration.database.logDescription)),
+                ("ledger_durability", .string(configuration.ledgerDurability.rawValue)),
+                ("jwt", .string(configuration.jwt?.logDescription ?? "off")),
+                ("redis", .string(configuration.redis?.description ?? "off")),
+                ("cache", .string(configuration.cacheTimeToLive == nil ? "off" : configuration.cacheBackend.rawValue)),
+                (
+                    "app_attest",
+                    .string(
+                        configuration.appAttest.map { "\($0.environment.rawValue),required=\($0.requirement.rawValue)" }
+                            ?? "off")
+                ),
             ])
+        if let root = configuration.appAttest?.extraRoot {
+            logger.warning(
+                "app_attest_test_root",
+                [
+                    ("file", .string(root.path)),
+                    (
+                        "effect",
+                        .string(
+                            "devices attested under this root register as if Apple had attested them: for tests only")
+                    ),
+                ])
         }
         if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
-            logger.warning("descriptor_limit", [
-                ("open_file_limit", .int(descriptors.limit)),
-                ("client_connections", .int(descriptors.perSide)), ("upstream_connections", .int(descriptors.perSide)),
-                ("effect", .string("requests beyond these wait; raise the hard open-file limit (ulimit -n) to hold more")),
-            ])
+            logger.warning(
+                "descriptor_limit",
+                [
+                    ("open_file_limit", .int(descriptors.limit)),
+                    ("client_connections", .int(descriptors.perSide)),
+                    ("upstream_connections", .int(descriptors.perSide)),
+                    (
+                        "effect",
+                        .string("requests beyond these wait; raise the hard open-file limit (ulimit -n) to hold more")
+                    ),
+                ])
         }
         // Loopback too: a local proxy, a container's published port or an SSH tunnel makes a
         // loopback address reachable from elsewhere.
         if !configuration.requiresTokens {
-            logger.warning("open_gateway", [
-                ("address", .string(address.description)),
-                ("effect", .string("no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key")),
-            ])
+            logger.warning(
+                "open_gateway",
+                [
+                    ("address", .string(address.description)),
+                    (
+                        "effect",
+                        .string(
+                            "no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key"
+                        )
+                    ),
+                ])
         }
         if configuration.apiKey == nil {
-            logger.error("not_configured", [("missing", .string("DARVAREH_API_KEY")), ("effect", .string("/api/process answers 500 not_configured"))])
+            logger.error(
+                "not_configured",
+                [
+                    ("missing", .string("DARVAREH_API_KEY")),
+                    ("effect", .string("/api/process answers 500 not_configured")),
+                ])
         }
         for task in TextTask.allCases where configuration.model(for: task) == nil {
-            logger.error("not_configured", [("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
-                                            ("effect", .string("/api/process answers 500 not_configured"))])
+            logger.error(
+                "not_configured",
+                [
+                    ("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
+                    ("effect", .string("/api/process answers 500 not_configured")),
+                ])
         }
-        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, services: services, keyFile: keyFile)
+        return GatewayServer(
+            gateway: gateway, server: server, httpClient: httpClient, services: services, keyFile: keyFile)
     }
 
     /// Reads `JWT_JWKS_FILE` again (SIGHUP), whether or not it looks changed.
@@ -240,7 +293,8 @@ extension GatewayServer {
             }
             closer = StoreCloser { deadline in await client.stop(deadline: deadline) }
         }
-        let store = GatewayStore(backend: backend, configuration: configuration, registry: registry, logger: logger, clock: clock)
+        let store = GatewayStore(
+            backend: backend, configuration: configuration, registry: registry, logger: logger, clock: clock)
         do throws(StoreError) {
             try await store.prepare()
             let charged = try await backend.tokensCharged(onDay: clock().utcDay)
@@ -288,9 +342,11 @@ struct GatewayHTTPService: Service {
 
     func stop(deadline: MonotonicInstant) async {
         let gateway = self.gateway
-        await server.shutdown(gracePeriod: gateway.configuration.shutdownGrace, whenGraceEnds: {
-            gateway.endStreams()
-        })
+        await server.shutdown(
+            gracePeriod: gateway.configuration.shutdownGrace,
+            whenGraceEnds: {
+                gateway.endStreams()
+            })
     }
 }
 
@@ -298,7 +354,8 @@ struct GatewayHTTPService: Service {
 public enum Healthcheck {
     public static func run(port: Int) async -> Bool {
         guard let client = try? HTTPClient() else { return false }
-        let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/health", timeout: .seconds(3), connectTimeout: .seconds(2))
+        let request = HTTPClientRequest(
+            url: "http://127.0.0.1:\(port)/api/health", timeout: .seconds(3), connectTimeout: .seconds(2))
         let healthy = (try? await client.send(request))?.status == 200
         await client.shutdown()
         return healthy

@@ -26,15 +26,19 @@ final class GatewayStore: Sendable {
 
     init(
         backend: any Backend, configuration: GatewayConfiguration, registry: MetricsRegistry, logger: Logger,
-        clock: @escaping @Sendable () -> Instant, writerConfiguration: LedgerWriter.Configuration = LedgerWriter.Configuration()
+        clock: @escaping @Sendable () -> Instant,
+        writerConfiguration: LedgerWriter.Configuration = LedgerWriter.Configuration()
     ) {
         self.backend = backend
         let faults = StoreFaults(registry: registry, logger: logger)
         self.faults = faults
         let batchRows = registry.histogram(
-            "textgateway_ledger_batch_rows", help: "Rows per ledger commit.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+            "textgateway_ledger_batch_rows", help: "Rows per ledger commit.",
+            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
         ).labels()
-        let commitSeconds = registry.histogram("textgateway_ledger_commit_seconds", help: "Time one ledger commit took.").labels()
+        let commitSeconds = registry.histogram(
+            "textgateway_ledger_commit_seconds", help: "Time one ledger commit took."
+        ).labels()
         let writer = LedgerWriter(store: backend, configuration: writerConfiguration) { event in
             switch event {
             case .committed(let rows, let seconds):
@@ -47,23 +51,34 @@ final class GatewayStore: Sendable {
             }
         }
         self.writer = writer
-        registry.gaugeFunction("textgateway_ledger_queue_depth", help: "Ledger rows waiting to be committed.") { Double(writer.queueDepth) }
-        registry.counterFunction("textgateway_ledger_rows_committed_total", help: "Ledger rows committed to the store.") {
+        registry.gaugeFunction("textgateway_ledger_queue_depth", help: "Ledger rows waiting to be committed.") {
+            Double(writer.queueDepth)
+        }
+        registry.counterFunction("textgateway_ledger_rows_committed_total", help: "Ledger rows committed to the store.")
+        {
             Double(writer.statistics.committed)
         }
-        registry.counterFunction("textgateway_ledger_rows_dropped_total", help: "Ledger rows given up on (a full queue while the store failed, a row the store refused, or the stop's deadline).") {
+        registry.counterFunction(
+            "textgateway_ledger_rows_dropped_total",
+            help:
+                "Ledger rows given up on (a full queue while the store failed, a row the store refused, or the stop's deadline)."
+        ) {
             Double(writer.statistics.dropped)
         }
         let tokens = StoreTokens(repository: backend)
         self.tokens = tokens
-        registry.gaugeFunction("textgateway_store_tokens", help: "Caller tokens from the store in use now.") { Double(tokens.count) }
-        recorder = LedgerRecorder(writer: writer, strict: configuration.ledgerDurability == .strict,
-                                  storesResults: configuration.historyStoresResults, clock: clock)
+        registry.gaugeFunction("textgateway_store_tokens", help: "Caller tokens from the store in use now.") {
+            Double(tokens.count)
+        }
+        recorder = LedgerRecorder(
+            writer: writer, strict: configuration.ledgerDurability == .strict,
+            storesResults: configuration.historyStoresResults, clock: clock)
         let devices = configuration.appAttest.map { DeviceSessions(repository: backend, plan: $0.plan) }
         self.devices = devices
         // Device revocations are polled with the tokens: a revoked device's sessions stop
         // on every instance within one poll.
-        let watcher = PeriodicService(name: "store_token_watcher", interval: Self.tokenPollInterval, immediately: false) {
+        let watcher = PeriodicService(name: "store_token_watcher", interval: Self.tokenPollInterval, immediately: false)
+        {
             do throws(StoreError) {
                 try await tokens.refresh()
             } catch {
@@ -83,16 +98,20 @@ final class GatewayStore: Sendable {
             let nowMilliseconds = Int64(now.secondsSinceEpoch * 1000)
             do throws(StoreError) {
                 let purged = try await backend.purge(
-                    historyBeforeMilliseconds: nowMilliseconds - historyDays * 86_400_000, usageBeforeDay: now.utcDay - usageDays + 1
+                    historyBeforeMilliseconds: nowMilliseconds - historyDays * 86_400_000,
+                    usageBeforeDay: now.utcDay - usageDays + 1
                 )
                 let expired = try await backend.purgeExpiredChallengesAndSessions(nowMilliseconds: nowMilliseconds)
                 let keys = try await backend.purgeExpiredIdempotent(nowMilliseconds: nowMilliseconds)
-                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0 || keys > 0 {
+                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0
+                    || keys > 0
+                {
                     logger.info(
                         "store_purged",
                         [
                             ("history_rows", .int(purged.history)), ("usage_days", .int(purged.usageDays)),
-                            ("attest_challenges", .int(expired.challenges)), ("device_sessions", .int(expired.sessions)),
+                            ("attest_challenges", .int(expired.challenges)),
+                            ("device_sessions", .int(expired.sessions)),
                             ("idempotency_keys", .int(keys)),
                         ]
                     )
@@ -101,7 +120,9 @@ final class GatewayStore: Sendable {
                 faults.record(error, operation: .purge)
             }
         }
-        let checkpoints = PeriodicService(name: "store_checkpoint", interval: Self.checkpointInterval, immediately: false) {
+        let checkpoints = PeriodicService(
+            name: "store_checkpoint", interval: Self.checkpointInterval, immediately: false
+        ) {
             do throws(StoreError) {
                 _ = try await backend.checkpoint()
             } catch {

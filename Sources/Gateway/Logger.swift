@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One-line-per-event logging, as text (`key=value`) or JSON (`LOG_FORMAT=json`).
 ///
@@ -109,7 +110,9 @@ public struct Logger: Sendable {
 
     /// Bare when safe, otherwise quoted with `"`, `\` and control characters escaped.
     static func textValue(_ value: String) -> String {
-        let plain = !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D && $0 != 0x7F }
+        let plain =
+            !value.isEmpty
+            && value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D && $0 != 0x7F }
         if plain { return value }
         var writer = JSONWriter()
         writer.object { $0.field("v", value) }
@@ -124,7 +127,10 @@ public struct Logger: Sendable {
 /// descriptor costs dropped lines rather than stalled loops. Call ``flush(timeout:)`` before
 /// the process exits.
 public final class LogSink: Sendable {
-    private enum Target { case descriptor(BatchedWriter), memory }
+    private enum Target {
+        case descriptor(BatchedWriter)
+        case memory
+    }
     private let target: Target
     private let captured = Mutex<[String]>([])
 

@@ -149,7 +149,9 @@ public enum StoreCommand: Equatable, Sendable {
         error.code == .corrupt || error.code == .notADatabase
     }
 
-    private func execute(_ store: any StoreBackend, name: String, into result: inout Result, now: Instant) async throws(StoreError) {
+    private func execute(_ store: any StoreBackend, name: String, into result: inout Result, now: Instant)
+        async throws(StoreError)
+    {
         switch self {
         case .createToken(let user, let plan, let label):
             for attempt in 0..<3 {
@@ -216,7 +218,8 @@ public enum StoreCommand: Equatable, Sendable {
         let token = "tgk_" + Base64URL.encode(SecureRandom.bytes(32))
         let id = SHA256.hexString(SecureRandom.bytes(6))
         let stored = StoredToken(
-            id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label, createdAtMilliseconds: milliseconds(now)
+            id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label,
+            createdAtMilliseconds: milliseconds(now)
         )
         return (token, stored)
     }
@@ -226,7 +229,8 @@ public enum StoreCommand: Equatable, Sendable {
     }
 
     private static func isPrintable(_ text: String, maximum: Int) -> Bool {
-        !text.isEmpty && text.count <= maximum && text.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
+        !text.isEmpty && text.count <= maximum
+            && text.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
     }
 
     // MARK: Rendering
@@ -235,8 +239,11 @@ public enum StoreCommand: Equatable, Sendable {
         func time(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp.iso8601(milliseconds: $0) } }
         let header = ["id", "user", "plan", "label", "created", "last_used", "revoked"]
         let rows = tokens.map { token in
-            [token.id, token.userID, token.plan, token.label, time(token.createdAtMilliseconds), time(token.lastUsedAtMilliseconds),
-             time(token.revokedAtMilliseconds)]
+            [
+                token.id, token.userID, token.plan, token.label, time(token.createdAtMilliseconds),
+                time(token.lastUsedAtMilliseconds),
+                time(token.revokedAtMilliseconds),
+            ]
         }
         return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
     }
@@ -247,8 +254,12 @@ public enum StoreCommand: Equatable, Sendable {
         func time(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp.iso8601(milliseconds: $0) } }
         let header = ["id", "user", "app_id", "environment", "counter", "created", "last_seen", "revoked"]
         let rows = devices.map { device in
-            [device.id, DeviceSessions.userID(deviceID: device.id), device.appID, device.environment, String(device.counter),
-             time(device.createdAtMilliseconds), time(device.lastSeenAtMilliseconds), time(device.revokedAtMilliseconds)]
+            [
+                device.id, DeviceSessions.userID(deviceID: device.id), device.appID, device.environment,
+                String(device.counter),
+                time(device.createdAtMilliseconds), time(device.lastSeenAtMilliseconds),
+                time(device.revokedAtMilliseconds),
+            ]
         }
         return Report(name: "devices", header: header, rows: rows, numeric: [4]).render(format)
     }
@@ -261,8 +272,11 @@ public enum StoreCommand: Equatable, Sendable {
         let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens"]
         let rows: [[String?]] = days.map { day in
             let user = day.isGuests ? (format == .table ? guestsLabel : nil) : day.userID
-            return [Timestamp.date(day: day.day), user, String(day.requests), String(day.inputTokens), String(day.outputTokens),
-                    String(day.totalTokens)]
+            return [
+                Timestamp.date(day: day.day), user, String(day.requests), String(day.inputTokens),
+                String(day.outputTokens),
+                String(day.totalTokens),
+            ]
         }
         return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5]).render(format)
     }
@@ -296,7 +310,8 @@ struct Report {
                 guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
                 return "\"" + text.replacing("\"", with: "\"\"") + "\""
             }
-            return ([header.map(field)] + rows.map { $0.map(field) }).map { $0.joined(separator: ",") + "\r\n" }.joined()
+            return ([header.map(field)] + rows.map { $0.map(field) }).map { $0.joined(separator: ",") + "\r\n" }
+                .joined()
         case .json:
             var writer = JSONWriter()
             writer.object {
@@ -315,8 +330,8 @@ struct Report {
     }
 }
 
-private extension String {
-    func trimmingTrailingSpaces() -> String {
+extension String {
+    fileprivate func trimmingTrailingSpaces() -> String {
         var text = self
         while text.last == " " { text.removeLast() }
         return text

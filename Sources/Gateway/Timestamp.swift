@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Wall-clock timestamps for logs, `/api/health` and the store's rows.
@@ -39,9 +39,9 @@ enum Timestamp {
     static func day(fromDate text: String) -> Int64? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }),
-              let year = Int32(parts[0]), let month = Int32(parts[1]), let dayOfMonth = Int32(parts[2]),
-              (1...12).contains(month), (1...31).contains(dayOfMonth)
+            parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }),
+            let year = Int32(parts[0]), let month = Int32(parts[1]), let dayOfMonth = Int32(parts[2]),
+            (1...12).contains(month), (1...31).contains(dayOfMonth)
         else { return nil }
         var fields = tm()
         fields.tm_year = year - 1900

@@ -17,7 +17,7 @@ public enum HTTPDate {
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = seconds - days * 86400
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        let weekday = ((days % 7) + 11) % 7  // 1970-01-01 was a Thursday (4).
+        let weekday = ((days % 7) + 11) % 7 // 1970-01-01 was a Thursday (4).
 
         var bytes: [UInt8] = []
         bytes.reserveCapacity(29)

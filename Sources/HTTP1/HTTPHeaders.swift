@@ -68,7 +68,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
         var seen: UInt64 = 0
         for field in fields {
             let length = field.name.utf8.count
-            for index in names.indices where names[index].utf8.count == length && field.name.asciiCaseInsensitiveEquals(names[index]) {
+            for index in names.indices
+            where names[index].utf8.count == length && field.name.asciiCaseInsensitiveEquals(names[index]) {
                 let name = names[index]
                 let bit: UInt64 = 1 << UInt64(index & 63)
                 if seen & bit != 0 { return name }

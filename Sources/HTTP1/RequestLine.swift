@@ -51,9 +51,9 @@ struct RequestLine: Sendable {
     /// `HTTP/1.1` or `HTTP/1.0`; another `HTTP/d.d` is unsupported; anything else invalid.
     private static func parseVersion(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTPParseError) -> HTTPVersion {
         guard bytes.count == 8,
-              bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"),
-              bytes[3] == UInt8(ascii: "P"), bytes[4] == ASCII.slash, bytes[6] == UInt8(ascii: "."),
-              bytes[5] &- UInt8(ascii: "0") < 10, bytes[7] &- UInt8(ascii: "0") < 10
+            bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"),
+            bytes[3] == UInt8(ascii: "P"), bytes[4] == ASCII.slash, bytes[6] == UInt8(ascii: "."),
+            bytes[5] &- UInt8(ascii: "0") < 10, bytes[7] &- UInt8(ascii: "0") < 10
         else { throw .invalidRequestLine }
         let major = Int(bytes[5] &- UInt8(ascii: "0"))
         let minor = Int(bytes[7] &- UInt8(ascii: "0"))

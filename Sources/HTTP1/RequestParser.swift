@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An incremental, strict HTTP/1.1 request parser (RFC 9112). Pure: no I/O, no clock.
@@ -319,7 +319,7 @@ public struct RequestParser: Sendable {
         guard start < buffer.count else { return nil }
         let found: Int? = buffer.withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress,
-                  let hit = memchr(base + start, Int32(ASCII.lf), bytes.count - start)
+                let hit = memchr(base + start, Int32(ASCII.lf), bytes.count - start)
             else { return nil }
             return base.distance(to: UnsafeRawPointer(hit))
         }

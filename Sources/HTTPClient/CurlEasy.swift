@@ -37,7 +37,8 @@ final class CurlEasy {
         // The callbacks answer a nil context by stopping the transfer.
         if CCurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, nil) != CURLE_OK
             || CCurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, nil) != CURLE_OK
-            || CCurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, nil) != CURLE_OK {
+            || CCurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, nil) != CURLE_OK
+        {
             reset()
         }
     }
@@ -60,8 +61,16 @@ final class CurlEasy {
             try set(CURLOPT_CAPATH, pointer: nil)
         } else {
             let defaults = Self.defaultTrust
-            if let bundle = defaults.caInfo { try set(CURLOPT_CAINFO, bundle) } else { try set(CURLOPT_CAINFO, pointer: nil) }
-            if let directory = defaults.caPath { try set(CURLOPT_CAPATH, directory) } else { try set(CURLOPT_CAPATH, pointer: nil) }
+            if let bundle = defaults.caInfo {
+                try set(CURLOPT_CAINFO, bundle)
+            } else {
+                try set(CURLOPT_CAINFO, pointer: nil)
+            }
+            if let directory = defaults.caPath {
+                try set(CURLOPT_CAPATH, directory)
+            } else {
+                try set(CURLOPT_CAPATH, pointer: nil)
+            }
         }
         caFile = file
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CCurl
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One transfer's `CURLOPT_HTTPHEADER` list, built in a single allocation: the list nodes
 /// first, then the `name: value` lines they point to. curl only reads the list while the
@@ -27,10 +28,12 @@ struct CurlHeaderList {
         let list = block.bindMemory(to: curl_slist.self, capacity: nodes)
         var text = (block + nodeBytes).bindMemory(to: UInt8.self, capacity: textBytes)
         for (index, field) in fields.enumerated() {
-            list[index] = curl_slist(data: UnsafeMutableRawPointer(text).assumingMemoryBound(to: CChar.self), next: list + index + 1)
+            list[index] = curl_slist(
+                data: UnsafeMutableRawPointer(text).assumingMemoryBound(to: CChar.self), next: list + index + 1)
             text = Self.writeLine(name: field.name, value: field.value, to: text)
         }
-        UnsafeMutableRawPointer(text).copyMemory(from: Self.trailer.utf8Start, byteCount: Self.trailer.utf8CodeUnitCount)
+        UnsafeMutableRawPointer(text).copyMemory(
+            from: Self.trailer.utf8Start, byteCount: Self.trailer.utf8CodeUnitCount)
         text[Self.trailer.utf8CodeUnitCount] = 0
         list[nodes - 1] = curl_slist(data: UnsafeMutableRawPointer(text).assumingMemoryBound(to: CChar.self), next: nil)
         head = list
@@ -43,7 +46,9 @@ struct CurlHeaderList {
     }
 
     /// Writes `name: value` (or `name:`) and a NUL at `out`; returns where the next line starts.
-    private static func writeLine(name: String, value: String, to out: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+    private static func writeLine(name: String, value: String, to out: UnsafeMutablePointer<UInt8>)
+        -> UnsafeMutablePointer<UInt8>
+    {
         var out = out
         var name = name
         var value = value
@@ -57,7 +62,7 @@ struct CurlHeaderList {
         out += 1
         value.withUTF8 { bytes in
             let separator = out
-            out += 1  // the space, kept only if some value byte follows
+            out += 1 // the space, kept only if some value byte follows
             for byte in bytes where byte != 0x0D && byte != 0x0A {
                 out.pointee = byte
                 out += 1

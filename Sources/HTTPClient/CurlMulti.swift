@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CCurl
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The upstream side of one ``EventLoop``: curl multi handles ("lanes") driven by the loop.
 /// Curl's sockets sit in the loop's epoll (`CURLMOPT_SOCKETFUNCTION`), each lane's timeout
@@ -66,7 +67,8 @@ final class CurlMulti {
         self.configuration = configuration
         laneCapacity = max(1, min(configuration.transfersPerCurlHandle, maxConnections))
         self.maxConnections = max(1, maxConnections)
-        lanes.append(try makeLane(capacity: laneCapacity))  // the first lane exists up front: a bad libcurl fails at start
+        // the first lane exists up front: a bad libcurl fails at start
+        lanes.append(try makeLane(capacity: laneCapacity))
     }
 
     private func makeLane(capacity: Int, multiplexing: Bool = false) throws(HTTPClientError) -> CurlLane {
@@ -84,10 +86,17 @@ final class CurlMulti {
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, capacity) != CURLM_OK
         failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) != CURLM_OK
         if multiplexing {
-            failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, configuration.http2ConnectionsPerHost)) != CURLM_OK
+            failed =
+                failed
+                || CCurl_multi_setopt_long(
+                    handle, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, configuration.http2ConnectionsPerHost)) != CURLM_OK
             // Below common servers' limits, curl's own default would open another connection
             // while the first still had streams to give.
-            failed = failed || CCurl_multi_setopt_long(handle, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.http2StreamsPerConnection)) != CURLM_OK
+            failed =
+                failed
+                || CCurl_multi_setopt_long(
+                    handle, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.http2StreamsPerConnection))
+                    != CURLM_OK
         }
         if failed {
             curl_multi_cleanup(handle)
@@ -160,17 +169,20 @@ final class CurlMulti {
         lane.active += 1
         if lane.multiplexing { transfer.http1Seen = http1Seen }
         if let headTimeout = request.headTimeout {
-            transfer.headTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: headTimeout)) { [unowned self] in
+            transfer.headTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: headTimeout)) {
+                [unowned self] in
                 transfer.headTimer = nil
                 guard !transfer.headComplete else { return }
-                self.abort(transfer, HTTPClientError(.timedOut, "response head", beforeResponse: !transfer.responseStarted))
+                self.abort(
+                    transfer, HTTPClientError(.timedOut, "response head", beforeResponse: !transfer.responseStarted))
             }
         }
         if !attach(transfer) { cancel(transfer) }
         if lane.dueNow { runTimeout(lane) }
     }
 
-    private func configure(_ easy: CurlEasy, for request: HTTPClientRequest, transfer: Transfer) throws(HTTPClientError) {
+    private func configure(_ easy: CurlEasy, for request: HTTPClientRequest, transfer: Transfer) throws(HTTPClientError)
+    {
         guard let secure = Self.isSecure(request.url) else {
             throw HTTPClientError(.invalidRequest, "only http and https URLs are allowed")
         }
@@ -195,7 +207,8 @@ final class CurlMulti {
         // Set on every transfer, nil included: the handle may still hold the last one's.
         try easy.set(CURLOPT_CURLU, pointer: parsedURL(request.url).map { UnsafeMutableRawPointer($0) })
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout ?? configuration.timeout))
-        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout))
+        try easy.set(
+            CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout))
         // Waiting to multiplex only pays over TLS, where ALPN reveals HTTP/2 during the handshake;
         // over plain http it would hold a request until the first response on a new connection.
         // An https host known to answer in HTTP/1.1 is treated as plain http.
@@ -222,7 +235,9 @@ final class CurlMulti {
             if let body = request.body { try easy.setBody(body) }
         }
         transfer.headerList = CurlHeaderList(request.headers)
-        guard let list = transfer.headerList?.head else { throw HTTPClientError(.invalidRequest, "out of memory for the header list") }
+        guard let list = transfer.headerList?.head else {
+            throw HTTPClientError(.invalidRequest, "out of memory for the header list")
+        }
         try easy.set(CURLOPT_HTTPHEADER, list: list)
     }
 
@@ -232,7 +247,9 @@ final class CurlMulti {
     private func parsedURL(_ url: String) -> OpaquePointer? {
         if let known = parsedURLs.first(where: { $0.url == url }) { return known.parsed }
         guard parsedURLs.count < Self.parsedURLLimit, let parsed = curl_url() else { return nil }
-        guard curl_url_set(parsed, CURLUPART_URL, url, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else {
+        guard
+            curl_url_set(parsed, CURLUPART_URL, url, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
+        else {
             curl_url_cleanup(parsed)
             return nil
         }
@@ -258,8 +275,10 @@ final class CurlMulti {
 
     /// `host:port` of an https URL (what follows the scheme, up to the path).
     static func origin(ofSecure url: String) -> Substring {
-        let rest = url.utf8.dropFirst(8)  // "https://"
-        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
+        let rest = url.utf8.dropFirst(8) // "https://"
+        let end =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? rest.endIndex
         return Substring(url[rest.startIndex..<end])
     }
 
@@ -338,17 +357,23 @@ final class CurlMulti {
         guard let from = multiplexLane else { return }
         var moving: [Transfer] = []
         for entry in transfers.values where entry.lane === from {
-            guard let origin = entry.transfer.origin, origins.contains(origin), !entry.transfer.easy.connected else { continue }
+            guard let origin = entry.transfer.origin, origins.contains(origin), !entry.transfer.easy.connected else {
+                continue
+            }
             moving.append(entry.transfer)
         }
         for transfer in moving {
             curl_multi_remove_handle(from.handle, transfer.easy.handle)
             from.active -= 1
-            guard (try? transfer.easy.set(CURLOPT_PIPEWAIT, 0)) != nil, let lane = try? pickLane(origin: transfer.origin),
-                  curl_multi_add_handle(lane.handle, transfer.easy.handle) == CURLM_OK else {
+            guard (try? transfer.easy.set(CURLOPT_PIPEWAIT, 0)) != nil,
+                let lane = try? pickLane(origin: transfer.origin),
+                curl_multi_add_handle(lane.handle, transfer.easy.handle) == CURLM_OK
+            else {
                 transfers.removeValue(forKey: transfer.easy.handle)
-                from.active += 1  // counted down once more by complete
-                complete(transfer, on: from, .failure(HTTPClientError(.transport, "moving to a plain handle failed", beforeResponse: true)))
+                from.active += 1 // counted down once more by complete
+                complete(
+                    transfer, on: from,
+                    .failure(HTTPClientError(.transport, "moving to a plain handle failed", beforeResponse: true)))
                 continue
             }
             transfer.http1Seen = nil
@@ -444,7 +469,7 @@ final class CurlMulti {
         if let timer = lane.timer { loop.cancelTimer(timer.id) }
         lane.timer = nil
         lane.deadline = nil
-        curl_multi_cleanup(lane.handle)  // closes the lane's connections; may call back to forget sockets
+        curl_multi_cleanup(lane.handle) // closes the lane's connections; may call back to forget sockets
         for (socket, watcher) in sockets where watcher.lane === lane {
             sockets.removeValue(forKey: socket)
             loop.deregister(socket)
@@ -454,7 +479,8 @@ final class CurlMulti {
     private func classify(_ code: CURLcode, _ transfer: Transfer) -> Result<Void, HTTPClientError> {
         if code == CURLE_OK { return .success(()) }
         if code == CURLE_WRITE_ERROR && transfer.bodyTooLarge { return .failure(HTTPClientError(.responseTooLarge)) }
-        var error = HTTPClientError(Self.kind(of: code), CurlEasy.describe(code), beforeResponse: !transfer.responseStarted)
+        var error = HTTPClientError(
+            Self.kind(of: code), CurlEasy.describe(code), beforeResponse: !transfer.responseStarted)
         if error.kind == .timedOut { error.detail = transfer.easy.connected ? "response" : "connect" }
         return .failure(error)
     }
@@ -469,9 +495,9 @@ final class CurlMulti {
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             return .invalidRequest
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
-             CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
-             CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
-             CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
+            CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+            CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+            CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
             return .tls
         default:
             return .transport
@@ -512,13 +538,13 @@ final class CurlMulti {
     /// request.
     fileprivate func updateTimer(_ lane: CurlLane, milliseconds: Int) {
         guard milliseconds >= 0, !lane.isClosed else {
-            lane.deadline = nil  // a loop timer still set finds nothing to do
+            lane.deadline = nil // a loop timer still set finds nothing to do
             lane.dueNow = false
             return
         }
         let deadline = MonotonicInstant.now().advanced(by: .milliseconds(milliseconds))
         lane.deadline = deadline
-        lane.dueNow = milliseconds == 0 && lane.adding  // ``start`` calls curl as soon as it may
+        lane.dueNow = milliseconds == 0 && lane.adding // ``start`` calls curl as soon as it may
         if lane.dueNow { return }
         if let timer = lane.timer, timer.at <= deadline { return }
         setTimer(lane, at: deadline)
@@ -568,7 +594,7 @@ final class CurlMulti {
         multiplexLane = nil
         for socket in sockets.keys { loop.deregister(socket) }
         sockets = [:]
-        for entry in parsedURLs { curl_url_cleanup(entry.parsed) }  // no easy handle is left to use them
+        for entry in parsedURLs { curl_url_cleanup(entry.parsed) } // no easy handle is left to use them
         parsedURLs = []
         if let sweepTimer { loop.cancelTimer(sweepTimer) }
         sweepTimer = nil

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CCurl
 public import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An asynchronous HTTP client on libcurl's multi interface, driven by event loops.
 ///
@@ -39,7 +40,8 @@ public final class HTTPClient: Sendable {
     }
 
     /// Creates a client on `group`'s loops, or on one loop of its own when no group is given.
-    public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration(), group: EventLoopGroup? = nil) throws {
+    public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration(), group: EventLoopGroup? = nil) throws
+    {
         guard Self.globalInit else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }
         self.configuration = configuration
         if let group {
@@ -63,7 +65,8 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         let token = TransferToken(multi: pickMulti())
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
                 token.multi.withValue { multi in
                     do {
                         try multi.start(request, streaming: false) { transfer in
@@ -86,7 +89,8 @@ public final class HTTPClient: Sendable {
     public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
         let token = TransferToken(multi: pickMulti())
         let head = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) in
                 token.multi.withValue { multi in
                     do {
                         try multi.start(request, streaming: true) { transfer in

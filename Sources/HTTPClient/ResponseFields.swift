@@ -10,8 +10,13 @@ struct ResponseFields: Sendable {
 
     init(_ fields: [(name: String, value: String)]) {
         for field in fields {
-            var name = field.name, value = field.value
-            name.withUTF8 { name in value.withUTF8 { value in append(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value)) } }
+            var name = field.name
+            var value = field.value
+            name.withUTF8 { name in
+                value.withUTF8 { value in
+                    append(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
+                }
+            }
         }
     }
 
@@ -76,10 +81,13 @@ struct ResponseFields: Sendable {
         Int(UnsafeRawPointer(buffer.baseAddress! + index).loadUnaligned(as: UInt32.self))
     }
 
-    private static func equalIgnoringASCIICase(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func equalIgnoringASCIICase(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>)
+        -> Bool
+    {
         guard left.count == right.count else { return false }
         for index in 0..<left.count {
-            let a = left[index], b = right[index]
+            let a = left[index]
+            let b = right[index]
             if a == b { continue }
             let lowerA = a &- 0x41 < 26 ? a | 0x20 : a
             let lowerB = b &- 0x41 < 26 ? b | 0x20 : b

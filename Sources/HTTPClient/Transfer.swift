@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CCurl
 import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One request in flight on a ``CurlMulti``: its easy handle, header list, the response as
 /// it arrives, and whoever waits for it. Loop-confined; curl's callbacks reach it through
@@ -96,7 +97,9 @@ final class Transfer {
             if version.major == 1, let origin, let http1Seen { http1Seen(origin) }
             return
         }
-        guard let base = text.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), text.count) else { return }
+        guard let base = text.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), text.count) else {
+            return
+        }
         let colon = UnsafeRawPointer(found) - base
         var valueStart = colon + 1
         while valueStart < text.count, text[valueStart] == 0x20 || text[valueStart] == 0x09 { valueStart += 1 }
@@ -122,7 +125,9 @@ final class Transfer {
             return value < 10 ? Int(value) : nil
         }
         guard let major = digit(5) else { return .http1_1 }
-        if line.count > 6, line[6] == UInt8(ascii: "."), let minor = digit(7) { return .init(major: major, minor: minor) }
+        if line.count > 6, line[6] == UInt8(ascii: "."), let minor = digit(7) {
+            return .init(major: major, minor: minor)
+        }
         return .init(major: major, minor: 0)
     }
 

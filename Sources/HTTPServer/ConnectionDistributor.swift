@@ -90,9 +90,11 @@ final class ConnectionDistributor: Sendable {
             let open = state.open
             let fewest = open.min() ?? 0
             let headroom = state.loops.indices.map {
-                open[$0] < min(state.share, fewest + Self.packLimit) && state.loops[$0].context.loop.recentLoad < Self.busyLimit
+                open[$0] < min(state.share, fewest + Self.packLimit)
+                    && state.loops[$0].context.loop.recentLoad < Self.busyLimit
             }
-            return state.reserve(Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor))
+            return state.reserve(
+                Self.choose(accepting: accepting, headroom: headroom, open: open, cursor: &state.cursor))
         }
         guard let target, target.loop !== context.loop else {
             if target == nil { context.occupancy.open.add(1, ordering: .relaxed) }
@@ -110,7 +112,9 @@ final class ConnectionDistributor: Sendable {
         return state.withLock { state -> LoopBound<ServerLoopContext>? in
             guard let source = state.index(of: context.loop) else { return nil }
             let load = state.loops.indices.map { $0 == source ? 1000 : state.loops[$0].context.loop.recentLoad }
-            guard let target = Self.handOffTarget(from: source, open: state.open, load: load, share: state.share) else { return nil }
+            guard let target = Self.handOffTarget(from: source, open: state.open, load: load, share: state.share) else {
+                return nil
+            }
             return state.reserve(target)
         }
     }
@@ -145,7 +149,9 @@ final class ConnectionDistributor: Sendable {
     static func choose(accepting: Int, headroom: [Bool], open: [Int], cursor: inout Int) -> Int {
         var fullest: Int?
         for index in headroom.indices where headroom[index] {
-            if let best = fullest, open[index] < open[best] || (open[index] == open[best] && index != accepting) { continue }
+            if let best = fullest, open[index] < open[best] || (open[index] == open[best] && index != accepting) {
+                continue
+            }
             fullest = index
         }
         if let fullest { return fullest }

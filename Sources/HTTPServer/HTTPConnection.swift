@@ -235,7 +235,9 @@ final class HTTPConnection: Selectable {
         for field in response.headers {
             switch ManagedField(field.name) {
             case .connection:
-                if field.value.split(separator: ",").contains(where: { $0.lowercased().filter { $0 != " " && $0 != "\t" } == "close" }) {
+                if field.value.split(separator: ",").contains(where: {
+                    $0.lowercased().filter { $0 != " " && $0 != "\t" } == "close"
+                }) {
                     keepAlive = false
                 }
                 continue
@@ -255,7 +257,7 @@ final class HTTPConnection: Selectable {
             chunked = !bodyless
             if chunked { ResponseEncoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &outbound) }
         } else {
-            keepAlive = false  // an HTTP/1.0 stream ends when the connection closes
+            keepAlive = false // an HTTP/1.0 stream ends when the connection closes
         }
         if !keepAlive {
             ResponseEncoder.writeField(name: "Connection", value: "close", into: &outbound)
@@ -362,7 +364,9 @@ final class HTTPConnection: Selectable {
         if case .bytes(let bytes) = response.body {
             written = writeResponse(response, body: bytes)
         } else {
-            written = writeResponse(HTTPResponse.text(error.status.reasonPhrase, status: error.status), body: Array(error.status.reasonPhrase.utf8))
+            written = writeResponse(
+                HTTPResponse.text(error.status.reasonPhrase, status: error.status),
+                body: Array(error.status.reasonPhrase.utf8))
         }
         if let finished = response.finished {
             let end: ResponseEnd = written ? .completed : .connectionClosed
@@ -415,7 +419,9 @@ final class HTTPConnection: Selectable {
             switch result {
             case .processed(let written):
                 outboundOffset += written
-                if deadlineKind == .writeStall { setDeadline(.writeStall, after: context.configuration.writeStallTimeout) }
+                if deadlineKind == .writeStall {
+                    setDeadline(.writeStall, after: context.configuration.writeStallTimeout)
+                }
             case .wouldBlock:
                 if !interest.contains(.write) {
                     setInterest(interest.union(.write))
@@ -507,7 +513,7 @@ final class HTTPConnection: Selectable {
         let newDeadline = MonotonicInstant.now().advanced(by: duration)
         deadline = newDeadline
         deadlineKind = kind
-        if let timer, timer.at <= newDeadline { return }  // fires early and re-arms itself
+        if let timer, timer.at <= newDeadline { return } // fires early and re-arms itself
         if let timer { loop.cancelTimer(timer.id) }
         armTimer(at: newDeadline)
     }
@@ -563,4 +569,3 @@ private enum ManagedField {
         }
     }
 }
-

@@ -43,19 +43,27 @@ public struct HTTPRequest: Sendable {
     /// The parsed request line and header fields.
     public var head: RequestHead {
         get { storage.head }
-        set { storage = Storage(head: newValue, body: storage.body, remoteAddress: storage.remoteAddress, hangUp: storage.hangUp) }
+        set {
+            storage = Storage(
+                head: newValue, body: storage.body, remoteAddress: storage.remoteAddress, hangUp: storage.hangUp)
+        }
     }
 
     /// The request body, already de-chunked.
     public var body: [UInt8] {
         get { storage.body }
-        set { storage = Storage(head: storage.head, body: newValue, remoteAddress: storage.remoteAddress, hangUp: storage.hangUp) }
+        set {
+            storage = Storage(
+                head: storage.head, body: newValue, remoteAddress: storage.remoteAddress, hangUp: storage.hangUp)
+        }
     }
 
     /// The address of the connected peer (the proxy, behind a reverse proxy).
     public var remoteAddress: SocketAddress? {
         get { storage.remoteAddress }
-        set { storage = Storage(head: storage.head, body: storage.body, remoteAddress: newValue, hangUp: storage.hangUp) }
+        set {
+            storage = Storage(head: storage.head, body: storage.body, remoteAddress: newValue, hangUp: storage.hangUp)
+        }
     }
 
     public var method: HTTPMethod { storage.head.method }

@@ -31,7 +31,9 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A `text/plain; charset=utf-8` response.
-    public static func text(_ text: String, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+    public static func text(_ text: String, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders())
+        -> HTTPResponse
+    {
         var headers = headers
         headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")
         return HTTPResponse(status: status, headers: headers, body: .bytes(Array(text.utf8)))

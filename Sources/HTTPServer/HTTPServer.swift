@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import EventLoop
 import HTTP1
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An HTTP/1.1 server over non-blocking sockets on a group of event loops.
 ///
@@ -46,7 +47,9 @@ public final class HTTPServer: Sendable {
 
     /// Creates a server. With no `group`, it starts its own loops (``ServerConfiguration/loopCount``)
     /// and stops them on shutdown.
-    public init(configuration: ServerConfiguration, group: EventLoopGroup? = nil, responder: @escaping HTTPResponder) throws(IOError) {
+    public init(configuration: ServerConfiguration, group: EventLoopGroup? = nil, responder: @escaping HTTPResponder)
+        throws(IOError)
+    {
         self.configuration = configuration
         if let group {
             self.group = group
@@ -94,13 +97,18 @@ public final class HTTPServer: Sendable {
             for loop in group.loops {
                 let fd = listenerFD
                 let occupancy = LoopOccupancy()
-                let (state, context) = try await Self.onLoop(loop) { [configuration, responder, counters] () throws(IOError) in
+                let (state, context) = try await Self.onLoop(loop) {
+                    [configuration, responder, counters] () throws(IOError) in
                     let context = ServerLoopContext(
-                        loop: loop, configuration: configuration, responder: responder, counters: counters, occupancy: occupancy,
+                        loop: loop, configuration: configuration, responder: responder, counters: counters,
+                        occupancy: occupancy,
                         distributor: distributor
                     )
                     let listener = Listener(fd: fd, context: context, distributor: distributor)
-                    return (LoopBound(LoopState(context: context, listener: listener), loop: loop), LoopBound(context, loop: loop))
+                    return (
+                        LoopBound(LoopState(context: context, listener: listener), loop: loop),
+                        LoopBound(context, loop: loop)
+                    )
                 }
                 contexts.append(state)
                 loopContexts.append((context, occupancy))
@@ -174,7 +182,9 @@ public final class HTTPServer: Sendable {
     }
 
     /// Runs `body` on `loop` and returns its result.
-    static func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () throws(IOError) -> T) async throws(IOError) -> T {
+    static func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () throws(IOError) -> T)
+        async throws(IOError) -> T
+    {
         let result: Result<T, IOError> = await withCheckedContinuation { continuation in
             loop.execute {
                 do throws(IOError) {

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Accepts connections from the listening socket every loop shares (registered with
 /// `EPOLLEXCLUSIVE`, so a new connection wakes one loop), and hands them to the

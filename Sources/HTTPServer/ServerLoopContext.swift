@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTP1
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What one loop's connections share: the configuration, the responder, a read buffer, the
 /// cached `Date` value and the set of open connections. Loop-confined.
@@ -23,7 +24,8 @@ final class ServerLoopContext {
     private var dateCache = HTTPDateCache()
 
     init(
-        loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder, counters: ServerCounters,
+        loop: EventLoop, configuration: ServerConfiguration, responder: @escaping HTTPResponder,
+        counters: ServerCounters,
         occupancy: LoopOccupancy, distributor: ConnectionDistributor
     ) {
         self.loop = loop

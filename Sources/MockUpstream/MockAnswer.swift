@@ -125,7 +125,9 @@ enum MockAnswer {
         return writer.bytes
     }
 
-    private static func chunk(model: String, index: Int, finishReason: String?, delta: (inout JSONWriter) -> Void) -> [UInt8] {
+    private static func chunk(model: String, index: Int, finishReason: String?, delta: (inout JSONWriter) -> Void)
+        -> [UInt8]
+    {
         var writer = JSONWriter()
         writer.object { body in
             chunkHeader(model, &body)

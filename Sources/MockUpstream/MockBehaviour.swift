@@ -66,7 +66,10 @@ public struct MockBehaviour: Sendable, Hashable {
         ("x-ratelimit-reset-tokens", "12ms"),
         ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
         ("cf-cache-status", "DYNAMIC"),
-        ("set-cookie", "__cf_bm=Zk1qX2c3Vn9Rb0tQdUx4Y2pNd0ZhS3RyT2xQbUZ6c1Q-1700000000-1.0.1.1-aGVsbG8gd29ybGQgdGhpcyBpcyBhIG1vY2sgY29va2ll; path=/; expires=Tue, 14-Nov-23 22:43:20 GMT; domain=.api.example.com; HttpOnly; Secure; SameSite=None"),
+        (
+            "set-cookie",
+            "__cf_bm=Zk1qX2c3Vn9Rb0tQdUx4Y2pNd0ZhS3RyT2xQbUZ6c1Q-1700000000-1.0.1.1-aGVsbG8gd29ybGQgdGhpcyBpcyBhIG1vY2sgY29va2ll; path=/; expires=Tue, 14-Nov-23 22:43:20 GMT; domain=.api.example.com; HttpOnly; Secure; SameSite=None"
+        ),
         ("server", "cloudflare"),
         ("cf-ray", "8f3c2b1a9d7e4f21-FRA"),
         ("alt-svc", "h3=\":443\"; ma=86400"),
@@ -107,7 +110,9 @@ public struct MockBehaviour: Sendable, Hashable {
 
     /// This behaviour with a `[mock:key=value,...]` directive in `text` applied.
     public func applying(directivesIn text: String) -> MockBehaviour {
-        guard let start = text.firstRange(of: "[mock:"), let end = text[start.upperBound...].firstIndex(of: "]") else { return self }
+        guard let start = text.firstRange(of: "[mock:"), let end = text[start.upperBound...].firstIndex(of: "]") else {
+            return self
+        }
         var copy = self
         for pair in text[start.upperBound..<end].split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1)

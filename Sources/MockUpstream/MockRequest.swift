@@ -26,15 +26,17 @@ struct MockRequest {
     /// Nil unless `body` is a JSON object with a string `model` and an array `messages`.
     init?(_ body: [UInt8]) {
         guard let document = try? JSONValue.parse(body, maximumDepth: 512),
-              let model = document["model"]?.stringValue,
-              case .array(let messages)? = document["messages"]
+            let model = document["model"]?.stringValue,
+            case .array(let messages)? = document["messages"]
         else { return nil }
         self.model = model
         stream = document["stream"] == .bool(true)
         includeUsage = document["stream_options"]?["include_usage"] == .bool(true)
         choiceCount = max(1, min(128, document["n"]?.intValue ?? 1))
         if case .array(let tools)? = document["tools"], !tools.isEmpty, document["tool_choice"]?.stringValue != "none" {
-            toolName = document["tool_choice"]?["function"]?["name"]?.stringValue ?? tools[0]["function"]?["name"]?.stringValue ?? "tool"
+            toolName =
+                document["tool_choice"]?["function"]?["name"]?.stringValue ?? tools[0]["function"]?["name"]?.stringValue
+                ?? "tool"
         }
         let texts = messages.map { Self.text(of: $0["content"]) }
         textBytes = texts.reduce(0) { $0 + ($1?.utf8.count ?? 0) }

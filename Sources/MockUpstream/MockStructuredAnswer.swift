@@ -22,7 +22,8 @@ public enum MockStructuredAnswer {
     /// `minItems`, or 3 within `maxItems`, items.
     static func content(for chat: MockRequest, behaviour: MockBehaviour) -> String? {
         guard let format = chat.responseFormat, format["type"]?.stringValue == "json_schema",
-              let schema = format["json_schema"]?["schema"] else { return nil }
+            let schema = format["json_schema"]?["schema"]
+        else { return nil }
         // The gateway's repair call ends with a user message of its own: the directive a
         // test wrote is in an earlier one.
         let mode = chat.userTexts.reduce(behaviour) { $0.applying(directivesIn: $1) }.json

@@ -29,7 +29,9 @@ public final class MockUpstream: Sendable {
     /// - Parameters:
     ///   - defaults: the behaviour of a request that overrides nothing.
     ///   - apiKey: when set, requests must carry `Authorization: Bearer <apiKey>` (else 401).
-    public init(configuration: ServerConfiguration, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil) throws {
+    public init(configuration: ServerConfiguration, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
+        throws
+    {
         var configuration = configuration
         configuration.limits.maxBodyBytes = max(configuration.limits.maxBodyBytes, 8 * 1024 * 1024)
         let handler = MockHandler(defaults: defaults, apiKey: apiKey)
@@ -44,7 +46,8 @@ public final class MockUpstream: Sendable {
         let serverReference = Mutex<HTTPServer?>(nil)
         router.get("/mock/stats") { _ in
             let stats = serverReference.withLock { server in server.map { Self.stats(handler, $0) } }
-            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(stats)) ?? []))
+            return HTTPResponse(
+                headers: ["Content-Type": "application/json"], body: .bytes((try? JSON.encode(stats)) ?? []))
         }
         let responder = router.buildResponder()
         let server = try HTTPServer(configuration: configuration) { try await responder.respond(to: $0) }
@@ -61,7 +64,9 @@ public final class MockUpstream: Sendable {
 
     /// A mock listening on `port` of loopback (`0`: any free one) with one event loop, as
     /// tests and drills start it.
-    public static func started(port: Int = 0, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil) async throws -> MockUpstream {
+    public static func started(port: Int = 0, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
+        async throws -> MockUpstream
+    {
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.loopCount = 1
@@ -111,7 +116,8 @@ final class MockHandler: Sendable {
     private let defaults: MockBehaviour
     private let apiKey: String?
 
-    static let modelsBody = Array(#"{"object":"list","data":[{"id":"mock-model","object":"model","owned_by":"mock"}]}"#.utf8)
+    static let modelsBody = Array(
+        #"{"object":"list","data":[{"id":"mock-model","object":"model","owned_by":"mock"}]}"#.utf8)
 
     init(defaults: MockBehaviour, apiKey: String?) {
         self.defaults = defaults
@@ -154,10 +160,14 @@ final class MockHandler: Sendable {
         if request.body.count <= 1024 * 1024 { lastRequest.withLock { $0 = request.body } }
 
         if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {
-            return Self.error(status: 401, message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key")
+            return Self.error(
+                status: 401, message: "Incorrect API key provided.", type: "invalid_request_error",
+                code: "invalid_api_key")
         }
         guard let chat = MockRequest(request.body) else {
-            return Self.error(status: 400, message: "We could not parse the JSON body of your request.", type: "invalid_request_error", code: nil)
+            return Self.error(
+                status: 400, message: "We could not parse the JSON body of your request.",
+                type: "invalid_request_error", code: nil)
         }
         var behaviour = defaults.applying(headers: request.headers)
         if let last = chat.lastUserText {
@@ -169,7 +179,9 @@ final class MockHandler: Sendable {
         }
 
         do {
-            if behaviour.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(behaviour.latencyMilliseconds)) }
+            if behaviour.latencyMilliseconds > 0 {
+                try await Task.sleep(for: .milliseconds(behaviour.latencyMilliseconds))
+            }
         } catch {
             counters.withLock { $0.cancelled += 1 }
             throw error
@@ -188,17 +200,23 @@ final class MockHandler: Sendable {
         let model = chat.model
         let promptTokens = chat.textBytes / 4 + 1
         // The body it received, as its answer: lets a test see what arrived upstream.
-        let text = behaviour.echoRequest ? String(decoding: request.body, as: UTF8.self)
+        let text =
+            behaviour.echoRequest
+            ? String(decoding: request.body, as: UTF8.self)
             : MockStructuredAnswer.content(for: chat, behaviour: behaviour) ?? behaviour.content
         let content = behaviour.body == .noContent ? "" : text
         // An echo is what a test asked for explicitly: it wins over a tool call.
-        let answer: MockAnswer = behaviour.echoRequest ? .text(content) : chat.toolName.map { .toolCall(name: $0) } ?? .text(content)
+        let answer: MockAnswer =
+            behaviour.echoRequest ? .text(content) : chat.toolName.map { .toolCall(name: $0) } ?? .text(content)
         let completionTokens = (answer.tokens * chat.choiceCount)
-        let usage = Usage(promptTokens: promptTokens, completionTokens: completionTokens, totalTokens: promptTokens + completionTokens)
+        let usage = Usage(
+            promptTokens: promptTokens, completionTokens: completionTokens, totalTokens: promptTokens + completionTokens
+        )
 
         switch behaviour.body {
         case .garbage:
-            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(Array("<html>upstream proxy error".utf8)))
+            return HTTPResponse(
+                headers: ["Content-Type": "application/json"], body: .bytes(Array("<html>upstream proxy error".utf8)))
         case .empty:
             return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes([]))
         case .normal, .noContent, .noChoices:
@@ -207,17 +225,21 @@ final class MockHandler: Sendable {
         let choiceCount = behaviour.body == .noChoices ? 0 : chat.choiceCount
         if chat.stream {
             let streamed: MockAnswer = behaviour.body == .noChoices ? .text("") : answer
-            let response = stream(streamed, choices: max(1, choiceCount), model: model, usage: chat.includeUsage ? usage : nil, behaviour: behaviour)
+            let response = stream(
+                streamed, choices: max(1, choiceCount), model: model, usage: chat.includeUsage ? usage : nil,
+                behaviour: behaviour)
             return Self.withProviderHeaders(response, behaviour)
         }
         let body = answer.completion(choices: choiceCount, model: model, usage: usage)
         if behaviour.cutBody {
             // The head and half the body, then the connection drops: a provider or proxy that
             // died mid-answer.
-            return HTTPResponse(headers: ["Content-Type": "application/json"], body: .stream { writer in
-                try await writer.write(Array(body.prefix(body.count / 2)))
-                throw CancellationError()
-            })
+            return HTTPResponse(
+                headers: ["Content-Type": "application/json"],
+                body: .stream { writer in
+                    try await writer.write(Array(body.prefix(body.count / 2)))
+                    throw CancellationError()
+                })
         }
         let response = HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(body))
         return Self.withProviderHeaders(response, behaviour)
@@ -230,36 +252,46 @@ final class MockHandler: Sendable {
         return response
     }
 
-    private func stream(_ answer: MockAnswer, choices: Int, model: String, usage: Usage?, behaviour: MockBehaviour) -> HTTPResponse {
+    private func stream(_ answer: MockAnswer, choices: Int, model: String, usage: Usage?, behaviour: MockBehaviour)
+        -> HTTPResponse
+    {
         let pieces = answer.pieces(behaviour.deltas)
-        return HTTPResponse(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"], body: .stream { [self] writer in
-            func send(_ chunk: [UInt8]) async throws {
-                try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: chunk, as: UTF8.self)))
-            }
-            do {
-                for index in 0..<choices { try await send(answer.firstChunk(index: index, model: model)) }
-                for (number, piece) in pieces.enumerated() {
-                    if let after = behaviour.streamErrorAfter, number == after {
-                        let error = UpstreamErrorBody(message: "mock stream failure", type: "server_error", code: "server_error")
-                        try await writer.write(ServerSentEventWriter.event(name: nil, data: String(decoding: try JSON.encode(error), as: UTF8.self)))
-                        return
+        return HTTPResponse(
+            headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"],
+            body: .stream { [self] writer in
+                func send(_ chunk: [UInt8]) async throws {
+                    try await writer.write(
+                        ServerSentEventWriter.event(name: nil, data: String(decoding: chunk, as: UTF8.self)))
+                }
+                do {
+                    for index in 0..<choices { try await send(answer.firstChunk(index: index, model: model)) }
+                    for (number, piece) in pieces.enumerated() {
+                        if let after = behaviour.streamErrorAfter, number == after {
+                            let error = UpstreamErrorBody(
+                                message: "mock stream failure", type: "server_error", code: "server_error")
+                            try await writer.write(
+                                ServerSentEventWriter.event(
+                                    name: nil, data: String(decoding: try JSON.encode(error), as: UTF8.self)))
+                            return
+                        }
+                        if behaviour.deltaDelayMilliseconds > 0 {
+                            try await Task.sleep(for: .milliseconds(behaviour.deltaDelayMilliseconds))
+                        }
+                        for index in 0..<choices { try await send(answer.chunk(piece, index: index, model: model)) }
                     }
-                    if behaviour.deltaDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(behaviour.deltaDelayMilliseconds)) }
-                    for index in 0..<choices { try await send(answer.chunk(piece, index: index, model: model)) }
+                    switch behaviour.cutStream {
+                    case .clean: return
+                    case .abort: throw CancellationError()
+                    case nil: break
+                    }
+                    for index in 0..<choices { try await send(answer.lastChunk(index: index, model: model)) }
+                    if let usage { try await send(MockAnswer.usageChunk(usage, model: model)) }
+                    try await writer.write(ServerSentEventWriter.done())
+                } catch {
+                    if behaviour.cutStream != .abort { self.counters.withLock { $0.cancelled += 1 } }
+                    throw error
                 }
-                switch behaviour.cutStream {
-                case .clean: return
-                case .abort: throw CancellationError()
-                case nil: break
-                }
-                for index in 0..<choices { try await send(answer.lastChunk(index: index, model: model)) }
-                if let usage { try await send(MockAnswer.usageChunk(usage, model: model)) }
-                try await writer.write(ServerSentEventWriter.done())
-            } catch {
-                if behaviour.cutStream != .abort { self.counters.withLock { $0.cancelled += 1 } }
-                throw error
-            }
-        })
+            })
     }
 
     /// Splits `text` into `count` pieces on character boundaries (some may be empty for short texts).
@@ -267,7 +299,9 @@ final class MockHandler: Sendable {
         let characters = Array(text)
         guard count > 1, !characters.isEmpty else { return [text] }
         let size = max(1, (characters.count + count - 1) / count)
-        return stride(from: 0, to: characters.count, by: size).map { String(characters[$0..<min($0 + size, characters.count)]) }
+        return stride(from: 0, to: characters.count, by: size).map {
+            String(characters[$0..<min($0 + size, characters.count)])
+        }
     }
 
     private static func defaultCode(for status: Int) -> String? {
@@ -282,7 +316,8 @@ final class MockHandler: Sendable {
 
     private static func error(status: Int, message: String, type: String, code: String?) -> HTTPResponse {
         let body = UpstreamErrorBody(message: message, type: type, code: code)
-        return HTTPResponse(status: HTTPStatus(code: status), headers: ["Content-Type": "application/json"],
-                            body: .bytes((try? JSON.encode(body)) ?? []))
+        return HTTPResponse(
+            status: HTTPStatus(code: status), headers: ["Content-Type": "application/json"],
+            body: .bytes((try? JSON.encode(body)) ?? []))
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Looks a host name up with `getaddrinfo`, which blocks: called on a thread of its own,
@@ -24,12 +24,18 @@ enum HostResolver {
                 if family == AF_INET {
                     address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
                         var raw = pointer.pointee.sin_addr
-                        if inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil { text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+                        if inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil {
+                            text = String(
+                                decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                        }
                     }
                 } else if family == AF_INET6 {
                     address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
                         var raw = pointer.pointee.sin6_addr
-                        if inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil { text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+                        if inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil {
+                            text = String(
+                                decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                        }
                     }
                 }
                 if let text, !found.contains(text) { found.append(text) }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CPostgres
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The thin wrapper over one `PGconn` in non-blocking mode: the only code of the module that
 /// calls libpq on a connection. Every call here returns at once; none waits for the server.
@@ -33,7 +34,9 @@ struct LibPQConnection {
                 PQconnectStartParams(keywordBuffer.baseAddress, valueBuffer.baseAddress, 0)
             }
         }
-        guard let handle else { return .failure(PostgresError(.connection, message: "libpq could not allocate a connection")) }
+        guard let handle else {
+            return .failure(PostgresError(.connection, message: "libpq could not allocate a connection"))
+        }
         let connection = LibPQConnection(handle: handle)
         if PQstatus(handle) == CONNECTION_BAD {
             let message = connection.errorMessage
@@ -91,13 +94,13 @@ struct LibPQConnection {
                 offsets.append(storage.count)
                 lengths.append(Int32(clamping: bytes.count))
                 storage.append(contentsOf: bytes)
-                storage.append(0)  // text values are read up to a NUL
+                storage.append(0) // text values are read up to a NUL
             } else {
                 offsets.append(nil)
                 lengths.append(0)
             }
         }
-        if storage.isEmpty { storage.append(0) }  // a base address even with no values
+        if storage.isEmpty { storage.append(0) } // a base address even with no values
         return storage.withUnsafeBufferPointer { bytes -> Bool in
             let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in offset.map { base + $0 } }
@@ -154,7 +157,9 @@ struct LibPQConnection {
         case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR:
             let sqlState = CPostgres_sqlState(result).map { String(cString: $0) }
             let message = CPostgres_primaryMessage(result).map { String(cString: $0) } ?? errorMessage
-            return .error(PostgresError(sqlState == nil ? .connection : .server, sqlState: sqlState, message: message, query: query))
+            return .error(
+                PostgresError(
+                    sqlState == nil ? .connection : .server, sqlState: sqlState, message: message, query: query))
         case PGRES_PIPELINE_ABORTED:
             return .aborted
         case PGRES_PIPELINE_SYNC:

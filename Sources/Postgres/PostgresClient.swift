@@ -25,14 +25,18 @@ public final class PostgresClient: Service {
     private let isStopped = Atomic<Bool>(false)
 
     /// A client on `group`'s loops; it connects at ``start()``.
-    public init(configuration: PostgresConfiguration, group: EventLoopGroup, connectionsPerLoop: Int = 1, name: String = "postgres") {
+    public init(
+        configuration: PostgresConfiguration, group: EventLoopGroup, connectionsPerLoop: Int = 1,
+        name: String = "postgres"
+    ) {
         self.configuration = configuration
         self.name = name
         self.connectionsPerLoop = max(1, connectionsPerLoop)
         var connections: [LoopBound<PostgresConnection>] = []
         for loop in group.loops {
             for _ in 0..<self.connectionsPerLoop {
-                connections.append(LoopBound(handingOver: PostgresConnection(loop: loop, configuration: configuration), to: loop))
+                connections.append(
+                    LoopBound(handingOver: PostgresConnection(loop: loop, configuration: configuration), to: loop))
             }
         }
         self.connections = connections
@@ -59,7 +63,9 @@ public final class PostgresClient: Service {
 
     /// Runs `sql` with `parameters` bound to `$1`, `$2`, … and returns its result.
     /// `timeout` (the configuration's query timeout when nil) counts from this call.
-    public func query(_ sql: String, _ parameters: [PostgresValue] = [], timeout: Duration? = nil) async throws(PostgresError) -> PostgresResult {
+    public func query(_ sql: String, _ parameters: [PostgresValue] = [], timeout: Duration? = nil)
+        async throws(PostgresError) -> PostgresResult
+    {
         try await query(PostgresQuery(sql, parameters), timeout: timeout)
     }
 
@@ -77,7 +83,9 @@ public final class PostgresClient: Service {
     /// together in libpq's pipeline mode, so the transaction costs one round trip whatever
     /// its length. When one fails, the server skips the rest, the transaction is rolled back
     /// and that error thrown; nothing of it is kept. `timeout` bounds the whole transaction.
-    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError) -> [PostgresResult] {
+    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+        -> [PostgresResult]
+    {
         try await run(queries, transactional: true, timeout: timeout)
     }
 
@@ -93,8 +101,12 @@ public final class PostgresClient: Service {
         return count
     }
 
-    private func run(_ queries: [PostgresQuery], transactional: Bool, timeout: Duration?) async throws(PostgresError) -> [PostgresResult] {
-        guard !isStopped.load(ordering: .relaxed) else { throw PostgresError(.closed, message: "the client is stopped") }
+    private func run(_ queries: [PostgresQuery], transactional: Bool, timeout: Duration?) async throws(PostgresError)
+        -> [PostgresResult]
+    {
+        guard !isStopped.load(ordering: .relaxed) else {
+            throw PostgresError(.closed, message: "the client is stopped")
+        }
         let connection = pickConnection()
         let id = nextJobID.add(1, ordering: .relaxed).oldValue
         let timeout = timeout ?? configuration.queryTimeout
@@ -105,7 +117,8 @@ public final class PostgresClient: Service {
             await withCheckedContinuation { continuation in
                 connection.withValue { connection in
                     if cancelled.isSet {
-                        continuation.resume(returning: .failure(PostgresError(.cancelled, message: "the caller was cancelled")))
+                        continuation.resume(
+                            returning: .failure(PostgresError(.cancelled, message: "the caller was cancelled")))
                         return
                     }
                     connection.submit(id: id, queries, transactional: transactional, timeout: timeout) { result in

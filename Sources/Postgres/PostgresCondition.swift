@@ -57,7 +57,8 @@ public enum PostgresCondition: Sendable, Hashable {
     /// Whether trying again later may succeed.
     public var isTransient: Bool {
         switch self {
-        case .serializationFailure, .deadlockDetected, .serverUnavailable, .insufficientResources, .connectionException: true
+        case .serializationFailure, .deadlockDetected, .serverUnavailable, .insufficientResources, .connectionException:
+            true
         default: false
         }
     }

@@ -3,7 +3,9 @@ import EventLoop
 /// Where and how a ``PostgresClient`` connects, and the time it gives each step.
 ///
 /// Neither ``description`` nor any error made while parsing a URL carries the password.
-public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// libpq's `sslmode`.
     public enum SSLMode: String, Sendable, Hashable, CaseIterable {
         case disable, allow, prefer, require
@@ -83,14 +85,18 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
             if let colon = userInfo.firstIndex(of: ":") {
-                guard let decodedUser = Self.percentDecoded(userInfo[..<colon]) else { throw fail("the user name is not valid percent-encoded UTF-8") }
+                guard let decodedUser = Self.percentDecoded(userInfo[..<colon]) else {
+                    throw fail("the user name is not valid percent-encoded UTF-8")
+                }
                 guard let decodedPassword = Self.percentDecoded(userInfo[userInfo.index(after: colon)...]) else {
                     throw fail("the password is not valid percent-encoded UTF-8")
                 }
                 user = decodedUser
                 password = decodedPassword
             } else {
-                guard let decodedUser = Self.percentDecoded(userInfo) else { throw fail("the user name is not valid percent-encoded UTF-8") }
+                guard let decodedUser = Self.percentDecoded(userInfo) else {
+                    throw fail("the user name is not valid percent-encoded UTF-8")
+                }
                 user = decodedUser
             }
             if user == "" { user = nil }
@@ -105,7 +111,9 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
                 portPart = after.dropFirst()
             }
             hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-            guard NumericAddress.bytes(of: String(hostPart))?.count == 16 else { throw fail("the bracketed host is not an IPv6 address") }
+            guard NumericAddress.bytes(of: String(hostPart))?.count == 16 else {
+                throw fail("the bracketed host is not an IPv6 address")
+            }
         } else if let colon = hostPart.lastIndex(of: ":") {
             portPart = hostPart[hostPart.index(after: colon)...]
             hostPart = hostPart[..<colon]
@@ -121,13 +129,16 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
         }
         var database: String?
         if let pathPart, !pathPart.isEmpty {
-            guard let decoded = Self.percentDecoded(pathPart), !decoded.contains("/") else { throw fail("the database name is not valid") }
+            guard let decoded = Self.percentDecoded(pathPart), !decoded.contains("/") else {
+                throw fail("the database name is not valid")
+            }
             database = decoded
         }
         self.init(host: host, port: port, user: user, password: password, database: database)
         for pair in (queryPart ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let key = Self.percentDecoded(parts[0]), let value = Self.percentDecoded(parts[1]) else {
+            guard parts.count == 2, let key = Self.percentDecoded(parts[0]), let value = Self.percentDecoded(parts[1])
+            else {
                 throw fail("a query parameter is malformed")
             }
             switch key {
@@ -139,7 +150,9 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             case "application_name":
                 applicationName = value
             case "connect_timeout":
-                guard let seconds = Int(value), seconds > 0, seconds <= 3600 else { throw fail("connect_timeout must be a number of seconds") }
+                guard let seconds = Int(value), seconds > 0, seconds <= 3600 else {
+                    throw fail("connect_timeout must be a number of seconds")
+                }
                 connectTimeout = .seconds(seconds)
             default:
                 throw fail("unknown parameter \(key.prefix(40))")
@@ -157,7 +170,8 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue) else { return nil }
+            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
+            else { return nil }
             bytes.append(high << 4 | low)
         }
         guard !bytes.contains(0), let decoded = String(validating: bytes, as: UTF8.self) else { return nil }

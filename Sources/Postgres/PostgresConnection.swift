@@ -68,7 +68,10 @@ final class PostgresConnection: Selectable {
         /// The first error of the pipeline, reported once its sync point arrives.
         var pipelineError: PostgresError?
 
-        init(id: UInt64, queries: [PostgresQuery], transactional: Bool, completion: @escaping (Result<[PostgresResult], PostgresError>) -> Void) {
+        init(
+            id: UInt64, queries: [PostgresQuery], transactional: Bool,
+            completion: @escaping (Result<[PostgresResult], PostgresError>) -> Void
+        ) {
             self.id = id
             self.queries = transactional ? [PostgresQuery("BEGIN")] + queries + [PostgresQuery("COMMIT")] : queries
             self.transactional = transactional
@@ -188,7 +191,8 @@ final class PostgresConnection: Selectable {
             }
         }
         let job = Job(id: id, queries: queries, transactional: transactional, completion: completion)
-        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: timeout)) { [weak self, weak job] in
+        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: timeout)) {
+            [weak self, weak job] in
             guard let self, let job else { return }
             job.deadlineTimer = nil
             self.abandon(job, reason: .timeout)
@@ -212,7 +216,8 @@ final class PostgresConnection: Selectable {
 
     private static func problem(with query: PostgresQuery) -> PostgresError? {
         if query.parameters.count > PostgresQuery.maxParameters {
-            return PostgresError(.invalidQuery, message: "more than \(PostgresQuery.maxParameters) parameters", query: query.sql)
+            return PostgresError(
+                .invalidQuery, message: "more than \(PostgresQuery.maxParameters) parameters", query: query.sql)
         }
         if query.sql.utf8.contains(0) {
             return PostgresError(.invalidQuery, message: "the SQL text contains a NUL byte", query: query.sql)
@@ -232,7 +237,9 @@ final class PostgresConnection: Selectable {
             let error: PostgresError
             if reason == .timeout && !isConnected {
                 let reason = lastConnectError.map { ": " + $0 } ?? ""
-                error = PostgresError(.connection, message: "no connection to the server within the query timeout" + reason, query: job.summarySQL)
+                error = PostgresError(
+                    .connection, message: "no connection to the server within the query timeout" + reason,
+                    query: job.summarySQL)
             } else if reason == .timeout {
                 error = PostgresError(.timeout, message: "the query waited past its timeout", query: job.summarySQL)
             } else {
@@ -257,7 +264,8 @@ final class PostgresConnection: Selectable {
         }
         // The server may be gone without the socket saying so: give the cancel a while, then drop the connection.
         let grace = max(Duration.seconds(1), min(configuration.queryTimeout, .seconds(5)))
-        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: grace)) { [weak self, weak job] in
+        job.deadlineTimer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: grace)) {
+            [weak self, weak job] in
             guard let self, let job else { return }
             job.deadlineTimer = nil
             guard self.inFlight === job else { return }
@@ -404,14 +412,15 @@ final class PostgresConnection: Selectable {
                 if case .failure = job.stepResult { continue }
                 job.stepResult = .failure(error)
             case .aborted?, .sync?:
-                break  // only in pipeline mode
+                break // only in pipeline mode
             }
         }
     }
 
     /// A query outside a pipeline is complete (a transaction's closing ROLLBACK included).
     private func stepEnded(_ job: Job) {
-        let outcome = job.stepResult ?? .success(PostgresResult(columns: [], columnTypes: [], rows: [], affectedRows: 0))
+        let outcome =
+            job.stepResult ?? .success(PostgresResult(columns: [], columnTypes: [], rows: [], affectedRows: 0))
         job.stepResult = nil
         inFlight = nil
         if let failure = job.failure {
@@ -430,7 +439,8 @@ final class PostgresConnection: Selectable {
             return PostgresError(.connection, sqlState: error.sqlState, message: error.message, query: error.query)
         }
         guard let reason = job.cancelReason, error.condition == .queryCanceled else { return error }
-        let message = reason == .timeout ? "the query ran past its timeout and was cancelled" : "the caller was cancelled"
+        let message =
+            reason == .timeout ? "the query ran past its timeout and was cancelled" : "the caller was cancelled"
         return PostgresError(reason, sqlState: error.sqlState, message: message, query: error.query)
     }
 
@@ -496,7 +506,8 @@ final class PostgresConnection: Selectable {
             connectFailed("epoll: \(error)")
             return
         }
-        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.connectTimeout)) { [weak self] in
+        let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: configuration.connectTimeout)) {
+            [weak self] in
             guard let self else { return }
             guard case .connecting(let connection, let fd, _) = self.state else { return }
             self.loop.deregister(fd)
@@ -563,7 +574,9 @@ final class PostgresConnection: Selectable {
             inFlight = nil
             let error: PostgresError
             if job.cancelReason == .timeout {
-                error = PostgresError(.timeout, message: "the query ran past its timeout; the connection was closed", query: job.current.sql)
+                error = PostgresError(
+                    .timeout, message: "the query ran past its timeout; the connection was closed",
+                    query: job.current.sql)
             } else {
                 error = PostgresError(.connection, message: "connection lost: " + message, query: job.current.sql)
             }
@@ -582,7 +595,8 @@ final class PostgresConnection: Selectable {
             close()
             return
         }
-        let delay = Self.backoff(failures: failures, min: configuration.minReconnectDelay, max: configuration.maxReconnectDelay)
+        let delay = Self.backoff(
+            failures: failures, min: configuration.minReconnectDelay, max: configuration.maxReconnectDelay)
         failures += 1
         let timer = loop.scheduleTimer(at: MonotonicInstant.now().advanced(by: delay)) { [weak self] in
             guard let self else { return }
@@ -612,7 +626,9 @@ final class PostgresConnection: Selectable {
         case .connecting(let connection, let fd, let timer):
             continueConnecting(connection, fd: fd, timer: timer)
         case .ready(let connection, _, let writing):
-            if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) || events.contains(.readHangup) {
+            if events.contains(.readable) || events.contains(.hangup) || events.contains(.error)
+                || events.contains(.readHangup)
+            {
                 guard connection.consumeInput() else {
                     lost(connection.errorMessage)
                     return

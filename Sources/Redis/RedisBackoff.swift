@@ -21,4 +21,3 @@ struct RedisBackoff {
 
     mutating func reset() { cap = range.lowerBound }
 }
-

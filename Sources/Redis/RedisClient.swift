@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A Redis client on the loops of an ``EventLoopGroup``: one ``RedisConnection`` per loop,
 /// each living on its loop, so a command sent from a task on a loop stays on that loop and
@@ -31,14 +32,17 @@ public final class RedisClient: Service {
 
     /// Creates a client with one connection on each of `group`'s loops; nothing connects
     /// before ``start()``. `scripts` are loaded at every connect.
-    public init(configuration: RedisConfiguration, group: EventLoopGroup, scripts: [RedisScript] = [], name: String = "redis") {
+    public init(
+        configuration: RedisConfiguration, group: EventLoopGroup, scripts: [RedisScript] = [], name: String = "redis"
+    ) {
         _ = Self.ignoreBrokenPipes
         self.configuration = configuration
         self.name = name
         let status = self.status
         connections = group.loops.map { loop in
             LoopBound(
-                handingOver: RedisConnection(loop: loop, configuration: configuration, scripts: scripts, status: status),
+                handingOver: RedisConnection(
+                    loop: loop, configuration: configuration, scripts: scripts, status: status),
                 to: loop
             )
         }
@@ -102,12 +106,15 @@ public final class RedisClient: Service {
         }
     }
 
-    private func perform(_ start: @escaping @Sendable (RedisConnection, RedisCall) -> Void) async throws(RedisError) -> RedisValue {
+    private func perform(_ start: @escaping @Sendable (RedisConnection, RedisCall) -> Void) async throws(RedisError)
+        -> RedisValue
+    {
         let connection = pickConnection()
         guard !Task.isCancelled else { throw RedisError(.cancelled) }
         let call = LoopBound(handingOver: RedisCall(), to: connection.loop)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<RedisValue, RedisError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<RedisValue, RedisError>, Never>) in
                 connection.withValue { connection in
                     let call = call.value
                     guard call.attach(continuation) else { return }

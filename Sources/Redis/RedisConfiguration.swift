@@ -19,7 +19,8 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var reconnectBackoff: ClosedRange<Duration>
 
     public init(
-        host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, username: String? = nil, database: Int = 0,
+        host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, username: String? = nil,
+        database: Int = 0,
         timeout: Duration = .milliseconds(50), connectTimeout: Duration = .milliseconds(1000),
         reconnectBackoff: ClosedRange<Duration> = .milliseconds(50)...(.seconds(5))
     ) {
@@ -49,9 +50,12 @@ public struct RedisConfiguration: Sendable, Equatable {
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
-            guard let colon = userInfo.firstIndex(of: ":") else { throw invalid("the user info must be [user]:password") }
+            guard let colon = userInfo.firstIndex(of: ":") else {
+                throw invalid("the user info must be [user]:password")
+            }
             let user = try Self.percentDecoded(userInfo[..<colon], invalid("bad percent-encoding in the user name"))
-            let password = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...], invalid("bad percent-encoding in the password"))
+            let password = try Self.percentDecoded(
+                userInfo[userInfo.index(after: colon)...], invalid("bad percent-encoding in the password"))
             guard !password.isEmpty else { throw invalid("the password is empty") }
             username = user.isEmpty ? nil : user
             self.password = password
@@ -67,7 +71,9 @@ public struct RedisConfiguration: Sendable, Equatable {
                 database = number
             }
         }
-        guard !authority.contains("?"), !authority.contains("#") else { throw invalid("query and fragment are not supported") }
+        guard !authority.contains("?"), !authority.contains("#") else {
+            throw invalid("query and fragment are not supported")
+        }
         var portText: Substring?
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { throw invalid("unclosed [ in the host") }
@@ -84,7 +90,11 @@ public struct RedisConfiguration: Sendable, Equatable {
             host = String(authority)
         }
         guard !host.isEmpty else { throw invalid("the host is missing") }
-        guard host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_") }) else {
+        guard
+            host.allSatisfy({
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_")
+            })
+        else {
             throw invalid("the host has characters a host cannot have")
         }
         if let portText {
@@ -101,7 +111,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         try self.init(url: url)
         if let text = environment["REDIS_TIMEOUT_MS"] {
             guard let milliseconds = Int(text), milliseconds > 0, milliseconds <= 600_000 else {
-                throw RedisError(.invalidConfiguration, "REDIS_TIMEOUT_MS must be a whole number of milliseconds, 1-600000")
+                throw RedisError(
+                    .invalidConfiguration, "REDIS_TIMEOUT_MS must be a whole number of milliseconds, 1-600000")
             }
             timeout = .milliseconds(milliseconds)
         }
@@ -115,7 +126,9 @@ public struct RedisConfiguration: Sendable, Equatable {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { throw error }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw error
+            }
             bytes.append(high << 4 | low)
         }
         return String(decoding: bytes, as: UTF8.self)

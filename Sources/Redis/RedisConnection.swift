@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CRedis
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One connection to Redis, confined to one ``EventLoop``: hiredis's async context with its
 /// socket in the loop's epoll, commands pipelined in a FIFO of pending replies, and one loop
@@ -147,12 +148,18 @@ final class RedisConnection: Selectable {
         }
     }
 
-    private func runScript(_ script: RedisScript, sha: String, _ rest: [RedisArgument], retryOnNoScript: Bool, _ call: RedisCall) {
+    private func runScript(
+        _ script: RedisScript, sha: String, _ rest: [RedisArgument], retryOnNoScript: Bool, _ call: RedisCall
+    ) {
         // Each command has a timeout of its own: after a NOSCRIPT (EVALSHA, SCRIPT LOAD, EVALSHA)
         // a call can wait up to three timeouts; otherwise one.
-        enqueue(["EVALSHA", RedisArgument(sha)] + rest, deadline: MonotonicInstant.now().advanced(by: configuration.timeout)) {
+        enqueue(
+            ["EVALSHA", RedisArgument(sha)] + rest, deadline: MonotonicInstant.now().advanced(by: configuration.timeout)
+        ) {
             [unowned self] result in
-            if retryOnNoScript, case .failure(let error) = result, error.serverErrorPrefix == "NOSCRIPT", self.state == .ready {
+            if retryOnNoScript, case .failure(let error) = result, error.serverErrorPrefix == "NOSCRIPT",
+                self.state == .ready
+            {
                 self.shas[script.source] = nil
                 self.loadThenRun(script, rest, call)
             } else {
@@ -162,13 +169,16 @@ final class RedisConnection: Selectable {
     }
 
     private func loadScript(
-        _ script: RedisScript, deadline: MonotonicInstant? = nil, _ completion: @escaping (Result<String, RedisError>) -> Void
+        _ script: RedisScript, deadline: MonotonicInstant? = nil,
+        _ completion: @escaping (Result<String, RedisError>) -> Void
     ) {
         let deadline = deadline ?? MonotonicInstant.now().advanced(by: configuration.timeout)
         enqueue(["SCRIPT", "LOAD", RedisArgument(script.source)], deadline: deadline) { [unowned self] result in
             switch result {
             case .success(let value):
-                guard let sha = value.string else { return completion(.failure(RedisError(.protocol, "SCRIPT LOAD gave no SHA"))) }
+                guard let sha = value.string else {
+                    return completion(.failure(RedisError(.protocol, "SCRIPT LOAD gave no SHA")))
+                }
                 self.shas[script.source] = sha
                 completion(.success(sha))
             case .failure(let error):
@@ -190,7 +200,9 @@ final class RedisConnection: Selectable {
         let queued = Self.withArgv(arguments) { count, argv, lengths in
             CRedis_command(context, redisReplyCallback, Unmanaged.passUnretained(self).toOpaque(), count, argv, lengths)
         }
-        guard queued == CRedis_OK else { return completion(.failure(RedisError(.connectionClosed, "the command was not queued"))) }
+        guard queued == CRedis_OK else {
+            return completion(.failure(RedisError(.connectionClosed, "the command was not queued")))
+        }
         if case .set(let at) = pending.append(completion, deadline: deadline) { arm(at: at) }
         if wantsWrite && state != .connecting && !flushScheduled {
             // Written once the loop has run what else is ready now: commands of one turn go in one write.
@@ -216,7 +228,9 @@ final class RedisConnection: Selectable {
     }
 
     /// A reply (or, from a context being torn down, nil) for the oldest pending command.
-    fileprivate func received(_ reply: UnsafeMutableRawPointer?, from replying: UnsafeMutablePointer<redisAsyncContext>?) {
+    fileprivate func received(
+        _ reply: UnsafeMutableRawPointer?, from replying: UnsafeMutablePointer<redisAsyncContext>?
+    ) {
         // Replies of a context already given up were failed when it was: drop them.
         guard let replying, replying == context else { return }
         guard let reply else {
@@ -279,7 +293,9 @@ final class RedisConnection: Selectable {
         let socket = CRedis_fd(created)
         context = created
         state = .connecting
-        CRedis_attach(created, Unmanaged.passUnretained(self).toOpaque(), hookAddRead, hookDelRead, hookAddWrite, hookDelWrite, hookCleanup)
+        CRedis_attach(
+            created, Unmanaged.passUnretained(self).toOpaque(), hookAddRead, hookDelRead, hookAddWrite, hookDelWrite,
+            hookCleanup)
         do {
             try loop.register(socket, interest: interest, handler: self)
             fd = socket
@@ -308,7 +324,8 @@ final class RedisConnection: Selectable {
                 if remaining == 0 { self.becameReady() }
             case .failure(let error):
                 // The attempt failed; a server error here (WRONGPASS, a bad db) carries no secret.
-                let reason = RedisError(.connectionFailed, "\(what): \(error.message.isEmpty ? "\(error.code)" : error.message)")
+                let reason = RedisError(
+                    .connectionFailed, "\(what): \(error.message.isEmpty ? "\(error.code)" : error.message)")
                 self.lastError = reason
                 self.closeContext(failingWith: reason)
             }
@@ -427,13 +444,16 @@ final class RedisConnection: Selectable {
         if on { wanted.insert(flag) } else { wanted.remove(flag) }
         guard wanted != interest else { return }
         interest = wanted
-        if let fd { try? loop.reregister(fd, interest: wanted) }  // a failure shows as a timeout
+        if let fd { try? loop.reregister(fd, interest: wanted) } // a failure shows as a timeout
     }
 
     fileprivate func cleanupHook() {
         // hiredis is about to close the socket (an error, EOF, a failed connect, or our free).
         guard let dying = context else { return }
-        lost(RedisError(state == .connecting ? .connectionFailed : .connectionClosed, errorText(of: dying) ?? "connection closed"))
+        lost(
+            RedisError(
+                state == .connecting ? .connectionFailed : .connectionClosed,
+                errorText(of: dying) ?? "connection closed"))
     }
 
     // MARK: - C arguments
@@ -450,7 +470,7 @@ final class RedisConnection: Selectable {
             flat += argument.bytes
             lengths.append(argument.bytes.count)
         }
-        flat.append(0)  // never empty, so the base address exists
+        flat.append(0) // never empty, so the base address exists
         return flat.withUnsafeBufferPointer { bytes in
             let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
             var pointers: [UnsafePointer<CChar>?] = []

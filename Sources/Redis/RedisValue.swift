@@ -72,7 +72,9 @@ public enum RedisValue: Sendable, Hashable {
             let count = CRedis_reply_elements(reply)
             elements.reserveCapacity(count)
             for index in 0..<count {
-                guard let element = CRedis_reply_element(reply, index) else { throw RedisError(.protocol, "missing array element") }
+                guard let element = CRedis_reply_element(reply, index) else {
+                    throw RedisError(.protocol, "missing array element")
+                }
                 elements.append(try RedisValue(reply: element))
             }
             self = .array(elements)

@@ -32,13 +32,17 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Runs `body` over the connection, waiting for the lock.
-    func withConnection<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    func withConnection<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws(StoreError) -> T) throws(StoreError)
+        -> T
+    {
         try state.withLock { state throws(StoreError) -> T in try Self.use(&state, path: path, opener: opener, body) }
     }
 
     /// Runs `body` over the connection when no one holds it; nil without running it when
     /// someone does.
-    func withConnectionIfFree<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws(StoreError) -> T) -> Result<T, StoreError>? {
+    func withConnectionIfFree<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws(StoreError) -> T) -> Result<
+        T, StoreError
+    >? {
         state.withLockIfAvailable { state -> Result<T, StoreError> in
             Result { () throws(StoreError) -> T in try Self.use(&state, path: path, opener: opener, body) }
         }

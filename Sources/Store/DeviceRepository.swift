@@ -35,7 +35,8 @@ public protocol DeviceRepository: Sendable {
     /// calls at once with the same counter, exactly one gets true, so an assertion replayed
     /// opens no second session. Throws ``StoreError/Code/constraint`` when
     /// `session.deviceID` is not `deviceID` or its digest is taken.
-    func openSession(_ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64) async throws(StoreError) -> Bool
+    func openSession(_ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64)
+        async throws(StoreError) -> Bool
 
     /// The session with this token digest when it is unexpired at `nowMilliseconds` and its
     /// device is not revoked, or nil.
@@ -47,7 +48,9 @@ public protocol DeviceRepository: Sendable {
 
     /// Deletes the challenges and sessions expired at `nowMilliseconds`, in bounded batches;
     /// returns how many of each. The gateway's retention runs it with the history purge.
-    func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (challenges: Int, sessions: Int)
+    func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
+        challenges: Int, sessions: Int
+    )
 }
 
 /// A device as the store keeps it.
@@ -71,7 +74,8 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     public var revokedAtMilliseconds: Int64?
 
     public init(
-        id: String, keyID: [UInt8], publicKey: [UInt8], counter: Int64, appID: String, environment: String, receipt: [UInt8],
+        id: String, keyID: [UInt8], publicKey: [UInt8], counter: Int64, appID: String, environment: String,
+        receipt: [UInt8],
         createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64, revokedAtMilliseconds: Int64? = nil
     ) {
         self.id = id

@@ -16,7 +16,9 @@ public protocol IdempotencyRepository: Sendable {
     func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin
 
     /// Stores the answer and marks the row completed until expiresAtMilliseconds, only when the row is running and owned by `owner`; false otherwise (taken over or released).
-    func completeIdempotent(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64) async throws(StoreError) -> Bool
+    func completeIdempotent(
+        scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
+    ) async throws(StoreError) -> Bool
 
     /// Deletes the row when it is running and owned by `owner` (a failed answer frees the key for a retry); nothing otherwise.
     func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError)
@@ -30,7 +32,8 @@ public protocol IdempotencyRepository: Sendable {
     /// Each write as its own method does it, in order, with one result per write; a store
     /// with one writer (SQLite) does them all in one transaction, so a gateway that gathers
     /// the writes of many requests commits them together. A failure fails them all.
-    func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten]
+    func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
+        -> [IdempotencyWritten]
 }
 
 /// One write of ``IdempotencyRepository/applyIdempotent(_:nowMilliseconds:)``.
@@ -59,7 +62,9 @@ public enum IdempotencyWritten: Sendable, Equatable {
 extension IdempotencyRepository {
     /// One write at a time, in order: for a store whose writes run side by side on a pool of
     /// connections (Postgres), where one transaction for all would serialize them.
-    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten] {
+    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
+        -> [IdempotencyWritten]
+    {
         var results: [IdempotencyWritten] = []
         results.reserveCapacity(writes.count)
         for write in writes {
@@ -67,7 +72,10 @@ extension IdempotencyRepository {
             case .begin(let start):
                 results.append(.begun(try await beginIdempotent(start, nowMilliseconds: nowMilliseconds)))
             case .complete(let scope, let key, let owner, let answer, let expires):
-                results.append(.completed(try await completeIdempotent(scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expires)))
+                results.append(
+                    .completed(
+                        try await completeIdempotent(
+                            scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expires)))
             case .release(let scope, let key, let owner):
                 try await releaseIdempotent(scope: scope, key: key, owner: owner)
                 results.append(.done)
@@ -76,7 +84,8 @@ extension IdempotencyRepository {
                 results.append(.done)
             case .lookup, .keep:
                 // Running keys in one process's memory only make sense for a store it owns.
-                throw StoreError(.other, message: "idempotency records: lookup and keep are for a store one process owns")
+                throw StoreError(
+                    .other, message: "idempotency records: lookup and keep are for a store one process owns")
             }
         }
         return results
@@ -100,7 +109,10 @@ public struct IdempotencyStart: Sendable, Equatable {
     /// Until when the row is the owner's; after, another gateway may take the key over.
     public var leaseUntilMilliseconds: Int64
 
-    public init(scope: String, key: String, fingerprint: [UInt8], requestID: String, owner: String, leaseUntilMilliseconds: Int64) {
+    public init(
+        scope: String, key: String, fingerprint: [UInt8], requestID: String, owner: String,
+        leaseUntilMilliseconds: Int64
+    ) {
         self.scope = scope
         self.key = key
         self.fingerprint = fingerprint
@@ -135,7 +147,10 @@ public struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
     /// How many retries were answered from it.
     public var replays: Int
 
-    public init(status: Int, contentType: String, upstream: String?, body: [UInt8], text: String?, streamed: Bool, replays: Int = 0) {
+    public init(
+        status: Int, contentType: String, upstream: String?, body: [UInt8], text: String?, streamed: Bool,
+        replays: Int = 0
+    ) {
         self.status = status
         self.contentType = contentType
         self.upstream = upstream
@@ -148,7 +163,8 @@ public struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
     /// Sizes only: the body and text are a user's.
     public var description: String {
         "StoredAnswer(status: \(status), contentType: \(contentType), body: \(body.count) bytes"
-            + (text.map { ", text: \($0.utf8.count) bytes" } ?? "") + (streamed ? ", streamed" : "") + ", replays: \(replays))"
+            + (text.map { ", text: \($0.utf8.count) bytes" } ?? "") + (streamed ? ", streamed" : "")
+            + ", replays: \(replays))"
     }
 }
 
@@ -185,6 +201,7 @@ struct IdempotencyRow {
 extension StoreError {
     /// A begin that kept finding its key's row deleted between its insert and its read.
     static func idempotencyKeyChurn(store: String) -> StoreError {
-        StoreError(.busy, message: "\(store): an idempotency key's row kept vanishing while it was being taken; try again")
+        StoreError(
+            .busy, message: "\(store): an idempotency key's row kept vanishing while it was being taken; try again")
     }
 }

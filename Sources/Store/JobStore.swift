@@ -37,7 +37,8 @@ public protocol JobStore: Sendable {
     /// Moves the lease of those of `items` that `worker` still holds to `until`; returns the
     /// items it still holds (an item of a job that was cancelled or finished, or whose lease
     /// another worker took after it passed, is not among them: its worker stops).
-    func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey]
+    func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError)
+        -> [JobItemKey]
 
     /// Stores an item's answer, in one transaction with the job's progress and token counts
     /// and the owner's (or the guests') usage for the day (`usage_daily`, so a quota counts each chunk as it is
@@ -158,7 +159,8 @@ public struct NewJob: Sendable {
     public var items: [NewJobItem]
 
     public init(
-        id: String, ownerID: String?, callerKey: String, plan: String? = nil, requestID: String, task: String, tone: String?, format: String,
+        id: String, ownerID: String?, callerKey: String, plan: String? = nil, requestID: String, task: String,
+        tone: String?, format: String,
         inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem]
     ) {
         self.id = id
@@ -215,9 +217,11 @@ public struct JobRecord: Sendable, Equatable {
     public var plan: String?
 
     public init(
-        id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String, inputLength: Int,
+        id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
+        inputLength: Int,
         status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
-        errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64, endedAtMilliseconds: Int64?,
+        errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64,
+        endedAtMilliseconds: Int64?,
         plan: String? = nil
     ) {
         self.plan = plan
@@ -302,7 +306,8 @@ public struct JobItemCompletion: Sendable {
     public var nowMilliseconds: Int64
 
     public init(
-        key: JobItemKey, worker: String, answer: String, data: String?, inputTokens: Int, outputTokens: Int, ownerID: String?, day: Int64,
+        key: JobItemKey, worker: String, answer: String, data: String?, inputTokens: Int, outputTokens: Int,
+        ownerID: String?, day: Int64,
         nowMilliseconds: Int64
     ) {
         self.key = key

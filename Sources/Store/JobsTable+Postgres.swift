@@ -7,11 +7,15 @@ extension JobsTable {
         JobRecord(
             id: row.string(offset) ?? "", ownerID: row.string(offset + 1), callerKey: row.string(offset + 2) ?? "",
             requestID: row.string(offset + 3) ?? "", task: row.string(offset + 4) ?? "", tone: row.string(offset + 5),
-            format: row.string(offset + 6) ?? "", inputLength: row.int(offset + 7) ?? 0, status: status(row.string(offset + 8) ?? ""),
-            done: row.int(offset + 9) ?? 0, total: row.int(offset + 10) ?? 0, result: row.string(offset + 11), data: row.string(offset + 12),
-            inputTokens: row.int(offset + 13) ?? 0, outputTokens: row.int(offset + 14) ?? 0, errorCode: row.string(offset + 15),
+            format: row.string(offset + 6) ?? "", inputLength: row.int(offset + 7) ?? 0,
+            status: status(row.string(offset + 8) ?? ""),
+            done: row.int(offset + 9) ?? 0, total: row.int(offset + 10) ?? 0, result: row.string(offset + 11),
+            data: row.string(offset + 12),
+            inputTokens: row.int(offset + 13) ?? 0, outputTokens: row.int(offset + 14) ?? 0,
+            errorCode: row.string(offset + 15),
             errorMessage: row.string(offset + 16), createdAtMilliseconds: Int64(row.int(offset + 17) ?? 0),
-            updatedAtMilliseconds: Int64(row.int(offset + 18) ?? 0), endedAtMilliseconds: row.int(offset + 19).map(Int64.init),
+            updatedAtMilliseconds: Int64(row.int(offset + 18) ?? 0),
+            endedAtMilliseconds: row.int(offset + 19).map(Int64.init),
             plan: row.string(offset + 20)
         )
     }

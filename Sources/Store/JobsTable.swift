@@ -2,8 +2,10 @@
 enum JobsTable {
     /// The columns of a ``JobRecord``, in the order ``record(from:at:)`` reads them.
     static let recordColumns = [
-        "id", "owner_id", "caller_key", "request_id", "task", "tone", "format", "input_length", "status", "done", "total", "result",
-        "data", "input_tokens", "output_tokens", "error_code", "error_message", "created_at", "updated_at", "ended_at", "plan",
+        "id", "owner_id", "caller_key", "request_id", "task", "tone", "format", "input_length", "status", "done",
+        "total", "result",
+        "data", "input_tokens", "output_tokens", "error_code", "error_message", "created_at", "updated_at", "ended_at",
+        "plan",
     ]
 
     /// ``recordColumns`` as a select list, each prefixed with `table.` when given.
@@ -18,11 +20,15 @@ enum JobsTable {
     /// The job on a row of ``record(of:)``, its first column at `offset`.
     static func record(from row: borrowing SQLiteRow, at offset: Int32 = 0) -> JobRecord {
         JobRecord(
-            id: row.text(offset), ownerID: row.optionalText(offset + 1), callerKey: row.text(offset + 2), requestID: row.text(offset + 3),
-            task: row.text(offset + 4), tone: row.optionalText(offset + 5), format: row.text(offset + 6), inputLength: row.int(offset + 7),
-            status: status(row.text(offset + 8)), done: row.int(offset + 9), total: row.int(offset + 10), result: row.optionalText(offset + 11),
+            id: row.text(offset), ownerID: row.optionalText(offset + 1), callerKey: row.text(offset + 2),
+            requestID: row.text(offset + 3),
+            task: row.text(offset + 4), tone: row.optionalText(offset + 5), format: row.text(offset + 6),
+            inputLength: row.int(offset + 7),
+            status: status(row.text(offset + 8)), done: row.int(offset + 9), total: row.int(offset + 10),
+            result: row.optionalText(offset + 11),
             data: row.optionalText(offset + 12), inputTokens: row.int(offset + 13), outputTokens: row.int(offset + 14),
-            errorCode: row.optionalText(offset + 15), errorMessage: row.optionalText(offset + 16), createdAtMilliseconds: row.int64(offset + 17),
+            errorCode: row.optionalText(offset + 15), errorMessage: row.optionalText(offset + 16),
+            createdAtMilliseconds: row.int64(offset + 17),
             updatedAtMilliseconds: row.int64(offset + 18), endedAtMilliseconds: row.optionalInt64(offset + 19),
             plan: row.optionalText(offset + 20)
         )
@@ -53,7 +59,10 @@ enum JobsTable {
 
         static let cancelled = Ending(status: .cancelled)
 
-        init(status: JobStatus, result: String? = nil, data: String? = nil, errorCode: String? = nil, errorMessage: String? = nil) {
+        init(
+            status: JobStatus, result: String? = nil, data: String? = nil, errorCode: String? = nil,
+            errorMessage: String? = nil
+        ) {
             self.status = status
             self.result = result
             self.data = data

@@ -36,8 +36,10 @@ public struct LedgerRow: Sendable, Equatable {
     public var chargesTokens: Bool
 
     public init(
-        requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String, model: String?,
-        inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String, cacheHit: Bool,
+        requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String,
+        model: String?,
+        inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String,
+        cacheHit: Bool,
         durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil, chargesTokens: Bool = true
     ) {
         self.requestID = requestID

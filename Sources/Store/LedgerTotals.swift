@@ -18,7 +18,8 @@ enum LedgerTotals {
     static func usage(of rows: some Sequence<LedgerRow>) -> [UsageKey: UsageTotal] {
         var totals: [UsageKey: UsageTotal] = [:]
         for row in rows {
-            let key = UsageKey(userID: row.userID ?? DailyUsage.guestUserID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
+            let key = UsageKey(
+                userID: row.userID ?? DailyUsage.guestUserID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
             totals[key, default: UsageTotal()].requests += 1
             guard !row.cacheHit, row.chargesTokens else { continue }
             totals[key, default: UsageTotal()].inputTokens &+= max(0, row.inputTokens ?? 0)

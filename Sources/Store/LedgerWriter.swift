@@ -136,7 +136,9 @@ public final class LedgerWriter: Service {
             case .wait:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let go = state.withLock { state -> Bool in
-                        if state.count < configuration.capacity || state.failing || state.phase == .stopped { return true }
+                        if state.count < configuration.capacity || state.failing || state.phase == .stopped {
+                            return true
+                        }
                         state.roomWaiters.append(continuation)
                         return false
                     }
@@ -246,7 +248,8 @@ public final class LedgerWriter: Service {
             guard ready else { return nil }
             // Let rows gather, unless someone waits for a commit or the writer is stopping.
             let gather = state.withLock { state in
-                state.phase == .running && !state.hasCommitWaiter && state.count < configuration.maximumBatch && !state.failing
+                state.phase == .running && !state.hasCommitWaiter && state.count < configuration.maximumBatch
+                    && !state.failing
             }
             if gather { try? await Task.sleep(for: configuration.batchInterval) }
             let batch = state.withLock { state -> ([LedgerRow], UInt64)? in
@@ -261,11 +264,13 @@ public final class LedgerWriter: Service {
     /// After a failure that repeats: each row alone; the ones that still fail are dropped.
     private func commitOneByOne(_ count: Int) async {
         for _ in 0..<count {
-            guard let (rows, ticket) = state.withLock({ state -> ([LedgerRow], UInt64)? in
-                guard state.count > 0 else { return nil }
-                state.committing = true
-                return state.peek(1)
-            }) else { return }
+            guard
+                let (rows, ticket) = state.withLock({ state -> ([LedgerRow], UInt64)? in
+                    guard state.count > 0 else { return nil }
+                    state.committing = true
+                    return state.peek(1)
+                })
+            else { return }
             do {
                 try await store.append(rows)
                 finish(rows: 1, through: ticket, committed: true)
@@ -312,7 +317,8 @@ public final class LedgerWriter: Service {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let room = configuration.capacity - state.count
             guard room > 0 || state.failing || state.phase == .stopped else { return [] }
-            let count = state.failing || state.phase == .stopped ? state.roomWaiters.count : min(room, state.roomWaiters.count)
+            let count =
+                state.failing || state.phase == .stopped ? state.roomWaiters.count : min(room, state.roomWaiters.count)
             let woken = Array(state.roomWaiters.prefix(count))
             state.roomWaiters.removeFirst(count)
             return woken

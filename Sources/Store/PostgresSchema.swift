@@ -22,7 +22,8 @@ enum PostgresSchema {
         while true {
             let version: Int
             do {
-                version = try await run(client, timeout: timeout, preamble + [readVersion]).last?.rows.first?.int(0) ?? 0
+                version =
+                    try await run(client, timeout: timeout, preamble + [readVersion]).last?.rows.first?.int(0) ?? 0
             } catch {
                 throw StoreError(postgres: error, store: store)
             }
@@ -37,11 +38,12 @@ enum PostgresSchema {
                     END IF;
                 END $$
                 """
-            let step = preamble + [guardStatement] + migrations[version]
+            let step =
+                preamble + [guardStatement] + migrations[version]
                 + ["UPDATE store_meta SET value = \(version + 1) WHERE key = 'schema_version'"]
             do {
                 _ = try await run(client, timeout: timeout, step)
-            } catch where error.condition == .serializationFailure {
+            } catch  where error.condition == .serializationFailure {
                 continue
             } catch {
                 throw StoreError(postgres: error, store: store)
@@ -54,7 +56,7 @@ enum PostgresSchema {
         let version: Int
         do {
             version = try await client.query(readVersion, timeout: timeout).rows.first?.int(0) ?? 0
-        } catch where error.condition == .undefinedTable {
+        } catch  where error.condition == .undefinedTable {
             version = 0
         } catch {
             throw StoreError(postgres: error, store: store)
@@ -63,7 +65,8 @@ enum PostgresSchema {
         guard version == latestVersion else {
             throw StoreError(
                 .readOnly,
-                message: "\(store) has schema \(version), this binary needs \(latestVersion): start the gateway on it once to migrate it"
+                message:
+                    "\(store) has schema \(version), this binary needs \(latestVersion): start the gateway on it once to migrate it"
             )
         }
     }
@@ -77,7 +80,9 @@ enum PostgresSchema {
 
     private static let readVersion = "SELECT value FROM store_meta WHERE key = 'schema_version'"
 
-    private static func run(_ client: PostgresClient, timeout: Duration, _ statements: [String]) async throws(PostgresError) -> [PostgresResult] {
+    private static func run(_ client: PostgresClient, timeout: Duration, _ statements: [String])
+        async throws(PostgresError) -> [PostgresResult]
+    {
         try await client.transaction(statements.map { PostgresQuery($0) }, timeout: timeout)
     }
 
@@ -85,7 +90,8 @@ enum PostgresSchema {
         guard version > latestVersion else { return }
         throw StoreError(
             .newerSchema(found: version, supported: latestVersion),
-            message: "\(store) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a dump"
+            message:
+                "\(store) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a dump"
         )
     }
 
@@ -228,7 +234,7 @@ enum PostgresSchema {
     /// The store's own secrets, as on SQLite: made by the first gateway that opens the
     /// database (``PostgresStore/historyCursorKey``), the same for every gateway on it.
     private static let version3 = [
-        "CREATE TABLE store_secrets (name text PRIMARY KEY, value bytea NOT NULL)",
+        "CREATE TABLE store_secrets (name text PRIMARY KEY, value bytea NOT NULL)"
     ]
 
     /// App Attest (``DeviceRepository``), as on SQLite: one-use challenges, devices and their

@@ -3,14 +3,16 @@ import Postgres
 extension PostgresStore {
     public func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
         try await query(
-            "INSERT INTO attest_challenges (challenge, expires_at) VALUES ($1, $2)", [.text(challenge), .int(Int(expiresAtMilliseconds))]
+            "INSERT INTO attest_challenges (challenge, expires_at) VALUES ($1, $2)",
+            [.text(challenge), .int(Int(expiresAtMilliseconds))]
         )
     }
 
     /// A second delete of the row waits for the first's commit, then finds it gone.
     public func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
-            "DELETE FROM attest_challenges WHERE challenge = $1 AND expires_at > $2", [.text(challenge), .int(Int(nowMilliseconds))]
+            "DELETE FROM attest_challenges WHERE challenge = $1 AND expires_at > $2",
+            [.text(challenge), .int(Int(nowMilliseconds))]
         ).affectedRows == 1
     }
 
@@ -21,7 +23,8 @@ extension PostgresStore {
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (key_id) DO NOTHING
             """,
             [
-                .text(device.id), .bytes(device.keyID), .bytes(device.publicKey), .int(Int(device.counter)), .text(device.appID),
+                .text(device.id), .bytes(device.keyID), .bytes(device.publicKey), .int(Int(device.counter)),
+                .text(device.appID),
                 .text(device.environment), .bytes(device.receipt), .int(Int(device.createdAtMilliseconds)),
                 .int(Int(device.lastSeenAtMilliseconds)), device.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null,
             ]
@@ -29,18 +32,21 @@ extension PostgresStore {
     }
 
     public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
-        try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(Self.device(from:))
+        try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(
+            Self.device(from:))
     }
 
     /// Ids in byte order (`COLLATE "C"`), as SQLite orders them.
     public func devices() async throws(StoreError) -> [StoredDevice] {
-        try await query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id COLLATE \"C\"").rows.map(Self.device(from:))
+        try await query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id COLLATE \"C\"").rows.map(
+            Self.device(from:))
     }
 
     /// The generation moves by trigger, in the same transaction.
     public func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
-            "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [.int(Int(atMilliseconds)), .text(id)]
+            "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+            [.int(Int(atMilliseconds)), .text(id)]
         ).affectedRows > 0
     }
 
@@ -84,7 +90,9 @@ extension PostgresStore {
         Int64(try await query("SELECT value FROM store_meta WHERE key = 'device_generation'").rows.first?.int(0) ?? 0)
     }
 
-    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (challenges: Int, sessions: Int) {
+    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
+        challenges: Int, sessions: Int
+    ) {
         let challenges = try await deleteInBatches(
             """
             DELETE FROM attest_challenges WHERE challenge IN
@@ -107,7 +115,8 @@ extension PostgresStore {
 
     private static func device(from row: PostgresRow) -> StoredDevice {
         StoredDevice(
-            id: row.string(0) ?? "", keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0), appID: row.string(4) ?? "",
+            id: row.string(0) ?? "", keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0),
+            appID: row.string(4) ?? "",
             environment: row.string(5) ?? "", receipt: row[6] ?? [], createdAtMilliseconds: Int64(row.int(7) ?? 0),
             lastSeenAtMilliseconds: Int64(row.int(8) ?? 0), revokedAtMilliseconds: row.int(9).map(Int64.init)
         )

@@ -5,12 +5,16 @@ extension PostgresStore {
     /// row locks (and the ledger writer's usage upserts) for long.
     static let deletionBatch = 5_000
 
-    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError) -> HistoryPage {
+    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
+        -> HistoryPage
+    {
         let limit = min(max(limit, 1), 100)
         let from = "SELECT \(RequestsTable.selection) FROM requests WHERE user_id = $1"
         let result: PostgresResult
         if let cursor {
-            result = try await query(from + " AND seq < $2 ORDER BY seq DESC LIMIT $3", [.text(userID), .int(Int(cursor.sequence)), .int(limit)])
+            result = try await query(
+                from + " AND seq < $2 ORDER BY seq DESC LIMIT $3",
+                [.text(userID), .int(Int(cursor.sequence)), .int(limit)])
         } else {
             result = try await query(from + " ORDER BY seq DESC LIMIT $2", [.text(userID), .int(limit)])
         }
@@ -27,18 +31,22 @@ extension PostgresStore {
     }
 
     public func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
-        try await query("DELETE FROM requests WHERE request_id = $1 AND user_id = $2", [.text(id), .text(userID)]).affectedRows > 0
+        try await query("DELETE FROM requests WHERE request_id = $1 AND user_id = $2", [.text(id), .text(userID)])
+            .affectedRows > 0
     }
 
     public func deleteHistory(userID: String) async throws(StoreError) -> Int {
         try await deleteInBatches(
-            "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE user_id = $1 LIMIT \(Self.deletionBatch))", [.text(userID)]
+            "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE user_id = $1 LIMIT \(Self.deletionBatch))",
+            [.text(userID)]
         )
     }
 
     /// Runs `sql`, a `DELETE` of at most `batch` rows, until it deletes fewer; each run
     /// commits on its own. Returns the rows deleted.
-    func deleteInBatches(_ sql: String, _ parameters: [PostgresValue], batch: Int = deletionBatch) async throws(StoreError) -> Int {
+    func deleteInBatches(_ sql: String, _ parameters: [PostgresValue], batch: Int = deletionBatch)
+        async throws(StoreError) -> Int
+    {
         var total = 0
         while true {
             let deleted = try await query(sql, parameters).affectedRows

@@ -14,10 +14,15 @@ extension PostgresStore {
     ///    row's lock already.
     /// Started when 1 or 3 wrote; otherwise 2's row decides. A row deleted (released or
     /// purged) between 1 and 2 leaves nothing to decide on: the begin runs again.
-    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin {
+    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
+        -> IdempotencyBegin
+    {
         let now = PostgresValue.int(Int(nowMilliseconds))
         let key: [PostgresValue] = [.text(start.scope), .text(start.key)]
-        let fresh: [PostgresValue] = [.bytes(start.fingerprint), .text(start.requestID), .text(start.owner), .int(Int(start.leaseUntilMilliseconds)), now]
+        let fresh: [PostgresValue] = [
+            .bytes(start.fingerprint), .text(start.requestID), .text(start.owner),
+            .int(Int(start.leaseUntilMilliseconds)), now,
+        ]
         for _ in 0..<5 {
             let results = try await transaction([
                 PostgresQuery(
@@ -27,7 +32,9 @@ extension PostgresStore {
                     """,
                     key + fresh
                 ),
-                PostgresQuery("SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 FOR UPDATE", key),
+                PostgresQuery(
+                    "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 FOR UPDATE",
+                    key),
                 PostgresQuery(
                     """
                     UPDATE idempotency_keys SET fingerprint = $3, request_id = $4, owner = $5, state = 'running', lease_until = $6, created_at = $7,
@@ -56,7 +63,8 @@ extension PostgresStore {
             WHERE scope = $8 AND idem_key = $9 AND state = 'running' AND owner = $10
             """,
             [
-                .int(Int(expiresAtMilliseconds)), .int(answer.status), .text(answer.contentType), answer.upstream.postgresValue, .bytes(answer.body),
+                .int(Int(expiresAtMilliseconds)), .int(answer.status), .text(answer.contentType),
+                answer.upstream.postgresValue, .bytes(answer.body),
                 answer.text.postgresValue, .bool(answer.streamed), .text(scope), .text(key), .text(owner),
             ]
         ).affectedRows == 1
@@ -105,7 +113,8 @@ extension PostgresStore {
             leaseUntilMilliseconds: Int64(row.int(4) ?? 0), expiresAtMilliseconds: row.int(5).map(Int64.init),
             answer: completed
                 ? StoredAnswer(
-                    status: row.int(6) ?? 0, contentType: row.string(7) ?? "", upstream: row.string(8), body: row[9] ?? [], text: row.string(10),
+                    status: row.int(6) ?? 0, contentType: row.string(7) ?? "", upstream: row.string(8),
+                    body: row[9] ?? [], text: row.string(10),
                     streamed: row.bool(11) ?? false, replays: row.int(12) ?? 0
                 ) : nil
         )

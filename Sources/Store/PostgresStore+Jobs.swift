@@ -12,7 +12,8 @@ extension PostgresStore {
     public func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
         let results = try await transaction([
             // Two submissions of one caller take turns; other callers' do not wait.
-            PostgresQuery("SELECT pg_advisory_xact_lock(\(Self.jobCreationLock), hashtext($1))", [.text(job.callerKey)]),
+            PostgresQuery(
+                "SELECT pg_advisory_xact_lock(\(Self.jobCreationLock), hashtext($1))", [.text(job.callerKey)]),
             PostgresQuery(
                 """
                 WITH active AS (SELECT count(*) AS n FROM jobs WHERE caller_key = $3::text AND status IN \(JobsTable.active)),
@@ -27,8 +28,10 @@ extension PostgresStore {
                 SELECT n FROM active
                 """,
                 [
-                    .text(job.id), job.ownerID.postgresValue, .text(job.callerKey), .text(job.requestID), .text(job.task), job.tone.postgresValue,
-                    .text(job.format), .int(job.inputLength), .int(job.total), .int(Int(job.createdAtMilliseconds)), .int(maxActive),
+                    .text(job.id), job.ownerID.postgresValue, .text(job.callerKey), .text(job.requestID),
+                    .text(job.task), job.tone.postgresValue,
+                    .text(job.format), .int(job.inputLength), .int(job.total), .int(Int(job.createdAtMilliseconds)),
+                    .int(maxActive),
                 ] + Self.itemArrays(job.items) + [job.plan.postgresValue]
             ),
         ])
@@ -37,7 +40,9 @@ extension PostgresStore {
     }
 
     public func job(id: String) async throws(StoreError) -> JobRecord? {
-        try await query("SELECT \(JobsTable.record()) FROM jobs WHERE id = $1", [.text(id)]).rows.first.map { JobsTable.record(from: $0) }
+        try await query("SELECT \(JobsTable.record()) FROM jobs WHERE id = $1", [.text(id)]).rows.first.map {
+            JobsTable.record(from: $0)
+        }
     }
 
     public func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord? {
@@ -58,7 +63,8 @@ extension PostgresStore {
         guard claim.limit > 0, claim.perJob > 0 else { return [] }
         let claimID = Self.newBatchID()
         let isFree = "i.answer IS NULL AND (i.lease_until IS NULL OR i.lease_until <= $2)"
-        let leased = "(SELECT count(*) FROM job_items AS l WHERE l.job_id = j.id AND l.answer IS NULL AND l.lease_until > $2)"
+        let leased =
+            "(SELECT count(*) FROM job_items AS l WHERE l.job_id = j.id AND l.answer IS NULL AND l.lease_until > $2)"
         let results = try await transaction([
             PostgresQuery(
                 """
@@ -106,7 +112,8 @@ extension PostgresStore {
                 ORDER BY r.seq, c.level, c.idx
                 """,
                 [
-                    .text(claimID), .int(Int(claim.nowMilliseconds)), .int(claim.perJob), .int(claim.limit), .text(claim.worker),
+                    .text(claimID), .int(Int(claim.nowMilliseconds)), .int(claim.perJob), .int(claim.limit),
+                    .text(claim.worker),
                     .int(Int(claim.leaseUntil)),
                 ]
             ),
@@ -114,13 +121,16 @@ extension PostgresStore {
         return (results.last?.rows ?? []).map { row in
             let job = JobsTable.record(from: row, at: 6)
             return ClaimedJobItem(
-                key: JobItemKey(jobID: job.id, level: row.int(0) ?? 0, index: row.int(1) ?? 0), kind: JobsTable.kind(row.string(2) ?? ""),
+                key: JobItemKey(jobID: job.id, level: row.int(0) ?? 0, index: row.int(1) ?? 0),
+                kind: JobsTable.kind(row.string(2) ?? ""),
                 input: row.string(3) ?? "", levelCount: row.int(5) ?? 0, attempts: row.int(4) ?? 0, job: job
             )
         }
     }
 
-    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey] {
+    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
+        async throws(StoreError) -> [JobItemKey]
+    {
         let keys = JobsTable.distinct(items)
         guard !keys.isEmpty else { return [] }
         let result = try await query(
@@ -136,7 +146,8 @@ extension PostgresStore {
                 JobsTable.integerArray(keys.map(\.index)), .int(Int(until)),
             ]
         )
-        let held = Set(result.rows.map { JobItemKey(jobID: $0.string(0) ?? "", level: $0.int(1) ?? 0, index: $0.int(2) ?? 0) })
+        let held = Set(
+            result.rows.map { JobItemKey(jobID: $0.string(0) ?? "", level: $0.int(1) ?? 0, index: $0.int(2) ?? 0) })
         return keys.filter(held.contains)
     }
 
@@ -170,7 +181,8 @@ extension PostgresStore {
             SELECT count(*) FROM item
             """,
             [
-                .text(key.jobID), .int(key.level), .int(key.index), .text(completion.worker), .text(completion.answer), completion.data.postgresValue,
+                .text(key.jobID), .int(key.level), .int(key.index), .text(completion.worker), .text(completion.answer),
+                completion.data.postgresValue,
                 .int(completion.inputTokens), .int(completion.outputTokens), .int(Int(completion.nowMilliseconds)),
                 // A guest's job counts on the guests' line.
                 .text(completion.ownerID ?? DailyUsage.guestUserID),
@@ -197,7 +209,9 @@ extension PostgresStore {
         ).rows
         let answers = rows.compactMap { row in
             row.string(1).map {
-                JobItemAnswer(index: row.int(0) ?? 0, kind: JobsTable.kind(row.string(5) ?? ""), answer: $0, data: row.string(2), sourceStart: row.int(3) ?? 0, sourceEnd: row.int(4) ?? 0)
+                JobItemAnswer(
+                    index: row.int(0) ?? 0, kind: JobsTable.kind(row.string(5) ?? ""), answer: $0, data: row.string(2),
+                    sourceStart: row.int(3) ?? 0, sourceEnd: row.int(4) ?? 0)
             }
         }
         return JobLevelAnswers(count: rows.count, answers: answers)
@@ -223,14 +237,17 @@ extension PostgresStore {
                 )
                 SELECT count(*) FROM ready
                 """,
-                [.text(level.jobID), .int(level.level), .int(level.addedCalls), .int(Int(level.nowMilliseconds))] + Self.itemArrays(level.items)
+                [.text(level.jobID), .int(level.level), .int(level.addedCalls), .int(Int(level.nowMilliseconds))]
+                    + Self.itemArrays(level.items)
             ),
         ])
         return (results.last?.rows.first?.int(0) ?? 0) > 0
     }
 
     public func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
-        let results = try await transaction([Self.end(jobID: finish.jobID, JobsTable.Ending(finish.outcome), nowMilliseconds: finish.nowMilliseconds)])
+        let results = try await transaction([
+            Self.end(jobID: finish.jobID, JobsTable.Ending(finish.outcome), nowMilliseconds: finish.nowMilliseconds)
+        ])
         return (results.first?.rows.first?.int(0) ?? 0) > 0
     }
 
@@ -309,7 +326,8 @@ extension PostgresStore {
             SELECT count(*) FROM ended
             """,
             [
-                .text(jobID), .text(ending.status.rawValue), ending.result.postgresValue, ending.data.postgresValue, ending.errorCode.postgresValue,
+                .text(jobID), .text(ending.status.rawValue), ending.result.postgresValue, ending.data.postgresValue,
+                ending.errorCode.postgresValue,
                 ending.errorMessage.postgresValue, .int(Int(nowMilliseconds)),
             ]
         )

@@ -46,7 +46,7 @@ extension PostgresStore {
     private func commit(_ batch: LedgerBatch) async throws(StoreError) {
         do {
             _ = try await client.transaction(Self.queries(for: batch))
-        } catch where error.condition == .uniqueViolation && error.query?.hasPrefix(Self.insertBatch) == true {
+        } catch  where error.condition == .uniqueViolation && error.query?.hasPrefix(Self.insertBatch) == true {
             return
         } catch {
             throw StoreError(postgres: error, store: name)
@@ -65,29 +65,36 @@ extension PostgresStore {
             var values: [PostgresValue] = []
             values.reserveCapacity(chunk.count * RequestsTable.columnCount)
             for row in chunk { RequestsTable.values(of: row, into: &values) }
-            queries.append(PostgresQuery(
-                "INSERT INTO requests (\(RequestsTable.columns)) VALUES "
-                    + placeholders(rows: chunk.count, columns: RequestsTable.columnCount),
-                values
-            ))
+            queries.append(
+                PostgresQuery(
+                    "INSERT INTO requests (\(RequestsTable.columns)) VALUES "
+                        + placeholders(rows: chunk.count, columns: RequestsTable.columnCount),
+                    values
+                ))
         }
 
-        let usage = LedgerTotals.usage(of: batch.rows).sorted { ($0.key.userID, $0.key.day) < ($1.key.userID, $1.key.day) }
+        let usage = LedgerTotals.usage(of: batch.rows).sorted {
+            ($0.key.userID, $0.key.day) < ($1.key.userID, $1.key.day)
+        }
         for chunk in chunks(usage, of: PostgresQuery.maxParameters / 5) {
             var values: [PostgresValue] = []
             for (key, total) in chunk {
-                values += [.text(key.userID), .int(Int(key.day)), .int(total.requests), .int(total.inputTokens), .int(total.outputTokens)]
+                values += [
+                    .text(key.userID), .int(Int(key.day)), .int(total.requests), .int(total.inputTokens),
+                    .int(total.outputTokens),
+                ]
             }
             // Each (user, day) once per statement: an upsert may not touch a row twice.
-            queries.append(PostgresQuery(
-                """
-                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES \(placeholders(rows: chunk.count, columns: 5))
-                ON CONFLICT (user_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
-                    input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-                    output_tokens = usage_daily.output_tokens + excluded.output_tokens
-                """,
-                values
-            ))
+            queries.append(
+                PostgresQuery(
+                    """
+                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES \(placeholders(rows: chunk.count, columns: 5))
+                    ON CONFLICT (user_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
+                        input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+                        output_tokens = usage_daily.output_tokens + excluded.output_tokens
+                    """,
+                    values
+                ))
         }
 
         let lastUses = LedgerTotals.lastUses(in: batch.rows).sorted { $0.key < $1.key }
@@ -95,13 +102,14 @@ extension PostgresStore {
             var values: [PostgresValue] = []
             for (tokenID, lastUsed) in chunk { values += [.text(tokenID), .int(Int(lastUsed))] }
             // Only forward, and a token already further on is not written at all.
-            queries.append(PostgresQuery(
-                """
-                UPDATE tokens SET last_used_at = v.at FROM (VALUES \(placeholders(rows: chunk.count, columns: 2))) AS v (id, at)
-                WHERE tokens.id = v.id AND (tokens.last_used_at IS NULL OR tokens.last_used_at < v.at)
-                """,
-                values
-            ))
+            queries.append(
+                PostgresQuery(
+                    """
+                    UPDATE tokens SET last_used_at = v.at FROM (VALUES \(placeholders(rows: chunk.count, columns: 2))) AS v (id, at)
+                    WHERE tokens.id = v.id AND (tokens.last_used_at IS NULL OR tokens.last_used_at < v.at)
+                    """,
+                    values
+                ))
         }
         return queries
     }

@@ -7,7 +7,9 @@ extension PostgresStore {
 
     /// Deletes in bounded batches, each statement a transaction of its own, and forgets ledger
     /// batch ids past ``batchIDRetention``. Returns what was deleted of history and usage.
-    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (history: Int, usageDays: Int) {
+    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
+        history: Int, usageDays: Int
+    ) {
         let history = try await deleteInBatches(
             "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE created_at < $1 LIMIT \(Self.deletionBatch))",
             [.int(Int(historyBeforeMilliseconds))]
@@ -40,7 +42,8 @@ extension PostgresStore {
     public func backup(to path: String) async throws(StoreError) {
         throw StoreError(
             .rejected,
-            message: "\(name): the gateway does not back up a Postgres store; use pg_dump (or the server's own backups) instead"
+            message:
+                "\(name): the gateway does not back up a Postgres store; use pg_dump (or the server's own backups) instead"
         )
     }
 
@@ -59,10 +62,16 @@ extension PostgresStore {
         )
         guard let row = result.rows.first else { return ["\(name): the check returned nothing"] }
         var findings: [String] = []
-        if row.int(0) != Self.schemaVersion { findings.append("schema_version is \(row.string(0) ?? "missing"), expected \(Self.schemaVersion)") }
+        if row.int(0) != Self.schemaVersion {
+            findings.append("schema_version is \(row.string(0) ?? "missing"), expected \(Self.schemaVersion)")
+        }
         if row.int(1) != 1 { findings.append("store_meta has no token_generation") }
-        if let negative = row.int(2), negative > 0 { findings.append("usage_daily: \(negative) rows with negative counts") }
-        if let sequences = row.int(3), sequences > 0 { findings.append("requests: \(sequences) rows with a sequence number below 1") }
+        if let negative = row.int(2), negative > 0 {
+            findings.append("usage_daily: \(negative) rows with negative counts")
+        }
+        if let sequences = row.int(3), sequences > 0 {
+            findings.append("requests: \(sequences) rows with a sequence number below 1")
+        }
         if let jobs = row.int(4), jobs > 0 { findings.append("jobs: \(jobs) rows with negative counts") }
         if row.int(5) != 1 { findings.append("store_meta has no device_generation") }
         return findings

@@ -9,7 +9,8 @@ extension PostgresStore {
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             """,
             [
-                .text(token.id), .bytes(token.digest), .text(token.userID), .text(token.plan), token.label.postgresValue,
+                .text(token.id), .bytes(token.digest), .text(token.userID), .text(token.plan),
+                token.label.postgresValue,
                 .int(Int(token.createdAtMilliseconds)), token.lastUsedAtMilliseconds.map { .int(Int($0)) } ?? .null,
                 token.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null,
             ]
@@ -22,7 +23,8 @@ extension PostgresStore {
 
     public func revokeToken(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
-            "UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [.int(Int(atMilliseconds)), .text(id)]
+            "UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+            [.int(Int(atMilliseconds)), .text(id)]
         ).affectedRows > 0
     }
 
@@ -43,7 +45,8 @@ extension PostgresStore {
             """
         ).rows.map {
             StoredToken(
-                id: $0.string(0) ?? "", digest: $0[1] ?? [], userID: $0.string(2) ?? "", plan: $0.string(3) ?? "", label: $0.string(4),
+                id: $0.string(0) ?? "", digest: $0[1] ?? [], userID: $0.string(2) ?? "", plan: $0.string(3) ?? "",
+                label: $0.string(4),
                 createdAtMilliseconds: Int64($0.int(5) ?? 0), lastUsedAtMilliseconds: $0.int(6).map(Int64.init),
                 revokedAtMilliseconds: $0.int(7).map(Int64.init)
             )

@@ -1,5 +1,5 @@
-public import Postgres
 import EventLoop
+public import Postgres
 import Synchronization
 
 /// The shared store: one PostgreSQL database that several gateways (and the command line)
@@ -27,7 +27,8 @@ public final class PostgresStore: StoreBackend, Sendable {
         self.client = client
         self.historyCursorKey = historyCursorKey
         let configuration = client.configuration
-        name = "postgres \(configuration.host):\(configuration.port)/\(configuration.database ?? configuration.user ?? "")"
+        name =
+            "postgres \(configuration.host):\(configuration.port)/\(configuration.database ?? configuration.user ?? "")"
     }
 
     /// The store on the database `client` connects to, migrated to ``schemaVersion``.
@@ -38,7 +39,9 @@ public final class PostgresStore: StoreBackend, Sendable {
     ///
     /// - Parameter readOnly: for tools that only read: the database must already be at the
     ///   current schema, and nothing is written at open.
-    public static func open(client: PostgresClient, readOnly: Bool = false, startTimeout: Duration = .seconds(10)) async throws(StoreError) -> PostgresStore {
+    public static func open(client: PostgresClient, readOnly: Bool = false, startTimeout: Duration = .seconds(10))
+        async throws(StoreError) -> PostgresStore
+    {
         let store = PostgresStore(client: client)
         if readOnly {
             try await PostgresSchema.check(client, store: store.name, timeout: startTimeout)

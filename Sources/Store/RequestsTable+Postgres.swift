@@ -29,7 +29,8 @@ extension RequestsTable {
                 requestID: row.string(1) ?? "", userID: row.string(2), task: row.string(3), tone: row.string(4),
                 route: row.string(5) ?? "", model: row.string(6), inputLength: row.int(7), inputTokens: row.int(8),
                 outputTokens: row.int(9), status: row.int(10) ?? 0, code: row.string(11), outcome: row.string(12) ?? "",
-                cacheHit: row.bool(13) ?? false, durationMilliseconds: row.double(14) ?? 0, createdAtMilliseconds: Int64(row.int(15) ?? 0),
+                cacheHit: row.bool(13) ?? false, durationMilliseconds: row.double(14) ?? 0,
+                createdAtMilliseconds: Int64(row.int(15) ?? 0),
                 result: row.string(16)
             )
         )

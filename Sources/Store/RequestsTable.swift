@@ -10,7 +10,8 @@ enum RequestsTable {
 
     /// The `INSERT` of one row.
     static let insert =
-        "INSERT INTO requests (\(columns)) VALUES (" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
+        "INSERT INTO requests (\(columns)) VALUES (" + Array(repeating: "?", count: columnCount).joined(separator: ", ")
+        + ")"
 
     static func values(of row: LedgerRow, into values: inout [SQLiteValue]) {
         values.append(.text(row.requestID))
@@ -36,9 +37,12 @@ enum RequestsTable {
         HistoryItem(
             sequence: row.int64(0),
             row: LedgerRow(
-                requestID: row.text(1), userID: row.optionalText(2), task: row.optionalText(3), tone: row.optionalText(4),
-                route: row.text(5), model: row.optionalText(6), inputLength: row.optionalInt(7), inputTokens: row.optionalInt(8),
-                outputTokens: row.optionalInt(9), status: row.int(10), code: row.optionalText(11), outcome: row.text(12),
+                requestID: row.text(1), userID: row.optionalText(2), task: row.optionalText(3),
+                tone: row.optionalText(4),
+                route: row.text(5), model: row.optionalText(6), inputLength: row.optionalInt(7),
+                inputTokens: row.optionalInt(8),
+                outputTokens: row.optionalInt(9), status: row.int(10), code: row.optionalText(11),
+                outcome: row.text(12),
                 cacheHit: row.bool(13), durationMilliseconds: row.double(14), createdAtMilliseconds: row.int64(15),
                 result: row.optionalText(16)
             )

@@ -8,7 +8,8 @@ extension SQLiteConnection {
     /// The copy reads inside one read transaction held from the first page to the last, so
     /// it is one consistent snapshot, and a commit by another connection meanwhile neither
     /// shows in it nor restarts it (WAL lets that commit go ahead).
-    func backup(into destination: SQLiteConnection, pagesPerStep: Int32 = 256, busyTimeout: Duration) throws(StoreError) {
+    func backup(into destination: SQLiteConnection, pagesPerStep: Int32 = 256, busyTimeout: Duration) throws(StoreError)
+    {
         guard let source = handle, let target = destination.handle else {
             throw StoreError(.closed, message: "\(path): the store is closed")
         }
@@ -41,7 +42,8 @@ extension SQLiteConnection {
         let failure = code == SQLITE_DONE ? finish : code
         guard failure == SQLITE_OK || failure == SQLITE_DONE else {
             var error = StoreError(sqlite: failure, connection: target, path: destination.path)
-            error = StoreError(error.code, resultCode: error.resultCode, message: "backup of \(path) into \(error.message)")
+            error = StoreError(
+                error.code, resultCode: error.resultCode, message: "backup of \(path) into \(error.message)")
             throw error
         }
     }

@@ -50,7 +50,8 @@ final class SQLiteConnection {
             close()
             throw StoreError(sqlite: defensive, connection: nil, path: path, sql: "SQLITE_DBCONFIG_DEFENSIVE")
         }
-        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds =
+            busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(handle, Int32(clamping: max(0, milliseconds)))
     }
 
@@ -92,14 +93,18 @@ final class SQLiteConnection {
     }
 
     /// Runs `sql` (one statement, cached) with `values` and hands each row to `read`.
-    func query(_ sql: String, _ values: [SQLiteValue] = [], _ read: (borrowing SQLiteRow) throws(StoreError) -> Void) throws(StoreError) {
+    func query(_ sql: String, _ values: [SQLiteValue] = [], _ read: (borrowing SQLiteRow) throws(StoreError) -> Void)
+        throws(StoreError)
+    {
         try run(sql, values) { statement throws(StoreError) in
             while try statement.step() { try statement.withRow(read) }
         }
     }
 
     /// The first row of `sql` read by `read`, nil when there is none.
-    func queryFirst<T>(_ sql: String, _ values: [SQLiteValue] = [], _ read: (borrowing SQLiteRow) throws(StoreError) -> T) throws(StoreError) -> T? {
+    func queryFirst<T>(
+        _ sql: String, _ values: [SQLiteValue] = [], _ read: (borrowing SQLiteRow) throws(StoreError) -> T
+    ) throws(StoreError) -> T? {
         try run(sql, values) { statement throws(StoreError) in
             try statement.step() ? statement.withRow(read) : nil
         }
@@ -122,7 +127,8 @@ final class SQLiteConnection {
                 guard let statement else { continue }
                 repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
                 if code != SQLITE_DONE {
-                    failure = StoreError(sqlite: code, connection: handle, path: path, sql: String(cString: sqlite3_sql(statement)))
+                    failure = StoreError(
+                        sqlite: code, connection: handle, path: path, sql: String(cString: sqlite3_sql(statement)))
                 }
                 sqlite3_finalize(statement)
             }
@@ -150,7 +156,9 @@ final class SQLiteConnection {
 
     /// Runs `use` over the cached statement for `sql` and resets it after; a statement that
     /// failed leaves the cache, since a reset does not always bring it back.
-    private func run<T>(_ sql: String, _ values: [SQLiteValue], _ use: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
+    private func run<T>(_ sql: String, _ values: [SQLiteValue], _ use: (SQLiteStatement) throws(StoreError) -> T)
+        throws(StoreError) -> T
+    {
         let statement = try cachedStatement(sql)
         do throws(StoreError) {
             try statement.bind(values)

@@ -50,14 +50,17 @@ final class SQLiteStatement {
         }
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
-            let code = switch value {
-            case .null: sqlite3_bind_null(handle, index)
-            case .integer(let number): sqlite3_bind_int64(handle, index, number)
-            case .real(let number): sqlite3_bind_double(handle, index, number)
-            case .text(let text): Self.bind(text: text, to: handle, at: index)
-            case .blob(let bytes): Self.bind(blob: bytes, to: handle, at: index)
+            let code =
+                switch value {
+                case .null: sqlite3_bind_null(handle, index)
+                case .integer(let number): sqlite3_bind_int64(handle, index, number)
+                case .real(let number): sqlite3_bind_double(handle, index, number)
+                case .text(let text): Self.bind(text: text, to: handle, at: index)
+                case .blob(let bytes): Self.bind(blob: bytes, to: handle, at: index)
+                }
+            guard code == SQLITE_OK else {
+                throw StoreError(sqlite: code, connection: connection, path: path, sql: sql)
             }
-            guard code == SQLITE_OK else { throw StoreError(sqlite: code, connection: connection, path: path, sql: sql) }
         }
     }
 

@@ -3,7 +3,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Void in
                 try connection.execute(
-                    "INSERT INTO attest_challenges (challenge, expires_at) VALUES (?, ?)", [.text(challenge), .integer(expiresAtMilliseconds)]
+                    "INSERT INTO attest_challenges (challenge, expires_at) VALUES (?, ?)",
+                    [.text(challenge), .integer(expiresAtMilliseconds)]
                 )
             }
         }
@@ -15,7 +16,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 try connection.execute(
-                    "DELETE FROM attest_challenges WHERE challenge = ? AND expires_at > ?", [.text(challenge), .integer(nowMilliseconds)]
+                    "DELETE FROM attest_challenges WHERE challenge = ? AND expires_at > ?",
+                    [.text(challenge), .integer(nowMilliseconds)]
                 ) == 1
             }
         }
@@ -30,7 +32,8 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
                     """,
                     [
-                        .text(device.id), .blob(device.keyID), .blob(device.publicKey), .integer(device.counter), .text(device.appID),
+                        .text(device.id), .blob(device.keyID), .blob(device.publicKey), .integer(device.counter),
+                        .text(device.appID),
                         .text(device.environment), .blob(device.receipt), .integer(device.createdAtMilliseconds),
                         .integer(device.lastSeenAtMilliseconds), .integer(device.revokedAtMilliseconds),
                     ]
@@ -41,14 +44,18 @@ extension SQLiteStore {
 
     public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
         try await read { connection throws(StoreError) in
-            try connection.queryFirst("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)]) { Self.device(from: $0) }
+            try connection.queryFirst("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)]) {
+                Self.device(from: $0)
+            }
         }
     }
 
     public func devices() async throws(StoreError) -> [StoredDevice] {
         try await read { connection throws(StoreError) in
             var devices: [StoredDevice] = []
-            try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id") { devices.append(Self.device(from: $0)) }
+            try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id") {
+                devices.append(Self.device(from: $0))
+            }
             return devices
         }
     }
@@ -58,7 +65,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
-                    "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(atMilliseconds), .text(id)]
+                    "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                    [.integer(atMilliseconds), .text(id)]
                 ) > 0
             }
         }
@@ -77,7 +85,10 @@ extension SQLiteStore {
                 guard raised == 1 else { return false }
                 try connection.execute(
                     "INSERT INTO device_sessions (digest, device_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                    [.blob(session.digest), .text(deviceID), .integer(session.createdAtMilliseconds), .integer(session.expiresAtMilliseconds)]
+                    [
+                        .blob(session.digest), .text(deviceID), .integer(session.createdAtMilliseconds),
+                        .integer(session.expiresAtMilliseconds),
+                    ]
                 )
                 return true
             }
@@ -93,18 +104,23 @@ extension SQLiteStore {
                 """,
                 [.blob(digest), .integer(nowMilliseconds)]
             ) {
-                StoredDeviceSession(digest: $0.blob(0), deviceID: $0.text(1), createdAtMilliseconds: $0.int64(2), expiresAtMilliseconds: $0.int64(3))
+                StoredDeviceSession(
+                    digest: $0.blob(0), deviceID: $0.text(1), createdAtMilliseconds: $0.int64(2),
+                    expiresAtMilliseconds: $0.int64(3))
             }
         }
     }
 
     public func deviceGeneration() async throws(StoreError) -> Int64 {
         try await read { connection throws(StoreError) in
-            try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'device_generation'") { $0.int64(0) } ?? 0
+            try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'device_generation'") { $0.int64(0) }
+                ?? 0
         }
     }
 
-    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (challenges: Int, sessions: Int) {
+    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
+        challenges: Int, sessions: Int
+    ) {
         let counts = try await onPool { () throws(StoreError) -> [Int] in
             let challenges = try self.deleteInBatches(
                 """
@@ -131,7 +147,8 @@ extension SQLiteStore {
     private static func device(from row: borrowing SQLiteRow) -> StoredDevice {
         StoredDevice(
             id: row.text(0), keyID: row.blob(1), publicKey: row.blob(2), counter: row.int64(3), appID: row.text(4),
-            environment: row.text(5), receipt: row.blob(6), createdAtMilliseconds: row.int64(7), lastSeenAtMilliseconds: row.int64(8),
+            environment: row.text(5), receipt: row.blob(6), createdAtMilliseconds: row.int64(7),
+            lastSeenAtMilliseconds: row.int64(8),
             revokedAtMilliseconds: row.optionalInt64(9)
         )
     }

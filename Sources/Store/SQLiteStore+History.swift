@@ -1,11 +1,16 @@
 extension SQLiteStore {
-    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError) -> HistoryPage {
+    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
+        -> HistoryPage
+    {
         let limit = min(max(limit, 1), 100)
         return try await read { connection throws(StoreError) in
             var items: [HistoryItem] = []
             let from = "SELECT \(RequestsTable.selection) FROM requests WHERE user_id = ?"
             if let cursor {
-                try connection.query(from + " AND seq < ? ORDER BY seq DESC LIMIT ?", [.text(userID), .integer(cursor.sequence), .integer(limit)]) {
+                try connection.query(
+                    from + " AND seq < ? ORDER BY seq DESC LIMIT ?",
+                    [.text(userID), .integer(cursor.sequence), .integer(limit)]
+                ) {
                     items.append(RequestsTable.item(from: $0))
                 }
             } else {

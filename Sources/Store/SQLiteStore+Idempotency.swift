@@ -2,8 +2,12 @@ extension SQLiteStore {
     /// One `BEGIN IMMEDIATE` transaction: the read and the write that follows it happen under
     /// the file's write lock, so of two begins at once (in this process or another) the second
     /// reads the first's row.
-    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin {
-        guard case .begun(let begun) = try await applyIdempotent([.begin(start)], nowMilliseconds: nowMilliseconds).first else {
+    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
+        -> IdempotencyBegin
+    {
+        guard
+            case .begun(let begun) = try await applyIdempotent([.begin(start)], nowMilliseconds: nowMilliseconds).first
+        else {
             throw StoreError(.other, message: "\(path): a begin without its result")
         }
         return begun
@@ -14,7 +18,10 @@ extension SQLiteStore {
         scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
         let written = try await applyIdempotent(
-            [.complete(scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expiresAtMilliseconds)], nowMilliseconds: 0
+            [
+                .complete(
+                    scope: scope, key: key, owner: owner, answer: answer, expiresAtMilliseconds: expiresAtMilliseconds)
+            ], nowMilliseconds: 0
         )
         return written.first == .completed(true)
     }
@@ -29,22 +36,29 @@ extension SQLiteStore {
 
     /// All of `writes` in one transaction on the writer: one commit (one write of the pages
     /// they touch) for however many requests' keys.
-    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError) -> [IdempotencyWritten] {
+    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
+        -> [IdempotencyWritten]
+    {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> [IdempotencyWritten] in
                 var results: [IdempotencyWritten] = []
                 results.reserveCapacity(writes.count)
-                for write in writes { results.append(try Self.apply(write, nowMilliseconds: nowMilliseconds, on: connection)) }
+                for write in writes {
+                    results.append(try Self.apply(write, nowMilliseconds: nowMilliseconds, on: connection))
+                }
                 return results
             }
         }
     }
 
-    private static func apply(_ write: IdempotencyWrite, nowMilliseconds: Int64, on connection: SQLiteConnection) throws(StoreError) -> IdempotencyWritten {
+    private static func apply(_ write: IdempotencyWrite, nowMilliseconds: Int64, on connection: SQLiteConnection)
+        throws(StoreError) -> IdempotencyWritten
+    {
         switch write {
         case .lookup(let start):
             let row = try connection.queryFirst(
-                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
+                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
+                [.text(start.scope), .text(start.key)]
             ) { Self.idempotencyRow(from: $0) }
             guard let row, !row.isFree(at: nowMilliseconds) else { return .begun(.started) }
             return .begun(row.outcome(for: start))
@@ -56,16 +70,19 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
-                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
+                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID),
+                    .text(start.owner),
                     .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds), .integer(expiresAtMilliseconds),
-                    .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream), .blob(answer.body), .text(answer.text),
+                    .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream),
+                    .blob(answer.body), .text(answer.text),
                     .integer(answer.streamed ? 1 : 0),
                 ]
             )
             return .completed(changed == 1)
         case .begin(let start):
             let row = try connection.queryFirst(
-                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?", [.text(start.scope), .text(start.key)]
+                "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
+                [.text(start.scope), .text(start.key)]
             ) { Self.idempotencyRow(from: $0) }
             if let row, !row.isFree(at: nowMilliseconds) { return .begun(row.outcome(for: start)) }
             try connection.execute(
@@ -74,7 +91,8 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0)
                 """,
                 [
-                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID), .text(start.owner),
+                    .text(start.scope), .text(start.key), .blob(start.fingerprint), .text(start.requestID),
+                    .text(start.owner),
                     .integer(start.leaseUntilMilliseconds), .integer(nowMilliseconds),
                 ]
             )
@@ -87,7 +105,8 @@ extension SQLiteStore {
                 WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?
                 """,
                 [
-                    .integer(expiresAtMilliseconds), .integer(Int64(answer.status)), .text(answer.contentType), .text(answer.upstream),
+                    .integer(expiresAtMilliseconds), .integer(Int64(answer.status)), .text(answer.contentType),
+                    .text(answer.upstream),
                     .blob(answer.body), .text(answer.text), .integer(answer.streamed ? 1 : 0),
                     .text(scope), .text(key), .text(owner),
                 ]
@@ -133,11 +152,13 @@ extension SQLiteStore {
     private static func idempotencyRow(from row: borrowing SQLiteRow) -> IdempotencyRow {
         let completed = row.text(3) == "completed"
         return IdempotencyRow(
-            fingerprint: row.blob(0), requestID: row.text(1), owner: row.text(2), completed: completed, leaseUntilMilliseconds: row.int64(4),
+            fingerprint: row.blob(0), requestID: row.text(1), owner: row.text(2), completed: completed,
+            leaseUntilMilliseconds: row.int64(4),
             expiresAtMilliseconds: row.optionalInt64(5),
             answer: completed
                 ? StoredAnswer(
-                    status: row.int(6), contentType: row.text(7), upstream: row.optionalText(8), body: row.blob(9), text: row.optionalText(10),
+                    status: row.int(6), contentType: row.text(7), upstream: row.optionalText(8), body: row.blob(9),
+                    text: row.optionalText(10),
                     streamed: row.bool(11), replays: row.int(12)
                 ) : nil
         )
@@ -148,10 +169,13 @@ extension SQLiteStore {
     /// Calls `body` with the scope and key of every answer kept (completed and unexpired at
     /// `nowMilliseconds`), in one read: a gateway that owns the store builds the filter that
     /// lets a new key run without a look in the store.
-    public func forEachKeptIdempotencyKey(nowMilliseconds: Int64, _ body: @escaping @Sendable (String, String) -> Void) async throws(StoreError) {
+    public func forEachKeptIdempotencyKey(nowMilliseconds: Int64, _ body: @escaping @Sendable (String, String) -> Void)
+        async throws(StoreError)
+    {
         try await read { connection throws(StoreError) in
             try connection.query(
-                "SELECT scope, idem_key FROM idempotency_keys WHERE state = 'completed' AND expires_at > ?", [.integer(nowMilliseconds)]
+                "SELECT scope, idem_key FROM idempotency_keys WHERE state = 'completed' AND expires_at > ?",
+                [.integer(nowMilliseconds)]
             ) { body($0.text(0), $0.text(1)) }
         }
     }

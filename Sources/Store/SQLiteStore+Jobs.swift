@@ -5,9 +5,11 @@ extension SQLiteStore {
     public func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> JobCreation in
-                let active = try connection.queryFirst(
-                    "SELECT count(*) FROM jobs WHERE caller_key = ? AND status IN \(JobsTable.active)", [.text(job.callerKey)]
-                ) { $0.int(0) } ?? 0
+                let active =
+                    try connection.queryFirst(
+                        "SELECT count(*) FROM jobs WHERE caller_key = ? AND status IN \(JobsTable.active)",
+                        [.text(job.callerKey)]
+                    ) { $0.int(0) } ?? 0
                 guard active < maxActive else { return .tooManyActive(active) }
                 try connection.execute(
                     """
@@ -16,8 +18,10 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?, ?)
                     """,
                     [
-                        .text(job.id), .text(job.ownerID), .text(job.callerKey), .text(job.requestID), .text(job.task), .text(job.tone),
-                        .text(job.format), .integer(job.inputLength), .integer(job.total), .integer(job.createdAtMilliseconds),
+                        .text(job.id), .text(job.ownerID), .text(job.callerKey), .text(job.requestID), .text(job.task),
+                        .text(job.tone),
+                        .text(job.format), .integer(job.inputLength), .integer(job.total),
+                        .integer(job.createdAtMilliseconds),
                         .integer(job.createdAtMilliseconds), .text(job.plan),
                     ]
                 )
@@ -44,13 +48,17 @@ extension SQLiteStore {
         guard claim.limit > 0, claim.perJob > 0 else { return [] }
         // Idle, every poll finds nothing: a reader says so without taking the writer's lock,
         // which the ledger's batches wait on.
-        let anything = try await read { connection throws(StoreError) in !(try Self.claimableJobs(claim, limit: 1, on: connection)).isEmpty }
+        let anything = try await read { connection throws(StoreError) in
+            !(try Self.claimableJobs(claim, limit: 1, on: connection)).isEmpty
+        }
         guard anything else { return [] }
         return try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> [ClaimedJobItem] in
                 var claimed: [ClaimedJobItem] = []
-                for job in try Self.claimableJobs(claim, limit: claim.limit, on: connection) where claimed.count < claim.limit {
-                    claimed += try Self.claim(min(job.room, claim.limit - claimed.count), of: job.id, claim, on: connection)
+                for job in try Self.claimableJobs(claim, limit: claim.limit, on: connection)
+                where claimed.count < claim.limit {
+                    claimed += try Self.claim(
+                        min(job.room, claim.limit - claimed.count), of: job.id, claim, on: connection)
                 }
                 return claimed
             }
@@ -59,7 +67,9 @@ extension SQLiteStore {
 
     /// Active jobs, oldest first, with an item free to claim and fewer than `perJob` leased,
     /// each with the room it has left.
-    private static func claimableJobs(_ claim: JobClaim, limit: Int, on connection: SQLiteConnection) throws(StoreError) -> [(id: String, room: Int)] {
+    private static func claimableJobs(_ claim: JobClaim, limit: Int, on connection: SQLiteConnection) throws(StoreError)
+        -> [(id: String, room: Int)]
+    {
         var jobs: [(id: String, room: Int)] = []
         try connection.query(
             """
@@ -76,7 +86,9 @@ extension SQLiteStore {
         return jobs
     }
 
-    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64) async throws(StoreError) -> [JobItemKey] {
+    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
+        async throws(StoreError) -> [JobItemKey]
+    {
         let keys = JobsTable.distinct(items)
         guard !keys.isEmpty else { return [] }
         return try await write { connection throws(StoreError) in
@@ -109,14 +121,18 @@ extension SQLiteStore {
                         AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_items.job_id AND jobs.status IN \(JobsTable.active))
                     """,
                     [
-                        .text(completion.answer), .text(completion.data), .integer(completion.inputTokens), .integer(completion.outputTokens),
+                        .text(completion.answer), .text(completion.data), .integer(completion.inputTokens),
+                        .integer(completion.outputTokens),
                         .text(key.jobID), .integer(key.level), .integer(key.index), .text(completion.worker),
                     ]
                 )
                 guard stored > 0 else { return false }
                 try connection.execute(
                     "UPDATE jobs SET done = done + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?",
-                    [.integer(completion.inputTokens), .integer(completion.outputTokens), .integer(completion.nowMilliseconds), .text(key.jobID)]
+                    [
+                        .integer(completion.inputTokens), .integer(completion.outputTokens),
+                        .integer(completion.nowMilliseconds), .text(key.jobID),
+                    ]
                 )
                 // A guest's job counts on the guests' line.
                 try connection.execute(
@@ -126,7 +142,8 @@ extension SQLiteStore {
                         input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
                     """,
                     [
-                        .text(completion.ownerID ?? DailyUsage.guestUserID), .integer(completion.day), .integer(completion.inputTokens),
+                        .text(completion.ownerID ?? DailyUsage.guestUserID), .integer(completion.day),
+                        .integer(completion.inputTokens),
                         .integer(completion.outputTokens),
                     ]
                 )
@@ -159,7 +176,10 @@ extension SQLiteStore {
             ) {
                 count += 1
                 guard let answer = $0.optionalText(1) else { return }
-                answers.append(JobItemAnswer(index: $0.int(0), kind: JobsTable.kind($0.text(5)), answer: answer, data: $0.optionalText(2), sourceStart: $0.int(3), sourceEnd: $0.int(4)))
+                answers.append(
+                    JobItemAnswer(
+                        index: $0.int(0), kind: JobsTable.kind($0.text(5)), answer: answer, data: $0.optionalText(2),
+                        sourceStart: $0.int(3), sourceEnd: $0.int(4)))
             }
             return JobLevelAnswers(count: count, answers: answers)
         }
@@ -169,15 +189,16 @@ extension SQLiteStore {
         guard level.level > 0, !level.items.isEmpty else { return false }
         return try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
-                let ready = try connection.queryFirst(
-                    """
-                    SELECT 1 FROM jobs WHERE id = ?1 AND status IN \(JobsTable.active)
-                        AND EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1)
-                        AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1 AND answer IS NULL)
-                        AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2)
-                    """,
-                    [.text(level.jobID), .integer(level.level)]
-                ) { _ in true } ?? false
+                let ready =
+                    try connection.queryFirst(
+                        """
+                        SELECT 1 FROM jobs WHERE id = ?1 AND status IN \(JobsTable.active)
+                            AND EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1)
+                            AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1 AND answer IS NULL)
+                            AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2)
+                        """,
+                        [.text(level.jobID), .integer(level.level)]
+                    ) { _ in true } ?? false
                 guard ready else { return false }
                 try Self.insert(level.items, jobID: level.jobID, level: level.level, into: connection)
                 try connection.execute(
@@ -192,7 +213,9 @@ extension SQLiteStore {
     public func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
-                try Self.end(jobID: finish.jobID, JobsTable.Ending(finish.outcome), nowMilliseconds: finish.nowMilliseconds, on: connection)
+                try Self.end(
+                    jobID: finish.jobID, JobsTable.Ending(finish.outcome), nowMilliseconds: finish.nowMilliseconds,
+                    on: connection)
             }
         }
     }
@@ -226,13 +249,16 @@ extension SQLiteStore {
     public func jobStatistics() async throws(StoreError) -> JobStatistics {
         try await read { connection throws(StoreError) in
             var jobs = Dictionary(uniqueKeysWithValues: JobStatus.allCases.map { ($0, 0) })
-            try connection.query("SELECT status, count(*) FROM jobs GROUP BY status") { jobs[JobsTable.status($0.text(0))] = $0.int(1) }
-            let pending = try connection.queryFirst(
-                """
-                SELECT count(*) FROM job_items AS i JOIN jobs AS j ON j.id = i.job_id
-                WHERE i.answer IS NULL AND j.status IN \(JobsTable.active)
-                """
-            ) { $0.int(0) } ?? 0
+            try connection.query("SELECT status, count(*) FROM jobs GROUP BY status") {
+                jobs[JobsTable.status($0.text(0))] = $0.int(1)
+            }
+            let pending =
+                try connection.queryFirst(
+                    """
+                    SELECT count(*) FROM job_items AS i JOIN jobs AS j ON j.id = i.job_id
+                    WHERE i.answer IS NULL AND j.status IN \(JobsTable.active)
+                    """
+                ) { $0.int(0) } ?? 0
             return JobStatistics(jobs: jobs, pendingItems: pending)
         }
     }
@@ -241,15 +267,20 @@ extension SQLiteStore {
     static let jobDeletionBatch = 100
 
     private static func job(id: String, on connection: SQLiteConnection) throws(StoreError) -> JobRecord? {
-        try connection.queryFirst("SELECT \(JobsTable.record()) FROM jobs WHERE id = ?", [.text(id)]) { JobsTable.record(from: $0) }
+        try connection.queryFirst("SELECT \(JobsTable.record()) FROM jobs WHERE id = ?", [.text(id)]) {
+            JobsTable.record(from: $0)
+        }
     }
 
-    private static func insert(_ items: [NewJobItem], jobID: String, level: Int, into connection: SQLiteConnection) throws(StoreError) {
+    private static func insert(_ items: [NewJobItem], jobID: String, level: Int, into connection: SQLiteConnection)
+        throws(StoreError)
+    {
         for (index, item) in items.enumerated() {
             try connection.execute(
                 "INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    .text(jobID), .integer(level), .integer(index), .text(item.kind.rawValue), .text(item.input), .integer(item.sourceStart),
+                    .text(jobID), .integer(level), .integer(index), .text(item.kind.rawValue), .text(item.input),
+                    .integer(item.sourceStart),
                     .integer(item.sourceEnd),
                 ]
             )
@@ -257,7 +288,9 @@ extension SQLiteStore {
     }
 
     /// Leases up to `count` free items of `jobID` in (level, index) order, and starts the job.
-    private static func claim(_ count: Int, of jobID: String, _ claim: JobClaim, on connection: SQLiteConnection) throws(StoreError) -> [ClaimedJobItem] {
+    private static func claim(_ count: Int, of jobID: String, _ claim: JobClaim, on connection: SQLiteConnection)
+        throws(StoreError) -> [ClaimedJobItem]
+    {
         // A negative LIMIT is none at all to SQLite.
         guard count > 0 else { return [] }
         var items: [(key: JobItemKey, kind: JobItemKind, input: String, attempts: Int)] = []
@@ -268,11 +301,21 @@ extension SQLiteStore {
                 WHERE job_id = ?3 AND answer IS NULL AND (lease_until IS NULL OR lease_until <= ?4) ORDER BY level, idx LIMIT ?5)
             RETURNING level, idx, kind, input, attempts
             """,
-            [.text(claim.worker), .integer(claim.leaseUntil), .text(jobID), .integer(claim.nowMilliseconds), .integer(count)]
-        ) { items.append((JobItemKey(jobID: jobID, level: $0.int(0), index: $0.int(1)), JobsTable.kind($0.text(2)), $0.text(3), $0.int(4))) }
+            [
+                .text(claim.worker), .integer(claim.leaseUntil), .text(jobID), .integer(claim.nowMilliseconds),
+                .integer(count),
+            ]
+        ) {
+            items.append(
+                (
+                    JobItemKey(jobID: jobID, level: $0.int(0), index: $0.int(1)), JobsTable.kind($0.text(2)),
+                    $0.text(3), $0.int(4)
+                ))
+        }
         guard !items.isEmpty else { return [] }
         try connection.execute(
-            "UPDATE jobs SET status = 'running', updated_at = ? WHERE id = ? AND status = 'queued'", [.integer(claim.nowMilliseconds), .text(jobID)]
+            "UPDATE jobs SET status = 'running', updated_at = ? WHERE id = ? AND status = 'queued'",
+            [.integer(claim.nowMilliseconds), .text(jobID)]
         )
         guard let job = try Self.job(id: jobID, on: connection) else { return [] }
         var levelCounts: [Int: Int] = [:]
@@ -281,12 +324,16 @@ extension SQLiteStore {
         for item in items.sorted(by: { ($0.key.level, $0.key.index) < ($1.key.level, $1.key.index) }) {
             let level = item.key.level
             if levelCounts[level] == nil {
-                levelCounts[level] = try connection.queryFirst(
-                    "SELECT count(*) FROM job_items WHERE job_id = ? AND level = ?", [.text(jobID), .integer(level)]
-                ) { $0.int(0) } ?? 0
+                levelCounts[level] =
+                    try connection.queryFirst(
+                        "SELECT count(*) FROM job_items WHERE job_id = ? AND level = ?",
+                        [.text(jobID), .integer(level)]
+                    ) { $0.int(0) } ?? 0
             }
             claimed.append(
-                ClaimedJobItem(key: item.key, kind: item.kind, input: item.input, levelCount: levelCounts[level] ?? 0, attempts: item.attempts, job: job)
+                ClaimedJobItem(
+                    key: item.key, kind: item.kind, input: item.input, levelCount: levelCounts[level] ?? 0,
+                    attempts: item.attempts, job: job)
             )
         }
         return claimed
@@ -294,19 +341,23 @@ extension SQLiteStore {
 
     /// Ends a queued or running job as `ending` says, clearing its items' input and leases;
     /// false when it had ended already.
-    private static func end(jobID: String, _ ending: JobsTable.Ending, nowMilliseconds: Int64, on connection: SQLiteConnection) throws(StoreError) -> Bool {
+    private static func end(
+        jobID: String, _ ending: JobsTable.Ending, nowMilliseconds: Int64, on connection: SQLiteConnection
+    ) throws(StoreError) -> Bool {
         let ended = try connection.execute(
             """
             UPDATE jobs SET status = ?, result = ?, data = ?, error_code = ?, error_message = ?, ended_at = ?, updated_at = ?
             WHERE id = ? AND status IN \(JobsTable.active)
             """,
             [
-                .text(ending.status.rawValue), .text(ending.result), .text(ending.data), .text(ending.errorCode), .text(ending.errorMessage),
+                .text(ending.status.rawValue), .text(ending.result), .text(ending.data), .text(ending.errorCode),
+                .text(ending.errorMessage),
                 .integer(nowMilliseconds), .integer(nowMilliseconds), .text(jobID),
             ]
         )
         guard ended > 0 else { return false }
-        try connection.execute("UPDATE job_items SET input = '', lease_owner = NULL, lease_until = NULL WHERE job_id = ?", [.text(jobID)])
+        try connection.execute(
+            "UPDATE job_items SET input = '', lease_owner = NULL, lease_until = NULL WHERE job_id = ?", [.text(jobID)])
         return true
     }
 }

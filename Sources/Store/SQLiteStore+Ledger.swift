@@ -10,7 +10,10 @@ extension SQLiteStore {
                         ON CONFLICT (user_id, day) DO UPDATE SET requests = requests + excluded.requests,
                             input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
                         """,
-                        [.text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens), .integer(total.outputTokens)]
+                        [
+                            .text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens),
+                            .integer(total.outputTokens),
+                        ]
                     )
                 }
                 for (tokenID, lastUsed) in LedgerTotals.lastUses(in: rows) {

@@ -1,10 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension SQLiteStore {
-    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (history: Int, usageDays: Int) {
+    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
+        history: Int, usageDays: Int
+    ) {
         let counts = try await onPool { () throws(StoreError) -> [Int] in
             let history = try self.deleteInBatches(
                 "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE created_at < ? LIMIT \(Self.deletionBatch))",
@@ -63,7 +66,10 @@ extension SQLiteStore {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            let reason = code == EEXIST ? "it exists already (a backup goes to a new file)" : IOError(errnoCode: code, reason: "open").description
+            let reason =
+                code == EEXIST
+                ? "it exists already (a backup goes to a new file)"
+                : IOError(errnoCode: code, reason: "open").description
             throw StoreError(.cannotOpen, message: "\(path): cannot write the backup there: \(reason)")
         }
         defer { Glibc.close(fd) }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension SQLiteStore {
     /// Opens the store at `path`, creating it (and its missing directories) when it does not
@@ -25,7 +26,8 @@ extension SQLiteStore {
                 try createParentDirectory(of: path)
                 try createPrivateFile(path)
             }
-            let connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
+            let connection = try SQLiteConnection(
+                path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
             let key: [UInt8]
             do throws(StoreError) {
                 if readOnly {
@@ -39,20 +41,26 @@ extension SQLiteStore {
                 connection.close()
                 throw error
             }
-            return SQLiteStore(path: path, pool: pool, busyTimeout: busyTimeout, writer: connection, historyCursorKey: key)
+            return SQLiteStore(
+                path: path, pool: pool, busyTimeout: busyTimeout, writer: connection, historyCursorKey: key)
         }
     }
 
     private static func prepareWriter(_ connection: SQLiteConnection) throws(StoreError) {
         // SQLite quietly opens a file it may not write read-only; say so now.
         guard !connection.isReadOnly else {
-            throw StoreError(.readOnly, message: "\(connection.path) cannot be written (its permissions, flags or file system): the store needs to write it")
+            throw StoreError(
+                .readOnly,
+                message:
+                    "\(connection.path) cannot be written (its permissions, flags or file system): the store needs to write it"
+            )
         }
         let mode = try connection.queryFirst("PRAGMA journal_mode = WAL") { $0.text(0) }
         guard mode?.lowercased() == "wal" else {
             throw StoreError(
                 .cannotOpen,
-                message: "\(connection.path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'): the store needs a local file system"
+                message:
+                    "\(connection.path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'): the store needs a local file system"
             )
         }
         // In WAL mode, NORMAL loses no commit to a process crash, only the last ones to a
@@ -73,10 +81,12 @@ extension SQLiteStore {
     private static func historyCursorKey(_ connection: SQLiteConnection, create: Bool) throws(StoreError) -> [UInt8] {
         if create {
             try connection.execute(
-                "INSERT OR IGNORE INTO store_secrets (name, value) VALUES ('history_cursor', ?)", [.blob(SystemRandom.bytes(32))]
+                "INSERT OR IGNORE INTO store_secrets (name, value) VALUES ('history_cursor', ?)",
+                [.blob(SystemRandom.bytes(32))]
             )
         }
-        return try connection.queryFirst("SELECT value FROM store_secrets WHERE name = 'history_cursor'") { $0.blob(0) } ?? []
+        return try connection.queryFirst("SELECT value FROM store_secrets WHERE name = 'history_cursor'") { $0.blob(0) }
+            ?? []
     }
 
     /// Creates the store's file, empty, when nothing is there, readable and writable by its

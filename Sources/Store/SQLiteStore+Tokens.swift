@@ -8,8 +8,10 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [
-                        .text(token.id), .blob(token.digest), .text(token.userID), .text(token.plan), .text(token.label),
-                        .integer(token.createdAtMilliseconds), .integer(token.lastUsedAtMilliseconds), .integer(token.revokedAtMilliseconds),
+                        .text(token.id), .blob(token.digest), .text(token.userID), .text(token.plan),
+                        .text(token.label),
+                        .integer(token.createdAtMilliseconds), .integer(token.lastUsedAtMilliseconds),
+                        .integer(token.revokedAtMilliseconds),
                     ]
                 )
             }
@@ -24,7 +26,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
-                    "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(atMilliseconds), .text(id)]
+                    "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                    [.integer(atMilliseconds), .text(id)]
                 ) > 0
             }
         }
@@ -36,7 +39,8 @@ extension SQLiteStore {
 
     public func tokenGeneration() async throws(StoreError) -> Int64 {
         try await read { connection throws(StoreError) in
-            try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'token_generation'") { $0.int64(0) } ?? 0
+            try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'token_generation'") { $0.int64(0) }
+                ?? 0
         }
     }
 
@@ -51,8 +55,10 @@ extension SQLiteStore {
             ) {
                 tokens.append(
                     StoredToken(
-                        id: $0.text(0), digest: $0.blob(1), userID: $0.text(2), plan: $0.text(3), label: $0.optionalText(4),
-                        createdAtMilliseconds: $0.int64(5), lastUsedAtMilliseconds: $0.optionalInt64(6), revokedAtMilliseconds: $0.optionalInt64(7)
+                        id: $0.text(0), digest: $0.blob(1), userID: $0.text(2), plan: $0.text(3),
+                        label: $0.optionalText(4),
+                        createdAtMilliseconds: $0.int64(5), lastUsedAtMilliseconds: $0.optionalInt64(6),
+                        revokedAtMilliseconds: $0.optionalInt64(7)
                     )
                 )
             }

@@ -10,7 +10,8 @@ extension SQLiteStore {
 
     public func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage] {
         if let userID {
-            return try await usage(where: "user_id = ? AND day >= ? ORDER BY day, user_id", [.text(userID), .integer(fromDay)])
+            return try await usage(
+                where: "user_id = ? AND day >= ? ORDER BY day, user_id", [.text(userID), .integer(fromDay)])
         }
         return try await usage(where: "day >= ? ORDER BY day, user_id", [.integer(fromDay)])
     }
@@ -18,8 +19,13 @@ extension SQLiteStore {
     private func usage(where condition: String, _ values: [SQLiteValue]) async throws(StoreError) -> [DailyUsage] {
         try await read { connection throws(StoreError) in
             var days: [DailyUsage] = []
-            try connection.query("SELECT user_id, day, requests, input_tokens, output_tokens FROM usage_daily WHERE " + condition, values) {
-                days.append(DailyUsage(userID: $0.text(0), day: $0.int64(1), requests: $0.int(2), inputTokens: $0.int(3), outputTokens: $0.int(4)))
+            try connection.query(
+                "SELECT user_id, day, requests, input_tokens, output_tokens FROM usage_daily WHERE " + condition, values
+            ) {
+                days.append(
+                    DailyUsage(
+                        userID: $0.text(0), day: $0.int64(1), requests: $0.int(2), inputTokens: $0.int(3),
+                        outputTokens: $0.int(4)))
             }
             return days
         }

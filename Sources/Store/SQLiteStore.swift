@@ -14,7 +14,9 @@ import Synchronization
 /// caller's thread.
 ///
 /// History read back has no token id: the store keeps only each token's last use.
-public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository, IdempotencyRepository, StoreMaintenance, JobStore, Sendable {
+public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository,
+    IdempotencyRepository, StoreMaintenance, JobStore, Sendable
+{
     /// The schema version this binary writes (`PRAGMA user_version`).
     public static let schemaVersion = StoreSchema.latestVersion
 
@@ -31,7 +33,10 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     // Where a read waits when every reader is taken, turn about.
     private let nextReader = Atomic<Int>(0)
 
-    init(path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection, historyCursorKey: [UInt8]) {
+    init(
+        path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection,
+        historyCursorKey: [UInt8]
+    ) {
         self.path = path
         self.historyCursorKey = historyCursorKey
         self.pool = pool
@@ -67,7 +72,9 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     }
 
     /// Runs `body` over a reader connection, on the pool.
-    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T)
+        async throws(StoreError) -> T
+    {
         try await onPool { () throws(StoreError) -> T in try self.withReader(body) }
     }
 
@@ -87,14 +94,18 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     public func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
         try await onPool { () throws(StoreError) -> (logFrames: Int, checkpointed: Int) in
             try self.checkpointer.withConnection { connection throws(StoreError) in
-                try connection.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") { (logFrames: $0.int(1), checkpointed: $0.int(2)) }
+                try connection.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") {
+                    (logFrames: $0.int(1), checkpointed: $0.int(2))
+                }
                     ?? (logFrames: 0, checkpointed: 0)
             }
         }
     }
 
     /// Runs `body` over the writer connection, on the pool.
-    func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T)
+        async throws(StoreError) -> T
+    {
         try await onPool { () throws(StoreError) -> T in try self.writer.withConnection(body) }
     }
 

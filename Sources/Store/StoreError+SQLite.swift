@@ -1,6 +1,7 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension StoreError {

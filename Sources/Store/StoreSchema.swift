@@ -32,7 +32,8 @@ enum StoreSchema {
         guard version == latestVersion else {
             throw StoreError(
                 .readOnly,
-                message: "\(connection.path) has schema \(version), this binary needs \(latestVersion): open it once for writing to migrate it"
+                message:
+                    "\(connection.path) has schema \(version), this binary needs \(latestVersion): open it once for writing to migrate it"
             )
         }
     }
@@ -67,7 +68,8 @@ enum StoreSchema {
         guard version > latestVersion else { return }
         throw StoreError(
             .newerSchema(found: version, supported: latestVersion),
-            message: "\(path) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a backup"
+            message:
+                "\(path) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a backup"
         )
     }
 

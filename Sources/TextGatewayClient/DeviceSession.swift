@@ -1,7 +1,8 @@
-#if canImport(FoundationNetworking)
-public import FoundationNetworking
-#endif
 public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
 
 /// A device's session with the gateway under App Attest: the short-lived `tgd_…` token an
 /// app without sign-in sends as its bearer.
@@ -36,7 +37,10 @@ public actor DeviceSession {
     ///   - attestor: The device's key; ``AppAttestDeviceAttestor`` on iOS.
     ///   - session: The `URLSession` of the attest calls.
     ///   - now: The clock that says when a token is due for renewal.
-    public init(baseURL: URL, attestor: any DeviceAttestor, session: URLSession = .shared, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        baseURL: URL, attestor: any DeviceAttestor, session: URLSession = .shared,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.baseURL = baseURL
         self.attestor = attestor
         self.session = session
@@ -101,7 +105,9 @@ public actor DeviceSession {
         }
         let (data, response): (Data, HTTPURLResponse)
         do {
-            (data, response) = try await post("api/attest/session", SessionBody(keyId: key.id, assertion: assertion.base64EncodedString(), challenge: challenge))
+            (data, response) = try await post(
+                "api/attest/session",
+                SessionBody(keyId: key.id, assertion: assertion.base64EncodedString(), challenge: challenge))
         } catch let error as TextGatewayError where error.status == 401 {
             throw KeyLost(cause: error)
         }
@@ -149,7 +155,9 @@ public actor DeviceSession {
             return key
         }
         do {
-            _ = try await post("api/attest/register", RegisterBody(keyId: key.id, attestation: attestation.base64EncodedString(), challenge: challenge))
+            _ = try await post(
+                "api/attest/register",
+                RegisterBody(keyId: key.id, attestation: attestation.base64EncodedString(), challenge: challenge))
         } catch let error as TextGatewayError where error.status == 409 {
             // Registered already: an earlier registration whose answer never arrived.
         }

@@ -1,7 +1,8 @@
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// What a stream's owner makes of each event: go on, or stop because it was the last.
 enum EventDisposition: Sendable {
@@ -66,7 +67,8 @@ final class EventStreamDelegate: NSObject, URLSessionDataDelegate, @unchecked Se
             ended = true
             if let error { return .some(error) }
             if let response, !(200..<300).contains(response.statusCode) {
-                return .some(TextGatewayClient.error(status: response.statusCode, body: errorBody ?? [], headers: response))
+                return .some(
+                    TextGatewayClient.error(status: response.statusCode, body: errorBody ?? [], headers: response))
             }
             if let event = parser.finish() {
                 do {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Whether a non-streaming call is tried again when the gateway is busy.
@@ -31,7 +32,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// or `nil` to give up: one second, doubled each time, never longer than `maxDelay`.
     /// Only for a call with an `Idempotency-Key`, whose retry cannot pay twice.
     func delay(afterTransportError error: URLError, attempt: Int) -> Duration? {
-        let transient: Set<URLError.Code> = [.networkConnectionLost, .notConnectedToInternet, .timedOut, .cannotConnectToHost, .cannotFindHost]
+        let transient: Set<URLError.Code> = [
+            .networkConnectionLost, .notConnectedToInternet, .timedOut, .cannotConnectToHost, .cannotFindHost,
+        ]
         guard transient.contains(error.code), attempt < maxAttempts else { return nil }
         return min(.seconds(1 << min(attempt - 1, 10)), maxDelay)
     }

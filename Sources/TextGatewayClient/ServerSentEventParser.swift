@@ -46,7 +46,11 @@ struct ServerSentEventParser: Sendable {
     private mutating func endLine() -> ServerSentEvent? {
         defer { line.removeAll(keepingCapacity: true) }
         if line.isEmpty {
-            defer { name = ""; dataLines = []; hasData = false }
+            defer {
+                name = ""
+                dataLines = []
+                hasData = false
+            }
             guard hasData else { return nil }
             return ServerSentEvent(name: name.isEmpty ? "message" : name, data: dataLines.joined(separator: "\n"))
         }

@@ -1,7 +1,8 @@
-#if canImport(CryptoKit)
-import CryptoKit
-#endif
 import Foundation
+
+#if canImport(CryptoKit)
+    import CryptoKit
+#endif
 
 /// SHA-256 (FIPS 180-4) in plain Swift: the client runs where Foundation has no digest
 /// (Linux) and must not link the server's libcrypto.
@@ -27,24 +28,34 @@ enum SoftwareSHA256 {
         let bitLength = UInt64(bytes.count) &* 8
         message.append(0x80)
         while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
 
         var state = initialState
         var schedule = [UInt32](repeating: 0, count: 64)
         for blockStart in stride(from: 0, to: message.count, by: 64) {
             for index in 0..<16 {
                 let offset = blockStart + index * 4
-                schedule[index] = UInt32(message[offset]) << 24 | UInt32(message[offset + 1]) << 16
+                schedule[index] =
+                    UInt32(message[offset]) << 24 | UInt32(message[offset + 1]) << 16
                     | UInt32(message[offset + 2]) << 8 | UInt32(message[offset + 3])
             }
             for index in 16..<64 {
-                let early = schedule[index - 15], late = schedule[index - 2]
+                let early = schedule[index - 15]
+                let late = schedule[index - 2]
                 let sigma0 = rotateRight(early, 7) ^ rotateRight(early, 18) ^ (early >> 3)
                 let sigma1 = rotateRight(late, 17) ^ rotateRight(late, 19) ^ (late >> 10)
                 schedule[index] = schedule[index - 16] &+ sigma0 &+ schedule[index - 7] &+ sigma1
             }
-            var a = state[0], b = state[1], c = state[2], d = state[3]
-            var e = state[4], f = state[5], g = state[6], h = state[7]
+            var a = state[0]
+            var b = state[1]
+            var c = state[2]
+            var d = state[3]
+            var e = state[4]
+            var f = state[5]
+            var g = state[6]
+            var h = state[7]
             for index in 0..<64 {
                 let sum1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
                 let choice = (e & f) ^ (~e & g)
@@ -52,17 +63,32 @@ enum SoftwareSHA256 {
                 let sum0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
                 let majority = (a & b) ^ (a & c) ^ (b & c)
                 let temp2 = sum0 &+ majority
-                h = g; g = f; f = e; e = d &+ temp1
-                d = c; c = b; b = a; a = temp1 &+ temp2
+                h = g
+                g = f
+                f = e
+                e = d &+ temp1
+                d = c
+                c = b
+                b = a
+                a = temp1 &+ temp2
             }
-            state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-            state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
+            state[0] &+= a
+            state[1] &+= b
+            state[2] &+= c
+            state[3] &+= d
+            state[4] &+= e
+            state[5] &+= f
+            state[6] &+= g
+            state[7] &+= h
         }
 
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
         for word in state {
-            digest.append(contentsOf: [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word)])
+            digest.append(contentsOf: [
+                UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
+                UInt8(truncatingIfNeeded: word),
+            ])
         }
         return digest
     }
@@ -76,8 +102,8 @@ enum SoftwareSHA256 {
 /// UTF-8 bytes, exactly as the gateway recomputes it.
 func clientDataHash(of challenge: String) -> Data {
     #if canImport(CryptoKit)
-    Data(CryptoKit.SHA256.hash(data: Data(challenge.utf8)))
+        Data(CryptoKit.SHA256.hash(data: Data(challenge.utf8)))
     #else
-    Data(SoftwareSHA256.hash(Array(challenge.utf8)))
+        Data(SoftwareSHA256.hash(Array(challenge.utf8)))
     #endif
 }

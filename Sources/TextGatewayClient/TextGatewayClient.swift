@@ -1,7 +1,8 @@
-#if canImport(FoundationNetworking)
-public import FoundationNetworking
-#endif
 public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
 
 /// A client of a TextGateway server: text tasks, streamed or not, the caller's usage and
 /// history, and long texts as jobs.
@@ -59,8 +60,13 @@ public struct TextGatewayClient: Sendable {
     ///   - deviceAttestor: The device's key: ``AppAttestDeviceAttestor`` on iOS.
     ///   - session: The session for the calls, the attest calls included.
     ///   - retry: ``RetryPolicy/none`` (the default) or ``RetryPolicy/retryingBusy(maxAttempts:maxDelay:)``.
-    public init(baseURL: URL, deviceAttestor: any DeviceAttestor, session: URLSession = .shared, retry: RetryPolicy = .none) {
-        self.init(baseURL: baseURL, deviceSession: DeviceSession(baseURL: baseURL, attestor: deviceAttestor, session: session), session: session, retry: retry)
+    public init(
+        baseURL: URL, deviceAttestor: any DeviceAttestor, session: URLSession = .shared, retry: RetryPolicy = .none
+    ) {
+        self.init(
+            baseURL: baseURL,
+            deviceSession: DeviceSession(baseURL: baseURL, attestor: deviceAttestor, session: session),
+            session: session, retry: retry)
     }
 
     /// A client whose calls carry `deviceSession`'s token, as
@@ -89,7 +95,8 @@ public struct TextGatewayClient: Sendable {
     /// - Returns: The answer, its request id and its token usage.
     /// - Throws: ``TextGatewayError`` for the gateway's errors, `URLError` for transport failures.
     public func process(
-        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text,
+        idempotencyKey: String? = UUID().uuidString
     ) async throws -> ProcessResult {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
         let (data, _) = try await send(request("POST", "api/process", body: body, idempotencyKey: idempotencyKey))
@@ -108,7 +115,8 @@ public struct TextGatewayClient: Sendable {
     /// again with the same key to resume one (the text so far comes in one `delta`, or the
     /// whole kept answer once it has ended).
     public func stream(
-        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text,
+        idempotencyKey: String? = UUID().uuidString
     ) -> AsyncThrowingStream<StreamEvent, any Error> {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: true)
         return events(of: { try request("POST", "api/process", body: body, idempotencyKey: idempotencyKey) }) { event in
@@ -163,10 +171,13 @@ public struct TextGatewayClient: Sendable {
     /// job (`POST /api/jobs`); follow it with ``jobEvents(id:)`` or ``job(id:)``.
     /// The same `idempotencyKey` (a new UUID per call by default) gives the same job.
     public func submitJob(
-        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text, idempotencyKey: String? = UUID().uuidString
+        _ task: TextTask, text: String, tone: Tone? = nil, format: OutputFormat = .text,
+        idempotencyKey: String? = UUID().uuidString
     ) async throws -> JobSubmission {
         let body = ProcessBody(task: task, text: text, tone: tone, format: format, stream: nil)
-        return try Self.decode(JobSubmission.self, from: try await send(request("POST", "api/jobs", body: body, idempotencyKey: idempotencyKey)).0)
+        return try Self.decode(
+            JobSubmission.self,
+            from: try await send(request("POST", "api/jobs", body: body, idempotencyKey: idempotencyKey)).0)
     }
 
     /// A job as it is now (`GET /api/jobs/{id}`).
@@ -220,7 +231,10 @@ extension TextGatewayClient {
     }
 
     private struct StartWire: Decodable { var requestId: String }
-    private struct DeltaWire: Decodable { var delta: String; var text: String }
+    private struct DeltaWire: Decodable {
+        var delta: String
+        var text: String
+    }
     private struct NoBody: Encodable {}
 
     private func request(_ method: String, _ path: String, query: [URLQueryItem] = []) throws -> URLRequest {
@@ -228,7 +242,8 @@ extension TextGatewayClient {
     }
 
     private func request(
-        _ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable)?, idempotencyKey: String? = nil
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable)?,
+        idempotencyKey: String? = nil
     ) throws -> URLRequest {
         var url = baseURL.appendingPathComponent(path)
         if !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
@@ -269,7 +284,7 @@ extension TextGatewayClient {
                 // With a key, a connection lost mid-answer is safe to try again: the gateway
                 // finished the answer and kept it, and hands it over without charging again.
                 guard request.value(forHTTPHeaderField: "Idempotency-Key") != nil,
-                      let delay = retry.delay(afterTransportError: error, attempt: attempt)
+                    let delay = retry.delay(afterTransportError: error, attempt: attempt)
                 else { throw error }
                 try await Task.sleep(for: delay)
                 attempt += 1
@@ -309,7 +324,8 @@ extension TextGatewayClient {
             return disposition
         }
         guard let deviceSession else {
-            let task = transferTask(urlRequest, onEvent: onEvent, onEnd: { error in continuation.finish(throwing: error) })
+            let task = transferTask(
+                urlRequest, onEvent: onEvent, onEnd: { error in continuation.finish(throwing: error) })
             continuation.onTermination = { _ in task.cancel() }
             task.resume()
             return stream
@@ -355,13 +371,16 @@ extension TextGatewayClient {
 
     /// One event stream's transfer, returning when its last event came and throwing how it
     /// failed otherwise; cancelling the calling task cancels the transfer.
-    private func transfer(_ request: URLRequest, onEvent: @escaping @Sendable (ServerSentEvent) throws -> EventDisposition) async throws {
+    private func transfer(
+        _ request: URLRequest, onEvent: @escaping @Sendable (ServerSentEvent) throws -> EventDisposition
+    ) async throws {
         let handle = TransferHandle()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-                handle.start(transferTask(request, onEvent: onEvent) { error in
-                    if let error { done.resume(throwing: error) } else { done.resume() }
-                })
+                handle.start(
+                    transferTask(request, onEvent: onEvent) { error in
+                        if let error { done.resume(throwing: error) } else { done.resume() }
+                    })
             }
         } onCancel: {
             handle.cancel()
@@ -429,12 +448,15 @@ extension TextGatewayClient {
             let text = try decoder.singleValueContainer().decode(String.self)
             if let date = try? Date(text, strategy: Self.fractionalDates) { return date }
             if let date = try? Date(text, strategy: Self.wholeSecondDates) { return date }
-            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 date: \(text)"))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 date: \(text)")
+            )
         }
         return try decoder.decode(type, from: data)
     }
 
     private static func pathComponent(_ id: String) -> String {
-        id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
+        id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
+            ?? id
     }
 }

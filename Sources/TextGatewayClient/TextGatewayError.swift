@@ -23,7 +23,10 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
     public var isTokenRefused: Bool
 
     /// An error of the given parts.
-    public init(status: Int, code: String, message: String, requestId: String? = nil, retryAfter: Int? = nil, isTokenRefused: Bool = false) {
+    public init(
+        status: Int, code: String, message: String, requestId: String? = nil, retryAfter: Int? = nil,
+        isTokenRefused: Bool = false
+    ) {
         self.status = status
         self.code = code
         self.message = message

@@ -1,11 +1,12 @@
-// mock-upstream: an OpenAI-compatible fake chat-completions server for the demo, tests and
-// benchmarks. See MockBehaviour for the per-request overrides.
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTPServer
 import MockUpstream
+
+// mock-upstream: an OpenAI-compatible fake chat-completions server for the demo, tests and
+// benchmarks. See MockBehaviour for the per-request overrides.
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 let usage = """
     usage: mock-upstream [options]

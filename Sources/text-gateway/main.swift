@@ -1,10 +1,11 @@
-// text-gateway: the TextGateway server. See `text-gateway --help` and README.md.
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Gateway
 import HTTPClient
+
+// text-gateway: the TextGateway server. See `text-gateway --help` and README.md.
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 func write(_ text: String, to fd: CInt) {
     StandardStreams.write(text, to: fd)
@@ -55,7 +56,9 @@ case .version:
 case .tokenHash:
     let input = StandardStreams.read(0, upTo: 4096)
     let token = String(decoding: input, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-    guard !token.isEmpty, input.count <= 4096 else { fail("token hash: write one token (at most 512 characters) on standard input") }
+    guard !token.isEmpty, input.count <= 4096 else {
+        fail("token hash: write one token (at most 512 characters) on standard input")
+    }
     write(TokenStore.hashLine(forToken: token) + "\n", to: 1)
 case .store(let storeCommand, let environmentName):
     let result = await storeCommand.run(configuration: loadConfiguration(environmentName: environmentName))
@@ -110,7 +113,8 @@ case .serve(let hostname, let port, let environmentName):
     let logger = Logger(level: configuration.logLevel, format: configuration.logFormat)
     let server: GatewayServer
     do {
-        server = try await GatewayServer.start(configuration: configuration, logger: logger, environmentName: environmentName)
+        server = try await GatewayServer.start(
+            configuration: configuration, logger: logger, environmentName: environmentName)
     } catch let error as StoreStartError {
         logger.error("start_failed", [("reason", .string("\(error)"))])
         fail("\(error)", exitCode: 2)

@@ -1,5 +1,6 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 @Suite("ChatCompletionPassThrough: a /v1 body passed through as it came")
 struct ChatCompletionPassThroughTests {
@@ -7,11 +8,14 @@ struct ChatCompletionPassThroughTests {
 
     static let messages = #""messages":[{"role":"user","content":"hi"}]"#
 
-    static func read(_ body: String, maximumMessages: Int = 8) throws(ChatCompletionPassThroughError) -> ChatCompletionPassThrough {
+    static func read(_ body: String, maximumMessages: Int = 8) throws(ChatCompletionPassThroughError)
+        -> ChatCompletionPassThrough
+    {
         try ChatCompletionPassThrough(jsonBytes: Array(body.utf8), maximumMessages: maximumMessages)
     }
 
-    static func written(_ body: String, model: String = "up", cap: Int = 1000, addUsage: Bool = false) throws -> String {
+    static func written(_ body: String, model: String = "up", cap: Int = 1000, addUsage: Bool = false) throws -> String
+    {
         String(decoding: try read(body).body(model: model, maxTokensCap: cap, addUsageOption: addUsage), as: UTF8.self)
     }
 
@@ -74,16 +78,39 @@ struct ChatCompletionPassThroughTests {
             (#","max_tokens":null"#, 500, false, #","max_tokens":500"#),
             (#","max_completion_tokens":99999"#, 500, false, #","max_completion_tokens":500"#),
             (#","max_completion_tokens":20"#, 500, false, #","max_completion_tokens":20"#),
-            (#","max_completion_tokens":20,"max_tokens":99999"#, 500, false, #","max_completion_tokens":20,"max_tokens":500"#),
-            (#","max_completion_tokens":20,"max_tokens":null"#, 500, false, #","max_completion_tokens":20,"max_tokens":null"#),
+            (
+                #","max_completion_tokens":20,"max_tokens":99999"#, 500, false,
+                #","max_completion_tokens":20,"max_tokens":500"#
+            ),
+            (
+                #","max_completion_tokens":20,"max_tokens":null"#, 500, false,
+                #","max_completion_tokens":20,"max_tokens":null"#
+            ),
             (#","max_completion_tokens":null"#, 500, false, #","max_completion_tokens":null,"max_tokens":500"#),
-            (#","stream":true"#, 500, true, #","stream":true,"max_tokens":500,"stream_options":{"include_usage":true}"#),
-            (#","stream":true,"stream_options":{"include_usage":true}"#, 500, true, #","stream":true,"stream_options":{"include_usage":true},"max_tokens":500"#),
-            (#","stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}"#, 500, true,
-             #","stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"max_tokens":500"#),
-            (#","stream":true,"stream_options":{ "x" : [ 1 ] }"#, 500, true, #","stream":true,"stream_options":{"x":[ 1 ],"include_usage":true},"max_tokens":500"#),
-            (#","stream":true,"stream_options":null"#, 500, true, #","stream":true,"stream_options":{"include_usage":true},"max_tokens":500"#),
-            (#","stream_options":{"include_usage":false}"#, 500, false, #","stream_options":{"include_usage":false},"max_tokens":500"#),
+            (
+                #","stream":true"#, 500, true,
+                #","stream":true,"max_tokens":500,"stream_options":{"include_usage":true}"#
+            ),
+            (
+                #","stream":true,"stream_options":{"include_usage":true}"#, 500, true,
+                #","stream":true,"stream_options":{"include_usage":true},"max_tokens":500"#
+            ),
+            (
+                #","stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}"#, 500, true,
+                #","stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"max_tokens":500"#
+            ),
+            (
+                #","stream":true,"stream_options":{ "x" : [ 1 ] }"#, 500, true,
+                #","stream":true,"stream_options":{"x":[ 1 ],"include_usage":true},"max_tokens":500"#
+            ),
+            (
+                #","stream":true,"stream_options":null"#, 500, true,
+                #","stream":true,"stream_options":{"include_usage":true},"max_tokens":500"#
+            ),
+            (
+                #","stream_options":{"include_usage":false}"#, 500, false,
+                #","stream_options":{"include_usage":false},"max_tokens":500"#
+            ),
         ] as [(String, Int, Bool, String)]
     )
     func rewrites(members: String, cap: Int, addUsage: Bool, expected: String) throws {
@@ -96,7 +123,9 @@ struct ChatCompletionPassThroughTests {
     @Test("writes the upstream model and the member names as JSON strings")
     func escaping() throws {
         let body = #"{"\u006dodel":"alias",\#(Self.messages),"t\u00e9st":1,"max_tokens":5}"#
-        #expect(try Self.written(body, model: "up\"/\u{1}") == #"{"model":"up\"/\u0001",\#(Self.messages),"tést":1,"max_tokens":5}"#)
+        #expect(
+            try Self.written(body, model: "up\"/\u{1}")
+                == #"{"model":"up\"/\u0001",\#(Self.messages),"tést":1,"max_tokens":5}"#)
     }
 
     @Test("reads what the gateway needs: the alias, stream, include_usage and the token fields")
@@ -105,10 +134,14 @@ struct ChatCompletionPassThroughTests {
         #expect(plain.model == "fast")
         #expect(!plain.stream && !plain.includeUsage)
         #expect(plain.maxTokens == nil && plain.maxCompletionTokens == nil)
-        let streamed = try Self.read(#"{"model":"fast",\#(Self.messages),"stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"max_completion_tokens":9}"#)
+        let streamed = try Self.read(
+            #"{"model":"fast",\#(Self.messages),"stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"max_completion_tokens":9}"#
+        )
         #expect(streamed.stream && streamed.includeUsage)
         #expect(streamed.maxTokens == 7 && streamed.maxCompletionTokens == 9)
-        let nulls = try Self.read(#"{"model":"fast",\#(Self.messages),"stream":null,"stream_options":{"include_usage":null},"max_tokens":null}"#)
+        let nulls = try Self.read(
+            #"{"model":"fast",\#(Self.messages),"stream":null,"stream_options":{"include_usage":null},"max_tokens":null}"#
+        )
         #expect(!nulls.stream && !nulls.includeUsage && nulls.maxTokens == nil)
     }
 
@@ -137,10 +170,19 @@ struct ChatCompletionPassThroughTests {
             (#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1.5}"#, .invalidField("max_tokens")),
             (#"{"model":"m","messages":[{"role":"user"}],"max_tokens":-1}"#, .invalidField("max_tokens")),
             (#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1e300}"#, .invalidField("max_tokens")),
-            (#"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":-3}"#, .invalidField("max_completion_tokens")),
-            (#"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":true}"#, .invalidField("max_completion_tokens")),
+            (
+                #"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":-3}"#,
+                .invalidField("max_completion_tokens")
+            ),
+            (
+                #"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":true}"#,
+                .invalidField("max_completion_tokens")
+            ),
             (#"{"model":"m","messages":[{"role":"user"}],"stream_options":true}"#, .invalidField("stream_options")),
-            (#"{"model":"m","messages":[{"role":"user"}],"stream_options":{"include_usage":"yes"}}"#, .invalidField("stream_options.include_usage")),
+            (
+                #"{"model":"m","messages":[{"role":"user"}],"stream_options":{"include_usage":"yes"}}"#,
+                .invalidField("stream_options.include_usage")
+            ),
         ] as [(String, ChatCompletionPassThroughError)]
     )
     func refused(body: String, expected: ChatCompletionPassThroughError) {
@@ -175,7 +217,10 @@ struct ChatCompletionPassThroughTests {
     @Test("refuses invalid UTF-8 in a member name or a string")
     func invalidUTF8() {
         let prefix = Array(#"{"model":"m","messages":[{"role":"user"}],""#.utf8)
-        for bytes in [prefix + [0xFF] + Array(#"":1}"#.utf8), Array(#"{"model":"m","messages":[{"role":"user","c"#.utf8) + [0xC0, 0x80] + Array(#"":1}]}"#.utf8)] {
+        for bytes in [
+            prefix + [0xFF] + Array(#"":1}"#.utf8),
+            Array(#"{"model":"m","messages":[{"role":"user","c"#.utf8) + [0xC0, 0x80] + Array(#"":1}]}"#.utf8),
+        ] {
             #expect {
                 try ChatCompletionPassThrough(jsonBytes: bytes, maximumMessages: 8)
             } throws: { error in
@@ -199,12 +244,15 @@ struct ChatCompletionPassThroughTests {
     @Test("agrees with the whole parse on 10,000 generated bodies, broken ones included, and writes what it read")
     func agreesWithTheWholeParse() throws {
         let keys = [
-            #""model""#, #""messages""#, #""stream""#, #""max_tokens""#, #""max_completion_tokens""#, #""stream_options""#,
+            #""model""#, #""messages""#, #""stream""#, #""max_tokens""#, #""max_completion_tokens""#,
+            #""stream_options""#,
             #""tools""#, #""n""#, #""m\u006fdel""#, #""x""#, "\"\u{E9}\"",
         ]
         let values = [
-            #""alias""#, #"[{"role":"user","content":"hi"}]"#, #"[{"role":"tool","tool_call_id":"c","content":[{"type":"image_url","image_url":{"url":"u"}}]}]"#,
-            #"[]"#, #"[{"content":"x"}]"#, #"[1]"#, "true", "null", "12", "-3", "1.5", "1e-7", "18446744073709551615", #"{"include_usage":true}"#,
+            #""alias""#, #"[{"role":"user","content":"hi"}]"#,
+            #"[{"role":"tool","tool_call_id":"c","content":[{"type":"image_url","image_url":{"url":"u"}}]}]"#,
+            #"[]"#, #"[{"content":"x"}]"#, #"[1]"#, "true", "null", "12", "-3", "1.5", "1e-7", "18446744073709551615",
+            #"{"include_usage":true}"#,
             #"{"include_usage":"x","o":[1]}"#, #"{"a":1,"a":2}"#, #""\ud800""#, #"[[[[{"k":"v"}]]]]"#, #""a\"b\u00e9""#,
         ]
         var generator = SystemRandomNumberGenerator()
@@ -213,22 +261,34 @@ struct ChatCompletionPassThroughTests {
             for _ in 0..<Int.random(in: 0...6, using: &generator) {
                 members.append(keys.randomElement(using: &generator)! + ":" + values.randomElement(using: &generator)!)
             }
-            if Bool.random(using: &generator) { members.insert(#""model":"alias","messages":[{"role":"user"}]"#, at: 0) }
-            let text = Int.random(in: 0..<20, using: &generator) == 0 ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "}"
+            if Bool.random(using: &generator) {
+                members.insert(#""model":"alias","messages":[{"role":"user"}]"#, at: 0)
+            }
+            let text =
+                Int.random(in: 0..<20, using: &generator) == 0
+                ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "}"
             var bytes = Array(text.utf8)
             if Int.random(in: 0..<6, using: &generator) == 0, !bytes.isEmpty {
                 let at = Int.random(in: 0..<bytes.count, using: &generator)
-                if Bool.random(using: &generator) { bytes.removeSubrange(at...) } else { bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at) }
+                if Bool.random(using: &generator) {
+                    bytes.removeSubrange(at...)
+                } else {
+                    bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at)
+                }
             }
             let shown = String(decoding: bytes, as: UTF8.self)
             let whole = try? Value.parse(bytes, maximumDepth: 512)
-            let read = Result { () throws(ChatCompletionPassThroughError) in try ChatCompletionPassThrough(jsonBytes: bytes, maximumMessages: 8) }
+            let read = Result { () throws(ChatCompletionPassThroughError) in
+                try ChatCompletionPassThrough(jsonBytes: bytes, maximumMessages: 8)
+            }
             switch (whole, read) {
             case (nil, .failure(.invalidJSON)): break
             case (.object(var object)?, .success(let chat)):
                 let written = chat.body(model: "up", maxTokensCap: 100, addUsageOption: false)
                 object["model"] = .string("up")
-                if let asked = object["max_completion_tokens"]?.intValue { object["max_completion_tokens"] = .number(Double(min(asked, 100))) }
+                if let asked = object["max_completion_tokens"]?.intValue {
+                    object["max_completion_tokens"] = .number(Double(min(asked, 100)))
+                }
                 if let asked = object["max_tokens"]?.intValue {
                     object["max_tokens"] = .number(Double(min(asked, 100)))
                 } else if chat.maxCompletionTokens == nil {
@@ -239,7 +299,8 @@ struct ChatCompletionPassThroughTests {
                 if case .invalidJSON = error { Issue.record("valid JSON refused as invalid: \(shown)") }
                 if case .notAnObject = error { Issue.record("an object read as not one: \(shown)") }
             case (_?, .failure(.notAnObject)): break
-            default: Issue.record("the whole parse gave \(String(describing: whole)), the pass-through \(read): \(shown)")
+            default:
+                Issue.record("the whole parse gave \(String(describing: whole)), the pass-through \(read): \(shown)")
             }
         }
     }

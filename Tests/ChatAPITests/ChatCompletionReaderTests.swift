@@ -1,5 +1,6 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 @Suite("Reading a completion straight from its bytes")
 struct ChatCompletionReaderTests {
@@ -13,11 +14,17 @@ struct ChatCompletionReaderTests {
              "service_tier":"default"}
             """#
         let completion = try ChatCompletionReader.read(Array(text.utf8))
-        #expect(completion == ChatCompletion(
-            id: "chatcmpl-1", created: 1_700_000_000, model: "m",
-            choices: [.init(index: 0, message: .init(role: .assistant, content: "سلام \"دنیا\"\n"), finishReason: "stop")],
-            usage: Usage(promptTokens: 12, completionTokens: 5, totalTokens: 17)
-        ))
+        #expect(
+            completion
+                == ChatCompletion(
+                    id: "chatcmpl-1", created: 1_700_000_000, model: "m",
+                    choices: [
+                        .init(
+                            index: 0, message: .init(role: .assistant, content: "سلام \"دنیا\"\n"), finishReason: "stop"
+                        )
+                    ],
+                    usage: Usage(promptTokens: 12, completionTokens: 5, totalTokens: 17)
+                ))
         #expect(try ChatCompletion(jsonValueBytes: Array(text.utf8)) == completion)
     }
 
@@ -48,7 +55,7 @@ struct ChatCompletionReaderTests {
         var fastPathTaken = 0
         for _ in 0..<20_000 {
             var document = Array(DocumentMaker().completion().utf8)
-            if Int.random(in: 0..<8, using: &generator) == 0, !document.isEmpty {  // truncated or with a stray byte
+            if Int.random(in: 0..<8, using: &generator) == 0, !document.isEmpty { // truncated or with a stray byte
                 let at = Int.random(in: 0..<document.count, using: &generator)
                 if Bool.random(using: &generator) {
                     document.removeSubrange(at...)
@@ -61,7 +68,7 @@ struct ChatCompletionReaderTests {
             #expect(fast == general, "\(String(decoding: document, as: UTF8.self))")
             if (try? ChatCompletionReader.read(document)) != nil { fastPathTaken += 1 }
         }
-        #expect(fastPathTaken > 2_000)  // the generator mostly makes shapes the fast reading takes
+        #expect(fastPathTaken > 2_000) // the generator mostly makes shapes the fast reading takes
     }
 }
 
@@ -74,11 +81,13 @@ private final class DocumentMaker {
     func space() -> String { chance(4) ? [" ", "\n", "\t ", "\r\n"].randomElement(using: &generator)! : "" }
 
     func string() -> String {
-        [#""a""#, #""""#, #""chat.completion""#, #""سلام""#, #""q\"uote\n""#, #""\u00e9\ud83d\ude00""#, #""stop""#].randomElement(using: &generator)!
+        [#""a""#, #""""#, #""chat.completion""#, #""سلام""#, #""q\"uote\n""#, #""\u00e9\ud83d\ude00""#, #""stop""#]
+            .randomElement(using: &generator)!
     }
 
     func number() -> String {
-        ["0", "7", "-3", "1700000000", "1.5", "2e3", "1e20", "-0", "123456789012345678"].randomElement(using: &generator)!
+        ["0", "7", "-3", "1700000000", "1.5", "2e3", "1e20", "-0", "123456789012345678"].randomElement(
+            using: &generator)!
     }
 
     func anyValue(depth: Int = 0) -> String {
@@ -86,7 +95,10 @@ private final class DocumentMaker {
         case 0: return "null"
         case 1: return Bool.random(using: &generator) ? "true" : "false"
         case 2: return number()
-        case 3 where depth < 3: return "[" + (0..<Int.random(in: 0...2, using: &generator)).map { _ in anyValue(depth: depth + 1) }.joined(separator: ",") + "]"
+        case 3 where depth < 3:
+            return "["
+                + (0..<Int.random(in: 0...2, using: &generator)).map { _ in anyValue(depth: depth + 1) }.joined(
+                    separator: ",") + "]"
         case 4 where depth < 3: return "{" + space() + #""k":"# + anyValue(depth: depth + 1) + "}"
         default: return string()
         }
@@ -101,11 +113,14 @@ private final class DocumentMaker {
         var fields: [String] = []
         for (key, makeValue) in members where !chance(5) {
             var name = key
-            if chance(40) { name = "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst() }  // the same key, escaped
+            // the same key, escaped
+            if chance(40) { name = "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst() }
             fields.append(space() + "\"" + name + "\"" + space() + ":" + space() + makeValue() + space())
-            if chance(30) { fields.append("\"" + key + "\":" + makeValue()) }  // repeated
+            if chance(30) { fields.append("\"" + key + "\":" + makeValue()) } // repeated
         }
-        if chance(3) { fields.insert(#""extra":"# + anyValue(), at: Int.random(in: 0...fields.count, using: &generator)) }
+        if chance(3) {
+            fields.insert(#""extra":"# + anyValue(), at: Int.random(in: 0...fields.count, using: &generator))
+        }
         fields.shuffle(using: &generator)
         return "{" + fields.joined(separator: ",") + "}"
     }
@@ -117,7 +132,14 @@ private final class DocumentMaker {
             ("object", { self.value { self.string() } }),
             ("created", { self.value { self.number() } }),
             ("model", { self.value { self.string() } }),
-            ("choices", { self.value { "[" + (0..<Int.random(in: 0...2)).map { _ in self.choice() }.joined(separator: ",") + "]" } }),
+            (
+                "choices",
+                {
+                    self.value {
+                        "[" + (0..<Int.random(in: 0...2)).map { _ in self.choice() }.joined(separator: ",") + "]"
+                    }
+                }
+            ),
             ("usage", { self.value { self.usage() } }),
         ])
     }
@@ -133,7 +155,10 @@ private final class DocumentMaker {
     func message() -> String {
         return object([
             ("role", { self.value { self.string() } }),
-            ("content", { self.value { self.chance(5) ? #"[{"type":"text","text":"a"},{"text":"b"}]"# : self.string() } }),
+            (
+                "content",
+                { self.value { self.chance(5) ? #"[{"type":"text","text":"a"},{"text":"b"}]"# : self.string() } }
+            ),
         ])
     }
 

@@ -6,7 +6,8 @@ struct ChatCompletionRequestBytesTests {
     static let requests: [ChatCompletionRequest] = [
         ChatCompletionRequest(model: "m", messages: [ChatMessage(role: .user, content: "hi")]),
         ChatCompletionRequest(
-            model: "mode\"l/1", messages: [
+            model: "mode\"l/1",
+            messages: [
                 ChatMessage(role: .system, content: "شما یک دستیار حرفه‌ای هستید.\nقواعد:\t«نقل»"),
                 ChatMessage(role: .user, content: "<user_text>\n\u{1}\\ \"quoted\" 👨‍👩‍👧‍👦\n</user_text>", name: "ali"),
                 ChatMessage(role: .assistant, content: nil),
@@ -15,8 +16,9 @@ struct ChatCompletionRequestBytesTests {
             streamOptions: .init(includeUsage: true), stop: .multiple(["\n\n", "END"]),
             presencePenalty: -0.5, frequencyPenalty: 1e-5, user: "u-1"
         ),
-        ChatCompletionRequest(model: "m", messages: [ChatMessage(role: .tool, content: "")], temperature: 0.2,
-                              streamOptions: .init(includeUsage: nil), stop: .single("x")),
+        ChatCompletionRequest(
+            model: "m", messages: [ChatMessage(role: .tool, content: "")], temperature: 0.2,
+            streamOptions: .init(includeUsage: nil), stop: .single("x")),
     ]
 
     @Test("is the same JSON document as the Codable encoding", arguments: requests)

@@ -18,12 +18,13 @@ struct ChatCompletionRequestTests {
             temperature: 0.2,
             maxTokens: 1200
         )
-        let expected = try JSONValue(parsing: #"""
-            {"model": "gpt-4o-mini",
-             "messages": [{"role": "system", "content": "شما یک دستیار هستید."},
-                          {"role": "user", "content": "متن ورودی:\n\n<user_text>\nسلام\n</user_text>"}],
-             "temperature": 0.2, "max_tokens": 1200}
-            """#)
+        let expected = try JSONValue(
+            parsing: #"""
+                {"model": "gpt-4o-mini",
+                 "messages": [{"role": "system", "content": "شما یک دستیار هستید."},
+                              {"role": "user", "content": "متن ورودی:\n\n<user_text>\nسلام\n</user_text>"}],
+                 "temperature": 0.2, "max_tokens": 1200}
+                """#)
         #expect(try JSONValue(encoding: request) == expected)
         let text = String(decoding: try JSON.encode(request), as: UTF8.self)
         #expect(!text.contains("null"))
@@ -45,12 +46,13 @@ struct ChatCompletionRequestTests {
             frequencyPenalty: -0.5,
             user: "u-1"
         )
-        let expected = try JSONValue(parsing: #"""
-            {"model": "m", "messages": [{"role": "user", "content": "hi", "name": "ali"}],
-             "temperature": 0.7, "top_p": 0.9, "max_tokens": 100, "max_completion_tokens": 90,
-             "stream": true, "stream_options": {"include_usage": true}, "stop": ["\n\n", "END"],
-             "presence_penalty": 0.5, "frequency_penalty": -0.5, "user": "u-1"}
-            """#)
+        let expected = try JSONValue(
+            parsing: #"""
+                {"model": "m", "messages": [{"role": "user", "content": "hi", "name": "ali"}],
+                 "temperature": 0.7, "top_p": 0.9, "max_tokens": 100, "max_completion_tokens": 90,
+                 "stream": true, "stream_options": {"include_usage": true}, "stop": ["\n\n", "END"],
+                 "presence_penalty": 0.5, "frequency_penalty": -0.5, "user": "u-1"}
+                """#)
         #expect(try JSONValue(encoding: request) == expected)
         #expect(try JSON.decode(ChatCompletionRequest.self, from: JSON.encode(request)) == request)
     }
@@ -58,7 +60,8 @@ struct ChatCompletionRequestTests {
     @Test("a single stop string keeps its shape")
     func singleStop() throws {
         let request = ChatCompletionRequest(model: "m", messages: [], stop: .single("END"))
-        #expect(try JSONValue(encoding: request) == (try JSONValue(parsing: #"{"model":"m","messages":[],"stop":"END"}"#)))
+        #expect(
+            try JSONValue(encoding: request) == (try JSONValue(parsing: #"{"model":"m","messages":[],"stop":"END"}"#)))
         #expect(try decode(#"{"model":"m","messages":[],"stop":"END"}"#).stop == .single("END"))
         #expect(try decode(#"{"model":"m","messages":[],"stop":["a","b"]}"#).stop?.sequences == ["a", "b"])
         #expect(try decode(#"{"model":"m","messages":[],"stop":null}"#).stop == nil)
@@ -66,7 +69,8 @@ struct ChatCompletionRequestTests {
 
     @Test("decodes an OpenAI SDK request: content parts, null content, names, unknown fields")
     func decodesSDKRequest() throws {
-        let request = try decode(#"""
+        let request = try decode(
+            #"""
             {"model": "gpt-4o", "n": 1, "tools": [], "logprobs": false, "temperature": null,
              "messages": [
                {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
@@ -81,32 +85,37 @@ struct ChatCompletionRequestTests {
         #expect(request.temperature == nil)
         #expect(request.stream == true)
         #expect(request.streamOptions == .init(includeUsage: true))
-        #expect(request.messages == [
-            ChatMessage(role: .developer, content: "Be brief."),
-            ChatMessage(role: .user, content: "line one\nline two", name: "sara"),
-            ChatMessage(role: .assistant, content: nil),
-            ChatMessage(role: .tool, content: "42"),
-            ChatMessage(role: .user, content: ""),
-        ])
+        #expect(
+            request.messages == [
+                ChatMessage(role: .developer, content: "Be brief."),
+                ChatMessage(role: .user, content: "line one\nline two", name: "sara"),
+                ChatMessage(role: .assistant, content: nil),
+                ChatMessage(role: .tool, content: "42"),
+                ChatMessage(role: .user, content: ""),
+            ])
         #expect(request.messages[1].role.rawValue == "user")
     }
 
     @Test("a message with a nil content encodes without the key")
     func nilContentOmitted() throws {
-        #expect(try JSONValue(encoding: ChatMessage(role: .assistant, content: nil)) == .object(["role": .string("assistant")]))
+        #expect(
+            try JSONValue(encoding: ChatMessage(role: .assistant, content: nil))
+                == .object(["role": .string("assistant")]))
     }
 
-    @Test("requests without their required fields, or with non-text parts, fail", arguments: [
-        #"{"messages": [{"role": "user", "content": "hi"}]}"#,
-        #"{"model": "m"}"#,
-        #"{"model": "m", "messages": [{"content": "hi"}]}"#,
-        #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]}"#,
-        #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]}"#,
-        #"{"model": "m", "messages": [{"role": "user", "content": 5}]}"#,
-        #"{"model": "m", "messages": [], "max_tokens": "100"}"#,
-        #"{"model": "m", "messages": [], "stop": 3}"#,
-        #"{"model": 1, "messages": []}"#,
-    ])
+    @Test(
+        "requests without their required fields, or with non-text parts, fail",
+        arguments: [
+            #"{"messages": [{"role": "user", "content": "hi"}]}"#,
+            #"{"model": "m"}"#,
+            #"{"model": "m", "messages": [{"content": "hi"}]}"#,
+            #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]}"#,
+            #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]}"#,
+            #"{"model": "m", "messages": [{"role": "user", "content": 5}]}"#,
+            #"{"model": "m", "messages": [], "max_tokens": "100"}"#,
+            #"{"model": "m", "messages": [], "stop": 3}"#,
+            #"{"model": 1, "messages": []}"#,
+        ])
     func rejects(json: String) {
         #expect(throws: (any Error).self) { try decode(json) }
     }

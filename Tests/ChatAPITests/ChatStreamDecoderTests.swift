@@ -10,7 +10,8 @@ struct ChatStreamDecoderTests {
     @Test("reads chunks and [DONE], then ignores whatever follows")
     func ignoresAfterDone() throws {
         var decoder = ChatStreamDecoder()
-        let events = try decoder.feed(Array("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\ndata: not json\n\n".utf8))
+        let events = try decoder.feed(
+            Array("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\ndata: not json\n\n".utf8))
         #expect(events == [try chunk(#"{"choices":[{"delta":{"content":"a"}}]}"#), .done])
         #expect(decoder.isDone)
         #expect(try decoder.feed(Array("data: {broken\n\n".utf8)).isEmpty)
@@ -27,14 +28,16 @@ struct ChatStreamDecoderTests {
         #expect(try unterminated.finish() == [.done])
     }
 
-    @Test("a stream that ends without [DONE] is truncated", arguments: [
-        "",
-        ": ping\n\n",
-        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
-        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"cont",
-        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n",
-        "data: [DO",
-    ])
+    @Test(
+        "a stream that ends without [DONE] is truncated",
+        arguments: [
+            "",
+            ": ping\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"cont",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n",
+            "data: [DO",
+        ])
     func truncated(text: String) throws {
         var decoder = ChatStreamDecoder()
         _ = try decoder.feed(Array(text.utf8))
@@ -42,41 +45,47 @@ struct ChatStreamDecoderTests {
         #expect(throws: ChatStreamError.truncated) { try decoder.finish() }
     }
 
-    @Test("data that is not a chunk is malformed, and the error names only its length", arguments: [
-        "not json",
-        "[1,2]",
-        "\"text\"",
-        "{\"choices\":\"x\"}",
-        "{\"choices\":[{\"delta\":{\"content\":7}}]}",
-        "{\"secret user text\": ",
-    ])
+    @Test(
+        "data that is not a chunk is malformed, and the error names only its length",
+        arguments: [
+            "not json",
+            "[1,2]",
+            "\"text\"",
+            "{\"choices\":\"x\"}",
+            "{\"choices\":[{\"delta\":{\"content\":7}}]}",
+            "{\"secret user text\": ",
+        ])
     func malformed(data: String) throws {
         var decoder = ChatStreamDecoder()
         let error = #expect(throws: ChatStreamError.self) { try decoder.feed(Array("data: \(data)\n\n".utf8)) }
         #expect(error == .malformedChunk(length: data.utf8.count))
         #expect(error.map { String(describing: $0) } == "malformed stream chunk (\(data.utf8.count) bytes)")
-        #expect(throws: ChatStreamError.malformedChunk(length: data.utf8.count)) { try decoder.feed(Array("data: [DONE]\n\n".utf8)) }
+        #expect(throws: ChatStreamError.malformedChunk(length: data.utf8.count)) {
+            try decoder.feed(Array("data: [DONE]\n\n".utf8))
+        }
         #expect(throws: ChatStreamError.malformedChunk(length: data.utf8.count)) { try decoder.finish() }
     }
 
-    @Test("an error object in the stream is an upstream error", arguments: [
-        (
-            "data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n",
-            UpstreamErrorBody(message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded")
-        ),
-        (
-            "event: error\ndata: {\"error\":{\"message\":\"overloaded\",\"code\":503}}\n\n",
-            UpstreamErrorBody(message: "overloaded", code: "503")
-        ),
-        (
-            "event: error\ndata: upstream exploded\n\n",
-            UpstreamErrorBody(message: "upstream exploded")
-        ),
-        (
-            "data: {\"object\":\"error\",\"message\":\"bad\",\"type\":\"BadRequestError\",\"code\":400}\n\n",
-            UpstreamErrorBody(message: "bad", type: "BadRequestError", code: "400")
-        ),
-    ])
+    @Test(
+        "an error object in the stream is an upstream error",
+        arguments: [
+            (
+                "data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n",
+                UpstreamErrorBody(message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded")
+            ),
+            (
+                "event: error\ndata: {\"error\":{\"message\":\"overloaded\",\"code\":503}}\n\n",
+                UpstreamErrorBody(message: "overloaded", code: "503")
+            ),
+            (
+                "event: error\ndata: upstream exploded\n\n",
+                UpstreamErrorBody(message: "upstream exploded")
+            ),
+            (
+                "data: {\"object\":\"error\",\"message\":\"bad\",\"type\":\"BadRequestError\",\"code\":400}\n\n",
+                UpstreamErrorBody(message: "bad", type: "BadRequestError", code: "400")
+            ),
+        ])
     func upstreamError(text: String, body: UpstreamErrorBody) throws {
         var decoder = ChatStreamDecoder()
         let prefix = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
@@ -85,12 +94,14 @@ struct ChatStreamDecoderTests {
         #expect(throws: ChatStreamError.upstreamError(body)) { try decoder.finish() }
     }
 
-    @Test("chunks that merely mention error stay chunks", arguments: [
-        #"{"choices":[{"delta":{"content":"error"}}]}"#,
-        #"{"choices":[{"delta":{"content":"\"error\" is a word"}}]}"#,
-        #"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#,
-        #"{"object":"chat.completion.chunk","choices":[{"delta":{"content":"error: none"}}]}"#,
-    ])
+    @Test(
+        "chunks that merely mention error stay chunks",
+        arguments: [
+            #"{"choices":[{"delta":{"content":"error"}}]}"#,
+            #"{"choices":[{"delta":{"content":"\"error\" is a word"}}]}"#,
+            #"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#,
+            #"{"object":"chat.completion.chunk","choices":[{"delta":{"content":"error: none"}}]}"#,
+        ])
     func mentionsError(json: String) throws {
         var decoder = ChatStreamDecoder()
         let events = try decoder.feed(Array("data: \(json)\n\ndata: [DONE]\n\n".utf8))

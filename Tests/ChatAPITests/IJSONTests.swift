@@ -1,5 +1,6 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 /// What clients send is read as I-JSON (RFC 7493): a repeated member name or a lone surrogate
 /// escape is an error, in the whole parse, in the members reading, in the validation and in
@@ -62,7 +63,9 @@ struct IJSONTests {
         #expect(throws: JSONParseError.self) { try Value.parse(Array(text.utf8)) }
     }
 
-    @Test("the whole parse accepts distinct names, the same name in other objects, and surrogate pairs", arguments: accepted)
+    @Test(
+        "the whole parse accepts distinct names, the same name in other objects, and surrogate pairs",
+        arguments: accepted)
     func parseAccepts(text: String) throws {
         _ = try Value.parse(Array(text.utf8))
     }
@@ -100,7 +103,8 @@ struct IJSONTests {
 
     @Test("the members reading finds its names among many distinct members")
     func membersAmongMany() throws {
-        let members = try Value.parseMembers(of: Array(Self.manyMembers(30, then: #","task":"x""#).utf8), named: ["task", "m29"])
+        let members = try Value.parseMembers(
+            of: Array(Self.manyMembers(30, then: #","task":"x""#).utf8), named: ["task", "m29"])
         #expect(members == [.string("x"), .number(29)])
     }
 
@@ -108,7 +112,8 @@ struct IJSONTests {
     func lenientReading() throws {
         #expect(try Value.parse(Array(#"{"k":1,"k":2}"#.utf8), strictness: .lenient) == .object(["k": .number(2)]))
         #expect(try Value.parse(Array(#""\ud800x\udc00""#.utf8), strictness: .lenient) == .string("\u{FFFD}x\u{FFFD}"))
-        let completion = try ChatCompletion(jsonBytes: Array(#"{"id":"a","id":"b","choices":[{"message":{"content":"\ud800"}}]}"#.utf8))
+        let completion = try ChatCompletion(
+            jsonBytes: Array(#"{"id":"a","id":"b","choices":[{"message":{"content":"\ud800"}}]}"#.utf8))
         #expect(completion.id == "b")
         #expect(completion.choices.first?.message?.content == "\u{FFFD}")
     }

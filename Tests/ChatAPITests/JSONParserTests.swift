@@ -1,5 +1,6 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 @Suite("JSONValue parser")
 struct JSONParserTests {
@@ -8,8 +9,12 @@ struct JSONParserTests {
     @Test(
         "parses valid documents",
         arguments: [
-            (#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
-             Value.object(["a": .number(1), "b": .array([.bool(true), .bool(false), .null]), "c": .object(["d": .string("e")])])),
+            (
+                #"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
+                Value.object([
+                    "a": .number(1), "b": .array([.bool(true), .bool(false), .null]), "c": .object(["d": .string("e")]),
+                ])
+            ),
             (#" [ -0 , 1.5e3 , 0.1 , 2E-2 ] "#, .array([.number(0), .number(1500), .number(0.1), .number(0.02)])),
             (#""\u00e9\ud83d\ude00\n\t\"\\\/""#, .string("é😀\n\t\"\\/")),
             (#""سلام \u200c دنیا""#, .string("سلام \u{200C} دنیا")),
@@ -26,7 +31,8 @@ struct JSONParserTests {
         "refuses invalid documents",
         arguments: [
             "", " ", "[1,]", "{\"a\":1,}", "01", "+1", ".5", "1.", "-", "1e", "tru", "nul", "'a'", "{a:1}", "[1 2]",
-            "\"a", "\"\u{1}\"", "\"\\x\"", "\"\\u12\"", "{\"a\"}", "{\"a\":}", "[1]]", "1 2", "NaN", "Infinity", "1e999",
+            "\"a", "\"\u{1}\"", "\"\\x\"", "\"\\u12\"", "{\"a\"}", "{\"a\":}", "[1]]", "1 2", "NaN", "Infinity",
+            "1e999",
         ]
     )
     func invalid(text: String) {
@@ -55,29 +61,42 @@ struct JSONParserTests {
         // Repeated names, escaped spellings of a name and canonically equivalent names (U+212A
         // KELVIN SIGN is "K"; "é" and "e" with U+0301) among them.
         let keys = [
-            #""task""#, #""text""#, #""tone""#, #""stream""#, #""other""#, #""t\u0061sk""#, #""\u00e9""#, "\"\u{E9}t\"", "\"k\u{FF}\"",
+            #""task""#, #""text""#, #""tone""#, #""stream""#, #""other""#, #""t\u0061sk""#, #""\u00e9""#, "\"\u{E9}t\"",
+            "\"k\u{FF}\"",
             #""K""#, #""\u212a""#, "\"\u{212A}\"", "\"e\u{301}\"", "\"\u{E9}\"",
         ]
         let values = [
-            #""summarize""#, #""متن""#, "null", "true", "1.5", "[1,{\"a\":[]}]", #"{"task":"x"}"#, #""a\"b""#, "[[[[]]]]",
+            #""summarize""#, #""متن""#, "null", "true", "1.5", "[1,{\"a\":[]}]", #"{"task":"x"}"#, #""a\"b""#,
+            "[[[[]]]]",
             #"{"a":1,"\u0061":2}"#, #""\ud800""#, #""\ud83d\ude00""#,
         ]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
             var members: [String] = []
             for _ in 0..<Int.random(in: 0...5, using: &generator) {
-                members.append(keys.randomElement(using: &generator)! + " : " + values.randomElement(using: &generator)!)
+                members.append(
+                    keys.randomElement(using: &generator)! + " : " + values.randomElement(using: &generator)!)
             }
-            var text = Int.random(in: 0..<20, using: &generator) == 0 ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "} "
+            var text =
+                Int.random(in: 0..<20, using: &generator) == 0
+                ? values.randomElement(using: &generator)! : "{" + members.joined(separator: ",") + "} "
             var bytes = Array(text.utf8)
             if Int.random(in: 0..<6, using: &generator) == 0, !bytes.isEmpty {
                 let at = Int.random(in: 0..<bytes.count, using: &generator)
-                if Bool.random(using: &generator) { bytes.removeSubrange(at...) } else { bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at) }
+                if Bool.random(using: &generator) {
+                    bytes.removeSubrange(at...)
+                } else {
+                    bytes.insert(UInt8.random(in: 0...0xFF, using: &generator), at: at)
+                }
             }
             text = String(decoding: bytes, as: UTF8.self)
             let whole = try? Value.parse(bytes, maximumDepth: 4)
-            #expect(((try? Value.validate(bytes, maximumDepth: 4)) != nil) == (whole != nil), "validate and parse disagree: \(text)")
-            let chosen = Result { () throws(JSONParseError) in try Value.parseMembers(of: bytes, named: names, maximumDepth: 4) }
+            #expect(
+                ((try? Value.validate(bytes, maximumDepth: 4)) != nil) == (whole != nil),
+                "validate and parse disagree: \(text)")
+            let chosen = Result { () throws(JSONParseError) in
+                try Value.parseMembers(of: bytes, named: names, maximumDepth: 4)
+            }
             switch (whole, chosen) {
             case (nil, .failure): break
             case (.object(let object)?, .success(let found?)):
@@ -116,7 +135,8 @@ struct JSONParserTests {
     @Test(
         "refuses completions of the wrong shape, on the fast reading and the general one",
         arguments: [
-            #"[]"#, #"{"choices":{}}"#, #"{"usage":{"prompt_tokens":"3"}}"#, #"{"choices":[{"message":{"content":[{"type":"image_url"}]}}]}"#,
+            #"[]"#, #"{"choices":{}}"#, #"{"usage":{"prompt_tokens":"3"}}"#,
+            #"{"choices":[{"message":{"content":[{"type":"image_url"}]}}]}"#,
             #"{"id":5}"#, #"<html>"#,
         ]
     )

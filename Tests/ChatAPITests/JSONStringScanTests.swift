@@ -1,11 +1,14 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 @Suite("Word-at-a-time scan of JSON string bytes")
 struct JSONStringScanTests {
     /// The byte-by-byte definition the scan must match.
     private func expected(_ bytes: [UInt8], from start: Int, delete: Bool) -> Int {
-        bytes.indices.dropFirst(start).first { bytes[$0] == 0x22 || bytes[$0] == 0x5C || bytes[$0] < 0x20 || (delete && bytes[$0] == 0x7F) }
+        bytes.indices.dropFirst(start).first {
+            bytes[$0] == 0x22 || bytes[$0] == 0x5C || bytes[$0] < 0x20 || (delete && bytes[$0] == 0x7F)
+        }
             ?? bytes.count
     }
 
@@ -26,8 +29,11 @@ struct JSONStringScanTests {
                         bytes[position] = special
                         for delete in [false, true] {
                             for start in [0, min(position, 3)] {
-                                #expect(scan(bytes, from: start, delete: delete) == expected(bytes, from: start, delete: delete),
-                                        "length \(length), byte \(special) at \(position), filler \(filler), delete \(delete)")
+                                #expect(
+                                    scan(bytes, from: start, delete: delete)
+                                        == expected(bytes, from: start, delete: delete),
+                                    "length \(length), byte \(special) at \(position), filler \(filler), delete \(delete)"
+                                )
                             }
                         }
                     }
@@ -43,11 +49,14 @@ struct JSONStringScanTests {
             let length = Int.random(in: 0...40, using: &generator)
             // Mostly plain bytes, so runs are long enough for whole words.
             let bytes = (0..<length).map { _ in
-                Int.random(in: 0..<10, using: &generator) == 0 ? UInt8.random(in: 0...0xFF, using: &generator) : UInt8.random(in: 0x23...0x5B, using: &generator)
+                Int.random(in: 0..<10, using: &generator) == 0
+                    ? UInt8.random(in: 0...0xFF, using: &generator) : UInt8.random(in: 0x23...0x5B, using: &generator)
             }
             let start = Int.random(in: 0...length, using: &generator)
             let delete = Bool.random(using: &generator)
-            #expect(scan(bytes, from: start, delete: delete) == expected(bytes, from: start, delete: delete), "\(bytes) from \(start)")
+            #expect(
+                scan(bytes, from: start, delete: delete) == expected(bytes, from: start, delete: delete),
+                "\(bytes) from \(start)")
         }
     }
 }

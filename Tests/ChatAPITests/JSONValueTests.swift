@@ -6,7 +6,8 @@ struct JSONValueTests {
     @Test("booleans, numbers and null are told apart")
     func scalarKinds() throws {
         let value = try JSONValue(parsing: #"{"t": true, "one": 1, "zero": 0, "n": null, "s": "1"}"#)
-        #expect(value == .object(["t": .bool(true), "one": .number(1), "zero": .number(0), "n": .null, "s": .string("1")]))
+        #expect(
+            value == .object(["t": .bool(true), "one": .number(1), "zero": .number(0), "n": .null, "s": .string("1")]))
     }
 
     @Test("the encoder leaves slashes and non-ASCII text unescaped")

@@ -8,25 +8,40 @@ struct ResponseFormatTests {
         "type": .string("json_schema"),
         "json_schema": .object([
             "name": .string("key-points"), "strict": .bool(true),
-            "schema": .object(["type": .string("array"), "minItems": .number(1), "maxItems": .number(20), "x": .number(0.5), "n": .null]),
+            "schema": .object([
+                "type": .string("array"), "minItems": .number(1), "maxItems": .number(20), "x": .number(0.5),
+                "n": .null,
+            ]),
         ]),
     ])
 
     @Test("is written by jsonBytes() as the Codable encoding writes it, and decodes back")
     func requestRoundTrip() throws {
-        let request = ChatCompletionRequest(model: "m", messages: [ChatMessage(role: .user, content: "hi")], user: "u", responseFormat: Self.format)
+        let request = ChatCompletionRequest(
+            model: "m", messages: [ChatMessage(role: .user, content: "hi")], user: "u", responseFormat: Self.format)
         let direct = String(decoding: request.jsonBytes(), as: UTF8.self)
         #expect(try JSONValue(parsing: direct) == JSONValue(encoding: request))
-        #expect(direct.hasSuffix(#","user":"u","response_format":{"json_schema":{"name":"key-points","schema":{"maxItems":20,"minItems":1,"n":null,"type":"array","x":0.5},"strict":true},"type":"json_schema"}}"#))
+        #expect(
+            direct.hasSuffix(
+                #","user":"u","response_format":{"json_schema":{"name":"key-points","schema":{"maxItems":20,"minItems":1,"n":null,"type":"array","x":0.5},"strict":true},"type":"json_schema"}}"#
+            ))
         #expect(try JSON.decode(ChatCompletionRequest.self, from: request.jsonBytes()) == request)
-        #expect(!String(decoding: ChatCompletionRequest(model: "m", messages: []).jsonBytes(), as: UTF8.self).contains("response_format"))
-        #expect(try JSON.decode(ChatCompletionRequest.self, from: Array(#"{"model":"m","messages":[],"response_format":null}"#.utf8)).responseFormat == nil)
+        #expect(
+            !String(decoding: ChatCompletionRequest(model: "m", messages: []).jsonBytes(), as: UTF8.self).contains(
+                "response_format"))
+        #expect(
+            try JSON.decode(
+                ChatCompletionRequest.self, from: Array(#"{"model":"m","messages":[],"response_format":null}"#.utf8)
+            ).responseFormat == nil)
     }
 
     @Test(
         "writes a value as compact JSON, members by name, whole numbers without a fraction, and parses back to it",
         arguments: [
-            (#"{"b":[1,2.5,-3,true,false,null],"a":"x\"\n","ب":{}}"#, #"{"a":"x\"\n","b":[1,2.5,-3,true,false,null],"ب":{}}"#),
+            (
+                #"{"b":[1,2.5,-3,true,false,null],"a":"x\"\n","ب":{}}"#,
+                #"{"a":"x\"\n","b":[1,2.5,-3,true,false,null],"ب":{}}"#
+            ),
             ("[]", "[]"),
             (#""\u0001""#, #""\u0001""#),
             ("1e300", "1e+300"),

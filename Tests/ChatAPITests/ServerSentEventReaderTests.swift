@@ -45,19 +45,25 @@ struct ServerSentEventReaderTests {
         Case("event type", "event: delta\ndata: x\n\n", [.init(event: "delta", data: "x")]),
         Case("an empty event type is the default", "event:\ndata: x\n\n", [.init(data: "x")]),
         Case("an explicit message type is kept", "event: message\ndata: x\n\n", [.init(event: "message", data: "x")]),
-        Case("the event type resets after dispatch", "event: e\ndata: a\n\ndata: b\n\n", [.init(event: "e", data: "a"), .init(data: "b")]),
+        Case(
+            "the event type resets after dispatch", "event: e\ndata: a\n\ndata: b\n\n",
+            [.init(event: "e", data: "a"), .init(data: "b")]),
         Case(
             "the last event id carries over until reset",
             "id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\nid: 2\ndata: d\n\n",
             [.init(data: "a", id: "1"), .init(data: "b", id: "1"), .init(data: "c"), .init(data: "d", id: "2")]
         ),
-        Case("an id with NUL is ignored", "id: 1\ndata: a\n\nid: 2\u{0}x\ndata: b\n\n", [.init(data: "a", id: "1"), .init(data: "b", id: "1")]),
+        Case(
+            "an id with NUL is ignored", "id: 1\ndata: a\n\nid: 2\u{0}x\ndata: b\n\n",
+            [.init(data: "a", id: "1"), .init(data: "b", id: "1")]),
         Case(
             "retry needs digits only and belongs to its block",
             "retry: 3000\ndata: a\n\nretry: 3x\ndata: b\n\nretry:\ndata: c\n\nretry: 99999999999999999999999\ndata: d\n\n",
             [.init(data: "a", retry: 3000), .init(data: "b"), .init(data: "c"), .init(data: "d")]
         ),
-        Case("a block without data dispatches nothing", "retry: 10\n\nevent: e\n\nid: 5\n\ndata: x\n\n", [.init(data: "x", id: "5")]),
+        Case(
+            "a block without data dispatches nothing", "retry: 10\n\nevent: e\n\nid: 5\n\ndata: x\n\n",
+            [.init(data: "x", id: "5")]),
         Case("data without a colon is an empty data line", "data\n\n", [.init(data: "")]),
         Case("data with an empty value", "data:\n\n", [.init(data: "")]),
         Case("two empty data lines are one LF", "data:\ndata:\n\n", [.init(data: "\n")]),
@@ -67,10 +73,15 @@ struct ServerSentEventReaderTests {
         Case("a BOM later is part of the field name", "\u{FEFF}data: x\n\n\u{FEFF}data: y\n\n", [.init(data: "x")]),
         Case("only one BOM is skipped", "\u{FEFF}\u{FEFF}data: x\n\n", []),
         Case("Persian text", "data: سلام دنیا\n\n", [.init(data: "سلام دنیا")]),
-        Case("invalid UTF-8 becomes U+FFFD", Array("data: a".utf8) + [0xFF] + Array("b\n\n".utf8), [.init(data: "a\u{FFFD}b")]),
+        Case(
+            "invalid UTF-8 becomes U+FFFD", Array("data: a".utf8) + [0xFF] + Array("b\n\n".utf8),
+            [.init(data: "a\u{FFFD}b")]),
         Case("a partial BOM is content", [0xEF, 0xBB] + Array("\ndata: x\n\n".utf8), [.init(data: "x")]),
-        Case("end of stream dispatches a last event without its blank line", "data: a\n\ndata: b\n", [.init(data: "a"), .init(data: "b")]),
-        Case("end of stream ends an unterminated last line", "data: a\n\ndata: b", [.init(data: "a"), .init(data: "b")]),
+        Case(
+            "end of stream dispatches a last event without its blank line", "data: a\n\ndata: b\n",
+            [.init(data: "a"), .init(data: "b")]),
+        Case(
+            "end of stream ends an unterminated last line", "data: a\n\ndata: b", [.init(data: "a"), .init(data: "b")]),
         Case("end of stream after a CR", "data: a\r", [.init(data: "a")]),
         Case("an empty stream", "", []),
     ]
@@ -137,7 +148,9 @@ struct ServerSentEventReaderTests {
         #expect(throws: ServerSentEventError.lineTooLong) { try split.feed(Array("56789AB".utf8)) }
 
         var comment = ServerSentEventReader(maximumLineLength: limit)
-        #expect(throws: ServerSentEventError.lineTooLong) { try comment.feed(Array(": a very long comment line\n".utf8)) }
+        #expect(throws: ServerSentEventError.lineTooLong) {
+            try comment.feed(Array(": a very long comment line\n".utf8))
+        }
 
         var unterminated = ServerSentEventReader(maximumLineLength: limit)
         for _ in 0..<16 {
@@ -162,7 +175,9 @@ struct ServerSentEventReaderTests {
         var fits = ServerSentEventReader(maximumEventLength: 11)
         #expect(try fits.feed(Array("data: 12345\ndata: 12345\n\n".utf8)) == [.init(data: "12345\n12345")])
         var tooLarge = ServerSentEventReader(maximumEventLength: 10)
-        #expect(throws: ServerSentEventError.eventTooLarge) { try tooLarge.feed(Array("data: 12345\ndata: 12345\n".utf8)) }
+        #expect(throws: ServerSentEventError.eventTooLarge) {
+            try tooLarge.feed(Array("data: 12345\ndata: 12345\n".utf8))
+        }
     }
 
     @Test("after an error the reader keeps failing and finishes empty")
@@ -177,7 +192,9 @@ struct ServerSentEventReaderTests {
     @Test("finish resets the reader for a new stream")
     func finishResets() throws {
         var reader = ServerSentEventReader()
-        #expect(try reader.feed(Array("id: 1\n: c\ndata: a\n\nevent: e\ndata: partial".utf8)) == [.init(data: "a", id: "1")])
+        #expect(
+            try reader.feed(Array("id: 1\n: c\ndata: a\n\nevent: e\ndata: partial".utf8)) == [.init(data: "a", id: "1")]
+        )
         #expect(reader.finish() == [.init(event: "e", data: "partial", id: "1")])
         #expect(try reader.feed(Array("\u{FEFF}data: b\n\n".utf8)) == [.init(data: "b")])
         #expect(reader.commentCount == 1)

@@ -7,21 +7,23 @@ struct ServerSentEventWriterTests {
         String(decoding: bytes, as: UTF8.self)
     }
 
-    @Test("writes events, comments and [DONE] byte for byte", arguments: [
-        (ServerSentEventWriter.event(name: "delta", data: "x"), "event: delta\ndata: x\n\n"),
-        (ServerSentEventWriter.event(name: nil, data: "{\"a\":1}"), "data: {\"a\":1}\n\n"),
-        (ServerSentEventWriter.event(name: "done", data: "x", id: "7"), "event: done\nid: 7\ndata: x\n\n"),
-        (ServerSentEventWriter.event(name: nil, data: "a\nb"), "data: a\ndata: b\n\n"),
-        (ServerSentEventWriter.event(name: nil, data: "a\r\nb\rc\n"), "data: a\ndata: b\ndata: c\ndata: \n\n"),
-        (ServerSentEventWriter.event(name: nil, data: ""), "data: \n\n"),
-        (ServerSentEventWriter.event(name: "", data: "x"), "data: x\n\n"),
-        (ServerSentEventWriter.event(name: "del\r\nta\n", data: "x"), "event: delta\ndata: x\n\n"),
-        (ServerSentEventWriter.event(name: "\n", data: "x"), "data: x\n\n"),
-        (ServerSentEventWriter.event(name: nil, data: "x", id: "1\n2\u{0}3"), "id: 123\ndata: x\n\n"),
-        (ServerSentEventWriter.comment("ping"), ": ping\n\n"),
-        (ServerSentEventWriter.comment("a\nb"), ": a\n: b\n\n"),
-        (ServerSentEventWriter.done(), "data: [DONE]\n\n"),
-    ])
+    @Test(
+        "writes events, comments and [DONE] byte for byte",
+        arguments: [
+            (ServerSentEventWriter.event(name: "delta", data: "x"), "event: delta\ndata: x\n\n"),
+            (ServerSentEventWriter.event(name: nil, data: "{\"a\":1}"), "data: {\"a\":1}\n\n"),
+            (ServerSentEventWriter.event(name: "done", data: "x", id: "7"), "event: done\nid: 7\ndata: x\n\n"),
+            (ServerSentEventWriter.event(name: nil, data: "a\nb"), "data: a\ndata: b\n\n"),
+            (ServerSentEventWriter.event(name: nil, data: "a\r\nb\rc\n"), "data: a\ndata: b\ndata: c\ndata: \n\n"),
+            (ServerSentEventWriter.event(name: nil, data: ""), "data: \n\n"),
+            (ServerSentEventWriter.event(name: "", data: "x"), "data: x\n\n"),
+            (ServerSentEventWriter.event(name: "del\r\nta\n", data: "x"), "event: delta\ndata: x\n\n"),
+            (ServerSentEventWriter.event(name: "\n", data: "x"), "data: x\n\n"),
+            (ServerSentEventWriter.event(name: nil, data: "x", id: "1\n2\u{0}3"), "id: 123\ndata: x\n\n"),
+            (ServerSentEventWriter.comment("ping"), ": ping\n\n"),
+            (ServerSentEventWriter.comment("a\nb"), ": a\n: b\n\n"),
+            (ServerSentEventWriter.done(), "data: [DONE]\n\n"),
+        ])
     func exactBytes(bytes: [UInt8], expected: String) {
         #expect(text(bytes) == expected)
     }
@@ -53,7 +55,8 @@ struct ServerSentEventWriterTests {
         }
         stream += ServerSentEventWriter.done()
 
-        let expected = Self.roundTrip.map { ServerSentEvent(event: $0.name, data: $0.data, id: $0.id) }
+        let expected =
+            Self.roundTrip.map { ServerSentEvent(event: $0.name, data: $0.data, id: $0.id) }
             + [ServerSentEvent(data: "[DONE]", id: "13")]
         var reader = ServerSentEventReader()
         #expect(try reader.feed(stream) + reader.finish() == expected)
@@ -67,13 +70,15 @@ struct ServerSentEventWriterTests {
         #expect(events + byteByByte.finish() == expected)
     }
 
-    @Test("line breaks in data come back as LF", arguments: [
-        ("a\r\nb", "a\nb"),
-        ("a\rb", "a\nb"),
-        ("a\r\n\r\nb\r", "a\n\nb\n"),
-        ("\r\n", "\n"),
-        ("\n\r", "\n\n"),
-    ])
+    @Test(
+        "line breaks in data come back as LF",
+        arguments: [
+            ("a\r\nb", "a\nb"),
+            ("a\rb", "a\nb"),
+            ("a\r\n\r\nb\r", "a\n\nb\n"),
+            ("\r\n", "\n"),
+            ("\n\r", "\n\n"),
+        ])
     func normalisedLineBreaks(data: String, expected: String) throws {
         #expect(try readAll(ServerSentEventWriter.event(name: nil, data: data)) == [ServerSentEvent(data: expected)])
     }

@@ -26,7 +26,9 @@ struct StreamSplitTests {
         #expect(events + reader.finish() == whole)
     }
 
-    @Test("the chat decoder gives the same events for one feed, every two-feed split and byte by byte", arguments: lineBreaks)
+    @Test(
+        "the chat decoder gives the same events for one feed, every two-feed split and byte by byte",
+        arguments: lineBreaks)
     func decoderSplits(lineBreak: String) throws {
         let bytes = StreamFixtures.bytes(lineBreak: lineBreak)
         let expected = try StreamFixtures.chatEvents()

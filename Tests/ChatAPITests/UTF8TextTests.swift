@@ -1,5 +1,6 @@
-@testable import ChatAPI
 import Testing
+
+@testable import ChatAPI
 
 @Suite("UTF-8 validation for JSON strings")
 struct UTF8TextTests {

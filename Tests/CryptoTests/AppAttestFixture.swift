@@ -5,7 +5,8 @@ import Foundation
 /// (`Fixtures/app-attest/README.md` says where they come from).
 enum AppAttestFixture {
     /// `Fixtures/app-attest` beside this file.
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/app-attest")
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/app-attest")
 
     static func text(_ name: String) throws -> String {
         try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
@@ -31,7 +32,8 @@ enum AppAttestFixture {
     static let nonceOID = "1.2.840.113635.100.8.2"
 
     /// The assertion's DER ECDSA signature, over SHA-256(authenticatorData ‖ SHA-256(clientData)).
-    static let assertionSignature = TestEncoding.base64("MEQCIEnoFP9BHrz1QrLzhjI3dEPJ1gP0pVDYFNEr7HWLx7OoAiAYzsGxltK4XpOOYrrG04V6TJXKN/xqQa+nmoVEab0tPA==")
+    static let assertionSignature = TestEncoding.base64(
+        "MEQCIEnoFP9BHrz1QrLzhjI3dEPJ1gP0pVDYFNEr7HWLx7OoAiAYzsGxltK4XpOOYrrG04V6TJXKN/xqQa+nmoVEab0tPA==")
     /// The assertion's authenticator data (counter 1).
     static let assertionAuthenticatorData = TestEncoding.base64("RWUS6n4mlHark+G3lxaFWS/3P4lKwOwv1UgIoIv7bI9AAAAAAQ==")
 }

@@ -15,7 +15,10 @@ struct P256KeyTests {
         let another = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256)
         #expect(another != signature)
         #expect(key.publicKey.isValidSignature(another, for: TestKeys.message, algorithm: .ecdsaP256SHA256))
-        #expect(key.publicKey.isValidSignature(try key.signature(for: [UInt8](), algorithm: .ecdsaP256SHA256), for: [UInt8](), algorithm: .ecdsaP256SHA256))
+        #expect(
+            key.publicKey.isValidSignature(
+                try key.signature(for: [UInt8](), algorithm: .ecdsaP256SHA256), for: [UInt8](),
+                algorithm: .ecdsaP256SHA256))
     }
 
     @Test("refuses a tampered message or signature")
@@ -23,9 +26,13 @@ struct P256KeyTests {
         let key = try TestKeys.p256()
         let signature = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256)
         let publicKey = key.publicKey
-        #expect(!publicKey.isValidSignature(signature, for: TestKeys.flipping(TestKeys.message, at: 0), algorithm: .ecdsaP256SHA256))
+        #expect(
+            !publicKey.isValidSignature(
+                signature, for: TestKeys.flipping(TestKeys.message, at: 0), algorithm: .ecdsaP256SHA256))
         for index in [0, 31, 32, 63] {
-            #expect(!publicKey.isValidSignature(TestKeys.flipping(signature, at: index), for: TestKeys.message, algorithm: .ecdsaP256SHA256))
+            #expect(
+                !publicKey.isValidSignature(
+                    TestKeys.flipping(signature, at: index), for: TestKeys.message, algorithm: .ecdsaP256SHA256))
         }
     }
 
@@ -34,8 +41,12 @@ struct P256KeyTests {
         let key = try TestKeys.p256()
         let signature = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256)
         let der = TestKeys.der(ofRaw: signature)
-        for shape in [der, Array(signature.dropLast()), signature + [0], [0] + signature, [], Array(signature.prefix(32))] {
-            #expect(!key.publicKey.isValidSignature(shape, for: TestKeys.message, algorithm: .ecdsaP256SHA256), "\(shape.count) bytes")
+        for shape in [
+            der, Array(signature.dropLast()), signature + [0], [0] + signature, [], Array(signature.prefix(32)),
+        ] {
+            #expect(
+                !key.publicKey.isValidSignature(shape, for: TestKeys.message, algorithm: .ecdsaP256SHA256),
+                "\(shape.count) bytes")
         }
     }
 
@@ -46,7 +57,9 @@ struct P256KeyTests {
         let (r, s) = (Array(signature[..<32]), Array(signature[32...]))
         let zero = [UInt8](repeating: 0, count: 32)
         let all = [UInt8](repeating: 0xFF, count: 32)
-        for (r, s) in [(zero, s), (r, zero), (zero, zero), (TestKeys.p256Order, s), (r, TestKeys.p256Order), (all, s), (r, all)] {
+        for (r, s) in [
+            (zero, s), (r, zero), (zero, zero), (TestKeys.p256Order, s), (r, TestKeys.p256Order), (all, s), (r, all),
+        ] {
             #expect(!key.publicKey.isValidSignature(r + s, for: TestKeys.message, algorithm: .ecdsaP256SHA256))
         }
     }
@@ -78,7 +91,9 @@ struct P256KeyTests {
     func refusesUnsoundPoints() throws {
         guard case .p256(let x, let y) = try TestKeys.p256().publicKey.components else { return }
         #expect(throws: CryptoError.self) { try PublicKey(p256X: x, y: TestKeys.flipping(y, at: 31)) }
-        #expect(throws: CryptoError.self) { try PublicKey(p256X: [UInt8](repeating: 0, count: 32), y: [UInt8](repeating: 0, count: 32)) }
+        #expect(throws: CryptoError.self) {
+            try PublicKey(p256X: [UInt8](repeating: 0, count: 32), y: [UInt8](repeating: 0, count: 32))
+        }
         // x = p, the field's prime: not a coordinate at all.
         let prime = TestEncoding.hex("ffffffff00000001000000000000000000000000ffffffffffffffffffffffff")
         #expect(throws: CryptoError.self) { try PublicKey(p256X: prime, y: y) }
@@ -104,7 +119,9 @@ struct P256KeyTests {
         let valid = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    (0..<25).count(where: { _ in publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256) })
+                    (0..<25).count(where: { _ in
+                        publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256)
+                    })
                 }
             }
             return await group.reduce(0, +)

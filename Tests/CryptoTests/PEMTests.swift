@@ -35,10 +35,19 @@ struct PEMTests {
             ("Ed25519", ed25519),
             ("empty", ""),
             ("no PEM", "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE"),
-            ("a broken body", "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n"),
+            (
+                "a broken body",
+                "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n"
+            ),
             ("PKCS #1", pkcs1),
-            ("a SubjectPublicKeyInfo under PKCS #1's label", RFC7515Tests.rsaPEM.replacing("PUBLIC KEY", with: "RSA PUBLIC KEY")),
-            ("a SubjectPublicKeyInfo with bytes after it", RFC7515Tests.rsaPEM.replacing("oQIDAQAB", with: "oQIDAQABAAAA")),
+            (
+                "a SubjectPublicKeyInfo under PKCS #1's label",
+                RFC7515Tests.rsaPEM.replacing("PUBLIC KEY", with: "RSA PUBLIC KEY")
+            ),
+            (
+                "a SubjectPublicKeyInfo with bytes after it",
+                RFC7515Tests.rsaPEM.replacing("oQIDAQAB", with: "oQIDAQABAAAA")
+            ),
         ]
     )
     func refuses(name: String, pem: String) {
@@ -48,7 +57,8 @@ struct PEMTests {
     @Test("takes the first public key among other text and PEM blocks")
     func takesKeyAmongText() throws {
         let parameters = "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n"
-        let key = try PublicKey(pem: "the RFC's key:\n" + parameters + RFC7515Tests.p256PEM + "\n" + RFC7515Tests.rsaPEM)
+        let key = try PublicKey(
+            pem: "the RFC's key:\n" + parameters + RFC7515Tests.p256PEM + "\n" + RFC7515Tests.rsaPEM)
         #expect(key.kind == .p256)
     }
 

@@ -22,15 +22,23 @@ struct RSAKeyTests {
         let key = try TestKeys.rsa()
         let signature = try key.signature(for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256)
         let publicKey = key.publicKey
-        #expect(!publicKey.isValidSignature(signature, for: TestKeys.flipping(TestKeys.message, at: 599), algorithm: .rsaPKCS1v15SHA256))
+        #expect(
+            !publicKey.isValidSignature(
+                signature, for: TestKeys.flipping(TestKeys.message, at: 599), algorithm: .rsaPKCS1v15SHA256))
         #expect(!publicKey.isValidSignature(signature, for: TestKeys.message.dropLast(), algorithm: .rsaPKCS1v15SHA256))
         for index in [0, 128, 255] {
-            #expect(!publicKey.isValidSignature(TestKeys.flipping(signature, at: index), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
+            #expect(
+                !publicKey.isValidSignature(
+                    TestKeys.flipping(signature, at: index), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
         }
-        #expect(!publicKey.isValidSignature(Array(signature.dropLast()), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
+        #expect(
+            !publicKey.isValidSignature(
+                Array(signature.dropLast()), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
         #expect(!publicKey.isValidSignature([0] + signature, for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
         #expect(!publicKey.isValidSignature([], for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
-        #expect(!publicKey.isValidSignature([UInt8](repeating: 0xFF, count: 256), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
+        #expect(
+            !publicKey.isValidSignature(
+                [UInt8](repeating: 0xFF, count: 256), for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256))
     }
 
     @Test("refuses ES256 with an RSA key, verifying and signing")
@@ -38,7 +46,9 @@ struct RSAKeyTests {
         let key = try TestKeys.rsa()
         let signature = try key.signature(for: TestKeys.message, algorithm: .rsaPKCS1v15SHA256)
         #expect(!key.publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256))
-        #expect(!key.publicKey.isValidSignature(Array(signature.prefix(64)), for: TestKeys.message, algorithm: .ecdsaP256SHA256))
+        #expect(
+            !key.publicKey.isValidSignature(
+                Array(signature.prefix(64)), for: TestKeys.message, algorithm: .ecdsaP256SHA256))
         #expect(throws: CryptoError.self) { try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256) }
     }
 
@@ -117,7 +127,8 @@ struct RSAKeyTests {
             (Array(RFC7515Tests.rsaModulus.dropLast()) + [0x02], [0x01, 0x00, 0x01], "even"),
         ]
         for testCase in cases {
-            let pem = TestKeys.pem(TestKeys.rsaSubjectPublicKeyInfo(modulus: testCase.modulus, exponent: testCase.exponent))
+            let pem = TestKeys.pem(
+                TestKeys.rsaSubjectPublicKeyInfo(modulus: testCase.modulus, exponent: testCase.exponent))
             do {
                 _ = try PublicKey(pem: pem)
                 Issue.record("a key was taken that should not be: \(testCase.reason)")

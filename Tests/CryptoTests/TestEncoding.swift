@@ -36,7 +36,9 @@ enum TestEncoding {
             let chunk = bytes[index..<min(index + 3, bytes.count)]
             let value = chunk.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(16 - 8 * $1.offset) }
             for position in 0..<4 {
-                text.append(position <= chunk.count ? alphabet[Int(value >> UInt32(18 - 6 * position) & 0x3F)] : UInt8(ascii: "="))
+                text.append(
+                    position <= chunk.count
+                        ? alphabet[Int(value >> UInt32(18 - 6 * position) & 0x3F)] : UInt8(ascii: "="))
             }
             index += 3
             if index % 48 == 0 || index >= bytes.count { text.append(UInt8(ascii: "\n")) }
@@ -47,6 +49,8 @@ enum TestEncoding {
     /// Hexadecimal digits, two a byte.
     static func hex(_ text: String) -> [UInt8] {
         let digits = Array(text.utf8)
-        return stride(from: 0, to: digits.count - 1, by: 2).map { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16)! }
+        return stride(from: 0, to: digits.count - 1, by: 2).map {
+            UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16)!
+        }
     }
 }

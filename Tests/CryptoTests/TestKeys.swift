@@ -43,8 +43,12 @@ enum TestKeys {
             }
         }
         func element(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag] + length(content.count) + content }
-        func integer(_ bytes: [UInt8]) -> [UInt8] { element(0x02, bytes.first.map { $0 & 0x80 != 0 } == true ? [0] + bytes : bytes) }
-        let rsaEncryption: [UInt8] = [0x30, 0x0D, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01, 0x05, 0x00]
+        func integer(_ bytes: [UInt8]) -> [UInt8] {
+            element(0x02, bytes.first.map { $0 & 0x80 != 0 } == true ? [0] + bytes : bytes)
+        }
+        let rsaEncryption: [UInt8] = [
+            0x30, 0x0D, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01, 0x05, 0x00,
+        ]
         let key = element(0x30, integer(modulus) + integer(exponent))
         return element(0x30, rsaEncryption + element(0x03, [0] + key))
     }

@@ -33,7 +33,10 @@ struct X509Tests {
         // authorityKeyIdentifier: Apple's leaf has none.
         #expect(leaf.extensionValue(oid: "2.5.29.35") == nil)
         #expect(leaf.extensionValue(oid: "1.2.840.113635.100.8.99") == nil)
-        for oid in ["", "basicConstraints", "2.5.29.19.", "x.y", "1.2.840.113635.100.8.2 ", " 2.5.29.19", "2.5.029.19", "2..5.29.19"] {
+        for oid in [
+            "", "basicConstraints", "2.5.29.19.", "x.y", "1.2.840.113635.100.8.2 ", " 2.5.29.19", "2.5.029.19",
+            "2..5.29.19",
+        ] {
             #expect(leaf.extensionValue(oid: oid) == nil, "\(oid)")
         }
     }
@@ -50,7 +53,8 @@ struct X509Tests {
         #expect(certificate.extensionValue(oid: twice.oid) == nil)
         var once = fields
         once.extensions = [twice]
-        #expect(try CertificateIssuer.selfSigned(once, key: key).certificate.extensionValue(oid: twice.oid) == [0x05, 0x00])
+        #expect(
+            try CertificateIssuer.selfSigned(once, key: key).certificate.extensionValue(oid: twice.oid) == [0x05, 0x00])
     }
 
     @Test("a P-384 key is not a PublicKey and has no P-256 point")
@@ -96,7 +100,8 @@ struct X509Tests {
             try store.verify(leaf: leaf, intermediates: [], at: AppAttestFixture.attestedAt)
         }
         #expect(throws: CryptoError.self) {
-            try X509TrustStore(roots: []).verify(leaf: leaf, intermediates: [intermediate], at: AppAttestFixture.attestedAt)
+            try X509TrustStore(roots: []).verify(
+                leaf: leaf, intermediates: [intermediate], at: AppAttestFixture.attestedAt)
         }
     }
 
@@ -120,8 +125,10 @@ struct X509Tests {
         let rootKeyID = try #require(chain.root.certificate.extensionValue(oid: "2.5.29.14"))
         let intermediateKeyID = try #require(chain.intermediate.extensionValue(oid: "2.5.29.14"))
         #expect(rootKeyID.count == 22 && rootKeyID != intermediateKeyID)
-        #expect(chain.intermediate.extensionValue(oid: "2.5.29.35") == [0x30, 0x16, 0x80, 0x14] + rootKeyID.dropFirst(2))
-        #expect(chain.leaf.extensionValue(oid: "2.5.29.35") == [0x30, 0x16, 0x80, 0x14] + intermediateKeyID.dropFirst(2))
+        #expect(
+            chain.intermediate.extensionValue(oid: "2.5.29.35") == [0x30, 0x16, 0x80, 0x14] + rootKeyID.dropFirst(2))
+        #expect(
+            chain.leaf.extensionValue(oid: "2.5.29.35") == [0x30, 0x16, 0x80, 0x14] + intermediateKeyID.dropFirst(2))
         #expect(chain.root.certificate.extensionValue(oid: "2.5.29.35") == nil)
     }
 
@@ -130,7 +137,9 @@ struct X509Tests {
         for oid in ["2.5.29.19.", "1.2.840.113635.100.8.2 ", "basicConstraints", "3.1", "1.02.3", "7"] {
             var fields = IssuedChain.leafFields()
             fields.extensions = [CertificateExtension(oid: oid, value: [0x05, 0x00])]
-            #expect(throws: CryptoError.self, "\(oid)") { try CertificateIssuer.selfSigned(fields, key: TestKeys.p256()) }
+            #expect(throws: CryptoError.self, "\(oid)") {
+                try CertificateIssuer.selfSigned(fields, key: TestKeys.p256())
+            }
         }
     }
 
@@ -155,7 +164,9 @@ struct X509Tests {
         let expired = try #require(throws: CryptoError.self) {
             try chain.store.verify(leaf: chain.leaf, intermediates: [shortLived], at: IssuedChain.now)
         }
-        #expect(expired.reason.contains("certificate has expired") && expired.reason.contains("certificate 1 "), "\(expired)")
+        #expect(
+            expired.reason.contains("certificate has expired") && expired.reason.contains("certificate 1 "),
+            "\(expired)")
     }
 
     @Test("a leaf signed by another key in the intermediate's name does not verify")
@@ -177,7 +188,8 @@ struct X509Tests {
             try other.store.verify(leaf: chain.leaf, intermediates: [chain.intermediate], at: IssuedChain.now)
         }
         #expect(throws: CryptoError.self) {
-            try other.store.verify(leaf: chain.leaf, intermediates: [chain.intermediate, other.intermediate], at: IssuedChain.now)
+            try other.store.verify(
+                leaf: chain.leaf, intermediates: [chain.intermediate, other.intermediate], at: IssuedChain.now)
         }
         let missing = try #require(throws: CryptoError.self) {
             try chain.store.verify(leaf: chain.leaf, intermediates: [], at: IssuedChain.now)
@@ -197,7 +209,8 @@ struct X509Tests {
         let chain = try IssuedChain()
         var fields = IssuedChain.intermediateFields()
         fields.isCertificateAuthority = false
-        let notCA = CertificateIssuer(certificate: try chain.root.issue(fields, for: chain.intermediateKey.publicKey), key: chain.intermediateKey)
+        let notCA = CertificateIssuer(
+            certificate: try chain.root.issue(fields, for: chain.intermediateKey.publicKey), key: chain.intermediateKey)
         let leaf = try notCA.issue(IssuedChain.leafFields(), for: chain.leafKey.publicKey)
         let error = try #require(throws: CryptoError.self) {
             try chain.store.verify(leaf: leaf, intermediates: [notCA.certificate], at: IssuedChain.now)
@@ -209,7 +222,9 @@ struct X509Tests {
     func unknownCriticalExtension() throws {
         let chain = try IssuedChain()
         var fields = IssuedChain.leafFields()
-        fields.extensions = [CertificateExtension(oid: AppAttestFixture.nonceOID, value: IssuedChain.nonceExtension, isCritical: true)]
+        fields.extensions = [
+            CertificateExtension(oid: AppAttestFixture.nonceOID, value: IssuedChain.nonceExtension, isCritical: true)
+        ]
         let leaf = try chain.intermediateIssuer.issue(fields, for: chain.leafKey.publicKey)
         #expect(throws: CryptoError.self) {
             try chain.store.verify(leaf: leaf, intermediates: [chain.intermediate], at: IssuedChain.now)
@@ -237,7 +252,10 @@ struct X509Tests {
                     return counts
                 }
             }
-            return await group.reduce(into: (valid: 0, refused: 0)) { $0.valid += $1.valid; $0.refused += $1.refused }
+            return await group.reduce(into: (valid: 0, refused: 0)) {
+                $0.valid += $1.valid
+                $0.refused += $1.refused
+            }
         }
         #expect(results.valid == 80 && results.refused == 80)
     }
@@ -250,13 +268,23 @@ struct X509Tests {
         let signature = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256DER)
         #expect(signature.first == 0x30 && (8...72).contains(signature.count))
         #expect(key.publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
-        #expect(!key.publicKey.isValidSignature(signature, for: TestKeys.flipping(TestKeys.message, at: 0), algorithm: .ecdsaP256SHA256DER))
-        #expect(!key.publicKey.isValidSignature(signature, for: TestKeys.message.dropLast(), algorithm: .ecdsaP256SHA256DER))
-        #expect(!(try TestKeys.rsa()).publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
-        #expect(!(try PrivateKey.generateP256()).publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            !key.publicKey.isValidSignature(
+                signature, for: TestKeys.flipping(TestKeys.message, at: 0), algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            !key.publicKey.isValidSignature(signature, for: TestKeys.message.dropLast(), algorithm: .ecdsaP256SHA256DER)
+        )
+        #expect(
+            !(try TestKeys.rsa()).publicKey.isValidSignature(
+                signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            !(try PrivateKey.generateP256()).publicKey.isValidSignature(
+                signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
         // The same signature in JWS's form is the other algorithm's, and not this one's.
         let raw = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256)
-        #expect(key.publicKey.isValidSignature(TestKeys.der(ofRaw: raw), for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            key.publicKey.isValidSignature(
+                TestKeys.der(ofRaw: raw), for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
         #expect(!key.publicKey.isValidSignature(raw, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
         #expect(!key.publicKey.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256))
     }
@@ -265,10 +293,17 @@ struct X509Tests {
     func derSignatureShapes() throws {
         let key = try TestKeys.p256()
         let signature = try key.signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256DER)
-        for shape in [signature + [0], Array(signature.dropLast()), [], [0x30, 0x00], TestKeys.flipping(signature, at: signature.count - 1)] {
-            #expect(!key.publicKey.isValidSignature(shape, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER), "\(shape)")
+        for shape in [
+            signature + [0], Array(signature.dropLast()), [], [0x30, 0x00],
+            TestKeys.flipping(signature, at: signature.count - 1),
+        ] {
+            #expect(
+                !key.publicKey.isValidSignature(shape, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER),
+                "\(shape)")
         }
-        #expect(throws: CryptoError.self) { try TestKeys.rsa().signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256DER) }
+        #expect(throws: CryptoError.self) {
+            try TestKeys.rsa().signature(for: TestKeys.message, algorithm: .ecdsaP256SHA256DER)
+        }
     }
 
     @Test("DER ECDSA: the real App Attest assertion verifies with the leaf's key")
@@ -276,9 +311,15 @@ struct X509Tests {
         let publicKey = try AppAttestFixture.leaf().publicKey
         // The signed message is the nonce; the verification hashes it once more.
         let nonce = SHA256.hash(AppAttestFixture.assertionAuthenticatorData + SHA256.hash(AppAttestFixture.clientData))
-        #expect(publicKey.isValidSignature(AppAttestFixture.assertionSignature, for: nonce, algorithm: .ecdsaP256SHA256DER))
-        #expect(!publicKey.isValidSignature(AppAttestFixture.assertionSignature, for: SHA256.hash(nonce), algorithm: .ecdsaP256SHA256DER))
-        #expect(!publicKey.isValidSignature(AppAttestFixture.assertionSignature, for: TestKeys.flipping(nonce, at: 31), algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            publicKey.isValidSignature(AppAttestFixture.assertionSignature, for: nonce, algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            !publicKey.isValidSignature(
+                AppAttestFixture.assertionSignature, for: SHA256.hash(nonce), algorithm: .ecdsaP256SHA256DER))
+        #expect(
+            !publicKey.isValidSignature(
+                AppAttestFixture.assertionSignature, for: TestKeys.flipping(nonce, at: 31),
+                algorithm: .ecdsaP256SHA256DER))
     }
 
     @Test("a P-256 key from its 65-byte point, and refusals of other points")
@@ -291,7 +332,10 @@ struct X509Tests {
         #expect(rebuilt.isValidSignature(signature, for: TestKeys.message, algorithm: .ecdsaP256SHA256DER))
         var compressed = Array(point.prefix(33))
         compressed[0] = 0x02 | (point[64] & 1)
-        for bad in [Array(point.dropFirst()), point + [0], compressed, [0x05] + point.dropFirst(), TestKeys.flipping(point, at: 64)] {
+        for bad in [
+            Array(point.dropFirst()), point + [0], compressed, [0x05] + point.dropFirst(),
+            TestKeys.flipping(point, at: 64),
+        ] {
             #expect(throws: CryptoError.self, "\(bad.count) bytes") { try PublicKey(p256Point: bad) }
         }
     }
@@ -323,7 +367,8 @@ struct IssuedChain {
 
     init() throws {
         let rootFields = CertificateFields(
-            commonName: "Test Root", serialNumber: 1, notBefore: Self.now - 86_400 * 365, notAfter: Self.now + 86_400 * 365 * 20,
+            commonName: "Test Root", serialNumber: 1, notBefore: Self.now - 86_400 * 365,
+            notAfter: Self.now + 86_400 * 365 * 20,
             isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]
         )
         root = try CertificateIssuer.selfSigned(rootFields, key: PrivateKey.generateP256())
@@ -336,7 +381,9 @@ struct IssuedChain {
         store = X509TrustStore(roots: [root.certificate])
     }
 
-    static func intermediateFields(notBefore: Int64 = now - 86_400 * 30, notAfter: Int64 = now + 86_400 * 365) -> CertificateFields {
+    static func intermediateFields(notBefore: Int64 = now - 86_400 * 30, notAfter: Int64 = now + 86_400 * 365)
+        -> CertificateFields
+    {
         CertificateFields(
             commonName: "Test Intermediate", serialNumber: 2, notBefore: notBefore, notAfter: notAfter,
             isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]

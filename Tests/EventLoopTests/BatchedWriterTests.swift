@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Batched writer")
 struct BatchedWriterTests {
@@ -33,9 +34,9 @@ struct BatchedWriterTests {
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
             let parts = line.split(separator: " ")
             guard parts.count == 3, parts[2] == "end",
-                  let thread = Int(parts[0].dropFirst("thread=".count)),
-                  let number = Int(parts[1].dropFirst("line=".count)),
-                  next.indices.contains(thread)
+                let thread = Int(parts[0].dropFirst("thread=".count)),
+                let number = Int(parts[1].dropFirst("line=".count)),
+                next.indices.contains(thread)
             else {
                 Issue.record("a line arrived broken: \(line)")
                 return
@@ -58,10 +59,11 @@ struct BatchedWriterTests {
 
         writer.append(Array("first\n".utf8))
         var received: [UInt8] = []
-        #expect(await eventually {
-            received += pipe.readAvailable()
-            return received.count == 6
-        })
+        #expect(
+            await eventually {
+                received += pipe.readAvailable()
+                return received.count == 6
+            })
         #expect(received == Array("first\n".utf8))
 
         for number in 0..<100 { writer.append(Array("line \(number)\n".utf8)) }
@@ -89,7 +91,8 @@ struct BatchedWriterTests {
         // At most the pipe, the batch in write(2) and a full buffer can have been taken.
         let kept = (4096 + 2 * limit) / line.count + 1
         #expect(dropped >= total - kept)
-        #expect(await !DetachedThread.run { writer.flush(timeout: .milliseconds(20)) }, "a stalled pipe cannot be flushed")
+        #expect(
+            await !DetachedThread.run { writer.flush(timeout: .milliseconds(20)) }, "a stalled pipe cannot be flushed")
 
         let reader = PipeReader(pipe.readEnd)
         #expect(await DetachedThread.run { writer.shutdown(timeout: .seconds(10)) })
@@ -178,11 +181,21 @@ private final class TestPipe: Sendable {
     }
 
     func closeReadEnd() {
-        if open.withLock({ ends in defer { ends.read = false }; return ends.read }) { Glibc.close(readEnd) }
+        if open.withLock({ ends in
+            defer { ends.read = false }
+            return ends.read
+        }) {
+            Glibc.close(readEnd)
+        }
     }
 
     func closeWriteEnd() {
-        if open.withLock({ ends in defer { ends.write = false }; return ends.write }) { Glibc.close(writeEnd) }
+        if open.withLock({ ends in
+            defer { ends.write = false }
+            return ends.write
+        }) {
+            Glibc.close(writeEnd)
+        }
     }
 
     /// What a non-blocking read end holds now.

@@ -1,9 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-@testable import EventLoop
 import Synchronization
 import Testing
+
+@testable import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 private struct WorkFailed: Error, Equatable {}
 

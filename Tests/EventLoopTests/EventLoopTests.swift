@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Event loop")
 struct EventLoopTests {
@@ -37,7 +38,9 @@ struct EventLoopTests {
                 let now = MonotonicInstant.now()
                 loop.scheduleTimer(at: now.advanced(by: .milliseconds(30))) { fired.withLock { $0.append(3) } }
                 loop.scheduleTimer(at: now.advanced(by: .milliseconds(10))) { fired.withLock { $0.append(1) } }
-                let cancelled = loop.scheduleTimer(at: now.advanced(by: .milliseconds(20))) { fired.withLock { $0.append(2) } }
+                let cancelled = loop.scheduleTimer(at: now.advanced(by: .milliseconds(20))) {
+                    fired.withLock { $0.append(2) }
+                }
                 loop.cancelTimer(cancelled)
                 loop.scheduleTimer(at: now.advanced(by: .milliseconds(40))) { continuation.resume() }
             }
@@ -89,7 +92,10 @@ struct EventLoopTests {
         let loop = group.loops[0]
         var fds: [CInt] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
         let reader = fds[0]
         let got = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             loop.execute {
@@ -109,10 +115,15 @@ struct EventLoopTests {
         let pairs: [[CInt]] = (0..<3).map { _ in
             var fds: [CInt] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-            _ = write(fds[1], "x", 1)  // readable before it is registered: one wake-up reports all
+            _ = write(fds[1], "x", 1) // readable before it is registered: one wake-up reports all
             return fds
         }
-        defer { for fds in pairs { close(fds[0]); close(fds[1]) } }
+        defer {
+            for fds in pairs {
+                close(fds[0])
+                close(fds[1])
+            }
+        }
         let log = Mutex<[String]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {

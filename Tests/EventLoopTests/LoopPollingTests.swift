@@ -1,9 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-@testable import EventLoop
 import Synchronization
 import Testing
+
+@testable import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Idle CPU time of the CPUs the process may use")
 struct IdleCPUTests {
@@ -21,12 +23,17 @@ struct IdleCPUTests {
         #expect(IdleCPU.idleTicks(in: text, cpus: nil) == 3722)
         #expect(IdleCPU.idleTicks(in: text, cpus: [true, true, true]) == 1860 + 1002 + 860)
         #expect(IdleCPU.idleTicks(in: text, cpus: [false, true]) == 1002, "only CPU 1")
-        #expect(IdleCPU.idleTicks(in: text, cpus: [true, false, true, true]) == 1860 + 860, "a CPU not listed adds nothing")
+        #expect(
+            IdleCPU.idleTicks(in: text, cpus: [true, false, true, true]) == 1860 + 860, "a CPU not listed adds nothing")
         #expect(IdleCPU.idleTicks(in: text, cpus: [false, false, false, false, true]) == nil, "no line for the mask")
-        for bad in ["", "cpu  1 2 3", "intr 1 2 3 4 5 6", "cpu  1 2 3 x 5 6", "cpu  1 2 3 -4 5 6", "cpu0 1 2 3 4 5 6\n"] {
+        for bad in [
+            "", "cpu  1 2 3", "intr 1 2 3 4 5 6", "cpu  1 2 3 x 5 6", "cpu  1 2 3 -4 5 6", "cpu0 1 2 3 4 5 6\n",
+        ] {
             #expect(IdleCPU.idleTicks(in: ArraySlice(bad.utf8), cpus: nil) == nil, "\(bad)")
         }
-        #expect(IdleCPU.idleTicks(in: ArraySlice("cpu0 1 2 3 x 5 6\n".utf8), cpus: [true]) == nil, "a malformed line counted")
+        #expect(
+            IdleCPU.idleTicks(in: ArraySlice("cpu0 1 2 3 x 5 6\n".utf8), cpus: [true]) == nil,
+            "a malformed line counted")
     }
 
     @Test("answers for the interval between its last two reads, reading at most every 250 ms, polling counted as idle")
@@ -41,18 +48,18 @@ struct IdleCPUTests {
         func at(_ milliseconds: Int) -> MonotonicInstant { start.advanced(by: .milliseconds(milliseconds)) }
         func add(milliseconds: UInt64) { idle.withLock { $0 = $0.map { $0 + milliseconds * 1_000_000 } } }
         #expect(sampler.idleCPUs(now: at(0)) == nil, "one read: no interval yet")
-        add(milliseconds: 500)  // half a CPU-second idle …
+        add(milliseconds: 500) // half a CPU-second idle …
         #expect(sampler.idleCPUs(now: at(100)) == nil, "too soon for another read")
         #expect(reads.load(ordering: .relaxed) == 1)
-        #expect(sampler.idleCPUs(now: at(500)) == 1000)  // … in half a second: one CPU idle
+        #expect(sampler.idleCPUs(now: at(500)) == 1000) // … in half a second: one CPU idle
         #expect(sampler.idleCPUs(now: at(600)) == 1000, "the last interval's figure, without a read")
         #expect(reads.load(ordering: .relaxed) == 2)
         add(milliseconds: 100)
-        sampler.recordPolling(nanoseconds: 150_000_000)  // a loop polled for 150 ms of the next 500
+        sampler.recordPolling(nanoseconds: 150_000_000) // a loop polled for 150 ms of the next 500
         #expect(sampler.idleCPUs(now: at(1000)) == 500, "100 ms idle and 150 ms polling in 500 ms")
-        add(milliseconds: 1000)  // one CPU-second idle in 2 s …
+        add(milliseconds: 1000) // one CPU-second idle in 2 s …
         #expect(sampler.idleCPUs(now: at(3000)) == nil, "an interval over a second says little about now")
-        add(milliseconds: 125)  // … an eighth in a quarter of a second
+        add(milliseconds: 125) // … an eighth in a quarter of a second
         #expect(sampler.idleCPUs(now: at(3250)) == 500)
         idle.withLock { $0 = nil }
         #expect(sampler.idleCPUs(now: at(3600)) == nil, "an unreadable file")
@@ -81,15 +88,15 @@ struct LoopPollingTests {
     func window() {
         var window = PollWindow(limit: 100_000)
         let steps: [(waited: UInt64, after: UInt64)] = [
-            (200_000, 0),  // long, closed: stays closed
-            (50_000, 10_000),  // short: opens
+            (200_000, 0), // long, closed: stays closed
+            (50_000, 10_000), // short: opens
             (50_000, 20_000), (50_000, 40_000), (50_000, 80_000),
-            (50_000, 80_000),  // ended within the window: holds
-            (90_000, 100_000),  // short, beyond the window: doubles, up to the limit
+            (50_000, 80_000), // ended within the window: holds
+            (90_000, 100_000), // short, beyond the window: doubles, up to the limit
             (100_000, 100_000),
-            (150_000, 50_000),  // longer than the limit: halves
+            (150_000, 50_000), // longer than the limit: halves
             (150_000, 25_000), (150_000, 12_500),
-            (150_000, 0),  // below the start: closes
+            (150_000, 0), // below the start: closes
             (5_000, 10_000),
         ]
         for (index, step) in steps.enumerated() {
@@ -104,17 +111,19 @@ struct LoopPollingTests {
     @Test("a loop polls when idle CPU and its own work cover a CPU for each polling loop and 0.3 more")
     func leavesCPU() {
         let cases: [(idle: Int, load: Int, loops: Int, polls: Bool)] = [
-            (1000, 500, 1, true),  // one CPU idle, the loop half busy
-            (1000, 0, 1, false),  // only one idle CPU: nothing spare for the rest of the machine
+            (1000, 500, 1, true), // one CPU idle, the loop half busy
+            (1000, 0, 1, false), // only one idle CPU: nothing spare for the rest of the machine
             (1300, 0, 1, true),
-            (100, 800, 1, false),  // the other CPU busy with an upstream and a load generator
+            (100, 800, 1, false), // the other CPU busy with an upstream and a load generator
             (700, 500, 1, false),
             (800, 500, 1, true),
-            (1500, 500, 2, false),  // a second polling loop needs a second CPU
+            (1500, 500, 2, false), // a second polling loop needs a second CPU
             (2000, 300, 2, true),
         ]
         for item in cases {
-            #expect(LoopPolling.leavesCPU(idle: item.idle, load: item.load, pollingLoops: item.loops) == item.polls, "\(item)")
+            #expect(
+                LoopPolling.leavesCPU(idle: item.idle, load: item.load, pollingLoops: item.loops) == item.polls,
+                "\(item)")
         }
         let polling = LoopPolling(limit: .microseconds(100), idleCPU: IdleCPU(read: { nil }), idleCPUs: { 1300 })
         #expect(polling.beginPolling(load: 0))
@@ -157,14 +166,19 @@ struct LoopPollingTests {
         let loop = group.loops[0]
         var fds: [CInt] = [0, 0]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
         let served = fds[0]
         let timerFired = Atomic(false)
         let registered = Atomic(false)
         loop.execute {
             let echo = Echo(fd: served)
             try? loop.register(served, interest: .read, handler: echo)
-            loop.scheduleTimer(at: .now().advanced(by: .milliseconds(20))) { timerFired.store(true, ordering: .relaxed) }
+            loop.scheduleTimer(at: .now().advanced(by: .milliseconds(20))) {
+                timerFired.store(true, ordering: .relaxed)
+            }
             registered.store(true, ordering: .releasing)
         }
         let deadline = MonotonicInstant.now().advanced(by: .seconds(20))
@@ -172,10 +186,16 @@ struct LoopPollingTests {
         var answered = true
         for round in 0..<rounds {
             var byte = UInt8(truncatingIfNeeded: round)
-            guard write(fds[1], &byte, 1) == 1 else { answered = false; break }
+            guard write(fds[1], &byte, 1) == 1 else {
+                answered = false
+                break
+            }
             var pollFD = pollfd(fd: fds[1], events: Int16(POLLIN), revents: 0)
             var back: UInt8 = 0
-            guard poll(&pollFD, 1, 5000) == 1, read(fds[1], &back, 1) == 1, back == byte else { answered = false; break }
+            guard poll(&pollFD, 1, 5000) == 1, read(fds[1], &back, 1) == 1, back == byte else {
+                answered = false
+                break
+            }
             if stopOnceCaught && polling.polledWakeupCount > 0 && round >= 100 { break }
             if pause > .zero { usleep(UInt32(pause.nanosecondsClamped / 1000)) }
         }

@@ -1,8 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-@testable import EventLoop
 import Testing
+
+@testable import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("The default loop count")
 struct ProcessorCountTests {
@@ -40,14 +42,17 @@ struct ProcessorCountTests {
             ("x", "100000", nil),
         ]
         for (quota, period, expected) in cases {
-            #expect(EventLoopGroup.quotaCPUs(cfsQuota: quota, cfsPeriod: period) == expected, "\(quota.debugDescription) \(period.debugDescription)")
+            #expect(
+                EventLoopGroup.quotaCPUs(cfsQuota: quota, cfsPeriod: period) == expected,
+                "\(quota.debugDescription) \(period.debugDescription)")
         }
     }
 
     @Test("finds the cpu controller's cgroup in /proc/self/cgroup")
     func v1Path() {
         #expect(EventLoopGroup.cgroupV1CPUPath(in: "4:memory:/m\n2:cpuacct:/x\n1:cpu:/a/b\n0::/\n") == "/a/b")
-        #expect(EventLoopGroup.cgroupV1CPUPath(in: "3:cpu,cpuacct:/system.slice/x.service\n") == "/system.slice/x.service")
+        #expect(
+            EventLoopGroup.cgroupV1CPUPath(in: "3:cpu,cpuacct:/system.slice/x.service\n") == "/system.slice/x.service")
         #expect(EventLoopGroup.cgroupV1CPUPath(in: "1:cpu:/\n") == "")
         #expect(EventLoopGroup.cgroupV1CPUPath(in: "0::/user.slice\n") == nil, "cgroup v2 only")
         #expect(EventLoopGroup.cgroupV1CPUPath(in: "") == nil)

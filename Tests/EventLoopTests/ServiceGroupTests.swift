@@ -1,6 +1,7 @@
-@testable import EventLoop
 import Synchronization
 import Testing
+
+@testable import EventLoop
 
 /// What the mock services did, in order.
 private actor Recorder {
@@ -100,10 +101,11 @@ struct ServiceGroupTests {
         #expect(await recorder.events == ["start A", "start B", "start C", "stop C", "stop B", "stop A"])
         let deadlines = await recorder.deadlines
         #expect(Set(deadlines.values).count == 1)
-        #expect(lines.all == [
-            "starting A", "started A", "starting B", "started B", "starting C", "started C",
-            "stopping C", "stopped C", "stopping B", "stopped B", "stopping A", "stopped A",
-        ])
+        #expect(
+            lines.all == [
+                "starting A", "started A", "starting B", "started B", "starting C", "started C",
+                "stopping C", "stopped C", "stopping B", "stopped B", "stopping A", "stopped A",
+            ])
     }
 
     @Test("a failing start stops the services started before it, in reverse, and starts no more")

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("The public syscall helper")
 struct SyscallTests {

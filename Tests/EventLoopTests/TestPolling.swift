@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Polls `condition` until it holds or `seconds` pass; these tests wait this way, never by
 /// sleeping for a guessed time. The bound is generous: it is only reached when a test fails,

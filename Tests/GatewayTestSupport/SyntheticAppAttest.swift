@@ -15,14 +15,16 @@ public struct SyntheticAppAttest: Sendable {
         let rootKey = try PrivateKey.generateP256()
         let year: Int64 = 365 * 86_400
         root = try CertificateIssuer.selfSigned(
-            CertificateFields(commonName: name, serialNumber: 1, notBefore: notBefore - 60, notAfter: notBefore + year,
-                              isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]),
+            CertificateFields(
+                commonName: name, serialNumber: 1, notBefore: notBefore - 60, notAfter: notBefore + year,
+                isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]),
             key: rootKey
         )
         let intermediateKey = try PrivateKey.generateP256()
         let certificate = try root.issue(
-            CertificateFields(commonName: name + " CA 1", serialNumber: 2, notBefore: notBefore - 60, notAfter: notBefore + year,
-                              isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]),
+            CertificateFields(
+                commonName: name + " CA 1", serialNumber: 2, notBefore: notBefore - 60, notAfter: notBefore + year,
+                isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]),
             for: intermediateKey.publicKey
         )
         intermediate = CertificateIssuer(certificate: certificate, key: intermediateKey)
@@ -69,59 +71,77 @@ public struct SyntheticAppAttest: Sendable {
     }
 
     /// The attestation object of `device` over `challenge` (its UTF-8 bytes, as an app's client data) at `now`.
-    public func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws -> [UInt8] {
-        try attestation(device, clientDataHash: SHA256.hash(changes.nonceOver ?? Array(challenge.utf8)), now: now, changes: changes)
+    public func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws
+        -> [UInt8]
+    {
+        try attestation(
+            device, clientDataHash: SHA256.hash(changes.nonceOver ?? Array(challenge.utf8)), now: now, changes: changes)
     }
 
     /// The attestation object of `device` over the client data whose SHA-256 is `clientDataHash`,
     /// as `DCAppAttestService.attestKey` makes it.
-    public func attestation(_ device: Device, clientDataHash: [UInt8], now: Int64, changes: Changes = Changes()) throws -> [UInt8] {
+    public func attestation(_ device: Device, clientDataHash: [UInt8], now: Int64, changes: Changes = Changes()) throws
+        -> [UInt8]
+    {
         var authData = SHA256.hash(Array(changes.appID.utf8))
         authData.append(0x41 | (changes.extensionData ? 0x80 : 0))
         authData += bigEndian(changes.counter)
         authData += changes.aaguid
         let credential = changes.credentialID ?? device.keyID
         authData += [UInt8(credential.count >> 8), UInt8(credential.count & 0xFF)] + credential
-        authData += CBORWriter.encode(.map([
-            (.unsigned(1), .unsigned(2)), (.unsigned(3), .negative(6)), (.negative(0), .unsigned(1)),
-            (.negative(1), .bytes(Array(device.point[1..<33]))), (.negative(2), .bytes(Array(device.point[33...]))),
-        ]))
+        authData += CBORWriter.encode(
+            .map([
+                (.unsigned(1), .unsigned(2)), (.unsigned(3), .negative(6)), (.negative(0), .unsigned(1)),
+                (.negative(1), .bytes(Array(device.point[1..<33]))), (.negative(2), .bytes(Array(device.point[33...]))),
+            ]))
         if changes.extensionData { authData += CBORWriter.encode(.map([(.text("credProtect"), .unsigned(2))])) }
         let nonce = SHA256.hash(authData + clientDataHash)
         // SEQUENCE { [1] EXPLICIT OCTET STRING nonce }
         let nonceExtension: [UInt8] = [0x30, 0x24, 0xA1, 0x22, 0x04, 0x20] + nonce
         let issuer = changes.issuer ?? intermediate
         let leaf = try issuer.issue(
-            CertificateFields(commonName: SHA256.hexString(device.keyID), serialNumber: UInt64.random(in: 10...UInt64.max),
-                              notBefore: changes.leafNotBefore ?? now - 60, notAfter: changes.leafNotAfter ?? now + 3 * 86_400,
-                              isCertificateAuthority: false, keyUsage: [.digitalSignature],
-                              extensions: [CertificateExtension(oid: AppAttestVerifier.nonceExtension, value: nonceExtension)]),
+            CertificateFields(
+                commonName: SHA256.hexString(device.keyID), serialNumber: UInt64.random(in: 10...UInt64.max),
+                notBefore: changes.leafNotBefore ?? now - 60, notAfter: changes.leafNotAfter ?? now + 3 * 86_400,
+                isCertificateAuthority: false, keyUsage: [.digitalSignature],
+                extensions: [CertificateExtension(oid: AppAttestVerifier.nonceExtension, value: nonceExtension)]),
             for: changes.leafKey ?? device.key.publicKey
         )
-        return CBORWriter.encode(.map([
-            (.text("fmt"), .text(changes.fmt)),
-            (.text("attStmt"), .map([
-                (.text("x5c"), .array([.bytes(leaf.der), .bytes(issuer.certificate.der)])),
-                (.text("receipt"), .bytes(Array("synthetic receipt".utf8))),
-            ])),
-            (.text("authData"), .bytes(authData)),
-        ]))
+        return CBORWriter.encode(
+            .map([
+                (.text("fmt"), .text(changes.fmt)),
+                (
+                    .text("attStmt"),
+                    .map([
+                        (.text("x5c"), .array([.bytes(leaf.der), .bytes(issuer.certificate.der)])),
+                        (.text("receipt"), .bytes(Array("synthetic receipt".utf8))),
+                    ])
+                ),
+                (.text("authData"), .bytes(authData)),
+            ]))
     }
 
     /// An assertion by `signer` (the device's key unless given) over `challenge` with `counter`.
-    public func assertion(_ device: Device, challenge: String, counter: UInt32, appID: String = SyntheticAppAttest.appID,
-                          signedOver: [UInt8]? = nil, signer: PrivateKey? = nil) throws -> [UInt8] {
-        try assertion(device, clientDataHash: SHA256.hash(signedOver ?? Array(challenge.utf8)), counter: counter, appID: appID, signer: signer)
+    public func assertion(
+        _ device: Device, challenge: String, counter: UInt32, appID: String = SyntheticAppAttest.appID,
+        signedOver: [UInt8]? = nil, signer: PrivateKey? = nil
+    ) throws -> [UInt8] {
+        try assertion(
+            device, clientDataHash: SHA256.hash(signedOver ?? Array(challenge.utf8)), counter: counter, appID: appID,
+            signer: signer)
     }
 
     /// An assertion over the client data whose SHA-256 is `clientDataHash`, as
     /// `DCAppAttestService.generateAssertion` makes it.
-    public func assertion(_ device: Device, clientDataHash: [UInt8], counter: UInt32, appID: String = SyntheticAppAttest.appID,
-                          signer: PrivateKey? = nil) throws -> [UInt8] {
+    public func assertion(
+        _ device: Device, clientDataHash: [UInt8], counter: UInt32, appID: String = SyntheticAppAttest.appID,
+        signer: PrivateKey? = nil
+    ) throws -> [UInt8] {
         let authenticatorData = SHA256.hash(Array(appID.utf8)) + [0x01] + bigEndian(counter)
         let nonce = SHA256.hash(authenticatorData + clientDataHash)
         let signature = try (signer ?? device.key).signature(for: nonce, algorithm: .ecdsaP256SHA256DER)
-        return CBORWriter.encode(.map([(.text("signature"), .bytes(signature)), (.text("authenticatorData"), .bytes(authenticatorData))]))
+        return CBORWriter.encode(
+            .map([(.text("signature"), .bytes(signature)), (.text("authenticatorData"), .bytes(authenticatorData))]))
     }
 
     private func bigEndian(_ value: UInt32) -> [UInt8] {
@@ -158,7 +178,8 @@ public enum CBORWriter {
         case 0..<24: return [type | UInt8(value)]
         case 24..<256: return [type | 24, UInt8(value)]
         case 256..<65_536: return [type | 25, UInt8(value >> 8), UInt8(value & 0xFF)]
-        case 65_536..<4_294_967_296: return [type | 26] + (0..<4).reversed().map { UInt8(value >> (8 * UInt64($0)) & 0xFF) }
+        case 65_536..<4_294_967_296:
+            return [type | 26] + (0..<4).reversed().map { UInt8(value >> (8 * UInt64($0)) & 0xFF) }
         default: return [type | 27] + (0..<8).reversed().map { UInt8(value >> (8 * UInt64($0)) & 0xFF) }
         }
     }

@@ -1,8 +1,8 @@
 import Gateway
 import HTTPClient
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A wall clock the test moves by hand.
 final class TestClock: Sendable {
@@ -33,13 +33,22 @@ struct AccessEndToEndTests {
             #expect(missing.status == 401)
             #expect(missing.header("WWW-Authenticate") == "Bearer")
             #expect(try Body(missing).code == "unauthorized")
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer("wrong")).status == 401)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", Self.token)]).status == 401)
-            let ok = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer() + [("X-Request-Id", "auth-1")])
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer("wrong")).status
+                    == 401)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("Authorization", Self.token)]
+                ).status == 401)
+            let ok = try await harness.process(
+                task: "summarize", text: Self.sample, headers: Self.bearer() + [("X-Request-Id", "auth-1")])
             #expect(ok.status == 200)
             let models = try await harness.client.send(HTTPClientRequest(url: harness.base + "/v1/models"))
             #expect(models.status == 401)
-            #expect(try await harness.client.send(HTTPClientRequest(url: harness.base + "/v1/models", headers: Self.bearer())).status == 200)
+            #expect(
+                try await harness.client.send(
+                    HTTPClientRequest(url: harness.base + "/v1/models", headers: Self.bearer())
+                ).status == 200)
             #expect(try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/health")).status == 200)
             let line = try #require(harness.logs.lines.first { $0.contains("auth-1") })
             #expect(line.contains("user_id=alice"))
@@ -50,7 +59,8 @@ struct AccessEndToEndTests {
     @Test("refuses past the per-minute limit with 429 and RateLimit headers, then recovers after the window")
     func perMinute() async throws {
         let clock = TestClock()
-        try await GatewayHarness.with(configure: { try? Self.configure(plans: "pro:3:-:-", &$0) }, clock: { clock.now }) { harness in
+        try await GatewayHarness.with(configure: { try? Self.configure(plans: "pro:3:-:-", &$0) }, clock: { clock.now })
+        { harness in
             for remaining in [2, 1, 0] {
                 let response = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer())
                 #expect(response.status == 200)
@@ -64,7 +74,8 @@ struct AccessEndToEndTests {
             #expect(refused.header("RateLimit-Remaining") == "0")
             #expect(refused.header("RateLimit-Reset") != nil)
             clock.advance(61)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)
             #expect(harness.mock.stats.requests == 4)
         }
     }
@@ -72,30 +83,44 @@ struct AccessEndToEndTests {
     @Test("refuses a request over the concurrency limit until the one in flight ends")
     func concurrency() async throws {
         try await GatewayHarness.with(configure: { try? Self.configure(plans: "pro:-:1:-", &$0) }) { harness in
-            let slow = Task { try await harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=500]", headers: Self.bearer()) }
+            let slow = Task {
+                try await harness.process(
+                    task: "summarize", text: Self.sample + " [mock:latency-ms=500]", headers: Self.bearer())
+            }
             #expect(await eventually { harness.mock.stats.inFlight == 1 })
             let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer())
             #expect(refused.status == 429)
             #expect(refused.header("Retry-After") != nil)
             #expect(try await slow.value.status == 200)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)
         }
     }
 
-    @Test("refuses calls once the day's tokens cannot cover their worst case, not counting cache hits, and recovers the next day")
+    @Test(
+        "refuses calls once the day's tokens cannot cover their worst case, not counting cache hits, and recovers the next day"
+    )
     func dailyTokens() async throws {
         let clock = TestClock()
-        try await GatewayHarness.with(configure: {
-            try? Self.configure(plans: "pro:-:-:600", &$0)
-            $0.cacheTimeToLive = .seconds(3600)
-            $0.maxTokens = 50  // a worst case of about 100 tokens: the body's estimate and 50
-        }, clock: { clock.now }) { harness in
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)  // ~270 tokens
+        try await GatewayHarness.with(
+            configure: {
+                try? Self.configure(plans: "pro:-:-:600", &$0)
+                $0.cacheTimeToLive = .seconds(3600)
+                $0.maxTokens = 50 // a worst case of about 100 tokens: the body's estimate and 50
+            }, clock: { clock.now }
+        ) { harness in
+            #expect(
+                // ~270 tokens
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).status == 200)
             for _ in 0..<3 {
-                #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).header("X-Cache") == "HIT")
+                #expect(
+                    try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer()).header(
+                        "X-Cache") == "HIT")
             }
-            #expect(try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer()).status == 200)  // ~330 left
-            let refused = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer())  // ~60 left
+            // ~330 left
+            #expect(try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer()).status == 200)
+            // ~60 left
+            let refused = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer())
             #expect(refused.status == 429)
             #expect(Int(refused.header("Retry-After") ?? "") ?? 0 > 60)
             clock.advance(86_400)
@@ -112,20 +137,33 @@ struct AccessEndToEndTests {
         }) { harness in
             for client in ["203.0.113.7", "203.0.113.8"] {
                 for _ in 0..<2 {
-                    let response = try await harness.process(task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "198.51.100.1, \(client)")])
+                    let response = try await harness.process(
+                        task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "198.51.100.1, \(client)")])
                     #expect(response.status == 200)
                 }
             }
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.7")]).status == 429)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.7")]
+                ).status == 429)
         }
         try await GatewayHarness.with(configure: {
             $0.rateLimitsEnabled = true
             $0.plans = try! PlanCatalog.parse("guest:2:-:-")
         }) { harness async throws in
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.1")]).status == 200)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.2")]).status == 200)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.1")]
+                ).status == 200)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.2")]
+                ).status == 200)
             // Untrusted peer: the header is ignored, every request is the peer's.
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.3")]).status == 429)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("X-Forwarded-For", "203.0.113.3")]
+                ).status == 429)
         }
     }
 }

@@ -1,7 +1,7 @@
 import Testing
 
 #if canImport(Gateway)
-@testable import Gateway
+    @testable import Gateway
 #else
 #endif
 
@@ -20,11 +20,14 @@ struct AccessTests {
     struct TokenConfigurationTests {
         @Test("parses GATEWAY_TOKENS entries")
         func parsesInline() throws {
-            let store = try TokenStore.parse(inline: " \(aliceHash):alice:pro , \(bobHash.uppercased()):bob@example.com:free,")
+            let store = try TokenStore.parse(
+                inline: " \(aliceHash):alice:pro , \(bobHash.uppercased()):bob@example.com:free,")
             #expect(store.count == 2)
             #expect(store.entries.map(\.userID) == ["alice", "bob@example.com"])
             #expect(store.entries.map(\.plan) == ["pro", "free"])
-            #expect(store.authenticate(authorization: "Bearer \(bobToken)") == Caller(userID: "bob@example.com", plan: "free"))
+            #expect(
+                store.authenticate(authorization: "Bearer \(bobToken)")
+                    == Caller(userID: "bob@example.com", plan: "free"))
         }
 
         @Test("parses an empty GATEWAY_TOKENS as no callers")
@@ -35,7 +38,10 @@ struct AccessTests {
 
         static let inlineErrors: [(text: String, error: TokenConfigError)] = [
             ("\(aliceHash):alice", TokenConfigError(.wrongFieldCount(found: 2), at: .entry(1))),
-            ("\(aliceHash):alice:pro,\(bobHash):bob:pro:extra", TokenConfigError(.wrongFieldCount(found: 4), at: .entry(2))),
+            (
+                "\(aliceHash):alice:pro,\(bobHash):bob:pro:extra",
+                TokenConfigError(.wrongFieldCount(found: 4), at: .entry(2))
+            ),
             ("\(aliceHash):alice:pro,,abc:bob:pro", TokenConfigError(.invalidHash, at: .entry(3))),
             ("\(aliceHash.dropLast())g:alice:pro", TokenConfigError(.invalidHash, at: .entry(1))),
             ("\(aliceHash)0:alice:pro", TokenConfigError(.invalidHash, at: .entry(1))),
@@ -43,8 +49,10 @@ struct AccessTests {
             ("\(aliceHash):al ice:pro", TokenConfigError(.invalidUserID, at: .entry(1))),
             ("\(aliceHash):alice:", TokenConfigError(.invalidPlanName, at: .entry(1))),
             ("\(aliceHash):alice:pro/x", TokenConfigError(.invalidPlanName, at: .entry(1))),
-            ("\(aliceHash):alice:pro,\(bobHash):bob:pro,\(aliceHash.uppercased()):carol:pro",
-             TokenConfigError(.duplicateToken(first: .entry(1)), at: .entry(3))),
+            (
+                "\(aliceHash):alice:pro,\(bobHash):bob:pro,\(aliceHash.uppercased()):carol:pro",
+                TokenConfigError(.duplicateToken(first: .entry(1)), at: .entry(3))
+            ),
         ]
 
         @Test("rejects malformed GATEWAY_TOKENS entries by position", arguments: inlineErrors)
@@ -55,11 +63,11 @@ struct AccessTests {
         @Test("parses a tokens file with comments, blank lines, tabs and CRLF")
         func parsesFile() throws {
             let text = """
-            # callers of the staging gateway
-            \(aliceHash) alice pro   # the first one
+                # callers of the staging gateway
+                \(aliceHash) alice pro   # the first one
 
-            \t\(bobHash)\tbob\tfree\r
-            """
+                \t\(bobHash)\tbob\tfree\r
+                """
             let store = try TokenStore.parse(file: text)
             #expect(store.entries.map(\.userID) == ["alice", "bob"])
             #expect(store.authenticate(authorization: "Bearer \(aliceToken)") == Caller(userID: "alice", plan: "pro"))
@@ -69,7 +77,10 @@ struct AccessTests {
             ("# header\n\n\(aliceHash) alice\n", TokenConfigError(.wrongFieldCount(found: 2), at: .line(3))),
             ("\(aliceHash) alice pro\r\n\r\nnot-a-hash bob pro\r\n", TokenConfigError(.invalidHash, at: .line(3))),
             ("\(aliceHash):alice:pro\n", TokenConfigError(.wrongFieldCount(found: 1), at: .line(1))),
-            ("\(aliceHash) alice pro\n\(aliceHash) alice2 pro\n", TokenConfigError(.duplicateToken(first: .line(1)), at: .line(2))),
+            (
+                "\(aliceHash) alice pro\n\(aliceHash) alice2 pro\n",
+                TokenConfigError(.duplicateToken(first: .line(1)), at: .line(2))
+            ),
             ("\n\n\n\n\(aliceHash) alice pro!\n", TokenConfigError(.invalidPlanName, at: .line(5))),
         ]
 
@@ -98,7 +109,9 @@ struct AccessTests {
                     #expect(message.hasPrefix("entry "))
                 }
             }
-            #expect(TokenConfigError(.invalidHash, at: .line(4)).description == "line 4: the token hash is not 64 hexadecimal digits")
+            #expect(
+                TokenConfigError(.invalidHash, at: .line(4)).description
+                    == "line 4: the token hash is not 64 hexadecimal digits")
         }
 
         @Test("a configured entry prints without its digest")
@@ -153,7 +166,9 @@ struct AccessTests {
         @Test("accepts a token of the longest length")
         func acceptsLongestToken() {
             let token = String(repeating: "~", count: TokenStore.maximumTokenLength)
-            let store = TokenStore(entries: [CallerToken(hexDigest: TokenStore.hashLine(forToken: token), userID: "long", plan: "pro")!])
+            let store = TokenStore(entries: [
+                CallerToken(hexDigest: TokenStore.hashLine(forToken: token), userID: "long", plan: "pro")!
+            ])
             #expect(store.authenticate(authorization: "Bearer \(token)") == Caller(userID: "long", plan: "pro"))
             #expect(TokenStore.isAcceptableToken(token))
             #expect(!TokenStore.isAcceptableToken(token + "~"))
@@ -180,7 +195,9 @@ struct AccessTests {
         @Test("parses PLANS with unlimited fields")
         func parsesPlans() throws {
             let catalog = try PlanCatalog.parse(" free:20:2:50000 , pro:600:16:5000000,internal:-:-:-,")
-            #expect(catalog.plan(named: "free") == Plan(name: "free", requestsPerMinute: 20, concurrentRequests: 2, tokensPerDay: 50_000))
+            #expect(
+                catalog.plan(named: "free")
+                    == Plan(name: "free", requestsPerMinute: 20, concurrentRequests: 2, tokensPerDay: 50_000))
             #expect(catalog.plan(named: "pro").requestsPerMinute == 600)
             #expect(catalog.plan(named: "internal").isUnlimited)
             #expect(catalog.all.map(\.name) == ["default", "free", "guest", "internal", "pro"])
@@ -199,8 +216,11 @@ struct AccessTests {
         @Test("lets PLANS redefine guest and default")
         func redefinesBuiltIns() throws {
             let catalog = try PlanCatalog.parse("guest:5:1:1000,default:-:4:-")
-            #expect(catalog.guest == Plan(name: "guest", requestsPerMinute: 5, concurrentRequests: 1, tokensPerDay: 1000))
-            #expect(catalog.plan(named: "nope") == Plan(name: "default", requestsPerMinute: nil, concurrentRequests: 4, tokensPerDay: nil))
+            #expect(
+                catalog.guest == Plan(name: "guest", requestsPerMinute: 5, concurrentRequests: 1, tokensPerDay: 1000))
+            #expect(
+                catalog.plan(named: "nope")
+                    == Plan(name: "default", requestsPerMinute: nil, concurrentRequests: 4, tokensPerDay: nil))
         }
 
         static let errors: [(text: String, error: PlanConfigError)] = [
@@ -233,7 +253,9 @@ struct AccessTests {
             Instant(secondsSinceEpoch: midnight + seconds)
         }
 
-        static func allowed(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (lease: RateLease, status: RateStatus?)? {
+        static func allowed(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (
+            lease: RateLease, status: RateStatus?
+        )? {
             guard case .allowed(let lease, let status) = decision else {
                 Issue.record("expected the request to be allowed, got \(decision)", sourceLocation: sourceLocation)
                 return nil
@@ -241,7 +263,9 @@ struct AccessTests {
             return (lease, status)
         }
 
-        static func refused(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (status: RateStatus, reason: RefusalReason)? {
+        static func refused(_ decision: RateDecision, sourceLocation: SourceLocation = #_sourceLocation) -> (
+            status: RateStatus, reason: RefusalReason
+        )? {
             guard case .refused(let status, let reason) = decision else {
                 Issue.record("expected the request to be refused, got \(decision)", sourceLocation: sourceLocation)
                 return nil
@@ -256,18 +280,28 @@ struct AccessTests {
 
             var remaining: [Int] = []
             for offset in [100.5, 110.5, 120.5] {
-                let (lease, status) = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(offset))))
+                let (lease, status) = try #require(
+                    Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(offset))))
                 #expect(!lease.holdsSlot)
                 remaining.append(try #require(status).remaining)
-                #expect(status == RateStatus(quota: .requestsPerMinute, limit: 3, remaining: status!.remaining, resetSeconds: 60))
+                #expect(
+                    status
+                        == RateStatus(
+                            quota: .requestsPerMinute, limit: 3, remaining: status!.remaining, resetSeconds: 60))
             }
             #expect(remaining == [2, 1, 0])
 
             // The oldest request (second 100) leaves the window at 160.
             let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(130))))
             #expect(refusal.reason == .requestsPerMinute)
-            #expect(refusal.status == RateStatus(quota: .requestsPerMinute, limit: 3, remaining: 0, resetSeconds: 50, retryAfterSeconds: 30))
-            #expect(refusal.status.headerFields.map(\.name) == ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"])
+            #expect(
+                refusal.status
+                    == RateStatus(
+                        quota: .requestsPerMinute, limit: 3, remaining: 0, resetSeconds: 50, retryAfterSeconds: 30))
+            #expect(
+                refusal.status.headerFields.map(\.name) == [
+                    "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After",
+                ])
             #expect(refusal.status.headerFields.map(\.value) == ["3", "0", "50", "30"])
 
             let late = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(159.9))))
@@ -309,7 +343,10 @@ struct AccessTests {
 
             let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(1))))
             #expect(refusal.reason == .concurrency)
-            #expect(refusal.status == RateStatus(quota: .concurrentRequests, limit: 2, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1))
+            #expect(
+                refusal.status
+                    == RateStatus(
+                        quota: .concurrentRequests, limit: 2, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1))
 
             await limiter.release(first.lease)
             let third = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(2))))
@@ -331,7 +368,10 @@ struct AccessTests {
             _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(0.5))
             let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(5.5))))
             #expect(refusal.reason == .concurrency)
-            #expect(refusal.status == RateStatus(quota: .requestsPerMinute, limit: 10, remaining: 9, resetSeconds: 55, retryAfterSeconds: 1))
+            #expect(
+                refusal.status
+                    == RateStatus(
+                        quota: .requestsPerMinute, limit: 10, remaining: 9, resetSeconds: 55, retryAfterSeconds: 1))
         }
 
         @Test("refuses once the daily tokens are used up, until the next UTC day")
@@ -339,7 +379,8 @@ struct AccessTests {
             let limiter = InMemoryRateLimiter()
             let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: 1000)
             let first = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(100))))
-            #expect(first.status == RateStatus(quota: .tokensPerDay, limit: 1000, remaining: 1000, resetSeconds: 86_300))
+            #expect(
+                first.status == RateStatus(quota: .tokensPerDay, limit: 1000, remaining: 1000, resetSeconds: 86_300))
 
             await limiter.record(tokens: 600, key: "k", plan: plan, now: Self.at(110))
             let second = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(200))))
@@ -349,9 +390,14 @@ struct AccessTests {
             await limiter.record(tokens: 600, key: "k", plan: plan, now: Self.at(210))
             let refusal = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(300))))
             #expect(refusal.reason == .dailyTokens)
-            #expect(refusal.status == RateStatus(quota: .tokensPerDay, limit: 1000, remaining: 0, resetSeconds: 86_100, retryAfterSeconds: 86_100))
+            #expect(
+                refusal.status
+                    == RateStatus(
+                        quota: .tokensPerDay, limit: 1000, remaining: 0, resetSeconds: 86_100, retryAfterSeconds: 86_100
+                    ))
 
-            let lastSecond = try #require(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_399.5))))
+            let lastSecond = try #require(
+                Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_399.5))))
             #expect(lastSecond.status.retryAfterSeconds == 1)
 
             let nextDay = try #require(Self.allowed(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_400))))
@@ -376,7 +422,8 @@ struct AccessTests {
             let limiter = InMemoryRateLimiter()
             let plan = Plan.unlimited(name: "internal")
             for index in 0..<1_000 {
-                let allowed = try #require(Self.allowed(await limiter.acquire(key: "k\(index % 7)", plan: plan, now: Self.at(0))))
+                let allowed = try #require(
+                    Self.allowed(await limiter.acquire(key: "k\(index % 7)", plan: plan, now: Self.at(0))))
                 #expect(allowed.status == nil)
                 #expect(!allowed.lease.holdsSlot)
                 await limiter.record(tokens: 1_000_000, key: "k", plan: plan, now: Self.at(0))
@@ -389,11 +436,15 @@ struct AccessTests {
         func zeroLimits() async throws {
             let limiter = InMemoryRateLimiter()
             let noRequests = Plan(name: "z", requestsPerMinute: 0, concurrentRequests: nil, tokensPerDay: nil)
-            #expect(Self.refused(await limiter.acquire(key: "a", plan: noRequests, now: Self.at(0)))?.status.retryAfterSeconds == 60)
+            #expect(
+                Self.refused(await limiter.acquire(key: "a", plan: noRequests, now: Self.at(0)))?.status
+                    .retryAfterSeconds == 60)
             let noSlots = Plan(name: "z", requestsPerMinute: nil, concurrentRequests: -3, tokensPerDay: nil)
-            #expect(Self.refused(await limiter.acquire(key: "b", plan: noSlots, now: Self.at(0)))?.reason == .concurrency)
+            #expect(
+                Self.refused(await limiter.acquire(key: "b", plan: noSlots, now: Self.at(0)))?.reason == .concurrency)
             let noTokens = Plan(name: "z", requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: 0)
-            #expect(Self.refused(await limiter.acquire(key: "c", plan: noTokens, now: Self.at(0)))?.reason == .dailyTokens)
+            #expect(
+                Self.refused(await limiter.acquire(key: "c", plan: noTokens, now: Self.at(0)))?.reason == .dailyTokens)
         }
 
         @Test("a clock stepping back neither crashes nor forgets counts")
@@ -403,7 +454,8 @@ struct AccessTests {
             _ = await limiter.acquire(key: "k", plan: plan, now: Self.at(86_400 + 50))
             await limiter.record(tokens: 100, key: "k", plan: plan, now: Self.at(86_400 + 51))
             // Back into the previous day: today's tokens still count.
-            #expect(Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_390)))?.reason == .dailyTokens)
+            #expect(
+                Self.refused(await limiter.acquire(key: "k", plan: plan, now: Self.at(86_390)))?.reason == .dailyTokens)
             let odd = Instant(secondsSinceEpoch: .nan)
             #expect(odd.secondsSinceEpoch == 0)
             _ = await limiter.acquire(key: "k", plan: plan, now: Instant(secondsSinceEpoch: .infinity))
@@ -415,7 +467,8 @@ struct AccessTests {
             let limiter = InMemoryRateLimiter()
             let plan = PlanCatalog.builtInGuest
             for index in 0..<100_000 {
-                let decision = await limiter.acquire(key: "10.\(index >> 16).\((index >> 8) & 255).\(index & 255)", plan: plan, now: Self.at(0))
+                let decision = await limiter.acquire(
+                    key: "10.\(index >> 16).\((index >> 8) & 255).\(index & 255)", plan: plan, now: Self.at(0))
                 let allowed = try #require(Self.allowed(decision))
                 await limiter.release(allowed.lease)
             }
@@ -435,7 +488,8 @@ struct AccessTests {
             let limiter = InMemoryRateLimiter(sweepInterval: 100)
             let plan = PlanCatalog.builtInGuest
             for index in 0..<5_000 {
-                let lease = try #require(Self.allowed(await limiter.acquire(key: "a\(index)", plan: plan, now: Self.at(0))))
+                let lease = try #require(
+                    Self.allowed(await limiter.acquire(key: "a\(index)", plan: plan, now: Self.at(0))))
                 await limiter.release(lease.lease)
             }
             // Calls a minute later sweep the idle keys within max(100, keys) calls.
@@ -460,7 +514,9 @@ struct AccessTests {
             // The most recent keys keep their counts.
             let recent = Plan(name: "one", requestsPerMinute: 1, concurrentRequests: nil, tokensPerDay: nil)
             _ = await limiter.acquire(key: "k19999", plan: recent, now: Self.at(20))
-            #expect(Self.refused(await limiter.acquire(key: "k19999", plan: recent, now: Self.at(20)))?.reason == .requestsPerMinute)
+            #expect(
+                Self.refused(await limiter.acquire(key: "k19999", plan: recent, now: Self.at(20)))?.reason
+                    == .requestsPerMinute)
         }
 
         @Test("keys holding a lease are never evicted")
@@ -469,14 +525,19 @@ struct AccessTests {
             let plan = Plan(name: "p", requestsPerMinute: nil, concurrentRequests: 1, tokensPerDay: nil)
             var held: [RateLease] = []
             for index in 0..<20 {
-                held.append(try #require(Self.allowed(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(0)))).lease)
+                held.append(
+                    try #require(Self.allowed(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(0))))
+                        .lease)
             }
             for index in 0..<1_000 {
-                let allowed = try #require(Self.allowed(await limiter.acquire(key: "churn\(index)", plan: plan, now: Self.at(100))))
+                let allowed = try #require(
+                    Self.allowed(await limiter.acquire(key: "churn\(index)", plan: plan, now: Self.at(100))))
                 await limiter.release(allowed.lease)
             }
             for index in 0..<20 {
-                #expect(Self.refused(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(200)))?.reason == .concurrency)
+                #expect(
+                    Self.refused(await limiter.acquire(key: "held\(index)", plan: plan, now: Self.at(200)))?.reason
+                        == .concurrency)
             }
             for lease in held { await limiter.release(lease) }
             limiter.sweep(now: Self.at(300))
@@ -514,7 +575,9 @@ struct AccessTests {
             let allowedCount = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<1_000 {
                     group.addTask {
-                        if case .allowed(let lease, _) = try? await limiter.acquire(key: "shared", plan: plan, now: Self.at(0)) {
+                        if case .allowed(let lease, _) = try? await limiter.acquire(
+                            key: "shared", plan: plan, now: Self.at(0))
+                        {
                             _ = try? await limiter.finish(lease: lease, plan: plan, tokens: 0, now: Self.at(0))
                             return true
                         }
@@ -621,10 +684,15 @@ struct AccessTests {
             ("mapped forwarded entry that is trusted", "10.0.0.2", "198.51.100.7, ::ffff:10.3.3.3", "198.51.100.7"),
             ("peer that is no IP address", "unix", "198.51.100.7", "unix"),
             ("bad port", "10.0.0.2", "6.6.6.6, 198.51.100.7:99999999", "6.6.6.6"),
-            ("a comma inside a grapheme cluster still splits", "10.0.0.2", "1.2.3.4\u{0600}, 198.51.100.7", "198.51.100.7"),
+            (
+                "a comma inside a grapheme cluster still splits", "10.0.0.2", "1.2.3.4\u{0600}, 198.51.100.7",
+                "198.51.100.7"
+            ),
             ("tabs around entries", "10.0.0.2", "\t198.51.100.7\t", "198.51.100.7"),
-            ("only the rightmost 32 entries are read", "10.0.0.2",
-             (["6.6.6.6"] + Array(repeating: "10.0.0.1", count: 40)).joined(separator: ", "), "10.0.0.1"),
+            (
+                "only the rightmost 32 entries are read", "10.0.0.2",
+                (["6.6.6.6"] + Array(repeating: "10.0.0.1", count: 40)).joined(separator: ", "), "10.0.0.1"
+            ),
             ("a huge header does not crash", "10.0.0.2", String(repeating: ",", count: 100_000), "10.0.0.2"),
         ]
 

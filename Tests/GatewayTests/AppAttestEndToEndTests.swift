@@ -1,14 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import EventLoop
-@testable import Gateway
 import HTTPClient
 import Postgres
 import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A store of the gateway's configuration opened beside the running gateway, as another
 /// process on it would (the command line, another instance).
@@ -54,7 +56,10 @@ struct AppAttestEndToEndTests {
     /// Inside the leaf's validity: when the device made the attestation.
     static let attestedAt = Instant(secondsSinceEpoch: 1_611_404_013)
 
-    static func configure(_ configuration: inout GatewayConfiguration, location: DatabaseLocation, requirement: AppAttestSettings.Requirement = .guests) {
+    static func configure(
+        _ configuration: inout GatewayConfiguration, location: DatabaseLocation,
+        requirement: AppAttestSettings.Requirement = .guests
+    ) {
         configuration.database = location
         var settings = AppAttestSettings(appIDs: [RealDeviceFixture.appID])
         settings.environment = .development
@@ -70,34 +75,46 @@ struct AppAttestEndToEndTests {
     }
 
     static func post(_ harness: GatewayHarness, _ path: String, _ body: String) async throws -> HTTPClientResponse {
-        try await harness.client.send(HTTPClientRequest(
-            method: "POST", url: harness.base + path, headers: [("Content-Type", "application/json")], body: Array(body.utf8)
-        ))
+        try await harness.client.send(
+            HTTPClientRequest(
+                method: "POST", url: harness.base + path, headers: [("Content-Type", "application/json")],
+                body: Array(body.utf8)
+            ))
     }
 
     /// Puts the fixture's client data where the gateway's challenges wait, as if it had issued it.
     static func issueFixtureChallenge(_ location: DatabaseLocation) async throws {
         try await withStore(location) { store in
             try await store.insertChallenge(
-                RealDeviceFixture.clientData, expiresAtMilliseconds: Int64(attestedAt.secondsSinceEpoch * 1000) + 300_000
+                RealDeviceFixture.clientData,
+                expiresAtMilliseconds: Int64(attestedAt.secondsSinceEpoch * 1000) + 300_000
             )
         }
     }
 
-    static func register(_ harness: GatewayHarness, challenge: String = RealDeviceFixture.clientData) async throws -> HTTPClientResponse {
-        try await post(harness, "/api/attest/register", """
+    static func register(_ harness: GatewayHarness, challenge: String = RealDeviceFixture.clientData) async throws
+        -> HTTPClientResponse
+    {
+        try await post(
+            harness, "/api/attest/register",
+            """
             {"keyId":"\(fixture.keyID)","attestation":"\(fixture.attestation)","challenge":"\(challenge)"}
             """)
     }
 
-    static func session(_ harness: GatewayHarness, challenge: String = RealDeviceFixture.clientData) async throws -> HTTPClientResponse {
-        try await post(harness, "/api/attest/session", """
+    static func session(_ harness: GatewayHarness, challenge: String = RealDeviceFixture.clientData) async throws
+        -> HTTPClientResponse
+    {
+        try await post(
+            harness, "/api/attest/session",
+            """
             {"keyId":"\(fixture.keyID)","assertion":"\(fixture.assertion)","challenge":"\(challenge)"}
             """)
     }
 
     static func realDevice(location: DatabaseLocation) async throws {
-        try await GatewayHarness.with(configure: { configure(&$0, location: location) }, clock: { attestedAt }) { harness in
+        try await GatewayHarness.with(configure: { configure(&$0, location: location) }, clock: { attestedAt }) {
+            harness in
             // A guest is refused where devices are required.
             let guest = try await harness.process(task: "titles", text: ProcessEndToEndTests.sample)
             #expect(guest.status == 401)
@@ -117,7 +134,8 @@ struct AppAttestEndToEndTests {
 
             try await issueFixtureChallenge(location)
             let registered = try await register(harness)
-            #expect(registered.status == 201, "\(String(decoding: registered.body, as: UTF8.self)) \(harness.logs.lines)")
+            #expect(
+                registered.status == 201, "\(String(decoding: registered.body, as: UTF8.self)) \(harness.logs.lines)")
             let deviceID = try #require(try StoreEndToEndTests.json(registered)["deviceId"]?.stringValue)
             try await issueFixtureChallenge(location)
             #expect(try await register(harness).status == 409)
@@ -137,9 +155,11 @@ struct AppAttestEndToEndTests {
             #expect(await logged(harness, "attest_error=counter"))
 
             // The session is a caller of its own, on the device plan.
-            let answered = try await harness.process(task: "titles", text: ProcessEndToEndTests.sample, headers: StoreEndToEndTests.bearer(token))
+            let answered = try await harness.process(
+                task: "titles", text: ProcessEndToEndTests.sample, headers: StoreEndToEndTests.bearer(token))
             #expect(answered.status == 200)
-            let usage = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage", token: token))
+            let usage = try StoreEndToEndTests.json(
+                try await StoreEndToEndTests.get(harness, "/api/usage", token: token))
             #expect(usage["userId"]?.stringValue == "device:" + deviceID)
             #expect(usage["plan"]?.stringValue == "device")
             // Nothing of the attestation reaches the log.
@@ -148,7 +168,8 @@ struct AppAttestEndToEndTests {
             #expect(!log.contains(token))
         }
         // A restart keeps the device and its counter: the replay is still refused, the session still serves.
-        try await GatewayHarness.with(configure: { configure(&$0, location: location) }, clock: { attestedAt }) { harness in
+        try await GatewayHarness.with(configure: { configure(&$0, location: location) }, clock: { attestedAt }) {
+            harness in
             try await issueFixtureChallenge(location)
             #expect(try await session(harness).status == 401)
             #expect(await logged(harness, "attest_error=counter"))
@@ -160,7 +181,9 @@ struct AppAttestEndToEndTests {
         }
     }
 
-    @Test("SQLite: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart")
+    @Test(
+        "SQLite: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart"
+    )
     func realDeviceSQLite() async throws {
         try await Self.realDevice(location: .sqlite(path: storeDirectory() + "/gateway.sqlite"))
     }
@@ -168,9 +191,12 @@ struct AppAttestEndToEndTests {
 
 @Suite("App Attest end to end on Postgres", .postgresCluster)
 struct AppAttestPostgresTests {
-    @Test("Postgres: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart")
+    @Test(
+        "Postgres: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart"
+    )
     func realDevicePostgres() async throws {
-        try await AppAttestEndToEndTests.realDevice(location: try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL()))
+        try await AppAttestEndToEndTests.realDevice(
+            location: try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL()))
     }
 }
 
@@ -187,7 +213,8 @@ struct RealDeviceFixture {
     static func load() -> RealDeviceFixture {
         let values = try? AppAttestFixture.load()
         return RealDeviceFixture(
-            keyID: StandardBase64.encode(values?.keyID ?? []), attestation: StandardBase64.encode(values?.attestation ?? []),
+            keyID: StandardBase64.encode(values?.keyID ?? []),
+            attestation: StandardBase64.encode(values?.attestation ?? []),
             assertion: StandardBase64.encode(values?.assertion ?? [])
         )
     }

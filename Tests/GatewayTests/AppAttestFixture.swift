@@ -31,9 +31,13 @@ enum AppAttestFixture {
             }
             return Array(data)
         }
-        guard let pem = document["attestation"]?["publicKey"]?.stringValue else { throw Missing(description: "attestation.publicKey") }
+        guard let pem = document["attestation"]?["publicKey"]?.stringValue else {
+            throw Missing(description: "attestation.publicKey")
+        }
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        guard let publicKeyInfo = Data(base64Encoded: body) else { throw Missing(description: "attestation.publicKey is not PEM") }
+        guard let publicKeyInfo = Data(base64Encoded: body) else {
+            throw Missing(description: "attestation.publicKey is not PEM")
+        }
         return Values(
             attestation: try base64("attestation", "attestationBase64"),
             keyID: try base64("attestation", "keyIdBase64"),

@@ -1,6 +1,7 @@
 import Crypto
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The pinned Apple App Attestation Root CA against a real attestation's chain (the
 /// certificates kept with the Crypto tests, `Tests/CryptoTests/Fixtures/app-attest`).
@@ -11,8 +12,10 @@ struct AppleAppAttestationRootTests {
     static let attestedAt: Int64 = 1_611_404_013
 
     static func chain() throws -> (leaf: X509Certificate, intermediate: X509Certificate) {
-        (try X509Certificate(pem: RepositoryFile.text(fixtures + "leaf.pem")),
-         try X509Certificate(pem: RepositoryFile.text(fixtures + "intermediate.pem")))
+        (
+            try X509Certificate(pem: RepositoryFile.text(fixtures + "leaf.pem")),
+            try X509Certificate(pem: RepositoryFile.text(fixtures + "intermediate.pem"))
+        )
     }
 
     @Test("is the certificate its documentation describes")
@@ -50,11 +53,14 @@ struct AppleAppAttestationRootTests {
     func refusesOtherRoot() throws {
         let (leaf, intermediate) = try Self.chain()
         let fields = CertificateFields(
-            commonName: "Apple App Attestation Root CA", serialNumber: 1, notBefore: 1_584_556_373, notAfter: 2_373_148_800,
+            commonName: "Apple App Attestation Root CA", serialNumber: 1, notBefore: 1_584_556_373,
+            notAfter: 2_373_148_800,
             isCertificateAuthority: true, keyUsage: [.keyCertSign, .cRLSign]
         )
         let other = try CertificateIssuer.selfSigned(fields, key: PrivateKey.generateP256())
         let store = X509TrustStore(roots: [other.certificate])
-        #expect(throws: CryptoError.self) { try store.verify(leaf: leaf, intermediates: [intermediate], at: Self.attestedAt) }
+        #expect(throws: CryptoError.self) {
+            try store.verify(leaf: leaf, intermediates: [intermediate], at: Self.attestedAt)
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("App Attest authenticator data")
 struct AuthenticatorDataTests {
@@ -11,7 +12,9 @@ struct AuthenticatorDataTests {
 
     /// `rpIdHash`, `flags`, `signCount`.
     static func fixed(flags: UInt8, counter: UInt32 = 0) -> [UInt8] {
-        rpIdHash + [flags, UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
+        rpIdHash + [
+            flags, UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF),
+        ]
     }
 
     /// A COSE EC2 key on P-256 for ES256: {1: 2, 3: -7, -1: 1, -2: x, -3: y}, 77 bytes.
@@ -78,7 +81,9 @@ struct AuthenticatorDataTests {
         #expect(data.attestedCredential == nil)
         #expect(data.extensions == nil)
         // Read as an attestation's, the same bytes lack the credential AT announces.
-        #expect(throws: AuthenticatorDataError(.truncated, at: 37)) { try AuthenticatorData.parse(bytes, as: .attestation) }
+        #expect(throws: AuthenticatorDataError(.truncated, at: 37)) {
+            try AuthenticatorData.parse(bytes, as: .attestation)
+        }
     }
 
     @Test("an extensions map after the real credential, with the ED flag, is read")
@@ -128,7 +133,10 @@ struct AuthenticatorDataTests {
         var kind: AuthenticatorData.Kind
         var error: AuthenticatorDataError
 
-        init(_ name: String, _ bytes: [UInt8], _ kind: AuthenticatorData.Kind, _ reason: AuthenticatorDataError.Reason, at offset: Int) {
+        init(
+            _ name: String, _ bytes: [UInt8], _ kind: AuthenticatorData.Kind, _ reason: AuthenticatorDataError.Reason,
+            at offset: Int
+        ) {
             self.name = name
             self.bytes = bytes
             self.kind = kind
@@ -143,36 +151,71 @@ struct AuthenticatorDataTests {
         let end = attestation.count
         return [
             ErrorCase("no bytes", [], .assertion, .truncated, at: 0),
-            ErrorCase("one byte short of the counter", Array(fixed(flags: 0).dropLast()), .assertion, .truncated, at: 36),
-            ErrorCase("an attestation without AT", fixed(flags: 0x00) + credential(), .attestation, .noAttestedCredential, at: 32),
-            ErrorCase("an attestation with ED but without AT", fixed(flags: 0x80) + extensionMap, .attestation, .noAttestedCredential, at: 32),
-            ErrorCase("an attestation that ends after the counter", fixed(flags: 0x40), .attestation, .truncated, at: 37),
-            ErrorCase("an attestation cut inside the AAGUID", Array(attestation[0..<45]), .attestation, .truncated, at: 45),
-            ErrorCase("an attestation cut inside the id's length", Array(attestation[0..<54]), .attestation, .truncated, at: 54),
+            ErrorCase(
+                "one byte short of the counter", Array(fixed(flags: 0).dropLast()), .assertion, .truncated, at: 36),
+            ErrorCase(
+                "an attestation without AT", fixed(flags: 0x00) + credential(), .attestation, .noAttestedCredential,
+                at: 32),
+            ErrorCase(
+                "an attestation with ED but without AT", fixed(flags: 0x80) + extensionMap, .attestation,
+                .noAttestedCredential, at: 32),
+            ErrorCase(
+                "an attestation that ends after the counter", fixed(flags: 0x40), .attestation, .truncated, at: 37),
+            ErrorCase(
+                "an attestation cut inside the AAGUID", Array(attestation[0..<45]), .attestation, .truncated, at: 45),
+            ErrorCase(
+                "an attestation cut inside the id's length", Array(attestation[0..<54]), .attestation, .truncated,
+                at: 54),
             ErrorCase(
                 "a credential id longer than the bytes left",
                 fixed(flags: 0x40) + credential(length: 0x0100, key: []), .attestation, .truncated, at: 87
             ),
-            ErrorCase("no credential public key", fixed(flags: 0x40) + credential(key: []), .attestation, .credentialPublicKey(.truncated), at: keyOffset),
-            ErrorCase("a credential public key cut short", Array(attestation.dropLast()), .attestation, .credentialPublicKey(.truncated), at: keyOffset + 43),
             ErrorCase(
-                "an indefinite-length credential public key", fixed(flags: 0x40) + credential(key: [0xBF, 0x01, 0x02, 0xFF]),
+                "no credential public key", fixed(flags: 0x40) + credential(key: []), .attestation,
+                .credentialPublicKey(.truncated), at: keyOffset),
+            ErrorCase(
+                "a credential public key cut short", Array(attestation.dropLast()), .attestation,
+                .credentialPublicKey(.truncated), at: keyOffset + 43),
+            ErrorCase(
+                "an indefinite-length credential public key",
+                fixed(flags: 0x40) + credential(key: [0xBF, 0x01, 0x02, 0xFF]),
                 .attestation, .credentialPublicKey(.indefiniteLength), at: keyOffset
             ),
             ErrorCase(
-                "a credential public key with a key twice", fixed(flags: 0x40) + credential(key: [0xA2, 0x01, 0x02, 0x01, 0x02]),
+                "a credential public key with a key twice",
+                fixed(flags: 0x40) + credential(key: [0xA2, 0x01, 0x02, 0x01, 0x02]),
                 .attestation, .credentialPublicKey(.duplicateKey), at: keyOffset + 3
             ),
-            ErrorCase("a credential public key that is not a map", fixed(flags: 0x40) + credential(key: [0x01]), .attestation, .credentialPublicKeyNotMap, at: keyOffset),
-            ErrorCase("an attestation with ED and no extensions", fixed(flags: 0xC0) + credential(), .attestation, .missingExtensions, at: end),
-            ErrorCase("an assertion with ED and no extensions", fixed(flags: 0x80, counter: 1), .assertion, .missingExtensions, at: 37),
-            ErrorCase("a byte after the extensions map", attestation + extensionMap + [0x00], .attestation, .trailingBytes, at: end + extensionMap.count),
-            ErrorCase("two maps after an assertion's counter", fixed(flags: 0x40) + [0xA0, 0xA0], .assertion, .trailingBytes, at: 38),
-            ErrorCase("a byte after the credential public key", attestation + [0x01], .attestation, .extensionsNotMap, at: end),
-            ErrorCase("an integer after an assertion's counter", fixed(flags: 0x40) + [0x01], .assertion, .extensionsNotMap, at: 37),
-            ErrorCase("a break after an assertion's counter", fixed(flags: 0x40) + [0xFF], .assertion, .extensions(.indefiniteLength), at: 37),
-            ErrorCase("an extensions map cut short", fixed(flags: 0xC0) + credential() + extensionMap.dropLast(), .attestation, .extensions(.truncated), at: end + 57),
-            ErrorCase("an extensions map with a tag", fixed(flags: 0x80) + [0xA1, 0x61, 0x61, 0xC1, 0x00], .assertion, .extensions(.tag), at: 40),
+            ErrorCase(
+                "a credential public key that is not a map", fixed(flags: 0x40) + credential(key: [0x01]), .attestation,
+                .credentialPublicKeyNotMap, at: keyOffset),
+            ErrorCase(
+                "an attestation with ED and no extensions", fixed(flags: 0xC0) + credential(), .attestation,
+                .missingExtensions, at: end),
+            ErrorCase(
+                "an assertion with ED and no extensions", fixed(flags: 0x80, counter: 1), .assertion,
+                .missingExtensions, at: 37),
+            ErrorCase(
+                "a byte after the extensions map", attestation + extensionMap + [0x00], .attestation, .trailingBytes,
+                at: end + extensionMap.count),
+            ErrorCase(
+                "two maps after an assertion's counter", fixed(flags: 0x40) + [0xA0, 0xA0], .assertion, .trailingBytes,
+                at: 38),
+            ErrorCase(
+                "a byte after the credential public key", attestation + [0x01], .attestation, .extensionsNotMap, at: end
+            ),
+            ErrorCase(
+                "an integer after an assertion's counter", fixed(flags: 0x40) + [0x01], .assertion, .extensionsNotMap,
+                at: 37),
+            ErrorCase(
+                "a break after an assertion's counter", fixed(flags: 0x40) + [0xFF], .assertion,
+                .extensions(.indefiniteLength), at: 37),
+            ErrorCase(
+                "an extensions map cut short", fixed(flags: 0xC0) + credential() + extensionMap.dropLast(),
+                .attestation, .extensions(.truncated), at: end + 57),
+            ErrorCase(
+                "an extensions map with a tag", fixed(flags: 0x80) + [0xA1, 0x61, 0x61, 0xC1, 0x00], .assertion,
+                .extensions(.tag), at: 40),
         ]
     }()
 
@@ -196,6 +239,8 @@ struct AuthenticatorDataTests {
 
     @Test("an error says its reason and offset, and nothing of the input")
     func errorDescription() {
-        #expect("\(AuthenticatorDataError(.credentialPublicKey(.truncated), at: 87))" == "authenticator data: credential public key: CBOR truncated at byte 87")
+        #expect(
+            "\(AuthenticatorDataError(.credentialPublicKey(.truncated), at: 87))"
+                == "authenticator data: credential public key: CBOR truncated at byte 87")
     }
 }

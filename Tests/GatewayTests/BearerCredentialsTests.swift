@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// `Authorization: Bearer <token>`, read one way for callers' tokens and `METRICS_TOKEN`.
 @Suite("Bearer credentials")
@@ -29,8 +30,10 @@ struct BearerCredentialsTests {
         "refuses anything else",
         arguments: [
             "", "Bearer", "Bearer ", "Bearer    ", "Bearerabc", "Basic abc", "Basic YWxhZGRpbjpvcGVuc2VzYW1l", "abc",
-            "Bearer a b", "Bearer abc ", " Bearer abc", "Bearer\tabc", "Bearer \tabc", "Bearer abc\t", "Bearer\u{A0}abc",
-            "Bearer abc\r\n", "Bearer ab\u{0}c", "Bearer abc\u{7F}", "Bearer abcé", "Bearer é", "Beärer abc", "Bearers abc",
+            "Bearer a b", "Bearer abc ", " Bearer abc", "Bearer\tabc", "Bearer \tabc", "Bearer abc\t",
+            "Bearer\u{A0}abc",
+            "Bearer abc\r\n", "Bearer ab\u{0}c", "Bearer abc\u{7F}", "Bearer abcé", "Bearer é", "Beärer abc",
+            "Bearers abc",
             "Token abc", "Bearer: abc", "Bearer " + longest + "a", "Bearer  " + longest + "a",
         ]
     )
@@ -69,7 +72,9 @@ struct BearerCredentialsTests {
     func sameTokensAsConfiguration() {
         for byte in UInt8(0)...UInt8(0x7F) {
             let token = "x" + String(decoding: [byte], as: UTF8.self)
-            #expect(TokenStore.isAcceptableToken(token) == (BearerCredentials.token(in: "Bearer " + token) != nil), "byte \(byte)")
+            #expect(
+                TokenStore.isAcceptableToken(token) == (BearerCredentials.token(in: "Bearer " + token) != nil),
+                "byte \(byte)")
         }
     }
 }

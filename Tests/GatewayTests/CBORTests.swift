@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("CBOR reader")
 struct CBORTests {
@@ -121,12 +122,12 @@ struct CBORTests {
     @Test(
         "a length or count larger than the bytes left is refused before anything is allocated",
         arguments: [
-            [0x9B, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00] + [UInt8](repeating: 0x00, count: 64),  // 2^40 items
-            [0x9B] + [UInt8](repeating: 0xFF, count: 8),  // 2^64 - 1 items
-            [0xBB, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00],  // 2^63 - 1 entries
-            [0x5B] + [UInt8](repeating: 0xFF, count: 8),  // a byte string of 2^64 - 1 bytes
-            [0x7B, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x61],  // a text of 2^40 bytes
-            [0x81, 0x9A, 0x00, 0x01, 0x00, 0x00],  // an array of 65536 items inside one
+            [0x9B, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00] + [UInt8](repeating: 0x00, count: 64), // 2^40 items
+            [0x9B] + [UInt8](repeating: 0xFF, count: 8), // 2^64 - 1 items
+            [0xBB, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00], // 2^63 - 1 entries
+            [0x5B] + [UInt8](repeating: 0xFF, count: 8), // a byte string of 2^64 - 1 bytes
+            [0x7B, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x61], // a text of 2^40 bytes
+            [0x81, 0x9A, 0x00, 0x01, 0x00, 0x00], // an array of 65536 items inside one
         ] as [[UInt8]]
     )
     func hugeClaims(bytes: [UInt8]) {
@@ -171,14 +172,22 @@ struct CBORTests {
     func itemLimit() throws {
         let limits = CBORLimits(maximumItems: 4)
         // [1, [2]]: four items.
-        #expect(try CBORReader.decode([0x82, 0x01, 0x81, 0x02], limits: limits) == .array([.unsigned(1), .array([.unsigned(2)])]))
+        #expect(
+            try CBORReader.decode([0x82, 0x01, 0x81, 0x02], limits: limits)
+                == .array([.unsigned(1), .array([.unsigned(2)])]))
         // [1, [2, 3]]: five; the inner count is refused when read.
-        #expect(throws: CBORError(.tooManyItems, at: 2)) { try CBORReader.decode([0x82, 0x01, 0x82, 0x02, 0x03], limits: limits) }
+        #expect(throws: CBORError(.tooManyItems, at: 2)) {
+            try CBORReader.decode([0x82, 0x01, 0x82, 0x02, 0x03], limits: limits)
+        }
         // {1: 2, 3: 4}: five with the map.
-        #expect(throws: CBORError(.tooManyItems, at: 0)) { try CBORReader.decode([0xA2, 0x01, 0x02, 0x03, 0x04], limits: limits) }
+        #expect(throws: CBORError(.tooManyItems, at: 0)) {
+            try CBORReader.decode([0xA2, 0x01, 0x02, 0x03, 0x04], limits: limits)
+        }
         // The default: 4096. An array of 4095 zeros is 4096 items; one more is refused at once.
         #expect(try CBORReader.decode([0x99, 0x0F, 0xFF] + [UInt8](repeating: 0, count: 4_095)).array?.count == 4_095)
-        #expect(throws: CBORError(.tooManyItems, at: 0)) { try CBORReader.decode([0x99, 0x10, 0x00] + [UInt8](repeating: 0, count: 4_096)) }
+        #expect(throws: CBORError(.tooManyItems, at: 0)) {
+            try CBORReader.decode([0x99, 0x10, 0x00] + [UInt8](repeating: 0, count: 4_096))
+        }
     }
 
     @Test("an input longer than the size limit is refused before parsing")
@@ -189,7 +198,9 @@ struct CBORTests {
         let over = [0x59, 0xFF, 0xFE] + [UInt8](repeating: 0x41, count: 65_534)
         #expect(throws: CBORError(.tooLarge, at: 0)) { try CBORReader.decode(over) }
         // Checked before the first byte is read: even a malformed input is "too large".
-        #expect(throws: CBORError(.tooLarge, at: 0)) { try CBORReader.decode([0xFF, 0xFF], limits: CBORLimits(maximumBytes: 1)) }
+        #expect(throws: CBORError(.tooLarge, at: 0)) {
+            try CBORReader.decode([0xFF, 0xFF], limits: CBORLimits(maximumBytes: 1))
+        }
     }
 
     @Test("decodePrefix reads one item and says how many bytes it took")
@@ -212,7 +223,9 @@ struct CBORTests {
     @Test("map lookups by text and by integer key, negative ones included")
     func mapLookups() throws {
         // A COSE key's shape: {1: 2, 3: -7, -1: 1, -2: h'01', -3: h'02', "x": true}
-        let bytes: [UInt8] = [0xA6, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x41, 0x01, 0x22, 0x41, 0x02, 0x61, 0x78, 0xF5]
+        let bytes: [UInt8] = [
+            0xA6, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x41, 0x01, 0x22, 0x41, 0x02, 0x61, 0x78, 0xF5,
+        ]
         let map = try #require(try CBORReader.decode(bytes).map)
         #expect(map[1] == .unsigned(2))
         #expect(map[3]?.integer == -7)

@@ -1,7 +1,7 @@
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Response cache end to end", .serialized)
 struct CacheEndToEndTests {
@@ -18,7 +18,9 @@ struct CacheEndToEndTests {
             #expect(second.header("X-Cache") == "HIT")
             #expect(try Body(second).result == Body(first).result)
             #expect(try Body(second).requestId != Body(first).requestId)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, tone: "formal").header("X-Cache") == "MISS")
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, tone: "formal").header("X-Cache")
+                    == "MISS")
             #expect(try await harness.process(task: "rewrite", text: Self.sample).header("X-Cache") == "MISS")
             #expect(harness.mock.stats.requests == 3)
             try await Task.sleep(for: .milliseconds(3100))
@@ -32,7 +34,9 @@ struct CacheEndToEndTests {
         try await GatewayHarness.with(configure: { $0.cacheTimeToLive = .seconds(60) }) { harness in
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<50 {
-                    group.addTask { try await harness.process(task: "titles", text: Self.sample + " [mock:latency-ms=300]").status }
+                    group.addTask {
+                        try await harness.process(task: "titles", text: Self.sample + " [mock:latency-ms=300]").status
+                    }
                 }
                 var all: [Int] = []
                 for try await status in group { all.append(status) }
@@ -47,10 +51,12 @@ struct CacheEndToEndTests {
     func failuresAndOff() async throws {
         try await GatewayHarness.with(configure: {
             $0.cacheTimeToLive = .seconds(60)
-            $0.upstreamPolicy.retries = 0  // one upstream call a request, so the count shows no cached failure
+            $0.upstreamPolicy.retries = 0 // one upstream call a request, so the count shows no cached failure
         }) { harness async throws in
-            #expect(try await harness.process(task: "summarize", text: Self.sample + " [mock:status=500]").status == 502)
-            #expect(try await harness.process(task: "summarize", text: Self.sample + " [mock:status=500]").status == 502)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample + " [mock:status=500]").status == 502)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample + " [mock:status=500]").status == 502)
             #expect(harness.mock.stats.requests == 2)
         }
         try await GatewayHarness.with { harness async throws in

@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Character count")
 struct CharacterCountTests {
@@ -31,11 +32,14 @@ struct CharacterCountTests {
                 scalars.append(scalar)
             }
             let text = String(scalars)
-            #expect(CharacterCount.of(text) == text.count, "scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(
+                CharacterCount.of(text) == text.count,
+                "scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
             // With a limit: exact up to it, one more than it past it, on both paths.
             let limit = next() % 26
-            #expect(CharacterCount.of(text, limit: limit) == min(text.count, limit + 1),
-                    "limit \(limit), scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(
+                CharacterCount.of(text, limit: limit) == min(text.count, limit + 1),
+                "limit \(limit), scalars \(text.unicodeScalars.map { String($0.value, radix: 16) })")
         }
     }
 
@@ -64,7 +68,9 @@ struct CharacterCountTests {
     }
 
     static func needsFullRules(_ scalar: Unicode.Scalar) -> Bool {
-        [0x600, 0x605, 0x6DD, 0x370, 0x780, 0x94D, 0x915, 0x200D, 0x1F1EE, 0x1F1F7, 0x1F600, 0x1F3FD, 0xAC00,
-         0x1100, 0x1161, 0xFE0F, 0xFEFF].contains(scalar.value)
+        [
+            0x600, 0x605, 0x6DD, 0x370, 0x780, 0x94D, 0x915, 0x200D, 0x1F1EE, 0x1F1F7, 0x1F600, 0x1F3FD, 0xAC00,
+            0x1100, 0x1161, 0xFE0F, 0xFEFF,
+        ].contains(scalar.value)
     }
 }

@@ -1,14 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
-@testable import Gateway
 import EventLoop
 import HTTPClient
 import HTTPServer
 import MockUpstream
 import TestSupport
 import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs `body` with a mock upstream on an ephemeral loopback port and a client for it.
 private func withMock(
@@ -21,7 +23,8 @@ private func withMock(
     defaults.deltaDelayMilliseconds = 1
     let mock = try await MockUpstream.started(defaults: defaults, apiKey: apiKey)
     let http = try HTTPClient()
-    let client = ChatClient(httpClient: http, baseURL: mock.baseURL + "/", apiKey: clientKey ?? apiKey, timeout: timeout)
+    let client = ChatClient(
+        httpClient: http, baseURL: mock.baseURL + "/", apiKey: clientKey ?? apiKey, timeout: timeout)
     do {
         try await body(mock, client)
     } catch {
@@ -34,10 +37,12 @@ private func withMock(
 }
 
 private func request(_ text: String, model: String = "mock-model") -> ChatCompletionRequest {
-    ChatCompletionRequest(model: model, messages: [
-        ChatMessage(role: .system, content: "You are a test."),
-        ChatMessage(role: .user, content: text),
-    ], temperature: 0.2, maxTokens: 100)
+    ChatCompletionRequest(
+        model: model,
+        messages: [
+            ChatMessage(role: .system, content: "You are a test."),
+            ChatMessage(role: .user, content: text),
+        ], temperature: 0.2, maxTokens: 100)
 }
 
 private func expectChatError(_ body: () async throws(ChatError) -> Void, _ check: (ChatError) -> Bool) async {
@@ -77,25 +82,29 @@ struct ChatClientTests {
     )
     func errorStatuses(directive: String, status: Int, code: String, retryAfter: String?) async throws {
         try await withMock { _, client in
-            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("text " + directive)) }) { error in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("text " + directive))
+            }) { error in
                 guard case .httpStatus(let got, let body, let retry) = error else { return false }
                 return got == status && body?.code == code && retry == retryAfter && body?.message != nil
             }
         }
     }
 
-    @Test("with a hosted API's header fields (the mock's provider-headers) a completion decodes the same, and the fields arrive in order")
+    @Test(
+        "with a hosted API's header fields (the mock's provider-headers) a completion decodes the same, and the fields arrive in order"
+    )
     func providerHeaderFields() async throws {
         try await withMock { mock, client in
             let completion = try await client.complete(request("hello [mock:provider-headers=on]"), requestID: "req-43")
             #expect(completion.firstContent == MockBehaviour().content)
             let http = try HTTPClient()
             func post(_ text: String) async throws -> HTTPClientResponse {
-                try await http.send(HTTPClientRequest(
-                    method: "POST", url: mock.baseURL + "/chat/completions",
-                    headers: [("Authorization", "Bearer test-key"), ("Content-Type", "application/json")],
-                    body: try JSON.encode(request(text))
-                ))
+                try await http.send(
+                    HTTPClientRequest(
+                        method: "POST", url: mock.baseURL + "/chat/completions",
+                        headers: [("Authorization", "Bearer test-key"), ("Content-Type", "application/json")],
+                        body: try JSON.encode(request(text))
+                    ))
             }
             do {
                 let with = try await post("hi [mock:provider-headers=on]")
@@ -118,7 +127,8 @@ struct ChatClientTests {
     @Test("reports a wrong key as 401 invalid_api_key")
     func unauthorized() async throws {
         try await withMock(clientKey: "wrong") { _, client in
-            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("hello")) }) { error in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("hello")) }) {
+                error in
                 guard case .httpStatus(401, let body, _) = error else { return false }
                 return body?.code == "invalid_api_key"
             }
@@ -136,7 +146,8 @@ struct ChatClientTests {
     )
     func badBodies(directive: String, expected: String) async throws {
         try await withMock { _, client in
-            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request(directive)) }) { error in
+            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request(directive)) }) {
+                error in
                 switch error {
                 case .unreadableBody: return expected == "unreadable"
                 case .noContent: return expected == "noContent"
@@ -160,7 +171,9 @@ struct ChatClientTests {
     @Test("ends a slow call at the total timeout")
     func timeout() async throws {
         try await withMock(timeout: .milliseconds(200)) { _, client in
-            await expectChatError({ () throws(ChatError) in _ = try await client.complete(request("[mock:latency-ms=3000]")) }) { error in
+            await expectChatError({ () throws(ChatError) in
+                _ = try await client.complete(request("[mock:latency-ms=3000]"))
+            }) { error in
                 if case .timedOut = error { return true }
                 return false
             }
@@ -170,7 +183,9 @@ struct ChatClientTests {
     @Test("aborts the upstream call when the task is cancelled; the mock sees it long before its answer was due")
     func cancellation() async throws {
         try await withMock { mock, client in
-            let task = Task { () throws(ChatError) -> ChatCompletion in try await client.complete(request("[mock:latency-ms=10000]")) }
+            let task = Task { () throws(ChatError) -> ChatCompletion in
+                try await client.complete(request("[mock:latency-ms=10000]"))
+            }
             #expect(await eventually { mock.stats.inFlight == 1 })
             task.cancel()
             do {
@@ -191,7 +206,10 @@ struct ChatClientTests {
     @Test("decodes a streamed completion chunk by chunk with usage")
     func streaming() async throws {
         try await withMock { _, client in
-            var stream = ChatCompletionStream(bytes: try await client.streamBytes(body: request("[mock:deltas=40]").streamingBody(), requestID: "t", timeout: .seconds(30), headTimeout: nil))
+            var stream = ChatCompletionStream(
+                bytes: try await client.streamBytes(
+                    body: request("[mock:deltas=40]").streamingBody(), requestID: "t", timeout: .seconds(30),
+                    headTimeout: nil))
             var text = ""
             var pieces = 0
             var usage: Usage?
@@ -214,7 +232,9 @@ struct ChatClientTests {
     )
     func brokenStreams(directive: String) async throws {
         try await withMock { _, client in
-            var stream = ChatCompletionStream(bytes: try await client.streamBytes(body: request(directive).streamingBody(), requestID: "t", timeout: .seconds(30), headTimeout: nil))
+            var stream = ChatCompletionStream(
+                bytes: try await client.streamBytes(
+                    body: request(directive).streamingBody(), requestID: "t", timeout: .seconds(30), headTimeout: nil))
             do throws(ChatError) {
                 while try await stream.next() != nil {}
                 Issue.record("stream ended without an error")
@@ -250,11 +270,11 @@ struct ChatClientTests {
                     return failures
                 }
                 #expect(failures.isEmpty, "\(failures.count) failed: \(Set(failures))")
-                #expect(Double(start.nanoseconds(until: .now())) / 1e9 < 10)  // serial would be 1,000 s
+                #expect(Double(start.nanoseconds(until: .now())) / 1e9 < 10) // serial would be 1,000 s
 
                 let before = mock.stats.connections
                 for _ in 0..<100 { _ = try await client.complete(request("again")) }
-                #expect(mock.stats.connections == before)  // the pool served all 100 on kept-alive connections
+                #expect(mock.stats.connections == before) // the pool served all 100 on kept-alive connections
             }
         }
     }

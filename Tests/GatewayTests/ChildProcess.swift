@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A program started by a test, with its output in temporary files, stopped only by its pid.
 final class ChildProcess {

@@ -1,8 +1,8 @@
 import ChatAPI
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
 
 /// A credential that fails is refused on every configuration, an open gateway's guest rule is
 /// narrow, and a request's worst case is bounded before it goes upstream.
@@ -22,15 +22,20 @@ struct ClosedByDefaultTests {
         ("empty", "Bearer"),
     ]
 
-    static func chat(_ harness: GatewayHarness, _ body: String, authorization: String?) async throws -> HTTPClientResponse {
+    static func chat(_ harness: GatewayHarness, _ body: String, authorization: String?) async throws
+        -> HTTPClientResponse
+    {
         var headers = [("Content-Type", "application/json")]
         if let authorization { headers.append(("Authorization", authorization)) }
-        return try await harness.client.send(HTTPClientRequest(
-            method: "POST", url: harness.base + "/v1/chat/completions", headers: headers, body: Array(body.utf8)))
+        return try await harness.client.send(
+            HTTPClientRequest(
+                method: "POST", url: harness.base + "/v1/chat/completions", headers: headers, body: Array(body.utf8)))
     }
 
     static func models(_ harness: GatewayHarness, authorization: String?) async throws -> HTTPClientResponse {
-        try await harness.client.send(HTTPClientRequest(url: harness.base + "/v1/models", headers: authorization.map { [("Authorization", $0)] } ?? []))
+        try await harness.client.send(
+            HTTPClientRequest(
+                url: harness.base + "/v1/models", headers: authorization.map { [("Authorization", $0)] } ?? []))
     }
 
     static let chatBody = #"{"model":"fast","messages":[{"role":"user","content":"Hello there"}]}"#
@@ -39,13 +44,17 @@ struct ClosedByDefaultTests {
         configuration.modelAliases = [("fast", "upstream-fast")]
     }
 
-    @Test("an open gateway refuses a failed credential of its own formats on every route with invalid_token, and never calls upstream")
+    @Test(
+        "an open gateway refuses a failed credential of its own formats on every route with invalid_token, and never calls upstream"
+    )
     func openGatewayRefusesFailedCredentials() async throws {
         try await GatewayHarness.with(configure: Self.openAI) { harness in
-            #expect(try await harness.process(task: "summarize", text: Self.sample).status == 200)  // no credential: a guest
+            // no credential: a guest
+            #expect(try await harness.process(task: "summarize", text: Self.sample).status == 200)
             let calls = harness.mock.stats.requests
             for (label, value) in Self.failedCredentials {
-                let process = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", value)])
+                let process = try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("Authorization", value)])
                 #expect(process.status == 401, "\(label)")
                 #expect(process.header("WWW-Authenticate") == Self.invalidToken, "\(label)")
                 #expect(try Body(process).code == "unauthorized", "\(label)")
@@ -65,23 +74,32 @@ struct ClosedByDefaultTests {
     func placeholderRule() async throws {
         try await GatewayHarness.with(configure: Self.openAI) { harness in
             for placeholder in ["Bearer sk-no-key-required", "Bearer EMPTY", "bearer not-needed"] {
-                #expect(try await Self.chat(harness, Self.chatBody, authorization: placeholder).status == 200, "\(placeholder)")
+                #expect(
+                    try await Self.chat(harness, Self.chatBody, authorization: placeholder).status == 200,
+                    "\(placeholder)")
                 #expect(try await Self.models(harness, authorization: placeholder).status == 200, "\(placeholder)")
                 // /api is the gateway's own API: its clients send a credential only when they have one.
-                let process = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", placeholder)])
+                let process = try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("Authorization", placeholder)])
                 #expect(process.status == 401, "\(placeholder)")
                 #expect(process.header("WWW-Authenticate") == Self.invalidToken)
             }
             // Another scheme is no bearer credential (a proxy's own Basic sign-in, say).
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Basic dXNlcjpwYXNz")]).status == 200)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample, headers: [("Authorization", "Basic dXNlcjpwYXNz")]
+                ).status == 200)
         }
     }
 
-    @Test("where tokens are required, no credential is a plain Bearer challenge and any failed one, placeholders included, is invalid_token")
+    @Test(
+        "where tokens are required, no credential is a plain Bearer challenge and any failed one, placeholders included, is invalid_token"
+    )
     func requiredGateway() async throws {
         try await GatewayHarness.with(configure: {
             Self.openAI(&$0)
-            $0.tokens = try! TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:default")
+            $0.tokens = try! TokenStore.parse(
+                inline: "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:default")
         }) { harness in
             let missing = try await Self.chat(harness, Self.chatBody, authorization: nil)
             #expect(missing.status == 401)
@@ -90,65 +108,88 @@ struct ClosedByDefaultTests {
                 let chat = try await Self.chat(harness, Self.chatBody, authorization: value)
                 #expect(chat.status == 401)
                 #expect(chat.header("WWW-Authenticate") == Self.invalidToken)
-                #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", value)]).header("WWW-Authenticate") == Self.invalidToken)
+                #expect(
+                    try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", value)])
+                        .header("WWW-Authenticate") == Self.invalidToken)
             }
-            #expect(try await Self.chat(harness, Self.chatBody, authorization: "Bearer " + AccessEndToEndTests.token).status == 200)
+            #expect(
+                try await Self.chat(harness, Self.chatBody, authorization: "Bearer " + AccessEndToEndTests.token).status
+                    == 200)
         }
     }
 
     @Test("a JWT's subject is jwt:<sub> everywhere: it never meets the gateway-token user of the same name")
     func identityNamespaces() async throws {
         let jwt = try GatewayConfiguration(environment: [
-            "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "JWT_ISSUER": TestJWT.issuer, "JWT_AUDIENCE": TestJWT.audience,
+            "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "JWT_ISSUER": TestJWT.issuer,
+            "JWT_AUDIENCE": TestJWT.audience,
         ]).jwt
-        try await GatewayHarness.with(configure: {
-            $0.tokens = try! TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):erin:default")
-            $0.jwt = jwt
-        }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness in
+        try await GatewayHarness.with(
+            configure: {
+                $0.tokens = try! TokenStore.parse(
+                    inline: "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):erin:default")
+                $0.jwt = jwt
+            }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }
+        ) { harness in
             let signed = TestJWT.hs256(TestJWT.claims(sub: "erin"))
-            let viaJWT = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer " + signed), ("X-Request-Id", "jwt-erin")])
+            let viaJWT = try await harness.process(
+                task: "summarize", text: Self.sample,
+                headers: [("Authorization", "Bearer " + signed), ("X-Request-Id", "jwt-erin")])
             #expect(viaJWT.status == 200)
             let viaToken = try await harness.process(
-                task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer " + AccessEndToEndTests.token), ("X-Request-Id", "token-erin")])
+                task: "summarize", text: Self.sample,
+                headers: [("Authorization", "Bearer " + AccessEndToEndTests.token), ("X-Request-Id", "token-erin")])
             #expect(viaToken.status == 200)
             // The access line is written just after the answer.
-            #expect(await eventually(within: 10) { harness.logs.lines.contains { $0.contains("request_id=token-erin ") } })
+            #expect(
+                await eventually(within: 10) { harness.logs.lines.contains { $0.contains("request_id=token-erin ") } })
             let lines = harness.logs.lines
             #expect(lines.first { $0.contains("request_id=jwt-erin ") }?.contains("user_id=jwt:erin ") == true)
             #expect(lines.first { $0.contains("request_id=token-erin ") }?.contains("user_id=erin ") == true)
         }
     }
 
-    @Test("/v1's n is capped at MAX_CHOICES, and a request whose worst case does not fit the day is refused before it goes upstream")
+    @Test(
+        "/v1's n is capped at MAX_CHOICES, and a request whose worst case does not fit the day is refused before it goes upstream"
+    )
     func costsBoundedBeforeTheCall() async throws {
         let clock = TestClock()
-        try await GatewayHarness.with(configure: {
-            Self.openAI(&$0)
-            try? AccessEndToEndTests.configure(plans: "pro:-:-:2000", &$0)
-            $0.maxTokens = 300
-            $0.maxChoices = 8
-        }, clock: { clock.now }) { harness in
+        try await GatewayHarness.with(
+            configure: {
+                Self.openAI(&$0)
+                try? AccessEndToEndTests.configure(plans: "pro:-:-:2000", &$0)
+                $0.maxTokens = 300
+                $0.maxChoices = 8
+            }, clock: { clock.now }
+        ) { harness in
             let bearer = "Bearer " + AccessEndToEndTests.token
-            let tooMany = try await Self.chat(harness, #"{"model":"fast","n":9,"messages":[{"role":"user","content":"Hi"}]}"#, authorization: bearer)
+            let tooMany = try await Self.chat(
+                harness, #"{"model":"fast","n":9,"messages":[{"role":"user","content":"Hi"}]}"#, authorization: bearer)
             #expect(tooMany.status == 400)
             #expect(try Value.parse(tooMany.body)["error"]?["param"] == .string("n"))
             // 8 answers of up to 300 tokens: 2400 > 2000, refused though nothing was spent yet.
-            let worst = try await Self.chat(harness, #"{"model":"fast","n":8,"messages":[{"role":"user","content":"Hi"}]}"#, authorization: bearer)
+            let worst = try await Self.chat(
+                harness, #"{"model":"fast","n":8,"messages":[{"role":"user","content":"Hi"}]}"#, authorization: bearer)
             #expect(worst.status == 429)
             #expect(try Value.parse(worst.body)["error"]?["code"] == .string("rate_limited"))
             #expect(Int(worst.header("Retry-After") ?? "") ?? 0 > 60)
             #expect(worst.header("RateLimit-Remaining") == "2000")
             // max_tokens lowers the worst case: 8 × 100 fits.
-            let capped = try await Self.chat(harness, #"{"model":"fast","n":8,"max_tokens":100,"messages":[{"role":"user","content":"Hi"}]}"#, authorization: bearer)
+            let capped = try await Self.chat(
+                harness, #"{"model":"fast","n":8,"max_tokens":100,"messages":[{"role":"user","content":"Hi"}]}"#,
+                authorization: bearer)
             #expect(capped.status == 200)
             #expect(harness.mock.stats.requests == 1)
             // The same for /api/process: its worst case is MAX_TOKENS and the text.
             clock.advance(86_400)
-            let long = String(repeating: "A long text that costs tokens. ", count: 200)  // ~6 KB: ~2000 tokens by the estimate
+            // ~6 KB: ~2000 tokens by the estimate
+            let long = String(repeating: "A long text that costs tokens. ", count: 200)
             let refused = try await harness.process(task: "summarize", text: long, headers: [("Authorization", bearer)])
             #expect(refused.status == 429)
             #expect(harness.mock.stats.requests == 1)
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", bearer)]).status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", bearer)])
+                    .status == 200)
         }
     }
 }

@@ -1,13 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import EventLoop
-@testable import Gateway
 import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 @Suite("DotEnv")
 struct DotEnvTests {
@@ -60,27 +62,38 @@ struct DotEnvTests {
         ValidCase("one entry without final line break", "A=1", [Pair("A", "1")]),
         ValidCase("entries in file order", "B=2\nA=1\nC=3\n", [Pair("B", "2"), Pair("A", "1"), Pair("C", "3")]),
         ValidCase("comments between entries", "# head\nA=1\n\n# mid\nB=2\n", [Pair("A", "1"), Pair("B", "2")]),
-        ValidCase("export prefix", "export A=1\nexport  B=2\nexport\tC=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("C", "3")]),
+        ValidCase(
+            "export prefix", "export A=1\nexport  B=2\nexport\tC=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("C", "3")]),
         ValidCase("export as a key", "export=1\nexport = 2\n", [Pair("export", "1"), Pair("export", "2")]),
-        ValidCase("a key starting with export", "exported=1\nexport exported=2", [Pair("exported", "1"), Pair("exported", "2")]),
+        ValidCase(
+            "a key starting with export", "exported=1\nexport exported=2",
+            [Pair("exported", "1"), Pair("exported", "2")]),
         ValidCase("blanks around key and equals", "  A  =  1  \n\tB\t=\t2\t\n", [Pair("A", "1"), Pair("B", "2")]),
         ValidCase("key characters", "_a.b_1=x\nZ9=y\n_=z\n", [Pair("_a.b_1", "x"), Pair("Z9", "y"), Pair("_", "z")]),
         ValidCase("unquoted value keeps inner blanks", "A=  hello   world  \n", [Pair("A", "hello   world")]),
         ValidCase("inline comment after a space", "A=1 # note\n", [Pair("A", "1")]),
         ValidCase("inline comment after a tab", "A=1\t#note\n", [Pair("A", "1")]),
-        ValidCase("hash without a blank before it stays", "URL=http://x/#frag\nB=a#b # c\n", [Pair("URL", "http://x/#frag"), Pair("B", "a#b")]),
+        ValidCase(
+            "hash without a blank before it stays", "URL=http://x/#frag\nB=a#b # c\n",
+            [Pair("URL", "http://x/#frag"), Pair("B", "a#b")]),
         ValidCase("hash right after equals stays", "A=#1\n", [Pair("A", "#1")]),
         ValidCase("only a comment after equals is empty", "A= # nothing here\n", [Pair("A", "")]),
         ValidCase("quotes inside an unquoted value are literal", "A=it's \"ok\"\n", [Pair("A", #"it's "ok""#)]),
         ValidCase("backslashes in an unquoted value are literal", #"A=C:\dir"# + "\n", [Pair("A", #"C:\dir"#)]),
         ValidCase("equals signs in the value", "A=b=c==\n", [Pair("A", "b=c==")]),
-        ValidCase("single-quoted value is literal", #"A='  x # y \n ${Z} "q" '"#, [Pair("A", #"  x # y \n ${Z} "q" "#)]),
-        ValidCase("single-quoted value with a comment after it", "A='v'  # c\nB='w'\t\n", [Pair("A", "v"), Pair("B", "w")]),
+        ValidCase(
+            "single-quoted value is literal", #"A='  x # y \n ${Z} "q" '"#, [Pair("A", #"  x # y \n ${Z} "q" "#)]),
+        ValidCase(
+            "single-quoted value with a comment after it", "A='v'  # c\nB='w'\t\n", [Pair("A", "v"), Pair("B", "w")]),
         ValidCase("double-quoted escapes", #"A="a\nb\rc\td\\e\"f\$g""#, [Pair("A", "a\nb\rc\td\\e\"f$g")]),
-        ValidCase("unknown escapes keep their backslash", #"A="C:\path\x\u00e9\'""#, [Pair("A", #"C:\path\x\u00e9\'"#)]),
+        ValidCase(
+            "unknown escapes keep their backslash", #"A="C:\path\x\u00e9\'""#, [Pair("A", #"C:\path\x\u00e9\'"#)]),
         ValidCase("hash inside double quotes stays", #"A="a # b" # c"#, [Pair("A", "a # b")]),
-        ValidCase("quote characters of the other kind", #"A="it's"\#nB='say "hi"'"#, [Pair("A", "it's"), Pair("B", #"say "hi""#)]),
-        ValidCase("blanks inside quotes are kept", "A=\"  x  \"\nB='  y  '\n", [Pair("A", "  x  "), Pair("B", "  y  ")]),
+        ValidCase(
+            "quote characters of the other kind", #"A="it's"\#nB='say "hi"'"#,
+            [Pair("A", "it's"), Pair("B", #"say "hi""#)]),
+        ValidCase(
+            "blanks inside quotes are kept", "A=\"  x  \"\nB='  y  '\n", [Pair("A", "  x  "), Pair("B", "  y  ")]),
         ValidCase(
             "multi-line double-quoted value",
             "A=\"line 1\nline 2\n\"\nB=2\n",
@@ -101,7 +114,8 @@ struct DotEnvTests {
             "A=\"x\\\ny\"",
             [Pair("A", "x\\\ny")]
         ),
-        ValidCase("empty values", "A=\nB=''\nC=\"\"\nD=   \n", [Pair("A", ""), Pair("B", ""), Pair("C", ""), Pair("D", "")]),
+        ValidCase(
+            "empty values", "A=\nB=''\nC=\"\"\nD=   \n", [Pair("A", ""), Pair("B", ""), Pair("C", ""), Pair("D", "")]),
         ValidCase(
             "CRLF line endings",
             "A=1\r\nB='2'\r\nC=\"3\"\r\n# c\r\n\r\nD=4 # c\r\n",
@@ -114,8 +128,10 @@ struct DotEnvTests {
             "HOME_DIR=${HOME}\nB=\"$HOME ${X:-y}\"\nC='${A}'\n",
             [Pair("HOME_DIR", "${HOME}"), Pair("B", "$HOME ${X:-y}"), Pair("C", "${A}")]
         ),
-        ValidCase("duplicates are all returned in order", "A=1\nB=2\nA=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("A", "3")]),
-        ValidCase("non-ASCII values", "GREETING=\"سلام دنیا\"\nB=é ü\n", [Pair("GREETING", "سلام دنیا"), Pair("B", "é ü")]),
+        ValidCase(
+            "duplicates are all returned in order", "A=1\nB=2\nA=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("A", "3")]),
+        ValidCase(
+            "non-ASCII values", "GREETING=\"سلام دنیا\"\nB=é ü\n", [Pair("GREETING", "سلام دنیا"), Pair("B", "é ü")]),
     ]
 
     static let errors: [ErrorCase] = [
@@ -127,13 +143,20 @@ struct DotEnvTests {
         ErrorCase("empty key", "=\(secret)", .invalidKey(line: 1)),
         ErrorCase("key with an inner space", "A B=\(secret)", .invalidKey(line: 1)),
         ErrorCase("a secret where the key should be", "\(secret)=x", .invalidKey(line: 1)),
-        ErrorCase("unterminated single quote", "A=1\nB='\(secret)\nC=3'\n", .unterminatedSingleQuote(line: 2, key: "B")),
-        ErrorCase("unterminated double quote", "A=1\n\nB=\"\(secret)\nmore\n", .unterminatedDoubleQuote(line: 3, key: "B")),
-        ErrorCase("double quote closed only by an escaped quote", "B=\"\(secret)\\\"\n", .unterminatedDoubleQuote(line: 1, key: "B")),
+        ErrorCase(
+            "unterminated single quote", "A=1\nB='\(secret)\nC=3'\n", .unterminatedSingleQuote(line: 2, key: "B")),
+        ErrorCase(
+            "unterminated double quote", "A=1\n\nB=\"\(secret)\nmore\n", .unterminatedDoubleQuote(line: 3, key: "B")),
+        ErrorCase(
+            "double quote closed only by an escaped quote", "B=\"\(secret)\\\"\n",
+            .unterminatedDoubleQuote(line: 1, key: "B")),
         ErrorCase("text after a single-quoted value", "A='\(secret)'x", .unexpectedTextAfterQuote(line: 1, key: "A")),
         ErrorCase("a second quoted value", "A='\(secret)' 'more'", .unexpectedTextAfterQuote(line: 1, key: "A")),
-        ErrorCase("text after a double-quoted value", "A=\"\(secret)\" tail", .unexpectedTextAfterQuote(line: 1, key: "A")),
-        ErrorCase("comment hash right after a closing quote", "A=\"\(secret)\"#c", .unexpectedTextAfterQuote(line: 1, key: "A")),
+        ErrorCase(
+            "text after a double-quoted value", "A=\"\(secret)\" tail", .unexpectedTextAfterQuote(line: 1, key: "A")),
+        ErrorCase(
+            "comment hash right after a closing quote", "A=\"\(secret)\"#c",
+            .unexpectedTextAfterQuote(line: 1, key: "A")),
         ErrorCase(
             "text after a multi-line value, on the line of the closing quote",
             "A=\"x\n\(secret)\"junk\n",
@@ -206,8 +229,12 @@ struct DotEnvTests {
         #expect(DotEnvError.expectedKeyValue(line: 3).description == "line 3: expected KEY=VALUE")
         #expect(DotEnvError.invalidKey(line: 1).description == "line 1: invalid key")
         #expect(DotEnvError.fileTooLarge(path: "/x/.env").description == "/x/.env: file larger than 1048576 bytes")
-        #expect(DotEnvError.readFailed(path: ".env", errno: EACCES).description == ".env: cannot read (errno \(EACCES): permission denied)")
-        #expect(DotEnvError.unexpectedTextAfterQuote(line: 2, key: "K").reason == "unexpected text after the closing quote for K")
+        #expect(
+            DotEnvError.readFailed(path: ".env", errno: EACCES).description
+                == ".env: cannot read (errno \(EACCES): permission denied)")
+        #expect(
+            DotEnvError.unexpectedTextAfterQuote(line: 2, key: "K").reason
+                == "unexpected text after the closing quote for K")
     }
 
     // MARK: - merged
@@ -218,14 +245,15 @@ struct DotEnvTests {
         let production = ["B": "production", "C": "production", "E": "production"]
         let environment = ["C": "env", "D": "", "F": "env"]
         let merged = DotEnv.merged(environment: environment, files: [base, production])
-        #expect(merged == [
-            "A": "base",
-            "B": "production",
-            "C": "env",
-            "D": "",  // set in the environment, even to empty, wins
-            "E": "production",
-            "F": "env",
-        ])
+        #expect(
+            merged == [
+                "A": "base",
+                "B": "production",
+                "C": "env",
+                "D": "", // set in the environment, even to empty, wins
+                "E": "production",
+                "F": "env",
+            ])
     }
 
     @Test("merged: no files gives the environment")

@@ -1,8 +1,9 @@
-@testable import Gateway
 import HTTPClient
 import HTTPServer
 import MockUpstream
 import Testing
+
+@testable import Gateway
 
 @Suite("text-gateway eval: the corpus, the checks, and a run against mock-upstream")
 struct EvalTests {
@@ -16,7 +17,9 @@ struct EvalTests {
         for text in EvalCorpus.texts {
             #expect(EvalChecks.numbers(in: text.text).count >= 3, "\(text.id)")
             #expect(text.names.allSatisfy { EvalChecks.mentions(text.text, $0) }, "\(text.id)")
-            #expect(!text.keyNumbers.isEmpty && Set(text.keyNumbers).isSubset(of: EvalChecks.numbers(in: text.text)), "\(text.id)")
+            #expect(
+                !text.keyNumbers.isEmpty && Set(text.keyNumbers).isSubset(of: EvalChecks.numbers(in: text.text)),
+                "\(text.id)")
             #expect(EvalChecks.isPersianScript(text.text), "\(text.id)")
             #expect(text.text.count >= 20 && text.text.count <= ProcessRequest.maximumCharacters)
         }
@@ -24,7 +27,10 @@ struct EvalTests {
 
     @Test("numbers are read in Persian, Arabic-Indic and ASCII digits, with a decimal point")
     func numbers() {
-        #expect(EvalChecks.numbers(in: "خط ۱۰ با ۱.۸ میلیون و 43 کیلومتر، ٣ روز، SHA-256.") == ["10", "1.8", "43", "3", "256"])
+        #expect(
+            EvalChecks.numbers(in: "خط ۱۰ با ۱.۸ میلیون و 43 کیلومتر، ٣ روز، SHA-256.") == [
+                "10", "1.8", "43", "3", "256",
+            ])
         #expect(EvalChecks.numbers(in: "بدون عدد") == [])
     }
 
@@ -43,9 +49,13 @@ struct EvalTests {
             EvalChecks.checks(task: task, answer: answer, text: Self.text).filter { !$0.passed }.map(\.name)
         }
         #expect(failed(.summarize, "مترو تهران خط ۱۰ را با ۱۲ ایستگاه تا سال ۱۴۰۴ می‌سازد.") == [])
-        #expect(failed(.summarize, "مترو خط ۱۱ را می‌سازد.") == ["keeps_names", "keeps_key_numbers", "no_invented_numbers"])
+        #expect(
+            failed(.summarize, "مترو خط ۱۱ را می‌سازد.") == ["keeps_names", "keeps_key_numbers", "no_invented_numbers"])
         #expect(failed(.summarize, "مترو تهران خط ۱۰ را می‌سازد.") == ["keeps_key_numbers"])
-        #expect(failed(.summarize, "Tehran metro opens line 10 with 12 stations by 1404.") == ["persian_script", "keeps_names"])
+        #expect(
+            failed(.summarize, "Tehran metro opens line 10 with 12 stations by 1404.") == [
+                "persian_script", "keeps_names",
+            ])
         #expect(failed(.summarize, Self.text.text + " تهران") == ["shorter_than_input"])
         #expect(failed(.keyPoints, "- نکتهٔ یک\n- نکتهٔ دو\n• نکتهٔ سه") == [])
         #expect(failed(.keyPoints, "۱. نکتهٔ یک\n۲. نکتهٔ دو\n۳. نکتهٔ سه\n۴. نکتهٔ چهار") == [])
@@ -63,7 +73,9 @@ struct EvalTests {
     }
 
     /// A run against a mock whose every answer is `content` (nil: its own fixed sentence).
-    static func run(content: String? = nil, minimum: Double = EvalCommand.defaultMinimumPassRate, tasks: [TextTask]? = nil) async throws -> (String, Int32) {
+    static func run(
+        content: String? = nil, minimum: Double = EvalCommand.defaultMinimumPassRate, tasks: [TextTask]? = nil
+    ) async throws -> (String, Int32) {
         var behaviour = MockBehaviour()
         if let content { behaviour.content = content }
         let mock = try await MockUpstream.started(defaults: behaviour, apiKey: "k")
@@ -72,7 +84,8 @@ struct EvalTests {
         configuration.defaultModel = "mock-model"
         configuration.baseURL = mock.baseURL
         let client = try HTTPClient()
-        let result = await EvalCommand(format: .table, minimumPassRate: minimum, tasks: tasks).run(configuration: configuration, client: client)
+        let result = await EvalCommand(format: .table, minimumPassRate: minimum, tasks: tasks).run(
+            configuration: configuration, client: client)
         await client.shutdown()
         await mock.shutdown()
         return (result.output, result.status)
@@ -98,13 +111,15 @@ struct EvalTests {
         let titles = (1...10).map { "\($0). عنوانی برای این متن" }.joined(separator: "\n")
         let (table, status) = try await Self.run(content: titles, minimum: 1, tasks: [.titles])
         #expect(status == 0, "\(table)")
-        #expect(table.contains("titles: persian_script 12/12, ten_numbered_lines 12/12, json_validates 12/12"), "\(table)")
+        #expect(
+            table.contains("titles: persian_script 12/12, ten_numbered_lines 12/12, json_validates 12/12"), "\(table)")
     }
 
     @Test("without --min-pass a run under 80 % exits 1 and says so; one above exits 0; --min-pass 0 only reports")
     func defaultMinimum() async throws {
         #expect(EvalCommand().minimumPassRate == 0.8)
-        #expect(try GatewayCommand.parse(["eval"]) == .eval(EvalCommand(minimumPassRate: 0.8), environment: "development"))
+        #expect(
+            try GatewayCommand.parse(["eval"]) == .eval(EvalCommand(minimumPassRate: 0.8), environment: "development"))
         #expect(GatewayCommand.usage.contains("0.8 when not"))
         let (_, failing) = try await Self.run(tasks: [.titles])
         #expect(failing == 1)
@@ -121,12 +136,14 @@ struct EvalTests {
         let environment = CommandLineProcessTests.baseEnvironment.merging([
             "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL,
         ]) { $1 }
-        let failing = try ChildProcess("text-gateway", arguments: ["eval", "--task", "titles"], environment: environment,
-                                       workingDirectory: CommandLineProcessTests.emptyDirectory())
+        let failing = try ChildProcess(
+            "text-gateway", arguments: ["eval", "--task", "titles"], environment: environment,
+            workingDirectory: CommandLineProcessTests.emptyDirectory())
         #expect(await failing.waitForExit(seconds: 60) == 1, "\(failing.output)")
         #expect(failing.output.contains("under --min-pass 80 %"), "\(failing.output)")
-        let reporting = try ChildProcess("text-gateway", arguments: ["eval", "--task", "titles", "--min-pass", "0"], environment: environment,
-                                         workingDirectory: CommandLineProcessTests.emptyDirectory())
+        let reporting = try ChildProcess(
+            "text-gateway", arguments: ["eval", "--task", "titles", "--min-pass", "0"], environment: environment,
+            workingDirectory: CommandLineProcessTests.emptyDirectory())
         #expect(await reporting.waitForExit(seconds: 60) == 0, "\(reporting.output)")
         await mock.shutdown()
     }
@@ -150,9 +167,15 @@ struct EvalTests {
     @Test("the command line takes eval's options and refuses bad ones")
     func commandLine() throws {
         #expect(try GatewayCommand.parse(["eval"]) == .eval(EvalCommand(), environment: "development"))
-        #expect(try GatewayCommand.parse(["eval", "--format", "json", "--min-pass", "0.8", "--task", "titles", "--env", "production"])
-            == .eval(EvalCommand(format: .json, minimumPassRate: 0.8, tasks: [.titles]), environment: "production"))
-        for bad in [["eval", "--min-pass", "2"], ["eval", "--format", "xml"], ["eval", "--task", "translate"], ["eval", "--nope", "1"], ["eval", "--format"]] {
+        #expect(
+            try GatewayCommand.parse([
+                "eval", "--format", "json", "--min-pass", "0.8", "--task", "titles", "--env", "production",
+            ])
+                == .eval(EvalCommand(format: .json, minimumPassRate: 0.8, tasks: [.titles]), environment: "production"))
+        for bad in [
+            ["eval", "--min-pass", "2"], ["eval", "--format", "xml"], ["eval", "--task", "translate"],
+            ["eval", "--nope", "1"], ["eval", "--format"],
+        ] {
             #expect(throws: CommandLineError.self) { try GatewayCommand.parse(bad) }
         }
     }

@@ -27,13 +27,19 @@ struct GatewayHarness {
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let mock = try await MockGateway.upstream(apiKey: upstreamKey)
-        try await start(mock: mock, ownsMock: true, configure: configure, logFormat: logFormat, clock: clock, observers: observers).serve(body)
+        try await start(
+            mock: mock, ownsMock: true, configure: configure, logFormat: logFormat, clock: clock, observers: observers
+        ).serve(body)
     }
 
     /// Another gateway on this harness's mock upstream (one more instance, configured afresh),
     /// stopped when `body` ends; the mock stays with this harness.
-    func peer(configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void) async throws {
-        try await Self.start(mock: mock, ownsMock: false, configure: configure, logFormat: .text, clock: { .now }, observers: []).serve(body)
+    func peer(configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void)
+        async throws
+    {
+        try await Self.start(
+            mock: mock, ownsMock: false, configure: configure, logFormat: .text, clock: { .now }, observers: []
+        ).serve(body)
     }
 
     /// Runs `body`, then stops this gateway whether or not it threw.
@@ -52,14 +58,17 @@ struct GatewayHarness {
         clock: @escaping @Sendable () -> Instant, observers: [any RequestObserver]
     ) async throws -> GatewayHarness {
         var configuration = MockGateway.configuration(upstream: mock, apiKey: upstreamKey)
-        configuration.rateLimitsEnabled = false  // the access tests turn limits on themselves
-        configuration.database = .off  // the store tests give each gateway a file of its own
+        configuration.rateLimitsEnabled = false // the access tests turn limits on themselves
+        configuration.database = .off // the store tests give each gateway a file of its own
         configure(&configuration)
         let logs = LogSink.memory()
-        let running = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock, observers: observers)
+        let running = try await GatewayServer.start(
+            configuration: configuration, logger: Logger(level: .debug, format: logFormat, sink: logs), clock: clock,
+            observers: observers)
         let client = try HTTPClient()
         return GatewayHarness(
-            mock: mock, running: running, client: client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: ownsMock
+            mock: mock, running: running, client: client, logs: logs,
+            base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: ownsMock
         )
     }
 
@@ -70,12 +79,17 @@ struct GatewayHarness {
     }
 
     /// POSTs `body` to /api/process.
-    func process(_ body: String, headers: [(name: String, value: String)] = [("Content-Type", "application/json")]) async throws -> HTTPClientResponse {
-        try await client.send(HTTPClientRequest(method: "POST", url: base + "/api/process", headers: headers, body: Array(body.utf8)))
+    func process(_ body: String, headers: [(name: String, value: String)] = [("Content-Type", "application/json")])
+        async throws -> HTTPClientResponse
+    {
+        try await client.send(
+            HTTPClientRequest(method: "POST", url: base + "/api/process", headers: headers, body: Array(body.utf8)))
     }
 
     /// POSTs `{"task":…,"text":…}` (plus `tone` when given) to /api/process.
-    func process(task: String, text: String, tone: String? = nil, headers: [(name: String, value: String)] = []) async throws -> HTTPClientResponse {
+    func process(task: String, text: String, tone: String? = nil, headers: [(name: String, value: String)] = [])
+        async throws -> HTTPClientResponse
+    {
         var writer = "{\"task\":\(jsonString(task)),\"text\":\(jsonString(text))"
         if let tone { writer += ",\"tone\":\(jsonString(tone))" }
         writer += "}"

@@ -1,6 +1,7 @@
 import ChatAPI
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Gateway pieces")
 struct GatewayUnitTests {
@@ -46,7 +47,8 @@ struct GatewayUnitTests {
     @Test(
         "picks the language from Accept-Language",
         arguments: [
-            (nil, Language.persian), ("en", .english), ("en-GB", .english), ("fa", .persian), ("de, en;q=0.5", .english),
+            (nil, Language.persian), ("en", .english), ("en-GB", .english), ("fa", .persian),
+            ("de, en;q=0.5", .english),
             ("fa;q=0.9, en;q=0.8", .persian), ("en;q=0, fa", .persian), ("*", .persian), ("EN-us", .english),
             ("fa;q=0.4, en; Q = 0.5", .english), ("\ten", .english), (";en", .persian), ("fa;q=x, en;q=0.1", .english),
         ] as [(String?, Language)]
@@ -87,21 +89,24 @@ struct GatewayUnitTests {
         #expect(2 * tight.perSide + DescriptorBudget.reserve + 2 * handles <= 20_000)
         #expect(DescriptorBudget(limit: 1_048_576, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)
         #expect(DescriptorBudget(limit: 50, loops: 2, connectionsPerCurlHandle: 256).cap(1_000) == 16)
-        #expect(DescriptorBudget(limit: 0, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)  // limit unknown: caps as configured
+        // limit unknown: caps as configured
+        #expect(DescriptorBudget(limit: 0, loops: 2, connectionsPerCurlHandle: 256).cap(16_384) == 16_384)
     }
 
     @Test("makes distinct version-7 UUIDs across many refills of the random pool, ordered by their time")
     func requestIDsAreUUIDs() {
         var seen = Set<String>()
-        for _ in 0..<2000 {  // 16 bytes each: several 4 KiB refills
+        for _ in 0..<2000 { // 16 bytes each: several 4 KiB refills
             let id = RequestID.make()
             let bytes = Array(id.utf8)
             #expect(bytes.count == 36 && bytes[8] == UInt8(ascii: "-") && bytes[14] == UInt8(ascii: "7"))
             #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(bytes[19]))
             let dashes: Set = [8, 13, 18, 23]
-            #expect(bytes.indices.allSatisfy { index in
-                dashes.contains(index) ? bytes[index] == UInt8(ascii: "-") : Array("0123456789ABCDEF".utf8).contains(bytes[index])
-            }, "\(id)")
+            #expect(
+                bytes.indices.allSatisfy { index in
+                    dashes.contains(index)
+                        ? bytes[index] == UInt8(ascii: "-") : Array("0123456789ABCDEF".utf8).contains(bytes[index])
+                }, "\(id)")
             seen.insert(id)
         }
         #expect(seen.count == 2000)
@@ -109,7 +114,9 @@ struct GatewayUnitTests {
         let times: [UInt64] = [1, 1_764_547_200_000, 1_764_547_200_001, 0xFFFF_FFFF_FFFF]
         let ids = times.map { RequestID.make(milliseconds: $0) }
         #expect(ids == ids.sorted())
-        #expect(String(ids[1].prefix(13)).replacingDashes() == String(1_764_547_200_000, radix: 16, uppercase: true).leftPadded(to: 12))
+        #expect(
+            String(ids[1].prefix(13)).replacingDashes()
+                == String(1_764_547_200_000, radix: 16, uppercase: true).leftPadded(to: 12))
     }
 
     @Test("polls up to EVENT_LOOP_POLL_MICROSECONDS, by default 500 µs without a CPU quota and not at all under one")
@@ -135,8 +142,10 @@ struct GatewayUnitTests {
         let configuration = try GatewayConfiguration(environment: [
             "DARVAREH_API_KEY": "key", "DARVAREH_MODEL_ID": "base", "SUMMARY_MODEL_ID": "sum", "REWRITE_MODEL_ID": "",
             "EXTRACTION_MODEL_ID": "ext", "CREATIVE_MODEL_ID": "cre", "DARVAREH_BASE_URL": "http://127.0.0.1:9/v1",
-            "HOST": "0.0.0.0", "PORT": "9000", "UPSTREAM_TIMEOUT_SECONDS": "1.5", "UPSTREAM_CONNECT_TIMEOUT_SECONDS": "2",
-            "UPSTREAM_MAX_CONNECTIONS": "20000", "UPSTREAM_IDLE_TIMEOUT_SECONDS": "2.5", "MAX_TOKENS": "99", "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
+            "HOST": "0.0.0.0", "PORT": "9000", "UPSTREAM_TIMEOUT_SECONDS": "1.5",
+            "UPSTREAM_CONNECT_TIMEOUT_SECONDS": "2",
+            "UPSTREAM_MAX_CONNECTIONS": "20000", "UPSTREAM_IDLE_TIMEOUT_SECONDS": "2.5", "MAX_TOKENS": "99",
+            "MAX_BODY_BYTES": "4096", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
         ])
         #expect(configuration.model(for: .summarize) == "sum")
         #expect(configuration.model(for: .rewrite) == "base")
@@ -158,7 +167,10 @@ struct GatewayUnitTests {
 
     @Test(
         "refuses invalid values naming the variable, never the value",
-        arguments: ["PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud", "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0"]
+        arguments: [
+            "PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud",
+            "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0",
+        ]
     )
     func invalidConfiguration(assignment: String) {
         let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
@@ -173,14 +185,19 @@ struct GatewayUnitTests {
     @Test("parses the command line")
     func commandLine() throws {
         #expect(try GatewayCommand.parse([]) == .serve(hostname: nil, port: nil, environment: "development"))
-        #expect(try GatewayCommand.parse(["serve", "--hostname", "::", "--port", "80", "--env", "production"])
+        #expect(
+            try GatewayCommand.parse(["serve", "--hostname", "::", "--port", "80", "--env", "production"])
                 == .serve(hostname: "::", port: 80, environment: "production"))
-        #expect(try GatewayCommand.parse(["--port", "1"]) == .serve(hostname: nil, port: 1, environment: "development"))
+        #expect(
+            try GatewayCommand.parse(["--port", "1"]) == .serve(hostname: nil, port: 1, environment: "development"))
         #expect(try GatewayCommand.parse(["--help"]) == .help)
         #expect(try GatewayCommand.parse(["--version"]) == .version)
         #expect(try GatewayCommand.parse(["healthcheck", "--port", "81"]) == .healthcheck(port: 81))
         #expect(try GatewayCommand.parse(["token", "hash"]) == .tokenHash)
-        for bad in [["serve", "--port"], ["serve", "--port", "x"], ["launch"], ["serve", "--env", "../x"], ["healthcheck", "--env", "p"]] {
+        for bad in [
+            ["serve", "--port"], ["serve", "--port", "x"], ["launch"], ["serve", "--env", "../x"],
+            ["healthcheck", "--env", "p"],
+        ] {
             #expect(throws: CommandLineError.self) { try GatewayCommand.parse(bad) }
         }
     }
@@ -209,7 +226,11 @@ struct GatewayUnitTests {
         #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"s":"a\"b\\c\nd\u0001","n":3,"z":null,"ms":1.235}"#)
         for value in [0, 7, 10, 99, 100, 65_536, -3, -100, Int.max, Int.min] {
             var numbers = JSONWriter()
-            numbers.object { $0.field("n", value); $0.field("m", Optional(value)); $0.field("z", Int?.none) }
+            numbers.object {
+                $0.field("n", value)
+                $0.field("m", Optional(value))
+                $0.field("z", Int?.none)
+            }
             #expect(String(decoding: numbers.bytes, as: UTF8.self) == #"{"n":\#(value),"m":\#(value),"z":null}"#)
         }
         var escapes = JSONWriter()
@@ -217,8 +238,10 @@ struct GatewayUnitTests {
         #expect(String(decoding: escapes.bytes, as: UTF8.self) == #"{"e":"\r\t\u001f\u007f\u0000x\"\\"}"#)
         #expect(Logger.textValue("plain") == "plain")
         #expect(Logger.textValue("two words\nnext=line") == #""two words\nnext=line""#)
-        #expect(JSONWriter.decimal(0.0004) == "0" && JSONWriter.decimal(12) == "12" && JSONWriter.decimal(0.05) == "0.05")
-        #expect(JSONWriter.decimal(-1) == "0" && JSONWriter.decimal(.nan) == "0" && JSONWriter.decimal(.infinity) == "0")
+        #expect(
+            JSONWriter.decimal(0.0004) == "0" && JSONWriter.decimal(12) == "12" && JSONWriter.decimal(0.05) == "0.05")
+        #expect(
+            JSONWriter.decimal(-1) == "0" && JSONWriter.decimal(.nan) == "0" && JSONWriter.decimal(.infinity) == "0")
         #expect(JSONWriter.decimal(1e300) == "9000000000000000")
         // Against the plain definition: thousandths rounded, trailing zeros of the fraction dropped.
         for thousandths in Array(0...2_100) + [9_999, 10_001, 123_456_789] {
@@ -235,7 +258,7 @@ struct GatewayUnitTests {
     }
 }
 
-private extension String {
-    func replacingDashes() -> String { String(filter { $0 != "-" }) }
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+extension String {
+    fileprivate func replacingDashes() -> String { String(filter { $0 != "-" }) }
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -1,14 +1,17 @@
 import Crypto
-@testable import Gateway
 import Store
 import Testing
+
+@testable import Gateway
 
 @Suite("History cursors as clients see them: sealed for one caller with the store's key")
 struct HistoryCursorSealTests {
     static let key = Array(0..<32).map { UInt8($0) }
     static let seal = HistoryCursorSeal(key: key)
 
-    @Test("a cursor opens for the caller it was sealed for, and hides its row number", arguments: [Int64(1), 2, 41, 4_711, 1 << 40, .max])
+    @Test(
+        "a cursor opens for the caller it was sealed for, and hides its row number",
+        arguments: [Int64(1), 2, 41, 4_711, 1 << 40, .max])
     func roundTrip(_ sequence: Int64) throws {
         let text = Self.seal.seal(HistoryCursor(sequence: sequence), userID: "alice")
         #expect(text.utf8.count == HistoryCursorSeal.textCount)
@@ -27,8 +30,11 @@ struct HistoryCursorSealTests {
         #expect(Self.seal.open(text, userID: "bob") == nil)
         #expect(Self.seal.open(text, userID: "alice ") == nil)
         #expect(HistoryCursorSeal(key: Array(repeating: 7, count: 32)).open(text, userID: "alice") == nil)
-        for made in ["", "42", "0", "-1", String(repeating: "A", count: 32), String(repeating: "A", count: 31), text + "A", String(text.dropLast()),
-                     "+" + text.dropFirst(), text + "=", " " + text.dropLast()] {
+        for made in [
+            "", "42", "0", "-1", String(repeating: "A", count: 32), String(repeating: "A", count: 31), text + "A",
+            String(text.dropLast()),
+            "+" + text.dropFirst(), text + "=", " " + text.dropLast(),
+        ] {
             #expect(Self.seal.open(made, userID: "alice") == nil, "\(made)")
         }
     }

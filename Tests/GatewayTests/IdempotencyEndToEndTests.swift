@@ -1,10 +1,11 @@
 import ChatAPI
-@testable import Gateway
 import HTTPClient
 import Store
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// `Idempotency-Key` end to end (docs/api.md, "Retries"): every state of a key, over the
 /// store each test names, through the real HTTP server and a mock upstream that counts calls.
@@ -16,11 +17,13 @@ enum IdempotencyScenarios {
     }
 
     static func post(
-        _ harness: GatewayHarness, _ body: String, key: String?, path: String = "/api/process", headers: [(name: String, value: String)] = []
+        _ harness: GatewayHarness, _ body: String, key: String?, path: String = "/api/process",
+        headers: [(name: String, value: String)] = []
     ) async throws -> HTTPClientResponse {
         var fields: [(name: String, value: String)] = [("Content-Type", "application/json")] + headers
         if let key { fields.append(("Idempotency-Key", key)) }
-        return try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + path, headers: fields, body: Array(body.utf8)))
+        return try await harness.client.send(
+            HTTPClientRequest(method: "POST", url: harness.base + path, headers: fields, body: Array(body.utf8)))
     }
 
     static func key() -> String { "k-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) }
@@ -54,7 +57,8 @@ enum IdempotencyScenarios {
 
         // The same key on another route is another key.
         let chat = try await post(
-            harness, #"{"model":"fast","messages":[{"role":"user","content":"hi"}]}"#, key: key, path: "/v1/chat/completions"
+            harness, #"{"model":"fast","messages":[{"role":"user","content":"hi"}]}"#, key: key,
+            path: "/v1/chat/completions"
         )
         #expect(chat.status == 200)
         #expect(chat.header("Idempotent-Replayed") == nil)
@@ -72,9 +76,11 @@ enum IdempotencyScenarios {
         let events = SSE.events(original.body)
         let replayed = SSE.events(replay.body)
         #expect(replayed.map(\.name) == ["start", "delta", "done"])
-        #expect(replayed.first?.data == events.first?.data, "\(String(decoding: original.body.prefix(300), as: UTF8.self))")
+        #expect(
+            replayed.first?.data == events.first?.data, "\(String(decoding: original.body.prefix(300), as: UTF8.self))")
         #expect(replayed.last?.data == events.last?.data)
-        let text = try JSONValue.parse(Array(events.filter { $0.name == "delta" }.last?.data.utf8 ?? "".utf8))["text"]?.stringValue
+        let text = try JSONValue.parse(Array(events.filter { $0.name == "delta" }.last?.data.utf8 ?? "".utf8))["text"]?
+            .stringValue
         let whole = try JSONValue.parse(Array(replayed[1].data.utf8))
         #expect(whole["delta"]?.stringValue == text)
         #expect(whole["text"]?.stringValue == text)
@@ -113,19 +119,28 @@ enum IdempotencyScenarios {
     static func hangUpThenRetry(_ harness: GatewayHarness, stream: Bool) async throws {
         let key = key()
         let requestID = "idem-hangup-\(stream ? "s" : "p")-" + key
-        let body = body(sample + (stream ? " [mock:deltas=6,delta-delay-ms=150]" : " [mock:latency-ms=1200]"), stream: stream)
+        let body = body(
+            sample + (stream ? " [mock:deltas=6,delta-delay-ms=150]" : " [mock:latency-ms=1200]"), stream: stream)
         let port = harness.running.address?.port ?? 0
         let before = harness.mock.stats
         try await onThread {
             let client = try TestClient(port: port)
-            try client.send(PipelineEndToEndTests.rawRequest(body, port: port, extraHeaders: "Idempotency-Key: \(key)\r\nX-Request-Id: \(requestID)\r\n"))
+            try client.send(
+                PipelineEndToEndTests.rawRequest(
+                    body, port: port, extraHeaders: "Idempotency-Key: \(key)\r\nX-Request-Id: \(requestID)\r\n"))
             return client
         }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
-        #expect(await eventually(within: 10) {
-            harness.logs.lines.contains { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") }
-        })
-        let line = harness.logs.lines.first { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") } ?? ""
-        #expect(line.contains("status=200") && line.contains("outcome=done") && line.contains("output_tokens="), "\(line)")
+        #expect(
+            await eventually(within: 10) {
+                harness.logs.lines.contains {
+                    $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original")
+                }
+            })
+        let line =
+            harness.logs.lines.first { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") }
+            ?? ""
+        #expect(
+            line.contains("status=200") && line.contains("outcome=done") && line.contains("output_tokens="), "\(line)")
         #expect(harness.mock.stats.cancelled == before.cancelled)
         let retry = try await post(harness, body, key: key)
         #expect(retry.status == 200)
@@ -140,11 +155,13 @@ enum IdempotencyScenarios {
         // A stream's line is written once its end is sent: wait for it. On SQLite the kept row
         // is written just after the first answer, so a retry in that moment joins it in memory.
         func isRetry(_ line: String) -> Bool {
-            line.contains("request_id=\(requestID)") && (line.contains("idempotency=replayed") || line.contains("idempotency=joined"))
+            line.contains("request_id=\(requestID)")
+                && (line.contains("idempotency=replayed") || line.contains("idempotency=joined"))
         }
         #expect(await eventually { harness.logs.lines.contains(where: isRetry) })
         let replayLine = harness.logs.lines.last(where: isRetry) ?? ""
-        #expect(replayLine.contains("outcome=idempotent_replay") && !replayLine.contains("output_tokens="), "\(replayLine)")
+        #expect(
+            replayLine.contains("outcome=idempotent_replay") && !replayLine.contains("output_tokens="), "\(replayLine)")
     }
 
     /// A retry while the first runs on the same instance joins it: one upstream call, the
@@ -167,7 +184,7 @@ enum IdempotencyScenarios {
         let streamed = Self.body(sample + " [mock:deltas=8,delta-delay-ms=150]", stream: true)
         async let leader = post(harness, streamed, key: streamKey)
         #expect(await eventually { harness.mock.stats.requests == before + 2 })
-        try await Task.sleep(for: .milliseconds(500))  // a few deltas in, so the joiner has text to catch up on
+        try await Task.sleep(for: .milliseconds(500)) // a few deltas in, so the joiner has text to catch up on
         let follower = try await post(harness, streamed, key: streamKey)
         let lead = try await leader
         #expect(harness.mock.stats.requests == before + 2)
@@ -178,7 +195,9 @@ enum IdempotencyScenarios {
         #expect(followEvents.last?.data == leadEvents.last?.data)
         // Its deltas add up to the whole text, and it had fewer of them than the leader.
         let text = { (events: [SSE.Event]) in
-            events.filter { $0.name == "delta" }.compactMap { try? JSONValue.parse(Array($0.data.utf8))["delta"]?.stringValue }.joined()
+            events.filter { $0.name == "delta" }.compactMap {
+                try? JSONValue.parse(Array($0.data.utf8))["delta"]?.stringValue
+            }.joined()
         }
         #expect(text(followEvents) == text(leadEvents))
         #expect(followEvents.filter { $0.name == "delta" }.count < leadEvents.filter { $0.name == "delta" }.count)
@@ -228,16 +247,22 @@ struct IdempotencyEndToEndTests {
         configuration.database = .sqlite(path: storeDirectory() + "/gateway.sqlite")
     }
 
-    @Test("a kept answer is replayed byte for byte with the first request id; another body is 422; a bad key is 400", arguments: [true, false])
+    @Test(
+        "a kept answer is replayed byte for byte with the first request id; another body is 422; a bad key is 400",
+        arguments: [true, false])
     func replays(sqlite: Bool) async throws {
-        try await GatewayHarness.with(configure: { if sqlite { Self.sqlite(&$0) } else { OpenAIEndToEndTests.configure(&$0) } }) { harness in
+        try await GatewayHarness.with(configure: {
+            if sqlite { Self.sqlite(&$0) } else { OpenAIEndToEndTests.configure(&$0) }
+        }) { harness in
             try await IdempotencyScenarios.replays(harness)
             try await IdempotencyScenarios.invalidKeys(harness)
             try await IdempotencyScenarios.failureReleases(harness)
         }
     }
 
-    @Test("a client that hangs up mid-answer: the answer completes, is kept and charged once, and its retry gets it", arguments: [false, true])
+    @Test(
+        "a client that hangs up mid-answer: the answer completes, is kept and charged once, and its retry gets it",
+        arguments: [false, true])
     func hangUp(stream: Bool) async throws {
         try await GatewayHarness.with(configure: Self.sqlite) { harness in
             try await IdempotencyScenarios.hangUpThenRetry(harness, stream: stream)
@@ -265,11 +290,16 @@ struct IdempotencyEndToEndTests {
             let before = harness.mock.stats
             try await onThread {
                 let client = try TestClient(port: port)
-                try client.send(PipelineEndToEndTests.rawRequest(IdempotencyScenarios.body(IdempotencyScenarios.sample + " [mock:latency-ms=3000]"), port: port))
+                try client.send(
+                    PipelineEndToEndTests.rawRequest(
+                        IdempotencyScenarios.body(IdempotencyScenarios.sample + " [mock:latency-ms=3000]"), port: port))
                 return client
             }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
             #expect(await eventually { harness.mock.stats.cancelled == before.cancelled + 1 })
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") } })
+            #expect(
+                await eventually {
+                    harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
+                })
         }
     }
 }
@@ -282,7 +312,9 @@ struct IdempotencyKeyTests {
         #expect(IdempotencyKey.parse(" \"abc 123\" ") == .key("abc 123"))
         #expect(IdempotencyKey.parse(#""a\"b\\c""#) == .key(#"a"b\c"#))
         #expect(IdempotencyKey.parse(String(repeating: "x", count: 255)) == .key(String(repeating: "x", count: 255)))
-        for bad in ["", "\"\"", String(repeating: "x", count: 256), "a b", "کلید", "\"open", "\"a\"b\"", #""\x""#, "\u{7F}"] {
+        for bad in [
+            "", "\"\"", String(repeating: "x", count: 256), "a b", "کلید", "\"open", "\"a\"b\"", #""\x""#, "\u{7F}",
+        ] {
             #expect(IdempotencyKey.parse(bad) == .invalid, "\(bad)")
         }
     }
@@ -320,7 +352,8 @@ extension IdempotencyScenarios {
                 #expect(again.header("Idempotent-Replayed") == "true")
             }
             // Bob's request with alice's key is his own.
-            let bob = try await post(harness, body, key: key, headers: StoreEndToEndTests.bearer(StoreEndToEndTests.bob))
+            let bob = try await post(
+                harness, body, key: key, headers: StoreEndToEndTests.bearer(StoreEndToEndTests.bob))
             #expect(bob.header("Idempotent-Replayed") == nil)
         }
         try await StoreEndToEndTests.waitForHistory(harness, count: 2)
@@ -403,7 +436,9 @@ struct IdempotencyPostgresTests {
         }
     }
 
-    @Test("two instances: 409 with Retry-After while the first runs on the other, then its answer; one row and one charge per key")
+    @Test(
+        "two instances: 409 with Retry-After while the first runs on the other, then its answer; one row and one charge per key"
+    )
     func twoInstances() async throws {
         let location = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())
         try await GatewayHarness.with(configure: { Self.configure(&$0, location: location) }) { harness in
@@ -424,29 +459,44 @@ struct IdempotencyPostgresTests {
 
 @Suite("Idempotency-Key records in memory (DATABASE_URL=off)")
 struct MemoryIdempotencyRecordsTests {
-    static func start(_ key: String, fingerprint: UInt8 = 1, owner: String = "a", leaseUntil: Int64 = 10_000) -> IdempotencyStart {
+    static func start(_ key: String, fingerprint: UInt8 = 1, owner: String = "a", leaseUntil: Int64 = 10_000)
+        -> IdempotencyStart
+    {
         IdempotencyStart(
-            scope: "user:alice /api/process", key: key, fingerprint: [UInt8](repeating: fingerprint, count: 32), requestID: "r-" + key,
+            scope: "user:alice /api/process", key: key, fingerprint: [UInt8](repeating: fingerprint, count: 32),
+            requestID: "r-" + key,
             owner: owner, leaseUntilMilliseconds: leaseUntil
         )
     }
 
     static func answer(_ bytes: Int) -> StoredAnswer {
-        StoredAnswer(status: 200, contentType: "application/json", upstream: nil, body: [UInt8](repeating: 0x41, count: bytes), text: nil, streamed: false)
+        StoredAnswer(
+            status: 200, contentType: "application/json", upstream: nil, body: [UInt8](repeating: 0x41, count: bytes),
+            text: nil, streamed: false)
     }
 
     @Test("the store's rules: running, mismatch, kept, released, taken over after the lease, purged")
     func rules() async throws {
         let records = MemoryIdempotencyRecords()
         #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 1_000) == .started)
-        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 1_001) == .inProgress(requestID: "r-k", owner: "a"))
+        #expect(
+            try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 1_001)
+                == .inProgress(requestID: "r-k", owner: "a"))
         #expect(try await records.beginIdempotent(Self.start("k", fingerprint: 2), nowMilliseconds: 1_002) == .mismatch)
-        #expect(try await records.completeIdempotent(scope: "user:alice /api/process", key: "k", owner: "b", answer: Self.answer(3), expiresAtMilliseconds: 50_000) == false)
-        #expect(try await records.completeIdempotent(scope: "user:alice /api/process", key: "k", owner: "a", answer: Self.answer(3), expiresAtMilliseconds: 50_000))
+        #expect(
+            try await records.completeIdempotent(
+                scope: "user:alice /api/process", key: "k", owner: "b", answer: Self.answer(3),
+                expiresAtMilliseconds: 50_000) == false)
+        #expect(
+            try await records.completeIdempotent(
+                scope: "user:alice /api/process", key: "k", owner: "a", answer: Self.answer(3),
+                expiresAtMilliseconds: 50_000))
         try await records.noteIdempotentReplay(scope: "user:alice /api/process", key: "k")
         var kept = Self.answer(3)
         kept.replays = 1
-        #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 2_000) == .completed(requestID: "r-k", answer: kept))
+        #expect(
+            try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 2_000)
+                == .completed(requestID: "r-k", answer: kept))
         // Released: the next begin starts afresh; a lease that ended is taken over.
         #expect(try await records.beginIdempotent(Self.start("r"), nowMilliseconds: 1_000) == .started)
         try await records.releaseIdempotent(scope: "user:alice /api/process", key: "r", owner: "a")
@@ -464,15 +514,23 @@ struct MemoryIdempotencyRecordsTests {
             let key = "k\(index)"
             #expect(try await records.beginIdempotent(Self.start(key), nowMilliseconds: 0) == .started)
             _ = try await records.completeIdempotent(
-                scope: "user:alice /api/process", key: key, owner: "a", answer: Self.answer(1_000), expiresAtMilliseconds: 100_000 + Int64(index)
+                scope: "user:alice /api/process", key: key, owner: "a", answer: Self.answer(1_000),
+                expiresAtMilliseconds: 100_000 + Int64(index)
             )
         }
         // The oldest answers went; the newest is still kept.
         #expect(try await records.beginIdempotent(Self.start("k0"), nowMilliseconds: 1) == .started)
-        if case .completed = try await records.beginIdempotent(Self.start("k5"), nowMilliseconds: 1) {} else { Issue.record("k5 was dropped") }
+        if case .completed = try await records.beginIdempotent(Self.start("k5"), nowMilliseconds: 1) {
+        } else {
+            Issue.record("k5 was dropped")
+        }
         // Full: k3's, k4's and k5's answers make room for n4, n5 and n6; once every key runs, a new one is refused.
-        for index in 0..<7 { #expect(try await records.beginIdempotent(Self.start("n\(index)"), nowMilliseconds: 1) == .started) }
-        await #expect(throws: StoreError.self) { try await records.beginIdempotent(Self.start("one-too-many"), nowMilliseconds: 1) }
+        for index in 0..<7 {
+            #expect(try await records.beginIdempotent(Self.start("n\(index)"), nowMilliseconds: 1) == .started)
+        }
+        await #expect(throws: StoreError.self) {
+            try await records.beginIdempotent(Self.start("one-too-many"), nowMilliseconds: 1)
+        }
     }
 }
 

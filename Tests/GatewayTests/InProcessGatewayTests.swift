@@ -1,9 +1,10 @@
 import ChatAPI
-@testable import Gateway
 import HTTP1
 import HTTPServer
 import Synchronization
 import Testing
+
+@testable import Gateway
 
 /// The gateway driven in-process through its `ChatUpstream` seam: no sockets, no libcurl.
 @Suite("Gateway in-process with a fake upstream")
@@ -19,7 +20,11 @@ struct InProcessGatewayTests {
             if let failure { throw failure }
             return ChatCompletion(
                 id: "fake", object: "chat.completion", created: 0, model: "m",
-                choices: [ChatCompletion.Choice(index: 0, message: ChatCompletion.Message(role: .assistant, content: "  خلاصهٔ آزمایشی  "), finishReason: "stop")],
+                choices: [
+                    ChatCompletion.Choice(
+                        index: 0, message: ChatCompletion.Message(role: .assistant, content: "  خلاصهٔ آزمایشی  "),
+                        finishReason: "stop")
+                ],
                 usage: Usage(promptTokens: 7, completionTokens: 3, totalTokens: 10)
             )
         }
@@ -28,7 +33,9 @@ struct InProcessGatewayTests {
             throw failure ?? .noContent
         }
 
-        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes {
+        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?)
+            async throws(ChatError) -> any UpstreamBytes
+        {
             throw failure ?? .noContent
         }
     }
@@ -38,7 +45,9 @@ struct InProcessGatewayTests {
         configuration.apiKey = "unused"
         configuration.defaultModel = "m"
         configuration.rateLimitsEnabled = false
-        return Gateway(configuration: configuration, upstream: upstream, logger: Logger(level: .info, sink: logs), observers: observers)
+        return Gateway(
+            configuration: configuration, upstream: upstream, logger: Logger(level: .info, sink: logs),
+            observers: observers)
     }
 
     static func request(_ body: String) -> HTTPRequest {
@@ -46,8 +55,9 @@ struct InProcessGatewayTests {
         headers.add(name: "Host", value: "x")
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "X-Request-Id", value: "in-process-1")
-        let head = RequestHead(method: .POST, target: "/api/process", path: "/api/process", query: nil, version: .http1_1,
-                               headers: headers, framing: .contentLength(body.utf8.count))
+        let head = RequestHead(
+            method: .POST, target: "/api/process", path: "/api/process", query: nil, version: .http1_1,
+            headers: headers, framing: .contentLength(body.utf8.count))
         return HTTPRequest(head: head, body: Array(body.utf8))
     }
 
@@ -60,7 +70,10 @@ struct InProcessGatewayTests {
         let gateway = Self.gateway(upstream, logs: logs)
         let response = await gateway.respond(to: Self.request(Self.body))
         #expect(response.status == .ok)
-        guard case .bytes(let bytes) = response.body else { Issue.record("expected a whole body"); return }
+        guard case .bytes(let bytes) = response.body else {
+            Issue.record("expected a whole body")
+            return
+        }
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text.contains(#""result":"خلاصهٔ آزمایشی""#))
         #expect(text.contains(#""usage":{"inputTokens":7,"outputTokens":3,"totalTokens":10}"#))
@@ -69,20 +82,28 @@ struct InProcessGatewayTests {
         #expect(logs.lines.isEmpty)
         await response.finished?(.completed)
         #expect(logs.lines.count == 1)
-        #expect(logs.lines[0].contains("status=200") && logs.lines[0].contains("outcome=done") && logs.lines[0].contains("input_tokens=7"))
+        #expect(
+            logs.lines[0].contains("status=200") && logs.lines[0].contains("outcome=done")
+                && logs.lines[0].contains("input_tokens=7"))
     }
 
-    @Test("classifies the fake's failures once: 504 for a timeout, 503 with Retry-After for 429, 413 for context length")
+    @Test(
+        "classifies the fake's failures once: 504 for a timeout, 503 with Retry-After for 429, 413 for context length")
     func failures() async throws {
         let cases: [(ChatError, Int, String)] = [
             (.timedOut, 504, "upstream_timeout"),
             (.httpStatus(429, error: nil, retryAfter: "7"), 503, "upstream_busy"),
-            (.httpStatus(400, error: UpstreamErrorBody(message: "secret detail", type: nil, code: "context_length_exceeded"), retryAfter: nil), 413, "text_too_long"),
+            (
+                .httpStatus(
+                    400, error: UpstreamErrorBody(message: "secret detail", type: nil, code: "context_length_exceeded"),
+                    retryAfter: nil), 413, "text_too_long"
+            ),
             (.couldNotConnect(detail: "refused"), 502, "upstream_error"),
         ]
         for (failure, status, code) in cases {
             let logs = LogSink.memory()
-            let response = await Self.gateway(FakeUpstream(failure: failure), logs: logs).respond(to: Self.request(Self.body))
+            let response = await Self.gateway(FakeUpstream(failure: failure), logs: logs).respond(
+                to: Self.request(Self.body))
             #expect(response.status.code == status)
             guard case .bytes(let bytes) = response.body else { continue }
             let text = String(decoding: bytes, as: UTF8.self)
@@ -90,7 +111,10 @@ struct InProcessGatewayTests {
             #expect(!text.contains("secret detail"))
             if status == 503 { #expect(response.headers["Retry-After"] == "7") }
             await response.finished?(.completed)
-            #expect(logs.lines.contains { $0.contains("event=") == false && $0.contains("request ") && $0.contains("status=\(status)") })
+            #expect(
+                logs.lines.contains {
+                    $0.contains("event=") == false && $0.contains("request ") && $0.contains("status=\(status)")
+                })
         }
     }
 
@@ -100,6 +124,8 @@ struct InProcessGatewayTests {
         let response = await Self.gateway(FakeUpstream(), logs: logs).respond(to: Self.request(Self.body))
         await response.finished?(.connectionClosed)
         #expect(logs.lines.count == 1)
-        #expect(logs.lines[0].contains("status=499") && logs.lines[0].contains("outcome=cancelled") && logs.lines[0].contains("code=client_closed_request"))
+        #expect(
+            logs.lines[0].contains("status=499") && logs.lines[0].contains("outcome=cancelled")
+                && logs.lines[0].contains("code=client_closed_request"))
     }
 }

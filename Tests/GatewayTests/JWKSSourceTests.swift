@@ -1,14 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crypto
-@testable import Gateway
 import HTTP1
 import HTTPClient
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An identity service's key set endpoint on loopback: the test says what it serves, and
 /// stops it to play the service being down.
@@ -54,15 +56,20 @@ struct JWKSSourceTests {
     static let sample = ProcessEndToEndTests.sample
 
     static func token(_ key: PrivateKey, kid: String, sub: String = "rotating-user") throws -> String {
-        try TestJWT.signed(#"{"sub":"\#(sub)","exp":\#(Int(TestJWT.now + 600))}"#, key: key, kid: kid, algorithm: kid.hasPrefix("ec") ? "ES256" : "RS256")
+        try TestJWT.signed(
+            #"{"sub":"\#(sub)","exp":\#(Int(TestJWT.now + 600))}"#, key: key, kid: kid,
+            algorithm: kid.hasPrefix("ec") ? "ES256" : "RS256")
     }
 
     static func status(_ harness: GatewayHarness, _ token: String) async throws -> Int {
-        try await harness.process(task: "summarize", text: sample, headers: [("Authorization", "Bearer \(token)")]).status
+        try await harness.process(task: "summarize", text: sample, headers: [("Authorization", "Bearer \(token)")])
+            .status
     }
 
     static func metrics(_ harness: GatewayHarness) async throws -> String {
-        String(decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body, as: UTF8.self)
+        String(
+            decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body,
+            as: UTF8.self)
     }
 
     /// `textgateway_jwks_loads_total{source="url",result="failed"}`.
@@ -76,8 +83,10 @@ struct JWKSSourceTests {
     @Test("a key rotated in at the identity service is picked up at once, without a restart")
     func rotation() async throws {
         let keys = try await KeySetServer.start(try TestJWT.jwks([("rsa-1", Self.first)]))
-        let jwt = try GatewayConfiguration(environment: ["JWT_JWKS_URL": keys.url, "JWT_JWKS_REFRESH_SECONDS": "600"]).jwt
-        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+        let jwt = try GatewayConfiguration(environment: ["JWT_JWKS_URL": keys.url, "JWT_JWKS_REFRESH_SECONDS": "600"])
+            .jwt
+        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) {
+            harness async throws in
             // Fetched at start: the first token works at once.
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 200)
             #expect(keys.fetches == 1)
@@ -101,13 +110,18 @@ struct JWKSSourceTests {
         let keys = try await KeySetServer.start(try TestJWT.jwks([("rsa-1", Self.first)]))
         var jwt = try GatewayConfiguration(environment: ["JWT_JWKS_URL": keys.url]).jwt
         jwt?.jwksRefresh = .seconds(1)
-        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) {
+            harness async throws in
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 200)
             await keys.stop()
             #expect(await eventually(within: 15) { await Self.failedFetches(harness) > 0 })
             // A new token (not from the cache) of the last good set still gets in.
-            #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1", sub: "another-user")) == 200)
-            #expect(harness.logs.lines.contains { $0.contains("jwks_load_failed") && $0.contains("the last good key set stays in force") })
+            #expect(
+                try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1", sub: "another-user")) == 200)
+            #expect(
+                harness.logs.lines.contains {
+                    $0.contains("jwks_load_failed") && $0.contains("the last good key set stays in force")
+                })
             #expect(try await Self.metrics(harness).contains("textgateway_jwks_keys 1"))
         }
     }
@@ -119,9 +133,11 @@ struct JWKSSourceTests {
         await keys.stop()
         let environment = ["JWT_JWKS_URL": url, "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self)]
         let jwt = try GatewayConfiguration(environment: environment).jwt
-        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) {
+            harness async throws in
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 401)
-            #expect(try await Self.status(harness, TestJWT.hs256(#"{"sub":"h","exp":\#(Int(TestJWT.now + 60))}"#)) == 200)
+            #expect(
+                try await Self.status(harness, TestJWT.hs256(#"{"sub":"h","exp":\#(Int(TestJWT.now + 60))}"#)) == 200)
             #expect(harness.logs.lines.contains { $0.contains("jwks_unavailable") })
         }
     }
@@ -131,14 +147,24 @@ struct JWKSSourceTests {
         let file = storeDirectory() + "/jwks.json"
         try writeFile(file, try TestJWT.jwks([("rsa-1", Self.first)]))
         let jwt = try GatewayConfiguration(environment: ["JWT_JWKS_FILE": file]).jwt
-        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) { harness async throws in
+        try await GatewayHarness.with(configure: { $0.jwt = jwt }, clock: { Instant(secondsSinceEpoch: TestJWT.now) }) {
+            harness async throws in
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 200)
             try writeFile(file, try TestJWT.jwks([("ec-2", Self.second)]))
-            #expect(await eventually(within: 15) { (try? await Self.status(harness, try Self.token(Self.second, kid: "ec-2", sub: "u\(Int.random(in: 0...1_000_000))"))) == 200 })
+            #expect(
+                await eventually(within: 15) {
+                    (try? await Self.status(
+                        harness, try Self.token(Self.second, kid: "ec-2", sub: "u\(Int.random(in: 0...1_000_000))")))
+                        == 200
+                })
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 401)
             try writeFile(file, #"{"keys":[{"kty":"RSA","n":"!!","e":"AQAB"}]}"#)
-            #expect(await eventually(within: 15) { harness.logs.lines.contains { $0.contains("jwks_load_failed") && $0.contains("source=file") } })
-            #expect(try await Self.status(harness, try Self.token(Self.second, kid: "ec-2", sub: "after-broken")) == 200)
+            #expect(
+                await eventually(within: 15) {
+                    harness.logs.lines.contains { $0.contains("jwks_load_failed") && $0.contains("source=file") }
+                })
+            #expect(
+                try await Self.status(harness, try Self.token(Self.second, kid: "ec-2", sub: "after-broken")) == 200)
         }
     }
 }

@@ -1,11 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crypto
-@testable import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Sign-in as operators meet it: a gateway process told by SIGHUP to read its key set again,
 /// and `text-gateway jwt check` explaining a token.
@@ -14,7 +16,9 @@ struct JWTProcessTests {
     static let sample = ProcessEndToEndTests.sample
 
     static func token(_ key: PrivateKey, kid: String, sub: String) throws -> String {
-        try TestJWT.signed(#"{"sub":"\#(sub)","exp":\#(Int(Instant.now.secondsSinceEpoch + 600))}"#, key: key, kid: kid, algorithm: "RS256")
+        try TestJWT.signed(
+            #"{"sub":"\#(sub)","exp":\#(Int(Instant.now.secondsSinceEpoch + 600))}"#, key: key, kid: kid,
+            algorithm: "RS256")
     }
 
     static func modification(_ path: String) -> (timespec, Int) {
@@ -37,11 +41,13 @@ struct JWTProcessTests {
         let gateway = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         let client = try HTTPClient()
         func status(_ token: String) async throws -> Int {
-            try await client.send(HTTPClientRequest(
-                method: "POST", url: gateway.base + "/api/process",
-                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
-                body: Array(#"{"task":"summarize","text":"\#(Self.sample)"}"#.utf8)
-            )).status
+            try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: gateway.base + "/api/process",
+                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
+                    body: Array(#"{"task":"summarize","text":"\#(Self.sample)"}"#.utf8)
+                )
+            ).status
         }
         #expect(try await status(try Self.token(first, kid: "key-1", sub: "before")) == 200)
         // The second key under a kid of the same length: the same size, written in place
@@ -53,7 +59,10 @@ struct JWTProcessTests {
         try #require(sizeAfter == size && after.tv_sec == modified.tv_sec && after.tv_nsec == modified.tv_nsec)
         gateway.child.signal(SIGHUP)
         #expect(await gateway.child.waitForOutput("reloading", seconds: 10))
-        #expect(await eventually(within: 10) { (try? await status(try Self.token(second, kid: "key-2", sub: "after"))) == 200 })
+        #expect(
+            await eventually(within: 10) {
+                (try? await status(try Self.token(second, kid: "key-2", sub: "after"))) == 200
+            })
         #expect(try await status(try Self.token(first, kid: "key-1", sub: "old-key")) == 401)
         // SIGHUP does not stop it.
         #expect(try await status(try Self.token(second, kid: "key-2", sub: "still")) == 200)
@@ -69,8 +78,12 @@ struct JWTProcessTests {
         let input = directory + "/token.txt"
         try writeFile(input, token + "\n")
         let child = try ChildProcess(
-            "/bin/sh", arguments: ["-c", "exec \"$0\" jwt check < \"$1\"", ChildProcess.productsDirectory + "/text-gateway", input],
-            environment: CommandLineProcessTests.baseEnvironment.merging(environment) { $1 }, workingDirectory: directory
+            "/bin/sh",
+            arguments: [
+                "-c", "exec \"$0\" jwt check < \"$1\"", ChildProcess.productsDirectory + "/text-gateway", input,
+            ],
+            environment: CommandLineProcessTests.baseEnvironment.merging(environment) { $1 },
+            workingDirectory: directory
         )
         let status = await child.waitForExit(seconds: 30)
         return (status, child.output)
@@ -78,7 +91,10 @@ struct JWTProcessTests {
 
     @Test("jwt check explains an accepted token and a refused one, and never prints the token")
     func jwtCheck() async throws {
-        let environment = ["JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "JWT_AUDIENCE": "textgateway", "PLANS": "pro:10:2:-"]
+        let environment = [
+            "JWT_HS256_SECRET": String(decoding: TestJWT.secret, as: UTF8.self), "JWT_AUDIENCE": "textgateway",
+            "PLANS": "pro:10:2:-",
+        ]
         let now = Int(Instant.now.secondsSinceEpoch)
         let good = TestJWT.hs256(#"{"sub":"cli-user","aud":"textgateway","plan":"pro","exp":\#(now + 3600)}"#)
         let accepted = try await Self.check(good, environment: environment)

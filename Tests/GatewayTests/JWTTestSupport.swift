@@ -1,8 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crypto
+
 @testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Writes `bytes` to `path` in place (the same inode when the file exists).
 func writeFile(_ path: String, _ bytes: [UInt8]) throws {
@@ -35,11 +37,15 @@ enum TestJWT {
         return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
     }
 
-    static func hs256(_ claims: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#, secret: [UInt8] = TestJWT.secret) -> String {
+    static func hs256(
+        _ claims: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#, secret: [UInt8] = TestJWT.secret
+    ) -> String {
         token(header: header, claims: claims) { HMAC.sha256(key: secret, message: $0) }
     }
 
-    static func signed(_ claims: String, key: PrivateKey, kid: String?, algorithm: String, header extra: String = "") throws -> String {
+    static func signed(_ claims: String, key: PrivateKey, kid: String?, algorithm: String, header extra: String = "")
+        throws -> String
+    {
         let kidMember = kid.map { #","kid":"\#($0)""# } ?? ""
         let header = #"{"alg":"\#(algorithm)","typ":"JWT"\#(kidMember)\#(extra)}"#
         let scheme: SignatureAlgorithm = algorithm == "ES256" ? .ecdsaP256SHA256 : .rsaPKCS1v15SHA256
@@ -49,7 +55,9 @@ enum TestJWT {
     /// Claims valid at ``now`` for the tests' issuer and audience, with `extra` members added
     /// (or, named again, replacing: the first of two equal names is dropped).
     static func claims(sub: String? = "user-1", exp: Double? = now + 600, _ extra: [(String, String)] = []) -> String {
-        var members: [(String, String)] = [("iss", "\"\(issuer)\""), ("aud", "\"\(audience)\""), ("iat", "\(Int(now - 10))")]
+        var members: [(String, String)] = [
+            ("iss", "\"\(issuer)\""), ("aud", "\"\(audience)\""), ("iat", "\(Int(now - 10))"),
+        ]
         if let sub { members.append(("sub", "\"\(sub)\"")) }
         if let exp { members.append(("exp", "\(Int(exp))")) }
         for (name, value) in extra {

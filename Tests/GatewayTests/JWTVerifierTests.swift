@@ -1,13 +1,16 @@
 import Crypto
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("JWT verifier")
 struct JWTVerifierTests {
     static let rsa = try! PrivateKey.generateRSA()
     static let at = Instant(secondsSinceEpoch: TestJWT.now)
 
-    static func verifier(_ configure: (inout JWTPolicy) -> Void = { _ in }, keys: JWKSet = JWKSet(keys: []), capacity: Int = 100) -> JWTVerifier {
+    static func verifier(
+        _ configure: (inout JWTPolicy) -> Void = { _ in }, keys: JWKSet = JWKSet(keys: []), capacity: Int = 100
+    ) -> JWTVerifier {
         var policy = JWTPolicy()
         configure(&policy)
         return JWTVerifier(policy: policy, hs256Secret: TestJWT.secret, keySet: keys, cacheCapacity: capacity)
@@ -35,7 +38,10 @@ struct JWTVerifierTests {
     func cacheFollowsKeySet() throws {
         let key = try JWTKey(id: "k1", components: Self.rsa.publicKey.components)
         let verifier = Self.verifier(keys: JWKSet(keys: [key]))
-        let token = Array(try TestJWT.signed(#"{"sub":"u","exp":\#(Int(TestJWT.now + 60))}"#, key: Self.rsa, kid: "k1", algorithm: "RS256").utf8)
+        let token = Array(
+            try TestJWT.signed(
+                #"{"sub":"u","exp":\#(Int(TestJWT.now + 60))}"#, key: Self.rsa, kid: "k1", algorithm: "RS256"
+            ).utf8)
         #expect(try !verifier.verifyNow(token, now: Self.at).get().cached)
         #expect(try verifier.verifyNow(token, now: Self.at).get().cached)
         // The same keys again change nothing.
@@ -62,13 +68,17 @@ struct JWTVerifierTests {
         let catalog = try PlanCatalog.parse("pro:100:4:-")
         let flat = Self.verifier { $0.plans = catalog }
         #expect(try flat.verifyNow(Self.token(#","plan":"pro""#), now: Self.at).get().caller.plan == "pro")
-        #expect(try flat.verifyNow(Self.token(sub: "u2", #","plan":"platinum""#), now: Self.at).get().caller.plan == "default")
+        #expect(
+            try flat.verifyNow(Self.token(sub: "u2", #","plan":"platinum""#), now: Self.at).get().caller.plan
+                == "default")
         #expect(try flat.verifyNow(Self.token(sub: "u3", #","plan":7"#), now: Self.at).get().caller.plan == "default")
         let nested = Self.verifier {
             $0.plans = catalog
             $0.planClaim = ["app_metadata", "plan"]
         }
-        #expect(try nested.verifyNow(Self.token(#","app_metadata":{"plan":"pro"}"#), now: Self.at).get().caller.plan == "pro")
+        #expect(
+            try nested.verifyNow(Self.token(#","app_metadata":{"plan":"pro"}"#), now: Self.at).get().caller.plan
+                == "pro")
     }
 
     @Test("JWT_ALGORITHMS narrows what is accepted, even with a key for it")
@@ -94,9 +104,15 @@ struct JWTVerifierTests {
             (["JWT_JWKS_URL": "ftp://id/jwks"], "https://"),
             (["JWT_JWKS_URL": "https://id/jwks", "JWT_JWKS_FILE": "/x"], "not both"),
             (["JWT_JWKS_FILE": "/nonexistent/jwks.json"], "JWT_JWKS_FILE"),
-            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "HS256,PS256"], "JWT_ALGORITHMS"),
+            (
+                ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "HS256,PS256"],
+                "JWT_ALGORITHMS"
+            ),
             (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_PLAN_CLAIM": "app..plan"], "JWT_PLAN_CLAIM"),
-            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_LEEWAY_SECONDS": "-1"], "JWT_LEEWAY_SECONDS"),
+            (
+                ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_LEEWAY_SECONDS": "-1"],
+                "JWT_LEEWAY_SECONDS"
+            ),
         ] as [([String: String], String)]
     )
     func refusedConfigurations(environment: [String: String], message: String) {
@@ -111,7 +127,8 @@ struct JWTVerifierTests {
     func configuration() throws {
         let configuration = try GatewayConfiguration(environment: [
             "JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_JWKS_URL": "http://127.0.0.1:1/jwks",
-            "JWT_ISSUER": "https://id", "JWT_AUDIENCE": "a, b", "JWT_PLAN_CLAIM": "app_metadata.plan", "JWT_LEEWAY_SECONDS": "5",
+            "JWT_ISSUER": "https://id", "JWT_AUDIENCE": "a, b", "JWT_PLAN_CLAIM": "app_metadata.plan",
+            "JWT_LEEWAY_SECONDS": "5",
             "JWT_ALGORITHMS": "rs256,HS256", "JWT_JWKS_REFRESH_SECONDS": "60",
         ])
         let jwt = try #require(configuration.jwt)

@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Planning a job's calls")
 struct JobPlanTests {
@@ -53,16 +54,21 @@ struct JobPlanTests {
         let answers: [Answer] = [("خلاصهٔ یک", 0, 100), ("خلاصهٔ دو", 100, 180), ("خلاصهٔ سه", 180, 260)]
         let text = JobPrompts.finalText(parts: answers.map(\.answer))
         for task in [TextTask.summarize, .keyPoints, .titles] {
-            #expect(JobPlan.next(task: task, answers: answers, budget: text.count)
-                == .final(PlannedItem(kind: .final, input: text, sourceStart: 0, sourceEnd: 260)))
+            #expect(
+                JobPlan.next(task: task, answers: answers, budget: text.count)
+                    == .final(PlannedItem(kind: .final, input: text, sourceStart: 0, sourceEnd: 260)))
         }
         // One answer too long for the budget cannot shrink by a reduce: it goes final too.
-        #expect(JobPlan.next(task: .summarize, answers: [("بلند", 3, 9)], budget: 2) == .final(PlannedItem(kind: .final, input: "بلند", sourceStart: 3, sourceEnd: 9)))
+        #expect(
+            JobPlan.next(task: .summarize, answers: [("بلند", 3, 9)], budget: 2)
+                == .final(PlannedItem(kind: .final, input: "بلند", sourceStart: 3, sourceEnd: 9)))
     }
 
     /// The groups of a reduce level, checked: consecutive, in order, two or more answers each,
     /// each input the reduce text of its answers and answering for their range.
-    static func checkReduce(_ next: JobPlan.Next, _ answers: [Answer], sourceLocation: SourceLocation = #_sourceLocation) -> [PlannedItem] {
+    static func checkReduce(
+        _ next: JobPlan.Next, _ answers: [Answer], sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [PlannedItem] {
         guard case .reduce(let items) = next else {
             Issue.record("expected a reduce level, got \(next)", sourceLocation: sourceLocation)
             return []
@@ -71,10 +77,16 @@ struct JobPlanTests {
         for item in items {
             #expect(item.kind == .reduce, sourceLocation: sourceLocation)
             var end = index
-            while end < answers.count, JobPrompts.reduceText(parts: answers[index..<end].map(\.answer)) != item.input { end += 1 }
+            while end < answers.count, JobPrompts.reduceText(parts: answers[index..<end].map(\.answer)) != item.input {
+                end += 1
+            }
             #expect(end - index >= 2, "a group of \(end - index)", sourceLocation: sourceLocation)
-            #expect(item.input == JobPrompts.reduceText(parts: answers[index..<end].map(\.answer)), sourceLocation: sourceLocation)
-            #expect(item.sourceStart == answers[index].sourceStart && item.sourceEnd == answers[max(index, end - 1)].sourceEnd, sourceLocation: sourceLocation)
+            #expect(
+                item.input == JobPrompts.reduceText(parts: answers[index..<end].map(\.answer)),
+                sourceLocation: sourceLocation)
+            #expect(
+                item.sourceStart == answers[index].sourceStart
+                    && item.sourceEnd == answers[max(index, end - 1)].sourceEnd, sourceLocation: sourceLocation)
             index = end
         }
         #expect(index == answers.count, "the groups cover every answer", sourceLocation: sourceLocation)
@@ -94,7 +106,8 @@ struct JobPlanTests {
             let items = Self.checkReduce(JobPlan.next(task: .summarize, answers: answers, budget: budget), answers)
             #expect(items.count < count)
             for item in items {
-                #expect(item.input.count <= budget, "\(count) answers of \(length), budget \(budget): \(item.input.count)")
+                #expect(
+                    item.input.count <= budget, "\(count) answers of \(length), budget \(budget): \(item.input.count)")
             }
         }
     }
@@ -120,7 +133,8 @@ struct JobPlanTests {
         #expect(items.count == 2)
         #expect(items.first?.input == JobPrompts.reduceText(parts: answers[0..<2].map(\.answer)))
         let two = JobPrompts.reduceText(parts: answers[0..<2].map(\.answer)).count
-        let joined = Self.checkReduce(JobPlan.next(task: .keyPoints, answers: Array(answers[0..<3]), budget: two), Array(answers[0..<3]))
+        let joined = Self.checkReduce(
+            JobPlan.next(task: .keyPoints, answers: Array(answers[0..<3]), budget: two), Array(answers[0..<3]))
         #expect(joined.count == 1)
     }
 
@@ -132,7 +146,10 @@ struct JobPlanTests {
             while true {
                 let next = JobPlan.next(task: .titles, answers: answers, budget: budget)
                 guard case .reduce = next else {
-                    guard case .final(let item) = next else { Issue.record("a reduce or the final pass, not \(next)"); break }
+                    guard case .final(let item) = next else {
+                        Issue.record("a reduce or the final pass, not \(next)")
+                        break
+                    }
                     #expect(item.sourceStart == 0 && item.sourceEnd == count * 50)
                     break
                 }
@@ -141,7 +158,10 @@ struct JobPlanTests {
                 // A synthetic answer: shorter than its input, but as long as the originals.
                 answers = items.map { (String($0.input.prefix(length)), $0.sourceStart, $0.sourceEnd) }
                 rounds += 1
-                if rounds > 20 { Issue.record("the rounds do not end"); break }
+                if rounds > 20 {
+                    Issue.record("the rounds do not end")
+                    break
+                }
             }
         }
     }

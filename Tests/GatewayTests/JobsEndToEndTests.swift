@@ -1,9 +1,10 @@
 import ChatAPI
-@testable import Gateway
 import HTTPClient
 import MockUpstream
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// Long texts as jobs over a real SQLite file and the mock upstream: the calls a text of a
 /// given length makes, each task's rounds, progress as events, cancellation, owners, caps.
@@ -24,16 +25,22 @@ struct JobsEndToEndTests {
         configuration.jobs.overlapTokens = overlapTokens
     }
 
-    static func submit(_ harness: GatewayHarness, task: String, text: String, format: String? = nil, token: String? = alice) async throws -> HTTPClientResponse {
+    static func submit(
+        _ harness: GatewayHarness, task: String, text: String, format: String? = nil, token: String? = alice
+    ) async throws -> HTTPClientResponse {
         var body = "{\"task\":\"\(task)\",\"text\":\(jsonString(text))"
         if let format { body += ",\"format\":\"\(format)\"" }
         body += "}"
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if let token { headers += StoreEndToEndTests.bearer(token) }
-        return try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/jobs", headers: headers, body: Array(body.utf8)))
+        return try await harness.client.send(
+            HTTPClientRequest(method: "POST", url: harness.base + "/api/jobs", headers: headers, body: Array(body.utf8))
+        )
     }
 
-    static func submitted(_ harness: GatewayHarness, task: String, text: String, format: String? = nil, token: String? = alice) async throws -> String {
+    static func submitted(
+        _ harness: GatewayHarness, task: String, text: String, format: String? = nil, token: String? = alice
+    ) async throws -> String {
         let response = try await submit(harness, task: task, text: text, format: format, token: token)
         try #require(response.status == 202, "\(String(decoding: response.body, as: UTF8.self))")
         let body = try JSONValue.parse(response.body)
@@ -50,7 +57,8 @@ struct JobsEndToEndTests {
     }
 
     /// Waits for job `id` to end; its last state.
-    static func finished(_ harness: GatewayHarness, _ id: String, within seconds: Double = 30) async throws -> JSONValue {
+    static func finished(_ harness: GatewayHarness, _ id: String, within seconds: Double = 30) async throws -> JSONValue
+    {
         var last: JSONValue?
         let ended = await eventually(within: seconds) {
             last = try? await job(harness, id)
@@ -63,8 +71,10 @@ struct JobsEndToEndTests {
 
     /// The chunks the gateway makes of `text` with the configuration's settings.
     static func chunks(_ text: String, _ configuration: GatewayConfiguration, overlap: Bool = true) -> [TextChunk] {
-        TextChunker(budget: configuration.jobs.chunkCharacters, overlap: overlap ? configuration.jobs.overlapCharacters : 0)
-            .chunks(of: TextChunker.clean(text))
+        TextChunker(
+            budget: configuration.jobs.chunkCharacters, overlap: overlap ? configuration.jobs.overlapCharacters : 0
+        )
+        .chunks(of: TextChunker.clean(text))
     }
 
     @Test("a summary of n chunks whose partial answers fit one call makes exactly n + 1 calls, each chunk sent once")
@@ -102,7 +112,10 @@ struct JobsEndToEndTests {
             #expect(job["progress"]?["done"]?.doubleValue == Double(calls))
             #expect(job["progress"]?["total"]?.doubleValue == Double(calls))
             // Reduce calls carry earlier answers, labelled by part.
-            #expect(harness.mock.receivedUserTexts.suffix(calls).contains { $0.contains(MockBehaviour().content) && $0.contains("بخش ۲") })
+            #expect(
+                harness.mock.receivedUserTexts.suffix(calls).contains {
+                    $0.contains(MockBehaviour().content) && $0.contains("بخش ۲")
+                })
         }
     }
 
@@ -140,7 +153,9 @@ struct JobsEndToEndTests {
             let response = try await StoreEndToEndTests.get(harness, "/api/jobs/\(id)/events")
             #expect(response.status == 200)
             #expect(response.header("Content-Type")?.hasPrefix("text/event-stream") == true)
-            let events = String(decoding: response.body, as: UTF8.self).components(separatedBy: "\n\n").filter { $0.hasPrefix("event:") }
+            let events = String(decoding: response.body, as: UTF8.self).components(separatedBy: "\n\n").filter {
+                $0.hasPrefix("event:")
+            }
             let names = events.map { $0.split(separator: "\n")[0].dropFirst("event: ".count) }
             #expect(names.last == "done")
             #expect(names.dropLast().allSatisfy { $0 == "progress" })
@@ -161,12 +176,16 @@ struct JobsEndToEndTests {
             let response = try await StoreEndToEndTests.delete(harness, "/api/jobs/" + id)
             #expect(response.status == 202)
             #expect(try JSONValue.parse(response.body)["status"]?.stringValue == "cancelled")
-            #expect(await eventually(within: 5) { harness.mock.stats.inFlight == 0 && harness.mock.stats.cancelled > cancelledBefore })
+            #expect(
+                await eventually(within: 5) {
+                    harness.mock.stats.inFlight == 0 && harness.mock.stats.cancelled > cancelledBefore
+                })
             let job = try await Self.job(harness, id)
             #expect(job["status"]?.stringValue == "cancelled")
             #expect(job["error"]?["code"]?.stringValue == "cancelled")
             let events = try await StoreEndToEndTests.get(harness, "/api/jobs/\(id)/events")
-            #expect(String(decoding: events.body, as: UTF8.self).contains("event: error\ndata: {\"code\":\"cancelled\""))
+            #expect(
+                String(decoding: events.body, as: UTF8.self).contains("event: error\ndata: {\"code\":\"cancelled\""))
             // Nothing more is asked for a cancelled job.
             let requests = harness.mock.stats.requests
             try await Task.sleep(for: .seconds(1))
@@ -178,14 +197,19 @@ struct JobsEndToEndTests {
     func owners() async throws {
         try await GatewayHarness.with(configure: { Self.configure(&$0) }) { harness in
             let id = try await Self.submitted(harness, task: "summarize", text: Self.longText(sentences: 5))
-            for path in ["/api/jobs/" + id, "/api/jobs/\(id)/events", "/api/jobs/" + String(repeating: "0", count: 32), "/api/jobs/not-an-id"] {
+            for path in [
+                "/api/jobs/" + id, "/api/jobs/\(id)/events", "/api/jobs/" + String(repeating: "0", count: 32),
+                "/api/jobs/not-an-id",
+            ] {
                 let response = try await StoreEndToEndTests.get(harness, path, token: Self.bob)
                 #expect(response.status == 404, "\(path)")
                 #expect(try JSONValue.parse(response.body)["code"]?.stringValue == "not_found")
             }
             #expect(try await StoreEndToEndTests.delete(harness, "/api/jobs/" + id, token: Self.bob).status == 404)
             #expect(try await StoreEndToEndTests.get(harness, "/api/jobs/" + id, token: nil).status == 401)
-            #expect(try await Self.submit(harness, task: "summarize", text: Self.longText(sentences: 5), token: nil).status == 401)
+            #expect(
+                try await Self.submit(harness, task: "summarize", text: Self.longText(sentences: 5), token: nil).status
+                    == 401)
             #expect(try await Self.finished(harness, id)["status"]?.stringValue == "succeeded")
         }
     }
@@ -197,7 +221,9 @@ struct JobsEndToEndTests {
             $0.jobs.maxCharacters = 5_000
             $0.jobs.maxActivePerCaller = 2
         }) { harness in
-            func code(_ response: HTTPClientResponse) throws -> String? { try JSONValue.parse(response.body)["code"]?.stringValue }
+            func code(_ response: HTTPClientResponse) throws -> String? {
+                try JSONValue.parse(response.body)["code"]?.stringValue
+            }
             let long = try await Self.submit(harness, task: "summarize", text: String(repeating: "الف ", count: 1_300))
             #expect(long.status == 413)
             #expect(try code(long) == "text_too_long")
@@ -206,7 +232,8 @@ struct JobsEndToEndTests {
             #expect(try code(short) == "text_too_short")
             let task = try await Self.submit(harness, task: "translate", text: Self.longText(sentences: 3))
             #expect(try code(task) == "invalid_task")
-            let format = try await Self.submit(harness, task: "summarize", text: Self.longText(sentences: 3), format: "xml")
+            let format = try await Self.submit(
+                harness, task: "summarize", text: Self.longText(sentences: 3), format: "xml")
             #expect(try code(format) == "invalid_format")
 
             let slow = Self.longText(sentences: 3, extra: " [mock:latency-ms=20000]")
@@ -262,7 +289,10 @@ struct JobsEndToEndTests {
 
     @Test("without an upstream key a submitted job is 500 not_configured, as /api/process is; bad input is still 400")
     func notConfigured() async throws {
-        try await GatewayHarness.with(configure: { Self.configure(&$0); $0.apiKey = nil }) { harness in
+        try await GatewayHarness.with(configure: {
+            Self.configure(&$0)
+            $0.apiKey = nil
+        }) { harness in
             let response = try await Self.submit(harness, task: "summarize", text: Self.longText(sentences: 3))
             #expect(response.status == 500)
             let body = try Body(response)

@@ -1,15 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import EventLoop
-@testable import Gateway
 import HTTPClient
 import HTTPServer
 import MockUpstream
 import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Jobs across processes: a gateway killed with `kill -9` (or stopped) in the middle of a job,
 /// then started again on the same SQLite file, finishes it without asking the upstream again
@@ -20,23 +22,29 @@ struct JobsProcessTests {
     static let chunkTokens = 200
 
     static func environment(_ upstream: StoreProcessTests.Upstream, database: String) -> [String: String] {
-        upstream.environment(database: database, [
-            "JOB_CHUNK_TOKENS": String(chunkTokens), "JOB_CHUNK_OVERLAP_TOKENS": "0", "JOB_CONCURRENCY": "2", "JOB_LEASE_SECONDS": "3",
-        ])
+        upstream.environment(
+            database: database,
+            [
+                "JOB_CHUNK_TOKENS": String(chunkTokens), "JOB_CHUNK_OVERLAP_TOKENS": "0", "JOB_CONCURRENCY": "2",
+                "JOB_LEASE_SECONDS": "3",
+            ])
     }
 
     static func submit(_ client: HTTPClient, _ base: String, text: String) async throws -> String {
         let body = "{\"task\":\"summarize\",\"text\":\(jsonString(text))}"
-        let response = try await client.send(HTTPClientRequest(
-            method: "POST", url: base + "/api/jobs", headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
-            body: Array(body.utf8)
-        ))
+        let response = try await client.send(
+            HTTPClientRequest(
+                method: "POST", url: base + "/api/jobs",
+                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
+                body: Array(body.utf8)
+            ))
         try #require(response.status == 202, "\(String(decoding: response.body, as: UTF8.self))")
         return try #require(try JSONValue.parse(response.body)["jobId"]?.stringValue)
     }
 
     static func job(_ client: HTTPClient, _ base: String, _ id: String) async throws -> JSONValue {
-        let response = try await client.send(HTTPClientRequest(url: base + "/api/jobs/" + id, headers: [("Authorization", "Bearer \(token)")]))
+        let response = try await client.send(
+            HTTPClientRequest(url: base + "/api/jobs/" + id, headers: [("Authorization", "Bearer \(token)")]))
         return try JSONValue.parse(response.body)
     }
 
@@ -62,12 +70,15 @@ struct JobsProcessTests {
         let environment = Self.environment(upstream, database: database)
         let client = try HTTPClient()
         let text = JobsEndToEndTests.longText(sentences: 100)
-        let chunks = TextChunker(budget: TokenEstimate.characters(tokens: chunkTokens), overlap: 0).chunks(of: TextChunker.clean(text))
+        let chunks = TextChunker(budget: TokenEstimate.characters(tokens: chunkTokens), overlap: 0).chunks(
+            of: TextChunker.clean(text))
         #expect(chunks.count >= 10)
 
         let first = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         let id = try await Self.submit(client, first.base, text: text)
-        let underWay = await eventually(within: 20) { ((try? await Self.job(client, first.base, id))?["progress"]?["done"]?.doubleValue ?? 0) >= 4 }
+        let underWay = await eventually(within: 20) {
+            ((try? await Self.job(client, first.base, id))?["progress"]?["done"]?.doubleValue ?? 0) >= 4
+        }
         #expect(underWay)
         first.child.signal(signal)
         #expect(await first.child.waitForExit(seconds: 15) != nil)

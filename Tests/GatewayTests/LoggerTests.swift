@@ -1,8 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-@testable import Gateway
 import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Logger")
 struct LoggerTests {

@@ -10,7 +10,9 @@ struct MetricsEndToEndTests {
     static func samples(_ text: String) -> [String: Double] {
         var samples: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
             samples[String(line[..<space])] = value
         }
         return samples
@@ -34,11 +36,12 @@ struct MetricsEndToEndTests {
             #expect(samples[#"textgateway_cache_requests_total{result="miss"}"#] == 2)
             #expect(samples[#"textgateway_cache_requests_total{result="hit"}"#] == 2)
             #expect(samples[#"textgateway_upstream_errors_total{kind="busy"}"#] == 1)
-            let input = samples[#"textgateway_tokens_total{direction="input",model="test-model",task="summarize"}"#]
+            let input =
+                samples[#"textgateway_tokens_total{direction="input",model="test-model",task="summarize"}"#]
                 ?? samples[#"textgateway_tokens_total{task="summarize",model="test-model",direction="input"}"#]
             #expect((input ?? 0) > 0)
             #expect(samples[#"textgateway_request_duration_seconds_count{route="/api/process"}"#] == 5)
-            #expect(samples["textgateway_requests_in_flight"] == 1)  // the scrape itself
+            #expect(samples["textgateway_requests_in_flight"] == 1) // the scrape itself
             #expect((samples["textgateway_open_connections"] ?? 0) >= 1)
             #expect(samples["textgateway_loop_polled_wakeups_total"] != nil)
             #expect(samples["textgateway_loop_polling_seconds_total"] != nil)
@@ -51,9 +54,11 @@ struct MetricsEndToEndTests {
             let anonymous = try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics"))
             #expect(anonymous.status == 401)
             #expect(anonymous.header("WWW-Authenticate") == "Bearer")
-            let wrong = try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics", headers: [("Authorization", "Bearer nope")]))
+            let wrong = try await harness.client.send(
+                HTTPClientRequest(url: harness.base + "/metrics", headers: [("Authorization", "Bearer nope")]))
             #expect(wrong.status == 401)
-            let right = try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics", headers: [("Authorization", "Bearer scrape-secret")]))
+            let right = try await harness.client.send(
+                HTTPClientRequest(url: harness.base + "/metrics", headers: [("Authorization", "Bearer scrape-secret")]))
             #expect(right.status == 200)
         }
     }

@@ -1,10 +1,11 @@
-#if canImport(Gateway)
-@testable import Gateway
-#else
-@testable import Metrics
-#endif
 import Synchronization
 import Testing
+
+#if canImport(Gateway)
+    @testable import Gateway
+#else
+    @testable import Metrics
+#endif
 
 @Suite("Metrics")
 struct MetricsTests {
@@ -36,9 +37,9 @@ struct MetricsTests {
         gauge.decrement(by: 2)
         let process = latency.labels("/v1/process")
         process.observe(0.125)
-        process.observe(0.5)  // on a boundary: counts in le="0.5"
+        process.observe(0.5) // on a boundary: counts in le="0.5"
         process.observe(0.75)
-        process.observe(3)  // above every bound: only in le="+Inf"
+        process.observe(3) // above every bound: only in le="+Inf"
 
         let expected = """
             # HELP gateway_requests_total Requests answered.
@@ -237,7 +238,7 @@ struct MetricsTests {
         for client in ["a", "b", "c", "d", "e"] {
             family.labels(client, "m").increment()
         }
-        family.labels("a", "m").increment()  // existing children still count on their own
+        family.labels("a", "m").increment() // existing children still count on their own
         family.labels("f", "m").increment(by: 5)
 
         #expect(family.children.count == 4)

@@ -1,8 +1,8 @@
 import ChatAPI
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
 
 @Suite("OpenAI-compatible /v1 end to end", .serialized)
 struct OpenAIEndToEndTests {
@@ -13,12 +13,19 @@ struct OpenAIEndToEndTests {
     }
 
     func post(_ harness: GatewayHarness, _ body: String) async throws -> HTTPClientResponse {
-        try await harness.client.send(HTTPClientRequest(
-            method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+        try await harness.client.send(
+            HTTPClientRequest(
+                method: "POST", url: harness.base + "/v1/chat/completions",
+                headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
     }
 
     struct OpenAIError: Decodable {
-        struct Detail: Decodable { let message: String; let type: String; let code: String?; let param: String? }
+        struct Detail: Decodable {
+            let message: String
+            let type: String
+            let code: String?
+            let param: String?
+        }
         let error: Detail
     }
 
@@ -27,7 +34,14 @@ struct OpenAIEndToEndTests {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let response = try await harness.client.send(HTTPClientRequest(url: harness.base + "/v1/models"))
             #expect(response.status == 200)
-            struct List: Decodable { struct Model: Decodable { let id: String; let object: String }; let object: String; let data: [Model] }
+            struct List: Decodable {
+                struct Model: Decodable {
+                    let id: String
+                    let object: String
+                }
+                let object: String
+                let data: [Model]
+            }
             let list = try JSON.decode(List.self, from: response.body)
             #expect(list.object == "list")
             #expect(list.data.map(\.id) == ["fast", "smart"])
@@ -38,7 +52,9 @@ struct OpenAIEndToEndTests {
     @Test("relays a chat with history, rewriting the alias and capping max_tokens")
     func chat() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
-            let response = try await post(harness, #"""
+            let response = try await post(
+                harness,
+                #"""
                 {"model":"smart","max_tokens":99999,"temperature":0.5,"messages":[
                  {"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},
                  {"role":"assistant","content":"Hello!"},{"role":"user","content":"How are you?"}]}
@@ -63,14 +79,20 @@ struct OpenAIEndToEndTests {
             (#"{"model":"fast","n":5,"messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_parameter"),
             (#"{"model":"fast","n":0,"messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[]}"#, 400, "invalid_messages"),
-            (#"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#, 400, "invalid_messages"),
+            (
+                #"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#,
+                400, "invalid_messages"
+            ),
             (#"{"model":"fast""#, 400, "invalid_json"),
             (#"{"model":"fast","model":"gpt-4","messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x\ud800"}]}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x"}],"stream":"true"}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=503]"}]}"#, 503, "upstream_busy"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=500]"}]}"#, 502, "upstream_error"),
-            (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=400,error-code=context_length_exceeded]"}]}"#, 400, "context_length_exceeded"),
+            (
+                #"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=400,error-code=context_length_exceeded]"}]}"#,
+                400, "context_length_exceeded"
+            ),
         ] as [(String, Int, String)]
     )
     func errors(body: String, status: Int, code: String) async throws {
@@ -86,7 +108,9 @@ struct OpenAIEndToEndTests {
             if code == "context_length_exceeded" { #expect(error.error.param == "messages") }
             if code == "invalid_parameter" { #expect(error.error.param == "n") }
             // Nothing the gateway refuses itself costs an upstream call.
-            if status == 400 && code != "context_length_exceeded" || status == 404 { #expect(harness.mock.stats.requests == 0) }
+            if status == 400 && code != "context_length_exceeded" || status == 404 {
+                #expect(harness.mock.stats.requests == 0)
+            }
         }
     }
 
@@ -106,9 +130,12 @@ struct OpenAIEndToEndTests {
     func stream(includeUsage: Bool) async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let options = includeUsage ? #","stream_options":{"include_usage":true}"# : ""
-            let body = #"{"model":"fast","stream":true\#(options),"messages":[{"role":"user","content":"stream please [mock:deltas=8]"}]}"#
-            let response = try await harness.client.stream(HTTPClientRequest(
-                method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            let body =
+                #"{"model":"fast","stream":true\#(options),"messages":[{"role":"user","content":"stream please [mock:deltas=8]"}]}"#
+            let response = try await harness.client.stream(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/v1/chat/completions",
+                    headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
             #expect(response.status == 200)
             #expect(response.head.header("Content-Type") == "text/event-stream; charset=utf-8")
             var decoder = ChatStreamDecoder()
@@ -131,16 +158,25 @@ struct OpenAIEndToEndTests {
             #expect(harness.lastUpstreamRequest?.model == "upstream-fast")
             #expect(harness.lastUpstreamRequest?.streamOptions?.includeUsage == true)
             // The gateway counts the usage whatever the client asked.
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("/v1/chat/completions") && $0.contains("outcome=done") && $0.contains("output_tokens=") } })
+            #expect(
+                await eventually {
+                    harness.logs.lines.contains {
+                        $0.contains("/v1/chat/completions") && $0.contains("outcome=done")
+                            && $0.contains("output_tokens=")
+                    }
+                })
         }
     }
 
     @Test("never relays the upstream's own error text in a stream; the log has it")
     func streamErrorText() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
-            let body = #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:stream-error-after=2]"}]}"#
-            let response = try await harness.client.stream(HTTPClientRequest(
-                method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            let body =
+                #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:stream-error-after=2]"}]}"#
+            let response = try await harness.client.stream(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/v1/chat/completions",
+                    headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
             var reader = ServerSentEventReader()
             var events: [ServerSentEvent] = []
             for try await chunk in response.body { events += try reader.feed(chunk) }
@@ -151,16 +187,22 @@ struct OpenAIEndToEndTests {
             let error = try JSON.decode(OpenAIError.self, from: Array(last.data.utf8)).error
             #expect(error.code == "upstream_error")
             #expect(error.message == "The AI service did not return a successful response.")
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=stream_error") } })
+            #expect(
+                await eventually {
+                    harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=stream_error") }
+                })
         }
     }
 
     @Test("ends a relayed stream cut short upstream with an error event")
     func truncatedStream() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
-            let body = #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:cut-stream=clean]"}]}"#
-            let response = try await harness.client.stream(HTTPClientRequest(
-                method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            let body =
+                #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:cut-stream=clean]"}]}"#
+            let response = try await harness.client.stream(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/v1/chat/completions",
+                    headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
             var reader = ServerSentEventReader()
             var events: [ServerSentEvent] = []
             for try await chunk in response.body { events += try reader.feed(chunk) }

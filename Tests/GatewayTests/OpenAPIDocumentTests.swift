@@ -1,9 +1,10 @@
 import EventLoop
 import Foundation
-@testable import Gateway
 import HTTP1
 import Store
 import Testing
+
+@testable import Gateway
 
 /// docs/openapi.yaml kept true to the code: its paths and methods are the routes the gateway
 /// declares (with a store and an upstream, so every route is there), and its `ErrorCode` enum
@@ -17,7 +18,8 @@ struct OpenAPIDocumentTests {
 
     /// The routes of a gateway with every optional part: a SQLite store and an upstream.
     static func routedMethods() async throws -> [String: Set<String>] {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-routes-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "openapi-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let pool = try BlockingPool(threadCount: 1, name: "openapi-test")
@@ -28,9 +30,11 @@ struct OpenAPIDocumentTests {
         configuration.appAttest = AppAttestSettings(appIDs: ["ABCDE12345.example.app"])
         let logger = Logger(level: .info, sink: LogSink.memory())
         let registry = MetricsRegistry()
-        let store = GatewayStore(backend: sqlite, configuration: configuration, registry: registry, logger: logger, clock: { .now })
+        let store = GatewayStore(
+            backend: sqlite, configuration: configuration, registry: registry, logger: logger, clock: { .now })
         let gateway = Gateway(
-            configuration: configuration, upstreams: [(configuration.effectiveUpstreams[0], InProcessGatewayTests.FakeUpstream())],
+            configuration: configuration,
+            upstreams: [(configuration.effectiveUpstreams[0], InProcessGatewayTests.FakeUpstream())],
             logger: logger, registry: registry, store: store
         )
         var routes: [String: Set<String>] = [:]
@@ -44,12 +48,18 @@ struct OpenAPIDocumentTests {
     func routes() async throws {
         let document = try Self.document()
         let routed = try await Self.routedMethods()
-        #expect(routed.count >= 14, "the gateway with a store, an upstream and App Attest declares every route: \(routed.keys.sorted())")
-        #expect(Set(document.paths.keys) == Set(routed.keys), "documented \(document.paths.keys.sorted()), routed \(routed.keys.sorted())")
+        #expect(
+            routed.count >= 14,
+            "the gateway with a store, an upstream and App Attest declares every route: \(routed.keys.sorted())")
+        #expect(
+            Set(document.paths.keys) == Set(routed.keys),
+            "documented \(document.paths.keys.sorted()), routed \(routed.keys.sorted())")
         for (path, methods) in routed {
             let documented = document.paths[path] ?? []
             // HEAD is answered wherever GET is; the document names it where a client uses it.
-            #expect(documented.subtracting(["HEAD"]) == methods, "\(path): documented \(documented.sorted()), routed \(methods.sorted())")
+            #expect(
+                documented.subtracting(["HEAD"]) == methods,
+                "\(path): documented \(documented.sorted()), routed \(methods.sorted())")
             if documented.contains("HEAD") { #expect(methods.contains("GET"), "\(path): HEAD documented without GET") }
         }
         #expect(document.paths["/api/health"]?.contains("HEAD") == true)
@@ -59,20 +69,30 @@ struct OpenAPIDocumentTests {
     func allCodesMatchSource() throws {
         let source = try RepositoryFile.text("Sources/Gateway/Pipeline/GatewayError.swift")
         // `GatewayError(<status>, "<code>", …` (a line break allowed) and OpenAI's form's `code: "<code>"`.
-        let pattern = try NSRegularExpression(pattern: #"(?:GatewayError\(\s*[^,()]+(?:\([^()]*\))?,\s*|code:\s*)"([a-z_]+)""#)
+        let pattern = try NSRegularExpression(
+            pattern: #"(?:GatewayError\(\s*[^,()]+(?:\([^()]*\))?,\s*|code:\s*)"([a-z_]+)""#)
         let range = NSRange(source.startIndex..., in: source)
-        let spelled = Set(pattern.matches(in: source, range: range).compactMap { match in
-            Range(match.range(at: 1), in: source).map { String(source[$0]) }
-        })
+        let spelled = Set(
+            pattern.matches(in: source, range: range).compactMap { match in
+                Range(match.range(at: 1), in: source).map { String(source[$0]) }
+            })
         #expect(spelled.count > 20, "the pattern finds the codes: \(spelled.sorted())")
-        #expect(Set(GatewayError.allCodes) == spelled, "allCodes \(GatewayError.allCodes.sorted()), source \(spelled.sorted())")
+        #expect(
+            Set(GatewayError.allCodes) == spelled,
+            "allCodes \(GatewayError.allCodes.sorted()), source \(spelled.sorted())")
         #expect(GatewayError.allCodes.count == Set(GatewayError.allCodes).count, "no code listed twice")
         #expect(GatewayError.logOnlyCodes.isSubset(of: Set(GatewayError.allCodes)))
         // A few errors spelled through their members, so the pattern cannot miss a kind.
-        for error in [GatewayError.invalidJSON, .tooManyJobs, .jobCancelled, .clientClosedRequest, .protocolError(HTTPStatus(code: 408, reasonPhrase: "Request Timeout")), .modelNotFound("x")] {
+        for error in [
+            GatewayError.invalidJSON, .tooManyJobs, .jobCancelled, .clientClosedRequest,
+            .protocolError(HTTPStatus(code: 408, reasonPhrase: "Request Timeout")), .modelNotFound("x"),
+        ] {
             #expect(GatewayError.allCodes.contains(error.code), "\(error.code)")
         }
-        for code in ["request_timeout", "uri_too_long", "headers_too_large", "not_implemented", "http_version_not_supported", "bad_request"] {
+        for code in [
+            "request_timeout", "uri_too_long", "headers_too_large", "not_implemented", "http_version_not_supported",
+            "bad_request",
+        ] {
             #expect(spelled.contains(code), "protocol error \(code)")
         }
     }
@@ -82,8 +102,11 @@ struct OpenAPIDocumentTests {
         let documented = try Self.document().errorCodes
         let sent = Set(GatewayError.allCodes).subtracting(GatewayError.logOnlyCodes)
         #expect(documented.count == Set(documented).count, "no code listed twice: \(documented)")
-        #expect(Set(documented).subtracting(sent).isEmpty, "documented but never sent: \(Set(documented).subtracting(sent).sorted())")
-        #expect(sent.subtracting(documented).isEmpty, "sent but not documented: \(sent.subtracting(documented).sorted())")
+        #expect(
+            Set(documented).subtracting(sent).isEmpty,
+            "documented but never sent: \(Set(documented).subtracting(sent).sorted())")
+        #expect(
+            sent.subtracting(documented).isEmpty, "sent but not documented: \(sent.subtracting(documented).sorted())")
     }
 
     @Test("every $ref names a component the document defines")
@@ -97,7 +120,8 @@ struct OpenAPIDocumentTests {
 
     @Test("the outline reader reads paths, methods, the enum and components")
     func outlineReader() throws {
-        let outline = try OpenAPIOutline("""
+        let outline = try OpenAPIOutline(
+            """
             openapi: 3.1.0
             paths:
               /a:
@@ -125,7 +149,10 @@ struct OpenAPIDocumentTests {
         #expect(outline.paths == ["/a": ["GET", "HEAD"], "/b/{id}": ["DELETE"]])
         #expect(outline.errorCodes == ["one", "two"])
         #expect(outline.references == ["#/components/parameters/P"])
-        #expect(outline.components == ["#/components/parameters/P", "#/components/schemas/ErrorCode", "#/components/schemas/Other"])
+        #expect(
+            outline.components == [
+                "#/components/parameters/P", "#/components/schemas/ErrorCode", "#/components/schemas/Other",
+            ])
     }
 }
 
@@ -160,14 +187,16 @@ struct OpenAPIOutline {
             }
             if body.hasPrefix("\t") { throw Malformed(description: "a tab indents: \(line)") }
             lines.append((indent, String(body)))
-            if body.hasSuffix(": |") || body.hasSuffix(": >") || body.hasSuffix(": |-") || body.hasSuffix(": >-") { scalarIndent = indent }
+            if body.hasSuffix(": |") || body.hasSuffix(": >") || body.hasSuffix(": |-") || body.hasSuffix(": >-") {
+                scalarIndent = indent
+            }
         }
 
-        var section = ""  // the top-level key
+        var section = "" // the top-level key
         var path: String?
         var componentKind: String?
         var schemaName: String?
-        var inEnum: Int?  // the indentation of `enum:` while its items are read
+        var inEnum: Int? // the indentation of `enum:` while its items are read
         for (indent, body) in lines {
             if let start = body.range(of: "$ref: ") {
                 references.insert(Self.unquoted(String(body[start.upperBound...])))
@@ -185,7 +214,9 @@ struct OpenAPIOutline {
                 section = key ?? ""
                 path = nil
             case 2 where section == "paths":
-                guard let key, key.hasPrefix("/") else { throw Malformed(description: "not a path under paths: \(body)") }
+                guard let key, key.hasPrefix("/") else {
+                    throw Malformed(description: "not a path under paths: \(body)")
+                }
                 path = key
                 paths[key] = []
             case 2 where section == "components":
@@ -216,10 +247,15 @@ struct OpenAPIOutline {
     private static func key(_ body: String) -> String? {
         if body.hasPrefix("- ") { return nil }
         var candidate = body
-        if let quote = candidate.first, quote == "'" || quote == "\"", let end = candidate.dropFirst().firstIndex(of: quote) {
+        if let quote = candidate.first, quote == "'" || quote == "\"",
+            let end = candidate.dropFirst().firstIndex(of: quote)
+        {
             return String(candidate[candidate.index(after: candidate.startIndex)..<end])
         }
-        if candidate.hasSuffix(":") { candidate.removeLast(); return candidate }
+        if candidate.hasSuffix(":") {
+            candidate.removeLast()
+            return candidate
+        }
         guard let colon = candidate.range(of: ": ") else { return nil }
         return String(candidate[..<colon.lowerBound])
     }

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
+import EventLoop
 import Gateway
 import HTTPClient
 import Redis
-import EventLoop
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `docs/grafana-dashboard.json` and `docs/alerts.yaml` against a real gateway's `/metrics`:
 /// every metric they name is served, and every label they group or select by is one that
@@ -27,7 +28,9 @@ struct OperationsDocsTests {
     }
 
     static func baseName(_ name: String) -> String {
-        for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) { return String(name.dropLast(suffix.count)) }
+        for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+            return String(name.dropLast(suffix.count))
+        }
         return name
     }
 
@@ -36,7 +39,9 @@ struct OperationsDocsTests {
         var queries: [String] = []
         func panels(_ value: JSONValue?) {
             for panel in value?.arrayValue ?? [] {
-                for target in panel["targets"]?.arrayValue ?? [] { if let expr = target["expr"]?.stringValue { queries.append(expr) } }
+                for target in panel["targets"]?.arrayValue ?? [] {
+                    if let expr = target["expr"]?.stringValue { queries.append(expr) }
+                }
                 panels(panel["panels"])
             }
         }
@@ -64,7 +69,9 @@ struct OperationsDocsTests {
             }
             let indent = line.count - trimmed.count
             var block: [String] = []
-            while index < lines.count, lines[index].prefix(while: { $0 == " " }).count > indent || lines[index].allSatisfy({ $0 == " " }) {
+            while index < lines.count,
+                lines[index].prefix(while: { $0 == " " }).count > indent || lines[index].allSatisfy({ $0 == " " })
+            {
                 block.append(String(lines[index].drop { $0 == " " }))
                 index += 1
             }
@@ -81,12 +88,16 @@ struct OperationsDocsTests {
         let characters = Array(query)
         for match in query.matches(of: /(textgateway_[a-z0-9_]+)\{([^}]*)\}/) {
             let metric = baseName(String(match.output.1))
-            for matcher in String(match.output.2).matches(of: /([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"/) {
+            for matcher in String(match.output.2).matches(
+                of: /([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"/)
+            {
                 uses.append((metric, String(matcher.output.1)))
             }
         }
         for match in query.matches(of: /\bby\s*\(([^)]*)\)\s*\(/) {
-            let labels = match.output.1.split(separator: ",").map { String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }.filter { !$0.isEmpty }
+            let labels = match.output.1.split(separator: ",").map {
+                String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+            }.filter { !$0.isEmpty }
             // The group opened by the `(` that ends the match, to its closing parenthesis.
             var position = query.distance(from: query.startIndex, to: match.range.upperBound)
             var depth = 1
@@ -117,7 +128,9 @@ struct OperationsDocsTests {
             let family = types[name] != nil ? name : baseName(name)
             var set = labels[family] ?? []
             if let open = line.firstIndex(of: "{"), let close = line.lastIndex(of: "}") {
-                for matcher in String(line[line.index(after: open)..<close]).matches(of: /([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/) {
+                for matcher in String(line[line.index(after: open)..<close]).matches(
+                    of: /([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/)
+                {
                     set.insert(String(matcher.output.1))
                 }
             }
@@ -126,13 +139,22 @@ struct OperationsDocsTests {
         return (types, labels)
     }
 
-    @Test("the dashboard is JSON of schema 39 with a Prometheus data source variable and an instance variable; the rules file has groups of complete rules")
+    @Test(
+        "the dashboard is JSON of schema 39 with a Prometheus data source variable and an instance variable; the rules file has groups of complete rules"
+    )
     func structure() throws {
         let dashboard = try JSONValue.parse(Array(try RepositoryFile.text("docs/grafana-dashboard.json").utf8))
         #expect(dashboard["schemaVersion"]?.intValue == 39)
-        #expect(dashboard["__inputs"]?.arrayValue?.contains { $0["name"]?.stringValue == "DS_PROMETHEUS" && $0["pluginId"]?.stringValue == "prometheus" } == true)
+        #expect(
+            dashboard["__inputs"]?.arrayValue?.contains {
+                $0["name"]?.stringValue == "DS_PROMETHEUS" && $0["pluginId"]?.stringValue == "prometheus"
+            } == true)
         let variables = dashboard["templating"]?["list"]?.arrayValue ?? []
-        #expect(variables.contains { $0["name"]?.stringValue == "DS_PROMETHEUS" && $0["type"]?.stringValue == "datasource" && $0["query"]?.stringValue == "prometheus" })
+        #expect(
+            variables.contains {
+                $0["name"]?.stringValue == "DS_PROMETHEUS" && $0["type"]?.stringValue == "datasource"
+                    && $0["query"]?.stringValue == "prometheus"
+            })
         #expect(variables.contains { $0["name"]?.stringValue == "instance" && $0["type"]?.stringValue == "query" })
         var panels: [JSONValue] = []
         var ids: [Int] = []
@@ -156,7 +178,9 @@ struct OperationsDocsTests {
                 #expect(expr.contains("textgateway_"), "\(title)")
                 #expect(expr.contains("instance=~\"$instance\""), "\(title): \(expr) is not filtered by $instance")
                 // Histograms only through their buckets' rate, or their sums and counts.
-                if expr.contains("histogram_quantile") { #expect(expr.contains("_bucket{") && expr.contains("[5m]"), "\(title)") }
+                if expr.contains("histogram_quantile") {
+                    #expect(expr.contains("_bucket{") && expr.contains("[5m]"), "\(title)")
+                }
             }
         }
 
@@ -171,7 +195,10 @@ struct OperationsDocsTests {
         for rule in rules {
             let name = String(rule.prefix { $0 != "\n" })
             #expect(name.hasPrefix("TextGateway"), "\(name)")
-            for key in ["\n        expr: ", "\n        for: ", "\n        labels:\n          severity: ", "\n        annotations:\n", "\n          summary: ", "\n          description: "] {
+            for key in [
+                "\n        expr: ", "\n        for: ", "\n        labels:\n          severity: ",
+                "\n        annotations:\n", "\n          summary: ", "\n          description: ",
+            ] {
                 #expect(rule.contains(key), "\(name) has no \(key)")
             }
             #expect(rule.contains(/\n          severity: (critical|warning)\n/), "\(name)")
@@ -180,7 +207,9 @@ struct OperationsDocsTests {
         #expect(Set(rules.map { $0.prefix { $0 != "\n" } }).count == rules.count, "alert names repeat")
     }
 
-    @Test("every metric the dashboard and the rules name is a # TYPE of /metrics, and every label they use is that metric's")
+    @Test(
+        "every metric the dashboard and the rules name is a # TYPE of /metrics, and every label they use is that metric's"
+    )
     func namesAndLabels() async throws {
         let dashboardText = try RepositoryFile.text("docs/grafana-dashboard.json")
         let dashboard = try JSONValue.parse(Array(dashboardText.utf8))
@@ -190,11 +219,16 @@ struct OperationsDocsTests {
         #expect(Self.alertQueries(alertsText).count == alertsText.ranges(of: "        expr: ").count)
         // What the issue asks the dashboard to show.
         for wanted in [
-            "textgateway_requests_total", "textgateway_request_duration_seconds", "textgateway_upstream_duration_seconds",
-            "textgateway_upstream_attempts_total", "textgateway_upstream_circuit_state", "textgateway_tokens_total", "textgateway_rate_limited_total",
-            "textgateway_cache_requests_total", "textgateway_ledger_queue_depth", "textgateway_ledger_rows_committed_total",
-            "textgateway_ledger_rows_dropped_total", "textgateway_store_errors_total", "textgateway_redis_up", "textgateway_jobs",
-            "textgateway_job_queue_depth", "textgateway_job_items_total", "textgateway_job_duration_seconds", "textgateway_jobs_finished_total",
+            "textgateway_requests_total", "textgateway_request_duration_seconds",
+            "textgateway_upstream_duration_seconds",
+            "textgateway_upstream_attempts_total", "textgateway_upstream_circuit_state", "textgateway_tokens_total",
+            "textgateway_rate_limited_total",
+            "textgateway_cache_requests_total", "textgateway_ledger_queue_depth",
+            "textgateway_ledger_rows_committed_total",
+            "textgateway_ledger_rows_dropped_total", "textgateway_store_errors_total", "textgateway_redis_up",
+            "textgateway_jobs",
+            "textgateway_job_queue_depth", "textgateway_job_items_total", "textgateway_job_duration_seconds",
+            "textgateway_jobs_finished_total",
         ] {
             #expect(Self.metricNames(dashboardText).contains(wanted), "the dashboard does not show \(wanted)")
         }
@@ -204,9 +238,11 @@ struct OperationsDocsTests {
         try await GatewayHarness.with(configure: {
             StoreEndToEndTests.configure(&$0, path: storeDirectory() + "/gateway.sqlite")
             // carol's plan allows one request a minute, so a refusal is counted too.
-            $0.tokens = try? TokenStore.parse(inline: [
-                "\(TokenStore.hashLine(forToken: StoreEndToEndTests.alice)):alice:pro", "\(TokenStore.hashLine(forToken: Self.carol)):carol:tiny",
-            ].joined(separator: ","))
+            $0.tokens = try? TokenStore.parse(
+                inline: [
+                    "\(TokenStore.hashLine(forToken: StoreEndToEndTests.alice)):alice:pro",
+                    "\(TokenStore.hashLine(forToken: Self.carol)):carol:tiny",
+                ].joined(separator: ","))
             $0.plans = (try? PlanCatalog.parse("pro:-:-:1000000,tiny:1:-:-")) ?? PlanCatalog()
             $0.redis = try? RedisConfiguration(url: redis.url)
             $0.redis?.timeout = .milliseconds(200)
@@ -218,13 +254,24 @@ struct OperationsDocsTests {
             // A miss then a hit, an upstream failure, and a refusal: the labelled children appear.
             #expect(try await harness.process(task: "summarize", text: Self.sample, headers: alice).status == 200)
             #expect(try await harness.process(task: "summarize", text: Self.sample, headers: alice).status == 200)
-            #expect(try await harness.process(task: "rewrite", text: Self.sample + " [mock:status=400]", headers: alice).status >= 400)
-            #expect(try await harness.process(task: "summarize", text: Self.sample + " (carol)", headers: StoreEndToEndTests.bearer(Self.carol)).status == 200)
-            #expect(try await harness.process(task: "summarize", text: Self.sample + " (carol)", headers: StoreEndToEndTests.bearer(Self.carol)).status == 429)
+            #expect(
+                try await harness.process(task: "rewrite", text: Self.sample + " [mock:status=400]", headers: alice)
+                    .status >= 400)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample + " (carol)", headers: StoreEndToEndTests.bearer(Self.carol)
+                ).status == 200)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample + " (carol)", headers: StoreEndToEndTests.bearer(Self.carol)
+                ).status == 429)
             // A job that succeeds and one whose item the upstream refuses, for the job families' children.
-            let id = try await JobsEndToEndTests.submitted(harness, task: "summarize", text: JobsEndToEndTests.longText(sentences: 30))
+            let id = try await JobsEndToEndTests.submitted(
+                harness, task: "summarize", text: JobsEndToEndTests.longText(sentences: 30))
             #expect(try await JobsEndToEndTests.finished(harness, id)["status"]?.stringValue == "succeeded")
-            let failing = try await JobsEndToEndTests.submitted(harness, task: "summarize", text: JobsEndToEndTests.longText(sentences: 30, extra: " [mock:status=400]"))
+            let failing = try await JobsEndToEndTests.submitted(
+                harness, task: "summarize", text: JobsEndToEndTests.longText(sentences: 30, extra: " [mock:status=400]")
+            )
             #expect(try await JobsEndToEndTests.finished(harness, failing)["status"]?.stringValue == "failed")
             // Redis stopped for a moment: the limiter's and the shared cache's errors.
             redis.signal(SIGSTOP)
@@ -232,24 +279,32 @@ struct OperationsDocsTests {
             redis.signal(SIGCONT)
 
             var exposition = (types: [String: String](), labels: [String: Set<String>]())
-            #expect(await eventually(within: 10) {
-                guard let response = try? await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")), response.status == 200 else { return false }
-                exposition = Self.exposition(String(decoding: response.body, as: UTF8.self))
-                return exposition.labels["textgateway_jobs_finished_total"]?.contains("status") == true
-                    && (exposition.labels["textgateway_ledger_rows_committed_total"] != nil)
-            })
+            #expect(
+                await eventually(within: 10) {
+                    guard
+                        let response = try? await harness.client.send(
+                            HTTPClientRequest(url: harness.base + "/metrics")), response.status == 200
+                    else { return false }
+                    exposition = Self.exposition(String(decoding: response.body, as: UTF8.self))
+                    return exposition.labels["textgateway_jobs_finished_total"]?.contains("status") == true
+                        && (exposition.labels["textgateway_ledger_rows_committed_total"] != nil)
+                })
             for name in names.sorted() {
                 #expect(exposition.types[name] != nil, "\(name) is named in docs/ but /metrics has no # TYPE \(name)")
             }
             var checked = 0
             for query in queries {
                 for use in Self.labelUses(query) where !Self.targetLabels.contains(use.label) {
-                    guard exposition.types[use.metric] != nil else { continue }  // reported above
+                    guard exposition.types[use.metric] != nil else { continue } // reported above
                     if use.label == "le" {
-                        #expect(exposition.types[use.metric] == "histogram", "\(query): le on \(use.metric), not a histogram")
+                        #expect(
+                            exposition.types[use.metric] == "histogram",
+                            "\(query): le on \(use.metric), not a histogram")
                         continue
                     }
-                    #expect(exposition.labels[use.metric]?.contains(use.label) == true, "\(query): \(use.metric) has no label \(use.label) in /metrics")
+                    #expect(
+                        exposition.labels[use.metric]?.contains(use.label) == true,
+                        "\(query): \(use.metric) has no label \(use.label) in /metrics")
                     checked += 1
                 }
             }

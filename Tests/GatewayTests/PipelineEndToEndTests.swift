@@ -1,10 +1,11 @@
 import ChatAPI
 import EventLoop
-@testable import Gateway
 import HTTPClient
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// How requests end, through the one finished hook: hang-ups, resets, single flight, the
 /// limits they leave behind, and the log and metrics they leave.
@@ -30,7 +31,9 @@ struct PipelineEndToEndTests {
     static func port(_ harness: GatewayHarness) -> Int { harness.running.address?.port ?? 0 }
 
     static func metric(_ harness: GatewayHarness, _ series: String) async throws -> Double? {
-        let text = String(decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body, as: UTF8.self)
+        let text = String(
+            decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body,
+            as: UTF8.self)
         for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
             return Double(line.dropFirst(series.count + 1))
         }
@@ -44,21 +47,34 @@ struct PipelineEndToEndTests {
             for index in 0..<8 {
                 try await onThread {
                     let client = try TestClient(port: port)
-                    try client.send(Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=3000]"), port: port))
+                    try client.send(
+                        Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=3000]"), port: port))
                     return client
                 }.closeWhen { harness.mock.stats.requests == index + 1 }
                 #expect(await eventually { harness.mock.stats.inFlight == 0 })
             }
-            #expect(await eventually { harness.logs.lines.filter { $0.contains("status=499") && $0.contains("outcome=cancelled") }.count == 8 }, "\(harness.logs.lines.filter { $0.contains(" request ") })")
-            #expect(!harness.logs.lines.contains { $0.contains("status=502") || $0.contains("code=upstream_error") || $0.contains("upstream_failure") })
-            #expect(try await Self.metric(harness, #"textgateway_requests_total{route="/api/process",status="499"}"#) == 8)
-            #expect(try await Self.metric(harness, #"textgateway_requests_total{route="/api/process",status="502"}"#) == nil)
+            #expect(
+                await eventually {
+                    harness.logs.lines.filter { $0.contains("status=499") && $0.contains("outcome=cancelled") }.count
+                        == 8
+                }, "\(harness.logs.lines.filter { $0.contains(" request ") })")
+            #expect(
+                !harness.logs.lines.contains {
+                    $0.contains("status=502") || $0.contains("code=upstream_error") || $0.contains("upstream_failure")
+                })
+            #expect(
+                try await Self.metric(harness, #"textgateway_requests_total{route="/api/process",status="499"}"#) == 8)
+            #expect(
+                try await Self.metric(harness, #"textgateway_requests_total{route="/api/process",status="502"}"#) == nil
+            )
             #expect(try await Self.metric(harness, #"textgateway_upstream_errors_total{kind="cancelled"}"#) == nil)
             #expect(await eventually { harness.mock.stats.inFlight == 0 })
         }
     }
 
-    @Test("hang-ups before the head, during the upstream call, during a stream and resets racing a stream's head leave the full concurrency free and the gauge idle")
+    @Test(
+        "hang-ups before the head, during the upstream call, during a stream and resets racing a stream's head leave the full concurrency free and the gauge idle"
+    )
     func hangUpsReleaseLeases() async throws {
         try await GatewayHarness.with(configure: Self.guests("guest:-:2:-")) { harness in
             let port = Self.port(harness)
@@ -76,7 +92,8 @@ struct PipelineEndToEndTests {
                 let before = harness.mock.stats.requests
                 try await onThread {
                     let client = try TestClient(port: port)
-                    try client.send(Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=2000]"), port: port))
+                    try client.send(
+                        Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=2000]"), port: port))
                     return client
                 }.closeWhen { harness.mock.stats.requests > before }
                 #expect(await eventually { harness.mock.stats.inFlight == 0 })
@@ -85,7 +102,10 @@ struct PipelineEndToEndTests {
             for _ in 0..<6 {
                 try await onThread {
                     let client = try TestClient(port: port)
-                    try client.send(Self.rawRequest(Self.processBody(Self.sample + " [mock:deltas=100,delta-delay-ms=30]", stream: true), port: port))
+                    try client.send(
+                        Self.rawRequest(
+                            Self.processBody(Self.sample + " [mock:deltas=100,delta-delay-ms=30]", stream: true),
+                            port: port))
                     _ = try client.readHead()
                     client.abort()
                 }
@@ -103,7 +123,10 @@ struct PipelineEndToEndTests {
             // The plan's two concurrent requests are both free; a third is still refused.
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<2 {
-                    group.addTask { try await harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=400]").status }
+                    group.addTask {
+                        try await harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=400]")
+                            .status
+                    }
                 }
                 var all: [Int] = []
                 for try await status in group { all.append(status) }
@@ -145,7 +168,10 @@ struct PipelineEndToEndTests {
             #expect(try await followers.value == [200, 200, 200])
             #expect(harness.mock.stats.requests == 1)
             #expect(harness.mock.stats.cancelled == 0)
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") } })
+            #expect(
+                await eventually {
+                    harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
+                })
         }
     }
 
@@ -156,13 +182,17 @@ struct PipelineEndToEndTests {
             let text = Self.sample + " [mock:latency-ms=3000]"
             var clients: [TestClient] = []
             for _ in 0..<3 {
-                clients.append(try await onThread {
-                    let client = try TestClient(port: port)
-                    try client.send(Self.rawRequest(Self.processBody(text), port: port))
-                    return client
-                })
+                clients.append(
+                    try await onThread {
+                        let client = try TestClient(port: port)
+                        try client.send(Self.rawRequest(Self.processBody(text), port: port))
+                        return client
+                    })
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3 })
+            #expect(
+                await eventually {
+                    harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3
+                })
             clients[0].abort()
             clients[1].abort()
             try await Task.sleep(for: .milliseconds(200))
@@ -177,8 +207,12 @@ struct PipelineEndToEndTests {
     func routingBeforeAdmission() async throws {
         try await GatewayHarness.with(configure: Self.guests("guest:1:-:-")) { harness async throws in
             for _ in 0..<3 {
-                #expect(try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/nope", body: Array("{}".utf8))).status == 404)
-                #expect(try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/process")).status == 405)
+                #expect(
+                    try await harness.client.send(
+                        HTTPClientRequest(method: "POST", url: harness.base + "/api/nope", body: Array("{}".utf8))
+                    ).status == 404)
+                #expect(
+                    try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/process")).status == 405)
                 #expect(try await harness.client.send(HTTPClientRequest(url: harness.base + "/v1/nope")).status == 404)
             }
             #expect(try await harness.process(task: "summarize", text: Self.sample).status == 200)
@@ -191,7 +225,8 @@ struct PipelineEndToEndTests {
         try await GatewayHarness.with(configure: Self.guests("guest:-:-:100000")) { harness in
             var used = 0
             for index in 0..<3 {
-                let response = try await harness.process(task: "summarize", text: Self.sample + String(repeating: " متن", count: index))
+                let response = try await harness.process(
+                    task: "summarize", text: Self.sample + String(repeating: " متن", count: index))
                 #expect(response.status == 200)
                 let usage = try #require(try Body(response).usage)
                 used += usage.inputTokens + usage.outputTokens
@@ -210,17 +245,22 @@ struct PipelineEndToEndTests {
             var statuses: [Int] = []
             for index in 0..<4 {
                 // The client rotates the first line; the proxy appends its own.
-                let response = try await harness.process(task: "summarize", text: Self.sample, headers: [
-                    ("X-Forwarded-For", "198.51.100.\(index)"), ("X-Forwarded-For", "203.0.113.9"),
-                ])
+                let response = try await harness.process(
+                    task: "summarize", text: Self.sample,
+                    headers: [
+                        ("X-Forwarded-For", "198.51.100.\(index)"), ("X-Forwarded-For", "203.0.113.9"),
+                    ])
                 statuses.append(response.status)
             }
             #expect(statuses == [200, 200, 429, 429])
-            let twice = try await harness.process(task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer a"), ("Authorization", "Bearer b")])
+            let twice = try await harness.process(
+                task: "summarize", text: Self.sample,
+                headers: [("Authorization", "Bearer a"), ("Authorization", "Bearer b")])
             #expect(twice.status == 400)
             #expect(try Body(twice).code == "bad_request")
             let types = try await harness.process(
-                #"{"task":"summarize","text":"\#(Self.sample)"}"#, headers: [("Content-Type", "application/json"), ("Content-Type", "text/plain")])
+                #"{"task":"summarize","text":"\#(Self.sample)"}"#,
+                headers: [("Content-Type", "application/json"), ("Content-Type", "text/plain")])
             #expect(types.status == 400)
         }
     }
@@ -228,7 +268,9 @@ struct PipelineEndToEndTests {
     /// Counts the finished hook's calls per request id.
     final class CountingObserver: RequestObserver {
         let seen = Mutex<[String: Int]>([:])
-        func requestFinished(_ request: FinishedRequest) async { seen.withLock { $0[request.requestID, default: 0] += 1 } }
+        func requestFinished(_ request: FinishedRequest) async {
+            seen.withLock { $0[request.requestID, default: 0] += 1 }
+        }
         var total: Int { seen.withLock { $0.values.reduce(0, +) } }
         var all: [String: Int] { seen.withLock { $0 } }
     }
@@ -236,43 +278,64 @@ struct PipelineEndToEndTests {
     @Test("the finished hook runs exactly once per request on every path")
     func finishedOncePerRequest() async throws {
         let observer = CountingObserver()
-        try await GatewayHarness.with(configure: { configuration in
-            Self.guests("guest:-:1:-")(&configuration)
-            configuration.cacheTimeToLive = .seconds(60)
-        }, observers: [observer]) { harness in
+        try await GatewayHarness.with(
+            configure: { configuration in
+                Self.guests("guest:-:1:-")(&configuration)
+                configuration.cacheTimeToLive = .seconds(60)
+            }, observers: [observer]
+        ) { harness in
             let port = Self.port(harness)
             var sent = 0
             func id(_ n: Int) -> [(name: String, value: String)] { [("X-Request-Id", "req-\(n)")] }
             // Answered, answered from the cache, refused by validation, not found, method not allowed.
-            sent += 1; _ = try await harness.process(task: "summarize", text: Self.sample, headers: id(sent))
-            sent += 1; _ = try await harness.process(task: "summarize", text: Self.sample, headers: id(sent))
-            sent += 1; _ = try await harness.process(task: "nope", text: Self.sample, headers: id(sent))
-            sent += 1; _ = try await harness.client.send(HTTPClientRequest(url: harness.base + "/nope", headers: id(sent)))
-            sent += 1; _ = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/process", headers: id(sent)))
+            sent += 1
+            _ = try await harness.process(task: "summarize", text: Self.sample, headers: id(sent))
+            sent += 1
+            _ = try await harness.process(task: "summarize", text: Self.sample, headers: id(sent))
+            sent += 1
+            _ = try await harness.process(task: "nope", text: Self.sample, headers: id(sent))
+            sent += 1
+            _ = try await harness.client.send(HTTPClientRequest(url: harness.base + "/nope", headers: id(sent)))
+            sent += 1
+            _ = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/process", headers: id(sent)))
             // Streamed to the end.
-            sent += 1; _ = try await harness.client.send(HTTPClientRequest(
-                method: "POST", url: harness.base + "/api/process", headers: [("Content-Type", "application/json")] + id(sent),
-                body: Array(Self.processBody(Self.sample + " x", stream: true).utf8)))
+            sent += 1
+            _ = try await harness.client.send(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/api/process",
+                    headers: [("Content-Type", "application/json")] + id(sent),
+                    body: Array(Self.processBody(Self.sample + " x", stream: true).utf8)))
             // Refused by the concurrency limit while another runs.
-            async let running = harness.process(task: "rewrite", text: Self.sample + " [mock:latency-ms=500]", headers: id(100))
+            async let running = harness.process(
+                task: "rewrite", text: Self.sample + " [mock:latency-ms=500]", headers: id(100))
             try await Task.sleep(for: .milliseconds(150))
-            sent += 1; #expect(try await harness.process(task: "titles", text: Self.sample, headers: id(sent)).status == 429)
+            sent += 1
+            #expect(try await harness.process(task: "titles", text: Self.sample, headers: id(sent)).status == 429)
             _ = try await running
             // Gone during the upstream call, gone during a stream, reset against a stream's head.
             let goneDuringCall = try await onThread {
                 let client = try TestClient(port: port)
-                try client.send(Self.rawRequest(Self.processBody(Self.sample + " y [mock:latency-ms=2000]"), port: port, extraHeaders: "X-Request-Id: req-200\r\n"))
+                try client.send(
+                    Self.rawRequest(
+                        Self.processBody(Self.sample + " y [mock:latency-ms=2000]"), port: port,
+                        extraHeaders: "X-Request-Id: req-200\r\n"))
                 return client
             }
             #expect(await eventually { harness.mock.stats.inFlight == 1 })
             goneDuringCall.abort()
             try await onThread {
                 let client = try TestClient(port: port)
-                try client.send(Self.rawRequest(Self.processBody(Self.sample + " z [mock:deltas=50,delta-delay-ms=30]", stream: true), port: port, extraHeaders: "X-Request-Id: req-201\r\n"))
+                try client.send(
+                    Self.rawRequest(
+                        Self.processBody(Self.sample + " z [mock:deltas=50,delta-delay-ms=30]", stream: true),
+                        port: port, extraHeaders: "X-Request-Id: req-201\r\n"))
                 _ = try client.readHead()
                 client.abort()
                 let reset = try TestClient(port: port)
-                try reset.send(Self.rawRequest(Self.processBody(Self.sample + " w", stream: true), port: port, extraHeaders: "X-Request-Id: req-202\r\n"))
+                try reset.send(
+                    Self.rawRequest(
+                        Self.processBody(Self.sample + " w", stream: true), port: port,
+                        extraHeaders: "X-Request-Id: req-202\r\n"))
                 reset.abort()
                 // A malformed request the server refuses itself.
                 let malformed = try TestClient(port: port)
@@ -281,13 +344,19 @@ struct PipelineEndToEndTests {
             }
             // req-202's reset may beat its request to the server; then it never began.
             let required = Array(1...sent) + [100, 200, 201]
-            #expect(await eventually { required.allSatisfy { observer.all["req-\($0)"] != nil } && observer.total >= required.count + 1 })
+            #expect(
+                await eventually {
+                    required.allSatisfy { observer.all["req-\($0)"] != nil } && observer.total >= required.count + 1
+                })
             try await Task.sleep(for: .milliseconds(200))
             #expect(observer.all.values.allSatisfy { $0 == 1 }, "\(observer.all)")
             let reached = observer.all["req-202"] == nil ? 0 : 1
             #expect(observer.total == required.count + reached + 1)
             // The request the server refused itself has its line too, saying what was wrong.
-            #expect(harness.logs.lines.contains { $0.contains("status=400") && $0.contains("outcome=rejected") && $0.contains(" error=") })
+            #expect(
+                harness.logs.lines.contains {
+                    $0.contains("status=400") && $0.contains("outcome=rejected") && $0.contains(" error=")
+                })
         }
     }
 }

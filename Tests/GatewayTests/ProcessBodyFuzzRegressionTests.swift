@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// Inputs the ProcessBody fuzz target (Fuzz/ProcessBodyFuzz) found.
 @Suite("POST /api/process body: fuzz findings")
@@ -31,7 +32,9 @@ struct ProcessBodyFuzzRegressionTests {
     /// `application/json\u{37E}\u{37E}sefalse` read as `application/json` with parameters.
     @Test(
         "refuses a media type followed by a canonical equivalent of ';' instead of ';'",
-        arguments: ["application/json\u{37E}\u{37E}sefalse", "application/json\u{37E} charset=utf-8", "application/json\u{37E}"]
+        arguments: [
+            "application/json\u{37E}\u{37E}sefalse", "application/json\u{37E} charset=utf-8", "application/json\u{37E}",
+        ]
     )
     func canonicalSemicolon(contentType: String) {
         expectRefused(contentType)
@@ -44,12 +47,14 @@ struct ProcessBodyFuzzRegressionTests {
         #expect(!ProcessRoute.acceptsEventStream("text/event-stream\u{37E}q=1"))
         #expect(Language(acceptLanguage: "en\u{37E}q=1") == .persian)
         #expect(Language(acceptLanguage: "fa;q=0.5, en-US;q=0.9") == .english)
-        #expect(Language(acceptLanguage: "en;q\u{37E}0, fa;q=0.1") == .english)  // a weight without `=`: 1
+        #expect(Language(acceptLanguage: "en;q\u{37E}0, fa;q=0.1") == .english) // a weight without `=`: 1
     }
 
     @Test(
         "still accepts application/json in any case, with or without parameters",
-        arguments: ["application/json", "Application/JSON", "application/json;charset=utf-8", " application/json ; q=1"]
+        arguments: [
+            "application/json", "Application/JSON", "application/json;charset=utf-8", " application/json ; q=1",
+        ]
     )
     func jsonMediaType(contentType: String) throws {
         #expect(ProcessRequest.isJSON(contentType))

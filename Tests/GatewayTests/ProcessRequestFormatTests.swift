@@ -1,27 +1,38 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// `format` in the `POST /api/process` body.
 @Suite("POST /api/process body: format")
 struct ProcessRequestFormatTests {
-    static func parse(_ rest: String, task: String = "summarize", text: String = ProcessRequestTests.text) throws(GatewayError) -> ProcessRequest {
-        try ProcessRequest.parse(body: Array((#"{"task":"\#(task)","text":"\#(text)""# + rest + "}").utf8), contentType: "application/json")
+    static func parse(_ rest: String, task: String = "summarize", text: String = ProcessRequestTests.text)
+        throws(GatewayError) -> ProcessRequest
+    {
+        try ProcessRequest.parse(
+            body: Array((#"{"task":"\#(task)","text":"\#(text)""# + rest + "}").utf8), contentType: "application/json")
     }
 
     @Test(
         "reads format: absent, null and text are text, json is json",
-        arguments: [("", OutputFormat.text), (#","format":null"#, .text), (#","format":"text""#, .text), (#","format":"json""#, .json)]
+        arguments: [
+            ("", OutputFormat.text), (#","format":null"#, .text), (#","format":"text""#, .text),
+            (#","format":"json""#, .json),
+        ]
     )
     func formats(rest: String, expected: OutputFormat) throws {
         #expect(try Self.parse(rest).format == expected)
     }
 
-    @Test("refuses a format string it does not know as invalid_format", arguments: [#""xml""#, #""JSON""#, #""""#, #"" json""#, #""json_schema""#])
+    @Test(
+        "refuses a format string it does not know as invalid_format",
+        arguments: [#""xml""#, #""JSON""#, #""""#, #"" json""#, #""json_schema""#])
     func unknown(format: String) {
         #expect(throws: GatewayError.invalidFormat) { try Self.parse(#","format":"# + format) }
     }
 
-    @Test("refuses a format of the wrong type as invalid_json", arguments: ["5", "true", #"["json"]"#, #"{"type":"json"}"#])
+    @Test(
+        "refuses a format of the wrong type as invalid_json",
+        arguments: ["5", "true", #"["json"]"#, #"{"type":"json"}"#])
     func wrongType(format: String) {
         #expect(throws: GatewayError.invalidJSON) { try Self.parse(#","format":"# + format) }
     }
@@ -40,6 +51,8 @@ struct ProcessRequestFormatTests {
         #expect(GatewayError.invalidFormat.message(.english) == "The response format is not valid.")
         #expect(GatewayError.invalidModelOutput.status.code == 502)
         #expect(GatewayError.invalidModelOutput.code == "invalid_model_output")
-        #expect(GatewayError.invalidModelOutput.message(.english) == "The model's answer did not match the requested format.")
+        #expect(
+            GatewayError.invalidModelOutput.message(.english)
+                == "The model's answer did not match the requested format.")
     }
 }

@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The `POST /api/process` body: its shape (I-JSON, known fields of the right type), then
 /// the task, the tone and the text.

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Gateway
 import HTTPClient
 import Redis
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Several gateways sharing one redis-server: limits that hold across them exactly, leases of
 /// an instance killed with SIGKILL that expire, and Redis going away and coming back.
@@ -33,8 +34,12 @@ struct RedisLimitsEndToEndTests {
             do {
                 for _ in 1..<count {
                     let logs = LogSink.memory()
-                    let running = try await GatewayServer.start(configuration: first.running.gateway.configuration, logger: Logger(level: .debug, sink: logs))
-                    instances.append(GatewayHarness(mock: first.mock, running: running, client: first.client, logs: logs, base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: false))
+                    let running = try await GatewayServer.start(
+                        configuration: first.running.gateway.configuration, logger: Logger(level: .debug, sink: logs))
+                    instances.append(
+                        GatewayHarness(
+                            mock: first.mock, running: running, client: first.client, logs: logs,
+                            base: "http://127.0.0.1:\(running.address?.port ?? 0)", ownsMock: false))
                 }
                 try await body(instances)
             } catch {
@@ -46,11 +51,15 @@ struct RedisLimitsEndToEndTests {
     }
 
     /// `count` requests of alice at once, the i-th to instance i mod n: their responses.
-    static func burst(_ count: Int, over instances: [GatewayHarness], text: String = sample) async throws -> [HTTPClientResponse] {
+    static func burst(_ count: Int, over instances: [GatewayHarness], text: String = sample) async throws
+        -> [HTTPClientResponse]
+    {
         try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
             for index in 0..<count {
                 let instance = instances[index % instances.count]
-                group.addTask { try await instance.process(task: "summarize", text: text, headers: AccessEndToEndTests.bearer()) }
+                group.addTask {
+                    try await instance.process(task: "summarize", text: text, headers: AccessEndToEndTests.bearer())
+                }
             }
             var responses: [HTTPClientResponse] = []
             for try await response in group { responses.append(response) }
@@ -59,7 +68,9 @@ struct RedisLimitsEndToEndTests {
     }
 
     static func metrics(_ instance: GatewayHarness) async throws -> String {
-        String(decoding: try await instance.client.send(HTTPClientRequest(url: instance.base + "/metrics")).body, as: UTF8.self)
+        String(
+            decoding: try await instance.client.send(HTTPClientRequest(url: instance.base + "/metrics")).body,
+            as: UTF8.self)
     }
 
     static func redisUp(_ instance: GatewayHarness) async -> Bool? {
@@ -69,7 +80,8 @@ struct RedisLimitsEndToEndTests {
         return nil
     }
 
-    @Test("a plan of 10 a minute answers exactly 10 of 30 requests spread over 2 and over 3 gateways", arguments: [2, 3])
+    @Test(
+        "a plan of 10 a minute answers exactly 10 of 30 requests spread over 2 and over 3 gateways", arguments: [2, 3])
     func perMinuteAcrossInstances(instances gateways: Int) async throws {
         let redis = try await RedisServer()
         try await Self.withInstances(gateways, plans: "pro:10:-:-", redis: redis) { instances in
@@ -85,7 +97,9 @@ struct RedisLimitsEndToEndTests {
             #expect(retryAfters.count == 20 && retryAfters.allSatisfy { $0 >= 1 })
             #expect(refused.compactMap { $0.header("RateLimit-Remaining") } == Array(repeating: "0", count: 20))
             for instance in instances {
-                #expect(try await Self.metrics(instance).contains("textgateway_rate_limit_decisions_total{backend=\"redis\"}"))
+                #expect(
+                    try await Self.metrics(instance).contains(
+                        "textgateway_rate_limit_decisions_total{backend=\"redis\"}"))
             }
         }
         redis.kill()
@@ -110,14 +124,18 @@ struct RedisLimitsEndToEndTests {
         let redis = try await RedisServer()
         let quota = 700
         let maxTokens = 50
-        try await Self.withInstances(3, plans: "pro:-:-:\(quota)", redis: redis, configure: { $0.maxTokens = maxTokens }) { instances in
-            let first = try await instances[0].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+        try await Self.withInstances(
+            3, plans: "pro:-:-:\(quota)", redis: redis, configure: { $0.maxTokens = maxTokens }
+        ) { instances in
+            let first = try await instances[0].process(
+                task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(first.status == 200)
             let perCall = try #require(try Body(first).usage?.totalTokens)
             var answered = 1
             var refused: HTTPClientResponse?
             for index in 1..<20 {
-                let response = try await instances[index % 3].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                let response = try await instances[index % 3].process(
+                    task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
                 guard response.status == 200 else {
                     refused = response
                     break
@@ -142,26 +160,39 @@ struct RedisLimitsEndToEndTests {
             let survivor = instances[0]
             let environment = CommandLineProcessTests.baseEnvironment.merging([
                 "DARVAREH_API_KEY": upstreamKey, "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": survivor.mock.baseURL,
-                "DATABASE_URL": "off", "EVENT_LOOPS": "1", "REDIS_URL": redis.url, "REDIS_TIMEOUT_MS": "2000", "UPSTREAM_TIMEOUT_SECONDS": "2",
-                "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:pro", "PLANS": "pro:-:2:-",
+                "DATABASE_URL": "off", "EVENT_LOOPS": "1", "REDIS_URL": redis.url, "REDIS_TIMEOUT_MS": "2000",
+                "UPSTREAM_TIMEOUT_SECONDS": "2",
+                "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: AccessEndToEndTests.token)):alice:pro",
+                "PLANS": "pro:-:2:-",
             ]) { $1 }
-            let doomed = try await StoreProcessTests.Gateway.start(environment, directory: CommandLineProcessTests.emptyDirectory())
-            let doomedHarness = GatewayHarness(mock: survivor.mock, running: survivor.running, client: survivor.client, logs: survivor.logs, base: doomed.base, ownsMock: false)
+            let doomed = try await StoreProcessTests.Gateway.start(
+                environment, directory: CommandLineProcessTests.emptyDirectory())
+            let doomedHarness = GatewayHarness(
+                mock: survivor.mock, running: survivor.running, client: survivor.client, logs: survivor.logs,
+                base: doomed.base, ownsMock: false)
             let held = (0..<2).map { _ in
-                Task { try? await doomedHarness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=20000]", headers: AccessEndToEndTests.bearer()) }
+                Task {
+                    try? await doomedHarness.process(
+                        task: "summarize", text: Self.sample + " [mock:latency-ms=20000]",
+                        headers: AccessEndToEndTests.bearer())
+                }
             }
             #expect(await eventually(within: 10) { survivor.mock.stats.inFlight == 2 })
             doomed.child.signal(SIGKILL)
             #expect(await doomed.child.waitForExit(seconds: 10) == 128 + SIGKILL)
             for task in held { _ = await task.value }
             // Its two slots are still taken, until their time to live (2 s and a margin) ends.
-            let refused = try await survivor.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+            let refused = try await survivor.process(
+                task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(refused.status == 429)
             var status = 0
-            #expect(await eventually(within: 15) {
-                status = (try? await survivor.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
-                return status == 200
-            })
+            #expect(
+                await eventually(within: 15) {
+                    status =
+                        (try? await survivor.process(
+                            task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
+                    return status == 200
+                })
         }
         redis.kill()
     }
@@ -169,43 +200,58 @@ struct RedisLimitsEndToEndTests {
     @Test("a stream that outlives the lease time to live keeps its slot: its gateway renews the lease")
     func longStreamKeepsItsSlot() async throws {
         let redis = try await RedisServer()
-        try await Self.withInstances(2, plans: "pro:-:1:-", redis: redis, configure: { $0.upstreamTimeout = .seconds(1) }) { instances in
+        try await Self.withInstances(
+            2, plans: "pro:-:1:-", redis: redis, configure: { $0.upstreamTimeout = .seconds(1) }
+        ) { instances in
             let text = Self.sample + " [mock:deltas=8,delta-delay-ms=500]"
             let stream = Task {
-                try await instances[0].process("{\"task\":\"summarize\",\"stream\":true,\"text\":\(jsonString(text))}",
-                                               headers: [("Content-Type", "application/json")] + AccessEndToEndTests.bearer())
+                try await instances[0].process(
+                    "{\"task\":\"summarize\",\"stream\":true,\"text\":\(jsonString(text))}",
+                    headers: [("Content-Type", "application/json")] + AccessEndToEndTests.bearer())
             }
             #expect(await eventually(within: 10) { instances[0].mock.stats.inFlight == 1 })
             // Past the lease's time to live (1 s and a margin of 1 s): the slot is still the stream's.
             try await Task.sleep(for: .seconds(3))
-            #expect(try await instances[1].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 429)
+            #expect(
+                try await instances[1].process(
+                    task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()
+                ).status == 429)
             let streamed = try await stream.value
             #expect(streamed.status == 200)
             #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
             // The lease is given back by the finished hook, just after the stream's last bytes.
-            #expect(await eventually(within: 5) {
-                (try? await instances[1].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
-            })
+            #expect(
+                await eventually(within: 5) {
+                    (try? await instances[1].process(
+                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
+                })
         }
         redis.kill()
     }
 
-    @Test("local: with Redis killed, requests are answered by each gateway's own limits; restarted, the limits are shared again")
+    @Test(
+        "local: with Redis killed, requests are answered by each gateway's own limits; restarted, the limits are shared again"
+    )
     func localFallbackAndRecovery() async throws {
         let redis = try await RedisServer()
         try await Self.withInstances(2, plans: "pro:10:-:-", redis: redis) { instances in
             #expect(try await Self.burst(2, over: instances).allSatisfy { $0.status == 200 })
             redis.kill()
-            for instance in instances { #expect(await eventually(within: 10) { await Self.redisUp(instance) == false }) }
+            for instance in instances {
+                #expect(await eventually(within: 10) { await Self.redisUp(instance) == false })
+            }
             for index in 0..<6 {
                 let started = MonotonicInstant.now()
-                let response = try await instances[index % 2].process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                let response = try await instances[index % 2].process(
+                    task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
                 #expect(response.status == 200)
                 #expect(started.nanoseconds(until: .now()) < 2_000_000_000)
             }
             for instance in instances {
                 #expect(instance.logs.lines.filter { $0.contains("redis_unavailable") }.count == 1)
-                #expect(try await Self.metrics(instance).contains("textgateway_rate_limit_decisions_total{backend=\"local\"} 3"))
+                #expect(
+                    try await Self.metrics(instance).contains(
+                        "textgateway_rate_limit_decisions_total{backend=\"local\"} 3"))
             }
             try await redis.start()
             for instance in instances { #expect(await eventually(within: 15) { await Self.redisUp(instance) == true }) }
@@ -213,7 +259,9 @@ struct RedisLimitsEndToEndTests {
             let responses = try await Self.burst(30, over: instances)
             #expect(responses.filter { $0.status == 200 }.count == 10)
             #expect(responses.filter { $0.status == 429 }.count == 20)
-            for instance in instances { #expect(instance.logs.lines.filter { $0.contains("redis_available") }.count == 1) }
+            for instance in instances {
+                #expect(instance.logs.lines.filter { $0.contains("redis_available") }.count == 1)
+            }
         }
         redis.kill()
     }
@@ -221,22 +269,32 @@ struct RedisLimitsEndToEndTests {
     @Test("local: a Redis that hangs costs a request at most its timeout, then none until it answers again")
     func hungRedisTimesOut() async throws {
         let redis = try await RedisServer()
-        try await Self.withInstances(1, plans: "pro:100:-:-", redis: redis, timeout: .milliseconds(100)) { (instances: [GatewayHarness]) async throws in
+        try await Self.withInstances(1, plans: "pro:100:-:-", redis: redis, timeout: .milliseconds(100)) {
+            (instances: [GatewayHarness]) async throws in
             let gateway = instances[0]
-            #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+            #expect(
+                try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                    .status == 200)
             redis.signal(SIGSTOP)
             for _ in 0..<3 {
                 let started = MonotonicInstant.now()
-                #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+                #expect(
+                    try await gateway.process(
+                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()
+                    ).status == 200)
                 #expect(started.nanoseconds(until: .now()) < 1_000_000_000)
             }
-            #expect(gateway.logs.lines.filter { $0.contains("redis_unavailable") && $0.contains("reason=timeout") }.count == 1)
+            #expect(
+                gateway.logs.lines.filter { $0.contains("redis_unavailable") && $0.contains("reason=timeout") }.count
+                    == 1)
             #expect(try await Self.metrics(gateway).contains("textgateway_redis_errors_total{kind=\"timeout\"} 1"))
             redis.signal(SIGCONT)
-            #expect(await eventually(within: 15) {
-                _ = try? await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
-                return gateway.logs.lines.contains { $0.contains("redis_available") }
-            })
+            #expect(
+                await eventually(within: 15) {
+                    _ = try? await gateway.process(
+                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                    return gateway.logs.lines.contains { $0.contains("redis_available") }
+                })
         }
         redis.kill()
     }
@@ -244,20 +302,27 @@ struct RedisLimitsEndToEndTests {
     @Test("closed: with Redis killed, requests are refused with 503 upstream_busy; restarted, they are answered again")
     func closedRefusesWhileRedisIsAway() async throws {
         let redis = try await RedisServer()
-        try await Self.withInstances(1, plans: "pro:10:-:-", redis: redis, configure: { $0.redisFailureMode = .closed }) { instances in
+        try await Self.withInstances(1, plans: "pro:10:-:-", redis: redis, configure: { $0.redisFailureMode = .closed })
+        { instances in
             let gateway = instances[0]
-            #expect(try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()).status == 200)
+            #expect(
+                try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                    .status == 200)
             redis.kill()
             #expect(await eventually(within: 10) { await Self.redisUp(gateway) == false })
-            let refused = try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+            let refused = try await gateway.process(
+                task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(refused.status == 503)
             #expect(try Body(refused).code == "upstream_busy")
             try await redis.start()
             var status = 0
-            #expect(await eventually(within: 15) {
-                status = (try? await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
-                return status == 200
-            })
+            #expect(
+                await eventually(within: 15) {
+                    status =
+                        (try? await gateway.process(
+                            task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
+                    return status == 200
+                })
         }
         redis.kill()
     }

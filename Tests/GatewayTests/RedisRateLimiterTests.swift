@@ -1,10 +1,11 @@
 import EventLoop
 import Glibc
-import Synchronization
-@testable import Gateway
 import Redis
-import Testing
+import Synchronization
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// The limiter's Lua, through ``RedisRateLimiter``, against a redis-server of the suite's own.
 /// Two limiters on one server are two gateway instances.
@@ -72,14 +73,20 @@ struct RedisRateLimiterTests {
         try await Self.withLimiters { limiters, _, server in
             let plan = Self.plan(rpm: 1)
             #expect(try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now).lease != nil)
-            #expect(Self.refusal(try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now)) == .requestsPerMinute)
+            #expect(
+                Self.refusal(try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now))
+                    == .requestsPerMinute)
             server.kill()
             let again = try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now.advanced(by: 10))
             #expect(Self.refusal(again) == .requestsPerMinute)
             #expect((49...50).contains(again.status?.retryAfterSeconds ?? 0))
             // Past its Retry-After it asks Redis again, which is gone; the other never knew.
-            await #expect(throws: RedisError.self) { try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now.advanced(by: 61)) }
-            await #expect(throws: RedisError.self) { try await limiters[1].acquire(key: "user:k", plan: plan, now: Self.now) }
+            await #expect(throws: RedisError.self) {
+                try await limiters[0].acquire(key: "user:k", plan: plan, now: Self.now.advanced(by: 61))
+            }
+            await #expect(throws: RedisError.self) {
+                try await limiters[1].acquire(key: "user:k", plan: plan, now: Self.now)
+            }
         }
     }
 
@@ -87,7 +94,8 @@ struct RedisRateLimiterTests {
     func hashedKeys() async throws {
         try await Self.withLimiters { limiters, client, _ in
             let key = "address:" + String(repeating: "x\r\n{}*", count: 500)
-            _ = try await limiters[0].acquire(key: key, plan: Self.plan(rpm: 5, concurrent: 2, tokens: 100), reservingTokens: 10, now: Self.now)
+            _ = try await limiters[0].acquire(
+                key: key, plan: Self.plan(rpm: 5, concurrent: 2, tokens: 100), reservingTokens: 10, now: Self.now)
             let names = try await client.send("KEYS", "*").array?.compactMap(\.string) ?? []
             #expect(!names.isEmpty)
             for name in names {
@@ -105,22 +113,29 @@ struct RedisRateLimiterTests {
             let plan = Self.plan(concurrent: 1)
             let held = try await limiters[0].acquire(key: "user:l", plan: plan, now: Self.now)
             #expect(held.lease != nil)
-            #expect(Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
+            #expect(
+                Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
             // Renewed well within its time to live, it outlasts it several times over.
             for _ in 0..<6 {
                 try await limiters[0].renewLeases()
                 try await Task.sleep(for: .milliseconds(300))
-                #expect(Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
+                #expect(
+                    Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now))
+                        == .concurrency)
             }
             // Left alone (its instance gone), it expires and the other takes the slot.
             var taken: RateLease?
-            #expect(await eventually(within: 5) {
-                taken = try? await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now).lease
-                return taken != nil
-            })
+            #expect(
+                await eventually(within: 5) {
+                    taken = try? await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now).lease
+                    return taken != nil
+                })
             // The late finish of the expired lease frees nothing: the slot stays the other's.
-            if let lease = held.lease { _ = try await limiters[0].finish(lease: lease, plan: plan, tokens: 0, now: Self.now) }
-            #expect(Self.refusal(try await limiters[0].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
+            if let lease = held.lease {
+                _ = try await limiters[0].finish(lease: lease, plan: plan, tokens: 0, now: Self.now)
+            }
+            #expect(
+                Self.refusal(try await limiters[0].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
         }
     }
 
@@ -133,17 +148,20 @@ struct RedisRateLimiterTests {
             let second = try await limiters[1].acquire(key: "user:t", plan: plan, reservingTokens: 150, now: Self.now)
             #expect(second.status?.remaining == 50)
             let third = try await limiters[1].acquire(key: "user:t", plan: plan, reservingTokens: 50, now: Self.now)
-            #expect(third.lease != nil)  // its worst case fits exactly
-            let spokenFor = try await limiters[0].acquire(key: "user:t", plan: plan, reservingTokens: 100, now: Self.now)
+            #expect(third.lease != nil) // its worst case fits exactly
+            let spokenFor = try await limiters[0].acquire(
+                key: "user:t", plan: plan, reservingTokens: 100, now: Self.now)
             #expect(Self.refusal(spokenFor) == .dailyTokens)
-            #expect(spokenFor.status?.retryAfterSeconds == 1)  // the calls in flight settle soon
+            #expect(spokenFor.status?.retryAfterSeconds == 1) // the calls in flight settle soon
             let tooBig = try await limiters[0].acquire(key: "user:t", plan: plan, reservingTokens: 1001, now: Self.now)
             #expect(Self.refusal(tooBig) == .dailyTokens)
-            #expect((tooBig.status?.retryAfterSeconds ?? 0) > 1)  // it cannot fit today whatever settles
-            let settled = try await limiters[0].finish(lease: try #require(first.lease), plan: plan, tokens: 50, now: Self.now)
+            #expect((tooBig.status?.retryAfterSeconds ?? 0) > 1) // it cannot fit today whatever settles
+            let settled = try await limiters[0].finish(
+                lease: try #require(first.lease), plan: plan, tokens: 50, now: Self.now)
             #expect(settled?.remaining == 1000 - 50 - 150 - 50)
             _ = try await limiters[1].finish(lease: try #require(second.lease), plan: plan, tokens: 100, now: Self.now)
-            let over = try await limiters[1].finish(lease: try #require(third.lease), plan: plan, tokens: 900, now: Self.now)
+            let over = try await limiters[1].finish(
+                lease: try #require(third.lease), plan: plan, tokens: 900, now: Self.now)
             #expect(over?.remaining == 0)
             let refused = try await limiters[0].acquire(key: "user:t", plan: plan, reservingTokens: 10, now: Self.now)
             #expect(Self.refusal(refused) == .dailyTokens)
@@ -164,7 +182,9 @@ struct RedisRateLimiterTests {
             let refused = try await limiters[0].acquire(key: "user:j", plan: plan, reservingTokens: 0, now: Self.now)
             #expect(Self.refusal(refused) == .dailyTokens)
             // Another caller's day is its own.
-            #expect(try await limiters[1].acquire(key: "user:k", plan: plan, reservingTokens: 0, now: Self.now).lease != nil)
+            #expect(
+                try await limiters[1].acquire(key: "user:k", plan: plan, reservingTokens: 0, now: Self.now).lease != nil
+            )
         }
     }
 
@@ -172,26 +192,38 @@ struct RedisRateLimiterTests {
     func finishTwice() async throws {
         try await Self.withLimiters { limiters, _, _ in
             let plan = Self.plan(concurrent: 1, tokens: 1000)
-            let first = try #require(try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now).lease)
-            #expect(try await limiters[0].finish(lease: first, plan: plan, tokens: 100, now: Self.now)?.remaining == 900)
-            let second = try #require(try await limiters[1].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now).lease)
+            let first = try #require(
+                try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now).lease)
+            #expect(
+                try await limiters[0].finish(lease: first, plan: plan, tokens: 100, now: Self.now)?.remaining == 900)
+            let second = try #require(
+                try await limiters[1].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now).lease)
             // The second finish of the first lease frees no slot (the second's) and charges nothing.
-            #expect(try await limiters[0].finish(lease: first, plan: plan, tokens: 100, now: Self.now)?.remaining == 800)
-            #expect(Self.refusal(try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now)) == .concurrency)
+            #expect(
+                try await limiters[0].finish(lease: first, plan: plan, tokens: 100, now: Self.now)?.remaining == 800)
+            #expect(
+                Self.refusal(
+                    try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now))
+                    == .concurrency)
             #expect(try await limiters[1].finish(lease: second, plan: plan, tokens: 0, now: Self.now)?.remaining == 900)
-            #expect(try await limiters[1].finish(lease: second, plan: plan, tokens: 500, now: Self.now)?.remaining == 900)
+            #expect(
+                try await limiters[1].finish(lease: second, plan: plan, tokens: 500, now: Self.now)?.remaining == 900)
             let third = try await limiters[0].acquire(key: "user:f", plan: plan, reservingTokens: 100, now: Self.now)
             #expect(third.status?.remaining == 800)
         }
     }
 
-    @Test("a settlement off the request's path frees the slot and charges the real count; one Redis missed is sent again once it is back")
+    @Test(
+        "a settlement off the request's path frees the slot and charges the real count; one Redis missed is sent again once it is back"
+    )
     func settlementsAreSentAndRetried() async throws {
         try await Self.withLimiters { limiters, _, server in
             let plan = Self.plan(concurrent: 1, tokens: 1000)
             let failures = Atomic<Int>(0)
-            let first = try #require(try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 300, now: Self.now).lease)
-            limiters[0].settle(lease: first, plan: plan, tokens: 100, failed: { _ in failures.add(1, ordering: .relaxed) })
+            let first = try #require(
+                try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 300, now: Self.now).lease)
+            limiters[0].settle(
+                lease: first, plan: plan, tokens: 100, failed: { _ in failures.add(1, ordering: .relaxed) })
             #expect(await eventually { limiters[0].pendingSettlements == 0 })
             let second = try await limiters[1].acquire(key: "user:s", plan: plan, reservingTokens: 0, now: Self.now)
             #expect(second.status?.remaining == 900)
@@ -199,7 +231,8 @@ struct RedisRateLimiterTests {
 
             // Redis away when the request ends: kept, and sent again once Redis is back.
             server.signal(SIGSTOP)
-            limiters[1].settle(lease: lease, plan: plan, tokens: 200, failed: { _ in failures.add(1, ordering: .relaxed) })
+            limiters[1].settle(
+                lease: lease, plan: plan, tokens: 200, failed: { _ in failures.add(1, ordering: .relaxed) })
             #expect(await eventually(within: 10) { failures.load(ordering: .relaxed) > 0 })
             #expect(limiters[1].pendingSettlements == 1)
             server.signal(SIGCONT)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The repository's prose kept true and self-contained: docs/api.md names every route and
 /// error code the gateway has, the README stays a short first page whose Quick start begins
@@ -10,7 +11,8 @@ import Testing
 struct RepositoryDocsTests {
     /// Where the repository's Markdown pages are: README.md, and every `.md` file in docs/.
     static func markdownPages() throws -> [String] {
-        let docs = try FileManager.default.contentsOfDirectory(atPath: RepositoryFile.root.appendingPathComponent("docs").path)
+        let docs = try FileManager.default.contentsOfDirectory(
+            atPath: RepositoryFile.root.appendingPathComponent("docs").path)
         return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
     }
 
@@ -18,7 +20,9 @@ struct RepositoryDocsTests {
     func apiDocumentNamesRoutesAndCodes() async throws {
         let document = try RepositoryFile.text("docs/api.md")
         let routed = try await OpenAPIDocumentTests.routedMethods()
-        #expect(routed.count >= 11, "the gateway with a store and an upstream declares every route: \(routed.keys.sorted())")
+        #expect(
+            routed.count >= 11, "the gateway with a store and an upstream declares every route: \(routed.keys.sorted())"
+        )
         // Each name as code, so that `/api/history` is not found inside `/api/history/{id}`.
         let missingPaths = routed.keys.sorted().filter { !document.contains("`\($0)`") }
         #expect(missingPaths.isEmpty, "docs/api.md does not name the routes \(missingPaths)")
@@ -33,7 +37,9 @@ struct RepositoryDocsTests {
         let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let count = readme.hasSuffix("\n") ? lines.count - 1 : lines.count
         #expect(count <= 200, "README.md has \(count) lines")
-        let block = try #require(Self.firstCodeBlock(inSection: "## Quick start", of: readme), "README.md has no `## Quick start` section with a code block")
+        let block = try #require(
+            Self.firstCodeBlock(inSection: "## Quick start", of: readme),
+            "README.md has no `## Quick start` section with a code block")
         let commands = block.map(Self.command).filter { !$0.isEmpty }
         #expect(commands.first == "scripts/demo.sh", "the Quick start's first command: \(commands)")
         #expect(commands.contains("scripts/test.sh"), "the Quick start's first block: \(commands)")
@@ -49,7 +55,8 @@ struct RepositoryDocsTests {
             for target in Self.relativeLinks(in: text) {
                 checked += 1
                 let resolved = Self.resolves(target, from: page)
-                #expect(resolved, "\(page) links to \(target), which is no file of the repository (or no heading of it)")
+                #expect(
+                    resolved, "\(page) links to \(target), which is no file of the repository (or no heading of it)")
             }
         }
         #expect(checked > 20, "the links were found: \(checked)")
@@ -59,7 +66,8 @@ struct RepositoryDocsTests {
     func readmeLinksEveryDocument() throws {
         let readme = try RepositoryFile.text("README.md")
         let linked = Set(Self.relativeLinks(in: readme).map(Self.withoutFragment))
-        let documents = try FileManager.default.contentsOfDirectory(atPath: RepositoryFile.root.appendingPathComponent("docs").path)
+        let documents = try FileManager.default.contentsOfDirectory(
+            atPath: RepositoryFile.root.appendingPathComponent("docs").path)
         let unlinked = documents.filter { !$0.hasPrefix(".") && !linked.contains("docs/" + $0) }.sorted()
         #expect(unlinked.isEmpty, "README.md does not link to \(unlinked.map { "docs/" + $0 })")
     }
@@ -70,7 +78,9 @@ struct RepositoryDocsTests {
         let outside = [".." + "/shared", "CONTRACT" + ".md", "DESIGN" + ".md", "STYLE" + "-ANCHORS"]
         let scanned = try Self.repositoryTextFiles()
         #expect(scanned.count > 100, "the walk found the repository's files: \(scanned.count)")
-        let mentions = scanned.flatMap { file in outside.filter { file.text.contains($0) }.map { "\(file.path) mentions \($0)" } }
+        let mentions = scanned.flatMap { file in
+            outside.filter { file.text.contains($0) }.map { "\(file.path) mentions \($0)" }
+        }
         #expect(mentions.isEmpty, "\(mentions)")
     }
 
@@ -93,10 +103,18 @@ struct RepositoryDocsTests {
         #expect(!Self.resolves("docs/missing.md", from: "README.md"))
         #expect(!Self.resolves("../outside.md", from: "README.md"))
         #expect(!Self.resolves("docs", from: "README.md"), "a folder is not a file")
-        #expect(Self.firstCodeBlock(inSection: "## Quick start", of: "# T\n## Quick start\ntext\n```sh\na  # x\nb\n```\n```\nc\n```\n") == ["a  # x", "b"])
+        #expect(
+            Self.firstCodeBlock(
+                inSection: "## Quick start", of: "# T\n## Quick start\ntext\n```sh\na  # x\nb\n```\n```\nc\n```\n") == [
+                    "a  # x", "b",
+                ])
         #expect(Self.command("scripts/demo.sh     # the demo") == "scripts/demo.sh")
-        #expect(Self.anchors(of: "# A\n## POST /api/process\n### Structured answers (`\"format\": \"json\"`)\n```\n# not a heading\n```\n## Sign-in with the app's JWTs\n")
-            == ["a", "post-apiprocess", "structured-answers-format-json", "sign-in-with-the-apps-jwts"])
+        #expect(
+            Self.anchors(
+                of:
+                    "# A\n## POST /api/process\n### Structured answers (`\"format\": \"json\"`)\n```\n# not a heading\n```\n## Sign-in with the app's JWTs\n"
+            )
+                == ["a", "post-apiprocess", "structured-answers-format-json", "sign-in-with-the-apps-jwts"])
     }
 
     // MARK: - Reading Markdown
@@ -190,7 +208,9 @@ struct RepositoryDocsTests {
             guard file.hasPrefix(root + "/") else { return false }
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return false
+        }
         guard let hash = target.firstIndex(of: "#"), file.hasSuffix(".md") else { return true }
         let fragment = String(target[target.index(after: hash)...])
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return false }
@@ -233,9 +253,11 @@ struct RepositoryDocsTests {
         var files: [(path: String, text: String)] = []
         func visit(_ relative: String) throws {
             var isDirectory: ObjCBool = false
-            guard manager.fileExists(atPath: root.appendingPathComponent(relative).path, isDirectory: &isDirectory) else { return }
+            guard manager.fileExists(atPath: root.appendingPathComponent(relative).path, isDirectory: &isDirectory)
+            else { return }
             if isDirectory.boolValue {
-                for name in try manager.contentsOfDirectory(atPath: root.appendingPathComponent(relative).path).sorted() where name != ".build" {
+                for name in try manager.contentsOfDirectory(atPath: root.appendingPathComponent(relative).path).sorted()
+                where name != ".build" {
                     try visit(relative + "/" + name)
                 }
                 return
@@ -244,7 +266,10 @@ struct RepositoryDocsTests {
             guard !data.contains(0) else { return }
             files.append((relative, String(decoding: data, as: UTF8.self)))
         }
-        for top in ["Sources", "Tests", "scripts", "docs", "Benchmarks", "deploy", "README.md", "Makefile", "Dockerfile", ".env.example"] {
+        for top in [
+            "Sources", "Tests", "scripts", "docs", "Benchmarks", "deploy", "README.md", "Makefile", "Dockerfile",
+            ".env.example",
+        ] {
             try visit(top)
         }
         return files

@@ -1,8 +1,9 @@
 import ChatAPI
 import EventLoop
-@testable import Gateway
 import Synchronization
 import Testing
+
+@testable import Gateway
 
 @Suite("Response cache")
 struct ResponseCacheTests {
@@ -46,12 +47,13 @@ struct ResponseCacheTests {
     func eviction() async throws {
         let cache = ResponseCache(timeToLive: .seconds(60), capacity: 2)
         func ask(_ text: String) async throws -> Bool {
-            try await cache.answer(for: Self.key(text)) { () throws(GatewayError) in .init(result: text, usage: nil) }.hit
+            try await cache.answer(for: Self.key(text)) { () throws(GatewayError) in .init(result: text, usage: nil) }
+                .hit
         }
         _ = try await ask("a")
         _ = try await ask("b")
-        #expect(try await ask("a"))       // a is now the most recent
-        _ = try await ask("c")            // evicts b
+        #expect(try await ask("a")) // a is now the most recent
+        _ = try await ask("c") // evicts b
         #expect(cache.count == 2)
         #expect(try await ask("a"))
         #expect(try await ask("b") == false)
@@ -83,10 +85,14 @@ struct ResponseCacheTests {
     func failure() async throws {
         let cache = ResponseCache(timeToLive: .seconds(60), capacity: 10)
         await #expect(throws: GatewayError.self) {
-            _ = try await cache.answer(for: Self.key("x")) { () throws(GatewayError) in throw GatewayError.upstreamTimeout }
+            _ = try await cache.answer(for: Self.key("x")) { () throws(GatewayError) in
+                throw GatewayError.upstreamTimeout
+            }
         }
         #expect(cache.count == 0)
-        let second = try await cache.answer(for: Self.key("x")) { () throws(GatewayError) in .init(result: "ok", usage: nil) }
+        let second = try await cache.answer(for: Self.key("x")) { () throws(GatewayError) in
+            .init(result: "ok", usage: nil)
+        }
         #expect(second.hit == false && second.answer.result == "ok")
     }
 }

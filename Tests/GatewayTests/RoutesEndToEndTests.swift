@@ -11,11 +11,16 @@ struct RoutesEndToEndTests {
             let response = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/health"))
             #expect(response.status == 200)
             #expect(response.header("X-Request-Id") != nil)
-            struct Health: Decodable { let status: String; let timestamp: String; let version: String }
+            struct Health: Decodable {
+                let status: String
+                let timestamp: String
+                let version: String
+            }
             let health = try JSON.decode(Health.self, from: response.body)
             #expect(health.status == "ok")
             #expect(health.timestamp.count == 24 && health.timestamp.hasSuffix("Z") && health.timestamp.contains("T"))
-            let head = try await harness.client.send(HTTPClientRequest(method: "HEAD", url: harness.base + "/api/health"))
+            let head = try await harness.client.send(
+                HTTPClientRequest(method: "HEAD", url: harness.base + "/api/health"))
             #expect(head.status == 200 && head.body.isEmpty)
         }
     }
@@ -26,24 +31,32 @@ struct RoutesEndToEndTests {
             let missing = try await harness.client.send(HTTPClientRequest(url: harness.base + "/api/nothing"))
             #expect(missing.status == 404)
             #expect(try Body(missing).code == "not_found")
-            let wrong = try await harness.client.send(HTTPClientRequest(method: "GET", url: harness.base + "/api/process"))
+            let wrong = try await harness.client.send(
+                HTTPClientRequest(method: "GET", url: harness.base + "/api/process"))
             #expect(wrong.status == 405)
             #expect(wrong.header("Allow") == "POST")
             #expect(try Body(wrong).code == "method_not_allowed")
-            let post = try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/health", body: []))
+            let post = try await harness.client.send(
+                HTTPClientRequest(method: "POST", url: harness.base + "/api/health", body: []))
             #expect(post.header("Allow") == "GET, HEAD")
         }
     }
 
-    @Test("logs one line per request without the key, the Authorization header, the text or the answer", arguments: [Logger.Format.text, .json])
+    @Test(
+        "logs one line per request without the key, the Authorization header, the text or the answer",
+        arguments: [Logger.Format.text, .json])
     func logsKeepSecrets(format: Logger.Format) async throws {
         let secretText = "متن محرمانه کاربر با شماره ۰۹۱۲۳۴۵۶۷۸۹ که نباید در لاگ بیاید."
-        try await GatewayHarness.with(configure: {
-            $0.tokens = try! TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: "caller-token-xyz")):logger:default")
-            $0.authRequired = false
-        }, logFormat: format) { harness in
-            let ok = try await harness.process(task: "summarize", text: secretText,
-                                               headers: [("Authorization", "Bearer caller-token-xyz"), ("X-Request-Id", "log-1")])
+        try await GatewayHarness.with(
+            configure: {
+                $0.tokens = try! TokenStore.parse(
+                    inline: "\(TokenStore.hashLine(forToken: "caller-token-xyz")):logger:default")
+                $0.authRequired = false
+            }, logFormat: format
+        ) { harness in
+            let ok = try await harness.process(
+                task: "summarize", text: secretText,
+                headers: [("Authorization", "Bearer caller-token-xyz"), ("X-Request-Id", "log-1")])
             #expect(ok.status == 200)
             let answer = try #require(try Body(ok).result)
             _ = try await harness.process(task: "summarize", text: secretText + " [mock:status=500]")
@@ -70,14 +83,23 @@ struct RoutesEndToEndTests {
 
 /// Any JSON scalar, to check that a log line parses as a flat JSON object.
 enum JSONScalar: Decodable, Equatable {
-    case string(String), number(Double), bool(Bool), null
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
     case object([String: JSONScalar])
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else { self = .object(try container.decode([String: JSONScalar].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else {
+            self = .object(try container.decode([String: JSONScalar].self))
+        }
     }
 }

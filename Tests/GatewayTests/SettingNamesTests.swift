@@ -1,6 +1,7 @@
 import Foundation
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// Settings that are read, or refused: the one list of names against what the configuration
 /// reads and documents, the refusal of names that look like settings and are not, and how
@@ -21,7 +22,8 @@ struct SettingNamesTests {
             try example(["JWT_HS256_SECRET": String(repeating: "s", count: 32)]),
             try example(["APP_ATTEST_APP_IDS": "ABCDE12345.example.app"]),
             try example([
-                "UPSTREAMS": "a,b", "UPSTREAM_A_BASE_URL": "http://127.0.0.1:9/v1", "UPSTREAM_B_BASE_URL": "http://127.0.0.1:9/v1",
+                "UPSTREAMS": "a,b", "UPSTREAM_A_BASE_URL": "http://127.0.0.1:9/v1",
+                "UPSTREAM_B_BASE_URL": "http://127.0.0.1:9/v1",
             ]),
         ]
     }
@@ -45,14 +47,18 @@ struct SettingNamesTests {
     func readsGoThroughTheRecorder() throws {
         let folder = RepositoryFile.root.appendingPathComponent("Sources/Gateway/Config")
         var lookups: [String] = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() where file.hasSuffix(".swift") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        where file.hasSuffix(".swift") {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            for line in text.split(separator: "\n") where line.contains("environment[") && !line.contains("environment[key] =") {
+            for line in text.split(separator: "\n")
+            where line.contains("environment[") && !line.contains("environment[key] =") {
                 lookups.append("\(file): \(line.trimmingCharacters(in: .whitespaces))")
             }
         }
         // The one in `value(_:)`; a second would read a name the list test never sees.
-        #expect(lookups == ["GatewayConfiguration.swift: guard let raw = environment[name] else { return nil }"], "\(lookups)")
+        #expect(
+            lookups == ["GatewayConfiguration.swift: guard let raw = environment[name] else { return nil }"],
+            "\(lookups)")
     }
 
     @Test("every setting is in .env.example or docs/configuration.md, and .env.example names only settings")
@@ -62,7 +68,9 @@ struct SettingNamesTests {
             // A whole name: `JWT_JWKS_URL` is not found inside `JWT_JWKS_URL_X`.
             var rest = documents[...]
             while let range = rest.range(of: name) {
-                let before = range.lowerBound == documents.startIndex ? nil : documents[documents.index(before: range.lowerBound)]
+                let before =
+                    range.lowerBound == documents.startIndex
+                    ? nil : documents[documents.index(before: range.lowerBound)]
                 let after = range.upperBound == documents.endIndex ? nil : documents[range.upperBound]
                 let word: (Character?) -> Bool = { $0.map { $0.isLetter || $0.isNumber || $0 == "_" } ?? false }
                 if !word(before), !word(after) { return true }
@@ -92,10 +100,22 @@ struct SettingNamesTests {
             (["METRICS_TOKN": "sk-secret-value"], ["METRICS_TOKN", "did you mean METRICS_TOKEN?"]),
             (["AUTH_REQUIRE": "on"], ["AUTH_REQUIRE", "did you mean AUTH_REQUIRED?"]),
             (["jwt_hs256_secret": "sk-secret-value"], ["jwt_hs256_secret", "JWT_HS256_SECRET"]),
-            (["UPSTREAMS": "a", "UPSTREAM_A_BASEURL": "http://x"], ["UPSTREAM_A_BASEURL", "did you mean UPSTREAM_A_BASE_URL?"]),
-            (["UPSTREAMS": "a", "upstream_a_api_key": "sk-secret-value"], ["upstream_a_api_key", "UPSTREAM_A_API_KEY"]),
-            (["UPSTREAMS": "a", "UPSTREAM_A_SUMARY_MODEL_ID": "m"], ["UPSTREAM_A_SUMARY_MODEL_ID", "did you mean UPSTREAM_A_SUMMARY_MODEL_ID?"]),
-            (["UPSTREAMS": "a", "UPSTREAM_C_BASE_URL": "http://x"], ["UPSTREAM_C_BASE_URL", "upstream c", "UPSTREAMS lists a"]),
+            (
+                ["UPSTREAMS": "a", "UPSTREAM_A_BASEURL": "http://x"],
+                ["UPSTREAM_A_BASEURL", "did you mean UPSTREAM_A_BASE_URL?"]
+            ),
+            (
+                ["UPSTREAMS": "a", "upstream_a_api_key": "sk-secret-value"],
+                ["upstream_a_api_key", "UPSTREAM_A_API_KEY"]
+            ),
+            (
+                ["UPSTREAMS": "a", "UPSTREAM_A_SUMARY_MODEL_ID": "m"],
+                ["UPSTREAM_A_SUMARY_MODEL_ID", "did you mean UPSTREAM_A_SUMMARY_MODEL_ID?"]
+            ),
+            (
+                ["UPSTREAMS": "a", "UPSTREAM_C_BASE_URL": "http://x"],
+                ["UPSTREAM_C_BASE_URL", "upstream c", "UPSTREAMS lists a"]
+            ),
             (["UPSTREAM_BACKUP_API_KEY": "sk-secret-value"], ["UPSTREAM_BACKUP_API_KEY", "UPSTREAMS is not set"]),
         ] as [([String: String], [String])]
     )
@@ -112,10 +132,14 @@ struct SettingNamesTests {
     @Test("a name under a reserved prefix that is near no setting is refused without a guess; all are named at once")
     func refusesWithoutGuess() {
         do {
-            _ = try GatewayConfiguration(environment: ["APP_ATTEST_MODE_FLAGS": "T", "STREAM_DELTAS": "50", "GATEWAY_URL": "http://x"])
+            _ = try GatewayConfiguration(environment: [
+                "APP_ATTEST_MODE_FLAGS": "T", "STREAM_DELTAS": "50", "GATEWAY_URL": "http://x",
+            ])
             Issue.record("accepted")
         } catch {
-            for name in ["APP_ATTEST_MODE_FLAGS", "STREAM_DELTAS", "GATEWAY_URL"] { #expect(error.message.contains("unknown setting \(name)")) }
+            for name in ["APP_ATTEST_MODE_FLAGS", "STREAM_DELTAS", "GATEWAY_URL"] {
+                #expect(error.message.contains("unknown setting \(name)"))
+            }
             #expect(!error.message.contains("APP_ATTEST_MODE_FLAGS: did you mean"), "\(error.message)")
             #expect(error.message.contains("APP_ATTEST_"))
         }
@@ -124,8 +148,10 @@ struct SettingNamesTests {
     @Test(
         "accepts what is not the gateway's: other tools' names, CI's, Kubernetes' service links",
         arguments: [
-            "PATH", "HOME", "HOSTNAME", "LOG_DIR", "CACHE_DIR", "MAX_JOBS", "DATABASE_PASSWORD", "ERROR_REPORTING", "JOB_NAME",
-            "JOB_BASE_NAME", "JOB_URL", "REDIS_PORT", "REDIS_SERVICE_HOST", "REDIS_SERVICE_PORT", "REDIS_SERVICE_PORT_REDIS",
+            "PATH", "HOME", "HOSTNAME", "LOG_DIR", "CACHE_DIR", "MAX_JOBS", "DATABASE_PASSWORD", "ERROR_REPORTING",
+            "JOB_NAME",
+            "JOB_BASE_NAME", "JOB_URL", "REDIS_PORT", "REDIS_SERVICE_HOST", "REDIS_SERVICE_PORT",
+            "REDIS_SERVICE_PORT_REDIS",
             "REDIS_PORT_6379_TCP", "REDIS_PORT_6379_TCP_ADDR", "GATEWAY_PORT_8080_TCP_PROTO", "GATEWAY_SERVICE_HOST",
             "UPSTREAM_MOCK_PORT_80_TCP_PORT",
         ]
@@ -150,7 +176,8 @@ struct SettingNamesTests {
         #expect(SettingNames.editDistance([], Array("abc".utf8)) == 3)
         #expect(SettingNames.closest(to: "JWT_ISUER", in: SettingNames.fixed) == "JWT_ISSUER")
         #expect(SettingNames.closest(to: "JOB_LEASE", in: SettingNames.fixed) == "JOB_LEASE_SECONDS")
-        #expect(SettingNames.closest(to: "HISTORY_RETENTION_DAYS_MAX", in: SettingNames.fixed) == "HISTORY_RETENTION_DAYS")
+        #expect(
+            SettingNames.closest(to: "HISTORY_RETENTION_DAYS_MAX", in: SettingNames.fixed) == "HISTORY_RETENTION_DAYS")
         #expect(SettingNames.closest(to: "STREAM_DELTAS", in: SettingNames.fixed) == nil)
         #expect(SettingNames.closest(to: "GATEWAY_URL", in: SettingNames.fixed) == nil)
     }
@@ -180,13 +207,24 @@ struct SettingNamesTests {
             (["DATABASE_URL": "off"], "open"),
             (["AUTH_REQUIRED": "off", "GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default"], "open"),
             (["AUTH_REQUIRED": "on"], "tokens"),
-            (["GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default", "DATABASE_URL": "off"], "tokens"),
+            (
+                ["GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default", "DATABASE_URL": "off"],
+                "tokens"
+            ),
             (["GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default"], "tokens"),
             (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "DATABASE_URL": "off"], "jwt"),
-            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "AUTH_REQUIRED": "on", "DATABASE_URL": "off"], "jwt"),
+            (
+                ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "AUTH_REQUIRED": "on", "DATABASE_URL": "off"],
+                "jwt"
+            ),
             (["JWT_HS256_SECRET": String(repeating: "s", count: 32)], "tokens+jwt"),
-            (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default",
-              "DATABASE_URL": "off"], "tokens+jwt"),
+            (
+                [
+                    "JWT_HS256_SECRET": String(repeating: "s", count: 32),
+                    "GATEWAY_TOKENS": String(repeating: "a", count: 64) + ":alice:default",
+                    "DATABASE_URL": "off",
+                ], "tokens+jwt"
+            ),
             (["JWT_HS256_SECRET": String(repeating: "s", count: 32), "AUTH_REQUIRED": "off"], "open"),
         ] as [([String: String], String)]
     )

@@ -1,10 +1,11 @@
 import EventLoop
-@testable import Gateway
 import HTTPClient
 import Redis
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// A Redis client of the test's own, on a loop of its own, to plant and read keys with.
 private struct RedisProbe {
@@ -31,7 +32,9 @@ struct SharedCacheEndToEndTests {
 
     /// The cache in `redis` with a time to live; a generous Redis timeout where a slow reply
     /// on a busy machine would be an extra upstream call the test counts.
-    static func shared(_ redis: RedisServer, ttl: Duration = .seconds(60), timeout: Duration = .seconds(1)) -> (inout GatewayConfiguration) -> Void {
+    static func shared(_ redis: RedisServer, ttl: Duration = .seconds(60), timeout: Duration = .seconds(1)) -> (
+        inout GatewayConfiguration
+    ) -> Void {
         let url = redis.url
         return { configuration in
             configuration.redis = try? RedisConfiguration(url: url)
@@ -43,7 +46,10 @@ struct SharedCacheEndToEndTests {
     }
 
     static func metrics(_ harness: GatewayHarness) async throws -> [String: Double] {
-        MetricsEndToEndTests.samples(String(decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body, as: UTF8.self))
+        MetricsEndToEndTests.samples(
+            String(
+                decoding: try await harness.client.send(HTTPClientRequest(url: harness.base + "/metrics")).body,
+                as: UTF8.self))
     }
 
     @Test("answers another instance's repeat from Redis with X-Cache: HIT, the same result and usage, no upstream call")
@@ -94,7 +100,9 @@ struct SharedCacheEndToEndTests {
         try await GatewayHarness.with(configure: Self.shared(redis)) { harness in
             // A lock as a holder leaves it when it dies mid-call: nobody will store or release it.
             // Set once the gateway is up, so its start does not eat into the lock's life.
-            _ = try await probe.client.send(["SET", RedisArgument(SharedResponseCache.entryKey(key) + ":lock"), "gone", "PX", "1500"])
+            _ = try await probe.client.send([
+                "SET", RedisArgument(SharedResponseCache.entryKey(key) + ":lock"), "gone", "PX", "1500",
+            ])
             let start = MonotonicInstant.now()
             let answer = try await harness.process(task: "summarize", text: Self.sample)
             let waited = Duration.nanoseconds(start.nanoseconds(until: .now()))
@@ -102,7 +110,8 @@ struct SharedCacheEndToEndTests {
             #expect(harness.mock.stats.requests == 1)
             #expect(waited >= .milliseconds(1000), "it waited for the holder")
             #expect(waited < .seconds(8), "it did not wait much past the lock")
-            #expect(try await probe.client.send(["EXISTS", RedisArgument(SharedResponseCache.entryKey(key))]).integer == 1)
+            #expect(
+                try await probe.client.send(["EXISTS", RedisArgument(SharedResponseCache.entryKey(key))]).integer == 1)
         }
         await probe.stop()
     }
@@ -112,7 +121,9 @@ struct SharedCacheEndToEndTests {
         let redis = try await RedisServer()
         let probe = try await RedisProbe(url: redis.url)
         let text = Self.sample + " [mock:latency-ms=10000]"
-        let lock = RedisArgument(SharedResponseCache.entryKey(ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: text)) + ":lock")
+        let lock = RedisArgument(
+            SharedResponseCache.entryKey(
+                ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: text)) + ":lock")
         try await GatewayHarness.with(configure: Self.shared(redis)) { harness async throws in
             let call = Task { try await harness.process(task: "summarize", text: text) }
             #expect(await eventually { harness.mock.stats.inFlight == 1 })
@@ -183,7 +194,9 @@ struct SharedCacheLockTests {
 
     /// Two instances' caches over one Redis, with a lock short beside the calls (long enough
     /// that a renewal delayed by a loaded machine still lands in time).
-    fileprivate static func instances(_ probe: RedisProbe, lock: Duration = .milliseconds(200)) -> (SharedResponseCache, SharedResponseCache) {
+    fileprivate static func instances(_ probe: RedisProbe, lock: Duration = .milliseconds(200)) -> (
+        SharedResponseCache, SharedResponseCache
+    ) {
         func make() -> SharedResponseCache {
             SharedResponseCache(
                 redis: probe.client, local: ResponseCache(timeToLive: .seconds(60), capacity: 10), lockTimeToLive: lock,
@@ -227,7 +240,9 @@ struct SharedCacheLockTests {
             }
         }
         #expect(await eventually { holding.load(ordering: .relaxed) })
-        let own = try await second.answer(for: Self.key) { () throws(GatewayError) in ResponseCache.Answer(result: "own", usage: nil) }
+        let own = try await second.answer(for: Self.key) { () throws(GatewayError) in
+            ResponseCache.Answer(result: "own", usage: nil)
+        }
         #expect(own.answer.result == "own" && !own.hit)
         do {
             try await failed.value

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A fresh directory for one test's store, under the system's temporary directory.
 func storeDirectory() -> String {
@@ -37,22 +38,29 @@ struct StoreEndToEndTests {
     static let alice = "tg-alice-token-0123456789"
     static let bob = "tg-bob-token-0123456789"
 
-    static func configure(_ configuration: inout GatewayConfiguration, path: String, plans: String = "pro:-:-:1000000") {
+    static func configure(_ configuration: inout GatewayConfiguration, path: String, plans: String = "pro:-:-:1000000")
+    {
         configuration.database = .sqlite(path: path)
         configuration.rateLimitsEnabled = true
-        configuration.tokens = try? TokenStore.parse(inline: "\(TokenStore.hashLine(forToken: alice)):alice:pro,\(TokenStore.hashLine(forToken: bob)):bob:pro")
+        configuration.tokens = try? TokenStore.parse(
+            inline: "\(TokenStore.hashLine(forToken: alice)):alice:pro,\(TokenStore.hashLine(forToken: bob)):bob:pro")
         configuration.plans = (try? PlanCatalog.parse(plans)) ?? PlanCatalog()
         configuration.authRequired = true
     }
 
     static func bearer(_ token: String) -> [(name: String, value: String)] { [("Authorization", "Bearer \(token)")] }
 
-    static func get(_ harness: GatewayHarness, _ path: String, token: String? = alice) async throws -> HTTPClientResponse {
+    static func get(_ harness: GatewayHarness, _ path: String, token: String? = alice) async throws
+        -> HTTPClientResponse
+    {
         try await harness.client.send(HTTPClientRequest(url: harness.base + path, headers: token.map(bearer) ?? []))
     }
 
-    static func delete(_ harness: GatewayHarness, _ path: String, token: String = alice) async throws -> HTTPClientResponse {
-        try await harness.client.send(HTTPClientRequest(method: "DELETE", url: harness.base + path, headers: bearer(token)))
+    static func delete(_ harness: GatewayHarness, _ path: String, token: String = alice) async throws
+        -> HTTPClientResponse
+    {
+        try await harness.client.send(
+            HTTPClientRequest(method: "DELETE", url: harness.base + path, headers: bearer(token)))
     }
 
     static func json(_ response: HTTPClientResponse) throws -> JSONValue {
@@ -62,7 +70,8 @@ struct StoreEndToEndTests {
     /// Waits until the writer has committed `count` rows for alice.
     static func waitForHistory(_ harness: GatewayHarness, count: Int) async throws {
         let reached = await eventually {
-            guard let response = try? await get(harness, "/api/history?limit=100"), let body = try? json(response) else { return false }
+            guard let response = try? await get(harness, "/api/history?limit=100"), let body = try? json(response)
+            else { return false }
             return body["items"]?.arrayValue?.count == count
         }
         #expect(reached)
@@ -76,11 +85,16 @@ struct StoreEndToEndTests {
             for index in 0..<3 {
                 let id = "shape-\(index)"
                 ids.append(id)
-                let response = try await harness.process(task: "summarize", text: Self.sample, tone: index == 1 ? "formal" : nil,
-                                                         headers: Self.bearer(Self.alice) + [("X-Request-Id", id)])
+                let response = try await harness.process(
+                    task: "summarize", text: Self.sample, tone: index == 1 ? "formal" : nil,
+                    headers: Self.bearer(Self.alice) + [("X-Request-Id", id)])
                 #expect(response.status == 200)
             }
-            #expect(try await harness.process(task: "nonsense", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "shape-bad")]).status == 400)
+            #expect(
+                try await harness.process(
+                    task: "nonsense", text: Self.sample,
+                    headers: Self.bearer(Self.alice) + [("X-Request-Id", "shape-bad")]
+                ).status == 400)
             try await Self.waitForHistory(harness, count: 4)
 
             let usage = try await Self.get(harness, "/api/usage")
@@ -120,7 +134,8 @@ struct StoreEndToEndTests {
             let rest = try Self.json(try await Self.get(harness, "/api/history?limit=2&before=\(cursor)"))
             #expect(rest["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["shape-1", "shape-0"])
             #expect(rest["items"]?.arrayValue?.first?["tone"]?.stringValue == "formal")
-            let end = try Self.json(try await Self.get(harness, "/api/history?limit=2&before=\(rest["nextCursor"]?.stringValue ?? "")"))
+            let end = try Self.json(
+                try await Self.get(harness, "/api/history?limit=2&before=\(rest["nextCursor"]?.stringValue ?? "")"))
             #expect(end["items"]?.arrayValue?.isEmpty == true)
             #expect(end["nextCursor"]?.isNull == true)
 
@@ -137,7 +152,10 @@ struct StoreEndToEndTests {
         let path = storeDirectory() + "/gateway.sqlite"
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
             for (token, id) in [(Self.alice, "own-a1"), (Self.alice, "own-a2"), (Self.bob, "own-b1")] {
-                #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", id)]).status == 200)
+                #expect(
+                    try await harness.process(
+                        task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", id)]
+                    ).status == 200)
             }
             try await Self.waitForHistory(harness, count: 2)
             let item = try await Self.get(harness, "/api/history/own-a1")
@@ -156,7 +174,9 @@ struct StoreEndToEndTests {
             #expect(try await Self.get(harness, "/api/history/own-a1").status == 404)
             #expect(try await Self.delete(harness, "/api/history").status == 204)
             #expect(try Self.json(try await Self.get(harness, "/api/history"))["items"]?.arrayValue?.isEmpty == true)
-            #expect(try Self.json(try await Self.get(harness, "/api/history", token: Self.bob))["items"]?.arrayValue?.count == 1)
+            #expect(
+                try Self.json(try await Self.get(harness, "/api/history", token: Self.bob))["items"]?.arrayValue?.count
+                    == 1)
 
             for path in ["/api/usage", "/api/history", "/api/history/own-b1"] {
                 let guest = try await Self.get(harness, path, token: nil)
@@ -164,13 +184,16 @@ struct StoreEndToEndTests {
                 #expect(try await Self.get(harness, path, token: "wrong-token").status == 401, "\(path)")
             }
             #expect(try await Self.get(harness, "/api/history/a/b").status == 404)
-            let post = try await harness.client.send(HTTPClientRequest(method: "POST", url: harness.base + "/api/history", headers: Self.bearer(Self.alice)))
+            let post = try await harness.client.send(
+                HTTPClientRequest(method: "POST", url: harness.base + "/api/history", headers: Self.bearer(Self.alice)))
             #expect(post.status == 405)
             #expect(post.header("Allow")?.contains("DELETE") == true)
         }
     }
 
-    @Test("history cursors are opaque and stay good across a restart; a tampered one, a row number, another caller's or another store's is 400")
+    @Test(
+        "history cursors are opaque and stay good across a restart; a tampered one, a row number, another caller's or another store's is 400"
+    )
     func opaqueCursors() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
         func refused(_ harness: GatewayHarness, _ cursor: String, token: String = Self.alice) async throws {
@@ -181,9 +204,13 @@ struct StoreEndToEndTests {
         var cursor = ""
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { harness in
             // Others' requests first: a row number would count them.
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status
+                    == 200)
             for index in 0..<3 {
-                let response = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "opaque-\(index)")])
+                let response = try await harness.process(
+                    task: "summarize", text: Self.sample,
+                    headers: Self.bearer(Self.alice) + [("X-Request-Id", "opaque-\(index)")])
                 #expect(response.status == 200)
             }
             try await Self.waitForHistory(harness, count: 3)
@@ -202,7 +229,8 @@ struct StoreEndToEndTests {
             let next = try Self.json(try await Self.get(harness, "/api/history?limit=1&before=\(cursor)"))
             #expect(next["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["opaque-1"])
         }
-        try await GatewayHarness.with(configure: { Self.configure(&$0, path: storeDirectory() + "/other.sqlite") }) { harness in
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: storeDirectory() + "/other.sqlite") }) {
+            harness in
             try await refused(harness, cursor)
         }
     }
@@ -217,24 +245,33 @@ struct StoreEndToEndTests {
             configuration.maxTokens = 50
         }
         try await GatewayHarness.with(configure: configure) { harness in
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "before-restart")]).status == 200)
-            let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample,
+                    headers: Self.bearer(Self.alice) + [("X-Request-Id", "before-restart")]
+                ).status == 200)
+            let refused = try await harness.process(
+                task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
             #expect(refused.status == 429)
         }
         try await GatewayHarness.with(configure: configure) { harness in
-            let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
+            let refused = try await harness.process(
+                task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice))
             #expect(refused.status == 429)
             #expect(try Body(refused).code == "rate_limited")
             // The refusal's row comes within a batch interval.
-            #expect(await eventually {
-                (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
-            })
+            #expect(
+                await eventually {
+                    (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
+                })
             let usage = try Self.json(try await Self.get(harness, "/api/usage"))
-            #expect((usage["remaining"]?["tokensToday"]?.intValue ?? 300) < 100)  // less than a request's worst case
+            #expect((usage["remaining"]?["tokensToday"]?.intValue ?? 300) < 100) // less than a request's worst case
             let history = try Self.json(try await Self.get(harness, "/api/history"))
             #expect(history["items"]?.arrayValue?.last?["id"]?.stringValue == "before-restart")
             // Bob's quota is his own.
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.bob)).status
+                    == 200)
         }
     }
 
@@ -245,10 +282,13 @@ struct StoreEndToEndTests {
             Self.configure(&$0, path: path)
             $0.historyStoresResults = true
         }) { harness in
-            let answer = try await harness.process(task: "rewrite", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "kept-result")])
+            let answer = try await harness.process(
+                task: "rewrite", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "kept-result")]
+            )
             let result = try #require(try Body(answer).result)
             try await Self.waitForHistory(harness, count: 1)
-            #expect(try Self.json(try await Self.get(harness, "/api/history/kept-result"))["result"]?.stringValue == result)
+            #expect(
+                try Self.json(try await Self.get(harness, "/api/history/kept-result"))["result"]?.stringValue == result)
         }
         let file = try #require(fopen(path, "rb"))
         var bytes: [UInt8] = []
@@ -273,15 +313,20 @@ struct StoreEndToEndTests {
         }) { harness in
             for index in 0..<5 {
                 let id = "strict-\(index)"
-                #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", id)]).status == 200)
+                #expect(
+                    try await harness.process(
+                        task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", id)]
+                    ).status == 200)
                 // No waiting: the row is there when the answer is.
                 #expect(try await Self.get(harness, "/api/history/\(id)").status == 200)
             }
-            let streamed = try await harness.client.send(HTTPClientRequest(
-                method: "POST", url: harness.base + "/api/process",
-                headers: [("Content-Type", "application/json"), ("X-Request-Id", "strict-stream")] + Self.bearer(Self.alice),
-                body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample)),\"stream\":true}".utf8)
-            ))
+            let streamed = try await harness.client.send(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/api/process",
+                    headers: [("Content-Type", "application/json"), ("X-Request-Id", "strict-stream")]
+                        + Self.bearer(Self.alice),
+                    body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample)),\"stream\":true}".utf8)
+                ))
             #expect(streamed.status == 200)
             #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
             #expect(try await Self.get(harness, "/api/history/strict-stream").status == 200)
@@ -295,7 +340,11 @@ struct StoreEndToEndTests {
             try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }) { second in
                 for index in 0..<20 {
                     let gateway = index.isMultiple(of: 2) ? first : second
-                    #expect(try await gateway.process(task: "titles", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "two-\(index)")]).status == 200)
+                    #expect(
+                        try await gateway.process(
+                            task: "titles", text: Self.sample,
+                            headers: Self.bearer(Self.alice) + [("X-Request-Id", "two-\(index)")]
+                        ).status == 200)
                 }
                 try await Self.waitForHistory(first, count: 20)
                 try await Self.waitForHistory(second, count: 20)
@@ -308,15 +357,20 @@ struct StoreEndToEndTests {
         let path = storeDirectory() + "/gateway.sqlite"
         let clock = TestClock()
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
-            #expect(try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer(Self.alice) + [("X-Request-Id", "old-row")]).status == 200)
+            #expect(
+                try await harness.process(
+                    task: "summarize", text: Self.sample,
+                    headers: Self.bearer(Self.alice) + [("X-Request-Id", "old-row")]
+                ).status == 200)
             try await Self.waitForHistory(harness, count: 1)
         }
         // 31 days on, the start's first retention pass removes the row; the day's usage stays (400 days).
         clock.advance(31 * 86_400)
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
-            #expect(await eventually {
-                (try? Self.json(try await Self.get(harness, "/api/history")))?["items"]?.arrayValue?.isEmpty == true
-            })
+            #expect(
+                await eventually {
+                    (try? Self.json(try await Self.get(harness, "/api/history")))?["items"]?.arrayValue?.isEmpty == true
+                })
             #expect(try await Self.get(harness, "/api/history/old-row").status == 404)
             let usage = try Self.json(try await Self.get(harness, "/api/usage"))
             #expect(usage["today"]?["requests"]?.intValue == 0)
@@ -330,37 +384,49 @@ struct StoreEndToEndTests {
         }
     }
 
-    @Test("an open gateway takes a store token as its caller, refuses a made-up or revoked one with invalid_token, and never makes it a guest")
+    @Test(
+        "an open gateway takes a store token as its caller, refuses a made-up or revoked one with invalid_token, and never makes it a guest"
+    )
     func openGatewayIdentifiesStoreTokens() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
         var configuration = GatewayConfiguration()
         configuration.database = .sqlite(path: path)
-        let created = await StoreCommand.createToken(user: "dana", plan: "default", label: nil).run(configuration: configuration)
+        let created = await StoreCommand.createToken(user: "dana", plan: "default", label: nil).run(
+            configuration: configuration)
         #expect(created.status == 0)
         let token = String(created.output.prefix { $0 != "\n" })
         #expect(token.hasPrefix("tgk_"))
         try await GatewayHarness.with(configure: { $0.database = .sqlite(path: path) }) { harness in
             #expect(try await harness.process(task: "titles", text: Self.sample).status == 200)
-            let madeUp = try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer("sk-placeholder"))
+            let madeUp = try await harness.process(
+                task: "titles", text: Self.sample, headers: Self.bearer("sk-placeholder"))
             #expect(madeUp.status == 401)
             #expect(madeUp.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
-            #expect(try await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", "dana-1")]).status == 200)
-            #expect(await eventually { (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200 })
+            #expect(
+                try await harness.process(
+                    task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", "dana-1")]
+                ).status == 200)
+            #expect(
+                await eventually { (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200 })
             #expect(try await Self.get(harness, "/api/history", token: "sk-placeholder").status == 401)
             let usage = try Self.json(try await Self.get(harness, "/api/usage", token: token))
             #expect(usage["userId"]?.stringValue == "dana")
             #expect(usage["today"]?["requests"]?.intValue == 1)
 
             let listed = await StoreCommand.listTokens(format: .json).run(configuration: configuration)
-            let id = try #require(try JSONValue.parse(Array(listed.output.utf8))["tokens"]?.arrayValue?.first?["id"]?.stringValue)
+            let id = try #require(
+                try JSONValue.parse(Array(listed.output.utf8))["tokens"]?.arrayValue?.first?["id"]?.stringValue)
             #expect(await StoreCommand.revokeToken(id: id).run(configuration: configuration).status == 0)
             // Refused within the token poll, as invalid_token: never served as a guest meanwhile.
             var statuses: [Int] = []
-            #expect(await eventually {
-                let response = try? await harness.process(task: "titles", text: Self.sample, headers: Self.bearer(token))
-                statuses.append(response?.status ?? 0)
-                return response?.status == 401 && response?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
-            })
+            #expect(
+                await eventually {
+                    let response = try? await harness.process(
+                        task: "titles", text: Self.sample, headers: Self.bearer(token))
+                    statuses.append(response?.status ?? 0)
+                    return response?.status == 401
+                        && response?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
+                })
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 401 })
         }
     }

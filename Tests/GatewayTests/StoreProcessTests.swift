@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ChatAPI
 import Gateway
 import HTTPClient
 import HTTPServer
 import MockUpstream
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The gateway as its users run it — a process on a SQLite file — killed, stopped, restarted
 /// and driven by its own command line.
@@ -26,12 +27,14 @@ struct StoreProcessTests {
         }
 
         func environment(database: String, _ extra: [String: String] = [:]) -> [String: String] {
-            CommandLineProcessTests.baseEnvironment.merging([
-                "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL,
-                "DATABASE_URL": "sqlite:" + database,
-                "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: StoreProcessTests.token)):alice:default",
-                "SHUTDOWN_GRACE_SECONDS": "5", "RATE_LIMITS": "off",
-            ].merging(extra) { $1 }) { $1 }
+            CommandLineProcessTests.baseEnvironment.merging(
+                [
+                    "DARVAREH_API_KEY": "k", "DARVAREH_MODEL_ID": "m", "DARVAREH_BASE_URL": mock.baseURL,
+                    "DATABASE_URL": "sqlite:" + database,
+                    "GATEWAY_TOKENS": "\(TokenStore.hashLine(forToken: StoreProcessTests.token)):alice:default",
+                    "SHUTDOWN_GRACE_SECONDS": "5", "RATE_LIMITS": "off",
+                ].merging(extra) { $1 }
+            ) { $1 }
         }
     }
 
@@ -40,14 +43,21 @@ struct StoreProcessTests {
         let child: ChildProcess
         let port: Int
 
-        static func start(_ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil, umask: String? = nil) async throws -> Gateway {
-            let child = try ChildProcess("text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
-                                         environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB, umask: umask)
+        static func start(
+            _ environment: [String: String], directory: String, fileSizeLimitKiB: Int? = nil, umask: String? = nil
+        ) async throws -> Gateway {
+            let child = try ChildProcess(
+                "text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
+                environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB, umask: umask)
             guard await child.waitForOutput("started", seconds: 20) else {
                 throw ChildProcess.Failure(description: "the gateway did not start: \(child.output)")
             }
-            let line = child.output.split(separator: "\n").first { $0.contains(" started ") || $0.contains("INFO started") } ?? ""
-            let port = Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
+            let line =
+                child.output.split(separator: "\n").first { $0.contains(" started ") || $0.contains("INFO started") }
+                ?? ""
+            let port =
+                Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "")
+                ?? 0
             return Gateway(child: child, port: port)
         }
 
@@ -56,11 +66,14 @@ struct StoreProcessTests {
 
     static func process(_ client: HTTPClient, _ base: String, id: String, token: String = token) async throws -> Int {
         let body = "{\"task\":\"summarize\",\"text\":\(jsonString(sample))}"
-        let response = try await client.send(HTTPClientRequest(
-            method: "POST", url: base + "/api/process",
-            headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)"), ("X-Request-Id", id)],
-            body: Array(body.utf8)
-        ))
+        let response = try await client.send(
+            HTTPClientRequest(
+                method: "POST", url: base + "/api/process",
+                headers: [
+                    ("Content-Type", "application/json"), ("Authorization", "Bearer \(token)"), ("X-Request-Id", id),
+                ],
+                body: Array(body.utf8)
+            ))
         return response.status
     }
 
@@ -70,7 +83,9 @@ struct StoreProcessTests {
         var cursor: String?
         while true {
             let query = "?limit=100" + (cursor.map { "&before=\($0)" } ?? "")
-            let response = try await client.send(HTTPClientRequest(url: gateway.base + "/api/history" + query, headers: [("Authorization", "Bearer \(token)")]))
+            let response = try await client.send(
+                HTTPClientRequest(
+                    url: gateway.base + "/api/history" + query, headers: [("Authorization", "Bearer \(token)")]))
             #expect(response.status == 200)
             let page = try JSONValue.parse(response.body)
             for item in page["items"]?.arrayValue ?? [] { if let id = item["id"]?.stringValue { ids.insert(id) } }
@@ -80,8 +95,11 @@ struct StoreProcessTests {
     }
 
     /// Runs `text-gateway <arguments>` to its end.
-    static func command(_ arguments: [String], _ environment: [String: String], directory: String) async throws -> (status: Int32?, output: String) {
-        let child = try ChildProcess("text-gateway", arguments: arguments, environment: environment, workingDirectory: directory)
+    static func command(_ arguments: [String], _ environment: [String: String], directory: String) async throws -> (
+        status: Int32?, output: String
+    ) {
+        let child = try ChildProcess(
+            "text-gateway", arguments: arguments, environment: environment, workingDirectory: directory)
         let status = await child.waitForExit(seconds: 30)
         return (status, child.output)
     }
@@ -96,7 +114,10 @@ struct StoreProcessTests {
         let base = first.base
         let answered = try await withThrowingTaskGroup(of: String?.self) { group in
             for index in 0..<60 {
-                group.addTask { try await Self.process(client, base, id: "strict-kill-\(index)") == 200 ? "strict-kill-\(index)" : nil }
+                group.addTask {
+                    try await Self.process(client, base, id: "strict-kill-\(index)") == 200
+                        ? "strict-kill-\(index)" : nil
+                }
             }
             var ids: Set<String> = []
             for try await id in group { if let id { ids.insert(id) } }
@@ -158,26 +179,34 @@ struct StoreProcessTests {
         let client = try HTTPClient()
         let gateway = try await Gateway.start(environment, directory: directory)
 
-        let created = try await Self.command(["tokens", "create", "--user", "carol", "--label", "phone app"], environment, directory: directory)
+        let created = try await Self.command(
+            ["tokens", "create", "--user", "carol", "--label", "phone app"], environment, directory: directory)
         #expect(created.status == 0)
         let token = try #require(created.output.split(separator: "\n").first { $0.hasPrefix("tgk_") }.map(String.init))
         #expect(token.count >= 4 + 43)
-        #expect(await eventually(within: 10) { (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200 })
+        #expect(
+            await eventually(within: 10) {
+                (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200
+            })
 
         let listed = try await Self.command(["tokens", "list"], environment, directory: directory)
         #expect(listed.status == 0)
         #expect(listed.output.contains("carol") && listed.output.contains("phone app"))
         #expect(!listed.output.contains(token) && !listed.output.contains(String(token.dropFirst(4).prefix(12))))
         let json = try await Self.command(["tokens", "list", "--format", "json"], environment, directory: directory)
-        let tokens = try JSONValue.parse(Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
+        let tokens = try JSONValue.parse(
+            Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
         let carol = try #require(tokens["tokens"]?.arrayValue?.first { $0["user"]?.stringValue == "carol" })
         let id = try #require(carol["id"]?.stringValue)
-        #expect(await eventually(within: 10) {
-            let again = try? await Self.command(["tokens", "list", "--format", "json"], environment, directory: directory)
-            return again?.output.contains("\"last_used\":\"") == true
-        })
+        #expect(
+            await eventually(within: 10) {
+                let again = try? await Self.command(
+                    ["tokens", "list", "--format", "json"], environment, directory: directory)
+                return again?.output.contains("\"last_used\":\"") == true
+            })
 
-        let usage = try await Self.command(["usage", "--format", "csv", "--user", "carol"], environment, directory: directory)
+        let usage = try await Self.command(
+            ["usage", "--format", "csv", "--user", "carol"], environment, directory: directory)
         #expect(usage.status == 0)
         #expect(usage.output.contains("date,user,requests,input_tokens,output_tokens,total_tokens"))
         #expect(usage.output.contains(",carol,1,"))
@@ -185,18 +214,29 @@ struct StoreProcessTests {
         let copy = directory + "/backup.sqlite"
         let backup = try await Self.command(["db", "backup", copy], environment, directory: directory)
         #expect(backup.status == 0)
-        let check = try await Self.command(["db", "check"], environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
+        let check = try await Self.command(
+            ["db", "check"], environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
         #expect(check.status == 0)
         #expect(check.output.contains("ok"))
-        let copied = try await Self.command(["usage", "--format", "json", "--user", "carol"], environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
+        let copied = try await Self.command(
+            ["usage", "--format", "json", "--user", "carol"],
+            environment.merging(["DATABASE_URL": "sqlite:" + copy]) { $1 }, directory: directory)
         #expect(copied.output.contains("\"user\":\"carol\""))
 
         let revoked = try await Self.command(["tokens", "revoke", id], environment, directory: directory)
         #expect(revoked.status == 0)
-        #expect(await eventually(within: 10) { (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401 })
+        #expect(
+            await eventually(within: 10) {
+                (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401
+            })
         #expect(try await Self.command(["tokens", "revoke", id], environment, directory: directory).status == 1)
-        #expect(try await Self.command(["tokens", "create", "--user", "bad user"], environment, directory: directory).status == 2)
-        #expect(try await Self.command(["tokens", "create", "--user", "dave", "--plan", "gold"], environment, directory: directory).status == 2)
+        #expect(
+            try await Self.command(["tokens", "create", "--user", "bad user"], environment, directory: directory).status
+                == 2)
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "dave", "--plan", "gold"], environment, directory: directory
+            ).status == 2)
         #expect(!gateway.child.output.contains(token))
 
         gateway.child.signal(SIGTERM)
@@ -210,23 +250,29 @@ struct StoreProcessTests {
         let upstream = try await Upstream.start()
         let directory = storeDirectory()
         // Guests allowed, each address vouched for by the proxy (loopback).
-        let environment = upstream.environment(database: directory + "/gw.sqlite", ["AUTH_REQUIRED": "off", "TRUSTED_PROXIES": "127.0.0.1"])
+        let environment = upstream.environment(
+            database: directory + "/gw.sqlite", ["AUTH_REQUIRED": "off", "TRUSTED_PROXIES": "127.0.0.1"])
         let client = try HTTPClient()
         let gateway = try await Gateway.start(environment, directory: directory)
         let body = Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample))}".utf8)
         for address in ["203.0.113.1", "203.0.113.2", "198.51.100.7"] {
-            let response = try await client.send(HTTPClientRequest(
-                method: "POST", url: gateway.base + "/api/process", headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
-                body: body
-            ))
+            let response = try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: gateway.base + "/api/process",
+                    headers: [("Content-Type", "application/json"), ("X-Forwarded-For", address)],
+                    body: body
+                ))
             #expect(response.status == 200)
         }
         #expect(try await Self.process(client, gateway.base, id: "alice-1") == 200)
         // Committed within a batch interval; the report reads the file.
-        #expect(await eventually(within: 10) {
-            let csv = (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output ?? ""
-            return csv.contains(",alice,1,") && csv.contains(",,3,")
-        })
+        #expect(
+            await eventually(within: 10) {
+                let csv =
+                    (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output
+                    ?? ""
+                return csv.contains(",alice,1,") && csv.contains(",,3,")
+            })
         let csv = try await Self.command(["usage", "--format", "csv"], environment, directory: directory).output
         let lines = csv.split(separator: "\r\n")
         #expect(lines.count == 3, "\(csv)")
@@ -237,12 +283,14 @@ struct StoreProcessTests {
         let guests = table.output.split(separator: "\n").filter { $0.contains("(all guests)") }
         #expect(guests.count == 1 && guests[0].split(separator: " ").contains("3"), "\(table.output)")
         let json = try await Self.command(["usage", "--format", "json"], environment, directory: directory)
-        let report = try JSONValue.parse(Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
+        let report = try JSONValue.parse(
+            Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
         let days = try #require(report["usage"]?.arrayValue)
         #expect(days.count == 2)
         #expect(days.first { $0["user"]?.isNull == true }?["requests"]?.intValue == 3)
         // One user's report has no guests' line.
-        let alice = try await Self.command(["usage", "--format", "csv", "--user", "alice"], environment, directory: directory)
+        let alice = try await Self.command(
+            ["usage", "--format", "csv", "--user", "alice"], environment, directory: directory)
         #expect(alice.output.split(separator: "\r\n").count == 2)
 
         gateway.child.signal(SIGTERM)
@@ -256,7 +304,9 @@ struct StoreProcessTests {
         let upstream = try await Upstream.start()
         let directory = storeDirectory()
         func check(_ database: String?, _ arguments: [String] = []) async throws -> (status: Int32?, output: String) {
-            let environment = upstream.environment(database: "").merging(["DATABASE_URL": database.map { "sqlite:" + $0 } ?? "off"]) { $1 }
+            let environment = upstream.environment(database: "").merging([
+                "DATABASE_URL": database.map { "sqlite:" + $0 } ?? "off"
+            ]) { $1 }
             return try await Self.command(["db", "check"] + arguments, environment, directory: directory)
         }
         func python(_ script: String, _ path: String) async throws {
@@ -265,15 +315,22 @@ struct StoreProcessTests {
         }
 
         let sound = directory + "/sound.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: sound), directory: directory).status == 0)
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: sound), directory: directory
+            ).status == 0)
         let ok = try await check(sound)
         #expect(ok.status == 0, "\(ok.output)")
         #expect(ok.output.contains("ok"))
 
         // Found by the check: a job's item whose job is gone (written with foreign keys off).
         let orphan = directory + "/orphan.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: orphan), directory: directory).status == 0)
-        try await python("""
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: orphan), directory: directory
+            ).status == 0)
+        try await python(
+            """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
@@ -285,8 +342,12 @@ struct StoreProcessTests {
 
         // Too damaged to open: pages past the first overwritten; and a file that is no database.
         let corrupt = directory + "/corrupt.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory).status == 0)
-        try await python("""
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory
+            ).status == 0)
+        try await python(
+            """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
             with open(sys.argv[1], 'r+b') as f:
@@ -307,8 +368,13 @@ struct StoreProcessTests {
         #expect(missing.status == 2, "\(missing.output)")
         #expect(access(directory + "/missing.sqlite", F_OK) != 0)
         let newer = directory + "/newer.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory).status == 0)
-        try await python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer)
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory
+            ).status == 0)
+        try await python(
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()",
+            newer)
         let tooNew = try await check(newer)
         #expect(tooNew.status == 2, "\(tooNew.output)")
         #expect(tooNew.output.contains("newer"))
@@ -317,7 +383,9 @@ struct StoreProcessTests {
         await upstream.mock.shutdown()
     }
 
-    @Test("the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask")
+    @Test(
+        "the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask"
+    )
     func privateFiles() async throws {
         let upstream = try await Upstream.start()
         let directory = storeDirectory()
@@ -338,7 +406,9 @@ struct StoreProcessTests {
         }
 
         let copy = directory + "/backup.sqlite"
-        let backup = try ChildProcess("text-gateway", arguments: ["db", "backup", copy], environment: environment, workingDirectory: directory, umask: "000")
+        let backup = try ChildProcess(
+            "text-gateway", arguments: ["db", "backup", copy], environment: environment, workingDirectory: directory,
+            umask: "000")
         #expect(await backup.waitForExit(seconds: 30) == 0, "\(backup.output)")
         #expect(mode(copy) == 0o600, "\(String(mode(copy) ?? 0, radix: 8))")
 
@@ -363,44 +433,71 @@ struct StoreProcessTests {
         let notAFile = directory + "/plain-file"
         Self.write(Array("not a directory".utf8), to: notAFile)
         let newer = directory + "/newer.sqlite"
-        let made = try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory)
+        let made = try await Self.command(
+            ["tokens", "create", "--user", "x"], upstream.environment(database: newer), directory: directory)
         #expect(made.status == 0)
-        let bump = try ChildProcess("/usr/bin/python3", arguments: ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()", newer], environment: [:])
+        let bump = try ChildProcess(
+            "/usr/bin/python3",
+            arguments: [
+                "-c",
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.close()",
+                newer,
+            ], environment: [:])
         #expect(await bump.waitForExit(seconds: 10) == 0)
 
         // A store with rows whose pages past the first are overwritten: the header still says SQLite.
         let corrupt = directory + "/corrupt.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory).status == 0)
-        let damage = try ChildProcess("/usr/bin/python3", arguments: ["-c", """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
-            with open(sys.argv[1], 'r+b') as f:
-                size = f.seek(0, 2)
-                f.seek(4096)
-                f.write(b'\\xff' * (size - 4096))
-            """, corrupt], environment: [:])
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: corrupt), directory: directory
+            ).status == 0)
+        let damage = try ChildProcess(
+            "/usr/bin/python3",
+            arguments: [
+                "-c",
+                """
+                import sqlite3, sys
+                c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()
+                with open(sys.argv[1], 'r+b') as f:
+                    size = f.seek(0, 2)
+                    f.seek(4096)
+                    f.write(b'\\xff' * (size - 4096))
+                """, corrupt,
+            ], environment: [:])
         #expect(await damage.waitForExit(seconds: 10) == 0)
 
-        for (path, mention) in [(garbage, "not a database"), (notAFile + "/gw.sqlite", notAFile), (newer, "newer"), (corrupt, "malformed|corrupt")] {
-            let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: path),
-                                         workingDirectory: directory)
+        for (path, mention) in [
+            (garbage, "not a database"), (notAFile + "/gw.sqlite", notAFile), (newer, "newer"),
+            (corrupt, "malformed|corrupt"),
+        ] {
+            let child = try ChildProcess(
+                "text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: path),
+                workingDirectory: directory)
             #expect(await child.waitForExit(seconds: 20) == 2, "\(path)")
             #expect(child.output.contains(path), "\(path): \(child.output)")
             let said = child.output.lowercased()
-            #expect(mention.split(separator: "|").contains { said.contains($0.lowercased()) }, "\(path): \(child.output)")
+            #expect(
+                mention.split(separator: "|").contains { said.contains($0.lowercased()) }, "\(path): \(child.output)")
             #expect(!child.output.contains("started"))
         }
 
         // Locked by another process for longer than the busy timeout.
         let locked = directory + "/locked.sqlite"
-        #expect(try await Self.command(["tokens", "create", "--user", "x"], upstream.environment(database: locked), directory: directory).status == 0)
-        let holder = try ChildProcess("/usr/bin/python3", arguments: [
-            "-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
-            locked,
-        ], environment: [:])
+        #expect(
+            try await Self.command(
+                ["tokens", "create", "--user", "x"], upstream.environment(database: locked), directory: directory
+            ).status == 0)
+        let holder = try ChildProcess(
+            "/usr/bin/python3",
+            arguments: [
+                "-c",
+                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
+                locked,
+            ], environment: [:])
         #expect(await holder.waitForOutput("holding"))
-        let child = try ChildProcess("text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: locked),
-                                     workingDirectory: directory)
+        let child = try ChildProcess(
+            "text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: locked),
+            workingDirectory: directory)
         #expect(await child.waitForExit(seconds: 30) == 2)
         #expect(child.output.contains(locked))
         #expect(child.output.contains("locked"))
@@ -424,17 +521,22 @@ struct StoreProcessTests {
         #expect(statuses.allSatisfy { $0 == 200 })
         let metrics = try await client.send(HTTPClientRequest(url: gateway.base + "/metrics"))
         let text = String(decoding: metrics.body, as: UTF8.self)
-        let errors = text.split(separator: "\n").first { $0.hasPrefix("textgateway_store_errors_total{operation=\"ledger\"}") }
+        let errors = text.split(separator: "\n").first {
+            $0.hasPrefix("textgateway_store_errors_total{operation=\"ledger\"}")
+        }
         #expect((errors?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0, "\(text)")
         let depth = text.split(separator: "\n").first { $0.hasPrefix("textgateway_ledger_queue_depth") }
         #expect((depth?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0)
         #expect(text.contains("textgateway_ledger_rows_dropped_total 0"))
-        let logged = gateway.child.output.split(separator: "\n").filter { $0.contains("store_error") && $0.contains("operation=ledger") }
+        let logged = gateway.child.output.split(separator: "\n").filter {
+            $0.contains("store_error") && $0.contains("operation=ledger")
+        }
         #expect(logged.count == 1)
         gateway.child.signal(SIGTERM)
         // The stop gives up on what it cannot write, within its deadline, and says so.
         #expect(await gateway.child.waitForExit(seconds: 30) == 0)
-        let notes = gateway.child.output.split(separator: "\n").filter { !$0.contains("INFO request") }.joined(separator: "\n")
+        let notes = gateway.child.output.split(separator: "\n").filter { !$0.contains("INFO request") }.joined(
+            separator: "\n")
         #expect(notes.contains("ledger_rows_dropped"), "\(notes)")
         await client.shutdown()
         await upstream.mock.shutdown()

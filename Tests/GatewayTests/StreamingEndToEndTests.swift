@@ -2,8 +2,8 @@ import ChatAPI
 import EventLoop
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
 
 /// The events of one streamed answer, and the comment lines (heartbeats) seen.
 struct StreamedAnswer {
@@ -19,13 +19,16 @@ struct StreamedAnswer {
 
 extension GatewayHarness {
     /// POSTs a streaming /api/process request and reads the whole event stream.
-    func streamProcess(_ text: String, task: String = "summarize", accept: String? = nil, streamFlag: Bool = true) async throws -> StreamedAnswer {
+    func streamProcess(_ text: String, task: String = "summarize", accept: String? = nil, streamFlag: Bool = true)
+        async throws -> StreamedAnswer
+    {
         var body = "{\"task\":\(jsonString(task)),\"text\":\(jsonString(text))"
         if streamFlag { body += ",\"stream\":true" }
         body += "}"
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if let accept { headers.append(("Accept", accept)) }
-        let response = try await client.stream(HTTPClientRequest(method: "POST", url: base + "/api/process", headers: headers, body: Array(body.utf8)))
+        let response = try await client.stream(
+            HTTPClientRequest(method: "POST", url: base + "/api/process", headers: headers, body: Array(body.utf8)))
         var answer = StreamedAnswer(status: response.status, contentType: response.head.header("Content-Type"))
         var reader = ServerSentEventReader()
         var raw: [UInt8] = []
@@ -56,7 +59,10 @@ struct StreamingEndToEndTests {
             #expect(names.filter { $0 == "done" || $0 == "error" }.count == 1)
             #expect(names.filter { $0 == "delta" }.count >= 10)
             let start = try answer.data(0)
-            guard case .string(let id) = start["requestId"] else { Issue.record("no request id"); return }
+            guard case .string(let id) = start["requestId"] else {
+                Issue.record("no request id")
+                return
+            }
             var joined = ""
             var previous = ""
             for (index, event) in answer.events.enumerated() where event.event == "delta" {
@@ -89,10 +95,11 @@ struct StreamingEndToEndTests {
         try await GatewayHarness.with { harness in
             let answer = try await harness.streamProcess(Self.sample, accept: "text/event-stream", streamFlag: false)
             #expect(answer.events.last?.event == "done")
-            let invalid = try await harness.client.send(HTTPClientRequest(
-                method: "POST", url: harness.base + "/api/process",
-                headers: [("Content-Type", "application/json"), ("Accept", "text/event-stream")],
-                body: Array(#"{"task":"summarize","text":"short","stream":true}"#.utf8)))
+            let invalid = try await harness.client.send(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/api/process",
+                    headers: [("Content-Type", "application/json"), ("Accept", "text/event-stream")],
+                    body: Array(#"{"task":"summarize","text":"short","stream":true}"#.utf8)))
             #expect(invalid.status == 400)
             #expect(try Body(invalid).code == "text_too_short")
         }
@@ -165,10 +172,13 @@ struct StreamingEndToEndTests {
     @Test("aborts the upstream when the client disconnects mid-stream")
     func clientDisconnect() async throws {
         try await GatewayHarness.with { harness in
-            let body = "{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample + " [mock:deltas=200,delta-delay-ms=50]")),\"stream\":true}"
+            let body =
+                "{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample + " [mock:deltas=200,delta-delay-ms=50]")),\"stream\":true}"
             do {
-                let response = try await harness.client.stream(HTTPClientRequest(
-                    method: "POST", url: harness.base + "/api/process", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+                let response = try await harness.client.stream(
+                    HTTPClientRequest(
+                        method: "POST", url: harness.base + "/api/process",
+                        headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
                 var iterator = response.body.makeAsyncIterator()
                 _ = try await iterator.next()
                 _ = try await iterator.next()

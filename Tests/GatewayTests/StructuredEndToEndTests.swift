@@ -1,20 +1,27 @@
 import ChatAPI
-@testable import Gateway
 import HTTPClient
 import MockUpstream
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 extension GatewayHarness {
     /// POSTs `{"task","text","format":"json"}` (plus `stream`) to /api/process.
-    func processJSON(task: String = "summarize", text: String, stream: Bool = false) async throws -> HTTPClientResponse {
-        try await process("{\"task\":\(jsonString(task)),\"text\":\(jsonString(text)),\"format\":\"json\"" + (stream ? ",\"stream\":true}" : "}"))
+    func processJSON(task: String = "summarize", text: String, stream: Bool = false) async throws -> HTTPClientResponse
+    {
+        try await process(
+            "{\"task\":\(jsonString(task)),\"text\":\(jsonString(text)),\"format\":\"json\""
+                + (stream ? ",\"stream\":true}" : "}"))
     }
 
     /// A streamed `"format": "json"` answer, read whole.
     func streamJSON(task: String = "summarize", text: String) async throws -> StreamedAnswer {
         let body = "{\"task\":\(jsonString(task)),\"text\":\(jsonString(text)),\"format\":\"json\",\"stream\":true}"
-        let response = try await client.stream(HTTPClientRequest(method: "POST", url: base + "/api/process", headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+        let response = try await client.stream(
+            HTTPClientRequest(
+                method: "POST", url: base + "/api/process", headers: [("Content-Type", "application/json")],
+                body: Array(body.utf8)))
         var answer = StreamedAnswer(status: response.status, contentType: response.head.header("Content-Type"))
         var reader = ServerSentEventReader()
         for try await chunk in response.body { answer.events += try reader.feed(chunk) }
@@ -42,8 +49,10 @@ struct StructuredEndToEndTests {
             ("summarize", #"{"summary":"\#(content)"}"#, content),
             ("rewrite", #"{"text":"\#(content)"}"#, content),
             ("key-points", #"{"points":["\#(content) 1"]}"#, "- \(content) 1"),
-            ("titles", "{\"titles\":[" + (1...10).map { "\"\(content) \($0)\"" }.joined(separator: ",") + "]}",
-             (1...10).map { "\($0). \(content) \($0)" }.joined(separator: "\n")),
+            (
+                "titles", "{\"titles\":[" + (1...10).map { "\"\(content) \($0)\"" }.joined(separator: ",") + "]}",
+                (1...10).map { "\($0). \(content) \($0)" }.joined(separator: "\n")
+            ),
         ]
     )
     func eachTask(task: String, data: String, result: String) async throws {
@@ -88,12 +97,19 @@ struct StructuredEndToEndTests {
             let repair = try #require(harness.lastUpstreamRequest)
             #expect(repair.messages.map(\.role) == [.system, .user, .assistant, .user])
             #expect(repair.messages[2].content == #"{"unexpected":"\#(Self.content)"}"#)
-            #expect(repair.messages[3].content == TaskSchema.of(.summarize).repairMessage(.missingMember(path: "$.summary")))
-            #expect(String(decoding: harness.mock.lastRequestBody, as: UTF8.self).components(separatedBy: Self.sample).count == 2)
+            #expect(
+                repair.messages[3].content == TaskSchema.of(.summarize).repairMessage(.missingMember(path: "$.summary"))
+            )
+            #expect(
+                String(decoding: harness.mock.lastRequestBody, as: UTF8.self).components(separatedBy: Self.sample).count
+                    == 2)
             // The mock counts a fourth of the bytes of the messages (prompt) and of the answer.
-            func tokens(_ messages: ArraySlice<ChatMessage>) -> Int { messages.reduce(0) { $0 + ($1.content?.utf8.count ?? 0) } / 4 + 1 }
+            func tokens(_ messages: ArraySlice<ChatMessage>) -> Int {
+                messages.reduce(0) { $0 + ($1.content?.utf8.count ?? 0) } / 4 + 1
+            }
             let input = tokens(repair.messages.prefix(2)) + tokens(repair.messages[...])
-            let output = (repair.messages[2].content?.utf8.count ?? 0) / 4 + 1 + (body["data"]?.jsonBytes().count ?? 0) / 4 + 1
+            let output =
+                (repair.messages[2].content?.utf8.count ?? 0) / 4 + 1 + (body["data"]?.jsonBytes().count ?? 0) / 4 + 1
             #expect(body["usage"]?["inputTokens"]?.intValue == input)
             #expect(body["usage"]?["outputTokens"]?.intValue == output)
             #expect(body["usage"]?["totalTokens"]?.intValue == input + output)
@@ -101,7 +117,9 @@ struct StructuredEndToEndTests {
         }
     }
 
-    @Test("answers 502 invalid_model_output when the repaired answer still breaks the schema, logging why but not the answer")
+    @Test(
+        "answers 502 invalid_model_output when the repaired answer still breaks the schema, logging why but not the answer"
+    )
     func invalid() async throws {
         try await GatewayHarness.with { harness in
             let response = try await harness.processJSON(task: "key-points", text: Self.sample + " [mock:json=invalid]")
@@ -111,13 +129,17 @@ struct StructuredEndToEndTests {
             #expect(body.message == "پاسخ مدل با قالب خواسته‌شده سازگار نبود.")
             #expect(harness.mock.stats.requests == 2)
             #expect(await eventually { harness.logs.lines.contains { $0.contains("status=502") } })
-            let reasons = harness.logs.lines.filter { $0.contains("invalid_model_output") && $0.contains("$.points: missing") }
+            let reasons = harness.logs.lines.filter {
+                $0.contains("invalid_model_output") && $0.contains("$.points: missing")
+            }
             #expect(reasons.count == 2)
             #expect(!harness.logs.lines.contains { $0.contains(Self.content) || $0.contains(Self.sample) })
         }
     }
 
-    @Test("json_object asks for a JSON object and describes the shape; prompt only describes it", arguments: [StructuredMode.jsonObject, .prompt])
+    @Test(
+        "json_object asks for a JSON object and describes the shape; prompt only describes it",
+        arguments: [StructuredMode.jsonObject, .prompt])
     func otherModes(mode: StructuredMode) async throws {
         try await GatewayHarness.with(configure: { $0.structuredMode = mode }) { harness in
             // The mock makes JSON only from a schema: here the answer is given.
@@ -126,8 +148,12 @@ struct StructuredEndToEndTests {
             #expect(Self.string(try Self.json(response)["data"]) == #"{"summary":"خلاصه"}"#)
             let sent = try #require(harness.lastUpstreamRequest)
             #expect(sent.responseFormat == (mode == .jsonObject ? .object(["type": .string("json_object")]) : nil))
-            #expect(sent.messages[0].content == Prompt(task: .summarize, tone: nil, text: Self.sample).system + "\n" + TaskSchema.of(.summarize).shapeLine)
-            #expect(String(decoding: harness.mock.lastRequestBody, as: UTF8.self).contains("response_format") == (mode == .jsonObject))
+            #expect(
+                sent.messages[0].content == Prompt(task: .summarize, tone: nil, text: Self.sample).system + "\n"
+                    + TaskSchema.of(.summarize).shapeLine)
+            #expect(
+                String(decoding: harness.mock.lastRequestBody, as: UTF8.self).contains("response_format")
+                    == (mode == .jsonObject))
         }
     }
 
@@ -156,7 +182,9 @@ struct StructuredEndToEndTests {
             let answer = try await harness.streamJSON(task: "key-points", text: Self.sample + " [mock:json=fenced]")
             #expect(answer.status == 200)
             #expect(answer.events.first?.event == "start")
-            let deltas = answer.events.filter { $0.event == "delta" }.compactMap { try? JSONValue.parse(Array($0.data.utf8))["delta"]?.stringValue }
+            let deltas = answer.events.filter { $0.event == "delta" }.compactMap {
+                try? JSONValue.parse(Array($0.data.utf8))["delta"]?.stringValue
+            }
             #expect(deltas.joined() == "```json\n" + #"{"points":["\#(Self.content) 1"]}"# + "\n```")
             let done = try #require(answer.events.last)
             #expect(done.event == "done")
@@ -164,12 +192,14 @@ struct StructuredEndToEndTests {
             #expect(Self.string(data["data"]) == #"{"points":["\#(Self.content) 1"]}"#)
             #expect(data["result"]?.stringValue == "- \(Self.content) 1")
             #expect(data["usage"]?["totalTokens"]?.intValue != nil)
-            #expect(harness.lastUpstreamRequest?.responseFormat == TaskSchema.of(.keyPoints).responseFormat(.jsonSchema))
+            #expect(
+                harness.lastUpstreamRequest?.responseFormat == TaskSchema.of(.keyPoints).responseFormat(.jsonSchema))
             #expect(harness.lastUpstreamRequest?.stream == true)
         }
     }
 
-    @Test("ends a stream whose answer breaks the schema with one error event invalid_model_output, without a repair call")
+    @Test(
+        "ends a stream whose answer breaks the schema with one error event invalid_model_output, without a repair call")
     func streamedInvalid() async throws {
         try await GatewayHarness.with { harness in
             let answer = try await harness.streamJSON(text: Self.sample + " [mock:json=invalid]")
@@ -205,16 +235,21 @@ struct StructuredEndToEndTests {
         try await GatewayHarness.with { harness in
             let prompt = Prompt(task: .rewrite, tone: .formal, text: Self.sample)
             let expected = ChatCompletionRequest(
-                model: "test-model", messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+                model: "test-model",
+                messages: [
+                    ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user),
+                ],
                 temperature: 0.2, maxTokens: 1200
             ).jsonBytes()
             for rest in ["", #","format":"text""#, #","format":null"#] {
-                let response = try await harness.process("{\"task\":\"rewrite\",\"text\":\(jsonString(Self.sample)),\"tone\":\"formal\"" + rest + "}")
+                let response = try await harness.process(
+                    "{\"task\":\"rewrite\",\"text\":\(jsonString(Self.sample)),\"tone\":\"formal\"" + rest + "}")
                 #expect(response.status == 200)
                 #expect(harness.mock.lastRequestBody == expected)
                 let body = try Body(response)
                 let usage = try #require(body.usage)
-                let exact = "{\"success\":true,\"result\":\(jsonString(Self.content)),\"requestId\":\"\(body.requestId ?? "")\",\"usage\":{\"inputTokens\":\(usage.inputTokens),\"outputTokens\":\(usage.outputTokens),\"totalTokens\":\(usage.totalTokens)}}"
+                let exact =
+                    "{\"success\":true,\"result\":\(jsonString(Self.content)),\"requestId\":\"\(body.requestId ?? "")\",\"usage\":{\"inputTokens\":\(usage.inputTokens),\"outputTokens\":\(usage.outputTokens),\"totalTokens\":\(usage.totalTokens)}}"
                 #expect(String(decoding: response.body, as: UTF8.self) == exact)
             }
         }

@@ -1,8 +1,9 @@
 import ChatAPI
 import Crypto
-@testable import Gateway
 import Redis
 import Testing
+
+@testable import Gateway
 
 /// `"format": "json"` without a server: the task schemas, the checker, the fences, the
 /// human-readable text, the bodies sent upstream in each mode, and the format in the cache.
@@ -14,10 +15,22 @@ struct StructuredOutputTests {
     @Test(
         "each task's schema is strict: one required member, nothing else allowed",
         arguments: [
-            (TextTask.summarize, #"{"additionalProperties":false,"properties":{"summary":{"type":"string"}},"required":["summary"],"type":"object"}"#),
-            (.rewrite, #"{"additionalProperties":false,"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}"#),
-            (.keyPoints, #"{"additionalProperties":false,"properties":{"points":{"items":{"type":"string"},"maxItems":20,"minItems":1,"type":"array"}},"required":["points"],"type":"object"}"#),
-            (.titles, #"{"additionalProperties":false,"properties":{"titles":{"items":{"type":"string"},"maxItems":10,"minItems":10,"type":"array"}},"required":["titles"],"type":"object"}"#),
+            (
+                TextTask.summarize,
+                #"{"additionalProperties":false,"properties":{"summary":{"type":"string"}},"required":["summary"],"type":"object"}"#
+            ),
+            (
+                .rewrite,
+                #"{"additionalProperties":false,"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}"#
+            ),
+            (
+                .keyPoints,
+                #"{"additionalProperties":false,"properties":{"points":{"items":{"type":"string"},"maxItems":20,"minItems":1,"type":"array"}},"required":["points"],"type":"object"}"#
+            ),
+            (
+                .titles,
+                #"{"additionalProperties":false,"properties":{"titles":{"items":{"type":"string"},"maxItems":10,"minItems":10,"type":"array"}},"required":["titles"],"type":"object"}"#
+            ),
         ]
     )
     func schemas(task: TextTask, expected: String) {
@@ -28,7 +41,10 @@ struct StructuredOutputTests {
     func responseFormats() {
         let schema = TaskSchema.of(.summarize)
         let strict = String(decoding: schema.responseFormat(.jsonSchema)?.jsonBytes() ?? [], as: UTF8.self)
-        #expect(strict == #"{"json_schema":{"name":"summarize","schema":"# + String(decoding: schema.schema.jsonBytes(), as: UTF8.self) + #","strict":true},"type":"json_schema"}"#)
+        #expect(
+            strict == #"{"json_schema":{"name":"summarize","schema":"#
+                + String(decoding: schema.schema.jsonBytes(), as: UTF8.self) + #","strict":true},"type":"json_schema"}"#
+        )
         #expect(schema.responseFormat(.jsonObject) == .object(["type": .string("json_object")]))
         #expect(schema.responseFormat(.prompt) == nil)
         #expect(TaskSchema.of(.keyPoints).name == "key-points")
@@ -58,7 +74,10 @@ struct StructuredOutputTests {
             (.rewrite, #"{"summary":"متن"}"#, .missingMember(path: "$.text")),
             (.keyPoints, #"{"points":["یک"]}"#, nil),
             (.keyPoints, #"{"points":[]}"#, .itemCount(path: "$.points", count: 0, minimum: 1, maximum: 20)),
-            (.keyPoints, "{\"points\":[" + Array(repeating: "\"x\"", count: 21).joined(separator: ",") + "]}", .itemCount(path: "$.points", count: 21, minimum: 1, maximum: 20)),
+            (
+                .keyPoints, "{\"points\":[" + Array(repeating: "\"x\"", count: 21).joined(separator: ",") + "]}",
+                .itemCount(path: "$.points", count: 21, minimum: 1, maximum: 20)
+            ),
             (.keyPoints, #"{"points":["a",""]}"#, .emptyString(path: "$.points[1]")),
             (.keyPoints, #"{"points":["a",["b"]]}"#, .wrongType(path: "$.points[1]", expected: "string")),
             (.keyPoints, #"{"points":"a"}"#, .wrongType(path: "$.points", expected: "array")),
@@ -79,7 +98,10 @@ struct StructuredOutputTests {
             (TextTask.summarize, #"{"summary":"  خلاصهٔ متن \n"}"#, "خلاصهٔ متن", #"{"summary":"خلاصهٔ متن"}"#),
             (.rewrite, #"{"text":"متن\nدوم"}"#, "متن\nدوم", #"{"text":"متن\nدوم"}"#),
             (.keyPoints, #"{"points":[" یک","دو "]}"#, "- یک\n- دو", #"{"points":["یک","دو"]}"#),
-            (.titles, "{\"titles\":[\(titles)]}", (1...10).map { "\($0). عنوان \($0)" }.joined(separator: "\n"), "{\"titles\":[\(titles)]}"),
+            (
+                .titles, "{\"titles\":[\(titles)]}", (1...10).map { "\($0). عنوان \($0)" }.joined(separator: "\n"),
+                "{\"titles\":[\(titles)]}"
+            ),
         ]
     )
     func humanText(task: TextTask, answer: String, result: String, data: String) throws {
@@ -97,7 +119,10 @@ struct StructuredOutputTests {
         #expect(message.hasPrefix("پاسخ قبلی با قالب خواسته\u{200C}شده سازگار نبود: "))
         #expect(message.hasSuffix(TaskSchema.of(.titles).shapeLine))
         // A member the model made up is not named.
-        guard case .failure(let unexpected) = StructuredOutput.read(#"{"summary":"a","secret-word":"b"}"#, task: .summarize) else {
+        guard
+            case .failure(let unexpected) = StructuredOutput.read(
+                #"{"summary":"a","secret-word":"b"}"#, task: .summarize)
+        else {
             Issue.record("accepted an unexpected member")
             return
         }
@@ -113,13 +138,16 @@ struct StructuredOutputTests {
         return configuration
     }
 
-    static func request(_ task: TextTask, tone: Tone? = nil, format: OutputFormat, text: String = text) throws -> ProcessRequest {
+    static func request(_ task: TextTask, tone: Tone? = nil, format: OutputFormat, text: String = text) throws
+        -> ProcessRequest
+    {
         var body = "{\"task\":\"\(task.rawValue)\",\"text\":\(jsonString(text)),\"format\":\"\(format.rawValue)\""
         if let tone { body += ",\"tone\":\"\(tone.rawValue)\"" }
         return try ProcessRequest.parse(body: Array((body + "}").utf8), contentType: nil)
     }
 
-    @Test("a body is the same bytes from its template and built directly, for any model and mode", arguments: Self.modes)
+    @Test(
+        "a body is the same bytes from its template and built directly, for any model and mode", arguments: Self.modes)
     func bodies(mode: StructuredMode) throws {
         let bodies = ProcessBodies(configuration: Self.configuration(mode))
         let tricky = Self.text + " \"<user_text>\" \\ \u{1}"
@@ -128,8 +156,11 @@ struct StructuredOutputTests {
                 for tone in [nil, Tone.formal] {
                     let request = try Self.request(task, tone: tone, format: format, text: tricky)
                     let configured = task == .titles ? "creative" : "m"
-                    for (model, asked) in [(configured, mode), ("other-model", mode), (configured, .prompt)] as [(String, StructuredMode)] {
-                        let direct = ProcessBodies.request(for: request, model: model, mode: asked, maxTokens: 900).jsonBytes()
+                    for (model, asked) in [(configured, mode), ("other-model", mode), (configured, .prompt)]
+                        as [(String, StructuredMode)]
+                    {
+                        let direct = ProcessBodies.request(for: request, model: model, mode: asked, maxTokens: 900)
+                            .jsonBytes()
                         #expect(bodies.body(for: request, model: model, mode: asked) == direct)
                         #expect(bodies.bodies(for: request)(model, asked) == direct)
                     }
@@ -143,17 +174,25 @@ struct StructuredOutputTests {
         let request = try Self.request(.summarize, format: .text)
         let prompt = Prompt(task: .summarize, tone: nil, text: Self.text)
         let before = ChatCompletionRequest(
-            model: "m", messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+            model: "m",
+            messages: [
+                ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user),
+            ],
             temperature: 0.2, maxTokens: 900
         ).jsonBytes()
         for mode in Self.modes {
-            #expect(ProcessBodies(configuration: Self.configuration(mode)).body(for: request, model: "m", mode: mode) == before)
+            #expect(
+                ProcessBodies(configuration: Self.configuration(mode)).body(for: request, model: "m", mode: mode)
+                    == before)
         }
-        let absent = try ProcessRequest.parse(body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.text))}".utf8), contentType: nil)
+        let absent = try ProcessRequest.parse(
+            body: Array("{\"task\":\"summarize\",\"text\":\(jsonString(Self.text))}".utf8), contentType: nil)
         #expect(absent == request)
     }
 
-    @Test("json bodies: the schema in json_schema mode; json_object and prompt describe the shape in the system prompt", arguments: Self.modes)
+    @Test(
+        "json bodies: the schema in json_schema mode; json_object and prompt describe the shape in the system prompt",
+        arguments: Self.modes)
     func jsonBodies(mode: StructuredMode) throws {
         let request = try Self.request(.keyPoints, format: .json)
         let sent = ProcessBodies.request(for: request, model: "m", mode: mode, maxTokens: 900)
@@ -165,22 +204,28 @@ struct StructuredOutputTests {
         #expect(sent.temperature == 0.2 && sent.maxTokens == 900 && sent.stream == nil)
     }
 
-    @Test("the repair body: the first call's messages, the answer as the assistant's, one fixed user message; the text once")
+    @Test(
+        "the repair body: the first call's messages, the answer as the assistant's, one fixed user message; the text once"
+    )
     func repairBody() throws {
         let request = try Self.request(.summarize, format: .json)
         let bodies = ProcessBodies(configuration: Self.configuration(.jsonSchema))
-        let bytes = bodies.repairBody(for: request, answer: "نه JSON", violation: .notJSON, model: "m", mode: .jsonSchema)
+        let bytes = bodies.repairBody(
+            for: request, answer: "نه JSON", violation: .notJSON, model: "m", mode: .jsonSchema)
         let repair = try JSON.decode(ChatCompletionRequest.self, from: bytes)
         let first = ProcessBodies.request(for: request, model: "m", mode: .jsonSchema, maxTokens: 900)
         #expect(Array(repair.messages.prefix(2)) == first.messages)
         #expect(repair.messages.count == 4)
         #expect(repair.messages[2] == ChatMessage(role: .assistant, content: "نه JSON"))
-        #expect(repair.messages[3] == ChatMessage(role: .user, content: TaskSchema.of(.summarize).repairMessage(.notJSON)))
+        #expect(
+            repair.messages[3] == ChatMessage(role: .user, content: TaskSchema.of(.summarize).repairMessage(.notJSON)))
         #expect(repair.responseFormat == first.responseFormat)
         #expect(String(decoding: bytes, as: UTF8.self).components(separatedBy: Self.text).count == 2)
     }
 
-    @Test("the route's structured mode is the first upstream's, and the one upstream of the single-upstream settings carries it")
+    @Test(
+        "the route's structured mode is the first upstream's, and the one upstream of the single-upstream settings carries it"
+    )
     func modeFromSettings() throws {
         #expect(try GatewayConfiguration(environment: [:]).structuredMode == .jsonSchema)
         #expect(try GatewayConfiguration(environment: ["DARVAREH_STRUCTURED": "prompt"]).structuredMode == .prompt)
@@ -208,7 +253,9 @@ struct StructuredOutputTests {
         let before = "tg:cache:" + SHA256.hexDigest("v1|9:summarize|-|1:m|\(Self.text.utf8.count):\(Self.text)".utf8)
         #expect(SharedResponseCache.entryKey(text) == before)
         #expect(SharedResponseCache.entryKey(json) != before)
-        let answer = ResponseCache.Answer(result: "- یک", usage: Usage(promptTokens: 1, completionTokens: 2, totalTokens: 3), data: .object(["points": .array([.string("یک")])]))
+        let answer = ResponseCache.Answer(
+            result: "- یک", usage: Usage(promptTokens: 1, completionTokens: 2, totalTokens: 3),
+            data: .object(["points": .array([.string("یک")])]))
         let stored = try #require(SharedResponseCache.encode(answer))
         #expect(SharedResponseCache.decode(.bulkString(stored.bytes)) == answer)
         let old = Array(#"{"result":"r","usage":null}"#.utf8)
@@ -221,7 +268,9 @@ struct StructuredOutputTests {
         let text = ResponseCache.Key(task: "summarize", tone: nil, model: "m", text: Self.text)
         var json = text
         json.format = .json
-        _ = try await cache.answer(for: text) { () throws(GatewayError) in ResponseCache.Answer(result: "متن", usage: nil) }
+        _ = try await cache.answer(for: text) { () throws(GatewayError) in
+            ResponseCache.Answer(result: "متن", usage: nil)
+        }
         let (answer, hit) = try await cache.answer(for: json) { () throws(GatewayError) in
             ResponseCache.Answer(result: "متن", usage: nil, data: .object(["summary": .string("متن")]))
         }

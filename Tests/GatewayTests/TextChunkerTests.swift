@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Chunking long texts")
 struct TextChunkerTests {
@@ -22,15 +23,20 @@ struct TextChunkerTests {
         """.replacingOccurrences(of: "¦", with: "\u{200C}")
 
     /// One sentence far longer than the budgets below, with spaces to cut at.
-    static let longSentence = String(repeating: "این عبارت بلند هیچ نقطه¦ای ندارد و ادامه می¦یابد ", count: 30)
+    static let longSentence =
+        String(repeating: "این عبارت بلند هیچ نقطه¦ای ندارد و ادامه می¦یابد ", count: 30)
         .replacingOccurrences(of: "¦", with: "\u{200C}") + "تا اینجا."
 
     /// Texts with no whitespace at all for long stretches: cuts fall at the budget.
-    static let unbroken = String(repeating: "👨‍👩‍👧‍👦", count: 50) + String(repeating: "مِ", count: 60) + "." + String(repeating: "🇮🇷", count: 30)
+    static let unbroken =
+        String(repeating: "👨‍👩‍👧‍👦", count: 50) + String(repeating: "مِ", count: 60) + "." + String(repeating: "🇮🇷", count: 30)
 
-    static let texts = [persian, mixed, longSentence, unbroken, "کوتاه.", "a", persian + "\n\n" + mixed + "\n\n" + longSentence]
+    static let texts = [
+        persian, mixed, longSentence, unbroken, "کوتاه.", "a", persian + "\n\n" + mixed + "\n\n" + longSentence,
+    ]
     static let settings: [(budget: Int, overlap: Int)] = [
-        (1, 0), (2, 1), (7, 0), (7, 3), (16, 0), (16, 8), (40, 0), (40, 15), (100, 0), (100, 30), (120, 60), (200, 100), (300, 60), (10_000, 200),
+        (1, 0), (2, 1), (7, 0), (7, 3), (16, 0), (16, 8), (40, 0), (40, 15), (100, 0), (100, 30), (120, 60), (200, 100),
+        (300, 60), (10_000, 200),
     ]
 
     /// What a chunking did, so a table can show that it exercised overlaps and cuts.
@@ -45,7 +51,9 @@ struct TextChunkerTests {
 
     /// Every property a chunking must have, checked for `text` cut with `chunker`.
     @discardableResult
-    static func checkInvariants(_ text: String, _ chunker: TextChunker, sourceLocation: SourceLocation = #_sourceLocation) -> Exercised {
+    static func checkInvariants(
+        _ text: String, _ chunker: TextChunker, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Exercised {
         let cleaned = TextChunker.clean(text)
         let characters = Array(cleaned)
         let chunks = chunker.chunks(of: cleaned)
@@ -64,17 +72,29 @@ struct TextChunkerTests {
             #expect(chunk.start == expectedStart, "\(label), chunk \(index)", sourceLocation: sourceLocation)
             #expect(chunk.start < chunk.end, "\(label), chunk \(index) is empty", sourceLocation: sourceLocation)
             #expect(chunk.overlapStart <= chunk.start, "\(label), chunk \(index)", sourceLocation: sourceLocation)
-            #expect(chunk.start - chunk.overlapStart <= chunker.overlap, "\(label), chunk \(index)", sourceLocation: sourceLocation)
-            #expect(!chunk.text.isEmpty && chunk.text.count <= chunker.budget, "\(label), chunk \(index): \(chunk.text.count)", sourceLocation: sourceLocation)
-            guard chunk.start < chunk.end, chunk.end <= characters.count, chunk.overlapStart >= 0 else { return exercised }
+            #expect(
+                chunk.start - chunk.overlapStart <= chunker.overlap, "\(label), chunk \(index)",
+                sourceLocation: sourceLocation)
+            #expect(
+                !chunk.text.isEmpty && chunk.text.count <= chunker.budget,
+                "\(label), chunk \(index): \(chunk.text.count)", sourceLocation: sourceLocation)
+            guard chunk.start < chunk.end, chunk.end <= characters.count, chunk.overlapStart >= 0 else {
+                return exercised
+            }
             if chunk.overlapStart < chunk.start { exercised.overlaps += 1 }
             // The text is the cleaned text's range, and re-segmented it has the same Characters:
             // no cluster was split.
-            #expect(Array(chunk.text) == Array(characters[chunk.overlapStart..<chunk.end]), "\(label), chunk \(index)", sourceLocation: sourceLocation)
+            #expect(
+                Array(chunk.text) == Array(characters[chunk.overlapStart..<chunk.end]), "\(label), chunk \(index)",
+                sourceLocation: sourceLocation)
             if index > 0 {
                 // The overlap is whole sentences from the previous chunk's own part.
-                #expect(chunk.overlapStart >= chunks[index - 1].start, "\(label), chunk \(index)", sourceLocation: sourceLocation)
-                #expect(chunk.overlapStart == chunk.start || sentenceStarts.contains(chunk.overlapStart), "\(label), chunk \(index)", sourceLocation: sourceLocation)
+                #expect(
+                    chunk.overlapStart >= chunks[index - 1].start, "\(label), chunk \(index)",
+                    sourceLocation: sourceLocation)
+                #expect(
+                    chunk.overlapStart == chunk.start || sentenceStarts.contains(chunk.overlapStart),
+                    "\(label), chunk \(index)", sourceLocation: sourceLocation)
             } else {
                 #expect(chunk.overlapStart == chunk.start, sourceLocation: sourceLocation)
             }
@@ -83,7 +103,9 @@ struct TextChunkerTests {
             if chunk.end < characters.count, !sentenceStarts.contains(chunk.end) {
                 let cut = sentences.first { $0.start < chunk.end && chunk.end < $0.end }
                 exercised.cuts += 1
-                #expect(cut.map { $0.end - $0.start > chunker.budget } == true, "\(label), chunk \(index) ends inside a sentence", sourceLocation: sourceLocation)
+                #expect(
+                    cut.map { $0.end - $0.start > chunker.budget } == true,
+                    "\(label), chunk \(index) ends inside a sentence", sourceLocation: sourceLocation)
             }
             own += String(characters[chunk.start..<chunk.end])
             expectedStart = chunk.end
@@ -101,29 +123,39 @@ struct TextChunkerTests {
                 exercised += Self.checkInvariants(text, TextChunker(budget: setting.budget, overlap: setting.overlap))
             }
         }
-        #expect(exercised.overlaps >= 20 && exercised.cuts >= 100, "overlaps \(exercised.overlaps), cuts \(exercised.cuts)")
+        #expect(
+            exercised.overlaps >= 20 && exercised.cuts >= 100, "overlaps \(exercised.overlaps), cuts \(exercised.cuts)")
     }
 
     @Test("random mixes of words, marks, emoji and breaks keep every invariant")
     func invariantsOnRandomTexts() {
-        let pieces = ["کتاب", "می\u{200C}خواند", "ها", " ", " ", " ", "  ", "\t", ".", "؟", "!", ". ", "؟ ", "! ", "؛ ", "?", "؛", "…", "»", "«", "\n", "\n\n",
-                      "\r\n", "\n \n", "3.5", "۱۴۰۳", "word", "👨‍👩‍👧‍👦", "👍🏽", "🇮🇷", "مِ", "\u{301}", "\u{200C}", "e\u{301}", "x"]
+        let pieces = [
+            "کتاب", "می\u{200C}خواند", "ها", " ", " ", " ", "  ", "\t", ".", "؟", "!", ". ", "؟ ", "! ", "؛ ", "?", "؛",
+            "…", "»", "«", "\n", "\n\n",
+            "\r\n", "\n \n", "3.5", "۱۴۰۳", "word", "👨‍👩‍👧‍👦", "👍🏽", "🇮🇷", "مِ", "\u{301}", "\u{200C}", "e\u{301}", "x",
+        ]
         var generator = SeededGenerator(state: 0x9E37_79B9_7F4A_7C15)
         var exercised = Exercised()
         for _ in 0..<300 {
             var text = ""
             for _ in 0..<(1 + generator.next() % 120) { text += pieces[generator.next() % pieces.count] }
             let budget = 1 + generator.next() % 60
-            exercised += Self.checkInvariants(text, TextChunker(budget: budget, overlap: generator.next() % (budget + 3)))
+            exercised += Self.checkInvariants(
+                text, TextChunker(budget: budget, overlap: generator.next() % (budget + 3)))
         }
-        #expect(exercised.overlaps >= 100 && exercised.cuts >= 100, "overlaps \(exercised.overlaps), cuts \(exercised.cuts)")
+        #expect(
+            exercised.overlaps >= 100 && exercised.cuts >= 100, "overlaps \(exercised.overlaps), cuts \(exercised.cuts)"
+        )
     }
 
     @Test("an empty text has no chunk, a text within the budget is one chunk")
     func emptyAndSmall() {
         #expect(TextChunker(budget: 10).chunks(of: "").isEmpty)
         let text = "سلام. خوبی؟"
-        #expect(TextChunker(budget: text.count, overlap: 4).chunks(of: text) == [TextChunk(text: text, start: 0, end: text.count, overlapStart: 0)])
+        #expect(
+            TextChunker(budget: text.count, overlap: 4).chunks(of: text) == [
+                TextChunk(text: text, start: 0, end: text.count, overlapStart: 0)
+            ])
     }
 
     @Test("sentences end after their marks and closing quotes, at line breaks, and keep the whitespace after them")
@@ -167,7 +199,8 @@ struct TextChunkerTests {
         let wider = TextChunker(budget: 12, overlap: 6).chunks(of: text)
         #expect(wider.map(\.text) == ["یک. دو. سه. ", "سه. چهار. ", "چهار. پنج. ", "پنج. شش."])
         #expect(wider.map(\.start) == [0, 12, 18, 23])
-        #expect(TextChunker(budget: 12, overlap: 0).chunks(of: text).map(\.text) == ["یک. دو. سه. ", "چهار. پنج. ", "شش."])
+        #expect(
+            TextChunker(budget: 12, overlap: 0).chunks(of: text).map(\.text) == ["یک. دو. سه. ", "چهار. پنج. ", "شش."])
     }
 
     @Test("cleaning normalises line endings, trailing spaces and blank-line runs, and keeps ZWNJ")

@@ -1,12 +1,13 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Trimming the text")
 struct TextTrimTests {
     /// The definition: whitespace `Character`s off both ends, walking `Character`s.
     static func trimmedByCharacters(_ text: String) -> String {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
-              let last = text.lastIndex(where: { !$0.isWhitespace })
+            let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return "" }
         return String(text[first...last])
     }
@@ -38,7 +39,7 @@ struct TextTrimTests {
             }
             #expect(TextTrim.trimmed(text) == Self.trimmedByCharacters(text), "scalars \(Self.scalars(text))")
         }
-        #expect(shortcuts > 500)  // the shortcut was exercised, not only the scalar walk
+        #expect(shortcuts > 500) // the shortcut was exercised, not only the scalar walk
     }
 
     @Test("whitespace runs and clusters of any length are trimmed as the Characters walk trims them")
@@ -46,10 +47,16 @@ struct TextTrimTests {
         // Whitespace clusters (a space with marks after it, CR LF, controls followed by marks)
         // repeated 2–40 times at both ends, next to the scalars that may share a cluster with
         // their neighbours.
-        let clusters = [" ", "\t", "\n", "\r\n", "\r", "\u{3000}", "\u{A0}", "\u{2029}", " \u{301}", " \u{903}\u{301}", "\u{A0}\u{200D}",
-                        "\u{3000}\u{1F3FD}", "\n\u{301}", " \u{E33}"]
-        let neighbours = ["a", "\u{301}", "\u{903}", "\u{600}", "\u{600}\u{600}", "\u{200D}", "\u{1F600}", "\u{1F1EE}", "ش", "\u{FE0F}", "",
-                          "x\u{301}", "\r", "\u{0}", "\u{1100}"]
+        let clusters = [
+            " ", "\t", "\n", "\r\n", "\r", "\u{3000}", "\u{A0}", "\u{2029}", " \u{301}", " \u{903}\u{301}",
+            "\u{A0}\u{200D}",
+            "\u{3000}\u{1F3FD}", "\n\u{301}", " \u{E33}",
+        ]
+        let neighbours = [
+            "a", "\u{301}", "\u{903}", "\u{600}", "\u{600}\u{600}", "\u{200D}", "\u{1F600}", "\u{1F1EE}", "ش",
+            "\u{FE0F}", "",
+            "x\u{301}", "\r", "\u{0}", "\u{1100}",
+        ]
         var generator = SeededGenerator(state: 0xD1B5_4A32_D192_ED03)
         func run() -> String {
             (0..<(2 + generator.next() % 39)).map { _ in clusters[generator.next() % clusters.count] }.joined()
@@ -98,7 +105,9 @@ struct TextTrimTests {
         for value in UInt32(0)...0x10FFFF {
             guard let scalar = Unicode.Scalar(value) else { continue }
             if TextTrim.isWhitespace(value) != scalar.properties.isWhitespace {
-                Issue.record("U+\(String(value, radix: 16)): \(TextTrim.isWhitespace(value)) against \(scalar.properties.isWhitespace)")
+                Issue.record(
+                    "U+\(String(value, radix: 16)): \(TextTrim.isWhitespace(value)) against \(scalar.properties.isWhitespace)"
+                )
             }
         }
     }
@@ -114,9 +123,11 @@ struct TextTrimTests {
             let joins = String(pair).count == 1
             if joins { joiners += 1 }
             if TextTrim.joinsPreceding(value) != joins {
-                Issue.record("U+\(String(value, radix: 16)): \(TextTrim.joinsPreceding(value)) against the standard library's \(joins)")
+                Issue.record(
+                    "U+\(String(value, radix: 16)): \(TextTrim.joinsPreceding(value)) against the standard library's \(joins)"
+                )
             }
         }
-        #expect(joiners > 2_000)  // the grapheme rules were exercised, not a string without them
+        #expect(joiners > 2_000) // the grapheme rules were exercised, not a string without them
     }
 }

@@ -39,7 +39,9 @@ struct UpstreamFailoverEndToEndTests {
         do {
             try await GatewayHarness.with(configure: { configuration in
                 configuration.upstreams = urls.enumerated().map { index, url in
-                    UpstreamSettings(name: String(UnicodeScalar(UInt8(97 + index))), baseURL: url, apiKey: upstreamKey, defaultModel: "model-\(index)")
+                    UpstreamSettings(
+                        name: String(UnicodeScalar(UInt8(97 + index))), baseURL: url, apiKey: upstreamKey,
+                        defaultModel: "model-\(index)")
                 }
                 configuration.upstreamPolicy.backoff = .milliseconds(20)
                 configure(&configuration)
@@ -79,12 +81,18 @@ struct UpstreamFailoverEndToEndTests {
             let text = String(decoding: metrics.body, as: UTF8.self)
             #expect(text.contains(#"textgateway_upstream_attempts_total{upstream="a",result="connect"} 3"#))
             #expect(text.contains(#"textgateway_upstream_attempts_total{upstream="b",result="ok"} 1"#))
-            let logged = await eventually { harness.logs.lines.contains { $0.contains("request ") && $0.contains("upstream=b") && $0.contains("attempts=4") } }
+            let logged = await eventually {
+                harness.logs.lines.contains {
+                    $0.contains("request ") && $0.contains("upstream=b") && $0.contains("attempts=4")
+                }
+            }
             #expect(logged)
         }
     }
 
-    @Test("503 and 429 without Retry-After: three calls to the first, then the second", arguments: [503, 429, 500, 502, 504])
+    @Test(
+        "503 and 429 without Retry-After: three calls to the first, then the second",
+        arguments: [503, 429, 500, 502, 504])
     func busyThenFallback(status: Int) async throws {
         try await Self.with([Self.failing(status), Self.healthy]) { harness, mocks in
             let response = try await harness.process(task: "rewrite", text: Self.text)
@@ -124,10 +132,13 @@ struct UpstreamFailoverEndToEndTests {
     func slowFirstByte() async throws {
         var slow = Self.healthy
         slow.latencyMilliseconds = 5000
-        try await Self.with([slow, Self.healthy], configure: {
-            $0.upstreamPolicy.tryTimeout = .milliseconds(300)
-            $0.upstreamPolicy.retries = 0
-        }) { harness, mocks in
+        try await Self.with(
+            [slow, Self.healthy],
+            configure: {
+                $0.upstreamPolicy.tryTimeout = .milliseconds(300)
+                $0.upstreamPolicy.retries = 0
+            }
+        ) { harness, mocks in
             let response = try await harness.process(task: "summarize", text: Self.text)
             #expect(response.status == 200)
             #expect(response.header("X-Upstream") == "b")
@@ -172,9 +183,11 @@ struct UpstreamFailoverEndToEndTests {
         try await Self.with([Self.failing(503), Self.healthy]) { harness, mocks in
             for stream in [false, true] {
                 let body = #"{"model":"default","messages":[{"role":"user","content":"سلام"}],"stream":\#(stream)}"#
-                let response = try await harness.client.send(HTTPClientRequest(
-                    method: "POST", url: harness.base + "/v1/chat/completions", headers: [("Content-Type", "application/json")], body: Array(body.utf8)
-                ))
+                let response = try await harness.client.send(
+                    HTTPClientRequest(
+                        method: "POST", url: harness.base + "/v1/chat/completions",
+                        headers: [("Content-Type", "application/json")], body: Array(body.utf8)
+                    ))
                 #expect(response.status == 200)
                 #expect(response.header("X-Upstream") == "b")
                 #expect(try JSON.decode(ChatCompletionRequest.self, from: mocks[1]!.lastRequestBody).model == "model-1")
@@ -203,7 +216,8 @@ struct UpstreamFailoverEndToEndTests {
         defer { Task { await backup.shutdown() } }
         try await GatewayHarness.with(configure: { configuration in
             configuration.upstreams = [
-                UpstreamSettings(name: "a", baseURL: "http://127.0.0.1:\(port)/v1", apiKey: upstreamKey, defaultModel: "m"),
+                UpstreamSettings(
+                    name: "a", baseURL: "http://127.0.0.1:\(port)/v1", apiKey: upstreamKey, defaultModel: "m"),
                 UpstreamSettings(name: "b", baseURL: backup.baseURL, apiKey: upstreamKey, defaultModel: "m"),
             ]
             configuration.upstreamPolicy.retries = 0
@@ -214,7 +228,9 @@ struct UpstreamFailoverEndToEndTests {
             // The circuit opens during the second request: not before it starts.
             let openedNoSoonerThan = MonotonicInstant.now()
             #expect(try await harness.process(task: "summarize", text: Self.text).header("X-Upstream") == "b")
-            let opened = await eventually { harness.logs.lines.contains { $0.contains("upstream_circuit_open") && $0.contains("upstream=a") } }
+            let opened = await eventually {
+                harness.logs.lines.contains { $0.contains("upstream_circuit_open") && $0.contains("upstream=a") }
+            }
             #expect(opened)
             // Resting: a restarted first upstream is not asked until the cooldown is over.
             let primary = try await MockUpstream.started(port: port, defaults: Self.healthy, apiKey: upstreamKey)

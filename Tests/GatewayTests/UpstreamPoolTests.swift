@@ -1,9 +1,10 @@
 import ChatAPI
 import EventLoop
-@testable import Gateway
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// The pool's policy against endpoints scripted to fail: which upstream each attempt goes to,
 /// how long it waits between them, and when it gives up.
@@ -41,9 +42,15 @@ struct UpstreamPoolTests {
             }
         }
 
-        func complete(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> ChatCompletion { throw .noContent }
-        func forward(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> [UInt8] { throw .noContent }
-        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes { throw .noContent }
+        func complete(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> ChatCompletion {
+            throw .noContent
+        }
+        func forward(body: [UInt8], requestID: String?, timeout: Duration?) async throws(ChatError) -> [UInt8] {
+            throw .noContent
+        }
+        func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?)
+            async throws(ChatError) -> any UpstreamBytes
+        { throw .noContent }
     }
 
     /// Records each backoff instead of waiting it out.
@@ -53,16 +60,21 @@ struct UpstreamPoolTests {
     }
 
     static func pool(
-        _ endpoints: [(String, ScriptedEndpoint)], policy: UpstreamPolicy = UpstreamPolicy(), deadline: Duration = .seconds(60),
+        _ endpoints: [(String, ScriptedEndpoint)], policy: UpstreamPolicy = UpstreamPolicy(),
+        deadline: Duration = .seconds(60),
         waits: Waits = Waits(), logs: LogSink = .memory(), registry: MetricsRegistry = MetricsRegistry(),
         models: [String: String?] = [:]
     ) -> UpstreamPool {
         UpstreamPool(
             members: endpoints.map { name, endpoint in
                 let model: String? = models.keys.contains(name) ? models[name] ?? nil : "model-\(name)"
-                return (UpstreamSettings(name: name, baseURL: "http://127.0.0.1:1", apiKey: "k", defaultModel: model), endpoint)
+                return (
+                    UpstreamSettings(name: name, baseURL: "http://127.0.0.1:1", apiKey: "k", defaultModel: model),
+                    endpoint
+                )
             },
-            policy: policy, deadline: deadline, metrics: UpstreamMetrics(registry: registry), logger: Logger(level: .info, sink: logs),
+            policy: policy, deadline: deadline, metrics: UpstreamMetrics(registry: registry),
+            logger: Logger(level: .info, sink: logs),
             sleep: { duration in waits.values.withLock { $0.append(duration) } }
         )
     }
@@ -72,9 +84,12 @@ struct UpstreamPoolTests {
         let attempts = Mutex<[String]>([])
         do throws(ChatError) {
             let answer = try await pool.run(
-                .task(.summarize), requestID: "r", onAttempt: { target in attempts.withLock { $0.append(target.upstream) } },
+                .task(.summarize), requestID: "r",
+                onAttempt: { target in attempts.withLock { $0.append(target.upstream) } },
                 body: { Array("\($0.upstream):\($0.model)".utf8) },
-                call: { endpoint, body, limit, _ throws(ChatError) in try await (endpoint as! ScriptedEndpoint).call(body: body, limit: limit) }
+                call: { endpoint, body, limit, _ throws(ChatError) in
+                    try await (endpoint as! ScriptedEndpoint).call(body: body, limit: limit)
+                }
             )
             return (.success(answer), attempts.withLock { $0 })
         } catch {
@@ -98,11 +113,14 @@ struct UpstreamPoolTests {
         #expect(second.callCount == 0)
     }
 
-    @Test("every retryable failure is tried again on the same upstream, with full-jitter backoff below doubling ceilings")
+    @Test(
+        "every retryable failure is tried again on the same upstream, with full-jitter backoff below doubling ceilings")
     func retriesRetryable() async {
         let failures: [ChatError] = [
-            .couldNotConnect(detail: "refused"), .timedOut, .httpStatus(500, error: nil, retryAfter: nil), .httpStatus(502, error: nil, retryAfter: nil),
-            .httpStatus(503, error: nil, retryAfter: nil), .httpStatus(504, error: nil, retryAfter: nil), .httpStatus(429, error: nil, retryAfter: nil),
+            .couldNotConnect(detail: "refused"), .timedOut, .httpStatus(500, error: nil, retryAfter: nil),
+            .httpStatus(502, error: nil, retryAfter: nil),
+            .httpStatus(503, error: nil, retryAfter: nil), .httpStatus(504, error: nil, retryAfter: nil),
+            .httpStatus(429, error: nil, retryAfter: nil),
             .transport(detail: "connection lost mid-answer"),
         ]
         for failure in failures {
@@ -122,7 +140,9 @@ struct UpstreamPoolTests {
     func notRetried() async {
         let failures: [ChatError] = [
             .httpStatus(400, error: nil, retryAfter: nil), .httpStatus(401, error: nil, retryAfter: nil),
-            .httpStatus(400, error: UpstreamErrorBody(message: nil, type: nil, code: "context_length_exceeded"), retryAfter: nil),
+            .httpStatus(
+                400, error: UpstreamErrorBody(message: nil, type: nil, code: "context_length_exceeded"), retryAfter: nil
+            ),
             .unreadableBody, .noContent,
         ]
         for failure in failures {
@@ -154,7 +174,9 @@ struct UpstreamPoolTests {
         #expect(text.contains(#"textgateway_upstream_fallbacks_total{upstream="a"} 1"#))
     }
 
-    @Test("Retry-After within the limit is waited exactly; a longer one goes to the next upstream at once; with none left it is the answer")
+    @Test(
+        "Retry-After within the limit is waited exactly; a longer one goes to the next upstream at once; with none left it is the answer"
+    )
     func retryAfter() async {
         let short = ScriptedEndpoint([.fail(.httpStatus(503, error: nil, retryAfter: "2")), .answer])
         let waits = Waits()
@@ -208,7 +230,8 @@ struct UpstreamPoolTests {
         policy.breakerFailures = 1000
         policy.backoff = .milliseconds(1)
         let endpoint = ScriptedEndpoint([.hang])
-        let (result, attempts) = await Self.call(Self.pool([("a", endpoint)], policy: policy, deadline: .milliseconds(400)))
+        let (result, attempts) = await Self.call(
+            Self.pool([("a", endpoint)], policy: policy, deadline: .milliseconds(400)))
         guard case .failure(.timedOut) = result else {
             Issue.record("expected a timeout, got \(result)")
             return
@@ -220,14 +243,17 @@ struct UpstreamPoolTests {
         #expect(limits.reduce(.zero, +) <= .milliseconds(400))
     }
 
-    @Test("consecutive failures open the circuit: the upstream is skipped, then one probe after the cooldown closes it again")
+    @Test(
+        "consecutive failures open the circuit: the upstream is skipped, then one probe after the cooldown closes it again"
+    )
     func circuit() async throws {
         var policy = UpstreamPolicy()
         policy.retries = 0
         policy.breakerFailures = 3
         policy.cooldown = .seconds(2)
         let first = ScriptedEndpoint([
-            .fail(.couldNotConnect(detail: "refused")), .fail(.couldNotConnect(detail: "refused")), .fail(.couldNotConnect(detail: "refused")), .answer,
+            .fail(.couldNotConnect(detail: "refused")), .fail(.couldNotConnect(detail: "refused")),
+            .fail(.couldNotConnect(detail: "refused")), .answer,
         ])
         let second = ScriptedEndpoint([.answer])
         let logs = LogSink.memory()
@@ -273,7 +299,9 @@ struct UpstreamPoolTests {
         #expect(attempts == ["b"])
     }
 
-    @Test("with every circuit open, the first upstream still gets one attempt without retries, and its answer closes the circuit")
+    @Test(
+        "with every circuit open, the first upstream still gets one attempt without retries, and its answer closes the circuit"
+    )
     func allOpen() async {
         var policy = UpstreamPolicy()
         policy.breakerFailures = 3
@@ -302,8 +330,11 @@ struct UpstreamPoolTests {
     func cancelledDuringBackoff() async {
         let endpoint = ScriptedEndpoint([.fail(.httpStatus(503, error: nil, retryAfter: "3"))])
         let pool = UpstreamPool(
-            members: [(UpstreamSettings(name: "a", baseURL: "http://127.0.0.1:1", apiKey: "k", defaultModel: "m"), endpoint)],
-            policy: UpstreamPolicy(), deadline: .seconds(60), metrics: UpstreamMetrics(registry: MetricsRegistry()), logger: Logger(level: .info, sink: .memory())
+            members: [
+                (UpstreamSettings(name: "a", baseURL: "http://127.0.0.1:1", apiKey: "k", defaultModel: "m"), endpoint)
+            ],
+            policy: UpstreamPolicy(), deadline: .seconds(60), metrics: UpstreamMetrics(registry: MetricsRegistry()),
+            logger: Logger(level: .info, sink: .memory())
         )
         let task = Task { await Self.call(pool) }
         let waiting = await eventually(within: 5) { endpoint.callCount == 1 }
@@ -328,4 +359,3 @@ struct UpstreamPoolTests {
         #expect(UpstreamPool.retryAfterSeconds("9999999999") == nil)
     }
 }
-

@@ -33,7 +33,9 @@ struct UpstreamTLSEndToEndTests {
         }
         do {
             try await GatewayHarness.with(configure: { gateway in
-                var upstream = UpstreamSettings(name: "secure", baseURL: "https://localhost:\(proxy.port)/v1", apiKey: upstreamKey, defaultModel: "m")
+                var upstream = UpstreamSettings(
+                    name: "secure", baseURL: "https://localhost:\(proxy.port)/v1", apiKey: upstreamKey,
+                    defaultModel: "m")
                 upstream.caFile = caFile(certificates)
                 gateway.upstreams = [upstream]
                 gateway.upstreamPolicy.retries = 0
@@ -63,9 +65,11 @@ struct UpstreamTLSEndToEndTests {
         }
     }
 
-    @Test("a certificate from another CA, an expired one and one for another host are 502 upstream_error, logged as tls", arguments: [
-        "other CA", "expired", "wrong host",
-    ])
+    @Test(
+        "a certificate from another CA, an expired one and one for another host are 502 upstream_error, logged as tls",
+        arguments: [
+            "other CA", "expired", "wrong host",
+        ])
     func refused(kind: String) async throws {
         try await Self.with(
             certificate: { kind == "expired" ? $0.expired : kind == "wrong host" ? $0.wrongHost : $0.server },
@@ -75,7 +79,9 @@ struct UpstreamTLSEndToEndTests {
             #expect(response.status == 502)
             #expect(try Body(response).code == "upstream_error")
             #expect(proxy.accessLogLines().isEmpty, "a request reached the upstream past a refused certificate")
-            let logged = await eventually { harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=tls") } }
+            let logged = await eventually {
+                harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=tls") }
+            }
             #expect(logged)
         }
     }

@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("ASCII character classes")
 struct ASCIITests {

@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("HTTPHeaders")
 struct HTTPHeadersTests {
@@ -55,7 +56,9 @@ struct HTTPHeadersTests {
         let headers = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
         #expect(headers.combinedValue("X-Forwarded-For") == combined)
         #expect(headers.values("x-forwarded-for").count == count)
-        #expect(headers.combinedValue("X-Forwarded-For") == (count == 0 ? nil : headers.values("X-Forwarded-For").joined(separator: ", ")))
+        #expect(
+            headers.combinedValue("X-Forwarded-For")
+                == (count == 0 ? nil : headers.values("X-Forwarded-For").joined(separator: ", ")))
     }
 
     @Test("equality compares names ignoring case, values exactly, order included")

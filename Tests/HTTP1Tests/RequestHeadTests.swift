@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("RequestHead: keep-alive and 100-continue")
 struct RequestHeadTests {
@@ -43,15 +44,17 @@ struct RequestHeadTests {
         #expect(head.keepAlive == testCase.keepAlive)
     }
 
-    @Test("expectsContinue for Expect: 100-continue in any case, on HTTP/1.1 only", arguments: [
-        (HTTPVersion.http1_1, [String](), false),
-        (.http1_1, ["100-continue"], true),
-        (.http1_1, ["100-Continue"], true),
-        (.http1_1, [" 100-CONTINUE "], true),
-        (.http1_1, ["200-ok"], false),
-        (.http1_1, ["100-continued"], false),
-        (.http1_0, ["100-continue"], false),
-    ])
+    @Test(
+        "expectsContinue for Expect: 100-continue in any case, on HTTP/1.1 only",
+        arguments: [
+            (HTTPVersion.http1_1, [String](), false),
+            (.http1_1, ["100-continue"], true),
+            (.http1_1, ["100-Continue"], true),
+            (.http1_1, [" 100-CONTINUE "], true),
+            (.http1_1, ["200-ok"], false),
+            (.http1_1, ["100-continued"], false),
+            (.http1_0, ["100-continue"], false),
+        ])
     func expectsContinue(_ version: HTTPVersion, _ expect: [String], _ expected: Bool) throws {
         let head = try #require(try parseHead(version, expect.map { ("Expect", $0) }))
         #expect(head.expectsContinue == expected)

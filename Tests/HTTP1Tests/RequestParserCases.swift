@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 /// A request stream the parser must accept, with the heads and bodies it must produce.
 struct ValidCase: Sendable, CustomTestStringConvertible {
@@ -108,12 +109,15 @@ enum RequestParserCases {
         ),
         ValidCase(
             name: "values trimmed, name case kept, empty value, inner tab",
-            bytes: Array(raw: "GET / HTTP/1.1\r\n\(host)content-TYPE: \t text/plain \t\r\nX-Empty:\r\nX-Tab: a\tb\r\n"
-                + "\r\n"),
+            bytes: Array(
+                raw: "GET / HTTP/1.1\r\n\(host)content-TYPE: \t text/plain \t\r\nX-Empty:\r\nX-Tab: a\tb\r\n"
+                    + "\r\n"),
             heads: [
-                head(.GET, "/", [
-                    ("Host", "example.com"), ("content-TYPE", "text/plain"), ("X-Empty", ""), ("X-Tab", "a\tb"),
-                ]),
+                head(
+                    .GET, "/",
+                    [
+                        ("Host", "example.com"), ("content-TYPE", "text/plain"), ("X-Empty", ""), ("X-Tab", "a\tb"),
+                    ])
             ],
             bodies: [[]]
         ),
@@ -141,7 +145,7 @@ enum RequestParserCases {
             heads: [
                 head(
                     .POST, "/v1/tasks", [("Host", "example.com"), ("Content-Length", "5")], framing: .contentLength(5)
-                ),
+                )
             ],
             bodies: [Array(raw: "hello")]
         ),
@@ -177,30 +181,33 @@ enum RequestParserCases {
         ),
         ValidCase(
             name: "chunked body",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n"
-                + " world\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n"
+                    + " world\r\n0\r\n\r\n"),
             heads: [
-                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked),
+                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked)
             ],
             bodies: [Array(raw: "hello world")]
         ),
         ValidCase(
             name: "chunked in any case, upper-case hex, leading zeros, 16 digits",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)transfer-encoding:  Chunked \r\n\r\n00A\r\n0123456789\r\n"
-                + "000000000000000B\r\nabcdefghijk\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)transfer-encoding:  Chunked \r\n\r\n00A\r\n0123456789\r\n"
+                    + "000000000000000B\r\nabcdefghijk\r\n0\r\n\r\n"),
             heads: [
-                head(.POST, "/", [("Host", "example.com"), ("transfer-encoding", "Chunked")], framing: .chunked),
+                head(.POST, "/", [("Host", "example.com"), ("transfer-encoding", "Chunked")], framing: .chunked)
             ],
             bodies: [Array(raw: "0123456789abcdefghijk")]
         ),
         ValidCase(
             name: "chunk extensions and trailers are skipped",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n"
-                + "3;name=value;flag\r\nabc\r\n"
-                + "2 ; q=\"a \\\" ;b\" ; x = y\r\nde\r\n"
-                + "0;last\r\nX-Checksum: 42\r\nX-Other: \t1\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n"
+                    + "3;name=value;flag\r\nabc\r\n"
+                    + "2 ; q=\"a \\\" ;b\" ; x = y\r\nde\r\n"
+                    + "0;last\r\nX-Checksum: 42\r\nX-Other: \t1\r\n\r\n"),
             heads: [
-                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked),
+                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked)
             ],
             bodies: [Array(raw: "abcde")]
         ),
@@ -208,16 +215,17 @@ enum RequestParserCases {
             name: "chunked with no data",
             bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             heads: [
-                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked),
+                head(.POST, "/", [("Host", "example.com"), ("Transfer-Encoding", "chunked")], framing: .chunked)
             ],
             bodies: [[]]
         ),
         ValidCase(
             name: "pipelined GET, Content-Length POST, chunked POST, extra CRLF between",
-            bytes: Array(raw: "GET /a HTTP/1.1\r\n\(host)\r\n"
-                + "POST /b HTTP/1.1\r\n\(host)Content-Length: 4\r\n\r\nGET \r\n"
-                + "PUT /c HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n4\r\nGET \r\n0\r\n\r\n"
-                + "HEAD /d?e HTTP/1.0\r\n\r\n"),
+            bytes: Array(
+                raw: "GET /a HTTP/1.1\r\n\(host)\r\n"
+                    + "POST /b HTTP/1.1\r\n\(host)Content-Length: 4\r\n\r\nGET \r\n"
+                    + "PUT /c HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n4\r\nGET \r\n0\r\n\r\n"
+                    + "HEAD /d?e HTTP/1.0\r\n\r\n"),
             heads: [
                 head(.GET, "/a"),
                 head(.POST, "/b", [("Host", "example.com"), ("Content-Length", "4")], framing: .contentLength(4)),
@@ -228,15 +236,18 @@ enum RequestParserCases {
         ),
         ValidCase(
             name: "limits reached exactly",
-            bytes: Array(raw: "GET /\(String(repeating: "a", count: 18)) HTTP/1.1\r\n"
-                + "Host: h\r\nX: \(String(repeating: "b", count: 42))\r\nY: 1\r\n\r\n"
-                + "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789"
-                + "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n0\r\n"
-                + "\r\n"),
+            bytes: Array(
+                raw: "GET /\(String(repeating: "a", count: 18)) HTTP/1.1\r\n"
+                    + "Host: h\r\nX: \(String(repeating: "b", count: 42))\r\nY: 1\r\n\r\n"
+                    + "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789"
+                    + "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n0\r\n"
+                    + "\r\n"),
             heads: [
-                head(.GET, "/" + String(repeating: "a", count: 18), [
-                    ("Host", "h"), ("X", String(repeating: "b", count: 42)), ("Y", "1"),
-                ]),
+                head(
+                    .GET, "/" + String(repeating: "a", count: 18),
+                    [
+                        ("Host", "h"), ("X", String(repeating: "b", count: 42)), ("Y", "1"),
+                    ]),
                 head(.POST, "/", [("Host", "h"), ("Content-Length", "10")], framing: .contentLength(10)),
                 head(.POST, "/", [("Host", "h"), ("Transfer-Encoding", "chunked")], framing: .chunked),
             ],
@@ -635,14 +646,16 @@ enum RequestParserCases {
         // Transfer-Encoding.
         ErrorCase(
             name: "Content-Length with Transfer-Encoding",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
-                + "\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+                    + "\r\n"),
             error: .contentLengthWithTransferEncoding, status: 400
         ),
         ErrorCase(
             name: "Transfer-Encoding with Content-Length",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n"
-                + "\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n"
+                    + "\r\n"),
             error: .contentLengthWithTransferEncoding, status: 400
         ),
         ErrorCase(
@@ -687,14 +700,16 @@ enum RequestParserCases {
         ),
         ErrorCase(
             name: "chunked in two fields",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"
-                + "\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"
+                    + "\r\n0\r\n\r\n"),
             error: .unsupportedTransferEncoding, status: 501
         ),
         ErrorCase(
             name: "chunked and identity in two fields",
-            bytes: Array(raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n"
-                + "Transfer-Encoding: identity\r\n\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n"
+                    + "Transfer-Encoding: identity\r\n\r\n0\r\n\r\n"),
             error: .unsupportedTransferEncoding, status: 501
         ),
         ErrorCase(
@@ -791,14 +806,16 @@ enum RequestParserCases {
         ),
         ErrorCase(
             name: "chunked body over the limit",
-            bytes: Array(raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nB\r\n0123456789a\r\n"
-                + "0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nB\r\n0123456789a\r\n"
+                    + "0\r\n\r\n"),
             error: .bodyTooLarge, status: 413, eventsBeforeError: 1, limits: smallLimits
         ),
         ErrorCase(
             name: "chunked body over the limit in the second chunk",
-            bytes: Array(raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n012345\r\n5\r\n"
-                + "6789a\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n012345\r\n5\r\n"
+                    + "6789a\r\n0\r\n\r\n"),
             error: .bodyTooLarge, status: 413, eventsBeforeError: 2, limits: smallLimits
         ),
         ErrorCase(
@@ -818,22 +835,25 @@ enum RequestParserCases {
         ),
         ErrorCase(
             name: "trailer section over the limit",
-            bytes: Array(raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
-                + "X: \(String(repeating: "t", count: 60))\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+                    + "X: \(String(repeating: "t", count: 60))\r\n\r\n"),
             error: .headerSectionTooLarge, status: 431, eventsBeforeError: 1, limits: smallLimits
         ),
         ErrorCase(
             name: "too many trailers",
-            bytes: Array(raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: 1\r\nB: 2\r\n"
-                + "C: 3\r\nD: 4\r\n\r\n"),
+            bytes: Array(
+                raw: "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: 1\r\nB: 2\r\n"
+                    + "C: 3\r\nD: 4\r\n\r\n"),
             error: .tooManyHeaders, status: 431, eventsBeforeError: 1, limits: smallLimits
         ),
 
         // Errors in a pipelined second request come after the first request's events.
         ErrorCase(
             name: "smuggled second request with CL and TE",
-            bytes: Array(raw: "GET / HTTP/1.1\r\n\(host)\r\nPOST / HTTP/1.1\r\n\(host)Content-Length: 4\r\n"
-                + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            bytes: Array(
+                raw: "GET / HTTP/1.1\r\n\(host)\r\nPOST / HTTP/1.1\r\n\(host)Content-Length: 4\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             error: .contentLengthWithTransferEncoding, status: 400, eventsBeforeError: 2
         ),
         ErrorCase(

@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 /// Every input must give the same events (bodies merged) and the same error however its
 /// bytes are split across reads.

@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("RequestParser: streaming behaviour")
 struct RequestParserStreamingTests {
@@ -11,7 +12,10 @@ struct RequestParserStreamingTests {
     func yieldsBodyAsItArrives() throws {
         var parser = RequestParser()
         feed(&parser, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
-        guard case .head(let head)? = try parser.next() else { Issue.record("expected head"); return }
+        guard case .head(let head)? = try parser.next() else {
+            Issue.record("expected head")
+            return
+        }
         #expect(head.framing == .contentLength(10))
         #expect(try parser.next() == .body(Array(raw: "abc")))
         #expect(try parser.next() == nil)
@@ -32,7 +36,10 @@ struct RequestParserStreamingTests {
         #expect(try parser.next() == nil)
         #expect(!parser.isAwaitingRequest)
         feed(&parser, "Host: h\r\n\r\n")
-        guard case .head(let next)? = try parser.next() else { Issue.record("expected head"); return }
+        guard case .head(let next)? = try parser.next() else {
+            Issue.record("expected head")
+            return
+        }
         #expect(next.path == "/next")
         #expect(try parser.next() == .end)
     }
@@ -41,7 +48,10 @@ struct RequestParserStreamingTests {
     func bodyTooLargeAfterHead() throws {
         var parser = RequestParser(limits: .init(maxBodyBytes: 4))
         feed(&parser, "POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n")
-        guard case .head(let head)? = try parser.next() else { Issue.record("expected head"); return }
+        guard case .head(let head)? = try parser.next() else {
+            Issue.record("expected head")
+            return
+        }
         #expect(head.path == "/upload")
         #expect(throws: HTTPParseError.bodyTooLarge) { try parser.next() }
         feed(&parser, "hello")
@@ -66,7 +76,7 @@ struct RequestParserStreamingTests {
         feed(&parser, "GET /")
         #expect(try parser.next() == nil)
         parser.append([UInt8](repeating: UInt8(ascii: "a"), count: 8188))
-        #expect(try parser.next() == nil)  // 8193 bytes: could still be 8192 + CR.
+        #expect(try parser.next() == nil) // 8193 bytes: could still be 8192 + CR.
         feed(&parser, "a")
         #expect(throws: HTTPParseError.requestLineTooLong) { try parser.next() }
         #expect(HTTPParseError.requestLineTooLong.status == .uriTooLong)
@@ -175,7 +185,10 @@ struct RequestParserStreamingTests {
     func appendRawBuffer() throws {
         var parser = RequestParser()
         Array(raw: "GET / HTTP/1.1\r\nHost: h\r\n\r\n").withUnsafeBytes { parser.append($0) }
-        guard case .head(let head)? = try parser.next() else { Issue.record("expected head"); return }
+        guard case .head(let head)? = try parser.next() else {
+            Issue.record("expected head")
+            return
+        }
         #expect(head.method == .GET)
     }
 

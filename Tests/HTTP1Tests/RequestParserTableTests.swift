@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("RequestParser: table of requests fed in one piece")
 struct RequestParserTableTests {

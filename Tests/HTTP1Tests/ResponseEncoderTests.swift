@@ -1,5 +1,6 @@
-@testable import HTTP1
 import Testing
+
+@testable import HTTP1
 
 @Suite("ResponseEncoder")
 struct ResponseEncoderTests {
@@ -12,8 +13,9 @@ struct ResponseEncoderTests {
             ("Content-Type", "application/json"), ("Content-Length", "2"), ("X-A", "1"), ("x-a", "2"),
         ])
         ResponseEncoder.writeHead(status: .ok, version: .http1_1, headers: headers, into: &buffer)
-        #expect(text(buffer) == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-            + "X-A: 1\r\nx-a: 2\r\n\r\n")
+        #expect(
+            text(buffer) == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                + "X-A: 1\r\nx-a: 2\r\n\r\n")
     }
 
     @Test("appends to the buffer; an unknown code keeps the space before an empty phrase")
@@ -52,9 +54,11 @@ struct ResponseEncoderTests {
         #expect(text(buffer) == "5\r\nhello\r\n1a\r\n\(String(repeating: "x", count: 26))\r\n3\r\nabc\r\n0\r\n\r\n")
     }
 
-    @Test("chunk sizes in hex", arguments: [
-        (1, "1"), (15, "f"), (16, "10"), (255, "ff"), (4096, "1000"), (65535, "ffff"),
-    ])
+    @Test(
+        "chunk sizes in hex",
+        arguments: [
+            (1, "1"), (15, "f"), (16, "10"), (255, "ff"), (4096, "1000"), (65535, "ffff"),
+        ])
     func chunkSizes(_ count: Int, _ hex: String) {
         var buffer: [UInt8] = []
         ResponseEncoder.writeChunk([UInt8](repeating: 0, count: count), into: &buffer)

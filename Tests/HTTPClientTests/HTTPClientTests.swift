@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTP1
 import HTTPClient
@@ -8,6 +5,10 @@ import HTTPServer
 import Synchronization
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An in-process upstream on 127.0.0.1 with an ephemeral port.
 func withUpstream(
@@ -62,7 +63,9 @@ private func openSockets(toPort port: Int) -> Int {
         defer { closedir(directory) }
         var buffer = [CChar](repeating: 0, count: 256)
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             let length = readlink("/proc/self/fd/" + name, &buffer, buffer.count - 1)
             guard length > 0 else { continue }
             let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -112,9 +115,10 @@ struct HTTPClientTests {
         }) { _, base in
             try await withClient { client in
                 let body = Array("{\"hello\":\"سلام\"}".utf8)
-                let response = try await client.send(HTTPClientRequest(
-                    method: "POST", url: base + "/echo", headers: [("X-Request-Id", "abc-1")], body: body
-                ))
+                let response = try await client.send(
+                    HTTPClientRequest(
+                        method: "POST", url: base + "/echo", headers: [("X-Request-Id", "abc-1")], body: body
+                    ))
                 #expect(response.status == 201)
                 #expect(response.header("x-seen-id") == "abc-1")
                 #expect(response.body == body)
@@ -139,7 +143,9 @@ struct HTTPClientTests {
             try await withClient({ $0.timeout = .seconds(5) }) { client in
                 let response = try await client.send(HTTPClientRequest(url: base + "/fields"))
                 #expect(response.status == 200)
-                let received = response.head.headers.filter { $0.name.hasPrefix("X-") || $0.name.hasPrefix("x-") || $0.name == "Set-Cookie" }
+                let received = response.head.headers.filter {
+                    $0.name.hasPrefix("X-") || $0.name.hasPrefix("x-") || $0.name == "Set-Cookie"
+                }
                 #expect(received.map(\.name) == sent.map(\.name))
                 #expect(received.map(\.value) == sent.map(\.value))
                 #expect(response.header("x-one") == "1", "the first of a repeated field")
@@ -153,7 +159,8 @@ struct HTTPClientTests {
             }
         }
         // The same through the public initializer, and a head whose fields are replaced.
-        var head = HTTPClientResponseHead(status: 429, headers: [("Retry-After", "7"), ("retry-after", "8"), ("X-É", "é")])
+        var head = HTTPClientResponseHead(
+            status: 429, headers: [("Retry-After", "7"), ("retry-after", "8"), ("X-É", "é")])
         #expect(head.header("RETRY-after") == "7")
         #expect(head.header("x-é") == nil, "only ASCII letters compare ignoring case")
         #expect(head.header("X-É") == "é")
@@ -174,7 +181,8 @@ struct HTTPClientTests {
                 #expect(head.status == 200)
                 #expect(head.header("Content-Length") == "12")
                 #expect(head.body.isEmpty)
-                let typed = try await client.send(HTTPClientRequest(method: "POST", url: base + "/type", headers: [("Content-Type", "")], body: [1]))
+                let typed = try await client.send(
+                    HTTPClientRequest(method: "POST", url: base + "/type", headers: [("Content-Type", "")], body: [1]))
                 #expect(String(decoding: typed.body, as: UTF8.self) == "none")
             }
         }
@@ -190,8 +198,11 @@ struct HTTPClientTests {
         }) { _, base in
             // The client has one loop, and one request at a time: each reuses the same easy handle.
             try await withClient({ $0.timeout = .seconds(5) }) { client in
-                func send(_ method: String, _ body: [UInt8]?, _ headers: [(name: String, value: String)] = []) async throws -> String {
-                    let response = try await client.send(HTTPClientRequest(method: method, url: base + "/info", headers: headers, body: body))
+                func send(_ method: String, _ body: [UInt8]?, _ headers: [(name: String, value: String)] = [])
+                    async throws -> String
+                {
+                    let response = try await client.send(
+                        HTTPClientRequest(method: method, url: base + "/info", headers: headers, body: body))
                     #expect(response.status == 200)
                     return String(decoding: response.body, as: UTF8.self)
                 }
@@ -201,7 +212,7 @@ struct HTTPClientTests {
                 seen.append(try await send("HEAD", nil))
                 seen.append(try await send("POST", [5, 6]))
                 seen.append(try await send("GET", nil, [("X-One", "2")]))
-                seen.append(try await send("POST", nil))  // no body: empty, never curl's default of stdin
+                seen.append(try await send("POST", nil)) // no body: empty, never curl's default of stdin
                 seen.append(try await send("PUT", [7]))
                 seen.append(try await send("POST", [8, 9, 10, 11]))
                 #expect(seen == ["POST 3 1", "POST 1 -", "", "POST 2 -", "GET 0 2", "POST 0 -", "PUT 1 -", "POST 4 -"])
@@ -227,7 +238,8 @@ struct HTTPClientTests {
                 for index in order { seen.append(try await post(base + "/u/\(index)")) }
                 #expect(seen == order.map { String($0) })
                 await expectClientError(.invalidRequest) {
-                    _ = try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:port/u/1", body: []))
+                    _ = try await client.send(
+                        HTTPClientRequest(method: "POST", url: "http://127.0.0.1:port/u/1", body: []))
                 }
                 #expect(try await post(base + "/u/5") == "5")
                 #expect(try await post(base + "/u/18") == "18")
@@ -239,14 +251,17 @@ struct HTTPClientTests {
     func headerFieldsCannotInjectLines() async throws {
         try await withUpstream({ router in
             router.get("/seen") { request in
-                .text("\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|\(request.headers["XAB"] ?? "-")")
+                .text(
+                    "\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|\(request.headers["XAB"] ?? "-")"
+                )
             }
         }) { _, base in
             try await withClient({ $0.timeout = .seconds(5) }) { client in
-                let response = try await client.send(HTTPClientRequest(
-                    method: "GET", url: base + "/seen",
-                    headers: [("X-Note", "one\r\nX-Injected: yes\rtwo\nthree"), ("X:A\r\nB", "c")]
-                ))
+                let response = try await client.send(
+                    HTTPClientRequest(
+                        method: "GET", url: base + "/seen",
+                        headers: [("X-Note", "one\r\nX-Injected: yes\rtwo\nthree"), ("X:A\r\nB", "c")]
+                    ))
                 #expect(response.status == 200)
                 #expect(String(decoding: response.body, as: UTF8.self) == "oneX-Injected: yestwothree|-|c")
             }
@@ -267,7 +282,7 @@ struct HTTPClientTests {
                 try await Task.sleep(for: .milliseconds(100))
                 let start = MonotonicInstant.now()
                 #expect(try await client.send(HTTPClientRequest(url: base + "/fast")).status == 200)
-                #expect(start.nanoseconds(until: .now()) < 400_000_000)  // not queued behind the slow one
+                #expect(start.nanoseconds(until: .now()) < 400_000_000) // not queued behind the slow one
                 _ = try await slow.value
             }
         }
@@ -334,7 +349,9 @@ struct HTTPClientTests {
                     let start = MonotonicInstant.now()
                     let succeeded = try await withThrowingTaskGroup(of: Bool.self) { group in
                         for _ in 0..<1000 {
-                            group.addTask { try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200 }
+                            group.addTask {
+                                try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200
+                            }
                         }
                         var count = 0
                         for try await ok in group where ok { count += 1 }
@@ -352,14 +369,15 @@ struct HTTPClientTests {
 
     @Test("spreads transfers over more curl handles past their capacity, within the connection cap")
     func lanesAndConnectionCap() async throws {
-        for (cap, expectedPeak) in [(64, 40), (8, 8), (10, 10)] {  // 10: lanes of 4, 4 and 2
+        for (cap, expectedPeak) in [(64, 40), (8, 8), (10, 10)] { // 10: lanes of 4, 4 and 2
             let current = Atomic<Int>(0)
             let peak = Atomic<Int>(0)
             try await withUpstream({ router in
                 router.get("/slow") { _ in
                     let now = current.add(1, ordering: .relaxed).newValue
                     var seen = peak.load(ordering: .relaxed)
-                    while now > seen, !peak.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
+                    while now > seen, !peak.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged
+                    {
                         seen = peak.load(ordering: .relaxed)
                     }
                     try await Task.sleep(for: .milliseconds(300))
@@ -373,7 +391,9 @@ struct HTTPClientTests {
                 }) { client in
                     let succeeded = try await withThrowingTaskGroup(of: Bool.self) { group in
                         for _ in 0..<40 {
-                            group.addTask { try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200 }
+                            group.addTask {
+                                try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200
+                            }
                         }
                         var count = 0
                         for try await ok in group where ok { count += 1 }
@@ -397,7 +417,8 @@ struct HTTPClientTests {
         }) { server, base in
             try await withClient({
                 $0.transfersPerCurlHandle = 4
-                $0.idleConnectionTimeout = .seconds(1)  // long enough to see them kept while other tests load the machine
+                // long enough to see them kept while other tests load the machine
+                $0.idleConnectionTimeout = .seconds(1)
             }) { client in
                 let port = Int(base.split(separator: ":").last!)!
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -406,7 +427,7 @@ struct HTTPClientTests {
                     }
                     try await group.waitForAll()
                 }
-                #expect(openSockets(toPort: port) >= 12)  // kept for reuse at first
+                #expect(openSockets(toPort: port) >= 12) // kept for reuse at first
                 #expect(await eventually(within: 5) { openSockets(toPort: port) == 0 })
                 // And the client still works afterwards, on a fresh connection.
                 #expect(try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200)
@@ -428,7 +449,7 @@ struct HTTPClientTests {
             }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
-        close(fd)  // bound, never listening: the port now refuses
+        close(fd) // bound, never listening: the port now refuses
         try await withClient { client in
             await expectClientError(.connectFailed) {
                 _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
@@ -500,7 +521,7 @@ struct HTTPClientTests {
                 do {
                     try await Task.sleep(for: .seconds(10))
                 } catch {
-                    upstreamSawDrop.set()  // the server cancels a handler whose client left
+                    upstreamSawDrop.set() // the server cancels a handler whose client left
                     throw error
                 }
                 return .text("late")
@@ -521,12 +542,14 @@ struct HTTPClientTests {
     func streaming() async throws {
         try await withUpstream({ router in
             router.get("/stream") { _ in
-                HTTPResponse(headers: ["Content-Type": "text/event-stream"], body: .stream { writer in
-                    for index in 0..<5 {
-                        try await writer.write("piece \(index)\n")
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
-                })
+                HTTPResponse(
+                    headers: ["Content-Type": "text/event-stream"],
+                    body: .stream { writer in
+                        for index in 0..<5 {
+                            try await writer.write("piece \(index)\n")
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                    })
             }
         }) { _, base in
             try await withClient { client in
@@ -550,17 +573,18 @@ struct HTTPClientTests {
         let upstreamSawDrop = Flag()
         try await withUpstream({ router in
             router.get("/endless") { _ in
-                HTTPResponse(body: .stream { writer in
-                    do {
-                        while true {
-                            try await writer.write("tick\n")
-                            try await Task.sleep(for: .milliseconds(10))
+                HTTPResponse(
+                    body: .stream { writer in
+                        do {
+                            while true {
+                                try await writer.write("tick\n")
+                                try await Task.sleep(for: .milliseconds(10))
+                            }
+                        } catch {
+                            upstreamSawDrop.set()
+                            throw error
                         }
-                    } catch {
-                        upstreamSawDrop.set()
-                        throw error
-                    }
-                })
+                    })
             }
         }) { _, base in
             try await withClient { client in
@@ -629,7 +653,7 @@ struct HTTPClientTests {
                 }
                 try await group.waitForAll()
             }
-            #expect(openSockets(toPort: port) > 0)  // kept-alive connections are pooled, and visible
+            #expect(openSockets(toPort: port) > 0) // kept-alive connections are pooled, and visible
             #expect(await client.activeTransferCount() == 0)
             await client.shutdown()
             #expect(await eventually { openSockets(toPort: port) == 0 })

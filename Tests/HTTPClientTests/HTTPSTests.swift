@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTP1
 import HTTPClient
@@ -8,6 +5,10 @@ import HTTPServer
 import Synchronization
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Test certificates and an nginx with `certificate` (TLS, HTTP/2 unless `http2` is false)
 /// in front of an in-process upstream; `body` gets the https base URL, the proxy and the
@@ -23,7 +24,8 @@ private func withTLSProxy(
     defer { certificates.remove() }
     try await withUpstream(routes) { _, upstream in
         let upstreamPort = Int(upstream.split(separator: ":").last!)!
-        let proxy = try await TLSProxy.start(upstreamPort: upstreamPort, certificate: certificate(certificates), http2: http2)
+        let proxy = try await TLSProxy.start(
+            upstreamPort: upstreamPort, certificate: certificate(certificates), http2: http2)
         do {
             try await body("https://\(host):\(proxy.port)", proxy, certificates)
         } catch {
@@ -57,12 +59,14 @@ struct HTTPSTests {
     func trustedCAOverHTTP2() async throws {
         try await withTLSProxy { base, proxy, certificates in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
-                let response = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
+                let response = try await client.send(
+                    HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
                 #expect(response.status == 200)
                 #expect(String(decoding: response.body, as: UTF8.self) == "hello")
                 #expect(response.head.httpVersion == .http2)
                 #expect(response.head.httpVersion.description == "2")
-                let named = try await client.send(HTTPClientRequest(url: "https://localhost:\(proxy.port)/hello", caFile: certificates.caFile))
+                let named = try await client.send(
+                    HTTPClientRequest(url: "https://localhost:\(proxy.port)/hello", caFile: certificates.caFile))
                 #expect(named.status == 200)
                 #expect(named.head.httpVersion == .http2)
             }
@@ -74,14 +78,18 @@ struct HTTPSTests {
         try await withTLSProxy { base, _, certificates in
             // One loop, one request at a time: every request runs on the same easy handle.
             try await withClient({ $0.timeout = .seconds(10) }) { client in
-                let trusted = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
+                let trusted = try await client.send(
+                    HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
                 #expect(trusted.status == 200)
                 let untrusted = await clientError { _ = try await client.send(HTTPClientRequest(url: base + "/hello")) }
                 #expect(untrusted?.kind == .tls, "the system store does not hold the test CA")
                 #expect(untrusted?.beforeResponse == true)
-                let trustedAgain = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
+                let trustedAgain = try await client.send(
+                    HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
                 #expect(trustedAgain.status == 200)
-                let other = await clientError { _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.otherCAFile)) }
+                let other = await clientError {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.otherCAFile))
+                }
                 #expect(other?.kind == .tls, "a connection verified with one CA is not reused for another")
             }
         }
@@ -91,7 +99,9 @@ struct HTTPSTests {
     func wrongCA() async throws {
         try await withTLSProxy { base, _, certificates in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
-                let error = await clientError { _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.otherCAFile)) }
+                let error = await clientError {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.otherCAFile))
+                }
                 #expect(error?.kind == .tls)
                 #expect(error?.beforeResponse == true)
             }
@@ -102,7 +112,9 @@ struct HTTPSTests {
     func expiredCertificate() async throws {
         try await withTLSProxy(certificate: { $0.expired }) { base, _, certificates in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
-                let error = await clientError { _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile)) }
+                let error = await clientError {
+                    _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
+                }
                 #expect(error?.kind == .tls)
                 #expect(error?.beforeResponse == true)
             }
@@ -114,7 +126,9 @@ struct HTTPSTests {
         try await withTLSProxy(certificate: { $0.wrongHost }) { base, proxy, certificates in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
                 for url in [base + "/hello", "https://localhost:\(proxy.port)/hello"] {
-                    let error = await clientError { _ = try await client.send(HTTPClientRequest(url: url, caFile: certificates.caFile)) }
+                    let error = await clientError {
+                        _ = try await client.send(HTTPClientRequest(url: url, caFile: certificates.caFile))
+                    }
                     #expect(error?.kind == .tls, "\(url)")
                 }
             }
@@ -126,7 +140,8 @@ struct HTTPSTests {
         try await withTLSProxy { base, _, certificates in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
                 let error = await clientError {
-                    _ = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.directory + "/missing.pem"))
+                    _ = try await client.send(
+                        HTTPClientRequest(url: base + "/hello", caFile: certificates.directory + "/missing.pem"))
                 }
                 #expect(error?.kind == .tls)
             }
@@ -148,7 +163,8 @@ struct HTTPSTests {
                     let versions = try await withThrowingTaskGroup(of: HTTPClientResponseHead.Version?.self) { group in
                         for _ in 0..<1000 {
                             group.addTask {
-                                let response = try await client.send(HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
+                                let response = try await client.send(
+                                    HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
                                 return response.status == 200 ? response.head.httpVersion : nil
                             }
                         }
@@ -173,12 +189,15 @@ struct HTTPSTests {
 
     @Test("an https host that answers in HTTP/1.1 is not held to the HTTP/2 connection cap")
     func http1OverTLSIsNotCapped() async throws {
-        try await withTLSProxy(http2: false, { router in
-            router.get("/slow") { _ in
-                try await Task.sleep(for: .milliseconds(500))
-                return .text("done")
+        try await withTLSProxy(
+            http2: false,
+            { router in
+                router.get("/slow") { _ in
+                    try await Task.sleep(for: .milliseconds(500))
+                    return .text("done")
+                }
             }
-        }) { base, proxy, certificates in
+        ) { base, proxy, certificates in
             try await withClient({ $0.timeout = .seconds(30) }) { client in
                 let first = try await client.send(HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
                 #expect(first.head.httpVersion == .http1_1)
@@ -186,31 +205,39 @@ struct HTTPSTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<40 {
                         group.addTask {
-                            let response = try await client.send(HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
+                            let response = try await client.send(
+                                HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
                             #expect(response.status == 200)
                         }
                     }
                     try await group.waitForAll()
                 }
                 #expect(await eventually(within: 10) { proxy.accessLogLines().count == 41 })
-                #expect(proxy.connectionsLogged() >= 40, "one connection per request in flight, far past the HTTP/2 cap")
+                #expect(
+                    proxy.connectionsLogged() >= 40, "one connection per request in flight, far past the HTTP/2 cap")
             }
         }
     }
 
-    @Test("a cold burst to an https host that answers in HTTP/1.1 gets a connection per request once the first head shows it")
+    @Test(
+        "a cold burst to an https host that answers in HTTP/1.1 gets a connection per request once the first head shows it"
+    )
     func coldHTTP1OverTLSBurstIsNotRationed() async throws {
-        try await withTLSProxy(http2: false, { router in
-            router.get("/slow") { _ in
-                try await Task.sleep(for: .milliseconds(500))
-                return .text("done")
+        try await withTLSProxy(
+            http2: false,
+            { router in
+                router.get("/slow") { _ in
+                    try await Task.sleep(for: .milliseconds(500))
+                    return .text("done")
+                }
             }
-        }) { base, proxy, certificates in
+        ) { base, proxy, certificates in
             try await withClient({ $0.timeout = .seconds(30) }) { client in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<64 {
                         group.addTask {
-                            let response = try await client.send(HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
+                            let response = try await client.send(
+                                HTTPClientRequest(url: base + "/slow", caFile: certificates.caFile))
                             #expect(response.status == 200)
                             #expect(response.head.httpVersion == .http1_1)
                         }
@@ -258,12 +285,13 @@ struct HTTPSTests {
                 return .text("late")
             }
             router.get("/trickle") { _ in
-                HTTPResponse(body: .stream { writer in
-                    for index in 0..<4 {
-                        try await writer.write("piece \(index)\n")
-                        try await Task.sleep(for: .milliseconds(150))
-                    }
-                })
+                HTTPResponse(
+                    body: .stream { writer in
+                        for index in 0..<4 {
+                            try await writer.write("piece \(index)\n")
+                            try await Task.sleep(for: .milliseconds(150))
+                        }
+                    })
             }
         }) { _, base in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
@@ -276,10 +304,12 @@ struct HTTPSTests {
                 #expect(seconds(since: start) < 3, "the head timeout ended it, not the upstream's answer")
                 #expect(await client.activeTransferCount() == 0)
                 // A head in time, and a body that takes longer than the head timeout: answered.
-                let streamed = try await client.send(HTTPClientRequest(url: base + "/trickle", headTimeout: .milliseconds(300)))
+                let streamed = try await client.send(
+                    HTTPClientRequest(url: base + "/trickle", headTimeout: .milliseconds(300)))
                 #expect(streamed.status == 200)
                 #expect(String(decoding: streamed.body, as: UTF8.self) == (0..<4).map { "piece \($0)\n" }.joined())
-                let stream = try await client.stream(HTTPClientRequest(url: base + "/trickle", headTimeout: .milliseconds(300)))
+                let stream = try await client.stream(
+                    HTTPClientRequest(url: base + "/trickle", headTimeout: .milliseconds(300)))
                 var text = ""
                 for try await chunk in stream.body { text += String(decoding: chunk, as: UTF8.self) }
                 #expect(text.hasSuffix("piece 3\n"))
@@ -298,7 +328,8 @@ struct HTTPSTests {
         }) { _, base in
             try await withClient({ $0.timeout = .seconds(10) }) { client in
                 let error = await clientError {
-                    _ = try await client.stream(HTTPClientRequest(url: base + "/stall", headTimeout: .milliseconds(200)))
+                    _ = try await client.stream(
+                        HTTPClientRequest(url: base + "/stall", headTimeout: .milliseconds(200)))
                 }
                 #expect(error?.kind == .timedOut)
                 #expect(error?.beforeResponse == true)
@@ -309,15 +340,18 @@ struct HTTPSTests {
         }
     }
 
-    @Test("a kept-alive connection the server resets as the next request arrives: that request is answered on a new one")
+    @Test(
+        "a kept-alive connection the server resets as the next request arrives: that request is answered on a new one")
     func resetReusedConnectionIsRetried() async throws {
         let server = try ResettingServer()
         defer { server.stop() }
         try await withClient({ $0.timeout = .seconds(10) }) { client in
             let base = "http://127.0.0.1:\(server.port)"
-            let first = try await client.send(HTTPClientRequest(method: "POST", url: base + "/one", body: Array("a".utf8)))
+            let first = try await client.send(
+                HTTPClientRequest(method: "POST", url: base + "/one", body: Array("a".utf8)))
             #expect(String(decoding: first.body, as: UTF8.self) == "first")
-            let second = try await client.send(HTTPClientRequest(method: "POST", url: base + "/two", body: Array("b".utf8)))
+            let second = try await client.send(
+                HTTPClientRequest(method: "POST", url: base + "/two", body: Array("b".utf8)))
             #expect(second.status == 200)
             #expect(String(decoding: second.body, as: UTF8.self) == "second")
             #expect(server.accepted == 2)
@@ -330,7 +364,10 @@ struct HTTPSTests {
             try await withClient({ $0.timeout = .seconds(10) }) { client in
                 let warm = try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile))
                 #expect(warm.head.httpVersion == .http2)
-                let error = await clientError { _ = try await client.send(HTTPClientRequest(url: base + "/nginx/reset", caFile: certificates.caFile)) }
+                let error = await clientError {
+                    _ = try await client.send(
+                        HTTPClientRequest(url: base + "/nginx/reset", caFile: certificates.caFile))
+                }
                 #expect(error?.kind == .transport)
                 #expect(error?.beforeResponse == true)
                 #expect(await eventually(within: 5) { proxy.accessLogLines().count >= 3 })
@@ -339,7 +376,9 @@ struct HTTPSTests {
                 let connections = Set(resets.compactMap { $0.split(separator: " ").first })
                 #expect(connections.count == 2)
                 // The next request goes out on a pooled connection again (no fresh connect left on).
-                #expect(try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile)).status == 200)
+                #expect(
+                    try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile)).status
+                        == 200)
                 #expect(await eventually(within: 5) { proxy.accessLogLines().count == 4 })
                 #expect(proxy.connectionsLogged() == 2)
             }
@@ -353,14 +392,18 @@ struct HTTPSTests {
         try await withClient({ $0.timeout = .seconds(10) }) { client in
             // A fresh connection reset before the head: not retried (nothing shows it was a
             // race with an idle close), and nothing was answered.
-            let error = await clientError { _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(silent.port)/")) }
+            let error = await clientError {
+                _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(silent.port)/"))
+            }
             #expect(error?.kind == .transport)
             #expect(error?.beforeResponse == true)
         }
         let truncating = try ResettingServer(truncate: true)
         defer { truncating.stop() }
         try await withClient({ $0.timeout = .seconds(10) }) { client in
-            let error = await clientError { _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(truncating.port)/")) }
+            let error = await clientError {
+                _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(truncating.port)/"))
+            }
             #expect(error?.kind == .transport)
             #expect(error?.beforeResponse == false)
         }
@@ -383,7 +426,7 @@ struct HTTPSTests {
 
     @Test("a command the tests spawn (openssl, nginx) inherits none of the test process's descriptors")
     func spawnedCommandsInheritNoSockets() throws {
-        let socketHeldOpen = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // no CLOEXEC, as TestClient's
+        let socketHeldOpen = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) // no CLOEXEC, as TestClient's
         defer { close(socketHeldOpen) }
         let (status, output) = try Subprocess.run("/bin/ls", ["/proc/self/fd"])
         #expect(status == 0)
@@ -424,7 +467,9 @@ private final class ResettingServer: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound, listen(fd, 16) == 0 else {
             close(fd)
@@ -482,10 +527,11 @@ private final class ResettingServer: Sendable {
         while true {
             if let end = bytes.indices.first(where: { bytes[$0...].starts(with: [13, 10, 13, 10]) }) {
                 let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
-                let length = head.split(separator: "\r\n").compactMap { line -> Int? in
-                    guard line.hasPrefix("content-length:") else { return nil }
-                    return Int(line.dropFirst("content-length:".count).drop { $0 == " " })
-                }.first ?? 0
+                let length =
+                    head.split(separator: "\r\n").compactMap { line -> Int? in
+                        guard line.hasPrefix("content-length:") else { return nil }
+                        return Int(line.dropFirst("content-length:".count).drop { $0 == " " })
+                    }.first ?? 0
                 if bytes.count >= end + 4 + length { return true }
             }
             let count = read(fd, &buffer, buffer.count)

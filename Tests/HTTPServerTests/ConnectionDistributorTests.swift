@@ -1,11 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTP1
-@testable import HTTPServer
 import Synchronization
 import Testing
+
+@testable import HTTPServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Connection placement over the server's loops")
 struct ConnectionDistributorTests {
@@ -32,7 +34,9 @@ struct ConnectionDistributorTests {
         ]
         for (accepting, headroom, open, before, chosen, after) in cases {
             var cursor = before
-            #expect(ConnectionDistributor.choose(accepting: accepting, headroom: headroom, open: open, cursor: &cursor) == chosen)
+            #expect(
+                ConnectionDistributor.choose(accepting: accepting, headroom: headroom, open: open, cursor: &cursor)
+                    == chosen)
             #expect(cursor == after, "cursor after choosing among \(headroom), \(open) from \(before)")
         }
     }
@@ -42,7 +46,9 @@ struct ConnectionDistributorTests {
         var cursor = 0
         var open = [40, 0, 10]
         for connection in 0..<250 {
-            open[ConnectionDistributor.choose(accepting: connection % 2, headroom: [false, false, false], open: open, cursor: &cursor)] += 1
+            open[
+                ConnectionDistributor.choose(
+                    accepting: connection % 2, headroom: [false, false, false], open: open, cursor: &cursor)] += 1
         }
         #expect(open == [100, 100, 100])
     }
@@ -129,13 +135,16 @@ struct ConnectionHandOffTests {
             (0, [9], [1000], 1000, nil),
         ]
         for (source, open, load, share, target) in cases {
-            #expect(ConnectionDistributor.handOffTarget(from: source, open: open, load: load, share: share) == target, "\(open) \(load)")
+            #expect(
+                ConnectionDistributor.handOffTarget(from: source, open: open, load: load, share: share) == target,
+                "\(open) \(load)")
         }
     }
 
     @Test("a saturated loop hands kept-alive connections to an idle loop until they hold about as many")
     func handsOffWhenSaturated() async throws {
-        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
+        let loops = try await PlacementLoops(
+            maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
         for _ in 0..<4 { try await loops.place(acceptedOn: 0) }
         try await loops.waitFor(open: [4, 0])
         for peer in 0..<4 { #expect(try await loops.exchange(on: peer, path: "/compute") == "ok") }
@@ -156,7 +165,8 @@ struct ConnectionHandOffTests {
     /// Two connections on loop 0 answer `rounds` requests for `path` each, while the machine
     /// leaves `idleCPUs` idle; none may move.
     private func expectNoneMove(idleCPUs: Int, path: String, rounds: Int) async throws {
-        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { idleCPUs }))
+        let loops = try await PlacementLoops(
+            maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { idleCPUs }))
         for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
         try await loops.waitFor(open: [2, 0])
         for _ in 0..<rounds {
@@ -169,7 +179,8 @@ struct ConnectionHandOffTests {
 
     @Test("a connection with a pipelined request waiting stays until that one is answered too")
     func pipelinedStays() async throws {
-        let loops = try await PlacementLoops(maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
+        let loops = try await PlacementLoops(
+            maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
         for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
         try await loops.waitFor(open: [2, 0])
         let answers = try await loops.exchange(on: 0, paths: ["/compute", "/", "/"])
@@ -191,7 +202,9 @@ private final class PlacementLoops: Sendable {
     private let counters: [ServerCounters]
     private let peers = Observed<[CInt]>([])
 
-    init(maxConnections: Int, distributor: ConnectionDistributor = ConnectionDistributor(idleCPUs: { nil })) async throws {
+    init(maxConnections: Int, distributor: ConnectionDistributor = ConnectionDistributor(idleCPUs: { nil }))
+        async throws
+    {
         self.distributor = distributor
         group = try EventLoopGroup(loopCount: 2, namePrefix: "placement")
         var configuration = ServerConfiguration()
@@ -267,7 +280,10 @@ private final class PlacementLoops: Sendable {
         while let headEnd = Self.endOfHead(in: bytes, from: start) {
             let head = String(decoding: bytes[start..<headEnd], as: UTF8.self).lowercased()
             let length = head.split(separator: "\r\n").lazy
-                .compactMap { $0.hasPrefix("content-length:") ? Int($0.dropFirst("content-length:".count).filter { $0 != " " }) : nil }
+                .compactMap {
+                    $0.hasPrefix("content-length:")
+                        ? Int($0.dropFirst("content-length:".count).filter { $0 != " " }) : nil
+                }
                 .first
             guard let length, bytes.count >= headEnd + 4 + length else { break }
             bodies.append(String(decoding: bytes[(headEnd + 4)..<(headEnd + 4 + length)], as: UTF8.self))
@@ -279,7 +295,8 @@ private final class PlacementLoops: Sendable {
     /// Where the next `\r\n\r\n` at or after `start` begins.
     private static func endOfHead(in bytes: [UInt8], from start: Int) -> Int? {
         guard bytes.count >= start + 4 else { return nil }
-        for index in start...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+        for index in start...(bytes.count - 4)
+        where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
             return index
         }
         return nil
@@ -331,7 +348,9 @@ private final class PlacementLoops: Sendable {
     private func makeConnection() throws -> CInt {
         var pair: [CInt] = [-1, -1]
         let created = pair.withUnsafeMutableBufferPointer {
-            socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
+            socketpair(
+                AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0,
+                $0.baseAddress)
         }
         try #require(created == 0)
         peers.update { $0.append(pair[1]) }

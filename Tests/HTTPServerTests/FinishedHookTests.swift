@@ -1,14 +1,16 @@
 import EventLoop
 import HTTP1
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
 
 /// The server calls a response's `finished` exactly once, with how the response ended.
 @Suite("HTTPServer: the finished hook on every path")
 struct FinishedHookTests {
     /// Records each request's end by the path it was for.
-    private static func routes(_ ends: Observed<[String: [ResponseEnd]]>, started: Observed<[String: Int]> = Observed([:])) -> (inout Router) -> Void {
+    private static func routes(
+        _ ends: Observed<[String: [ResponseEnd]]>, started: Observed<[String: Int]> = Observed([:])
+    ) -> (inout Router) -> Void {
         { router in
             @Sendable func noting(_ path: String, _ response: HTTPResponse) -> HTTPResponse {
                 var response = response
@@ -25,23 +27,32 @@ struct FinishedHookTests {
             }
             router.get("/stream") { _ in
                 started.update { $0["/stream", default: 0] += 1 }
-                return noting("/stream", HTTPResponse(body: .stream { writer in
-                    for _ in 0..<3 { try await writer.write("piece\n") }
-                }))
+                return noting(
+                    "/stream",
+                    HTTPResponse(
+                        body: .stream { writer in
+                            for _ in 0..<3 { try await writer.write("piece\n") }
+                        }))
             }
             router.get("/endless") { _ in
-                noting("/endless", HTTPResponse(body: .stream { writer in
-                    while true {
-                        try await writer.write(Array(repeating: UInt8(ascii: "x"), count: 1024))
-                        try await Task.sleep(for: .milliseconds(5))
-                    }
-                }))
+                noting(
+                    "/endless",
+                    HTTPResponse(
+                        body: .stream { writer in
+                            while true {
+                                try await writer.write(Array(repeating: UInt8(ascii: "x"), count: 1024))
+                                try await Task.sleep(for: .milliseconds(5))
+                            }
+                        }))
             }
             router.get("/failing") { _ in
-                noting("/failing", HTTPResponse(body: .stream { writer in
-                    try await writer.write("one\n")
-                    throw CancellationError()
-                }))
+                noting(
+                    "/failing",
+                    HTTPResponse(
+                        body: .stream { writer in
+                            try await writer.write("one\n")
+                            throw CancellationError()
+                        }))
             }
         }
     }
@@ -59,7 +70,10 @@ struct FinishedHookTests {
                 try client.send("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try client.readResponse(head: true)
             }
-            #expect(await eventually { ends.value["/bytes"] == [.completed] && ends.value["/stream"] == [.completed, .completed] })
+            #expect(
+                await eventually {
+                    ends.value["/bytes"] == [.completed] && ends.value["/stream"] == [.completed, .completed]
+                })
         }
     }
 
@@ -76,7 +90,9 @@ struct FinishedHookTests {
         }
     }
 
-    @Test("connectionClosed, once, when the client goes before the answer or during a stream; resets racing a stream's head end once each; dozens in a row")
+    @Test(
+        "connectionClosed, once, when the client goes before the answer or during a stream; resets racing a stream's head end once each; dozens in a row"
+    )
     func connectionClosed() async throws {
         let ends = Observed<[String: [ResponseEnd]]>([:])
         let started = Observed<[String: Int]>([:])
@@ -103,7 +119,9 @@ struct FinishedHookTests {
                     client.abort()
                 }
             }
-            #expect(await eventually { ends.value["/slow"]?.count == 10 && ends.value["/endless"]?.count == 10 }, "\(ends.value)")
+            #expect(
+                await eventually { ends.value["/slow"]?.count == 10 && ends.value["/endless"]?.count == 10 },
+                "\(ends.value)")
             #expect(ends.value["/slow"]?.allSatisfy { $0 == .connectionClosed } == true)
             #expect(ends.value["/endless"]?.allSatisfy { $0 == .connectionClosed } == true)
             // A reset can beat the request to the server; every request that reached its

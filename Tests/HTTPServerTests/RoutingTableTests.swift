@@ -1,6 +1,7 @@
 import HTTP1
-@testable import HTTPServer
 import Testing
+
+@testable import HTTPServer
 
 @Suite("The routing table: exact paths, and one parameter segment at the end or mid-path")
 struct RoutingTableTests {
@@ -28,7 +29,10 @@ struct RoutingTableTests {
         #expect(Self.found(.HEAD, "/api/jobs/0123abcd/events") == "events")
         // A job whose id is "events" is a job, not its own stream.
         #expect(Self.found(.GET, "/api/jobs/events") == "job")
-        for path in ["/api/jobs/", "/api/jobs//events", "/api/jobs/a/b", "/api/jobs/a/events/x", "/api/history/", "/api/jobs/a/b/events"] {
+        for path in [
+            "/api/jobs/", "/api/jobs//events", "/api/jobs/a/b", "/api/jobs/a/events/x", "/api/history/",
+            "/api/jobs/a/b/events",
+        ] {
             if case .notFound = Self.table.match(.GET, path) {} else { Issue.record("\(path) matched") }
         }
     }

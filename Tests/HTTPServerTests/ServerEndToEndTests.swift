@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import HTTP1
 import HTTPServer
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("HTTP server over loopback", .serialized)
 struct ServerEndToEndTests {
@@ -209,7 +210,8 @@ struct ServerEndToEndTests {
 
     @Test("cuts off a slowloris client while serving others")
     func slowloris() async throws {
-        try await withServer(configure: { $0.headerReadTimeout = .milliseconds(300) }, routes: echoRoutes) { server, port in
+        try await withServer(configure: { $0.headerReadTimeout = .milliseconds(300) }, routes: echoRoutes) {
+            server, port in
             try await onThread {
                 let slow = try TestClient(port: port)
                 try slow.send("GET /hello HTTP/1.1\r\n")
@@ -299,21 +301,24 @@ struct ServerEndToEndTests {
         let writerFailed = Observed(false)
         try await withServer(routes: { router in
             router.get("/stream") { _ in
-                HTTPResponse(headers: ["Content-Type": "text/plain"], body: .stream { writer in
-                    for piece in ["one ", "two ", "three"] { try await writer.write(piece) }
-                })
+                HTTPResponse(
+                    headers: ["Content-Type": "text/plain"],
+                    body: .stream { writer in
+                        for piece in ["one ", "two ", "three"] { try await writer.write(piece) }
+                    })
             }
             router.get("/endless") { _ in
-                HTTPResponse(body: .stream { writer in
-                    do {
-                        while true {
-                            try await writer.write([UInt8](repeating: 0x62, count: 16 * 1024))
+                HTTPResponse(
+                    body: .stream { writer in
+                        do {
+                            while true {
+                                try await writer.write([UInt8](repeating: 0x62, count: 16 * 1024))
+                            }
+                        } catch {
+                            writerFailed.update { $0 = true }
+                            throw error
                         }
-                    } catch {
-                        writerFailed.update { $0 = true }
-                        throw error
-                    }
-                })
+                    })
             }
         }) { server, port in
             try await onThread {
@@ -326,7 +331,7 @@ struct ServerEndToEndTests {
                 let endless = try TestClient(port: port)
                 try endless.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try endless.readHead()
-                usleep(200_000)  // the writer is now held back by backpressure
+                usleep(200_000) // the writer is now held back by backpressure
                 endless.abort()
             }
             #expect(await eventually { writerFailed.value })
@@ -373,21 +378,25 @@ struct ServerEndToEndTests {
     func backpressureAndWriteStall() async throws {
         let produced = Observed(0)
         let failed = Observed(false)
-        try await withServer(configure: { $0.writeStallTimeout = .milliseconds(400) }, routes: { router in
-            router.get("/endless") { _ in
-                HTTPResponse(body: .stream { writer in
-                    do {
-                        while true {
-                            try await writer.write([UInt8](repeating: 0x62, count: 16 * 1024))
-                            produced.update { $0 += 16 * 1024 }
-                        }
-                    } catch {
-                        failed.update { $0 = true }
-                        throw error
-                    }
-                })
+        try await withServer(
+            configure: { $0.writeStallTimeout = .milliseconds(400) },
+            routes: { router in
+                router.get("/endless") { _ in
+                    HTTPResponse(
+                        body: .stream { writer in
+                            do {
+                                while true {
+                                    try await writer.write([UInt8](repeating: 0x62, count: 16 * 1024))
+                                    produced.update { $0 += 16 * 1024 }
+                                }
+                            } catch {
+                                failed.update { $0 = true }
+                                throw error
+                            }
+                        })
+                }
             }
-        }) { server, port in
+        ) { server, port in
             let client = try TestClient(port: port)
             try client.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
             try await Task.sleep(for: .milliseconds(200))
@@ -432,10 +441,11 @@ struct ServerEndToEndTests {
     func streamFraming() async throws {
         try await withServer(routes: { router in
             router.get("/stream") { _ in
-                HTTPResponse(body: .stream { writer in
-                    try await writer.write("abc")
-                    try await writer.write("def")
-                })
+                HTTPResponse(
+                    body: .stream { writer in
+                        try await writer.write("abc")
+                        try await writer.write("def")
+                    })
             }
         }) { _, port in
             try await onThread {

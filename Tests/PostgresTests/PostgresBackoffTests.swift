@@ -1,5 +1,6 @@
-@testable import Postgres
 import Testing
+
+@testable import Postgres
 
 @Suite("Postgres reconnect backoff")
 struct PostgresBackoffTests {

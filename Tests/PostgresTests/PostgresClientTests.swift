@@ -56,7 +56,9 @@ struct PostgresClientTests {
 
             let table = uniqueTable("values")
             _ = try await client.query("CREATE TABLE \(table) (id int8 PRIMARY KEY, name text, data bytea)")
-            let inserted = try await client.query("INSERT INTO \(table) VALUES ($1, $2, $3), ($4, $5, $6)", [1, .text(persian), .bytes(bytes), 2, nil, .null])
+            let inserted = try await client.query(
+                "INSERT INTO \(table) VALUES ($1, $2, $3), ($4, $5, $6)",
+                [1, .text(persian), .bytes(bytes), 2, nil, .null])
             #expect(inserted.affectedRows == 2)
             let back = try await client.query("SELECT id, name, data FROM \(table) ORDER BY id")
             #expect(back.columns == ["id", "name", "data"])
@@ -179,7 +181,9 @@ struct PostgresClientTests {
         }
     }
 
-    @Test("a thousand rows go in one multi-row INSERT; more parameters than the protocol carries are refused before sending")
+    @Test(
+        "a thousand rows go in one multi-row INSERT; more parameters than the protocol carries are refused before sending"
+    )
     func multiRowInsert() async throws {
         try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
             let table = uniqueTable("batch")
@@ -257,7 +261,8 @@ struct PostgresClientTests {
             let task = Task { try await client.query("SELECT pg_sleep(5), 'cancel me'") }
             try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
                 let running = await eventually(within: 5) {
-                    let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()"
+                    let sql =
+                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()"
                     return (try? await other.query(sql))?.rows.first?.int(0) == 1
                 }
                 #expect(running)
@@ -282,7 +287,8 @@ struct PostgresClientTests {
             try await withClient(configuration) { (other: PostgresClient) async throws -> Void in
                 // Only once the sleep runs: terminating the idle session would test something else.
                 let terminated = await eventually(within: 5) {
-                    let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
+                    let sql =
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
                     return (try? await other.query(sql, [.int(pid)]))?.rows.first?.bool(0) == true
                 }
                 #expect(terminated)
@@ -311,7 +317,8 @@ struct PostgresClientTests {
         let inFlight = Task { try await client.query("SELECT pg_sleep(1), 7") }
         try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
             let running = await eventually(within: 5) {
-                let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(1), 7'"
+                let sql =
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(1), 7'"
                 return (try? await other.query(sql))?.rows.first?.int(0) == 1
             }
             #expect(running)
@@ -333,7 +340,8 @@ struct PostgresReconnectTests {
         let cluster = try await PostgresCluster.start()
         do {
             try await cluster.stopServer()
-            try await withClient(cluster.configuration(queryTimeout: .milliseconds(300)), waitForConnection: false) { client in
+            try await withClient(cluster.configuration(queryTimeout: .milliseconds(300)), waitForConnection: false) {
+                client in
                 // Down: a query fails with a connection error within its timeout.
                 do throws(PostgresError) {
                     _ = try await client.query("SELECT 1")
@@ -346,7 +354,9 @@ struct PostgresReconnectTests {
                 #expect(connected)
                 let before = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
                 try await cluster.restart()
-                let reconnected = await eventually(within: 20) { (try? await client.query("SELECT 1"))?.rows.count == 1 }
+                let reconnected = await eventually(within: 20) {
+                    (try? await client.query("SELECT 1"))?.rows.count == 1
+                }
                 #expect(reconnected)
                 let after = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
                 #expect(before != after)

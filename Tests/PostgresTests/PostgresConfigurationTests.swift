@@ -15,11 +15,19 @@ struct PostgresConfigurationTests {
     }
 
     static let good: [Good] = [
-        Good(url: "postgres://u:p@db.internal:5433/textgateway", host: "db.internal", port: 5433, user: "u", password: "p", database: "textgateway"),
+        Good(
+            url: "postgres://u:p@db.internal:5433/textgateway", host: "db.internal", port: 5433, user: "u",
+            password: "p", database: "textgateway"),
         Good(url: "postgresql://localhost", host: "localhost", port: 5432, user: nil, password: nil, database: nil),
-        Good(url: "postgres://gw@127.0.0.1/app?sslmode=require", host: "127.0.0.1", port: 5432, user: "gw", password: nil, database: "app", sslMode: .require),
-        Good(url: "postgres://us%40er:p%3Ass%2Fw%C3%B6rd@[::1]:6000/d%20b?sslmode=verify-full", host: "::1", port: 6000, user: "us@er", password: "p:ss/wörd", database: "d b", sslMode: .verifyFull),
-        Good(url: "postgres://u:p@%2Fvar%2Frun%2Fpostgresql/db", host: "/var/run/postgresql", port: 5432, user: "u", password: "p", database: "db"),
+        Good(
+            url: "postgres://gw@127.0.0.1/app?sslmode=require", host: "127.0.0.1", port: 5432, user: "gw",
+            password: nil, database: "app", sslMode: .require),
+        Good(
+            url: "postgres://us%40er:p%3Ass%2Fw%C3%B6rd@[::1]:6000/d%20b?sslmode=verify-full", host: "::1", port: 6000,
+            user: "us@er", password: "p:ss/wörd", database: "d b", sslMode: .verifyFull),
+        Good(
+            url: "postgres://u:p@%2Fvar%2Frun%2Fpostgresql/db", host: "/var/run/postgresql", port: 5432, user: "u",
+            password: "p", database: "db"),
         Good(url: "postgres://u:@h/", host: "h", port: 5432, user: "u", password: "", database: nil),
         Good(url: "postgres://u:p:q@h/db", host: "h", port: 5432, user: "u", password: "p:q", database: "db"),
     ]

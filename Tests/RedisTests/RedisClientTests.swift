@@ -1,11 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
-@testable import Redis
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Redis
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A client on loops of its own against `url`, stopped (and its loops with it) after `body`.
 private func withClient<T>(
@@ -62,10 +64,12 @@ struct RedisClientTests {
             _ = try await client.send(["SET", "binary", RedisArgument(binary)])
             #expect(try await client.send("GET", "binary") == .bulkString(binary))
             _ = try await client.send("RPUSH", "list", "a", "b")
-            #expect(try await client.send("LRANGE", "list", "0", "-1") == .array([.bulkString([97]), .bulkString([98])]))
+            #expect(
+                try await client.send("LRANGE", "list", "0", "-1") == .array([.bulkString([97]), .bulkString([98])]))
             #expect(try await client.send("LRANGE", "nothing", "0", "-1") == .array([]))
             let mixed = try await client.send("EVAL", "return {1, 'x', redis.error_reply('boom'), {2}}", "0")
-            #expect(mixed == .array([.integer(1), .bulkString(Array("x".utf8)), .error("ERR boom"), .array([.integer(2)])]))
+            #expect(
+                mixed == .array([.integer(1), .bulkString(Array("x".utf8)), .error("ERR boom"), .array([.integer(2)])]))
         }
     }
 
@@ -115,7 +119,9 @@ struct RedisClientTests {
                 tasks.addTask(executorPreference: group.loops[0]) {
                     try await withThrowingTaskGroup(of: Int64.self) { inner in
                         for _ in 0..<200 {
-                            inner.addTask(executorPreference: group.loops[0]) { try await client.send("INCR", "ordered").integer ?? -1 }
+                            inner.addTask(executorPreference: group.loops[0]) {
+                                try await client.send("INCR", "ordered").integer ?? -1
+                            }
                         }
                         return try await inner.reduce(into: []) { $0.append($1) }
                     }
@@ -178,7 +184,9 @@ struct RedisClientTests {
                 // The oldest times out; the others pending behind it fail as the link closes.
                 let codes = await withTaskGroup(of: RedisError.Code?.self) { tasks in
                     for _ in 0..<3 {
-                        tasks.addTask { await redisError { () async throws(RedisError) in try await client.send("GET", "k") }?.code }
+                        tasks.addTask {
+                            await redisError { () async throws(RedisError) in try await client.send("GET", "k") }?.code
+                        }
                     }
                     return await tasks.reduce(into: [RedisError.Code?]()) { $0.append($1) }
                 }
@@ -199,8 +207,12 @@ struct RedisClientTests {
             try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { client, group in
                 _ = try await pauser.send("CLIENT", "PAUSE", "400", "ALL")
                 let loop = group.loops[0]
-                let first = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "n") }
-                let second = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "n") }
+                let first = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in
+                    try await client.send("INCR", "n")
+                }
+                let second = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in
+                    try await client.send("INCR", "n")
+                }
                 let bothSent = await eventually(within: 5) { await client.pendingCount() == 2 }
                 #expect(bothSent)
                 first.cancel()
@@ -325,7 +337,8 @@ struct RedisClientTests {
         let (fd, port) = try silentListener()
         defer { close(fd) }
         let started = MonotonicInstant.now()
-        try await withClient("redis://127.0.0.1:\(port)", configure: { $0.connectTimeout = .milliseconds(200) }) { client, _ in
+        try await withClient("redis://127.0.0.1:\(port)", configure: { $0.connectTimeout = .milliseconds(200) }) {
+            client, _ in
             #expect(started.nanoseconds(until: .now()) < 5_000_000_000)
             #expect(!client.isUp)
             let error = await redisError { () async throws(RedisError) in try await client.send("PING") }
@@ -349,7 +362,6 @@ struct RedisClientTests {
         await group.shutdownGracefully()
     }
 }
-
 
 /// The descriptors this process has open now.
 /// This machine's TCP sockets whose peer is 127.0.0.1:`port`, in any state but TIME_WAIT and
@@ -383,7 +395,9 @@ private func silentListener() throws -> (CInt, Int) {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
     let named = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }

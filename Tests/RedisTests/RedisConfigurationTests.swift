@@ -16,9 +16,14 @@ struct RedisConfigurationTests {
     static let good: [Good] = [
         Good(url: "redis://127.0.0.1:6379", host: "127.0.0.1", port: 6379, password: nil, username: nil, database: 0),
         Good(url: "redis://localhost", host: "localhost", port: 6379, password: nil, username: nil, database: 0),
-        Good(url: "redis://redis.internal:6380/2", host: "redis.internal", port: 6380, password: nil, username: nil, database: 2),
-        Good(url: "redis://:s3cret@10.0.0.5:7000/15", host: "10.0.0.5", port: 7000, password: "s3cret", username: nil, database: 15),
-        Good(url: "redis://gateway:p%40ss@h:1/", host: "h", port: 1, password: "p@ss", username: "gateway", database: 0),
+        Good(
+            url: "redis://redis.internal:6380/2", host: "redis.internal", port: 6380, password: nil, username: nil,
+            database: 2),
+        Good(
+            url: "redis://:s3cret@10.0.0.5:7000/15", host: "10.0.0.5", port: 7000, password: "s3cret", username: nil,
+            database: 15),
+        Good(
+            url: "redis://gateway:p%40ss@h:1/", host: "h", port: 1, password: "p@ss", username: "gateway", database: 0),
         Good(url: "redis://[::1]:6390/1", host: "::1", port: 6390, password: nil, username: nil, database: 1),
     ]
 
@@ -74,10 +79,15 @@ struct RedisConfigurationTests {
     @Test("reads REDIS_URL and REDIS_TIMEOUT_MS from the environment")
     func readsEnvironment() throws {
         #expect(try RedisConfiguration(environment: [:]) == nil)
-        let configuration = try #require(try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "75"]))
+        let configuration = try #require(
+            try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "75"]))
         #expect(configuration.timeout == .milliseconds(75))
         #expect(try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1"])?.timeout == .milliseconds(50))
-        #expect(throws: RedisError.self) { try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "0"]) }
-        #expect(throws: RedisError.self) { try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "fast"]) }
+        #expect(throws: RedisError.self) {
+            try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "0"])
+        }
+        #expect(throws: RedisError.self) {
+            try RedisConfiguration(environment: ["REDIS_URL": "redis://h:1", "REDIS_TIMEOUT_MS": "fast"])
+        }
     }
 }

@@ -1,10 +1,13 @@
 import EventLoop
-@testable import Redis
 import Testing
+
+@testable import Redis
 
 @Suite("Redis pending queue and its timer")
 struct RedisPendingQueueTests {
-    private func at(_ milliseconds: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds: milliseconds * 1_000_000) }
+    private func at(_ milliseconds: UInt64) -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: milliseconds * 1_000_000)
+    }
 
     @Test("the first command sets the timer; later deadlines keep it; an earlier one moves it")
     func setsTheTimer() {

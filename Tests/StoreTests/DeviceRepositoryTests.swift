@@ -1,28 +1,38 @@
 import EventLoop
 import Postgres
-@testable import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("store: App Attest devices, challenges and sessions")
     struct DeviceRepositoryTests {
-        static func device(_ id: String, keyByte: UInt8, at milliseconds: Int64 = 1_000, environment: String = "production") -> StoredDevice {
+        static func device(
+            _ id: String, keyByte: UInt8, at milliseconds: Int64 = 1_000, environment: String = "production"
+        ) -> StoredDevice {
             StoredDevice(
-                id: id, keyID: [UInt8](repeating: keyByte, count: 32), publicKey: [0x04] + [UInt8](repeating: keyByte, count: 64), counter: 0,
-                appID: "TEAMID1234.com.example.app", environment: environment, receipt: [0x30, 0x80, keyByte], createdAtMilliseconds: milliseconds,
+                id: id, keyID: [UInt8](repeating: keyByte, count: 32),
+                publicKey: [0x04] + [UInt8](repeating: keyByte, count: 64), counter: 0,
+                appID: "TEAMID1234.com.example.app", environment: environment, receipt: [0x30, 0x80, keyByte],
+                createdAtMilliseconds: milliseconds,
                 lastSeenAtMilliseconds: milliseconds
             )
         }
 
-        static func session(_ digestByte: UInt8, device: String, at milliseconds: Int64 = 2_000, expires: Int64 = 10_000) -> StoredDeviceSession {
+        static func session(
+            _ digestByte: UInt8, device: String, at milliseconds: Int64 = 2_000, expires: Int64 = 10_000
+        ) -> StoredDeviceSession {
             StoredDeviceSession(
-                digest: [UInt8](repeating: digestByte, count: 32), deviceID: device, createdAtMilliseconds: milliseconds, expiresAtMilliseconds: expires
+                digest: [UInt8](repeating: digestByte, count: 32), deviceID: device,
+                createdAtMilliseconds: milliseconds, expiresAtMilliseconds: expires
             )
         }
 
         /// Adds `device`, which must be new.
-        static func register(_ device: StoredDevice, in store: any StoreBackend, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        static func register(
+            _ device: StoredDevice, in store: any StoreBackend, sourceLocation: SourceLocation = #_sourceLocation
+        ) async throws {
             let inserted = try await store.insertDevice(device)
             #expect(inserted, sourceLocation: sourceLocation)
         }
@@ -30,7 +40,8 @@ extension StoreBackends {
         /// `work` at once on eight stores of `store`'s database (`store` first), each with
         /// connections of its own; what they all returned, in store order.
         static func onEightStores<T: Sendable>(
-            _ store: any StoreBackend, _ fixture: StoreFixture, _ work: @escaping @Sendable (Int, any StoreBackend) async throws -> T
+            _ store: any StoreBackend, _ fixture: StoreFixture,
+            _ work: @escaping @Sendable (Int, any StoreBackend) async throws -> T
         ) async throws -> [T] {
             var stores: [any StoreBackend] = [store]
             var closers: [() async -> Void] = []
@@ -53,7 +64,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a challenge is good once, only before it expires; a challenge kept twice is a constraint error", arguments: Backend.allCases)
+        @Test(
+            "a challenge is good once, only before it expires; a challenge kept twice is a constraint error",
+            arguments: Backend.allCases)
         func challengeOnce(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await store.insertChallenge("c1", expiresAtMilliseconds: 5_000)
@@ -68,7 +81,9 @@ extension StoreBackends {
                 #expect(try await store.consumeChallenge("c2", nowMilliseconds: 4_000))
 
                 try await store.insertChallenge("c3", expiresAtMilliseconds: 5_000)
-                let taken = await storeError { () throws(StoreError) in try await store.insertChallenge("c3", expiresAtMilliseconds: 9_000) }
+                let taken = await storeError { () throws(StoreError) in
+                    try await store.insertChallenge("c3", expiresAtMilliseconds: 9_000)
+                }
                 #expect(taken?.code == .constraint)
             }
         }
@@ -89,7 +104,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a device reads back by key id; a second with its key id is refused and writes nothing", arguments: Backend.allCases)
+        @Test(
+            "a device reads back by key id; a second with its key id is refused and writes nothing",
+            arguments: Backend.allCases)
         func insertDevice(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let first = Self.device("dev_a", keyByte: 1)
@@ -105,20 +122,30 @@ extension StoreBackends {
             }
         }
 
-        @Test("a taken device id, or a key id, public key or environment of the wrong shape, is a constraint error", arguments: Backend.allCases)
+        @Test(
+            "a taken device id, or a key id, public key or environment of the wrong shape, is a constraint error",
+            arguments: Backend.allCases)
         func deviceConstraints(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.register(Self.device("dev_a", keyByte: 1), in: store)
                 var sameID = Self.device("dev_a", keyByte: 2)
-                #expect(await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(sameID) } == .constraint)
+                #expect(
+                    await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(sameID) }
+                        == .constraint)
                 sameID.id = "dev_b"
                 sameID.keyID.removeLast()
-                #expect(await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(sameID) } == .constraint)
+                #expect(
+                    await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(sameID) }
+                        == .constraint)
                 var shortKey = Self.device("dev_c", keyByte: 3)
                 shortKey.publicKey.removeFirst()
-                #expect(await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(shortKey) } == .constraint)
+                #expect(
+                    await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(shortKey) }
+                        == .constraint)
                 let staging = Self.device("dev_d", keyByte: 4, environment: "staging")
-                #expect(await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(staging) } == .constraint)
+                #expect(
+                    await storeErrorCode { () throws(StoreError) in _ = try await store.insertDevice(staging) }
+                        == .constraint)
                 #expect(try await store.devices().map(\.id) == ["dev_a"])
             }
         }
@@ -138,54 +165,82 @@ extension StoreBackends {
             }
         }
 
-        @Test("a session opens only with a counter above the stored one; a refusal writes nothing", arguments: Backend.allCases)
+        @Test(
+            "a session opens only with a counter above the stored one; a refusal writes nothing",
+            arguments: Backend.allCases)
         func counter(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let device = Self.device("dev_a", keyByte: 1)
                 try await Self.register(device, in: store)
-                #expect(try await store.openSession(Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 0, nowMilliseconds: 2_000) == false)
-                #expect(try await store.session(digest: Self.session(1, device: "dev_a").digest, nowMilliseconds: 2_000) == nil)
+                #expect(
+                    try await store.openSession(
+                        Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 0, nowMilliseconds: 2_000)
+                        == false)
+                #expect(
+                    try await store.session(digest: Self.session(1, device: "dev_a").digest, nowMilliseconds: 2_000)
+                        == nil)
                 #expect(try await store.device(keyID: device.keyID) == device)
 
-                #expect(try await store.openSession(Self.session(2, device: "dev_a"), deviceID: "dev_a", counter: 5, nowMilliseconds: 3_000))
-                #expect(try await store.session(digest: Self.session(2, device: "dev_a").digest, nowMilliseconds: 3_000) == Self.session(2, device: "dev_a"))
+                #expect(
+                    try await store.openSession(
+                        Self.session(2, device: "dev_a"), deviceID: "dev_a", counter: 5, nowMilliseconds: 3_000))
+                #expect(
+                    try await store.session(digest: Self.session(2, device: "dev_a").digest, nowMilliseconds: 3_000)
+                        == Self.session(2, device: "dev_a"))
                 var raised = device
                 raised.counter = 5
                 raised.lastSeenAtMilliseconds = 3_000
                 #expect(try await store.device(keyID: device.keyID) == raised)
 
                 for (digest, counter) in [(UInt8(3), Int64(5)), (4, 4)] {
-                    #expect(try await store.openSession(Self.session(digest, device: "dev_a"), deviceID: "dev_a", counter: counter, nowMilliseconds: 4_000) == false)
-                    #expect(try await store.session(digest: Self.session(digest, device: "dev_a").digest, nowMilliseconds: 4_000) == nil)
+                    #expect(
+                        try await store.openSession(
+                            Self.session(digest, device: "dev_a"), deviceID: "dev_a", counter: counter,
+                            nowMilliseconds: 4_000) == false)
+                    #expect(
+                        try await store.session(
+                            digest: Self.session(digest, device: "dev_a").digest, nowMilliseconds: 4_000) == nil)
                 }
                 #expect(try await store.device(keyID: device.keyID) == raised)
 
-                #expect(try await store.openSession(Self.session(5, device: "dev_a"), deviceID: "dev_a", counter: 6, nowMilliseconds: 5_000))
+                #expect(
+                    try await store.openSession(
+                        Self.session(5, device: "dev_a"), deviceID: "dev_a", counter: 6, nowMilliseconds: 5_000))
                 #expect(try await store.device(keyID: device.keyID)?.counter == 6)
-                #expect(try await store.openSession(Self.session(6, device: "dev_none"), deviceID: "dev_none", counter: 9, nowMilliseconds: 5_000) == false)
+                #expect(
+                    try await store.openSession(
+                        Self.session(6, device: "dev_none"), deviceID: "dev_none", counter: 9, nowMilliseconds: 5_000)
+                        == false)
             }
         }
 
-        @Test("a session of another device, or a taken digest, is a constraint error and raises no counter", arguments: Backend.allCases)
+        @Test(
+            "a session of another device, or a taken digest, is a constraint error and raises no counter",
+            arguments: Backend.allCases)
         func sessionConstraints(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let device = Self.device("dev_a", keyByte: 1)
                 try await Self.register(device, in: store)
                 try await Self.register(Self.device("dev_b", keyByte: 2), in: store)
                 let other = await storeErrorCode { () throws(StoreError) in
-                    _ = try await store.openSession(Self.session(1, device: "dev_b"), deviceID: "dev_a", counter: 1, nowMilliseconds: 2_000)
+                    _ = try await store.openSession(
+                        Self.session(1, device: "dev_b"), deviceID: "dev_a", counter: 1, nowMilliseconds: 2_000)
                 }
                 #expect(other == .constraint)
-                #expect(try await store.openSession(Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 1, nowMilliseconds: 2_000))
+                #expect(
+                    try await store.openSession(
+                        Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 1, nowMilliseconds: 2_000))
                 let taken = await storeErrorCode { () throws(StoreError) in
-                    _ = try await store.openSession(Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 2, nowMilliseconds: 3_000)
+                    _ = try await store.openSession(
+                        Self.session(1, device: "dev_a"), deviceID: "dev_a", counter: 2, nowMilliseconds: 3_000)
                 }
                 #expect(taken == .constraint)
                 #expect(try await store.device(keyID: device.keyID)?.counter == 1)
             }
         }
 
-        @Test("of eight stores opening sessions with one counter at once, exactly one does", arguments: Backend.allCases)
+        @Test(
+            "of eight stores opening sessions with one counter at once, exactly one does", arguments: Backend.allCases)
         func concurrentOpen(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let device = Self.device("dev_a", keyByte: 1)
@@ -195,7 +250,11 @@ extension StoreBackends {
                     var opened: [Int64] = []
                     for counter in rounds {
                         let session = Self.session(UInt8(counter * 10) + UInt8(index), device: "dev_a")
-                        if try await each.openSession(session, deviceID: "dev_a", counter: counter, nowMilliseconds: 2_000) { opened.append(counter) }
+                        if try await each.openSession(
+                            session, deviceID: "dev_a", counter: counter, nowMilliseconds: 2_000)
+                        {
+                            opened.append(counter)
+                        }
                     }
                     return opened
                 }
@@ -212,7 +271,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a session is found until it expires and not after; an unknown digest finds nothing", arguments: Backend.allCases)
+        @Test(
+            "a session is found until it expires and not after; an unknown digest finds nothing",
+            arguments: Backend.allCases)
         func sessionExpiry(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.register(Self.device("dev_a", keyByte: 1), in: store)
@@ -220,11 +281,14 @@ extension StoreBackends {
                 #expect(try await store.openSession(session, deviceID: "dev_a", counter: 1, nowMilliseconds: 2_000))
                 #expect(try await store.session(digest: session.digest, nowMilliseconds: 9_999) == session)
                 #expect(try await store.session(digest: session.digest, nowMilliseconds: 10_000) == nil)
-                #expect(try await store.session(digest: [UInt8](repeating: 7, count: 32), nowMilliseconds: 2_000) == nil)
+                #expect(
+                    try await store.session(digest: [UInt8](repeating: 7, count: 32), nowMilliseconds: 2_000) == nil)
             }
         }
 
-        @Test("revoking a device ends its sessions, refuses new ones and moves the generation, seen by another store", arguments: Backend.allCases)
+        @Test(
+            "revoking a device ends its sessions, refuses new ones and moves the generation, seen by another store",
+            arguments: Backend.allCases)
         func revoke(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let (other, closeOther) = try await fixture.openAnother()
@@ -245,7 +309,10 @@ extension StoreBackends {
                 #expect(try await store.session(digest: session.digest, nowMilliseconds: 3_000) == nil)
                 #expect(try await store.session(digest: kept.digest, nowMilliseconds: 3_000) == kept)
                 #expect(try await store.device(keyID: device.keyID)?.revokedAtMilliseconds == 3_000)
-                #expect(try await store.openSession(Self.session(3, device: "dev_a"), deviceID: "dev_a", counter: 2, nowMilliseconds: 3_000) == false)
+                #expect(
+                    try await store.openSession(
+                        Self.session(3, device: "dev_a"), deviceID: "dev_a", counter: 2, nowMilliseconds: 3_000)
+                        == false)
                 #expect(try await store.device(keyID: device.keyID)?.counter == 1)
 
                 #expect(try await store.revokeDevice(id: "dev_a", atMilliseconds: 4_000) == false)
@@ -256,11 +323,15 @@ extension StoreBackends {
             }
         }
 
-        @Test("the purge deletes the challenges and sessions expired at the instant, and nothing newer", arguments: Backend.allCases)
+        @Test(
+            "the purge deletes the challenges and sessions expired at the instant, and nothing newer",
+            arguments: Backend.allCases)
         func purge(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let expiredChallenges = backend.deletionBatch + 7
-                for index in 0..<expiredChallenges { try await store.insertChallenge("old-\(index)", expiresAtMilliseconds: 4_000 + Int64(index % 1_000)) }
+                for index in 0..<expiredChallenges {
+                    try await store.insertChallenge("old-\(index)", expiresAtMilliseconds: 4_000 + Int64(index % 1_000))
+                }
                 try await store.insertChallenge("edge", expiresAtMilliseconds: 5_000)
                 try await store.insertChallenge("live", expiresAtMilliseconds: 5_001)
                 try await Self.register(Self.device("dev_a", keyByte: 1), in: store)
@@ -268,7 +339,9 @@ extension StoreBackends {
                 let edge = Self.session(2, device: "dev_a", expires: 5_000)
                 let live = Self.session(3, device: "dev_a", expires: 5_001)
                 for (counter, session) in [old, edge, live].enumerated() {
-                    #expect(try await store.openSession(session, deviceID: "dev_a", counter: Int64(counter + 1), nowMilliseconds: 2_000))
+                    #expect(
+                        try await store.openSession(
+                            session, deviceID: "dev_a", counter: Int64(counter + 1), nowMilliseconds: 2_000))
                 }
 
                 let purged = try await store.purgeExpiredChallengesAndSessions(nowMilliseconds: 5_000)
@@ -289,7 +362,10 @@ extension StoreBackends {
         @Test("a device's and a session's descriptions show no key, receipt or digest")
         func descriptions() {
             let device = Self.device("dev_a", keyByte: 0xAB)
-            #expect(device.description == "StoredDevice(id: dev_a, appID: TEAMID1234.com.example.app, environment: production, counter: 0)")
+            #expect(
+                device.description
+                    == "StoredDevice(id: dev_a, appID: TEAMID1234.com.example.app, environment: production, counter: 0)"
+            )
             let session = Self.session(0xCD, device: "dev_a")
             #expect(session.description == "StoredDeviceSession(deviceID: dev_a, expiresAtMilliseconds: 10000)")
         }
@@ -303,18 +379,21 @@ extension StoreBackends {
             do {
                 let client = try await PostgresStoreTests.client(cluster, database, group: group)
                 clients.append(client)
-                let schema3 = [
-                    "CREATE TABLE store_meta (key text PRIMARY KEY, value bigint NOT NULL)",
-                    "INSERT INTO store_meta (key, value) VALUES ('schema_version', 3)",
-                ] + PostgresSchema.migrations[0..<3].flatMap { $0 } + [
-                    "INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)"
-                ]
+                let schema3 =
+                    [
+                        "CREATE TABLE store_meta (key text PRIMARY KEY, value bigint NOT NULL)",
+                        "INSERT INTO store_meta (key, value) VALUES ('schema_version', 3)",
+                    ] + PostgresSchema.migrations[0..<3].flatMap { $0 } + [
+                        "INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)"
+                    ]
                 _ = try await client.transaction(schema3.map { PostgresQuery($0) })
                 let store = try await PostgresStore.open(client: client)
                 #expect(try await store.tokens().map(\.id) == ["t1"])
                 try await Self.register(Self.device("dev_a", keyByte: 1), in: store)
                 #expect(try await store.deviceGeneration() == 0)
-                #expect(try await client.query("SELECT value FROM store_meta WHERE key = 'schema_version'").rows.first?.int(0) == PostgresStore.schemaVersion)
+                #expect(
+                    try await client.query("SELECT value FROM store_meta WHERE key = 'schema_version'").rows.first?.int(
+                        0) == PostgresStore.schemaVersion)
                 #expect(try await store.integrityCheck() == [])
             } catch {
                 await PostgresStoreTests.stop(clients, group)
@@ -337,16 +416,22 @@ struct SQLiteDeviceMigrationTests {
                 INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', randomblob(32), 'alice', 'pro', 1000);
                 INSERT INTO store_secrets (name, value) VALUES ('history_cursor', randomblob(32));
                 """
-            #expect(try sqlite3(path, StoreSchema.migrations[0..<3].joined() + rows + "PRAGMA user_version = 3;").status == 0)
+            #expect(
+                try sqlite3(path, StoreSchema.migrations[0..<3].joined() + rows + "PRAGMA user_version = 3;").status
+                    == 0)
             let key = try sqlite3(path, "SELECT hex(value) FROM store_secrets").output
 
             let store = try await SQLiteStore.open(path: path, pool: pool)
-            #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["r1"])
+            #expect(
+                try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["r1"])
             #expect(try await store.tokens().map(\.id) == ["t1"])
-            let hex = store.historyCursorKey.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true) }.joined()
+            let hex = store.historyCursorKey.map { byte in
+                (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }.joined()
             #expect(hex == key)
             #expect(try await store.deviceGeneration() == 0)
-            try await StoreBackends.DeviceRepositoryTests.register(StoreBackends.DeviceRepositoryTests.device("dev_a", keyByte: 1), in: store)
+            try await StoreBackends.DeviceRepositoryTests.register(
+                StoreBackends.DeviceRepositoryTests.device("dev_a", keyByte: 1), in: store)
             #expect(try await store.devices().map(\.id) == ["dev_a"])
             #expect(try await store.integrityCheck() == [])
             await store.close()
@@ -354,4 +439,3 @@ struct SQLiteDeviceMigrationTests {
         }
     }
 }
-

@@ -1,7 +1,8 @@
 import EventLoop
 import Postgres
-@testable import Store
 import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("store: jobs, their items, leases and answers")
@@ -9,11 +10,18 @@ extension StoreBackends {
         static let lease: Int64 = 30_000
         static let day: Int64 = 20_600
 
-        static func newJob(_ id: String, caller: String = "alice", owner: String? = "alice", items count: Int = 3, at created: Int64 = 1_000) -> NewJob {
+        static func newJob(
+            _ id: String, caller: String = "alice", owner: String? = "alice", items count: Int = 3,
+            at created: Int64 = 1_000
+        ) -> NewJob {
             NewJob(
-                id: id, ownerID: owner, callerKey: caller, requestID: "req-\(id)", task: "summarize", tone: "neutral", format: "text",
+                id: id, ownerID: owner, callerKey: caller, requestID: "req-\(id)", task: "summarize", tone: "neutral",
+                format: "text",
                 inputLength: count * 100, createdAtMilliseconds: created, total: count,
-                items: (0..<count).map { NewJobItem(kind: .map, input: "chunk \($0) of \(id)", sourceStart: $0 * 100, sourceEnd: $0 * 100 + 100) }
+                items: (0..<count).map {
+                    NewJobItem(
+                        kind: .map, input: "chunk \($0) of \(id)", sourceStart: $0 * 100, sourceEnd: $0 * 100 + 100)
+                }
             )
         }
 
@@ -24,16 +32,19 @@ extension StoreBackends {
         static func claim(
             _ store: any StoreBackend, worker: String = "w1", limit: Int = 100, perJob: Int = 100, at now: Int64 = 2_000
         ) async throws -> [ClaimedJobItem] {
-            try await store.claimItems(JobClaim(worker: worker, limit: limit, perJob: perJob, nowMilliseconds: now, leaseUntil: now + lease))
+            try await store.claimItems(
+                JobClaim(worker: worker, limit: limit, perJob: perJob, nowMilliseconds: now, leaseUntil: now + lease))
         }
 
         static func complete(
-            _ key: JobItemKey, in store: any StoreBackend, worker: String = "w1", owner: String? = "alice", tokens: (Int, Int) = (10, 2),
+            _ key: JobItemKey, in store: any StoreBackend, worker: String = "w1", owner: String? = "alice",
+            tokens: (Int, Int) = (10, 2),
             at now: Int64 = 3_000
         ) async throws -> Bool {
             try await store.completeItem(
                 JobItemCompletion(
-                    key: key, worker: worker, answer: "answer \(key.level).\(key.index)", data: nil, inputTokens: tokens.0, outputTokens: tokens.1,
+                    key: key, worker: worker, answer: "answer \(key.level).\(key.index)", data: nil,
+                    inputTokens: tokens.0, outputTokens: tokens.1,
                     ownerID: owner, day: day, nowMilliseconds: now
                 )
             )
@@ -48,12 +59,16 @@ extension StoreBackends {
             if let sqlite = store as? SQLiteStore {
                 return try await sqlite.read { connection throws(StoreError) in
                     var inputs: [String] = []
-                    try connection.query("SELECT input FROM job_items WHERE job_id = ? ORDER BY level, idx", [.text(jobID)]) { inputs.append($0.text(0)) }
+                    try connection.query(
+                        "SELECT input FROM job_items WHERE job_id = ? ORDER BY level, idx", [.text(jobID)]
+                    ) { inputs.append($0.text(0)) }
                     return inputs
                 }
             }
             let postgres = try #require(store as? PostgresStore)
-            return try await postgres.client.query("SELECT input FROM job_items WHERE job_id = $1 ORDER BY level, idx", [.text(jobID)]).rows.map {
+            return try await postgres.client.query(
+                "SELECT input FROM job_items WHERE job_id = $1 ORDER BY level, idx", [.text(jobID)]
+            ).rows.map {
                 $0.string(0) ?? "<null>"
             }
         }
@@ -61,7 +76,8 @@ extension StoreBackends {
         /// Ten jobs of ten items in `store`, then `work` at once on eight stores of its
         /// database (`store` first), each with a connection of its own; what they all returned.
         static func concurrently<T: Sendable>(
-            in store: any StoreBackend, _ fixture: StoreFixture, _ work: @escaping @Sendable (Int, any StoreBackend) async throws -> [T]
+            in store: any StoreBackend, _ fixture: StoreFixture,
+            _ work: @escaping @Sendable (Int, any StoreBackend) async throws -> [T]
         ) async throws -> [T] {
             for job in 0..<10 { try await create(newJob("j\(job)", items: 10), in: store) }
             var stores: [any StoreBackend] = [store]
@@ -85,7 +101,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a job reads back as it was created: queued, with its level-0 items unanswered", arguments: Backend.allCases)
+        @Test(
+            "a job reads back as it was created: queued, with its level-0 items unanswered", arguments: Backend.allCases
+        )
         func createAndRead(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 var job = Self.newJob("j1", caller: "203.0.113.7", owner: nil)
@@ -98,9 +116,12 @@ extension StoreBackends {
                 #expect(
                     record
                         == JobRecord(
-                            id: "j1", ownerID: nil, callerKey: "203.0.113.7", requestID: "req-j1", task: "summarize", tone: nil, format: "text",
-                            inputLength: 300, status: .queued, done: 0, total: 3, result: nil, data: nil, inputTokens: 0, outputTokens: 0,
-                            errorCode: nil, errorMessage: nil, createdAtMilliseconds: 1_000, updatedAtMilliseconds: 1_000, endedAtMilliseconds: nil
+                            id: "j1", ownerID: nil, callerKey: "203.0.113.7", requestID: "req-j1", task: "summarize",
+                            tone: nil, format: "text",
+                            inputLength: 300, status: .queued, done: 0, total: 3, result: nil, data: nil,
+                            inputTokens: 0, outputTokens: 0,
+                            errorCode: nil, errorMessage: nil, createdAtMilliseconds: 1_000,
+                            updatedAtMilliseconds: 1_000, endedAtMilliseconds: nil
                         )
                 )
                 #expect(try await store.levelAnswers(jobID: "j1", level: 0) == JobLevelAnswers(count: 3, answers: []))
@@ -113,7 +134,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("the cap counts the caller's queued and running jobs only, and a refusal writes nothing", arguments: Backend.allCases)
+        @Test(
+            "the cap counts the caller's queued and running jobs only, and a refusal writes nothing",
+            arguments: Backend.allCases)
         func cap(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("a1"), in: store, maxActive: 2)
@@ -128,7 +151,9 @@ extension StoreBackends {
                 _ = try await Self.claim(store, limit: 1)
                 #expect(try await store.job(id: "a1")?.status == .running)
                 #expect(try await store.createJob(Self.newJob("a3"), maxActive: 2) == .tooManyActive(2))
-                #expect(try await store.finishJob(JobFinish(jobID: "a1", outcome: .succeeded(result: "r", data: nil), nowMilliseconds: 5_000)))
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(jobID: "a1", outcome: .succeeded(result: "r", data: nil), nowMilliseconds: 5_000)))
                 try await Self.create(Self.newJob("a3"), in: store, maxActive: 2)
                 _ = try await store.cancelJob(id: "a2", nowMilliseconds: 5_000)
                 try await Self.create(Self.newJob("a4"), in: store, maxActive: 2)
@@ -136,7 +161,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a claim takes the oldest job first, in (level, index) order, within the per-job and overall limits", arguments: Backend.allCases)
+        @Test(
+            "a claim takes the oldest job first, in (level, index) order, within the per-job and overall limits",
+            arguments: Backend.allCases)
         func claimOrder(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("old", at: 1_000), in: store)
@@ -163,7 +190,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("a leased item is not claimed again while its lease runs, and is once it has passed, as a second attempt", arguments: Backend.allCases)
+        @Test(
+            "a leased item is not claimed again while its lease runs, and is once it has passed, as a second attempt",
+            arguments: Backend.allCases)
         func leases(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("j1", items: 1), in: store)
@@ -181,24 +210,35 @@ extension StoreBackends {
             }
         }
 
-        @Test("only the lease holder stores an answer, once, and no one after the job was cancelled", arguments: Backend.allCases)
+        @Test(
+            "only the lease holder stores an answer, once, and no one after the job was cancelled",
+            arguments: Backend.allCases)
         func completion(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("j1"), in: store)
                 _ = try await Self.claim(store, worker: "w1")
                 #expect(try await Self.complete(Self.key("j1", 0, 0), in: store, worker: "w2") == false)
-                #expect(try await Self.complete(Self.key("j1", 0, 0), in: store, worker: "w1", tokens: (30, 7), at: 4_000))
+                #expect(
+                    try await Self.complete(Self.key("j1", 0, 0), in: store, worker: "w1", tokens: (30, 7), at: 4_000))
                 #expect(try await Self.complete(Self.key("j1", 0, 0), in: store, worker: "w1") == false)
                 #expect(try await Self.complete(Self.key("j1", 0, 9), in: store, worker: "w1") == false)
                 let job = try #require(try await store.job(id: "j1"))
-                #expect(job.done == 1 && job.inputTokens == 30 && job.outputTokens == 7 && job.updatedAtMilliseconds == 4_000)
+                #expect(
+                    job.done == 1 && job.inputTokens == 30 && job.outputTokens == 7
+                        && job.updatedAtMilliseconds == 4_000)
                 #expect(
                     try await store.levelAnswers(jobID: "j1", level: 0)
-                        == JobLevelAnswers(count: 3, answers: [JobItemAnswer(index: 0, answer: "answer 0.0", data: nil, sourceStart: 0, sourceEnd: 100)])
+                        == JobLevelAnswers(
+                            count: 3,
+                            answers: [
+                                JobItemAnswer(index: 0, answer: "answer 0.0", data: nil, sourceStart: 0, sourceEnd: 100)
+                            ])
                 )
 
                 let cancelled = try #require(try await store.cancelJob(id: "j1", nowMilliseconds: 5_000))
-                #expect(cancelled.status == .cancelled && cancelled.endedAtMilliseconds == 5_000 && cancelled.updatedAtMilliseconds == 5_000)
+                #expect(
+                    cancelled.status == .cancelled && cancelled.endedAtMilliseconds == 5_000
+                        && cancelled.updatedAtMilliseconds == 5_000)
                 #expect(try await Self.complete(Self.key("j1", 0, 1), in: store, worker: "w1") == false)
                 #expect(try await store.job(id: "j1")?.done == 1)
                 #expect(try await Self.claim(store, worker: "w2", at: 1_000_000).isEmpty)
@@ -208,7 +248,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("each answer adds its tokens to the owner's day, as no request; a guest's to all guests' day", arguments: Backend.allCases)
+        @Test(
+            "each answer adds its tokens to the owner's day, as no request; a guest's to all guests' day",
+            arguments: Backend.allCases)
         func usage(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("mine", items: 2), in: store)
@@ -221,12 +263,15 @@ extension StoreBackends {
                 #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (7, 7)) == false)
                 #expect(
                     try await store.usageReport(fromDay: 0, userID: nil) == [
-                        DailyUsage(userID: DailyUsage.guestUserID, day: Self.day, requests: 0, inputTokens: 1_000, outputTokens: 1_000),
+                        DailyUsage(
+                            userID: DailyUsage.guestUserID, day: Self.day, requests: 0, inputTokens: 1_000,
+                            outputTokens: 1_000),
                         DailyUsage(userID: "alice", day: Self.day, requests: 0, inputTokens: 150, outputTokens: 25),
                     ]
                 )
                 // The request that made the job still counts as one, without its tokens again.
-                var row = ledgerRow("req-mine", user: "alice", at: startOfDay(Self.day), inputTokens: 150, outputTokens: 25)
+                var row = ledgerRow(
+                    "req-mine", user: "alice", at: startOfDay(Self.day), inputTokens: 150, outputTokens: 25)
                 row.chargesTokens = false
                 try await append([row], to: store)
                 #expect(try await store.tokensCharged(onDay: Self.day) == ["alice": 175])
@@ -249,15 +294,22 @@ extension StoreBackends {
                 #expect(taken.map(\.key) == [Self.key("c", 0, 0)])
 
                 let asked = [
-                    Self.key("a", 0, 0), Self.key("a", 0, 1), Self.key("a", 0, 2), Self.key("b", 0, 0), Self.key("c", 0, 0), Self.key("zz", 0, 0),
+                    Self.key("a", 0, 0), Self.key("a", 0, 1), Self.key("a", 0, 2), Self.key("b", 0, 0),
+                    Self.key("c", 0, 0), Self.key("zz", 0, 0),
                     Self.key("a", 0, 0),
                 ]
-                let renewed = try await store.renewLeases(worker: "w1", items: asked, until: 100_000, nowMilliseconds: 1_000 + Self.lease)
+                let renewed = try await store.renewLeases(
+                    worker: "w1", items: asked, until: 100_000, nowMilliseconds: 1_000 + Self.lease)
                 #expect(renewed == [Self.key("a", 0, 0), Self.key("a", 0, 1)])
-                #expect(try await store.renewLeases(worker: "w1", items: [], until: 100_000, nowMilliseconds: 2_000).isEmpty)
+                #expect(
+                    try await store.renewLeases(worker: "w1", items: [], until: 100_000, nowMilliseconds: 2_000).isEmpty
+                )
                 // The renewed leases hold past their old end, and no longer.
                 #expect(try await Self.claim(store, worker: "w3", at: 99_999).map(\.key) == [Self.key("c", 0, 0)])
-                #expect(try await Self.claim(store, worker: "w4", at: 100_000).map(\.key) == [Self.key("a", 0, 0), Self.key("a", 0, 1)])
+                #expect(
+                    try await Self.claim(store, worker: "w4", at: 100_000).map(\.key) == [
+                        Self.key("a", 0, 0), Self.key("a", 0, 1),
+                    ])
             }
         }
 
@@ -276,12 +328,15 @@ extension StoreBackends {
             }
         }
 
-        @Test("a level is added once, only when the level below is complete and the job goes on", arguments: Backend.allCases)
+        @Test(
+            "a level is added once, only when the level below is complete and the job goes on",
+            arguments: Backend.allCases)
         func levels(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("j1", items: 2), in: store)
                 let reduce = NewJobLevel(
-                    jobID: "j1", level: 1, items: [NewJobItem(kind: .reduce, input: "both answers", sourceStart: 0, sourceEnd: 200)],
+                    jobID: "j1", level: 1,
+                    items: [NewJobItem(kind: .reduce, input: "both answers", sourceStart: 0, sourceEnd: 200)],
                     nowMilliseconds: 6_000
                 )
                 _ = try await Self.claim(store)
@@ -302,10 +357,16 @@ extension StoreBackends {
                 #expect(job.total == 3 && job.done == 2 && job.updatedAtMilliseconds == 6_000)
                 let claimed = try await Self.claim(store, at: 7_000)
                 #expect(claimed.map(\.key) == [Self.key("j1", 1, 0)])
-                #expect(claimed.first?.kind == .reduce && claimed.first?.input == "both answers" && claimed.first?.levelCount == 1)
+                #expect(
+                    claimed.first?.kind == .reduce && claimed.first?.input == "both answers"
+                        && claimed.first?.levelCount == 1)
 
                 // Nothing is added to a job that ended.
-                #expect(try await store.finishJob(JobFinish(jobID: "j1", outcome: .failed(code: "upstream_error", message: "m"), nowMilliseconds: 8_000)))
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(
+                            jobID: "j1", outcome: .failed(code: "upstream_error", message: "m"), nowMilliseconds: 8_000)
+                    ))
                 var final = reduce
                 final.level = 2
                 #expect(try await Self.complete(Self.key("j1", 1, 0), in: store, at: 7_500) == false)
@@ -320,12 +381,18 @@ extension StoreBackends {
                 try await Self.create(Self.newJob("bad", items: 1), in: store)
                 _ = try await Self.claim(store)
                 #expect(try await Self.complete(Self.key("ok", 0, 0), in: store))
-                let done = JobFinish(jobID: "ok", outcome: .succeeded(result: "the summary", data: "{\"a\":1}"), nowMilliseconds: 9_000)
+                let done = JobFinish(
+                    jobID: "ok", outcome: .succeeded(result: "the summary", data: "{\"a\":1}"), nowMilliseconds: 9_000)
                 #expect(try await store.finishJob(done))
                 #expect(try await store.finishJob(done) == false)
-                #expect(try await store.finishJob(JobFinish(jobID: "ok", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 9_500)) == false)
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(jobID: "ok", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 9_500))
+                        == false)
                 let ok = try #require(try await store.job(id: "ok"))
-                #expect(ok.status == .succeeded && ok.result == "the summary" && ok.data == "{\"a\":1}" && ok.errorCode == nil)
+                #expect(
+                    ok.status == .succeeded && ok.result == "the summary" && ok.data == "{\"a\":1}"
+                        && ok.errorCode == nil)
                 #expect(ok.endedAtMilliseconds == 9_000 && ok.updatedAtMilliseconds == 9_000)
                 #expect(try await Self.inputs(of: "ok", in: store) == ["", ""])
                 #expect(try await store.levelAnswers(jobID: "ok", level: 0).answers.map(\.answer) == ["answer 0.0"])
@@ -333,15 +400,25 @@ extension StoreBackends {
                 // An unanswered item of an ended job is never claimed.
                 #expect(try await Self.claim(store, worker: "w2", at: 1_000_000).map(\.key.jobID) == ["bad"])
 
-                #expect(try await store.finishJob(JobFinish(jobID: "bad", outcome: .failed(code: "upstream_error", message: "gone"), nowMilliseconds: 9_000)))
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(
+                            jobID: "bad", outcome: .failed(code: "upstream_error", message: "gone"),
+                            nowMilliseconds: 9_000)))
                 let bad = try #require(try await store.job(id: "bad"))
-                #expect(bad.status == .failed && bad.errorCode == "upstream_error" && bad.errorMessage == "gone" && bad.result == nil)
+                #expect(
+                    bad.status == .failed && bad.errorCode == "upstream_error" && bad.errorMessage == "gone"
+                        && bad.result == nil)
                 #expect(try await Self.inputs(of: "bad", in: store) == [""])
-                #expect(try await store.finishJob(JobFinish(jobID: "missing", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 1)) == false)
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(jobID: "missing", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 1))
+                        == false)
             }
         }
 
-        @Test("stalled jobs are the running ones with nothing left unanswered, oldest first", arguments: Backend.allCases)
+        @Test(
+            "stalled jobs are the running ones with nothing left unanswered, oldest first", arguments: Backend.allCases)
         func stalled(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 for id in ["s1", "busy", "s2", "s3"] { try await Self.create(Self.newJob(id, items: 1), in: store) }
@@ -350,20 +427,28 @@ extension StoreBackends {
                 for id in ["s1", "s2", "s3"] { #expect(try await Self.complete(Self.key(id, 0, 0), in: store)) }
                 #expect(try await store.stalledJobs(limit: 10).map(\.id) == ["s1", "s2", "s3"])
                 #expect(try await store.stalledJobs(limit: 2).map(\.id) == ["s1", "s2"])
-                #expect(try await store.finishJob(JobFinish(jobID: "s1", outcome: .succeeded(result: "r", data: nil), nowMilliseconds: 9_000)))
+                #expect(
+                    try await store.finishJob(
+                        JobFinish(jobID: "s1", outcome: .succeeded(result: "r", data: nil), nowMilliseconds: 9_000)))
                 #expect(try await store.stalledJobs(limit: 10).map(\.id) == ["s2", "s3"])
                 #expect(try await store.stalledJobs(limit: 0).isEmpty)
             }
         }
 
-        @Test("a purge deletes the jobs that ended before the instant, with their items, in batches", arguments: Backend.allCases)
+        @Test(
+            "a purge deletes the jobs that ended before the instant, with their items, in batches",
+            arguments: Backend.allCases)
         func purge(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let batch = backend == .sqlite ? SQLiteStore.jobDeletionBatch : PostgresStore.jobDeletionBatch
                 let old = batch + 3
                 for index in 0..<old {
                     try await Self.create(Self.newJob("old\(index)", items: 2), in: store)
-                    #expect(try await store.finishJob(JobFinish(jobID: "old\(index)", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 5_000)))
+                    #expect(
+                        try await store.finishJob(
+                            JobFinish(
+                                jobID: "old\(index)", outcome: .failed(code: "x", message: "y"), nowMilliseconds: 5_000)
+                        ))
                 }
                 try await Self.create(Self.newJob("edge", items: 1), in: store)
                 _ = try await store.cancelJob(id: "edge", nowMilliseconds: 6_000)
@@ -380,11 +465,16 @@ extension StoreBackends {
             }
         }
 
-        @Test("statistics count jobs by status, every status present, and the unanswered items of jobs that go on", arguments: Backend.allCases)
+        @Test(
+            "statistics count jobs by status, every status present, and the unanswered items of jobs that go on",
+            arguments: Backend.allCases)
         func statistics(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 let empty = try await store.jobStatistics()
-                #expect(empty == JobStatistics(jobs: [.queued: 0, .running: 0, .succeeded: 0, .failed: 0, .cancelled: 0], pendingItems: 0))
+                #expect(
+                    empty
+                        == JobStatistics(
+                            jobs: [.queued: 0, .running: 0, .succeeded: 0, .failed: 0, .cancelled: 0], pendingItems: 0))
                 try await Self.create(Self.newJob("run", items: 3), in: store)
                 _ = try await Self.claim(store, limit: 1)
                 #expect(try await Self.complete(Self.key("run", 0, 0), in: store))
@@ -392,11 +482,16 @@ extension StoreBackends {
                 try await Self.create(Self.newJob("gone", items: 4), in: store)
                 _ = try await store.cancelJob(id: "gone", nowMilliseconds: 4_000)
                 let counted = try await store.jobStatistics()
-                #expect(counted == JobStatistics(jobs: [.queued: 1, .running: 1, .succeeded: 0, .failed: 0, .cancelled: 1], pendingItems: 4))
+                #expect(
+                    counted
+                        == JobStatistics(
+                            jobs: [.queued: 1, .running: 1, .succeeded: 0, .failed: 0, .cancelled: 1], pendingItems: 4))
             }
         }
 
-        @Test("claims from several stores at once never hand out an item twice, nor past the per-job limit", arguments: Backend.allCases)
+        @Test(
+            "claims from several stores at once never hand out an item twice, nor past the per-job limit",
+            arguments: Backend.allCases)
         func concurrentClaims(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let claims = try await Self.concurrently(in: store, fixture) { index, each in
@@ -410,7 +505,9 @@ extension StoreBackends {
             }
         }
 
-        @Test("workers of several stores claiming and answering at once answer every item exactly once", .timeLimit(.minutes(2)), arguments: Backend.allCases)
+        @Test(
+            "workers of several stores claiming and answering at once answer every item exactly once",
+            .timeLimit(.minutes(2)), arguments: Backend.allCases)
         func concurrentWorkers(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let answered = try await Self.concurrently(in: store, fixture) { index, each in
@@ -418,7 +515,9 @@ extension StoreBackends {
                     for _ in 0..<2_000 {
                         let items = try await Self.claim(each, worker: "w\(index)", limit: 3, perJob: 4)
                         for item in items {
-                            if try await Self.complete(item.key, in: each, worker: "w\(index)") { mine.append(item.key) }
+                            if try await Self.complete(item.key, in: each, worker: "w\(index)") {
+                                mine.append(item.key)
+                            }
                         }
                         if items.isEmpty {
                             if try await each.jobStatistics().pendingItems == 0 { break }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Store
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A ledger in memory whose commits can be made to fail or to take time, to drive the
 /// writer through its cases (the SQLite store's own tests cover what a commit stores).

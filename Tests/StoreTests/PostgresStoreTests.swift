@@ -1,16 +1,20 @@
-import Synchronization
 import EventLoop
 import Postgres
-@testable import Store
-import Testing
+import Synchronization
 import TestSupport
+import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("Postgres store: migrations, idempotent appends, a server restart")
     struct PostgresStoreTests {
         /// A client of its own on `group` for `database`, started.
-        static func client(_ cluster: PostgresCluster, _ database: String, group: EventLoopGroup, queryTimeout: Duration = .seconds(10)) async throws -> PostgresClient {
-            let client = PostgresClient(configuration: cluster.configuration(database: database, queryTimeout: queryTimeout), group: group)
+        static func client(
+            _ cluster: PostgresCluster, _ database: String, group: EventLoopGroup, queryTimeout: Duration = .seconds(10)
+        ) async throws -> PostgresClient {
+            let client = PostgresClient(
+                configuration: cluster.configuration(database: database, queryTimeout: queryTimeout), group: group)
             try await client.start()
             return client
         }
@@ -20,7 +24,9 @@ extension StoreBackends {
             await group.shutdownGracefully()
         }
 
-        @Test("gateways starting at once on an empty database migrate it once; a newer schema is refused; a reader needs a migrated one")
+        @Test(
+            "gateways starting at once on an empty database migrate it once; a newer schema is refused; a reader needs a migrated one"
+        )
         func migrations() async throws {
             let lazy = try #require(LazyPostgresCluster.current)
             let (cluster, database) = try await lazy.createDatabase()
@@ -37,24 +43,32 @@ extension StoreBackends {
         }
 
         private static func migrate(_ clients: [PostgresClient]) async throws {
-            let reader = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: clients[0], readOnly: true) }
+            let reader = await storeError { () throws(StoreError) in
+                _ = try await PostgresStore.open(client: clients[0], readOnly: true)
+            }
             #expect(reader?.code == .readOnly)
 
             // Each makes a cursor key; one is kept, and every gateway reads that one.
             let keys = try await withThrowingTaskGroup(of: [UInt8].self) { tasks in
-                for client in clients { tasks.addTask { try await PostgresStore.open(client: client).historyCursorKey } }
+                for client in clients {
+                    tasks.addTask { try await PostgresStore.open(client: client).historyCursorKey }
+                }
                 var keys: [[UInt8]] = []
                 for try await key in tasks { keys.append(key) }
                 return keys
             }
             #expect(Set(keys).count == 1 && keys.first?.count == 32)
-            let version = try await clients[0].query("SELECT value FROM store_meta WHERE key = 'schema_version'").rows.first?.int(0)
+            let version = try await clients[0].query("SELECT value FROM store_meta WHERE key = 'schema_version'").rows
+                .first?.int(0)
             #expect(version == PostgresStore.schemaVersion)
             #expect(try await PostgresStore.open(client: clients[1], readOnly: true).historyCursorKey == keys.first)
 
             _ = try await clients[0].query("UPDATE store_meta SET value = value + 1 WHERE key = 'schema_version'")
-            let newer = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: clients[2]) }
-            #expect(newer?.code == .newerSchema(found: PostgresStore.schemaVersion + 1, supported: PostgresStore.schemaVersion))
+            let newer = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: clients[2])
+            }
+            #expect(
+                newer?.code
+                    == .newerSchema(found: PostgresStore.schemaVersion + 1, supported: PostgresStore.schemaVersion))
         }
 
         @Test("a server that cannot be reached fails the open within its start timeout, as unavailable")
@@ -62,12 +76,15 @@ extension StoreBackends {
             let group = try EventLoopGroup(loopCount: 1, namePrefix: "pg-store")
             // Port 1 on loopback: nothing listens there.
             let client = PostgresClient(
-                configuration: PostgresConfiguration(host: "127.0.0.1", port: 1, user: "nobody", database: "none", sslMode: .disable),
+                configuration: PostgresConfiguration(
+                    host: "127.0.0.1", port: 1, user: "nobody", database: "none", sslMode: .disable),
                 group: group
             )
             try await client.start()
             let started = MonotonicInstant.now()
-            let error = await storeError { () throws(StoreError) in _ = try await PostgresStore.open(client: client, startTimeout: .milliseconds(500)) }
+            let error = await storeError { () throws(StoreError) in
+                _ = try await PostgresStore.open(client: client, startTimeout: .milliseconds(500))
+            }
             #expect(error?.code == .unavailable)
             #expect(error?.isTransient == true)
             // Gives up rather than retrying on and on: a bound far above the 500 ms timeout, so a
@@ -83,7 +100,9 @@ extension StoreBackends {
                 #expect(PostgresStore.queries(for: .init(id: PostgresStore.newBatchID(), rows: rows[...])).count == 4)
                 try await append(rows, to: store)
                 #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).first?.requests == 5_000)
-                #expect(try await store.history(userID: "alice", limit: 1, before: nil).items.first?.row.requestID == "big4999")
+                #expect(
+                    try await store.history(userID: "alice", limit: 1, before: nil).items.first?.row.requestID
+                        == "big4999")
             }
         }
 
@@ -114,7 +133,9 @@ extension StoreBackends {
 
 @Suite("Postgres store: a server restart under the ledger writer")
 struct PostgresStoreRestartTests {
-    @Test("rows appended while the server stops and starts again are all stored, each exactly once", .timeLimit(.minutes(2)))
+    @Test(
+        "rows appended while the server stops and starts again are all stored, each exactly once",
+        .timeLimit(.minutes(2)))
     func restartWhileAppending() async throws {
         let cluster = try await PostgresCluster.start()
         let group = try EventLoopGroup(loopCount: 1, namePrefix: "pg-restart")

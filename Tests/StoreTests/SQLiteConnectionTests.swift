@@ -1,12 +1,14 @@
-@testable import Store
 import Testing
+
+@testable import Store
 
 @Suite("SQLite connection")
 struct SQLiteConnectionTests {
     static func withConnection(_ body: (SQLiteConnection) throws -> Void) throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let connection = try SQLiteConnection(path: directory.file("test.db"), mode: .readWrite, busyTimeout: .seconds(1))
+        let connection = try SQLiteConnection(
+            path: directory.file("test.db"), mode: .readWrite, busyTimeout: .seconds(1))
         defer { connection.close() }
         try connection.execute("CREATE TABLE t (a ANY, b ANY)")
         try body(connection)
@@ -20,7 +22,8 @@ struct SQLiteConnectionTests {
     func bindsValues() throws {
         try Self.withConnection { connection throws in
             let values: [SQLiteValue] = [
-                .null, .integer(.min), .integer(.max), .real(-2.5), .text(""), .text("é\u{0}z"), .blob([]), .blob([0, 1, 255]),
+                .null, .integer(.min), .integer(.max), .real(-2.5), .text(""), .text("é\u{0}z"), .blob([]),
+                .blob([0, 1, 255]),
             ]
             for value in values { try connection.execute("INSERT INTO t (a) VALUES (?)", [value]) }
             var back: [SQLiteValue] = []
@@ -41,7 +44,9 @@ struct SQLiteConnectionTests {
     func checksArity() throws {
         try Self.withConnection { connection throws in
             for values: [SQLiteValue] in [[], [.integer(1)], [.integer(1), .integer(2), .integer(3)]] {
-                #expect(throws: StoreError.self) { try connection.execute("INSERT INTO t (a, b) VALUES (?, ?)", values) }
+                #expect(throws: StoreError.self) {
+                    try connection.execute("INSERT INTO t (a, b) VALUES (?, ?)", values)
+                }
             }
             #expect(try Self.count(connection) == 0)
         }
@@ -72,7 +77,9 @@ struct SQLiteConnectionTests {
             #expect(error?.message == "stop")
             #expect(!connection.isInTransaction)
             #expect(try Self.count(connection) == 0)
-            try connection.transaction { () throws(StoreError) -> Void in try connection.execute("INSERT INTO t (a) VALUES (2)") }
+            try connection.transaction { () throws(StoreError) -> Void in
+                try connection.execute("INSERT INTO t (a) VALUES (2)")
+            }
             #expect(try Self.count(connection) == 1)
         }
     }
@@ -81,7 +88,9 @@ struct SQLiteConnectionTests {
     func errorMessages() throws {
         try Self.withConnection { connection throws in
             try connection.execute("CREATE TABLE u (a TEXT NOT NULL CHECK (length(a) < 5)) STRICT")
-            let error = #expect(throws: StoreError.self) { try connection.execute("INSERT INTO u (a) VALUES (?)", [.text("very secret text")]) }
+            let error = #expect(throws: StoreError.self) {
+                try connection.execute("INSERT INTO u (a) VALUES (?)", [.text("very secret text")])
+            }
             #expect(error?.code == .constraint)
             #expect(error?.message.hasPrefix(connection.path + ": ") == true)
             #expect(error?.message.contains("INSERT INTO u (a) VALUES (?)") == true)

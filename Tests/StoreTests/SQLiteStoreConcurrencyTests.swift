@@ -1,6 +1,7 @@
 import EventLoop
-@testable import Store
 import Testing
+
+@testable import Store
 
 @Suite("SQLite store: several connections")
 struct SQLiteStoreConcurrencyTests {

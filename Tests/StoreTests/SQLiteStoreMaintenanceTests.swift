@@ -1,8 +1,9 @@
 import EventLoop
 import Foundation
-@testable import Store
 import Synchronization
 import Testing
+
+@testable import Store
 
 @Suite("SQLite store: retention, backup and checks")
 struct SQLiteStoreMaintenanceTests {
@@ -31,7 +32,8 @@ struct SQLiteStoreMaintenanceTests {
             // Enough pages that the copy takes many steps.
             let text = String(repeating: "x", count: 2_000)
             for batch in 0..<10 {
-                try await append((0..<500).map { ledgerRow("pre\(batch)-\($0)", user: "alice", result: text) }, to: store)
+                try await append(
+                    (0..<500).map { ledgerRow("pre\(batch)-\($0)", user: "alice", result: text) }, to: store)
             }
             let committedBefore = 5_000
             let path = directory.file("store.db")
@@ -77,7 +79,8 @@ struct SQLiteStoreMaintenanceTests {
             #expect(error?.message.contains("exists") == true)
             #expect(FileManager.default.contents(atPath: taken) == Data("keep".utf8))
             let nowhere = directory.file("missing/copy.db")
-            #expect(await storeErrorCode { () throws(StoreError) in try await store.backup(to: nowhere) } == .cannotOpen)
+            #expect(
+                await storeErrorCode { () throws(StoreError) in try await store.backup(to: nowhere) } == .cannotOpen)
             #expect(!FileManager.default.fileExists(atPath: nowhere))
         }
     }

@@ -1,6 +1,7 @@
 import EventLoop
-@testable import Store
 import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("store: ledger and history")
@@ -11,22 +12,27 @@ extension StoreBackends {
                 try await append((1...5).map { ledgerRow("a\($0)", user: "alice") }, to: store)
                 let first = try await store.history(userID: "alice", limit: 2, before: nil)
                 #expect(first.items.map(\.row.requestID) == ["a5", "a4"])
-                let second = try await store.history(userID: "alice", limit: 2, before: try #require(first.nextCursor) as HistoryCursor)
+                let second = try await store.history(
+                    userID: "alice", limit: 2, before: try #require(first.nextCursor) as HistoryCursor)
                 #expect(second.items.map(\.row.requestID) == ["a3", "a2"])
-                let third = try await store.history(userID: "alice", limit: 2, before: try #require(second.nextCursor) as HistoryCursor)
+                let third = try await store.history(
+                    userID: "alice", limit: 2, before: try #require(second.nextCursor) as HistoryCursor)
                 #expect(third.items.map(\.row.requestID) == ["a1"])
                 #expect(third.nextCursor == nil)
 
                 // A last page that is exactly full still hands out a cursor; the page after is empty.
                 let whole = try await store.history(userID: "alice", limit: 5, before: nil)
                 #expect(whole.items.count == 5)
-                let after = try await store.history(userID: "alice", limit: 5, before: try #require(whole.nextCursor) as HistoryCursor)
+                let after = try await store.history(
+                    userID: "alice", limit: 5, before: try #require(whole.nextCursor) as HistoryCursor)
                 #expect(after == HistoryPage(items: [], nextCursor: nil))
                 #expect(whole.items.map(\.sequence) == whole.items.map(\.sequence).sorted(by: >))
             }
         }
 
-        @Test("the cursor key: 32 bytes, the same for every store opened on the database (restarts, other instances), another database's differs", arguments: Backend.allCases)
+        @Test(
+            "the cursor key: 32 bytes, the same for every store opened on the database (restarts, other instances), another database's differs",
+            arguments: Backend.allCases)
         func cursorKey(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 #expect(store.historyCursorKey.count == 32)
@@ -60,11 +66,19 @@ extension StoreBackends {
         func scopedToUser(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 try await append(
-                    [ledgerRow("a1", user: "alice"), ledgerRow("b1", user: "bob"), ledgerRow("g1", user: nil), ledgerRow("a2", user: "alice")],
+                    [
+                        ledgerRow("a1", user: "alice"), ledgerRow("b1", user: "bob"), ledgerRow("g1", user: nil),
+                        ledgerRow("a2", user: "alice"),
+                    ],
                     to: store
                 )
-                #expect(try await store.history(userID: "alice", limit: 100, before: nil).items.map(\.row.requestID) == ["a2", "a1"])
-                #expect(try await store.history(userID: "bob", limit: 100, before: nil).items.map(\.row.requestID) == ["b1"])
+                #expect(
+                    try await store.history(userID: "alice", limit: 100, before: nil).items.map(\.row.requestID) == [
+                        "a2", "a1",
+                    ])
+                #expect(
+                    try await store.history(userID: "bob", limit: 100, before: nil).items.map(\.row.requestID) == ["b1"]
+                )
                 for nobody in ["", "guest", "NULL"] {
                     #expect(try await store.history(userID: nobody, limit: 100, before: nil).items.isEmpty)
                 }
@@ -86,11 +100,16 @@ extension StoreBackends {
             }
         }
 
-        @Test("an item is found and deleted only by its own user, the newest of a repeated id first", arguments: Backend.allCases)
+        @Test(
+            "an item is found and deleted only by its own user, the newest of a repeated id first",
+            arguments: Backend.allCases)
         func itemsScopedToUser(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 try await append(
-                    [ledgerRow("same", user: "alice", result: "old"), ledgerRow("same", user: "alice", result: "new"), ledgerRow("b1", user: "bob")],
+                    [
+                        ledgerRow("same", user: "alice", result: "old"),
+                        ledgerRow("same", user: "alice", result: "new"), ledgerRow("b1", user: "bob"),
+                    ],
                     to: store
                 )
                 #expect(try await store.historyItem(userID: "alice", id: "same")?.row.result == "new")
@@ -103,12 +122,14 @@ extension StoreBackends {
             }
         }
 
-        @Test("deleting a user's history takes all of theirs, in batches, and nobody else's", arguments: Backend.allCases)
+        @Test(
+            "deleting a user's history takes all of theirs, in batches, and nobody else's", arguments: Backend.allCases)
         func deletesHistory(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let count = backend.deletionBatch * 2 + 17
                 for start in stride(from: 0, to: count, by: 1_000) {
-                    try await append((start..<min(count, start + 1_000)).map { ledgerRow("a\($0)", user: "alice") }, to: store)
+                    try await append(
+                        (start..<min(count, start + 1_000)).map { ledgerRow("a\($0)", user: "alice") }, to: store)
                 }
                 try await append([ledgerRow("b1", user: "bob")], to: store)
                 #expect(try await store.deleteHistory(userID: "alice") == count)
@@ -126,14 +147,22 @@ extension StoreBackends {
                 try await append([ledgerRow("t0", user: "alice", token: "tok")], to: store)
                 // Another process adds a rule the writer's second row breaks.
                 try await fixture.poison()
-                let rows = [ledgerRow("a1", user: "alice"), ledgerRow("poison", user: "alice"), ledgerRow("a2", user: "alice")]
+                let rows = [
+                    ledgerRow("a1", user: "alice"), ledgerRow("poison", user: "alice"), ledgerRow("a2", user: "alice"),
+                ]
                 let error = await storeError { () throws(StoreError) in try await store.append(rows) }
                 #expect(error?.code == .constraint)
-                #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["t0"])
+                #expect(
+                    try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == [
+                        "t0"
+                    ])
                 #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).map(\.requests) == [1])
 
                 try await append([ledgerRow("a3", user: "alice")], to: store)
-                #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == ["a3", "t0"])
+                #expect(
+                    try await store.history(userID: "alice", limit: 10, before: nil).items.map(\.row.requestID) == [
+                        "a3", "t0",
+                    ])
             }
         }
 

@@ -1,12 +1,13 @@
 import EventLoop
 import Foundation
 import Postgres
-@testable import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fresh directory under the system's temporary directory, removed by ``remove()``.
@@ -29,7 +30,9 @@ struct TemporaryDirectory {
 }
 
 /// Runs `body` with a pool and a temporary directory, both gone after.
-func withPoolAndDirectory<T>(threads: Int = 2, _ body: (BlockingPool, TemporaryDirectory) async throws -> T) async throws -> T {
+func withPoolAndDirectory<T>(threads: Int = 2, _ body: (BlockingPool, TemporaryDirectory) async throws -> T)
+    async throws -> T
+{
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let pool = try BlockingPool(threadCount: threads, name: "store-test")
@@ -44,7 +47,9 @@ func withPoolAndDirectory<T>(threads: Int = 2, _ body: (BlockingPool, TemporaryD
 }
 
 /// Runs `body` over a store opened in a temporary directory, closed after.
-func withStore<T>(threads: Int = 2, _ body: (SQLiteStore, BlockingPool, TemporaryDirectory) async throws -> T) async throws -> T {
+func withStore<T>(threads: Int = 2, _ body: (SQLiteStore, BlockingPool, TemporaryDirectory) async throws -> T)
+    async throws -> T
+{
     try await withPoolAndDirectory(threads: threads) { pool, directory in
         let store = try await SQLiteStore.open(path: directory.file("store.db"), pool: pool)
         do {
@@ -77,13 +82,16 @@ func startOfDay(_ day: Int64) -> Int64 { day * 86_400_000 }
 
 /// A ledger row with what a test varies; the rest plausible.
 func ledgerRow(
-    _ requestID: String, user: String?, at milliseconds: Int64 = startOfDay(20_000), inputTokens: Int? = 10, outputTokens: Int? = 5,
+    _ requestID: String, user: String?, at milliseconds: Int64 = startOfDay(20_000), inputTokens: Int? = 10,
+    outputTokens: Int? = 5,
     cacheHit: Bool = false, token: String? = nil, result: String? = nil
 ) -> LedgerRow {
     LedgerRow(
-        requestID: requestID, userID: user, tokenID: token, task: "summarize", tone: "neutral", route: "/api/process", model: "model-a",
+        requestID: requestID, userID: user, tokenID: token, task: "summarize", tone: "neutral", route: "/api/process",
+        model: "model-a",
         inputLength: 120, inputTokens: inputTokens, outputTokens: outputTokens, status: 200, code: nil,
-        outcome: cacheHit ? "cache_hit" : "done", cacheHit: cacheHit, durationMilliseconds: 12.5, createdAtMilliseconds: milliseconds,
+        outcome: cacheHit ? "cache_hit" : "done", cacheHit: cacheHit, durationMilliseconds: 12.5,
+        createdAtMilliseconds: milliseconds,
         result: result
     )
 }
@@ -139,7 +147,8 @@ func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) 
                 },
                 poison: {
                     let trigger = try sqlite3(
-                        path, "CREATE TRIGGER poison BEFORE INSERT ON requests WHEN NEW.request_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END;"
+                        path,
+                        "CREATE TRIGGER poison BEFORE INSERT ON requests WHEN NEW.request_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END;"
                     )
                     try #require(trigger.status == 0)
                 }
@@ -167,14 +176,16 @@ func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) 
                 name: store.name,
                 openAnother: { (try await open(), {}) },
                 poison: {
-                    _ = try await store.client.query("""
+                    _ = try await store.client.query(
+                        """
                         CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
                         BEGIN
                             IF NEW.request_id = 'poison' THEN RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation'; END IF;
                             RETURN NEW;
                         END $$
                         """)
-                    _ = try await store.client.query("CREATE TRIGGER poison BEFORE INSERT ON requests FOR EACH ROW EXECUTE FUNCTION poison()")
+                    _ = try await store.client.query(
+                        "CREATE TRIGGER poison BEFORE INSERT ON requests FOR EACH ROW EXECUTE FUNCTION poison()")
                 }
             )
             let result = try await body(store, fixture)

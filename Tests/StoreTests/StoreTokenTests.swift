@@ -1,17 +1,23 @@
 import EventLoop
-@testable import Store
 import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("store: tokens")
     struct TokenTests {
-        static func token(_ id: String, digestByte: UInt8, user: String = "alice", at milliseconds: Int64 = 1_000) -> StoredToken {
+        static func token(_ id: String, digestByte: UInt8, user: String = "alice", at milliseconds: Int64 = 1_000)
+            -> StoredToken
+        {
             StoredToken(
-                id: id, digest: [UInt8](repeating: digestByte, count: 32), userID: user, plan: "pro", label: "laptop", createdAtMilliseconds: milliseconds
+                id: id, digest: [UInt8](repeating: digestByte, count: 32), userID: user, plan: "pro", label: "laptop",
+                createdAtMilliseconds: milliseconds
             )
         }
 
-        @Test("tokens are listed oldest first, revoked ones too; the active ones leave the revoked out", arguments: Backend.allCases)
+        @Test(
+            "tokens are listed oldest first, revoked ones too; the active ones leave the revoked out",
+            arguments: Backend.allCases)
         func listAndRevoke(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let first = Self.token("t1", digestByte: 1, at: 1_000)
@@ -30,25 +36,34 @@ extension StoreBackends {
             }
         }
 
-        @Test("a taken id, a taken digest or a digest of the wrong length is a constraint error that shows no value", arguments: Backend.allCases)
+        @Test(
+            "a taken id, a taken digest or a digest of the wrong length is a constraint error that shows no value",
+            arguments: Backend.allCases)
         func constraints(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 try await store.insertToken(Self.token("secret-id-1", digestByte: 1))
-                let sameID = await storeError { () throws(StoreError) in try await store.insertToken(Self.token("secret-id-1", digestByte: 2)) }
+                let sameID = await storeError { () throws(StoreError) in
+                    try await store.insertToken(Self.token("secret-id-1", digestByte: 2))
+                }
                 #expect(sameID?.code == .constraint)
                 #expect(sameID?.message.hasPrefix(fixture.name) == true)
                 #expect(sameID?.message.contains("INSERT INTO tokens") == true)
                 #expect(sameID?.message.contains("secret-id-1") == false)
-                let sameDigest = await storeErrorCode { () throws(StoreError) in try await store.insertToken(Self.token("t2", digestByte: 1)) }
+                let sameDigest = await storeErrorCode { () throws(StoreError) in
+                    try await store.insertToken(Self.token("t2", digestByte: 1))
+                }
                 #expect(sameDigest == .constraint)
                 var short = Self.token("t3", digestByte: 3)
                 short.digest.removeLast()
-                #expect(await storeErrorCode { () throws(StoreError) in try await store.insertToken(short) } == .constraint)
+                #expect(
+                    await storeErrorCode { () throws(StoreError) in try await store.insertToken(short) } == .constraint)
                 #expect(try await store.tokens().map(\.id) == ["secret-id-1"])
             }
         }
 
-        @Test("the generation moves when a token is added or revoked, not when the ledger records its use", arguments: Backend.allCases)
+        @Test(
+            "the generation moves when a token is added or revoked, not when the ledger records its use",
+            arguments: Backend.allCases)
         func generation(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let start = try await store.tokenGeneration()

@@ -1,11 +1,14 @@
 import EventLoop
-@testable import Store
 import Testing
+
+@testable import Store
 
 extension StoreBackends {
     @Suite("store: daily usage")
     struct UsageTests {
-        @Test("a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing; guests add up as one", arguments: Backend.allCases)
+        @Test(
+            "a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing; guests add up as one",
+            arguments: Backend.allCases)
         func sums(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let day: Int64 = 20_100
@@ -13,30 +16,43 @@ extension StoreBackends {
                     [
                         ledgerRow("1", user: "alice", at: startOfDay(day), inputTokens: 100, outputTokens: 20),
                         ledgerRow("2", user: "alice", at: startOfDay(day) + 1_000, inputTokens: 50, outputTokens: 5),
-                        ledgerRow("3", user: "alice", at: startOfDay(day) + 2_000, inputTokens: 70, outputTokens: 7, cacheHit: true),
+                        ledgerRow(
+                            "3", user: "alice", at: startOfDay(day) + 2_000, inputTokens: 70, outputTokens: 7,
+                            cacheHit: true),
                         ledgerRow("4", user: "alice", at: startOfDay(day) + 3_000, inputTokens: nil, outputTokens: nil),
                         ledgerRow("5", user: nil, at: startOfDay(day), inputTokens: 1_000, outputTokens: 1_000),
                     ],
                     to: store
                 )
                 // A second batch adds to the same day.
-                try await append([ledgerRow("6", user: "alice", at: startOfDay(day) + 4_000, inputTokens: 1, outputTokens: 2)], to: store)
+                try await append(
+                    [ledgerRow("6", user: "alice", at: startOfDay(day) + 4_000, inputTokens: 1, outputTokens: 2)],
+                    to: store)
                 // Two more guests, in another batch: still one guests' line.
-                try await append([ledgerRow("7", user: nil, at: startOfDay(day) + 5_000, inputTokens: 3, outputTokens: 4),
-                                  ledgerRow("8", user: nil, at: startOfDay(day) + 6_000, inputTokens: nil, outputTokens: nil)], to: store)
+                try await append(
+                    [
+                        ledgerRow("7", user: nil, at: startOfDay(day) + 5_000, inputTokens: 3, outputTokens: 4),
+                        ledgerRow("8", user: nil, at: startOfDay(day) + 6_000, inputTokens: nil, outputTokens: nil),
+                    ], to: store)
                 let usage = try await store.dailyUsage(userID: "alice", fromDay: day)
-                #expect(usage == [DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27)])
+                #expect(
+                    usage == [DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27)])
                 // A guest's quota is its address's: the guests' line seeds none.
                 #expect(try await store.tokensCharged(onDay: day) == ["alice": 178])
-                #expect(try await store.usageReport(fromDay: day, userID: nil) == [
-                    DailyUsage(userID: DailyUsage.guestUserID, day: day, requests: 3, inputTokens: 1_003, outputTokens: 1_004),
-                    DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27),
-                ])
+                #expect(
+                    try await store.usageReport(fromDay: day, userID: nil) == [
+                        DailyUsage(
+                            userID: DailyUsage.guestUserID, day: day, requests: 3, inputTokens: 1_003,
+                            outputTokens: 1_004),
+                        DailyUsage(userID: "alice", day: day, requests: 5, inputTokens: 151, outputTokens: 27),
+                    ])
                 #expect(try await store.usageReport(fromDay: day, userID: "alice").count == 1)
             }
         }
 
-        @Test("days are UTC days: the last millisecond of one and the first of the next count apart", arguments: Backend.allCases)
+        @Test(
+            "days are UTC days: the last millisecond of one and the first of the next count apart",
+            arguments: Backend.allCases)
         func utcDays(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in
                 let day: Int64 = 20_200
@@ -74,7 +90,8 @@ extension StoreBackends {
                         ledgerRow("1", user: "alice", at: startOfDay(day), inputTokens: 10, outputTokens: 1),
                         ledgerRow("2", user: "bob", at: startOfDay(day), inputTokens: 20, outputTokens: 2),
                         ledgerRow("3", user: "bob", at: startOfDay(day - 1), inputTokens: 300, outputTokens: 0),
-                        ledgerRow("4", user: "carol", at: startOfDay(day), inputTokens: 5, outputTokens: 5, cacheHit: true),
+                        ledgerRow(
+                            "4", user: "carol", at: startOfDay(day), inputTokens: 5, outputTokens: 5, cacheHit: true),
                     ],
                     to: store
                 )

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs tests that open a thousand connections at once one at a time across every suite
 /// (the suites run in parallel on a 2-core machine), through an exclusive `flock`.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Loopback ports for servers the tests start themselves (redis-server, Postgres).

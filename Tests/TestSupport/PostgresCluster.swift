@@ -4,7 +4,7 @@ public import Postgres
 public import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A PostgreSQL 15 cluster of a test's own: initdb into a temporary directory, the server on
@@ -43,7 +43,9 @@ public final class PostgresCluster: Sendable {
             }
             let cluster = PostgresCluster(directory: directory, port: try LoopbackPort.free())
             do {
-                try cluster.run(binaries + "/initdb", ["-D", cluster.dataDirectory, "-A", "trust", "-U", user, "-E", "UTF8", "--no-sync"])
+                try cluster.run(
+                    binaries + "/initdb",
+                    ["-D", cluster.dataDirectory, "-A", "trust", "-U", user, "-E", "UTF8", "--no-sync"])
                 try cluster.pgctl(["start", "-w", "-t", "60", "-o", cluster.serverOptions])
             } catch {
                 cluster.removeNow()
@@ -58,7 +60,9 @@ public final class PostgresCluster: Sendable {
     }
 
     /// A configuration for this cluster's database `database`.
-    public func configuration(database: String = "postgres", queryTimeout: Duration = .seconds(10)) -> PostgresConfiguration {
+    public func configuration(database: String = "postgres", queryTimeout: Duration = .seconds(10))
+        -> PostgresConfiguration
+    {
         PostgresConfiguration(
             host: "127.0.0.1", port: port, user: Self.user, database: database, sslMode: .disable,
             connectTimeout: .seconds(5), queryTimeout: queryTimeout,
@@ -67,7 +71,9 @@ public final class PostgresCluster: Sendable {
     }
 
     public func restart() async throws {
-        try await DetachedThread.run { () throws in try self.pgctl(["restart", "-m", "fast", "-w", "-t", "60", "-o", self.serverOptions]) }
+        try await DetachedThread.run { () throws in
+            try self.pgctl(["restart", "-m", "fast", "-w", "-t", "60", "-o", self.serverOptions])
+        }
     }
 
     public func stopServer() async throws {
@@ -75,7 +81,9 @@ public final class PostgresCluster: Sendable {
     }
 
     public func startServer() async throws {
-        try await DetachedThread.run { () throws in try self.pgctl(["start", "-w", "-t", "60", "-o", self.serverOptions]) }
+        try await DetachedThread.run { () throws in
+            try self.pgctl(["start", "-w", "-t", "60", "-o", self.serverOptions])
+        }
     }
 
     /// Stops the server and removes the directory.
@@ -96,7 +104,9 @@ public final class PostgresCluster: Sendable {
     /// failure. posix_spawn and waitpid directly: the output goes to a file, not a pipe (the
     /// server pg_ctl starts inherits the descriptor, so a pipe would never reach its end).
     private func run(_ executable: String, _ arguments: [String]) throws {
-        let argv = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let argv =
+            getuid() == 0
+            ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let outputPath = directory + "/command.log"
         // Its descriptors would be inherited by the server pg_ctl starts too: none are.
         let pid = try spawnChild(argv, output: .file(outputPath))
@@ -117,7 +127,9 @@ public struct PostgresClusterTrait: SuiteTrait, TestScoping {
 
     public var isRecursive: Bool { false }
 
-    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void
+    ) async throws {
         let holder = LazyPostgresCluster()
         let cluster = lazy ? nil : try await holder.cluster()
         do {

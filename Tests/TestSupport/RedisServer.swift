@@ -1,8 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A `redis-server` of a test's own on 127.0.0.1, with no persistence, stopped by its pid.
 public final class RedisServer {
@@ -27,7 +27,9 @@ public final class RedisServer {
     /// (Re)starts the server on the same port.
     public func start() async throws {
         precondition(pid == nil, "already running")
-        let words = ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + extraArguments
+        let words =
+            ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            + extraArguments
         let child = try spawnChild(words, searchPath: true)
         pid = child
         let port = self.port

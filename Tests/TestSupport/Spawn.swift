@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-public import Glibc
+    public import Glibc
 #endif
 
 /// Where a spawned child's standard input, or its standard output and error, are.
@@ -65,7 +65,10 @@ public func spawnChild(
     }
     var child: pid_t = 0
     let spawn = searchPath ? posix_spawnp : posix_spawn
-    let rc = if let envp { spawn(&child, words[0], &actions, &attributes, argv, envp) } else { spawn(&child, words[0], &actions, &attributes, argv, environ) }
+    let rc =
+        if let envp { spawn(&child, words[0], &actions, &attributes, argv, envp) } else {
+            spawn(&child, words[0], &actions, &attributes, argv, environ)
+        }
     guard rc == 0 else { throw SpawnFailure(description: "posix_spawn \(words[0]) failed: \(rc)") }
     return child
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-public import Glibc
+    public import Glibc
 #endif
 
 /// A command the tests run (`sqlite3`, say), spawned with `posix_spawn` and reaped with
@@ -17,7 +17,9 @@ public final class Subprocess {
     /// Starts `executable` with `arguments`; with `input`, its standard input is a pipe this
     /// side writes (``write(_:)``, ``closeInput()``); with `captureOutput`, its standard output
     /// and error are a pipe ``readOutputToEnd()`` reads; otherwise they are /dev/null.
-    public init(_ executable: String, _ arguments: [String], input wantsInput: Bool = false, captureOutput: Bool = false) throws {
+    public init(
+        _ executable: String, _ arguments: [String], input wantsInput: Bool = false, captureOutput: Bool = false
+    ) throws {
         var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
         // Close-on-exec, so no other child spawned meanwhile holds an end open.

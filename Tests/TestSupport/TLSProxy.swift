@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An nginx of a test's own terminating TLS (and HTTP/2) on a free loopback port, passing
 /// requests to a plain-http upstream on loopback. It runs as the current user in its own

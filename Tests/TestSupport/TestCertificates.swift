@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Certificates for TLS tests, made with the `openssl` command into a temporary directory:
 /// a CA, a server certificate for `localhost` and 127.0.0.1 signed by it, one for another
@@ -58,13 +59,16 @@ public final class TestCertificates: Sendable {
     private func makeCA(_ name: String, name subject: String) throws {
         try openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", "/CN=\(subject)",
+            "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj",
+            "/CN=\(subject)",
         ])
     }
 
     private func makeLeaf(_ name: String, names: String, days: Int) throws {
         let extensions = "\(directory)/\(name).ext"
-        try write("subjectAltName=\(names)\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n", to: extensions)
+        try write(
+            "subjectAltName=\(names)\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+            to: extensions)
         try openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr", "-subj", "/CN=\(name)",
@@ -78,7 +82,9 @@ public final class TestCertificates: Sendable {
 
     private func openssl(_ arguments: [String]) throws {
         let (status, output) = try Subprocess.run("/usr/bin/openssl", arguments)
-        guard status == 0 else { throw Failure(description: "openssl \(arguments.first ?? "") failed (\(status)): \(output)") }
+        guard status == 0 else {
+            throw Failure(description: "openssl \(arguments.first ?? "") failed (\(status)): \(output)")
+        }
     }
 
     /// Removes the directory and everything in it.
@@ -92,5 +98,7 @@ func write(_ text: String, to path: String) throws {
     guard let file = fopen(path, "w") else { throw TestCertificates.Failure(description: "cannot write \(path)") }
     defer { fclose(file) }
     let bytes = Array(text.utf8)
-    guard fwrite(bytes, 1, bytes.count, file) == bytes.count else { throw TestCertificates.Failure(description: "short write to \(path)") }
+    guard fwrite(bytes, 1, bytes.count, file) == bytes.count else {
+        throw TestCertificates.Failure(description: "short write to \(path)")
+    }
 }

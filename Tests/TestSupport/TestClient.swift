@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A blocking loopback client for end-to-end tests: raw bytes out, parsed responses in,
 /// every read bounded by a receive timeout.
@@ -125,7 +126,9 @@ public final class TestClient {
     public func readHead() throws -> Response {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line: \(statusLine)") }
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw Failure(description: "bad status line: \(statusLine)")
+        }
         var headers: [(String, String)] = []
         while true {
             let line = try readLine()

@@ -34,8 +34,12 @@ final class FakeAttestor: DeviceAttestor {
 
     var recorded: State { state.withLock { $0 } }
 
-    static func attestation(keyId: String, clientDataHash: Data) -> Data { Data("attestation:\(keyId):".utf8) + clientDataHash }
-    static func assertion(keyId: String, clientDataHash: Data) -> Data { Data("assertion:\(keyId):".utf8) + clientDataHash }
+    static func attestation(keyId: String, clientDataHash: Data) -> Data {
+        Data("attestation:\(keyId):".utf8) + clientDataHash
+    }
+    static func assertion(keyId: String, clientDataHash: Data) -> Data {
+        Data("assertion:\(keyId):".utf8) + clientDataHash
+    }
 
     func loadKey() async throws -> DeviceKey? { state.withLock { $0.stored } }
 
@@ -147,14 +151,23 @@ final class FakeAttestGateway: Sendable {
         await server.shutdown(gracePeriod: .seconds(1))
     }
 
-    private struct RegisterBody: Decodable { var keyId: String; var attestation: String; var challenge: String }
-    private struct SessionBody: Decodable { var keyId: String; var assertion: String; var challenge: String }
+    private struct RegisterBody: Decodable {
+        var keyId: String
+        var attestation: String
+        var challenge: String
+    }
+    private struct SessionBody: Decodable {
+        var keyId: String
+        var assertion: String
+        var challenge: String
+    }
     private struct ProcessBody: Decodable { var stream: Bool? }
 
     private static func routes(_ router: inout Router, _ ledger: Ledger) {
         router.post("/api/attest/challenge") { _ in
             let challenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+                    of: "=", with: "")
             ledger.state.withLock {
                 $0.issued.append(challenge)
                 $0.unused.insert(challenge)
@@ -163,12 +176,15 @@ final class FakeAttestGateway: Sendable {
         }
 
         router.post("/api/attest/register") { request in
-            guard let body = try? JSONDecoder().decode(RegisterBody.self, from: Data(request.body)) else { return error(400, "invalid_json") }
+            guard let body = try? JSONDecoder().decode(RegisterBody.self, from: Data(request.body)) else {
+                return error(400, "invalid_json")
+            }
             return ledger.state.withLock { state in
                 state.registerCalls += 1
                 guard state.unused.remove(body.challenge) != nil else { return error(401, "unauthorized") }
                 guard !state.refuseAttestations,
-                      Data(base64Encoded: body.attestation) == FakeAttestor.attestation(keyId: body.keyId, clientDataHash: hash(body.challenge))
+                    Data(base64Encoded: body.attestation)
+                        == FakeAttestor.attestation(keyId: body.keyId, clientDataHash: hash(body.challenge))
                 else { return error(401, "unauthorized") }
                 guard state.devices[body.keyId] == nil else { return error(409, "conflict") }
                 let deviceId = "dev-\(state.devices.count + 1)"
@@ -178,18 +194,24 @@ final class FakeAttestGateway: Sendable {
         }
 
         router.post("/api/attest/session") { request in
-            guard let body = try? JSONDecoder().decode(SessionBody.self, from: Data(request.body)) else { return error(400, "invalid_json") }
+            guard let body = try? JSONDecoder().decode(SessionBody.self, from: Data(request.body)) else {
+                return error(400, "invalid_json")
+            }
             let delay = ledger.state.withLock { $0.sessionDelay }
             if delay > .zero { try await Task.sleep(for: delay) }
             return ledger.state.withLock { state in
                 state.sessionCalls += 1
                 guard state.unused.remove(body.challenge) != nil,
-                      let deviceId = state.devices[body.keyId],
-                      Data(base64Encoded: body.assertion) == FakeAttestor.assertion(keyId: body.keyId, clientDataHash: hash(body.challenge))
+                    let deviceId = state.devices[body.keyId],
+                    Data(base64Encoded: body.assertion)
+                        == FakeAttestor.assertion(keyId: body.keyId, clientDataHash: hash(body.challenge))
                 else { return error(401, "unauthorized") }
                 let token = "tgd_\(state.sessionCalls)"
                 state.tokens[token] = body.keyId
-                return json(["token": token, "expiresAt": Int(Date().timeIntervalSince1970) + state.sessionSeconds, "deviceId": deviceId])
+                return json([
+                    "token": token, "expiresAt": Int(Date().timeIntervalSince1970) + state.sessionSeconds,
+                    "deviceId": deviceId,
+                ])
             }
         }
 
@@ -205,7 +227,9 @@ final class FakeAttestGateway: Sendable {
                 guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
                 return state.tokens[String(authorization.dropFirst("Bearer ".count))] != nil
             }
-            guard accepted else { return error(401, "unauthorized", headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]) }
+            guard accepted else {
+                return error(401, "unauthorized", headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
+            }
             let answer = "answered for \(authorization ?? "")"
             guard stream else { return json(["success": true, "result": answer, "requestId": "req-1"]) }
             let events = [
@@ -215,7 +239,8 @@ final class FakeAttestGateway: Sendable {
             ].map { name, data in
                 "event: \(name)\ndata: \(String(decoding: encoded(data), as: UTF8.self))\n\n"
             }.joined()
-            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/event-stream"], body: .bytes(Array(events.utf8)))
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "text/event-stream"], body: .bytes(Array(events.utf8)))
         }
     }
 
@@ -227,11 +252,14 @@ final class FakeAttestGateway: Sendable {
     }
 
     private static func json(_ object: [String: Any], status: HTTPStatus = .ok) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: .bytes(Array(encoded(object))))
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json"], body: .bytes(Array(encoded(object))))
     }
 
     private static func error(_ status: Int, _ code: String, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        var response = json(["error": true, "reason": "refused: \(code)", "message": "refused: \(code)", "code": code], status: HTTPStatus(code: status))
+        var response = json(
+            ["error": true, "reason": "refused: \(code)", "message": "refused: \(code)", "code": code],
+            status: HTTPStatus(code: status))
         for (name, value) in headers { response.headers.add(name: name, value: value) }
         return response
     }

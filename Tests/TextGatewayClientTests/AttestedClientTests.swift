@@ -40,7 +40,9 @@ final class SyntheticDeviceAttestor: DeviceAttestor {
     func attest(keyId: String, clientDataHash: Data) async throws -> Data {
         guard let device = state.withLock({ $0.devices[keyId] }) else { throw DeviceAttestationError.invalidKey }
         state.withLock { $0.attestations += 1 }
-        return Data(try authority.attestation(device, clientDataHash: Array(clientDataHash), now: Int64(Date().timeIntervalSince1970)))
+        return Data(
+            try authority.attestation(
+                device, clientDataHash: Array(clientDataHash), now: Int64(Date().timeIntervalSince1970)))
     }
 
     func assert(keyId: String, clientDataHash: Data) async throws -> Data {
@@ -55,7 +57,9 @@ final class SyntheticDeviceAttestor: DeviceAttestor {
 
 @Suite("TextGatewayClient with a device attestor against the real gateway", .serialized)
 struct AttestedClientTests {
-    @Test("a client without any token registers, opens a session, is served; after a revocation it comes back as a new device")
+    @Test(
+        "a client without any token registers, opens a session, is served; after a revocation it comes back as a new device"
+    )
     func attestedClient() async throws {
         let authority = try SyntheticAppAttest(notBefore: Int64(Date().timeIntervalSince1970) - 86_400)
         try await ClientHarness.with(configure: {

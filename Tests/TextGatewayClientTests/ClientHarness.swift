@@ -28,7 +28,8 @@ struct ClientHarness {
     ) async throws {
         let mock = try await MockGateway.upstream(apiKey: upstreamKey)
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("textgateway-client-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "textgateway-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = MockGateway.configuration(upstream: mock, apiKey: upstreamKey)
         configuration.database = .sqlite(path: directory.appendingPathComponent("store.sqlite").path)
@@ -38,12 +39,14 @@ struct ClientHarness {
         configure(&configuration)
         let gateway: GatewayServer
         do {
-            gateway = try await GatewayServer.start(configuration: configuration, logger: Logger(level: .error, format: .text, sink: LogSink.memory()))
+            gateway = try await GatewayServer.start(
+                configuration: configuration, logger: Logger(level: .error, format: .text, sink: LogSink.memory()))
         } catch {
             await mock.shutdown()
             throw error
         }
-        let harness = ClientHarness(mock: mock, gateway: gateway, baseURL: URL(string: "http://127.0.0.1:\(gateway.address?.port ?? 0)")!)
+        let harness = ClientHarness(
+            mock: mock, gateway: gateway, baseURL: URL(string: "http://127.0.0.1:\(gateway.address?.port ?? 0)")!)
         do {
             try await body(harness)
         } catch {

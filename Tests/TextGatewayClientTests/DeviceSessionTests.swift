@@ -1,16 +1,20 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
 @testable import TextGatewayClient
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The client under App Attest: a fake device and a fake gateway's attest routes on loopback.
 @Suite("DeviceSession and the client under App Attest")
 struct DeviceSessionTests {
     /// A client whose device session runs on `clock`.
-    static func client(_ gateway: FakeAttestGateway, _ attestor: FakeAttestor, clock: TestClock = TestClock()) -> TextGatewayClient {
+    static func client(_ gateway: FakeAttestGateway, _ attestor: FakeAttestor, clock: TestClock = TestClock())
+        -> TextGatewayClient
+    {
         let session = DeviceSession(baseURL: gateway.baseURL, attestor: attestor, now: { clock.now })
         return TextGatewayClient(baseURL: gateway.baseURL, deviceSession: session)
     }
@@ -31,7 +35,11 @@ struct DeviceSessionTests {
             #expect(device.generated.count == 1)
             #expect(device.attested.map(\.keyId) == device.generated)
             #expect(device.asserted.map(\.keyId) == device.generated)
-            #expect(device.saved == [DeviceKey(id: device.generated[0], isRegistered: false), DeviceKey(id: device.generated[0], isRegistered: true)])
+            #expect(
+                device.saved == [
+                    DeviceKey(id: device.generated[0], isRegistered: false),
+                    DeviceKey(id: device.generated[0], isRegistered: true),
+                ])
             #expect(await client.deviceSession?.deviceId == "dev-1")
         }
     }
@@ -42,7 +50,8 @@ struct DeviceSessionTests {
             let attestor = FakeAttestor()
             _ = try await Self.client(gateway, attestor).process(.summarize, text: sampleText())
             let issued = gateway.recorded.issued
-            let signed = attestor.recorded.attested.map(\.clientDataHash) + attestor.recorded.asserted.map(\.clientDataHash)
+            let signed =
+                attestor.recorded.attested.map(\.clientDataHash) + attestor.recorded.asserted.map(\.clientDataHash)
             #expect(signed == issued.map { Data(Crypto.SHA256.hash($0.utf8)) })
             #expect(signed.allSatisfy { $0.count == 32 })
         }
@@ -125,7 +134,9 @@ struct DeviceSessionTests {
         }
     }
 
-    @Test("a key registered by an attempt whose answer was lost: the device will not attest it again, the session opens on it")
+    @Test(
+        "a key registered by an attempt whose answer was lost: the device will not attest it again, the session opens on it"
+    )
     func lostRegistrationAnswer() async throws {
         try await FakeAttestGateway.with { gateway in
             let keyId = Data("sent-once-key".utf8).base64EncodedString()
@@ -262,7 +273,8 @@ struct DeviceSessionTests {
         }
     }
 
-    @Test("a session's renewal time: five minutes before its end, a tenth of a short one, counted by the gateway's Date")
+    @Test(
+        "a session's renewal time: five minutes before its end, a tenth of a short one, counted by the gateway's Date")
     func renewalDate() {
         let received = Date(timeIntervalSince1970: 2_000_000_000)
         let hour = DeviceSession.renewalDate(expiresAt: received + 3600, serverDate: nil, receivedAt: received)
@@ -279,11 +291,13 @@ struct DeviceSessionTests {
     @Test("WWW-Authenticate Bearer error=invalid_token marks a 401 as a refused token")
     func tokenRefusal() throws {
         func error(_ status: Int, _ challenge: String?) throws -> TextGatewayError {
-            let response = try #require(HTTPURLResponse(
-                url: URL(string: "http://gateway.test/api/process")!, statusCode: status, httpVersion: "HTTP/1.1",
-                headerFields: challenge.map { ["WWW-Authenticate": $0] } ?? [:]
-            ))
-            return TextGatewayClient.error(status: status, body: Array(#"{"code":"unauthorized","message":"no"}"#.utf8), headers: response)
+            let response = try #require(
+                HTTPURLResponse(
+                    url: URL(string: "http://gateway.test/api/process")!, statusCode: status, httpVersion: "HTTP/1.1",
+                    headerFields: challenge.map { ["WWW-Authenticate": $0] } ?? [:]
+                ))
+            return TextGatewayClient.error(
+                status: status, body: Array(#"{"code":"unauthorized","message":"no"}"#.utf8), headers: response)
         }
         #expect(try error(401, #"Bearer error="invalid_token""#).isTokenRefused)
         #expect(try error(401, #"Bearer realm="gateway", error="invalid_token""#).isTokenRefused)

@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
 @testable import TextGatewayClient
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite("Retry-After as the client reads it")
 struct RetryAfterTests {
@@ -21,7 +23,9 @@ struct RetryAfterTests {
     @Test("an HTTP-date is the seconds until it, rounded up; a past date is zero")
     func httpDate() {
         #expect(TextGatewayClient.retryAfterSeconds("Sun, 06 Nov 1994 08:50:07 GMT", now: Self.now) == 30)
-        #expect(TextGatewayClient.retryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT", now: Self.now.addingTimeInterval(-0.2)) == 1)
+        #expect(
+            TextGatewayClient.retryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT", now: Self.now.addingTimeInterval(-0.2))
+                == 1)
         #expect(TextGatewayClient.retryAfterSeconds("Sun, 06 Nov 1994 08:00:00 GMT", now: Self.now) == 0)
         #expect(TextGatewayClient.retryAfterSeconds("Sun, 06 Nov 1994 08:50:07 PST", now: Self.now) == nil)
     }
@@ -33,10 +37,11 @@ struct RetryAfterTests {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let response = try #require(HTTPURLResponse(
-            url: URL(string: "http://gateway.test/api/process")!, statusCode: 503, httpVersion: "HTTP/1.1",
-            headerFields: ["Retry-After": formatter.string(from: later), "Content-Type": "text/html"]
-        ))
+        let response = try #require(
+            HTTPURLResponse(
+                url: URL(string: "http://gateway.test/api/process")!, statusCode: 503, httpVersion: "HTTP/1.1",
+                headerFields: ["Retry-After": formatter.string(from: later), "Content-Type": "text/html"]
+            ))
         let error = TextGatewayClient.error(status: 503, body: Array("<html>busy</html>".utf8), headers: response)
         #expect(error.code == "http_503")
         #expect(error.isBusy)

@@ -1,9 +1,11 @@
-@testable import TextGatewayClient
 import Testing
+
+@testable import TextGatewayClient
 
 @Suite("The client's server-sent event parser")
 struct ServerSentEventParserTests {
-    static let body = Array("event: start\ndata: {\"a\":1}\n\n: ping\n\nevent: delta\r\ndata: one\r\ndata: two\r\n\r\ndata:x\r\r".utf8)
+    static let body = Array(
+        "event: start\ndata: {\"a\":1}\n\n: ping\n\nevent: delta\r\ndata: one\r\ndata: two\r\n\r\ndata:x\r\r".utf8)
     static let expected = [
         ServerSentEvent(name: "start", data: "{\"a\":1}"),
         ServerSentEvent(name: "delta", data: "one\ntwo"),

@@ -1,10 +1,11 @@
 import Foundation
 import MockUpstream
-import Testing
 import TestSupport
+import Testing
 import TextGatewayClient
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The Swift client against a real gateway and mock upstream on loopback.
@@ -97,7 +98,9 @@ struct TextGatewayClientTests {
             let consumer = Task {
                 var events: [StreamEvent] = []
                 // Without a key: a keyed stream's answer is completed and kept whoever cancels.
-                for try await event in harness.client().stream(.rewrite, text: sampleText(directive: "[mock:latency-ms=5000]"), idempotencyKey: nil) {
+                for try await event in harness.client().stream(
+                    .rewrite, text: sampleText(directive: "[mock:latency-ms=5000]"), idempotencyKey: nil)
+                {
                     events.append(event)
                 }
                 return events
@@ -110,7 +113,10 @@ struct TextGatewayClientTests {
             // A cancelled iteration ends (as every AsyncThrowingStream's does) without a `done`.
             let events = (try? await consumer.value) ?? []
             #expect(!events.contains { if case .done = $0 { true } else { false } })
-            #expect(await eventually(within: 3) { harness.mock.stats.cancelled > before && harness.mock.stats.inFlight == 0 })
+            #expect(
+                await eventually(within: 3) {
+                    harness.mock.stats.cancelled > before && harness.mock.stats.inFlight == 0
+                })
             #expect(clock.now - cancelledAt < .seconds(3))
         }
     }
@@ -120,7 +126,9 @@ struct TextGatewayClientTests {
         try await ClientHarness.with { harness in
             var sawStart = false
             do {
-                for try await event in harness.client().stream(.summarize, text: sampleText(directive: "[mock:stream-error-after=1]")) {
+                for try await event in harness.client().stream(
+                    .summarize, text: sampleText(directive: "[mock:stream-error-after=1]"))
+                {
                     if case .start = event { sawStart = true }
                 }
                 Issue.record("the stream ended without an error")
@@ -157,7 +165,9 @@ struct TextGatewayClientTests {
         }
     }
 
-    @Test("each call sends a key of its own; a call resumed with its key gets the kept answer, with no second upstream call")
+    @Test(
+        "each call sends a key of its own; a call resumed with its key gets the kept answer, with no second upstream call"
+    )
     func idempotencyKey() async throws {
         try await ClientHarness.with { harness in
             let client = harness.client()
@@ -173,9 +183,13 @@ struct TextGatewayClientTests {
             #expect(resumed.result == original.result)
             #expect(harness.mock.stats.requests == 3)
             var events: [StreamEvent] = []
-            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") { events.append(event) }
+            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") {
+                events.append(event)
+            }
             var replayed: [StreamEvent] = []
-            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") { replayed.append(event) }
+            for try await event in client.stream(.summarize, text: text, idempotencyKey: key + "-stream") {
+                replayed.append(event)
+            }
             #expect(harness.mock.stats.requests == 4)
             #expect(replayed.count == 3)
             #expect(replayed.last == events.last)
@@ -234,10 +248,11 @@ struct TextGatewayClientTests {
             let second = try await client.process(.rewrite, text: sampleText(), tone: .friendly)
 
             var page = try await client.history(limit: 20)
-            #expect(await eventually(within: 5) {
-                page = (try? await client.history(limit: 20)) ?? page
-                return page.items.count == 2
-            })
+            #expect(
+                await eventually(within: 5) {
+                    page = (try? await client.history(limit: 20)) ?? page
+                    return page.items.count == 2
+                })
             #expect(page.items.map(\.id) == [second.requestId, first.requestId])
             #expect(page.items.first?.task == "rewrite")
             #expect(page.items.first?.tone == "friendly")
@@ -259,7 +274,9 @@ struct TextGatewayClientTests {
 
             try await client.deleteHistory(id: first.requestId)
             #expect(try await client.history().items.map(\.id) == [second.requestId])
-            let missing = await #expect(throws: TextGatewayError.self) { try await client.deleteHistory(id: first.requestId) }
+            let missing = await #expect(throws: TextGatewayError.self) {
+                try await client.deleteHistory(id: first.requestId)
+            }
             #expect(missing?.status == 404)
         }
     }
@@ -282,7 +299,11 @@ struct TextGatewayClientTests {
             #expect(job.status == .succeeded)
             #expect(job.task == .keyPoints)
             #expect(job.result?.isEmpty == false)
-            if case .points(let points)? = job.data { #expect(!points.isEmpty) } else { Issue.record("no points: \(String(describing: job.data))") }
+            if case .points(let points)? = job.data {
+                #expect(!points.isEmpty)
+            } else {
+                Issue.record("no points: \(String(describing: job.data))")
+            }
             #expect(job.progress.done == job.progress.total)
             #expect(job.createdAt != nil)
         }
@@ -292,14 +313,16 @@ struct TextGatewayClientTests {
     func jobCancellation() async throws {
         try await ClientHarness.with { harness in
             let client = harness.client()
-            let submission = try await client.submitJob(.summarize, text: sampleText(directive: "[mock:latency-ms=5000]"))
+            let submission = try await client.submitJob(
+                .summarize, text: sampleText(directive: "[mock:latency-ms=5000]"))
             #expect(await eventually(within: 5) { harness.mock.stats.inFlight >= 1 })
             _ = try await client.cancelJob(id: submission.jobId)
             var job = try await client.job(id: submission.jobId)
-            #expect(await eventually(within: 5) {
-                job = (try? await client.job(id: submission.jobId)) ?? job
-                return job.status == .cancelled
-            })
+            #expect(
+                await eventually(within: 5) {
+                    job = (try? await client.job(id: submission.jobId)) ?? job
+                    return job.status == .cancelled
+                })
             let error = await #expect(throws: TextGatewayError.self) {
                 for try await _ in client.jobEvents(id: submission.jobId) {}
             }

@@ -73,7 +73,8 @@ enum BearerCredentials {
             let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
             guard lowered == expected else { return false }
         }
-        return bytes.count == scheme.count || bytes[scheme.count] == UInt8(ascii: " ") || bytes[scheme.count] == UInt8(ascii: "\t")
+        return bytes.count == scheme.count || bytes[scheme.count] == UInt8(ascii: " ")
+            || bytes[scheme.count] == UInt8(ascii: "\t")
     }
 
     private static func token(in bytes: [UInt8]) -> [UInt8]? {

@@ -26,8 +26,8 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
         if parts.count == 2 {
             let digits = parts[1].utf8
             guard !digits.isEmpty, digits.count <= 3,
-                  digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-                  let value = Int(parts[1]), value <= maximum
+                digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let value = Int(parts[1]), value <= maximum
             else { return nil }
             prefix = value
         } else {

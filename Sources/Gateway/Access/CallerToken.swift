@@ -18,8 +18,8 @@ public struct CallerToken: Sendable, Hashable, CustomStringConvertible {
     /// when the digest, the user id or the plan name is malformed.
     public init?(hexDigest: String, userID: String, plan: String) {
         guard let digest = Self.decodeHexDigest(hexDigest),
-              Self.isValidUserID(userID),
-              Plan.isValidName(plan)
+            Self.isValidUserID(userID),
+            Plan.isValidName(plan)
         else { return nil }
         self.init(digest: digest, userID: userID, plan: plan)
     }
@@ -46,8 +46,8 @@ public struct CallerToken: Sendable, Hashable, CustomStringConvertible {
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "+"), UInt8(ascii: "-"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "+"), UInt8(ascii: "-"):
                 true
             default:
                 false

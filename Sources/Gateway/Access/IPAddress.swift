@@ -22,7 +22,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: some StringProtocol) {
         let utf8 = text.utf8
         guard !utf8.isEmpty, utf8.count <= 45,
-              utf8.allSatisfy({ Self.isAddressByte($0) })
+            utf8.allSatisfy({ Self.isAddressByte($0) })
         else { return nil }
         guard let bytes = NumericAddress.bytes(of: String(text)) else { return nil }
         if bytes.count == 16 { self.init(bytes: bytes) } else { self.init(ipv4: bytes) }
@@ -55,8 +55,12 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     var bytes: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: high >> UInt64(shift)))
+        }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: low >> UInt64(shift)))
+        }
         return bytes
     }
 
@@ -73,7 +77,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     private static func isAddressByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-             UInt8(ascii: "A")...UInt8(ascii: "F"), UInt8(ascii: "."), UInt8(ascii: ":"):
+            UInt8(ascii: "A")...UInt8(ascii: "F"), UInt8(ascii: "."), UInt8(ascii: ":"):
             true
         default:
             false

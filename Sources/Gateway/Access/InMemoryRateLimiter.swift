@@ -30,8 +30,11 @@ public final class InMemoryRateLimiter: RateLimiter {
     /// A limiter that keeps at most about `maximumKeys` keys (more only while that many hold
     /// leases) and looks for idle keys at least every `sweepInterval` calls.
     public init(maximumKeys: Int = 100_000, sweepInterval: Int = 1_024, leaseTimeToLive: Duration = .seconds(3600)) {
-        let seconds = Double(leaseTimeToLive.components.seconds) + Double(leaseTimeToLive.components.attoseconds) * 1e-18
-        state = Mutex(State(maximumKeys: max(1, maximumKeys), sweepInterval: max(1, sweepInterval), leaseSeconds: max(1, seconds)))
+        let seconds =
+            Double(leaseTimeToLive.components.seconds) + Double(leaseTimeToLive.components.attoseconds) * 1e-18
+        state = Mutex(
+            State(maximumKeys: max(1, maximumKeys), sweepInterval: max(1, sweepInterval), leaseSeconds: max(1, seconds))
+        )
     }
 
     /// How many keys have state now (for metrics and tests).
@@ -44,7 +47,10 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async -> RateDecision {
-        state.withLock { $0.acquire(key: key, plan: plan, reserving: plan.tokensPerDay == nil ? 0 : max(0, reservingTokens), now: now) }
+        state.withLock {
+            $0.acquire(
+                key: key, plan: plan, reserving: plan.tokensPerDay == nil ? 0 : max(0, reservingTokens), now: now)
+        }
     }
 
     public func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async -> RateStatus? {
@@ -110,7 +116,8 @@ public final class InMemoryRateLimiter: RateLimiter {
             } else {
                 leaseID = 0
             }
-            return keys[key, default: KeyState()].acquire(key: key, plan: plan, reserving: reserving, now: now, leaseID: leaseID, leaseSeconds: leaseSeconds)
+            return keys[key, default: KeyState()].acquire(
+                key: key, plan: plan, reserving: reserving, now: now, leaseID: leaseID, leaseSeconds: leaseSeconds)
         }
 
         /// What an allowed request of `key` reports now.
@@ -174,7 +181,9 @@ public final class InMemoryRateLimiter: RateLimiter {
         var tokensUsed = 0
         var lastSeen: Double = -.infinity
 
-        mutating func acquire(key: String, plan: Plan, reserving: Int, now: Instant, leaseID: UInt64, leaseSeconds: Double) -> RateDecision {
+        mutating func acquire(
+            key: String, plan: Plan, reserving: Int, now: Instant, leaseID: UInt64, leaseSeconds: Double
+        ) -> RateDecision {
             lastSeen = max(lastSeen, now.secondsSinceEpoch)
             window.prune(now: now)
             expireLeases(now: now)
@@ -185,7 +194,8 @@ public final class InMemoryRateLimiter: RateLimiter {
                 // Requests in flight may settle for less than they reserved and leave room.
                 let fitsToday = tokensUsed < quota && reserving <= quota - tokensUsed
                 let status = RateStatus(
-                    quota: .tokensPerDay, limit: quota, remaining: max(0, quota - tokensUsed - reservedTokens), resetSeconds: wait,
+                    quota: .tokensPerDay, limit: quota, remaining: max(0, quota - tokensUsed - reservedTokens),
+                    resetSeconds: wait,
                     retryAfterSeconds: fitsToday ? 1 : wait
                 )
                 return .refused(status, reason: .dailyTokens)
@@ -199,7 +209,8 @@ public final class InMemoryRateLimiter: RateLimiter {
                 return .refused(status, reason: .requestsPerMinute)
             }
             if let concurrent = plan.concurrentRequests, leases.count >= concurrent {
-                var status = headline(plan: plan, now: now)
+                var status =
+                    headline(plan: plan, now: now)
                     ?? RateStatus(quota: .concurrentRequests, limit: concurrent, remaining: 0, resetSeconds: 1)
                 status.retryAfterSeconds = 1
                 return .refused(status, reason: .concurrency)
@@ -210,7 +221,9 @@ public final class InMemoryRateLimiter: RateLimiter {
                 leases.append((leaseID, now.secondsSinceEpoch + leaseSeconds, reserving))
                 reservedTokens += reserving
             }
-            return .allowed(RateLease(key: key, id: leaseID, reservedTokens: reserving, day: now.utcDay, origin: .local), headline(plan: plan, now: now))
+            return .allowed(
+                RateLease(key: key, id: leaseID, reservedTokens: reserving, day: now.utcDay, origin: .local),
+                headline(plan: plan, now: now))
         }
 
         /// The status an allowed request reports: per minute when the plan limits that,

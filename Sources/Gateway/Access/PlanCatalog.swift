@@ -16,9 +16,11 @@ public struct PlanCatalog: Sendable {
     public static let defaultName = "default"
 
     /// The built-in guest plan: 30 requests a minute, 4 at once, 200,000 tokens a day.
-    public static let builtInGuest = Plan(name: guestName, requestsPerMinute: 30, concurrentRequests: 4, tokensPerDay: 200_000)
+    public static let builtInGuest = Plan(
+        name: guestName, requestsPerMinute: 30, concurrentRequests: 4, tokensPerDay: 200_000)
     /// The built-in default plan: 60 requests a minute, 8 at once, 1,000,000 tokens a day.
-    public static let builtInDefault = Plan(name: defaultName, requestsPerMinute: 60, concurrentRequests: 8, tokensPerDay: 1_000_000)
+    public static let builtInDefault = Plan(
+        name: defaultName, requestsPerMinute: 60, concurrentRequests: 8, tokensPerDay: 1_000_000)
 
     /// The largest limit `PLANS` accepts (far above any real plan; keeps arithmetic safe).
     public static let maximumLimit = 1_000_000_000
@@ -82,18 +84,21 @@ public struct PlanCatalog: Sendable {
             let rpm = try limit(fields[1], .requestsPerMinute, position: position)
             let concurrent = try limit(fields[2], .concurrentRequests, position: position)
             let tokens = try limit(fields[3], .tokensPerDay, position: position)
-            parsed.append(Plan(name: name, requestsPerMinute: rpm, concurrentRequests: concurrent, tokensPerDay: tokens))
+            parsed.append(
+                Plan(name: name, requestsPerMinute: rpm, concurrentRequests: concurrent, tokensPerDay: tokens))
         }
         return PlanCatalog(plans: parsed)
     }
 
     /// `nil` for `-`, else a whole number from 1 to ``maximumLimit``.
-    private static func limit(_ text: Substring, _ field: PlanConfigError.Field, position: Int) throws(PlanConfigError) -> Int? {
+    private static func limit(_ text: Substring, _ field: PlanConfigError.Field, position: Int) throws(PlanConfigError)
+        -> Int?
+    {
         if text == "-" { return nil }
         // ASCII digits only: `Int(_:)` would also take a sign.
         guard !text.isEmpty, text.utf8.count <= 10,
-              text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let value = Int(text), value >= 1, value <= maximumLimit
+            text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let value = Int(text), value >= 1, value <= maximumLimit
         else { throw PlanConfigError(.invalidLimit(field), position: position) }
         return value
     }

@@ -39,7 +39,8 @@ public struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertibl
         switch problem {
         case .wrongFieldCount(let found): "expected 4 fields (name:rpm:concurrent:tokensPerDay), found \(found)"
         case .invalidName: "the plan name is not 1-\(Plan.maximumNameLength) of [A-Za-z0-9._-]"
-        case .invalidLimit(let field): "\(field.rawValue) is not a whole number from 1 to \(PlanCatalog.maximumLimit) or -"
+        case .invalidLimit(let field):
+            "\(field.rawValue) is not a whole number from 1 to \(PlanCatalog.maximumLimit) or -"
         case .duplicateName(let first): "the same plan name as entry \(first)"
         }
     }

@@ -1,5 +1,5 @@
-import EventLoop
 import Crypto
+import EventLoop
 import Redis
 import Synchronization
 
@@ -67,7 +67,8 @@ final class RedisRateLimiter: RateLimiter {
     /// Adds `tokens` to `key`'s count for today (Redis's day), when its plan counts tokens.
     func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
         guard plan.tokensPerDay != nil, tokens > 0 else { return }
-        _ = try await client.evalSHA(Self.chargeScript, keys: [RedisKeys(key).tokens], arguments: [RedisArgument(tokens)])
+        _ = try await client.evalSHA(
+            Self.chargeScript, keys: [RedisKeys(key).tokens], arguments: [RedisArgument(tokens)])
     }
 
     func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {
@@ -77,19 +78,27 @@ final class RedisRateLimiter: RateLimiter {
         let id = member(number)
         let keys = RedisKeys(key)
         let reserve = plan.tokensPerDay == nil ? 0 : max(0, reservingTokens)
-        let reply = try await client.evalSHA(Self.acquireScript, keys: keys.all, arguments: [
-            RedisArgument(plan.requestsPerMinute ?? 0), RedisArgument(plan.concurrentRequests ?? 0), RedisArgument(plan.tokensPerDay ?? 0),
-            RedisArgument(Int(leaseTimeToLive / .milliseconds(1))), RedisArgument(id), RedisArgument(reserve),
-        ])
-        guard let fields = reply.array, fields.count == 8, let allowed = fields[0].integer, let reason = fields[1].string,
-              let retry = fields[2].integer, let day = fields[7].integer
+        let reply = try await client.evalSHA(
+            Self.acquireScript, keys: keys.all,
+            arguments: [
+                RedisArgument(plan.requestsPerMinute ?? 0), RedisArgument(plan.concurrentRequests ?? 0),
+                RedisArgument(plan.tokensPerDay ?? 0),
+                RedisArgument(Int(leaseTimeToLive / .milliseconds(1))), RedisArgument(id), RedisArgument(reserve),
+            ])
+        guard let fields = reply.array, fields.count == 8, let allowed = fields[0].integer,
+            let reason = fields[1].string,
+            let retry = fields[2].integer, let day = fields[7].integer
         else { throw RedisError(.protocol, "unexpected reply of the rate-limit script") }
         let status = Self.status(fields[3...6])
         guard allowed == 1 else {
-            guard var status, let refusal = Self.reason(reason) else { throw RedisError(.protocol, "unexpected refusal of the rate-limit script") }
+            guard var status, let refusal = Self.reason(reason) else {
+                throw RedisError(.protocol, "unexpected refusal of the rate-limit script")
+            }
             status.retryAfterSeconds = max(1, Int(retry))
             // A refusal that may clear any moment (a slot, calls in flight settling) is not kept.
-            if refusal != .concurrency && retry > 1 { refusals.remember(key: key, status: status, reason: refusal, now: now) }
+            if refusal != .concurrency && retry > 1 {
+                refusals.remember(key: key, status: status, reason: refusal, now: now)
+            }
             return .refused(status, reason: refusal)
         }
         // Leases of plans with neither concurrency nor daily tokens hold nothing to give back.
@@ -103,8 +112,11 @@ final class RedisRateLimiter: RateLimiter {
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus? {
         guard lease.holdsSlot else { return nil }
         let settlement = takeSettlement(lease: lease, plan: plan, tokens: tokens)
-        let reply = try await client.evalSHA(Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(1)] + settlement.arguments)
-        guard let fields = reply.array, fields.count == 4 else { throw RedisError(.protocol, "unexpected reply of the finish script") }
+        let reply = try await client.evalSHA(
+            Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(1)] + settlement.arguments)
+        guard let fields = reply.array, fields.count == 4 else {
+            throw RedisError(.protocol, "unexpected reply of the finish script")
+        }
         return Self.status(fields[...])
     }
 
@@ -132,7 +144,8 @@ final class RedisRateLimiter: RateLimiter {
         while true {
             do throws(RedisError) {
                 _ = try await client.evalSHA(
-                    Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(0)] + settlement.arguments, writeNow: true
+                    Self.finishScript, keys: settlement.keys, arguments: [RedisArgument(0)] + settlement.arguments,
+                    writeNow: true
                 )
                 return
             } catch {
@@ -188,7 +201,9 @@ final class RedisRateLimiter: RateLimiter {
     /// The status fields of a reply: quota, limit, remaining, reset seconds.
     private static func status(_ fields: ArraySlice<RedisValue>) -> RateStatus? {
         let values = Array(fields)
-        guard values.count == 4, let limit = values[1].integer, let remaining = values[2].integer, let reset = values[3].integer else { return nil }
+        guard values.count == 4, let limit = values[1].integer, let remaining = values[2].integer,
+            let reset = values[3].integer
+        else { return nil }
         let quota: RateStatus.Quota
         switch values[0].string {
         case "rpm": quota = .requestsPerMinute
@@ -246,7 +261,8 @@ final class KnownRefusals: Sendable {
 
     func remember(key: String, status: RateStatus, reason: RefusalReason, now: Instant) {
         let seconds = now.secondsSinceEpoch
-        let entry = Entry(status: status, reason: reason, since: seconds, until: seconds + Double(status.retryAfterSeconds ?? 1))
+        let entry = Entry(
+            status: status, reason: reason, since: seconds, until: seconds + Double(status.retryAfterSeconds ?? 1))
         entries.withLock { entries in
             if entries.count >= Self.capacity {
                 entries = entries.filter { $0.value.until > seconds }

@@ -25,14 +25,18 @@ final class SharedRateLimiter: RateLimiter {
     private let localDecisions: Counter
     private let errors: CounterFamily
 
-    init(client: RedisClient, shared: RedisRateLimiter, local: InMemoryRateLimiter, mode: RedisFailureMode, registry: MetricsRegistry, logger: Logger) {
+    init(
+        client: RedisClient, shared: RedisRateLimiter, local: InMemoryRateLimiter, mode: RedisFailureMode,
+        registry: MetricsRegistry, logger: Logger
+    ) {
         self.client = client
         self.shared = shared
         self.local = local
         self.mode = mode
         self.logger = logger
         let decisions = registry.counter(
-            "textgateway_rate_limit_decisions_total", help: "Rate-limit decisions, by the limiter that made them (redis, or local while Redis is away).",
+            "textgateway_rate_limit_decisions_total",
+            help: "Rate-limit decisions, by the limiter that made them (redis, or local while Redis is away).",
             labels: ["backend"]
         )
         redisDecisions = decisions.labels("redis")
@@ -47,7 +51,8 @@ final class SharedRateLimiter: RateLimiter {
 
     /// `textgateway_redis_up`: 1 while a connection to Redis is up.
     static func registerUpGauge(_ registry: MetricsRegistry, client: RedisClient) {
-        registry.gaugeFunction("textgateway_redis_up", help: "1 while this instance has a connection to Redis, else 0.") {
+        registry.gaugeFunction("textgateway_redis_up", help: "1 while this instance has a connection to Redis, else 0.")
+        {
             client.connectedCount > 0 ? 1 : 0
         }
     }
@@ -56,14 +61,18 @@ final class SharedRateLimiter: RateLimiter {
     /// renewal loses none.
     func renewalService() -> any Service {
         let (shared, client) = (self.shared, self.client)
-        return LeaseService(shared: shared, client: client, renewal: PeriodicService(name: "rate_limit_leases", interval: shared.leaseTimeToLive / 3, immediately: false) { [self] in
-            guard shared.liveLeaseCount > 0, client.connectedCount > 0 else { return }
-            do throws(RedisError) {
-                try await shared.renewLeases()
-            } catch {
-                _ = try? failed(error)
-            }
-        })
+        return LeaseService(
+            shared: shared, client: client,
+            renewal: PeriodicService(
+                name: "rate_limit_leases", interval: shared.leaseTimeToLive / 3, immediately: false
+            ) { [self] in
+                guard shared.liveLeaseCount > 0, client.connectedCount > 0 else { return }
+                do throws(RedisError) {
+                    try await shared.renewLeases()
+                } catch {
+                    _ = try? failed(error)
+                }
+            })
     }
 
     func acquire(key: String, plan: Plan, now: Instant) async throws -> RateDecision {
@@ -74,7 +83,8 @@ final class SharedRateLimiter: RateLimiter {
         guard !plan.isUnlimited else { return .allowed(RateLease(key: key, id: 0), nil) }
         if client.connectedCount > 0 {
             do {
-                let decision = try await shared.acquire(key: key, plan: plan, reservingTokens: reservingTokens, now: now)
+                let decision = try await shared.acquire(
+                    key: key, plan: plan, reservingTokens: reservingTokens, now: now)
                 answered()
                 redisDecisions.increment()
                 return decision
@@ -103,11 +113,15 @@ final class SharedRateLimiter: RateLimiter {
     }
 
     func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async throws -> RateStatus? {
-        guard lease.origin == .shared else { return await local.finish(lease: lease, plan: plan, tokens: tokens, now: now) }
+        guard lease.origin == .shared else {
+            return await local.finish(lease: lease, plan: plan, tokens: tokens, now: now)
+        }
         // Off the request's path: the answer reports the status its acquire gave (the window
         // and the day as they stood, its own reservation counted).
         let errors = self.errors
-        shared.settle(lease: lease, plan: plan, tokens: tokens) { error in errors.labels(Self.kind(error.code)).increment() }
+        shared.settle(lease: lease, plan: plan, tokens: tokens) { error in
+            errors.labels(Self.kind(error.code)).increment()
+        }
         return nil
     }
 
@@ -125,10 +139,18 @@ final class SharedRateLimiter: RateLimiter {
     /// Redis cannot be reached: said once, and thrown in `closed` mode.
     private func unreachable(_ error: RedisError) throws {
         if available.exchange(false, ordering: .relaxed) {
-            logger.warning("redis_unavailable", [
-                ("reason", .string(Self.kind(error.code))), ("failure_mode", .string(mode.rawValue)),
-                ("effect", .string(mode == .local ? "rate limits are this instance's own until Redis is back" : "requests are refused with 503 until Redis is back")),
-            ])
+            logger.warning(
+                "redis_unavailable",
+                [
+                    ("reason", .string(Self.kind(error.code))), ("failure_mode", .string(mode.rawValue)),
+                    (
+                        "effect",
+                        .string(
+                            mode == .local
+                                ? "rate limits are this instance's own until Redis is back"
+                                : "requests are refused with 503 until Redis is back")
+                    ),
+                ])
         }
         if mode == .closed { throw error }
     }

@@ -98,7 +98,8 @@ public struct TokenStore: Sendable {
     public static func parse(file text: String) throws(TokenConfigError) -> TokenStore {
         var builder = Builder()
         // `\r\n` is one `Character`, so line breaks are matched as characters, not as `\n`.
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
+        let lines = text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
         for (offset, rawLine) in lines.enumerated() {
             var line = rawLine[...]
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads `.env` files into dictionaries and merges them under the real environment.
@@ -136,7 +136,9 @@ extension DotEnv {
 
         /// Parses the entry that starts on `line`, reading further lines for a multi-line
         /// double-quoted value; `nil` for a blank or comment line.
-        private mutating func parseEntry(startingOn line: Range<Int>) throws(DotEnvError) -> (key: String, value: String)? {
+        private mutating func parseEntry(startingOn line: Range<Int>) throws(DotEnvError) -> (
+            key: String, value: String
+        )? {
             let number = lineNumber
             let end = line.upperBound
             var cursor = skipBlanks(from: line.lowerBound, to: end)

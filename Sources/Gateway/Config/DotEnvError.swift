@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Why a `.env` file could not be read or parsed.
@@ -137,17 +137,18 @@ public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// A short name for the errors a config read is likely to meet; the number otherwise.
     private static func describe(errno: Int32) -> String {
-        let name: String? = switch errno {
-        case EPERM: "operation not permitted"
-        case EIO: "input/output error"
-        case EACCES: "permission denied"
-        case ENOTDIR: "a path component is not a directory"
-        case EMFILE, ENFILE: "too many open files"
-        case ENAMETOOLONG: "file name too long"
-        case ELOOP: "too many symbolic links"
-        case EINVAL: "invalid argument"
-        default: nil
-        }
+        let name: String? =
+            switch errno {
+            case EPERM: "operation not permitted"
+            case EIO: "input/output error"
+            case EACCES: "permission denied"
+            case ENOTDIR: "a path component is not a directory"
+            case EMFILE, ENFILE: "too many open files"
+            case ENAMETOOLONG: "file name too long"
+            case ELOOP: "too many symbolic links"
+            case EINVAL: "invalid argument"
+            default: nil
+            }
         guard let name else { return "errno \(errno)" }
         return "errno \(errno): \(name)"
     }

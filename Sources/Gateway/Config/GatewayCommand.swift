@@ -95,7 +95,9 @@ public enum GatewayCommand: Equatable, Sendable {
         var environment = "development"
         while let flag = rest.popFirst() {
             func value() throws(CommandLineError) -> String {
-                guard let value = rest.popFirst(), !value.hasPrefix("--") else { throw CommandLineError("\(flag) needs a value") }
+                guard let value = rest.popFirst(), !value.hasPrefix("--") else {
+                    throw CommandLineError("\(flag) needs a value")
+                }
                 return value
             }
             switch (subcommand, flag) {
@@ -109,12 +111,15 @@ public enum GatewayCommand: Equatable, Sendable {
                 port = number
             case ("serve", "--env"), ("serve", "-e"):
                 environment = try value()
-                guard !environment.isEmpty, environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                guard !environment.isEmpty,
+                    environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+                else {
                     throw CommandLineError("--env must be a plain name such as development or production")
                 }
             default:
-                throw CommandLineError(subcommand == "serve" || subcommand == "healthcheck"
-                    ? "unknown option \(flag)" : "unknown command \(subcommand)")
+                throw CommandLineError(
+                    subcommand == "serve" || subcommand == "healthcheck"
+                        ? "unknown option \(flag)" : "unknown command \(subcommand)")
             }
         }
         switch subcommand {
@@ -152,16 +157,24 @@ extension GatewayCommand {
             }
             switch word {
             case "--format":
-                guard let format = EvalCommand.Format(rawValue: value) else { throw CommandLineError("--format must be table or json") }
+                guard let format = EvalCommand.Format(rawValue: value) else {
+                    throw CommandLineError("--format must be table or json")
+                }
                 eval.format = format
             case "--min-pass":
-                guard let rate = Double(value), (0...1).contains(rate) else { throw CommandLineError("--min-pass must be a number from 0 to 1") }
+                guard let rate = Double(value), (0...1).contains(rate) else {
+                    throw CommandLineError("--min-pass must be a number from 0 to 1")
+                }
                 eval.minimumPassRate = rate
             case "--task":
-                guard let task = TextTask(rawValue: value) else { throw CommandLineError("--task must be summarize, rewrite, key-points or titles") }
+                guard let task = TextTask(rawValue: value) else {
+                    throw CommandLineError("--task must be summarize, rewrite, key-points or titles")
+                }
                 tasks.append(task)
             case "--concurrency":
-                guard let number = Int(value), (1...64).contains(number) else { throw CommandLineError("--concurrency must be a number in 1...64") }
+                guard let number = Int(value), (1...64).contains(number) else {
+                    throw CommandLineError("--concurrency must be a number in 1...64")
+                }
                 eval.concurrency = number
             case "--env":
                 guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
@@ -183,10 +196,13 @@ extension GatewayCommand {
         var environment = "development"
         while let word = rest.popFirst() {
             guard word == "--env" else { throw CommandLineError("unknown option \(word)") }
-            guard let value = rest.popFirst(), !value.hasPrefix("--") else { throw CommandLineError("--env needs a value") }
+            guard let value = rest.popFirst(), !value.hasPrefix("--") else {
+                throw CommandLineError("--env needs a value")
+            }
             environment = value
         }
-        guard !environment.isEmpty, environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+        guard !environment.isEmpty, environment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+        else {
             throw CommandLineError("--env must be a plain name such as development or production")
         }
         return .jwtCheck(environment: environment)
@@ -198,7 +214,9 @@ extension GatewayCommand {
         let group = rest.popFirst() ?? ""
         var action = ""
         if group != "usage" {
-            guard let next = rest.popFirst(), !next.hasPrefix("-") else { throw CommandLineError("\(group) needs a command (see --help)") }
+            guard let next = rest.popFirst(), !next.hasPrefix("-") else {
+                throw CommandLineError("\(group) needs a command (see --help)")
+            }
             action = next
         }
         var options: [String: String] = [:]
@@ -218,7 +236,9 @@ extension GatewayCommand {
                 continue
             }
             guard allowed.contains(word) else { throw CommandLineError("unknown option \(word)") }
-            guard let value = rest.popFirst(), !value.hasPrefix("--") else { throw CommandLineError("\(word) needs a value") }
+            guard let value = rest.popFirst(), !value.hasPrefix("--") else {
+                throw CommandLineError("\(word) needs a value")
+            }
             guard options[word] == nil else { throw CommandLineError("\(word) given twice") }
             options[word] = value
         }
@@ -241,7 +261,8 @@ extension GatewayCommand {
         case ("tokens", "create"):
             try positionals(0, "no arguments besides its options")
             guard let user = options["--user"] else { throw CommandLineError("tokens create needs --user") }
-            command = .createToken(user: user, plan: options["--plan"] ?? PlanCatalog.defaultName, label: options["--label"])
+            command = .createToken(
+                user: user, plan: options["--plan"] ?? PlanCatalog.defaultName, label: options["--label"])
         case ("tokens", "list"):
             try positionals(0, "no arguments besides its options")
             command = .listTokens(format: try format([.table, .json]))
@@ -262,7 +283,8 @@ extension GatewayCommand {
             command = .check
         default:
             try positionals(0, "no arguments besides its options")
-            command = .usage(since: options["--since"], user: options["--user"], format: try format([.table, .csv, .json]))
+            command = .usage(
+                since: options["--since"], user: options["--user"], format: try format([.table, .csv, .json]))
         }
         return .store(command, environment: environment)
     }

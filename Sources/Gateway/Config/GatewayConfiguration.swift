@@ -19,7 +19,8 @@ public struct GatewayConfiguration: Sendable {
     /// The upstreams in force, in fallback order.
     public var effectiveUpstreams: [UpstreamSettings] {
         if !upstreams.isEmpty { return upstreams }
-        var upstream = UpstreamSettings(name: UpstreamSettings.defaultName, baseURL: baseURL, apiKey: apiKey, defaultModel: defaultModel)
+        var upstream = UpstreamSettings(
+            name: UpstreamSettings.defaultName, baseURL: baseURL, apiKey: apiKey, defaultModel: defaultModel)
         upstream.taskModels = taskModels
         upstream.structuredMode = structuredMode
         for (alias, model) in modelAliases { upstream.aliasModels[alias] = model }
@@ -200,7 +201,8 @@ public struct GatewayConfiguration: Sendable {
 
         // Names first, before any value: a misspelled name is the likelier mistake behind a
         // value that seems to be missing.
-        let upstreamNames = try value("UPSTREAMS").map { list throws(ConfigurationError) in try Self.upstreamNames(list) } ?? []
+        let upstreamNames =
+            try value("UPSTREAMS").map { list throws(ConfigurationError) in try Self.upstreamNames(list) } ?? []
         try SettingNames.check(environment, upstreams: upstreamNames.map { $0.uppercased() })
 
         host = value("HOST") ?? host
@@ -273,19 +275,22 @@ public struct GatewayConfiguration: Sendable {
         if let appAttest {
             // Devices, their counters and their sessions live in the store, shared by every instance.
             guard database != .off else {
-                throw ConfigurationError("APP_ATTEST_APP_IDS needs a store: set DATABASE_URL (SQLite or Postgres), not off")
+                throw ConfigurationError(
+                    "APP_ATTEST_APP_IDS needs a store: set DATABASE_URL (SQLite or Postgres), not off")
             }
             if value("APP_ATTEST_PLAN") != nil, !plans.contains(appAttest.plan) {
                 throw ConfigurationError("APP_ATTEST_PLAN names no plan: define it in PLANS")
             }
             if appAttest.requirement != .off, authRequired == false {
-                throw ConfigurationError("AUTH_REQUIRED is off but APP_ATTEST_REQUIRED refuses guests: leave AUTH_REQUIRED unset or on")
+                throw ConfigurationError(
+                    "AUTH_REQUIRED is off but APP_ATTEST_REQUIRED refuses guests: leave AUTH_REQUIRED unset or on")
             }
         }
         rateLimitsEnabled = try flag("RATE_LIMITS") ?? rateLimitsEnabled
         metricsEnabled = try flag("METRICS") ?? metricsEnabled
         if let list = value("GATEWAY_MODELS") { modelAliases = try Self.aliasPairs(list, variable: "GATEWAY_MODELS") }
-        (upstreams, upstreamPolicy) = try Self.upstreams(value: value, integer: integer, seconds: seconds, aliases: modelAliases)
+        (upstreams, upstreamPolicy) = try Self.upstreams(
+            value: value, integer: integer, seconds: seconds, aliases: modelAliases)
         // The first upstream is the one the single-upstream settings describe.
         let primary = upstreams[0]
         apiKey = primary.apiKey
@@ -295,7 +300,8 @@ public struct GatewayConfiguration: Sendable {
         structuredMode = primary.structuredMode
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
-                throw ConfigurationError("LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
+                throw ConfigurationError(
+                    "LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", "))")
             }
             logLevel = level
         }
@@ -332,14 +338,16 @@ public struct GatewayConfiguration: Sendable {
         guard secret != nil || file != nil || url != nil else {
             // A check asked for that would not happen is a mistake worth stopping for.
             for name in ["JWT_ISSUER", "JWT_AUDIENCE"] where value(name) != nil {
-                throw ConfigurationError("\(name) is set but no key is: set JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL")
+                throw ConfigurationError(
+                    "\(name) is set but no key is: set JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL")
             }
             return nil
         }
         var jwt = JWTConfiguration()
         if let secret {
             guard secret.utf8.count >= JWTConfiguration.minimumSecretBytes else {
-                throw ConfigurationError("JWT_HS256_SECRET must be at least \(JWTConfiguration.minimumSecretBytes) bytes")
+                throw ConfigurationError(
+                    "JWT_HS256_SECRET must be at least \(JWTConfiguration.minimumSecretBytes) bytes")
             }
             jwt.hs256Secret = Array(secret.utf8)
         }
@@ -358,15 +366,21 @@ public struct GatewayConfiguration: Sendable {
             jwt.jwksURL = url
         }
         jwt.jwksRefresh = try seconds("JWT_JWKS_REFRESH_SECONDS") ?? jwt.jwksRefresh
-        guard jwt.jwksRefresh >= .seconds(10) else { throw ConfigurationError("JWT_JWKS_REFRESH_SECONDS must be at least 10") }
+        guard jwt.jwksRefresh >= .seconds(10) else {
+            throw ConfigurationError("JWT_JWKS_REFRESH_SECONDS must be at least 10")
+        }
         jwt.cacheEntries = try integer("JWT_CACHE_ENTRIES", 2...10_000_000) ?? jwt.cacheEntries
         jwt.policy.issuer = value("JWT_ISSUER")
         if let list = value("JWT_AUDIENCE") {
-            jwt.policy.audiences = list.split(separator: ",").map { TextTrim.trimmed(String($0)) }.filter { !$0.isEmpty }
+            jwt.policy.audiences = list.split(separator: ",").map { TextTrim.trimmed(String($0)) }.filter {
+                !$0.isEmpty
+            }
         }
         if let claim = value("JWT_PLAN_CLAIM") {
             let path = claim.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard !path.contains(where: \.isEmpty) else { throw ConfigurationError("JWT_PLAN_CLAIM must be a claim name or a dotted path of names") }
+            guard !path.contains(where: \.isEmpty) else {
+                throw ConfigurationError("JWT_PLAN_CLAIM must be a claim name or a dotted path of names")
+            }
             jwt.policy.planClaim = path
         }
         jwt.policy.leewaySeconds = Double(try integer("JWT_LEEWAY_SECONDS", 0...3600) ?? 30)
@@ -378,7 +392,9 @@ public struct GatewayConfiguration: Sendable {
                 }
                 algorithms.insert(algorithm)
             }
-            guard !algorithms.isEmpty else { throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256") }
+            guard !algorithms.isEmpty else {
+                throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256")
+            }
             jwt.policy.algorithms = algorithms
         }
         jwt.policy.plans = plans

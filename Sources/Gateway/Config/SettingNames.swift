@@ -62,7 +62,9 @@ enum SettingNames {
 
     /// Names other software is known to set with one of the ``prefixes``: Jenkins's job and
     /// Prow's (CI may run the gateway, its `eval`, or the tests that start it).
-    static let foreign: Set<String> = ["JOB_NAME", "JOB_BASE_NAME", "JOB_URL", "JOB_DISPLAY_URL", "JOB_TYPE", "JOB_SPEC"]
+    static let foreign: Set<String> = [
+        "JOB_NAME", "JOB_BASE_NAME", "JOB_URL", "JOB_DISPLAY_URL", "JOB_TYPE", "JOB_SPEC",
+    ]
 
     /// Every setting's name, the per-upstream ones for `upstreams` (upper-cased names).
     static func known(upstreams: [String]) -> Set<String> {
@@ -93,9 +95,12 @@ enum SettingNames {
             return "\(name) is not a setting: the setting is \(upper) (names are upper case)"
         }
         guard let prefix = prefixes.first(where: { upper.hasPrefix($0) }),
-              !foreign.contains(upper), !isKubernetesServiceLink(upper) else { return nil }
+            !foreign.contains(upper), !isKubernetesServiceLink(upper)
+        else { return nil }
         if let upstream = unlistedUpstream(upper, upstreams: upstreams) {
-            let listed = upstreams.isEmpty ? "UPSTREAMS is not set" : "UPSTREAMS lists " + upstreams.map { $0.lowercased() }.joined(separator: ",")
+            let listed =
+                upstreams.isEmpty
+                ? "UPSTREAMS is not set" : "UPSTREAMS lists " + upstreams.map { $0.lowercased() }.joined(separator: ",")
             return "unknown setting \(name): it is for an upstream \(upstream.lowercased()), and \(listed)"
         }
         var message = "unknown setting \(name)"
@@ -110,7 +115,8 @@ enum SettingNames {
         // The longest suffix first: `_SUMMARY_MODEL_ID` before `_MODEL_ID`.
         for suffix in upstreamSuffixes.sorted(by: { $0.count > $1.count }) where rest.hasSuffix("_" + suffix) {
             let upstream = rest.dropLast(suffix.count + 1)
-            guard !upstream.isEmpty, upstream.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F })
+            guard !upstream.isEmpty,
+                upstream.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F })
             else { return nil }
             // A listed upstream's own name misspelled (`UPSTREAM_A_SUMARY_MODEL_ID`) is a typo to guess at.
             guard !upstreams.contains(where: { upstream == $0 || upstream.hasPrefix($0 + "_") }) else { return nil }
@@ -123,14 +129,22 @@ enum SettingNames {
     /// on for every service of its namespace: a service named `redis` or `gateway` must not
     /// stop the start.
     static func isKubernetesServiceLink(_ name: String) -> Bool {
-        if name.hasSuffix("_SERVICE_HOST") || name.hasSuffix("_SERVICE_PORT") || name.contains("_SERVICE_PORT_") { return true }
+        if name.hasSuffix("_SERVICE_HOST") || name.hasSuffix("_SERVICE_PORT") || name.contains("_SERVICE_PORT_") {
+            return true
+        }
         if name.hasSuffix("_PORT") { return true }
         // `<SERVICE>_PORT_<number>_<TCP|UDP|SCTP>`, alone or with `_PROTO`, `_PORT` or `_ADDR`.
         let parts = name.split(separator: "_", omittingEmptySubsequences: false)
         for index in parts.indices.dropFirst() where parts[index] == "PORT" && index + 2 < parts.count {
-            let number = parts[index + 1], kind = parts[index + 2], tail = parts[(index + 3)...]
-            guard !number.isEmpty, number.allSatisfy(\.isNumber), ["TCP", "UDP", "SCTP"].contains(kind) else { continue }
-            if tail.isEmpty || (tail.count == 1 && ["PROTO", "PORT", "ADDR"].contains(tail[tail.startIndex])) { return true }
+            let number = parts[index + 1]
+            let kind = parts[index + 2]
+            let tail = parts[(index + 3)...]
+            guard !number.isEmpty, number.allSatisfy(\.isNumber), ["TCP", "UDP", "SCTP"].contains(kind) else {
+                continue
+            }
+            if tail.isEmpty || (tail.count == 1 && ["PROTO", "PORT", "ADDR"].contains(tail[tail.startIndex])) {
+                return true
+            }
         }
         return false
     }
@@ -142,7 +156,8 @@ enum SettingNames {
         var best: (name: String, distance: Int)?
         for candidate in known.sorted() {
             let distance = editDistance(Array(name.utf8), Array(candidate.utf8))
-            let near = distance <= max(2, max(name.utf8.count, candidate.utf8.count) / 3)
+            let near =
+                distance <= max(2, max(name.utf8.count, candidate.utf8.count) / 3)
                 || candidate.hasPrefix(name + "_") || name.hasPrefix(candidate + "_")
             if near, distance < (best?.distance ?? .max) { best = (candidate, distance) }
         }

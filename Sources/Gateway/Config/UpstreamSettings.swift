@@ -79,13 +79,17 @@ extension GatewayConfiguration {
         if let list = value("UPSTREAMS") {
             for name in try upstreamNames(list) {
                 let prefix = "UPSTREAM_\(name.uppercased())_"
-                guard let base = value(prefix + "BASE_URL") else { throw ConfigurationError("\(prefix)BASE_URL is not set") }
+                guard let base = value(prefix + "BASE_URL") else {
+                    throw ConfigurationError("\(prefix)BASE_URL is not set")
+                }
                 var upstream = UpstreamSettings(
                     name: name, baseURL: try baseURL(base, variable: prefix + "BASE_URL"),
                     apiKey: value(prefix + "API_KEY"), defaultModel: value(prefix + "MODEL_ID")
                 )
                 try readModelsAndMode(into: &upstream, prefix: prefix, value: value)
-                if let list = value(prefix + "MODELS") { upstream.aliasModels = try aliasMap(list, variable: prefix + "MODELS") }
+                if let list = value(prefix + "MODELS") {
+                    upstream.aliasModels = try aliasMap(list, variable: prefix + "MODELS")
+                }
                 upstream.caFile = try caFile(value(prefix + "CA_FILE"), variable: prefix + "CA_FILE") ?? sharedCA
                 upstreams.append(upstream)
             }
@@ -93,7 +97,9 @@ extension GatewayConfiguration {
         } else {
             var upstream = UpstreamSettings(
                 name: UpstreamSettings.defaultName,
-                baseURL: try value("DARVAREH_BASE_URL").map { base throws(ConfigurationError) in try baseURL(base, variable: "DARVAREH_BASE_URL") }
+                baseURL: try value("DARVAREH_BASE_URL").map { base throws(ConfigurationError) in
+                    try baseURL(base, variable: "DARVAREH_BASE_URL")
+                }
                     ?? "https://api.darvareh.ir/v1",
                 apiKey: value("DARVAREH_API_KEY"), defaultModel: value("DARVAREH_MODEL_ID")
             )
@@ -103,13 +109,19 @@ extension GatewayConfiguration {
             upstreams.append(upstream)
         }
         // `GATEWAY_MODELS` names the first upstream's model ids, as it always has.
-        for (alias, model) in aliases where upstreams[0].aliasModels[alias] == nil { upstreams[0].aliasModels[alias] = model }
+        for (alias, model) in aliases where upstreams[0].aliasModels[alias] == nil {
+            upstreams[0].aliasModels[alias] = model
+        }
 
         var policy = UpstreamPolicy()
         policy.retries = try integer("UPSTREAM_RETRIES", 0...10) ?? policy.retries
-        if let milliseconds = try integer("UPSTREAM_BACKOFF_MS", 1...60_000) { policy.backoff = .milliseconds(milliseconds) }
+        if let milliseconds = try integer("UPSTREAM_BACKOFF_MS", 1...60_000) {
+            policy.backoff = .milliseconds(milliseconds)
+        }
         policy.maxBackoff = max(policy.backoff, policy.maxBackoff)
-        if let limit = try integer("UPSTREAM_RETRY_AFTER_MAX_SECONDS", 0...3600) { policy.retryAfterLimit = .seconds(limit) }
+        if let limit = try integer("UPSTREAM_RETRY_AFTER_MAX_SECONDS", 0...3600) {
+            policy.retryAfterLimit = .seconds(limit)
+        }
         policy.tryTimeout = try seconds("UPSTREAM_TRY_TIMEOUT_SECONDS")
         policy.breakerFailures = try integer("UPSTREAM_BREAKER_FAILURES", 1...1000) ?? policy.breakerFailures
         policy.cooldown = try seconds("UPSTREAM_COOLDOWN_SECONDS") ?? policy.cooldown
@@ -122,8 +134,10 @@ extension GatewayConfiguration {
         for item in list.split(separator: ",", omittingEmptySubsequences: false) {
             let name = TextTrim.trimmed(String(item)).lowercased()
             guard !name.isEmpty, name.utf8.count <= 32,
-                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }) else {
-                throw ConfigurationError("UPSTREAMS must list names of letters, digits and _ (at most 32 each), separated by commas")
+                name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F })
+            else {
+                throw ConfigurationError(
+                    "UPSTREAMS must list names of letters, digits and _ (at most 32 each), separated by commas")
             }
             guard !names.contains(name) else { throw ConfigurationError("UPSTREAMS names \(name) twice") }
             names.append(name)
@@ -172,7 +186,9 @@ extension GatewayConfiguration {
         return map
     }
 
-    static func aliasPairs(_ list: String, variable: String) throws(ConfigurationError) -> [(alias: String, model: String)] {
+    static func aliasPairs(_ list: String, variable: String) throws(ConfigurationError) -> [(
+        alias: String, model: String
+    )] {
         var pairs: [(alias: String, model: String)] = []
         for item in list.split(separator: ",") {
             let pair = item.split(separator: "=", maxSplits: 1).map { TextTrim.trimmed(String($0)) }

@@ -22,7 +22,9 @@ enum EvalChecks {
         case .titles:
             checks.append(Check(name: "ten_numbered_lines", passed: isNumberedList(answer, count: 10)))
         case .rewrite:
-            checks.append(Check(name: "keeps_every_number", passed: Set(numbers(in: text.text)).isSubset(of: numbers(in: answer))))
+            checks.append(
+                Check(name: "keeps_every_number", passed: Set(numbers(in: text.text)).isSubset(of: numbers(in: answer)))
+            )
         }
         return checks
     }
@@ -40,7 +42,9 @@ enum EvalChecks {
         let needle = Array(folded(name).utf8)
         let haystack = Array(folded(text).utf8)
         guard !needle.isEmpty, haystack.count >= needle.count else { return needle.isEmpty }
-        return (0...(haystack.count - needle.count)).contains { start in haystack[start..<(start + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains { start in
+            haystack[start..<(start + needle.count)].elementsEqual(needle)
+        }
     }
 
     /// `text` without the marks a writer may or may not put (hamza above, zero-width
@@ -113,7 +117,9 @@ enum EvalChecks {
     static func bulletItems(_ text: String) -> Int? {
         let lines = text.split(whereSeparator: \.isNewline).map { TextTrim.trimmed(String($0)) }.filter { !$0.isEmpty }
         guard !lines.isEmpty else { return nil }
-        for line in lines where !(["-", "•", "*", "–"].contains { line.hasPrefix($0) } || numberedPrefix(line) != nil) { return nil }
+        for line in lines where !(["-", "•", "*", "–"].contains { line.hasPrefix($0) } || numberedPrefix(line) != nil) {
+            return nil
+        }
         return lines.count
     }
 
@@ -133,7 +139,7 @@ enum EvalChecks {
             rest = rest.dropFirst()
         }
         guard !digits.isEmpty, let mark = rest.first, [".", ")", "-", "٫"].contains(mark),
-              !TextTrim.trimmed(String(rest.dropFirst())).isEmpty
+            !TextTrim.trimmed(String(rest.dropFirst())).isEmpty
         else { return nil }
         return Int(digits)
     }

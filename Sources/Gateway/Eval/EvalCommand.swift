@@ -24,7 +24,10 @@ public struct EvalCommand: Sendable, Equatable {
     /// breaks answers fails a script or CI step that runs eval without choosing a bar.
     public static let defaultMinimumPassRate = 0.8
 
-    public init(format: Format = .table, minimumPassRate: Double = defaultMinimumPassRate, concurrency: Int = 4, tasks: [TextTask]? = nil) {
+    public init(
+        format: Format = .table, minimumPassRate: Double = defaultMinimumPassRate, concurrency: Int = 4,
+        tasks: [TextTask]? = nil
+    ) {
         self.format = format
         self.minimumPassRate = minimumPassRate
         self.concurrency = concurrency
@@ -48,14 +51,20 @@ public struct EvalCommand: Sendable, Equatable {
 
     /// Runs the corpus; the report, and the exit status (0, 1 under ``minimumPassRate``, 2
     /// when no upstream is configured).
-    public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (output: String, error: String, status: Int32) {
+    public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (
+        output: String, error: String, status: Int32
+    ) {
         let upstreams = Gateway.upstreams(configuration: configuration, httpClient: client)
-        guard !upstreams.isEmpty else { return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2) }
+        guard !upstreams.isEmpty else {
+            return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2)
+        }
         let tasks = tasks ?? TextTask.allCases
         let settings = configuration.effectiveUpstreams
         // Without a model a task's every case would fail as an upstream error: say what is missing instead.
         if let task = tasks.first(where: { task in !settings.contains { $0.model(for: task) != nil } }) {
-            return ("", "eval: no upstream has a model for \(task.rawValue) (DARVAREH_MODEL_ID or a per-task MODEL_ID)\n", 2)
+            return (
+                "", "eval: no upstream has a model for \(task.rawValue) (DARVAREH_MODEL_ID or a per-task MODEL_ID)\n", 2
+            )
         }
         let logger = Logger(level: .error)
         let pool = UpstreamPool(
@@ -71,7 +80,9 @@ public struct EvalCommand: Sendable, Equatable {
                 guard next < work.count else { return }
                 let (task, text) = work[next]
                 next += 1
-                group.addTask { await Self.evaluate(task: task, text: text, pool: pool, bodies: bodies, logger: logger) }
+                group.addTask {
+                    await Self.evaluate(task: task, text: text, pool: pool, bodies: bodies, logger: logger)
+                }
             }
             for _ in 0..<max(1, concurrency) { add() }
             for await finished in group {
@@ -85,18 +96,27 @@ public struct EvalCommand: Sendable, Equatable {
         let report = EvalReport(cases: cases, model: model)
         let output = format == .json ? report.json() : report.table()
         if report.passRate < minimumPassRate {
-            return (output, "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass \(EvalReport.percent(minimumPassRate))\n", 1)
+            return (
+                output,
+                "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass \(EvalReport.percent(minimumPassRate))\n",
+                1
+            )
         }
         return (output, "", 0)
     }
 
-    private static func evaluate(task: TextTask, text: EvalText, pool: UpstreamPool, bodies: ProcessBodies, logger: Logger) async -> Case {
+    private static func evaluate(
+        task: TextTask, text: EvalText, pool: UpstreamPool, bodies: ProcessBodies, logger: Logger
+    ) async -> Case {
         var result = Case(task: task, textID: text.id, checks: [])
         for format in OutputFormat.allCases {
-            let request = ProcessRequest(task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
+            let request = ProcessRequest(
+                task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
             let start = MonotonicInstant.now()
             do {
-                let answer = try await ProcessRoute.answer(request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger) { _ in }
+                let answer = try await ProcessRoute.answer(
+                    request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger
+                ) { _ in }
                 result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
                 result.inputTokens += max(0, answer.usage?.promptTokens ?? 0)
                 result.outputTokens += max(0, answer.usage?.completionTokens ?? 0)
@@ -168,9 +188,11 @@ struct EvalReport {
                 times.isEmpty ? 0 : times[min(times.count - 1, Int(fraction * Double(times.count)))]
             }
             return TaskSummary(
-                task: task, cases: mine.count, passed: mine.filter(\.passed).count, inputTokens: mine.reduce(0) { $0 + $1.inputTokens },
+                task: task, cases: mine.count, passed: mine.filter(\.passed).count,
+                inputTokens: mine.reduce(0) { $0 + $1.inputTokens },
                 outputTokens: mine.reduce(0) { $0 + $1.outputTokens }, p50: percentile(0.5), p95: percentile(0.95),
-                checks: names.map { (name: $0, passed: counts[$0]?.0 ?? 0, total: counts[$0]?.1 ?? 0) }, failures: failures
+                checks: names.map { (name: $0, passed: counts[$0]?.0 ?? 0, total: counts[$0]?.1 ?? 0) },
+                failures: failures
             )
         }
     }
@@ -186,15 +208,18 @@ struct EvalReport {
 
     func table() -> String {
         var lines = ["text-gateway eval: \(EvalCorpus.texts.count) texts, model \(model)", ""]
-        lines.append(Self.padded("task", 12) + Self.padded("cases", 7, right: true) + Self.padded("passed", 8, right: true)
-            + Self.padded("pass rate", 11, right: true) + Self.padded("tokens in/out", 16, right: true)
-            + Self.padded("p50 ms", 9, right: true) + Self.padded("p95 ms", 9, right: true))
+        lines.append(
+            Self.padded("task", 12) + Self.padded("cases", 7, right: true) + Self.padded("passed", 8, right: true)
+                + Self.padded("pass rate", 11, right: true) + Self.padded("tokens in/out", 16, right: true)
+                + Self.padded("p50 ms", 9, right: true) + Self.padded("p95 ms", 9, right: true))
         for summary in tasks {
-            lines.append(Self.padded(summary.task.rawValue, 12) + Self.padded(String(summary.cases), 7, right: true)
-                + Self.padded(String(summary.passed), 8, right: true)
-                + Self.padded(Self.percent(Double(summary.passed) / Double(max(1, summary.cases))), 11, right: true)
-                + Self.padded("\(summary.inputTokens)/\(summary.outputTokens)", 16, right: true)
-                + Self.padded(String(Int(summary.p50.rounded())), 9, right: true) + Self.padded(String(Int(summary.p95.rounded())), 9, right: true))
+            lines.append(
+                Self.padded(summary.task.rawValue, 12) + Self.padded(String(summary.cases), 7, right: true)
+                    + Self.padded(String(summary.passed), 8, right: true)
+                    + Self.padded(Self.percent(Double(summary.passed) / Double(max(1, summary.cases))), 11, right: true)
+                    + Self.padded("\(summary.inputTokens)/\(summary.outputTokens)", 16, right: true)
+                    + Self.padded(String(Int(summary.p50.rounded())), 9, right: true)
+                    + Self.padded(String(Int(summary.p95.rounded())), 9, right: true))
         }
         lines.append("")
         for summary in tasks {
@@ -203,7 +228,8 @@ struct EvalReport {
             lines.append("\(summary.task.rawValue): " + (checks + failures).joined(separator: ", "))
         }
         lines.append("")
-        lines.append("all: \(cases.filter(\.passed).count) of \(cases.count) cases pass every check (\(Self.percent(passRate)))")
+        lines.append(
+            "all: \(cases.filter(\.passed).count) of \(cases.count) cases pass every check (\(Self.percent(passRate)))")
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -228,9 +254,13 @@ struct EvalReport {
                     object.field("passed", check.passed)
                     object.field("total", check.total)
                 }
-                task.field("failures", object: { object in
-                    for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) { object.field(code, count) }
-                })
+                task.field(
+                    "failures",
+                    object: { object in
+                        for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) {
+                            object.field(code, count)
+                        }
+                    })
             }
             $0.field("results", array: cases) { result, item in
                 result.field("task", item.task.rawValue)

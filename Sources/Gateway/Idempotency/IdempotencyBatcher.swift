@@ -30,7 +30,8 @@ final class IdempotencyBatcher: Sendable {
 
     /// `write`'s result, once the batch it joined is committed.
     func write(_ write: IdempotencyWrite) async throws(StoreError) -> IdempotencyWritten {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<IdempotencyWritten, StoreError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<IdempotencyWritten, StoreError>, Never>) in
             submit(write) { continuation.resume(returning: $0) }
         }
         return try result.get()
@@ -65,8 +66,10 @@ final class IdempotencyBatcher: Sendable {
             do throws(StoreError) {
                 let results = try await records.applyIdempotent(batch.map(\.write), nowMilliseconds: now)
                 for (index, item) in batch.enumerated() {
-                    item.waiter(index < results.count
-                        ? .success(results[index]) : .failure(StoreError(.other, message: "idempotency batch: a write without its result")))
+                    item.waiter(
+                        index < results.count
+                            ? .success(results[index])
+                            : .failure(StoreError(.other, message: "idempotency batch: a write without its result")))
                 }
             } catch {
                 for item in batch { item.waiter(.failure(error)) }

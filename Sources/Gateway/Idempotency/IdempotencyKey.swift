@@ -33,7 +33,8 @@ enum IdempotencyKey: Equatable, Sendable {
             while let byte = inner.popFirst() {
                 switch byte {
                 case UInt8(ascii: "\\"):
-                    guard let escaped = inner.popFirst(), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else { return .invalid }
+                    guard let escaped = inner.popFirst(), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\")
+                    else { return .invalid }
                     key.append(escaped)
                 case UInt8(ascii: "\""):
                     return .invalid

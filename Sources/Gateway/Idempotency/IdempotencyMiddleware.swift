@@ -28,20 +28,26 @@ struct IdempotencyMiddleware: Middleware {
         "Idempotent-Replayed": "true",
     ]
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         let key: String
         switch IdempotencyKey.read(request.headers) {
         case .absent: return try await next(request, context)
         case .invalid: throw GatewayError.invalidIdempotencyKey
         case .key(let value): key = value
         }
-        let caller = context.caller.map { "user:" + $0.userID }
-            ?? "address:" + trustedProxies.clientAddress(
-                peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For")
+        let caller =
+            context.caller.map { "user:" + $0.userID }
+            ?? "address:"
+            + trustedProxies.clientAddress(
+                peer: request.remoteAddress?.host ?? "unknown",
+                forwardedFor: request.headers.combinedValue("X-Forwarded-For")
             )
         let ticket = IdempotencyService.Ticket(
             scope: caller + " " + context.path, key: key,
-            fingerprint: IdempotencyKey.fingerprint(method: request.method.rawValue, path: request.path, body: request.body)
+            fingerprint: IdempotencyKey.fingerprint(
+                method: request.method.rawValue, path: request.path, body: request.body)
         )
         switch service.admit(ticket, requestID: context.id) {
         case .mismatch:
@@ -61,14 +67,16 @@ struct IdempotencyMiddleware: Middleware {
 
     /// The first request with its key, in a task its client's hang-up does not cancel.
     private func lead(
-        _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest, context: RequestContext,
+        _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest,
+        context: RequestContext,
         next: @escaping RouteResponder
     ) async throws -> HTTPResponse {
-        let tee: StreamTee? = switch route {
-        case .process: StreamTee(shape: .process(requestID: context.id))
-        case .chat: StreamTee(shape: .transcript)
-        case .jobs: nil
-        }
+        let tee: StreamTee? =
+            switch route {
+            case .process: StreamTee(shape: .process(requestID: context.id))
+            case .chat: StreamTee(shape: .transcript)
+            case .jobs: nil
+            }
         context.update {
             $0.idempotency = .original
             $0.streamTee = tee
@@ -85,7 +93,8 @@ struct IdempotencyMiddleware: Middleware {
     /// Keeps a successful whole answer, or starts a stream's producer on the tee; a failure
     /// gives the key back.
     private func settle(
-        _ answered: Result<HTTPResponse, any Error>, flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, tee: StreamTee?,
+        _ answered: Result<HTTPResponse, any Error>, flight: IdempotencyService.Flight,
+        ticket: IdempotencyService.Ticket, tee: StreamTee?,
         context: RequestContext
     ) async throws -> HTTPResponse {
         var response: HTTPResponse
@@ -103,7 +112,8 @@ struct IdempotencyMiddleware: Middleware {
                 return response
             }
             let answer = StoredAnswer(
-                status: response.status.code, contentType: response.headers["Content-Type"] ?? "application/json", upstream: context.upstream,
+                status: response.status.code, contentType: response.headers["Content-Type"] ?? "application/json",
+                upstream: context.upstream,
                 body: body, text: nil, streamed: false
             )
             await service.complete(ticket, flight: flight, answer: answer)
@@ -132,7 +142,8 @@ struct IdempotencyMiddleware: Middleware {
                 let kept = tee.kept
                 let answer = StoredAnswer(
                     status: 200, contentType: contentType, upstream: state.upstream,
-                    body: route == .process ? kept.last ?? [] : kept.transcript, text: route == .process ? kept.text : nil, streamed: true
+                    body: route == .process ? kept.last ?? [] : kept.transcript,
+                    text: route == .process ? kept.text : nil, streamed: true
                 )
                 await service.complete(ticket, flight: flight, answer: answer)
             }
@@ -154,7 +165,8 @@ struct IdempotencyMiddleware: Middleware {
 
     /// A retry that came while the first request ran on this instance.
     private func follow(
-        _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket,
+        _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision,
+        ticket: IdempotencyService.Ticket,
         context: RequestContext
     ) async throws -> HTTPResponse {
         guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
@@ -172,19 +184,23 @@ struct IdempotencyMiddleware: Middleware {
                 $0.upstream = upstream
                 $0.outcome = .replayed
             }
-            return HTTPResponse(headers: Self.eventStreamHeaders, body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) })
+            return HTTPResponse(
+                headers: Self.eventStreamHeaders,
+                body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) })
         }
     }
 
     /// What the records said of a key this instance does not run.
-    private func refer(_ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket, context: RequestContext) async throws -> HTTPResponse {
+    private func refer(
+        _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket, context: RequestContext
+    ) async throws -> HTTPResponse {
         switch decision {
         case .run:
-            throw GatewayError.internalError  // not a referral
+            throw GatewayError.internalError // not a referral
         case .failed(let error):
             throw error
         case .refer(.started):
-            throw GatewayError.internalError  // a start is a run
+            throw GatewayError.internalError // a start is a run
         case .refer(.mismatch):
             service.metrics.count(.mismatch)
             throw GatewayError.idempotencyKeyReused
@@ -199,7 +215,9 @@ struct IdempotencyMiddleware: Middleware {
 
     /// A kept answer, as the first request's client got it (a stream as `start`, one
     /// `delta` and the same `done` on `/api/process`; its events on `/v1`), for `requestID`.
-    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole, context: RequestContext) -> HTTPResponse {
+    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole, context: RequestContext)
+        -> HTTPResponse
+    {
         context.update {
             $0.idempotency = role
             $0.replayOf = requestID
@@ -212,12 +230,16 @@ struct IdempotencyMiddleware: Middleware {
             var status = HTTPStatus(code: answer.status)
             if route == .jobs, answer.status == 202 {
                 status = .ok
-                if let id = (try? JSONValue.parse(answer.body))?["jobId"]?.stringValue { headers.add(name: "Location", value: "/api/jobs/" + id) }
+                if let id = (try? JSONValue.parse(answer.body))?["jobId"]?.stringValue {
+                    headers.add(name: "Location", value: "/api/jobs/" + id)
+                }
             }
             return HTTPResponse(status: status, headers: headers, body: .bytes(answer.body))
         }
-        let bytes = route == .process
-            ? StreamTee.startEvent(requestID: requestID) + StreamTee.deltaEvent(requestID: requestID, text: answer.text ?? "") + answer.body
+        let bytes =
+            route == .process
+            ? StreamTee.startEvent(requestID: requestID)
+                + StreamTee.deltaEvent(requestID: requestID, text: answer.text ?? "") + answer.body
             : answer.body
         return HTTPResponse(headers: Self.eventStreamHeaders, body: .stream { writer in try await writer.write(bytes) })
     }

@@ -91,10 +91,13 @@ final class IdempotencyService: Sendable {
     private let keptKeys: KeptKeys?
 
     /// Reports every key a store this process owns keeps, as `(scope, key)`.
-    typealias KeptKeys = @Sendable (_ nowMilliseconds: Int64, _ add: @escaping @Sendable (String, String) -> Void) async throws(StoreError) -> Void
+    typealias KeptKeys =
+        @Sendable (_ nowMilliseconds: Int64, _ add: @escaping @Sendable (String, String) -> Void)
+        async throws(StoreError) -> Void
 
     init(
-        records: any IdempotencyRepository, batched: Bool = false, keptKeys: KeptKeys? = nil, settings: Settings, metrics: IdempotencyMetrics,
+        records: any IdempotencyRepository, batched: Bool = false, keptKeys: KeptKeys? = nil, settings: Settings,
+        metrics: IdempotencyMetrics,
         faults: StoreFaults?, logger: Logger, clock: @escaping @Sendable () -> Instant,
         owner: String = "gw_" + SHA256.hexString(SecureRandom.bytes(8))
     ) {
@@ -131,7 +134,8 @@ final class IdempotencyService: Sendable {
     /// runs, the flight is over at once.
     private func start(_ ticket: Ticket, flight: Flight, now: Int64) -> IdempotencyStart {
         IdempotencyStart(
-            scope: ticket.scope, key: ticket.key, fingerprint: ticket.fingerprint, requestID: flight.requestID, owner: owner,
+            scope: ticket.scope, key: ticket.key, fingerprint: ticket.fingerprint, requestID: flight.requestID,
+            owner: owner,
             leaseUntilMilliseconds: now + Int64(settings.lease / .milliseconds(1))
         )
     }
@@ -147,7 +151,8 @@ final class IdempotencyService: Sendable {
             return .run
         }
         do throws(StoreError) {
-            guard case .begun(let begun) = try await perform(batcher == nil ? .begin(start) : .lookup(start), now: now) else {
+            guard case .begun(let begun) = try await perform(batcher == nil ? .begin(start) : .lookup(start), now: now)
+            else {
                 throw StoreError(.other, message: "idempotency records: a begin without its result")
             }
             decision = if case .started = begun { .run } else { .refer(begun) }
@@ -169,14 +174,19 @@ final class IdempotencyService: Sendable {
             // A store this process owns: the answer is this process's from now (retries join
             // the flight until its row is written), so the response need not wait for the write.
             flight.answer.set(.whole(.success(answer)))
-            keep(.keep(start(ticket, flight: flight, now: now), answer: answer, expiresAtMilliseconds: expires), ticket: ticket, batcher: batcher)
+            keep(
+                .keep(start(ticket, flight: flight, now: now), answer: answer, expiresAtMilliseconds: expires),
+                ticket: ticket, batcher: batcher)
             return
         }
-        let write = IdempotencyWrite.complete(scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires)
+        let write = IdempotencyWrite.complete(
+            scope: ticket.scope, key: ticket.key, owner: owner, answer: answer, expiresAtMilliseconds: expires)
         do throws(StoreError) {
             let written = try await perform(write, now: now)
             // Taken over after the lease ran out: the other instance's answer is the key's.
-            if written != .completed(true) { logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))]) }
+            if written != .completed(true) {
+                logger.warning("idempotency_key_taken_over", [("request_id", .string(flight.requestID))])
+            }
         } catch {
             faults?.record(error, operation: .idempotency)
         }
@@ -289,7 +299,8 @@ struct IdempotencyMetrics: Sendable {
 
     init(registry: MetricsRegistry) {
         let family = registry.counter(
-            "textgateway_idempotency_total", help: "Requests with an Idempotency-Key, by what became of them.", labels: ["result"]
+            "textgateway_idempotency_total", help: "Requests with an Idempotency-Key, by what became of them.",
+            labels: ["result"]
         )
         counters = Dictionary(uniqueKeysWithValues: Result.allCases.map { ($0, family.labels($0.rawValue)) })
     }

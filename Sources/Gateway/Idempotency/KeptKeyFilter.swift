@@ -34,7 +34,9 @@ final class KeptKeyFilter: Sendable {
         let (first, second) = Self.hashes(key)
         return state.withLock { state in
             guard state.loaded else { return true }
-            for probe in 0..<UInt64(Self.probes) where !Self.test(state.words, bit: (first &+ probe &* second) & mask) { return false }
+            for probe in 0..<UInt64(Self.probes) where !Self.test(state.words, bit: (first &+ probe &* second) & mask) {
+                return false
+            }
             return true
         }
     }

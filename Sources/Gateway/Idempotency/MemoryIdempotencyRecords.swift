@@ -52,7 +52,9 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
         mutating func compact(force: Bool = false) {
             guard force || (head > 1024 && head * 2 > kept.count) else { return }
             let rows = byKey
-            kept = kept[head...].filter { entry in rows[entry.key].map { $0.answer != nil && $0.expiresAt == entry.expiresAt } ?? false }
+            kept = kept[head...].filter { entry in
+                rows[entry.key].map { $0.answer != nil && $0.expiresAt == entry.expiresAt } ?? false
+            }
             head = 0
         }
     }
@@ -75,7 +77,9 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
         row.answer != nil ? (row.expiresAt ?? 0) > now : row.leaseUntil > now
     }
 
-    func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds now: Int64) async throws(StoreError) -> IdempotencyBegin {
+    func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds now: Int64) async throws(StoreError)
+        -> IdempotencyBegin
+    {
         try state.withLock { (state: inout Rows) throws(StoreError) -> IdempotencyBegin in
             let key = Key(scope: start.scope, key: start.key)
             if let row = state.byKey[key] {
@@ -92,14 +96,17 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
                 }
             }
             state.byKey[key] = Row(
-                fingerprint: start.fingerprint, requestID: start.requestID, owner: start.owner, leaseUntil: start.leaseUntilMilliseconds,
+                fingerprint: start.fingerprint, requestID: start.requestID, owner: start.owner,
+                leaseUntil: start.leaseUntilMilliseconds,
                 expiresAt: nil, answer: nil
             )
             return .started
         }
     }
 
-    func completeIdempotent(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64) async throws(StoreError) -> Bool {
+    func completeIdempotent(
+        scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
+    ) async throws(StoreError) -> Bool {
         state.withLock { state in
             let key = Key(scope: scope, key: key)
             guard var row = state.byKey[key], row.answer == nil, row.owner == owner else { return false }

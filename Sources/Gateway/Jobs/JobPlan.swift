@@ -58,21 +58,25 @@ enum JobPlan {
     /// answers are combined in groups of consecutive ones whose reduce text fits the budget
     /// where it can, but of at least two answers each, so that every round has fewer
     /// answers than the one before and the rounds end.
-    static func next(task: TextTask, answers: [(answer: String, sourceStart: Int, sourceEnd: Int)], budget: Int) -> Next {
+    static func next(task: TextTask, answers: [(answer: String, sourceStart: Int, sourceEnd: Int)], budget: Int) -> Next
+    {
         let parts = answers.map(\.answer)
         guard task != .rewrite, let first = answers.first, let last = answers.last else {
             return .concatenate(JobPrompts.finalText(parts: parts))
         }
         let finalText = JobPrompts.finalText(parts: parts)
         if answers.count == 1 || CharacterCount.of(finalText, limit: budget) <= budget {
-            return .final(PlannedItem(kind: .final, input: finalText, sourceStart: first.sourceStart, sourceEnd: last.sourceEnd))
+            return .final(
+                PlannedItem(kind: .final, input: finalText, sourceStart: first.sourceStart, sourceEnd: last.sourceEnd))
         }
-        return .reduce(groups(of: parts, budget: budget).map { group in
-            PlannedItem(
-                kind: .reduce, input: JobPrompts.reduceText(parts: Array(parts[group])),
-                sourceStart: answers[group.lowerBound].sourceStart, sourceEnd: answers[group.upperBound - 1].sourceEnd
-            )
-        })
+        return .reduce(
+            groups(of: parts, budget: budget).map { group in
+                PlannedItem(
+                    kind: .reduce, input: JobPrompts.reduceText(parts: Array(parts[group])),
+                    sourceStart: answers[group.lowerBound].sourceStart,
+                    sourceEnd: answers[group.upperBound - 1].sourceEnd
+                )
+            })
     }
 
     /// Consecutive groups of `parts` (two or more of them), each of at least two parts and
@@ -103,7 +107,9 @@ enum JobPlan {
             let previous = groups[groups.count - 2]
             groups.removeLast(2)
             if previous.count > 2 {
-                groups += [previous.lowerBound..<previous.upperBound - 1, previous.upperBound - 1..<lastGroup.upperBound]
+                groups += [
+                    previous.lowerBound..<previous.upperBound - 1, previous.upperBound - 1..<lastGroup.upperBound,
+                ]
             } else {
                 groups.append(previous.lowerBound..<lastGroup.upperBound)
             }

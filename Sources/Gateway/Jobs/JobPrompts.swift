@@ -48,7 +48,8 @@ enum JobPrompts {
     static let partLabel = "بخش {i}:"
 
     /// Every fixed line above, templates included (docs/prompts.md holds each of them).
-    static let fixedLines = [partLine, rewriteMapLine, partLabel] + summaryMapLines + keyPointsMapLines
+    static let fixedLines =
+        [partLine, rewriteMapLine, partLabel] + summaryMapLines + keyPointsMapLines
         + summaryReduceLines + keyPointsReduceLines
 
     /// The prompt of part `part` (from 1) of `count`. `tone` is read for rewrite only: for
@@ -98,8 +99,9 @@ enum JobPrompts {
 
     /// `number` written with Persian digits (۰–۹).
     static func persianDigits(_ number: Int) -> String {
-        String(String(number).map { character in
-            character.wholeNumberValue.flatMap { Unicode.Scalar(0x06F0 + $0) }.map(Character.init) ?? character
-        })
+        String(
+            String(number).map { character in
+                character.wholeNumberValue.flatMap { Unicode.Scalar(0x06F0 + $0) }.map(Character.init) ?? character
+            })
     }
 }

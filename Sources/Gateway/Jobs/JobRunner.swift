@@ -134,10 +134,11 @@ final class JobRunner: Service {
         let now = milliseconds(dependencies.clock())
         let items: [ClaimedJobItem]
         do {
-            items = try await dependencies.store.claimItems(JobClaim(
-                worker: worker, limit: free, perJob: settings.concurrencyPerJob, nowMilliseconds: now,
-                leaseUntil: now + Int64(settings.lease / .milliseconds(1))
-            ))
+            items = try await dependencies.store.claimItems(
+                JobClaim(
+                    worker: worker, limit: free, perJob: settings.concurrencyPerJob, nowMilliseconds: now,
+                    leaseUntil: now + Int64(settings.lease / .milliseconds(1))
+                ))
         } catch {
             dependencies.faults.record(error, operation: .jobs)
             return
@@ -150,12 +151,13 @@ final class JobRunner: Service {
             guard !current.stopping else { return false }
             dependencies.metrics.inFlight.increment()
             // Made under the lock its own end takes, so it is in `running` before it can leave it.
-            current.running[item.key] = Running(task: Task { [self] in
-                await runItem(item)
-                state.withLock { _ = $0.running.removeValue(forKey: item.key) }
-                dependencies.metrics.inFlight.decrement()
-                wakeup.raise()
-            })
+            current.running[item.key] = Running(
+                task: Task { [self] in
+                    await runItem(item)
+                    state.withLock { _ = $0.running.removeValue(forKey: item.key) }
+                    dependencies.metrics.inFlight.decrement()
+                    wakeup.raise()
+                })
             return true
         }
         if !launched { Task { await release(item.key) } }
@@ -171,7 +173,8 @@ final class JobRunner: Service {
         let held: [JobItemKey]
         do {
             held = try await dependencies.store.renewLeases(
-                worker: worker, items: keys, until: now + Int64(dependencies.settings.lease / .milliseconds(1)), nowMilliseconds: now
+                worker: worker, items: keys, until: now + Int64(dependencies.settings.lease / .milliseconds(1)),
+                nowMilliseconds: now
             )
         } catch {
             // The leases stand until they pass; the next renewal tries again.
@@ -206,7 +209,9 @@ final class JobRunner: Service {
             do throws(StoreError) {
                 // Levels are few (each round at least halves the answers): find the top one.
                 var level = 0
-                while try await dependencies.store.levelAnswers(jobID: job.id, level: level + 1).count > 0 { level += 1 }
+                while try await dependencies.store.levelAnswers(jobID: job.id, level: level + 1).count > 0 {
+                    level += 1
+                }
                 await advance(job, level: level)
             } catch {
                 dependencies.faults.record(error, operation: .jobs)
@@ -219,7 +224,9 @@ final class JobRunner: Service {
     private func runItem(_ item: ClaimedJobItem) async {
         let job = item.job
         guard let task = TextTask(rawValue: job.task) else {
-            await end(job, .failed(code: GatewayError.internalError.code, message: GatewayError.internalError.message(.persian)))
+            await end(
+                job,
+                .failed(code: GatewayError.internalError.code, message: GatewayError.internalError.message(.persian)))
             return
         }
         let answer: ResponseCache.Answer
@@ -233,10 +240,13 @@ final class JobRunner: Service {
                 return
             }
             dependencies.metrics.abandoned.labels("failed").increment()
-            dependencies.logger.warning("job_failed", [
-                ("job_id", .string(job.id)), ("request_id", .string(job.requestID)), ("level", .int(item.key.level)),
-                ("index", .int(item.key.index)), ("code", .string(error.code)),
-            ])
+            dependencies.logger.warning(
+                "job_failed",
+                [
+                    ("job_id", .string(job.id)), ("request_id", .string(job.requestID)),
+                    ("level", .int(item.key.level)),
+                    ("index", .int(item.key.index)), ("code", .string(error.code)),
+                ])
             // The usage of the items answered so far stays charged and shown.
             await end(job, .failed(code: error.code, message: error.message(.persian)))
             return
@@ -245,10 +255,14 @@ final class JobRunner: Service {
         let inputTokens = max(0, answer.usage?.promptTokens ?? 0)
         let outputTokens = max(0, answer.usage?.completionTokens ?? 0)
         let completion = JobItemCompletion(
-            key: item.key, worker: worker, answer: answer.result, data: answer.data.map { String(decoding: $0.jsonBytes(), as: UTF8.self) },
-            inputTokens: inputTokens, outputTokens: outputTokens, ownerID: job.ownerID, day: now.utcDay, nowMilliseconds: milliseconds(now)
+            key: item.key, worker: worker, answer: answer.result,
+            data: answer.data.map { String(decoding: $0.jsonBytes(), as: UTF8.self) },
+            inputTokens: inputTokens, outputTokens: outputTokens, ownerID: job.ownerID, day: now.utcDay,
+            nowMilliseconds: milliseconds(now)
         )
-        let stored = await retryingStore { () throws(StoreError) in try await self.dependencies.store.completeItem(completion) }
+        let stored = await retryingStore { () throws(StoreError) in
+            try await self.dependencies.store.completeItem(completion)
+        }
         guard stored == true else {
             // Lost its lease, or the job ended meanwhile; or the store would not take it (the
             // lease then passes and the item is asked again: counted here).
@@ -271,18 +285,28 @@ final class JobRunner: Service {
         switch item.kind {
         case .final:
             let format = OutputFormat(rawValue: job.format) ?? .text
-            let request = ProcessRequest(task: task, tone: tone, text: item.input, characterCount: 0, stream: false, format: format)
-            return try await ProcessRoute.answer(request, pool: pool, bodies: dependencies.bodies, requestID: job.requestID, logger: logger) { _ in }
+            let request = ProcessRequest(
+                task: task, tone: tone, text: item.input, characterCount: 0, stream: false, format: format)
+            return try await ProcessRoute.answer(
+                request, pool: pool, bodies: dependencies.bodies, requestID: job.requestID, logger: logger
+            ) { _ in }
         case .map, .reduce:
-            let prompt = item.kind == .map
-                ? JobPrompts.map(task: task, tone: tone, part: item.key.index + 1, of: item.levelCount, text: item.input)
+            let prompt =
+                item.kind == .map
+                ? JobPrompts.map(
+                    task: task, tone: tone, part: item.key.index + 1, of: item.levelCount, text: item.input)
                 : JobPrompts.reduce(task: task, text: item.input)
             // Titles come from a summary of the text: its rounds are the summary's, with its model.
             let rounds = task == .rewrite || task == .keyPoints ? task : .summarize
-            return try await ProcessRoute.complete(.task(rounds), pool: pool, requestID: job.requestID, logger: logger, onAttempt: { _ in }) { target in
+            return try await ProcessRoute.complete(
+                .task(rounds), pool: pool, requestID: job.requestID, logger: logger, onAttempt: { _ in }
+            ) { target in
                 ChatCompletionRequest(
                     model: target.model,
-                    messages: [ChatMessage(role: .system, content: prompt.system), ChatMessage(role: .user, content: prompt.user)],
+                    messages: [
+                        ChatMessage(role: .system, content: prompt.system),
+                        ChatMessage(role: .user, content: prompt.user),
+                    ],
                     temperature: rounds.temperature, maxTokens: maxTokens
                 ).jsonBytes()
             }.answer
@@ -308,7 +332,8 @@ final class JobRunner: Service {
             return
         }
         let planned = JobPlan.next(
-            task: task, answers: answers.answers.map { (answer: $0.answer, sourceStart: $0.sourceStart, sourceEnd: $0.sourceEnd) },
+            task: task,
+            answers: answers.answers.map { (answer: $0.answer, sourceStart: $0.sourceStart, sourceEnd: $0.sourceEnd) },
             budget: dependencies.settings.chunkCharacters
         )
         let items: [NewJobItem]
@@ -331,7 +356,9 @@ final class JobRunner: Service {
         let addedCalls = items.first?.kind == .final ? 0 : items.count
         let now = milliseconds(dependencies.clock())
         let added = await retryingStore { () throws(StoreError) in
-            try await store.addLevel(NewJobLevel(jobID: job.id, level: level + 1, items: items, addedCalls: addedCalls, nowMilliseconds: now))
+            try await store.addLevel(
+                NewJobLevel(jobID: job.id, level: level + 1, items: items, addedCalls: addedCalls, nowMilliseconds: now)
+            )
         }
         if added == true {
             dependencies.events.changed(job.id)
@@ -344,16 +371,21 @@ final class JobRunner: Service {
         let store = dependencies.store
         let now = dependencies.clock()
         let ended = await retryingStore { () throws(StoreError) in
-            try await store.finishJob(JobFinish(jobID: job.id, outcome: outcome, nowMilliseconds: self.milliseconds(now)))
+            try await store.finishJob(
+                JobFinish(jobID: job.id, outcome: outcome, nowMilliseconds: self.milliseconds(now)))
         }
         guard ended == true else { return }
         dependencies.events.changed(job.id)
         let record = (try? await store.job(id: job.id)) ?? job
         JobRunner.recordEnd(record, metrics: dependencies.metrics, ledger: dependencies.ledger, now: now)
-        dependencies.logger.info("job_finished", [
-            ("job_id", .string(job.id)), ("request_id", .string(job.requestID)), ("status", .string(record.status.rawValue)),
-            ("items", .int(record.done)), ("input_tokens", .int(record.inputTokens)), ("output_tokens", .int(record.outputTokens)),
-        ])
+        dependencies.logger.info(
+            "job_finished",
+            [
+                ("job_id", .string(job.id)), ("request_id", .string(job.requestID)),
+                ("status", .string(record.status.rawValue)),
+                ("items", .int(record.done)), ("input_tokens", .int(record.inputTokens)),
+                ("output_tokens", .int(record.outputTokens)),
+            ])
     }
 
     /// A job's end in the metrics and the ledger (here, or where it was cancelled).
@@ -410,11 +442,12 @@ final class JobRunner: Service {
 
 extension NewJobItem {
     init(_ planned: PlannedItem) {
-        let kind: JobItemKind = switch planned.kind {
-        case .map: .map
-        case .reduce: .reduce
-        case .final: .final
-        }
+        let kind: JobItemKind =
+            switch planned.kind {
+            case .map: .map
+            case .reduce: .reduce
+            case .final: .final
+            }
         self.init(kind: kind, input: planned.input, sourceStart: planned.sourceStart, sourceEnd: planned.sourceEnd)
     }
 }

@@ -56,7 +56,7 @@ struct TextChunker: Sendable {
     static func clean(_ text: String) -> String {
         var cleaned = ""
         cleaned.reserveCapacity(text.utf8.count)
-        var spaces = ""  // a run of spaces and tabs, kept unless a line break follows it
+        var spaces = "" // a run of spaces and tabs, kept unless a line break follows it
         var lineBreaks = 0
         for character in text {
             switch character {
@@ -91,9 +91,10 @@ struct TextChunker: Sendable {
         var previousUnits: [Unit] = []
         var units: [Unit] = []
         var sentence = 0
-        var position = 0  // where the next own part starts, inside `sentences[sentence]`
+        var position = 0 // where the next own part starts, inside `sentences[sentence]`
         while sentence < sentences.count {
-            let overlapStart = overlapStart(before: position, units: previousUnits, next: sentences[sentence].end - position)
+            let overlapStart = overlapStart(
+                before: position, units: previousUnits, next: sentences[sentence].end - position)
             let start = position
             let ownBudget = budget - (start - overlapStart)
             units.removeAll(keepingCapacity: true)
@@ -111,7 +112,8 @@ struct TextChunker: Sendable {
                 }
                 if units.isEmpty {
                     units.append(Unit(start: position, whole: false))
-                    position = Self.cut(characters, from: position, limit: start + ownBudget, textEnd: sentences[sentence].textEnd)
+                    position = Self.cut(
+                        characters, from: position, limit: start + ownBudget, textEnd: sentences[sentence].textEnd)
                 } else if let paragraphEnd, paragraphEnd.units < units.count {
                     units.removeSubrange(paragraphEnd.units...)
                     sentence = paragraphEnd.sentence
@@ -119,7 +121,10 @@ struct TextChunker: Sendable {
                 }
                 break
             }
-            chunks.append(TextChunk(text: String(characters[overlapStart..<position]), start: start, end: position, overlapStart: overlapStart))
+            chunks.append(
+                TextChunk(
+                    text: String(characters[overlapStart..<position]), start: start, end: position,
+                    overlapStart: overlapStart))
             swap(&previousUnits, &units)
         }
         return chunks
@@ -172,13 +177,16 @@ struct TextChunker: Sendable {
             } else {
                 continue
             }
-            var textEnd = index - lineBreaks  // before the line break, and the spaces before it
+            var textEnd = index - lineBreaks // before the line break, and the spaces before it
             while textEnd > start, characters[textEnd - 1].isWhitespace { textEnd -= 1 }
             while index < characters.count, characters[index].isWhitespace {
                 if characters[index].isNewline { lineBreaks += 1 }
                 index += 1
             }
-            sentences.append(Sentence(start: start, textEnd: textEnd, end: index, endsParagraph: lineBreaks >= 2 || index == characters.count))
+            sentences.append(
+                Sentence(
+                    start: start, textEnd: textEnd, end: index,
+                    endsParagraph: lineBreaks >= 2 || index == characters.count))
             start = index
         }
         if start < characters.count {

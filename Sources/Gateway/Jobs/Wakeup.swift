@@ -31,7 +31,9 @@ final class Wakeup: Sendable {
         if state.withLock({ state in
             defer { state.raised = false }
             return state.raised
-        }) { return }
+        }) {
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: timeout) }
             group.addTask { await self.waitRaised() }

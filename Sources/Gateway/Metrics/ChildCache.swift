@@ -45,7 +45,9 @@ final class RequestMetricSlots: Sendable {
     }
 
     func tokens(_ family: CounterFamily, task: String, model: String, direction: String) -> Counter {
-        guard let slot = tokenSlots[Self.tokenKey(task, model, direction)] else { return family.labels(task, model, direction) }
+        guard let slot = tokenSlots[Self.tokenKey(task, model, direction)] else {
+            return family.labels(task, model, direction)
+        }
         return slot.child { family.labels(task, model, direction) }
     }
 

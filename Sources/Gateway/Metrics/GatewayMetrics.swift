@@ -21,29 +21,49 @@ final class GatewayMetrics: Sendable {
     init(registry: MetricsRegistry = MetricsRegistry(), tokenKeys: [(task: String, model: String)] = []) {
         self.registry = registry
         slots = RequestMetricSlots(tokenKeys: tokenKeys)
-        requests = registry.counter("textgateway_requests_total", help: "Requests answered, by route and status.", labels: ["route", "status"])
-        requestDuration = registry.histogram("textgateway_request_duration_seconds", help: "Time to answer a request (to the end of a stream).", labels: ["route"])
-        upstreamDuration = registry.histogram("textgateway_upstream_duration_seconds", help: "Time spent waiting on the upstream per request.", labels: ["route"])
+        requests = registry.counter(
+            "textgateway_requests_total", help: "Requests answered, by route and status.", labels: ["route", "status"])
+        requestDuration = registry.histogram(
+            "textgateway_request_duration_seconds", help: "Time to answer a request (to the end of a stream).",
+            labels: ["route"])
+        upstreamDuration = registry.histogram(
+            "textgateway_upstream_duration_seconds", help: "Time spent waiting on the upstream per request.",
+            labels: ["route"])
         inFlight = registry.gauge("textgateway_requests_in_flight", help: "Requests being answered now.").labels()
-        upstreamErrors = registry.counter("textgateway_upstream_errors_total", help: "Failed upstream calls, by kind.", labels: ["kind"])
-        tokens = registry.counter("textgateway_tokens_total", help: "Tokens reported by the upstream, by task, model and direction.", labels: ["task", "model", "direction"])
-        rateLimited = registry.counter("textgateway_rate_limited_total", help: "Requests refused by a rate limit or quota, by reason.", labels: ["reason"])
-        cache = registry.counter("textgateway_cache_requests_total", help: "Response cache lookups, by result.", labels: ["result"])
+        upstreamErrors = registry.counter(
+            "textgateway_upstream_errors_total", help: "Failed upstream calls, by kind.", labels: ["kind"])
+        tokens = registry.counter(
+            "textgateway_tokens_total", help: "Tokens reported by the upstream, by task, model and direction.",
+            labels: ["task", "model", "direction"])
+        rateLimited = registry.counter(
+            "textgateway_rate_limited_total", help: "Requests refused by a rate limit or quota, by reason.",
+            labels: ["reason"])
+        cache = registry.counter(
+            "textgateway_cache_requests_total", help: "Response cache lookups, by result.", labels: ["result"])
     }
 
     /// Records one finished request.
-    func finished(route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestContext.State, outcome: RequestOutcome) {
+    func finished(
+        route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestContext.State,
+        outcome: RequestOutcome
+    ) {
         slots.requests(requests, route: route, status: status).increment()
         slots.duration(requestDuration, route: route, upstream: false).observe(seconds)
-        if upstreamSeconds > 0 { slots.duration(upstreamDuration, route: route, upstream: true).observe(upstreamSeconds) }
+        if upstreamSeconds > 0 {
+            slots.duration(upstreamDuration, route: route, upstream: true).observe(upstreamSeconds)
+        }
         switch outcome {
         case .refused(let reason): rateLimited.labels(reason.description).increment()
         case .failed(let failure): upstreamErrors.labels(failure.label).increment()
         default: break
         }
         if outcome != .cacheHit, let task = state.task, let model = state.model, let usage = state.usage {
-            if let input = usage.promptTokens { slots.tokens(tokens, task: task, model: model, direction: "input").increment(by: input) }
-            if let output = usage.completionTokens { slots.tokens(tokens, task: task, model: model, direction: "output").increment(by: output) }
+            if let input = usage.promptTokens {
+                slots.tokens(tokens, task: task, model: model, direction: "input").increment(by: input)
+            }
+            if let output = usage.completionTokens {
+                slots.tokens(tokens, task: task, model: model, direction: "output").increment(by: output)
+            }
         }
     }
 }

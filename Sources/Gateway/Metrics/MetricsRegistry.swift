@@ -90,7 +90,9 @@ public final class MetricsRegistry: Sendable {
         registerFunction(name, help: help, kind: .counter, read)
     }
 
-    private func registerFunction(_ name: String, help: String, kind: MetricKind, _ read: @escaping @Sendable () -> Double) {
+    private func registerFunction(
+        _ name: String, help: String, kind: MetricKind, _ read: @escaping @Sendable () -> Double
+    ) {
         MetricName.validate(name, labels: [])
         let family = FunctionMetric(name: name, help: help, kind: kind, read: read)
         state.withLock { state in

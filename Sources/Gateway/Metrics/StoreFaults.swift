@@ -25,7 +25,9 @@ final class StoreFaults: Sendable {
     private let lastLogged = Mutex<[String: (at: MonotonicInstant, suppressed: Int)]>([:])
 
     init(registry: MetricsRegistry, logger: Logger, interval: Duration = .seconds(60)) {
-        let family = registry.counter("textgateway_store_errors_total", help: "Store operations that failed, by operation.", labels: ["operation"])
+        let family = registry.counter(
+            "textgateway_store_errors_total", help: "Store operations that failed, by operation.", labels: ["operation"]
+        )
         var counters: [Operation: Counter] = [:]
         for operation in Operation.allCases { counters[operation] = family.labels(operation.rawValue) }
         self.counters = counters
@@ -36,10 +38,12 @@ final class StoreFaults: Sendable {
     func record(_ error: StoreError, operation: Operation) {
         counters[operation]?.increment()
         guard let suppressed = mayLog(operation.rawValue) else { return }
-        logger.error("store_error", [
-            ("operation", .string(operation.rawValue)), ("reason", .string(error.description)),
-            ("not_logged_since_last", .int(suppressed)),
-        ])
+        logger.error(
+            "store_error",
+            [
+                ("operation", .string(operation.rawValue)), ("reason", .string(error.description)),
+                ("not_logged_since_last", .int(suppressed)),
+            ])
     }
 
     /// The answer for a request the store could not serve: the error counted and logged as
@@ -52,9 +56,11 @@ final class StoreFaults: Sendable {
     /// Ledger rows the writer gave up on (counted by the writer itself).
     func dropped(rows: Int, reason: LedgerWriter.DropReason) {
         guard let suppressed = mayLog("dropped." + reason.rawValue) else { return }
-        logger.error("ledger_rows_dropped", [
-            ("rows", .int(rows)), ("reason", .string(reason.rawValue)), ("not_logged_since_last", .int(suppressed)),
-        ])
+        logger.error(
+            "ledger_rows_dropped",
+            [
+                ("rows", .int(rows)), ("reason", .string(reason.rawValue)), ("not_logged_since_last", .int(suppressed)),
+            ])
     }
 
     /// Nil when a line of this kind was logged less than an interval ago (it is then held

@@ -7,7 +7,9 @@ import HTTPServer
 /// JSON, or relayed upstream as bytes no one can read. On the routes that take a body, after
 /// authentication and limits, where the content type is checked too.
 struct ContentEncodingMiddleware: Middleware {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         if let codings = request.headers.combinedValue("Content-Encoding"), !Self.isIdentity(codings) {
             throw GatewayError.unsupportedContentEncoding
         }

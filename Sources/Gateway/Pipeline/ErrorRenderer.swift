@@ -15,11 +15,15 @@ enum ErrorShape: Sendable {
 /// in either shape.
 enum ErrorRenderer {
     /// The error as a whole response.
-    static func response(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language) -> HTTPResponse {
+    static func response(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language)
+        -> HTTPResponse
+    {
         var headers = error.headers
         headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
         let status = shape == .openAI ? (error.openAI?.status ?? error.status) : error.status
-        return HTTPResponse(status: status, headers: headers, body: .bytes(body(error, shape: shape, requestID: requestID, language: language)))
+        return HTTPResponse(
+            status: status, headers: headers,
+            body: .bytes(body(error, shape: shape, requestID: requestID, language: language)))
     }
 
     /// The error as the last event of a stream: `event: error` with the body and `status`
@@ -39,7 +43,8 @@ enum ErrorRenderer {
         }
     }
 
-    private static func body(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language) -> [UInt8] {
+    private static func body(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language) -> [UInt8]
+    {
         var writer = JSONWriter()
         switch shape {
         case .gateway:
@@ -50,14 +55,20 @@ enum ErrorRenderer {
                     fields.field("message", error.message(language))
                     fields.field("type", openAIType(error))
                     fields.field("code", error.openAI?.code ?? error.code)
-                    if let param = error.openAI?.param { fields.field("param", param) } else { fields.nullField("param") }
+                    if let param = error.openAI?.param {
+                        fields.field("param", param)
+                    } else {
+                        fields.nullField("param")
+                    }
                 }
             }
         }
         return writer.bytes
     }
 
-    private static func gatewayFields(_ error: GatewayError, requestID: String, language: Language, into object: inout JSONWriter) {
+    private static func gatewayFields(
+        _ error: GatewayError, requestID: String, language: Language, into object: inout JSONWriter
+    ) {
         let message = error.message(language)
         object.field("error", true)
         object.field("reason", message)

@@ -40,11 +40,17 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         language == .english ? english : persian
     }
 
-    static let invalidJSON = GatewayError(.badRequest, "invalid_json", "ساختار درخواست معتبر نیست.", "The request body is not valid.")
-    static let invalidTask = GatewayError(.badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
-    static let invalidTone = GatewayError(.badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
-    static let invalidFormat = GatewayError(.badRequest, "invalid_format", "قالب پاسخ معتبر نیست.", "The response format is not valid.")
-    static let textTooShort = GatewayError(.badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.", "The text must be at least 20 characters long.")
+    static let invalidJSON = GatewayError(
+        .badRequest, "invalid_json", "ساختار درخواست معتبر نیست.", "The request body is not valid.")
+    static let invalidTask = GatewayError(
+        .badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
+    static let invalidTone = GatewayError(
+        .badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
+    static let invalidFormat = GatewayError(
+        .badRequest, "invalid_format", "قالب پاسخ معتبر نیست.", "The response format is not valid.")
+    static let textTooShort = GatewayError(
+        .badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.",
+        "The text must be at least 20 characters long.")
     static let unauthorized: GatewayError = {
         var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
         error.headers.add(name: "WWW-Authenticate", value: "Bearer")
@@ -57,44 +63,72 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         error.headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
         return error
     }()
-    static let rateLimited = GatewayError(.tooManyRequests, "rate_limited", "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.", "Too many requests. Please try again later.")
-    static let notFound = GatewayError(.notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
-    static let methodNotAllowed = GatewayError(.methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.", "This method is not supported for this path.")
-    static let textTooLong = GatewayError(.contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
-    static let bodyTooLarge = GatewayError(.contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
-    static let unsupportedMediaType = GatewayError(.unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.", "The request content type must be application/json.")
+    static let rateLimited = GatewayError(
+        .tooManyRequests, "rate_limited", "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
+        "Too many requests. Please try again later.")
+    static let notFound = GatewayError(
+        .notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
+    static let methodNotAllowed = GatewayError(
+        .methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.",
+        "This method is not supported for this path.")
+    static let textTooLong = GatewayError(
+        .contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
+    static let bodyTooLarge = GatewayError(
+        .contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
+    static let unsupportedMediaType = GatewayError(
+        .unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.",
+        "The request content type must be application/json.")
     /// A body in a content coding other than `identity` (``ContentEncodingMiddleware``).
     static let unsupportedContentEncoding: GatewayError = {
         var error = GatewayError(
-            .unsupportedMediaType, "unsupported_media_type", "بدنهٔ درخواست نباید فشرده یا کدگذاری‌شده باشد (Content-Encoding).",
+            .unsupportedMediaType, "unsupported_media_type",
+            "بدنهٔ درخواست نباید فشرده یا کدگذاری‌شده باشد (Content-Encoding).",
             "The request body must be sent as it is, without a Content-Encoding."
         )
         error.headers.add(name: "Accept-Encoding", value: "identity")
         return error
     }()
-    static let keyNotConfigured = GatewayError(.internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.", "The API key is not configured on the server.")
-    static let modelNotConfigured = GatewayError(.internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.", "The model ID is not configured on the server.")
-    static let upstreamError = GatewayError(.badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.", "The AI service did not return a successful response.")
-    static let emptyResult = GatewayError(.badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.", "No usable response was received from the model.")
+    static let keyNotConfigured = GatewayError(
+        .internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.",
+        "The API key is not configured on the server.")
+    static let modelNotConfigured = GatewayError(
+        .internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.",
+        "The model ID is not configured on the server.")
+    static let upstreamError = GatewayError(
+        .badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.",
+        "The AI service did not return a successful response.")
+    static let emptyResult = GatewayError(
+        .badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.",
+        "No usable response was received from the model.")
     /// A `"format": "json"` answer that still broke its schema after the repair call.
     static let invalidModelOutput: GatewayError = {
-        var error = GatewayError(.badGateway, "invalid_model_output", "پاسخ مدل با قالب خواسته‌شده سازگار نبود.", "The model's answer did not match the requested format.")
+        var error = GatewayError(
+            .badGateway, "invalid_model_output", "پاسخ مدل با قالب خواسته‌شده سازگار نبود.",
+            "The model's answer did not match the requested format.")
         error.upstreamKind = .invalidOutput
         return error
     }()
-    static let upstreamBusy = GatewayError(.serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.", "The AI service is busy right now. Please try again later.")
-    static let upstreamTimeout = GatewayError(.gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.", "The AI service did not respond in time.")
-    static let invalidMessages = GatewayError(.badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.", "messages must hold between one and the allowed number of messages.")
+    static let upstreamBusy = GatewayError(
+        .serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.",
+        "The AI service is busy right now. Please try again later.")
+    static let upstreamTimeout = GatewayError(
+        .gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.",
+        "The AI service did not respond in time.")
+    static let invalidMessages = GatewayError(
+        .badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.",
+        "messages must hold between one and the allowed number of messages.")
     static func modelNotFound(_ alias: String) -> GatewayError {
         let shown = String(alias.prefix(100).filter { !$0.isNewline })
-        var error = GatewayError(.notFound, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+        var error = GatewayError(
+            .notFound, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
         error.openAI = OpenAIForm(status: .notFound, code: "model_not_found", param: "model")
         return error
     }
     /// `n` above `MAX_CHOICES`.
     static func tooManyChoices(limit: Int) -> GatewayError {
         var error = GatewayError(
-            .badRequest, "invalid_parameter", "تعداد پاسخ‌های خواسته‌شده (n) بیش از \(limit) است.", "n may be at most \(limit) on this gateway."
+            .badRequest, "invalid_parameter", "تعداد پاسخ‌های خواسته‌شده (n) بیش از \(limit) است.",
+            "n may be at most \(limit) on this gateway."
         )
         error.openAI = OpenAIForm(status: .badRequest, code: "invalid_parameter", param: "n")
         return error
@@ -108,15 +142,26 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     }()
     /// The client went away before its answer was complete (nginx's 499): for the log and
     /// metrics only, the client never sees it.
-    static let clientClosedRequest = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "client_closed_request", "درخواست پیش از پاسخ لغو شد.", "The client closed the request before the answer was complete.")
-    static let repeatedField = GatewayError(.badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
-    static let shuttingDown = GatewayError(.serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.", "The server is shutting down. Please try again.")
+    static let clientClosedRequest = GatewayError(
+        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "client_closed_request",
+        "درخواست پیش از پاسخ لغو شد.", "The client closed the request before the answer was complete.")
+    static let repeatedField = GatewayError(
+        .badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
+    static let shuttingDown = GatewayError(
+        .serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.",
+        "The server is shutting down. Please try again.")
     /// A history item that does not exist or is another caller's: the two look the same.
-    static let itemNotFound = GatewayError(.notFound, "not_found", "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
-    static let invalidParameter = GatewayError(.badRequest, "invalid_parameter", "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
-    static let storeUnavailable = GatewayError(.serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.", "The server's store is unavailable. Please try again later.")
+    static let itemNotFound = GatewayError(
+        .notFound, "not_found", "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
+    static let invalidParameter = GatewayError(
+        .badRequest, "invalid_parameter", "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
+    static let storeUnavailable = GatewayError(
+        .serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.",
+        "The server's store is unavailable. Please try again later.")
     /// `POST /api/attest/register` with a key id registered already.
-    static let deviceAlreadyRegistered = GatewayError(.conflict, "device_already_registered", "این دستگاه پیش‌تر ثبت شده است.", "This device key is registered already.")
+    static let deviceAlreadyRegistered = GatewayError(
+        .conflict, "device_already_registered", "این دستگاه پیش‌تر ثبت شده است.",
+        "This device key is registered already.")
     static let invalidIdempotencyKey = GatewayError(
         .badRequest, "invalid_idempotency_key", "کلید Idempotency-Key معتبر نیست.",
         "The Idempotency-Key header is not valid."
@@ -125,40 +170,48 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// later it has usually ended, and the retry gets its answer.
     static let idempotencyInProgress: GatewayError = {
         var error = GatewayError(
-            .conflict, "idempotency_in_progress", "درخواستی با همین Idempotency-Key هنوز در حال پاسخ است. لطفاً کمی بعد دوباره تلاش کنید.",
+            .conflict, "idempotency_in_progress",
+            "درخواستی با همین Idempotency-Key هنوز در حال پاسخ است. لطفاً کمی بعد دوباره تلاش کنید.",
             "A request with this Idempotency-Key is still being answered. Please retry shortly."
         )
         error.headers.add(name: "Retry-After", value: "1")
         return error
     }()
     static let idempotencyKeyReused = GatewayError(
-        .unprocessableContent, "idempotency_key_reused", "این Idempotency-Key پیش‌تر برای درخواست دیگری به کار رفته است.",
+        .unprocessableContent, "idempotency_key_reused",
+        "این Idempotency-Key پیش‌تر برای درخواست دیگری به کار رفته است.",
         "This Idempotency-Key was used for a different request."
     )
-    static let internalError = GatewayError(.internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
+    static let internalError = GatewayError(
+        .internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// A caller at `JOB_MAX_ACTIVE_PER_USER`. No one knows when one of its jobs will end, so
     /// `Retry-After` is about how long a job of a few chunks takes: a client that waits it
     /// out tries again once, rather than at once and again and again.
     static let tooManyJobs: GatewayError = {
         var error = GatewayError(
-            .tooManyRequests, "too_many_jobs", "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
+            .tooManyRequests, "too_many_jobs",
+            "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
             "You have as many jobs in flight as allowed. Please try again when one has finished."
         )
         error.headers.add(name: "Retry-After", value: String(tooManyJobsRetryAfterSeconds))
         return error
     }()
     static let tooManyJobsRetryAfterSeconds = 30
-    static let jobCancelled = GatewayError(HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.", "The job was cancelled.")
+    static let jobCancelled = GatewayError(
+        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.",
+        "The job was cancelled.")
 
     /// Every code an error of the gateway can carry, in either shape (OpenAI's form's codes
     /// included): docs/openapi.yaml's `ErrorCode` lists them, but for ``logOnlyCodes``.
     static let allCodes: [String] = [
-        "invalid_json", "invalid_task", "invalid_tone", "invalid_format", "text_too_short", "invalid_messages", "invalid_parameter",
+        "invalid_json", "invalid_task", "invalid_tone", "invalid_format", "text_too_short", "invalid_messages",
+        "invalid_parameter",
         "model_not_found", "context_length_exceeded", "bad_request", "unauthorized", "not_found", "method_not_allowed",
         "request_timeout", "text_too_long", "body_too_large", "uri_too_long", "unsupported_media_type", "rate_limited",
         "too_many_jobs", "headers_too_large", "not_configured", "internal_error", "not_implemented", "upstream_error",
-        "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down", "upstream_timeout",
+        "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down",
+        "upstream_timeout",
         "http_version_not_supported", "cancelled", "client_closed_request", "device_already_registered",
         "invalid_idempotency_key", "idempotency_in_progress", "idempotency_key_reused",
     ]
@@ -167,8 +220,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// The errors a job can end with, by code.
     private static let jobEnds: [String: GatewayError] = Dictionary(
-        [upstreamError, emptyResult, invalidModelOutput, upstreamBusy, upstreamTimeout, contextLengthExceeded, keyNotConfigured, internalError, jobCancelled]
-            .map { ($0.code, $0) }, uniquingKeysWith: { first, _ in first }
+        [
+            upstreamError, emptyResult, invalidModelOutput, upstreamBusy, upstreamTimeout, contextLengthExceeded,
+            keyNotConfigured, internalError, jobCancelled,
+        ]
+        .map { ($0.code, $0) }, uniquingKeysWith: { first, _ in first }
     )
 
     /// The error a stored job's code names (a job keeps its code, and is told in the reader's
@@ -182,12 +238,26 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static func protocolError(_ status: HTTPStatus) -> GatewayError {
         switch status.code {
         case 413: return .bodyTooLarge
-        case 408: return GatewayError(status, "request_timeout", "زمان ارسال درخواست به پایان رسید.", "The request was not received in time.")
-        case 414: return GatewayError(status, "uri_too_long", "نشانی درخواست بیش از حد طولانی است.", "The request URI is too long.")
-        case 431: return GatewayError(status, "headers_too_large", "سرآیندهای درخواست بیش از حد بزرگ است.", "The request header fields are too large.")
-        case 501: return GatewayError(status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.", "This kind of request is not supported.")
-        case 505: return GatewayError(status, "http_version_not_supported", "این نسخه از HTTP پشتیبانی نمی‌شود.", "This HTTP version is not supported.")
-        default: return GatewayError(.badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
+        case 408:
+            return GatewayError(
+                status, "request_timeout", "زمان ارسال درخواست به پایان رسید.", "The request was not received in time.")
+        case 414:
+            return GatewayError(
+                status, "uri_too_long", "نشانی درخواست بیش از حد طولانی است.", "The request URI is too long.")
+        case 431:
+            return GatewayError(
+                status, "headers_too_large", "سرآیندهای درخواست بیش از حد بزرگ است.",
+                "The request header fields are too large.")
+        case 501:
+            return GatewayError(
+                status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.", "This kind of request is not supported.")
+        case 505:
+            return GatewayError(
+                status, "http_version_not_supported", "این نسخه از HTTP پشتیبانی نمی‌شود.",
+                "This HTTP version is not supported.")
+        default:
+            return GatewayError(
+                .badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
         }
     }
 }

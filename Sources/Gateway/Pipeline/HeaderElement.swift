@@ -23,7 +23,8 @@ struct HeaderElement {
 
     /// The non-empty elements of a comma-separated value, at most `limit` of them.
     static func list(_ header: String, limit: Int = 32) -> [HeaderElement] {
-        split(Substring(header), at: UInt8(ascii: ",")).lazy.filter { !$0.isEmpty }.prefix(limit).map(HeaderElement.init)
+        split(Substring(header), at: UInt8(ascii: ",")).lazy.filter { !$0.isEmpty }.prefix(limit).map(
+            HeaderElement.init)
     }
 
     /// Whether the value is `expected`, byte for byte.

@@ -38,27 +38,33 @@ struct LedgerRecorder: Sendable {
         let outcome = state.outcome ?? (state.status < 400 ? .done : .rejected)
         let createdAt = Int64(((now.secondsSinceEpoch * 1000) - durationMilliseconds).rounded(.down))
         return LedgerRow(
-            requestID: context.id, userID: state.caller?.userID, tokenID: state.caller?.tokenID, task: state.task, tone: state.tone,
+            requestID: context.id, userID: state.caller?.userID, tokenID: state.caller?.tokenID, task: state.task,
+            tone: state.tone,
             route: context.route.rawValue, model: state.model, inputLength: state.textLength,
             inputTokens: state.usage?.promptTokens, outputTokens: state.usage?.completionTokens, status: state.status,
             code: state.error?.code, outcome: outcome.label, cacheHit: outcome == .cacheHit,
-            durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt, result: storesResults ? state.result : nil
+            durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
+            result: storesResults ? state.result : nil
         )
     }
 
     /// The row of a job that ended, under the `jobs` route with the whole job's tokens. It
     /// charges none: each item charged its own when it finished.
     func row(for job: JobRecord, durationMilliseconds: Double) -> LedgerRow {
-        let status = switch job.status {
-        case .succeeded: 200
-        case .cancelled: GatewayError.clientClosedRequest.status.code
-        default: job.errorCode.map(GatewayError.known(code:))?.status.code ?? 500
-        }
+        let status =
+            switch job.status {
+            case .succeeded: 200
+            case .cancelled: GatewayError.clientClosedRequest.status.code
+            default: job.errorCode.map(GatewayError.known(code:))?.status.code ?? 500
+            }
         return LedgerRow(
-            requestID: job.requestID, userID: job.ownerID, task: job.task, tone: job.tone, route: RouteLabel.jobs.rawValue, model: nil,
+            requestID: job.requestID, userID: job.ownerID, task: job.task, tone: job.tone,
+            route: RouteLabel.jobs.rawValue, model: nil,
             inputLength: job.inputLength, inputTokens: job.inputTokens, outputTokens: job.outputTokens, status: status,
-            code: job.status == .cancelled ? "cancelled" : job.errorCode, outcome: job.status == .succeeded ? "done" : job.status.rawValue,
-            cacheHit: false, durationMilliseconds: durationMilliseconds, createdAtMilliseconds: job.createdAtMilliseconds,
+            code: job.status == .cancelled ? "cancelled" : job.errorCode,
+            outcome: job.status == .succeeded ? "done" : job.status.rawValue,
+            cacheHit: false, durationMilliseconds: durationMilliseconds,
+            createdAtMilliseconds: job.createdAtMilliseconds,
             result: storesResults ? job.result : nil, chargesTokens: false
         )
     }

@@ -10,7 +10,8 @@ typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, Reque
 /// it sees the request and its context, may answer itself or call `next`, and may change
 /// what `next` answered. Chains are composed once, when the gateway starts.
 protocol Middleware: Sendable {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
 }
 
 extension Array where Element == any Middleware {
@@ -31,7 +32,9 @@ protocol RouteHandler: Sendable {
 /// Gives every response the request's `X-Request-Id`, and `X-Upstream` once an upstream
 /// was asked.
 struct RequestIDMiddleware: Middleware {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         var response = try await next(request, context)
         stamp(&response, context: context)
         return response
@@ -53,7 +56,9 @@ struct RequestIDMiddleware: Middleware {
 struct ErrorMiddleware: Middleware {
     let logger: Logger
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         do {
             return try await next(request, context)
         } catch {
@@ -69,13 +74,19 @@ struct ErrorMiddleware: Middleware {
             if $0.outcome == nil { $0.outcome = .answered(with: failure) }
             $0.error = failure
         }
-        return ErrorRenderer.response(failure, shape: context.errorShape, requestID: context.id, language: context.language)
+        return ErrorRenderer.response(
+            failure, shape: context.errorShape, requestID: context.id, language: context.language)
     }
 
     private func gatewayError(for error: any Error, context: RequestContext) -> GatewayError {
         if let error = error as? GatewayError { return error }
         if error is CancellationError { return .clientClosedRequest }
-        logger.error("unexpected_error", [("request_id", .string(context.id)), ("path", .string(context.path)), ("type", .string("\(type(of: error))"))])
+        logger.error(
+            "unexpected_error",
+            [
+                ("request_id", .string(context.id)), ("path", .string(context.path)),
+                ("type", .string("\(type(of: error))")),
+            ])
         return .internalError
     }
 }
@@ -106,7 +117,9 @@ struct AuthMiddleware: Middleware {
     let placeholderGuests: Bool
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
             if required { throw GatewayError.unauthorized }
@@ -117,7 +130,8 @@ struct AuthMiddleware: Middleware {
             if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
                 let caller: Caller?
                 do {
-                    caller = try await devices.caller(digest: SHA256.hash(token), nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
+                    caller = try await devices.caller(
+                        digest: SHA256.hash(token), nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
                 } catch {
                     throw faults?.unavailable(error, operation: .devices) ?? GatewayError.storeUnavailable
                 }
@@ -176,7 +190,9 @@ struct RateLimitMiddleware: Middleware {
     var perAddress: Plan? = nil
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws -> HTTPResponse {
+    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
+        -> HTTPResponse
+    {
         let caller = context.caller
         let plan: Plan
         let key: String
@@ -213,7 +229,8 @@ struct RateLimitMiddleware: Middleware {
         }
         let response = try await next(request, context)
         if case .bytes = response.body, let held = context.takeLease() {
-            let status = try? await limiter.finish(lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
+            let status = try? await limiter.finish(
+                lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
             if let status { context.update { $0.rateStatus = status } }
         }
         return response
@@ -231,7 +248,9 @@ struct RateLimitMiddleware: Middleware {
     /// A guest's address as the gateway sees it: the last `X-Forwarded-For` entry (over every
     /// line of it) that no trusted proxy vouches for, else the peer.
     private func clientAddress(_ request: HTTPRequest) -> String {
-        trustedProxies.clientAddress(peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For"))
+        trustedProxies.clientAddress(
+            peer: request.remoteAddress?.host ?? "unknown",
+            forwardedFor: request.headers.combinedValue("X-Forwarded-For"))
     }
 }
 
@@ -259,7 +278,8 @@ enum RequestCost: Sendable {
             }
             // More answers than MAX_CHOICES: the route refuses it (400) without an upstream call.
             guard chat.choices <= maximumChoices else { return 0 }
-            let perChoice = min([chat.maxCompletionTokens, chat.maxTokens].compactMap { $0 }.max() ?? maxTokens, maxTokens)
+            let perChoice = min(
+                [chat.maxCompletionTokens, chat.maxTokens].compactMap { $0 }.max() ?? maxTokens, maxTokens)
             let (answers, overflow) = chat.choices.multipliedReportingOverflow(by: perChoice)
             return body.count / 3 + (overflow ? Int.max / 2 : answers)
         }

@@ -93,7 +93,9 @@ struct Pipeline: Sendable {
             state.status = code
             return state.rateStatus
         }
-        for field in rateStatus?.headerFields ?? [] { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+        for field in rateStatus?.headerFields ?? [] {
+            response.headers.replaceOrAdd(name: field.name, value: field.value)
+        }
         if context.strictLedger != nil { await commitBeforeEnd(&response, context: context) }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response

@@ -162,12 +162,17 @@ enum RouteLabel: String, Sendable, CaseIterable {
             self = route
             return
         }
-        self = path.hasUTF8Prefix(Self.historyItemPrefix) ? .history
-            : path.hasUTF8Prefix(Self.jobItemPrefix) ? .jobs
-            : path.hasUTF8Prefix(Self.attestPrefix) ? .attest : .other
+        self =
+            path.hasUTF8Prefix(Self.historyItemPrefix)
+            ? .history
+            : path.hasUTF8Prefix(Self.jobItemPrefix)
+                ? .jobs
+                : path.hasUTF8Prefix(Self.attestPrefix) ? .attest : .other
     }
 
-    private static let known: [RouteLabel] = [.process, .chatCompletions, .health, .models, .metrics, .usage, .history, .jobs]
+    private static let known: [RouteLabel] = [
+        .process, .chatCompletions, .health, .models, .metrics, .usage, .history, .jobs,
+    ]
     private static let historyItemPrefix = RouteLabel.history.rawValue + "/"
     private static let jobItemPrefix = RouteLabel.jobs.rawValue + "/"
     private static let attestPrefix = RouteLabel.attest.rawValue + "/"

@@ -51,7 +51,9 @@ struct RequestFinisher: Sendable {
         let completedAfterClientLeft = context.update { state -> Bool in
             // A keyed answer that completed is the key's answer, kept and charged, whether or
             // not its client stayed to read it.
-            if end != .completed, state.idempotency == .original, (200..<300).contains(state.status), state.outcome == nil || state.outcome == .done {
+            if end != .completed, state.idempotency == .original, (200..<300).contains(state.status),
+                state.outcome == nil || state.outcome == .done
+            {
                 state.outcome = .done
                 return true
             }
@@ -70,10 +72,13 @@ struct RequestFinisher: Sendable {
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
         if let limiter, let held = context.takeLease() {
             do {
-                _ = try await limiter.finish(lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
+                _ = try await limiter.finish(
+                    lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
             } catch {
                 // The lease expires by itself; the tokens are lost to the quota, and said so.
-                logger.warning("rate_limit_settle_failed", [("request_id", .string(context.id)), ("tokens", .int(context.chargeableTokens))])
+                logger.warning(
+                    "rate_limit_settle_failed",
+                    [("request_id", .string(context.id)), ("tokens", .int(context.chargeableTokens))])
             }
         }
         metrics.inFlight.decrement()
@@ -81,39 +86,43 @@ struct RequestFinisher: Sendable {
         let totalNanoseconds = context.start.nanoseconds(until: .now())
         let outcome = state.outcome ?? .done
         if metricsEnabled {
-            metrics.finished(route: context.route, status: state.status, seconds: Double(totalNanoseconds) / 1e9,
-                             upstreamSeconds: Double(state.upstreamNanoseconds) / 1e9, state: state, outcome: outcome)
+            metrics.finished(
+                route: context.route, status: state.status, seconds: Double(totalNanoseconds) / 1e9,
+                upstreamSeconds: Double(state.upstreamNanoseconds) / 1e9, state: state, outcome: outcome)
         }
         let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, state.upstreamNanoseconds)) / 1e6
-        logger.log(.info, "request", [
-            ("request_id", .string(state.replayOf ?? context.id)),
-            ("idempotency", state.idempotency.map { .string($0.rawValue) }),
-            ("user_id", state.caller.map { .string($0.userID) }),
-            ("method", .string(context.method.rawValue)),
-            ("path", .string(context.path)),
-            ("status", .int(state.status)),
-            ("code", state.error.map { .string($0.code) }),
-            ("task", state.task.map { .string($0) }),
-            ("text_length", state.textLength.map { .int($0) }),
-            ("model", state.model.map { .string($0) }),
-            ("upstream", state.upstream.map { .string($0) }),
-            ("attempts", state.upstreamAttempts > 1 ? .int(state.upstreamAttempts) : nil),
-            ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
-            ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
-            ("outcome", .string(outcome.label)),
-            ("error", state.protocolError.map { .string($0) }),
-            ("auth_error", state.authFailure.map { .string($0) }),
-            ("attest_error", state.attestFailure.map { .string($0.rawValue) }),
-            ("upstream_ms", .milliseconds(upstreamMs)),
-            ("gateway_ms", .milliseconds(gatewayMs)),
-            ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
-        ])
+        logger.log(
+            .info, "request",
+            [
+                ("request_id", .string(state.replayOf ?? context.id)),
+                ("idempotency", state.idempotency.map { .string($0.rawValue) }),
+                ("user_id", state.caller.map { .string($0.userID) }),
+                ("method", .string(context.method.rawValue)),
+                ("path", .string(context.path)),
+                ("status", .int(state.status)),
+                ("code", state.error.map { .string($0.code) }),
+                ("task", state.task.map { .string($0) }),
+                ("text_length", state.textLength.map { .int($0) }),
+                ("model", state.model.map { .string($0) }),
+                ("upstream", state.upstream.map { .string($0) }),
+                ("attempts", state.upstreamAttempts > 1 ? .int(state.upstreamAttempts) : nil),
+                ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
+                ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
+                ("outcome", .string(outcome.label)),
+                ("error", state.protocolError.map { .string($0) }),
+                ("auth_error", state.authFailure.map { .string($0) }),
+                ("attest_error", state.attestFailure.map { .string($0.rawValue) }),
+                ("upstream_ms", .milliseconds(upstreamMs)),
+                ("gateway_ms", .milliseconds(gatewayMs)),
+                ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
+            ])
         // After the answer: a full queue makes only this connection's next request wait.
         if let ledger { await ledger.record(context) }
         guard !observers.isEmpty else { return }
         let finished = FinishedRequest(
-            requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status, outcome: outcome.label,
+            requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status,
+            outcome: outcome.label,
             userID: state.caller?.userID, task: state.task, model: state.model, inputTokens: state.usage?.promptTokens,
             outputTokens: state.usage?.completionTokens, durationNanoseconds: totalNanoseconds
         )

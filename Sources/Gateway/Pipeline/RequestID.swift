@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Request ids: an inbound `X-Request-Id` of 1–128 of `[A-Za-z0-9._-]` is kept, anything
 /// else is replaced by a new UUID of version 7 (RFC 9562: the Unix time in milliseconds, then
@@ -27,12 +28,12 @@ enum RequestID {
         var (high, low) = randomBytes.next128()
         // 48 bits of time, the version (7) in byte 6, 12 random bits.
         high = (milliseconds & 0xFFFF_FFFF_FFFF) << 16 | 0x7000 | (high & 0x0FFF)
-        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant (byte 8)
+        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000 // RFC 4122 variant (byte 8)
         var text = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
         var at = 0
         func put(_ word: UInt64, bytes: Range<Int>) {
             for index in bytes {
-                if index == 4 || index == 6 || index == 8 || index == 10 { at += 1 }  // a dash
+                if index == 4 || index == 6 || index == 8 || index == 10 { at += 1 } // a dash
                 let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - (index & 7))))
                 text[at] = hexDigit(byte >> 4)
                 text[at + 1] = hexDigit(byte & 0x0F)

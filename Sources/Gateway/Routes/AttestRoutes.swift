@@ -25,7 +25,8 @@ struct AttestRegisterRoute: RouteHandler {
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let fields = try AttestBody.parse(request, proof: "attestation", context: context)
-        let deviceID = try await service.register(keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge, context: context)
+        let deviceID = try await service.register(
+            keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge, context: context)
         var body = JSONWriter(capacity: 64)
         body.object { $0.field("deviceId", deviceID) }
         return AttestBody.response(.created, body)
@@ -39,7 +40,8 @@ struct AttestSessionRoute: RouteHandler {
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let fields = try AttestBody.parse(request, proof: "assertion", context: context)
-        let session = try await service.openSession(keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
+        let session = try await service.openSession(
+            keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
         var body = JSONWriter(capacity: 128)
         body.object {
             $0.field("token", session.token)
@@ -65,13 +67,19 @@ enum AttestBody {
 
     /// The three string fields: `400 invalid_json` unless the body is a JSON object with them,
     /// `401` (`attest_error=malformed`) when the key id or the proof is not what App Attest sends.
-    static func parse(_ request: HTTPRequest, proof name: StaticString, context: RequestContext) throws(GatewayError) -> Fields {
-        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
+    static func parse(_ request: HTTPRequest, proof name: StaticString, context: RequestContext) throws(GatewayError)
+        -> Fields
+    {
+        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
+            throw .unsupportedMediaType
+        }
         guard let members = try? JSONValue.parseMembers(of: request.body, named: ["keyId", name, "challenge"]),
-              let keyID = members[0]?.stringValue, let proof = members[1]?.stringValue, let challenge = members[2]?.stringValue
+            let keyID = members[0]?.stringValue, let proof = members[1]?.stringValue,
+            let challenge = members[2]?.stringValue
         else { throw .invalidJSON }
-        guard let key = Base64URL.decodeStandard(keyID.utf8), key.count == 32, proof.utf8.count <= maximumProofCharacters,
-              let bytes = Base64URL.decodeStandard(proof.utf8)
+        guard let key = Base64URL.decodeStandard(keyID.utf8), key.count == 32,
+            proof.utf8.count <= maximumProofCharacters,
+            let bytes = Base64URL.decodeStandard(proof.utf8)
         else {
             context.update { $0.attestFailure = .malformed }
             throw .unauthorized
@@ -80,6 +88,8 @@ enum AttestBody {
     }
 
     static func response(_ status: HTTPStatus, _ body: JSONWriter) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"],
+            body: .bytes(body.bytes))
     }
 }

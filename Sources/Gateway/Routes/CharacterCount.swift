@@ -51,7 +51,9 @@ enum CharacterCount {
                 if lead &- 0x20 < 0x5F {
                     count &+= 1
                     index &+= 1
-                } else if lead & 0xE0 == 0xC0, classes[unchecked: Int(twoByteValue(lead, bytes[unchecked: index &+ 1]))] == .plain {
+                } else if lead & 0xE0 == 0xC0,
+                    classes[unchecked: Int(twoByteValue(lead, bytes[unchecked: index &+ 1]))] == .plain
+                {
                     count &+= 1
                     index &+= 2
                 } else {
@@ -70,17 +72,18 @@ enum CharacterCount {
                 value = twoByteValue(lead, bytes[index + 1])
                 index += 2
             case ..<0xF0:
-                value = UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
+                value =
+                    UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
                 index += 3
             default:
-                return nil  // beyond U+FFFF: emoji and other planes, never one of our classes
+                return nil // beyond U+FFFF: emoji and other planes, never one of our classes
             }
             switch value < 0x800 ? classes[Int(value)] : classify(value) {
             case .plain:
                 count += 1
                 previous = .cluster
             case .extend:
-                if previous != .cluster {  // at the start or after a control: a cluster of its own
+                if previous != .cluster { // at the start or after a control: a cluster of its own
                     count += 1
                     previous = .cluster
                 }
@@ -122,10 +125,10 @@ enum CharacterCount {
         case 0xA0...0x2FF: return .plain
         case 0x300...0x36F: return .extend
         case 0x600...0x6FF: return arabic(value)
-        case 0x750...0x77F: return .plain  // Arabic Supplement letters
-        case 0x200C: return .extend  // ZERO WIDTH NON-JOINER
+        case 0x750...0x77F: return .plain // Arabic Supplement letters
+        case 0x200C: return .extend // ZERO WIDTH NON-JOINER
         case 0x200B, 0x200E, 0x200F, 0x2028...0x202E: return .control
-        case 0x2010...0x2027, 0x2030...0x205E: return .plain  // dashes, quotes, punctuation
+        case 0x2010...0x2027, 0x2030...0x205E: return .plain // dashes, quotes, punctuation
         default: return .other
         }
     }
@@ -134,10 +137,10 @@ enum CharacterCount {
     @inline(__always)
     private static func arabic(_ value: UInt32) -> Class {
         switch value {
-        case 0x600...0x605, 0x6DD: return .other  // Prepend
-        case 0x61C: return .control  // ARABIC LETTER MARK
+        case 0x600...0x605, 0x6DD: return .other // Prepend
+        case 0x61C: return .control // ARABIC LETTER MARK
         case 0x610...0x61A, 0x64B...0x65F, 0x670, 0x6D6...0x6DC, 0x6DF...0x6E4, 0x6E7...0x6E8, 0x6EA...0x6ED:
-            return .extend  // harakat and Quranic marks
+            return .extend // harakat and Quranic marks
         default: return .plain
         }
     }

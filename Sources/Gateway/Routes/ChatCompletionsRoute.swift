@@ -13,7 +13,9 @@ struct ChatCompletionsRoute: RouteHandler {
     let logger: Logger
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) { throw .unsupportedMediaType }
+        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
+            throw .unsupportedMediaType
+        }
         let chat: ChatCompletionPassThrough
         do {
             chat = try ChatCompletionPassThrough(jsonBytes: request.body, maximumMessages: configuration.maxMessages)
@@ -45,7 +47,8 @@ struct ChatCompletionsRoute: RouteHandler {
                     choice, deadline: configuration.streamHeadDeadline, requestID: requestID,
                     onAttempt: { context.noteAttempt($0) }, body: body
                 ) { endpoint, body, limit, _ throws(ChatError) in
-                    try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
+                    try await endpoint.streamBytes(
+                        body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
                 }
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
@@ -55,7 +58,10 @@ struct ChatCompletionsRoute: RouteHandler {
                 upstreamStart: upstreamStart, includeUsage: chat.includeUsage, logger: logger
             )
             return HTTPResponse(
-                headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+                headers: [
+                    "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                    "X-Accel-Buffering": "no",
+                ],
                 body: .stream { [streams] writer in
                     try await streams.withRegistered(relay.control) { try await relay.run(writer) }
                 }
@@ -64,7 +70,9 @@ struct ChatCompletionsRoute: RouteHandler {
 
         let answer: [UInt8]
         do {
-            answer = try await pool.run(choice, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body) {
+            answer = try await pool.run(
+                choice, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body
+            ) {
                 endpoint, body, limit, _ throws(ChatError) in
                 try await endpoint.forward(body: body, requestID: requestID, timeout: limit)
             }
@@ -108,7 +116,9 @@ struct StreamRelay: Sendable {
 
     func run(_ writer: ResponseBodyWriter) async throws {
         let progress = Progress()
-        let outcome = await control.run(writer, clientGone: Outcome.clientGone(nil)) { await relay(writer, progress: progress) }
+        let outcome = await control.run(writer, clientGone: Outcome.clientGone(nil)) {
+            await relay(writer, progress: progress)
+        }
         bytes.cancel()
         let usage = progress.usage.withLock { $0 }
         context.noteUpstream(since: upstreamStart, usage: usage)
@@ -163,7 +173,7 @@ struct StreamRelay: Sendable {
                         finished = true
                     case .chunk(let value)?:
                         note(value.usage)
-                        if value.carriesOutput { sawToken = true }  // a tool call's chunks count, and every choice's
+                        if value.carriesOutput { sawToken = true } // a tool call's chunks count, and every choice's
                         if value.choices.isEmpty && !includeUsage { continue }
                         out += ServerSentEventWriter.event(name: nil, data: event.data)
                     }
@@ -186,7 +196,9 @@ struct StreamRelay: Sendable {
     }
 
     private func upstreamFailed(_ error: ChatError, _ usage: Usage?) -> Outcome {
-        guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else { return .clientGone(usage) }
+        guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else {
+            return .clientGone(usage)
+        }
         return .failed(failure, usage)
     }
 }

@@ -28,7 +28,9 @@ struct HistoryCursorSeal: Sendable {
 
     /// The text a client gets for `cursor`.
     func seal(_ cursor: HistoryCursor, userID: String) -> String {
-        let position = (0..<Self.positionCount).map { UInt8(truncatingIfNeeded: cursor.sequence >> (8 * (Self.positionCount - 1 - $0))) }
+        let position = (0..<Self.positionCount).map {
+            UInt8(truncatingIfNeeded: cursor.sequence >> (8 * (Self.positionCount - 1 - $0)))
+        }
         let tag = tag(userID: userID, position: position)
         return Base64URL.encode(tag + zip(position, keystream(tag)).map { $0 ^ $1 })
     }
@@ -36,7 +38,7 @@ struct HistoryCursorSeal: Sendable {
     /// The cursor `text` holds, or nil when it is not one this store sealed for `userID`.
     func open(_ text: some StringProtocol, userID: String) -> HistoryCursor? {
         guard text.utf8.count == Self.textCount, let sealed = Base64URL.decode(text.utf8),
-              sealed.count == Self.tagCount + Self.positionCount
+            sealed.count == Self.tagCount + Self.positionCount
         else { return nil }
         let tag = Array(sealed[..<Self.tagCount])
         let position = zip(sealed[Self.tagCount...], keystream(tag)).map { $0 ^ $1 }

@@ -41,7 +41,9 @@ struct HistoryRoute: RouteHandler {
             $0.field("items", array: page.items) { HistoryItemRoute.write($1.row, into: &$0) }
             $0.field("nextCursor", page.nextCursor.map { cursors.seal($0, userID: caller.userID) })
         }
-        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+        return HTTPResponse(
+            headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"],
+            body: .bytes(body.bytes))
     }
 }
 
@@ -75,7 +77,9 @@ struct HistoryItemRoute: RouteHandler {
         guard let item = found else { throw .itemNotFound }
         var body = JSONWriter(capacity: 400)
         body.object { Self.write(item.row, into: &$0) }
-        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+        return HTTPResponse(
+            headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"],
+            body: .bytes(body.bytes))
     }
 
     /// One history item as docs/api.md shows it.
@@ -92,11 +96,13 @@ struct HistoryItemRoute: RouteHandler {
         if row.inputTokens == nil && row.outputTokens == nil {
             object.nullField("usage")
         } else {
-            object.field("usage", object: {
-                $0.field("inputTokens", row.inputTokens ?? 0)
-                $0.field("outputTokens", row.outputTokens ?? 0)
-                $0.field("totalTokens", max(0, row.inputTokens ?? 0) + max(0, row.outputTokens ?? 0))
-            })
+            object.field(
+                "usage",
+                object: {
+                    $0.field("inputTokens", row.inputTokens ?? 0)
+                    $0.field("outputTokens", row.outputTokens ?? 0)
+                    $0.field("totalTokens", max(0, row.inputTokens ?? 0) + max(0, row.outputTokens ?? 0))
+                })
         }
         object.field("createdAt", Timestamp.iso8601(milliseconds: row.createdAtMilliseconds))
         object.field("durationMs", milliseconds: row.durationMilliseconds)

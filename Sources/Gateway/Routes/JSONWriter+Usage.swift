@@ -1,6 +1,5 @@
 import ChatAPI
 
-
 extension JSONWriter {
     /// `"usage": {"inputTokens","outputTokens","totalTokens"}`, or `"usage": null` when the
     /// upstream reported none (never invented numbers).

@@ -24,7 +24,9 @@ struct JobRoutes: Sendable {
 
     /// The job `id` names, when the caller may see it: a job of an identified caller is only
     /// its owner's, and another caller's is exactly as absent as a missing one.
-    func visibleJob(_ request: HTTPRequest, context: RequestContext, suffix: String = "") async throws(GatewayError) -> JobRecord {
+    func visibleJob(_ request: HTTPRequest, context: RequestContext, suffix: String = "") async throws(GatewayError)
+        -> JobRecord
+    {
         let id = String(RoutingTable<Int>.parameter(in: request.path, before: suffix))
         guard JobID.isWellFormed(id) else { throw .itemNotFound }
         let found: JobRecord?
@@ -37,28 +39,34 @@ struct JobRoutes: Sendable {
         return job
     }
 
-    static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"]
+    static let jsonHeaders: HTTPHeaders = [
+        "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store",
+    ]
 
     /// A job as docs/api.md shows it.
     static func write(_ job: JobRecord, language: Language, into object: inout JSONWriter) {
         object.field("jobId", job.id)
         object.field("status", job.status.rawValue)
         object.field("task", job.task)
-        object.field("progress", object: { progress in
-            progress.field("done", job.done)
-            progress.field("total", max(job.total, job.done))
-        })
+        object.field(
+            "progress",
+            object: { progress in
+                progress.field("done", job.done)
+                progress.field("total", max(job.total, job.done))
+            })
         object.field("result", job.result)
         if let data = job.data {
             object.field("data", json: Array(data.utf8))
         } else {
             object.nullField("data")
         }
-        object.field("usage", object: { usage in
-            usage.field("inputTokens", job.inputTokens)
-            usage.field("outputTokens", job.outputTokens)
-            usage.field("totalTokens", job.inputTokens &+ job.outputTokens)
-        })
+        object.field(
+            "usage",
+            object: { usage in
+                usage.field("inputTokens", job.inputTokens)
+                usage.field("outputTokens", job.outputTokens)
+                usage.field("totalTokens", job.inputTokens &+ job.outputTokens)
+            })
         if let error = JobRoutes.error(of: job) {
             object.field("error", object: { $0.errorFields(error, language: language) })
         } else {
@@ -105,16 +113,21 @@ struct SubmitJobRoute: RouteHandler {
         let parsed = try ProcessRequest.parse(request, noting: context, maximumCharacters: settings.maxCharacters)
         guard jobs.pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
         // Rewritten parts are put back together in order: an overlap would repeat text.
-        let chunker = TextChunker(budget: settings.chunkCharacters, overlap: parsed.task == .rewrite ? 0 : settings.overlapCharacters)
+        let chunker = TextChunker(
+            budget: settings.chunkCharacters, overlap: parsed.task == .rewrite ? 0 : settings.overlapCharacters)
         let chunks = chunker.chunks(of: TextChunker.clean(parsed.text))
         let caller = context.caller
-        let callerKey = caller.map { RateLimitMiddleware.key(userID: $0.userID) }
-            ?? "address:" + jobs.trustedProxies.clientAddress(
-                peer: request.remoteAddress?.host ?? "unknown", forwardedFor: request.headers.combinedValue("X-Forwarded-For")
+        let callerKey =
+            caller.map { RateLimitMiddleware.key(userID: $0.userID) }
+            ?? "address:"
+            + jobs.trustedProxies.clientAddress(
+                peer: request.remoteAddress?.host ?? "unknown",
+                forwardedFor: request.headers.combinedValue("X-Forwarded-For")
             )
         let id = JobID.make()
         let job = NewJob(
-            id: id, ownerID: caller?.userID, callerKey: callerKey, plan: caller?.plan, requestID: context.id, task: parsed.task.rawValue,
+            id: id, ownerID: caller?.userID, callerKey: callerKey, plan: caller?.plan, requestID: context.id,
+            task: parsed.task.rawValue,
             tone: parsed.tone?.rawValue, format: parsed.format.rawValue, inputLength: parsed.characterCount,
             createdAtMilliseconds: Int64(jobs.clock().secondsSinceEpoch * 1000),
             total: JobPlan.expectedCalls(task: parsed.task, chunkCount: chunks.count),
@@ -148,7 +161,8 @@ struct JobRoute: RouteHandler {
         if request.method == .DELETE, !job.status.isFinished {
             let cancelled: JobRecord?
             do {
-                cancelled = try await jobs.store.cancelJob(id: job.id, nowMilliseconds: Int64(jobs.clock().secondsSinceEpoch * 1000))
+                cancelled = try await jobs.store.cancelJob(
+                    id: job.id, nowMilliseconds: Int64(jobs.clock().secondsSinceEpoch * 1000))
             } catch {
                 throw jobs.faults.unavailable(error, operation: .jobs)
             }
@@ -164,7 +178,9 @@ struct JobRoute: RouteHandler {
         }
         var body = JSONWriter(capacity: 400 + (job.result?.utf8.count ?? 0) + (job.data?.utf8.count ?? 0))
         body.object { JobRoutes.write(job, language: context.language, into: &$0) }
-        return HTTPResponse(status: request.method == .DELETE ? .accepted : .ok, headers: JobRoutes.jsonHeaders, body: .bytes(body.bytes))
+        return HTTPResponse(
+            status: request.method == .DELETE ? .accepted : .ok, headers: JobRoutes.jsonHeaders,
+            body: .bytes(body.bytes))
     }
 }
 
@@ -183,15 +199,21 @@ struct JobEventsRoute: RouteHandler {
         let first = try await jobs.visibleJob(request, context: context, suffix: Self.suffix)
         let jobs = self.jobs
         let language = context.language
-        let control = StreamControl(limits: StreamControl.Limits(
-            firstToken: .seconds(86_400), idle: .seconds(86_400), total: .seconds(86_400 * 7), heartbeat: jobs.heartbeat
-        ))
+        let control = StreamControl(
+            limits: StreamControl.Limits(
+                firstToken: .seconds(86_400), idle: .seconds(86_400), total: .seconds(86_400 * 7),
+                heartbeat: jobs.heartbeat
+            ))
         return HTTPResponse(
-            headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+            headers: [
+                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            ],
             body: .stream { writer in
                 try await jobs.streams.withRegistered(control) {
                     try await jobs.events.subscribe(first.id) { wakeup in
-                        try await Self.run(first, jobs: jobs, language: language, control: control, wakeup: wakeup, writer: writer)
+                        try await Self.run(
+                            first, jobs: jobs, language: language, control: control, wakeup: wakeup, writer: writer)
                     }
                 }
             }
@@ -199,7 +221,8 @@ struct JobEventsRoute: RouteHandler {
     }
 
     private static func run(
-        _ first: JobRecord, jobs: JobRoutes, language: Language, control: StreamControl, wakeup: Wakeup, writer: ResponseBodyWriter
+        _ first: JobRecord, jobs: JobRoutes, language: Language, control: StreamControl, wakeup: Wakeup,
+        writer: ResponseBodyWriter
     ) async throws {
         var job = first
         var sent: (done: Int, total: Int)?
@@ -207,23 +230,27 @@ struct JobEventsRoute: RouteHandler {
         while true {
             let progress = (done: job.done, total: max(job.total, job.done))
             if sent == nil || sent! != progress {
-                try await writer.write(ServerSentEventWriter.jsonEvent("progress") {
-                    $0.field("done", progress.done)
-                    $0.field("total", progress.total)
-                })
+                try await writer.write(
+                    ServerSentEventWriter.jsonEvent("progress") {
+                        $0.field("done", progress.done)
+                        $0.field("total", progress.total)
+                    })
                 sent = progress
                 lastWrite = .now()
             }
             if job.status.isFinished {
                 if job.status == .succeeded {
-                    try await writer.write(ServerSentEventWriter.jsonEvent("done") { JobRoutes.write(job, language: language, into: &$0) })
+                    try await writer.write(
+                        ServerSentEventWriter.jsonEvent("done") { JobRoutes.write(job, language: language, into: &$0) })
                 } else if let error = JobRoutes.error(of: job) {
-                    try await writer.write(ServerSentEventWriter.jsonEvent("error") { $0.errorFields(error, language: language) })
+                    try await writer.write(
+                        ServerSentEventWriter.jsonEvent("error") { $0.errorFields(error, language: language) })
                 }
                 return
             }
             if control.endReason == .shutdown {
-                try await writer.write(ServerSentEventWriter.jsonEvent("error") { $0.errorFields(.shuttingDown, language: language) })
+                try await writer.write(
+                    ServerSentEventWriter.jsonEvent("error") { $0.errorFields(.shuttingDown, language: language) })
                 return
             }
             if Task.isCancelled { return }

@@ -7,8 +7,11 @@ struct MetricsRoute: RouteHandler {
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         if let token {
-            guard BearerCredentials.matches(authorization: request.headers["Authorization"], secret: token) else { throw .unauthorized }
+            guard BearerCredentials.matches(authorization: request.headers["Authorization"], secret: token) else {
+                throw .unauthorized
+            }
         }
-        return HTTPResponse(headers: ["Content-Type": MetricsRegistry.contentType], body: .bytes(Array(registry.exposition().utf8)))
+        return HTTPResponse(
+            headers: ["Content-Type": MetricsRegistry.contentType], body: .bytes(Array(registry.exposition().utf8)))
     }
 }

@@ -22,10 +22,11 @@ struct ProcessBodies: Sendable {
         templates = Prompt.combinations.flatMap { task, tone in
             OutputFormat.allCases.map { format -> Template? in
                 guard let model = configuration.model(for: task),
-                      let body = ChatRequestBodyTemplate(Self.request(
-                          task: task, tone: tone, text: ChatRequestBodyTemplate.placeholder, format: format,
-                          model: model, mode: mode, maxTokens: configuration.maxTokens
-                      ))
+                    let body = ChatRequestBodyTemplate(
+                        Self.request(
+                            task: task, tone: tone, text: ChatRequestBodyTemplate.placeholder, format: format,
+                            model: model, mode: mode, maxTokens: configuration.maxTokens
+                        ))
                 else { return nil }
                 return Template(model: model, mode: mode, body: body)
             }
@@ -40,7 +41,8 @@ struct ProcessBodies: Sendable {
     /// answer: byte for byte `request(…).jsonBytes()`.
     func body(for request: ProcessRequest, model: String, mode: StructuredMode) -> [UInt8] {
         if let template = templates[Self.slot(task: request.task, tone: request.tone, format: request.format)],
-           template.model == model, request.format == .text || template.mode == mode {
+            template.model == model, request.format == .text || template.mode == mode
+        {
             return template.body.body(filling: Prompt.neutralizingTags(in: request.text))
         }
         return Self.request(for: request, model: model, mode: mode, maxTokens: maxTokens).jsonBytes()
@@ -54,7 +56,9 @@ struct ProcessBodies: Sendable {
     /// The repair call after `answer` broke the schema: the first call's messages, the
     /// answer as the assistant's, and a fixed user message saying what was wrong and asking
     /// for JSON only. The user's text is sent once, in the first user message, as before.
-    func repairBody(for request: ProcessRequest, answer: String, violation: SchemaViolation, model: String, mode: StructuredMode) -> [UInt8] {
+    func repairBody(
+        for request: ProcessRequest, answer: String, violation: SchemaViolation, model: String, mode: StructuredMode
+    ) -> [UInt8] {
         var repair = Self.request(for: request, model: model, mode: mode, maxTokens: maxTokens)
         repair.messages.append(ChatMessage(role: .assistant, content: answer))
         repair.messages.append(ChatMessage(role: .user, content: TaskSchema.of(request.task).repairMessage(violation)))
@@ -62,15 +66,20 @@ struct ProcessBodies: Sendable {
     }
 
     /// The upstream request of `request` (a stream sets `stream` on it).
-    static func request(for request: ProcessRequest, model: String, mode: StructuredMode, maxTokens: Int) -> ChatCompletionRequest {
-        Self.request(task: request.task, tone: request.tone, text: request.text, format: request.format, model: model, mode: mode, maxTokens: maxTokens)
+    static func request(for request: ProcessRequest, model: String, mode: StructuredMode, maxTokens: Int)
+        -> ChatCompletionRequest
+    {
+        Self.request(
+            task: request.task, tone: request.tone, text: request.text, format: request.format, model: model,
+            mode: mode, maxTokens: maxTokens)
     }
 
     /// The task's system prompt (with the JSON shape's line when `mode` needs it), the text
     /// wrapped as data, the task's temperature, the token limit, and for JSON the
     /// `response_format` of `mode`.
     static func request(
-        task: TextTask, tone: Tone?, text: String, format: OutputFormat, model: String, mode: StructuredMode, maxTokens: Int
+        task: TextTask, tone: Tone?, text: String, format: OutputFormat, model: String, mode: StructuredMode,
+        maxTokens: Int
     ) -> ChatCompletionRequest {
         let prompt = Prompt(task: task, tone: tone, text: text)
         var system = prompt.system

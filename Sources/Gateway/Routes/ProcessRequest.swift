@@ -1,6 +1,7 @@
 import ChatAPI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A validated `POST /api/process` body.
@@ -21,13 +22,15 @@ struct ProcessRequest: Equatable {
 
     /// Checks the content type, then the JSON shape, the task, the tone, the format and the text length,
     /// in that order, and throws the first failure.
-    static func parse(body: [UInt8], contentType: String?, maximumCharacters: Int = ProcessRequest.maximumCharacters) throws(GatewayError) -> ProcessRequest {
+    static func parse(body: [UInt8], contentType: String?, maximumCharacters: Int = ProcessRequest.maximumCharacters)
+        throws(GatewayError) -> ProcessRequest
+    {
         if let contentType, !isJSON(contentType) { throw .unsupportedMediaType }
         // The shape: an I-JSON object (no repeated name, no lone surrogate) with string `task`
         // and `text`, `tone` and `format` a string or null, `stream` a bool or null, each maybe absent;
         // unknown fields are ignored. A wrong type is never read as a default.
         guard let members = try? JSONValue.parseMembers(of: body, named: ["task", "text", "tone", "stream", "format"]),
-              let taskName = members[0]?.stringValue, let rawText = members[1]?.stringValue
+            let taskName = members[0]?.stringValue, let rawText = members[1]?.stringValue
         else { throw .invalidJSON }
         let toneName: String?
         switch members[2] {
@@ -83,7 +86,9 @@ struct ProcessRequest: Equatable {
     /// `application/json`, any case, with or without parameters.
     static func isJSON(_ contentType: String) -> Bool {
         // Bytes, not `==`: String equality is Unicode's canonical equivalence (see HeaderElement).
-        if contentType.hasSameUTF8(as: "application/json") || contentType.hasSameUTF8(as: "application/json; charset=utf-8") {
+        if contentType.hasSameUTF8(as: "application/json")
+            || contentType.hasSameUTF8(as: "application/json; charset=utf-8")
+        {
             return true
         }
         return HeaderElement(Substring(contentType)).valueIs("application/json")

@@ -9,7 +9,9 @@ extension ProcessRoute {
         onAttempt: (UpstreamPool.Target) -> Void
     ) async throws(GatewayError) -> ResponseCache.Answer {
         let choice = UpstreamModelChoice.task(request.task)
-        let (first, target) = try await complete(choice, pool: pool, requestID: requestID, logger: logger, onAttempt: onAttempt) { target in
+        let (first, target) = try await complete(
+            choice, pool: pool, requestID: requestID, logger: logger, onAttempt: onAttempt
+        ) { target in
             bodies.body(for: request, model: target.model, mode: target.structuredMode)
         }
         guard request.format == .json else { return first }
@@ -22,8 +24,12 @@ extension ProcessRoute {
         }
         logInvalid(violation, attempt: 1, task: request.task, requestID: requestID, logger: logger)
         // The repair goes to the upstream and model that gave the broken answer.
-        let (second, _) = try await complete(choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, onAttempt: onAttempt) { target in
-            bodies.repairBody(for: request, answer: first.result, violation: violation, model: target.model, mode: target.structuredMode)
+        let (second, _) = try await complete(
+            choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, onAttempt: onAttempt
+        ) { target in
+            bodies.repairBody(
+                for: request, answer: first.result, violation: violation, model: target.model,
+                mode: target.structuredMode)
         }
         let usage = Usage.sum(first.usage, second.usage)
         switch StructuredOutput.read(second.result, task: request.task) {
@@ -36,11 +42,15 @@ extension ProcessRoute {
     }
 
     /// Why the answer broke its schema (the schema's paths only, never the answer's text).
-    static func logInvalid(_ violation: SchemaViolation, attempt: Int, task: TextTask, requestID: String, logger: Logger) {
-        logger.warning("invalid_model_output", [
-            ("request_id", .string(requestID)), ("task", .string(task.rawValue)), ("attempt", .int(attempt)),
-            ("violation", .string(violation.logReason)),
-        ])
+    static func logInvalid(
+        _ violation: SchemaViolation, attempt: Int, task: TextTask, requestID: String, logger: Logger
+    ) {
+        logger.warning(
+            "invalid_model_output",
+            [
+                ("request_id", .string(requestID)), ("task", .string(task.rawValue)), ("attempt", .int(attempt)),
+                ("violation", .string(violation.logReason)),
+            ])
     }
 }
 

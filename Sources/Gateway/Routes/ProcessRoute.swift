@@ -15,8 +15,10 @@ struct ProcessRoute: RouteHandler {
     /// The upstream bodies, those of the configured models encoded once but for the text.
     let bodies: ProcessBodies
 
-    init(pool: UpstreamPool?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
-         streams: StreamRegistry, logger: Logger) {
+    init(
+        pool: UpstreamPool?, configuration: GatewayConfiguration, cache: (any AnswerCache)?, metrics: GatewayMetrics,
+        streams: StreamRegistry, logger: Logger
+    ) {
         self.pool = pool
         self.configuration = configuration
         self.cache = cache
@@ -41,7 +43,9 @@ struct ProcessRoute: RouteHandler {
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
         if let cache {
-            let key = ResponseCache.Key(task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text, format: parsed.format)
+            let key = ResponseCache.Key(
+                task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text,
+                format: parsed.format)
             let requestID = context.id
             let logger = self.logger
             let bodies = self.bodies
@@ -49,7 +53,9 @@ struct ProcessRoute: RouteHandler {
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger) { context.noteAttempt($0) }
+                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger) {
+                        context.noteAttempt($0)
+                    }
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
@@ -65,7 +71,9 @@ struct ProcessRoute: RouteHandler {
             }
         } else {
             do {
-                answer = try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger) { context.noteAttempt($0) }
+                answer = try await Self.answer(
+                    parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger
+                ) { context.noteAttempt($0) }
             } catch {
                 throw fail(error, context: context, since: upstreamStart)
             }
@@ -87,7 +95,8 @@ struct ProcessRoute: RouteHandler {
         timing.reserveCapacity(48)
         JSONWriter.appendDecimal(upstreamMs, to: &timing)
         timing += ", gateway;dur="
-        JSONWriter.appendDecimal(Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamNanoseconds)) / 1e6, to: &timing)
+        JSONWriter.appendDecimal(
+            Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamNanoseconds)) / 1e6, to: &timing)
         headers.add(name: "Server-Timing", value: timing)
         return HTTPResponse(headers: headers, body: .bytes(body.bytes))
     }
@@ -128,7 +137,9 @@ struct ProcessRoute: RouteHandler {
     /// and fallback happen while the client has no byte yet and `X-Upstream` can name who
     /// answered; a failure then is an ordinary JSON error with its status (and the upstream's
     /// `Retry-After`): the `200` and `start` are sent only once an upstream's answer began.
-    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext)
+        async throws(GatewayError) -> HTTPResponse
+    {
         let control = StreamControl(limits: StreamControl.Limits(configuration))
         let upstreamStart = MonotonicInstant.now()
         let requestID = context.id
@@ -139,19 +150,29 @@ struct ProcessRoute: RouteHandler {
             opened = try await pool.run(
                 .task(request.task), deadline: configuration.streamHeadDeadline, requestID: requestID,
                 onAttempt: { context.noteAttempt($0) },
-                body: { target in ProcessBodies.request(for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens).streamingBody() }
+                body: { target in
+                    ProcessBodies.request(
+                        for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens
+                    ).streamingBody()
+                }
             ) { endpoint, body, limit, _ throws(ChatError) in
-                try await endpoint.streamBytes(body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
+                try await endpoint.streamBytes(
+                    body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
             }
         } catch {
-            throw fail(UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger), context: context, since: upstreamStart)
+            throw fail(
+                UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger), context: context,
+                since: upstreamStart)
         }
         let stream = ProcessStream(
             opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,
             structured: request.format == .json ? request.task : nil, tee: context.update { $0.streamTee }
         )
         return HTTPResponse(
-            headers: ["Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"],
+            headers: [
+                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            ],
             body: .stream { [streams] writer in
                 try await streams.withRegistered(stream.control) { try await stream.run(writer) }
             }
@@ -163,8 +184,12 @@ struct ProcessRoute: RouteHandler {
 extension ProcessRequest {
     /// `request`'s body parsed, with its task, tone and length noted in `context` (for the
     /// access log and the ledger, whatever the route answers next).
-    static func parse(_ request: HTTPRequest, noting context: RequestContext, maximumCharacters: Int = ProcessRequest.maximumCharacters) throws(GatewayError) -> ProcessRequest {
-        let parsed = try parse(body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: maximumCharacters)
+    static func parse(
+        _ request: HTTPRequest, noting context: RequestContext,
+        maximumCharacters: Int = ProcessRequest.maximumCharacters
+    ) throws(GatewayError) -> ProcessRequest {
+        let parsed = try parse(
+            body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: maximumCharacters)
         context.update {
             $0.task = parsed.task.rawValue
             $0.tone = parsed.tone?.rawValue

@@ -45,7 +45,8 @@ struct ProcessStream: Sendable {
                 switch StructuredOutput.read(text, task: structured) {
                 case .success(let answer): (result, data) = (answer.result, answer.data)
                 case .failure(let violation):
-                    ProcessRoute.logInvalid(violation, attempt: 1, task: structured, requestID: context.id, logger: logger)
+                    ProcessRoute.logInvalid(
+                        violation, attempt: 1, task: structured, requestID: context.id, logger: logger)
                     try await fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), writer)
                     return
                 }
@@ -55,12 +56,13 @@ struct ProcessStream: Sendable {
                 $0.result = result
             }
             await context.commitLedgerBeforeEnd()
-            try await writer.write(ServerSentEventWriter.jsonEvent("done") {
-                $0.field("requestId", context.id)
-                $0.field("result", result)
-                if let data { $0.field("data", data) }
-                $0.usageField(usage)
-            })
+            try await writer.write(
+                ServerSentEventWriter.jsonEvent("done") {
+                    $0.field("requestId", context.id)
+                    $0.field("result", result)
+                    if let data { $0.field("data", data) }
+                    $0.usageField(usage)
+                })
         case .failed(let error):
             context.noteUpstream(since: upstreamStart, usage: nil)
             guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else {
@@ -91,11 +93,12 @@ struct ProcessStream: Sendable {
                 guard !delta.isEmpty else { continue }
                 text += delta
                 tee?.noteText(text)
-                try await writer.write(ServerSentEventWriter.jsonEvent("delta") {
-                    $0.field("requestId", context.id)
-                    $0.field("delta", delta)
-                    $0.field("text", text)
-                })
+                try await writer.write(
+                    ServerSentEventWriter.jsonEvent("delta") {
+                        $0.field("requestId", context.id)
+                        $0.field("delta", delta)
+                        $0.field("text", text)
+                    })
                 control.noteWrite()
             }
             return .done(text, usage)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The two messages sent upstream for a task: the fixed system prompt with the task's
@@ -28,7 +28,7 @@ struct Prompt: Equatable {
         user += PromptText.userPrefix
         user += body
         user += PromptText.userSuffix
-        return user  // one allocation, where `a + b + c` makes two
+        return user // one allocation, where `a + b + c` makes two
     }
 
     /// `allCases` builds a new array on every call; these are built once.
@@ -101,7 +101,9 @@ struct Prompt: Equatable {
             skipSpaces()
         }
         for expected in "user_text".unicodeScalars {
-            guard index < scalars.count, scalars[index].properties.lowercaseMapping == String(expected) else { return nil }
+            guard index < scalars.count, scalars[index].properties.lowercaseMapping == String(expected) else {
+                return nil
+            }
             index += 1
         }
         skipSpaces()

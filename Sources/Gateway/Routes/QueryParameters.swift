@@ -21,7 +21,7 @@ struct QueryParameters {
     func integer(_ name: String, in range: ClosedRange<Int>, default fallback: Int) throws(GatewayError) -> Int {
         guard let text = self[name] else { return fallback }
         guard text.utf8.count <= 6, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let value = Int(text), range.contains(value)
+            let value = Int(text), range.contains(value)
         else { throw .invalidParameter }
         return value
     }

@@ -35,8 +35,8 @@ final class ResponseCache: AnswerCache {
         var index: [Key: Int] = [:]
         var nodes: [Node] = []
         var free: [Int] = []
-        var head: Int?  // most recently used
-        var tail: Int?  // least recently used
+        var head: Int? // most recently used
+        var tail: Int? // least recently used
         var flights: [Key: Flight] = [:]
         var nextWaiterID: UInt64 = 0
     }
@@ -92,7 +92,11 @@ final class ResponseCache: AnswerCache {
         for key: Key, now: @escaping @Sendable () -> MonotonicInstant,
         computeWithLifetime compute: @escaping @Sendable () async throws(GatewayError) -> (Answer, lifetime: Duration)
     ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
-        enum Step { case hit(Answer), join(UInt64), lead(UInt64) }
+        enum Step {
+            case hit(Answer)
+            case join(UInt64)
+            case lead(UInt64)
+        }
         let step: Step = state.withLock { state in
             if let answer = Self.lookup(key, now: now(), in: &state) { return .hit(answer) }
             state.nextWaiterID &+= 1
@@ -135,7 +139,9 @@ final class ResponseCache: AnswerCache {
     /// Waits for the flight of `key`, or leaves it when the task is cancelled. `start` (the
     /// leader's) runs once the waiter is in place, whether or not it was cancelled first:
     /// the others waiting need the call.
-    private func wait(for key: Key, id: UInt64, thenStart start: (@Sendable () -> Void)?) async -> Result<Answer, GatewayError> {
+    private func wait(for key: Key, id: UInt64, thenStart start: (@Sendable () -> Void)?) async -> Result<
+        Answer, GatewayError
+    > {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let registered = state.withLock { state -> Bool in
@@ -227,7 +233,7 @@ final class ResponseCache: AnswerCache {
     private static func remove(_ slot: Int, from state: inout State) {
         unlink(slot, in: &state)
         state.index.removeValue(forKey: state.nodes[slot].key)
-        state.nodes[slot].key = Key(task: "", tone: nil, model: "", text: "")  // drop the text now
+        state.nodes[slot].key = Key(task: "", tone: nil, model: "", text: "") // drop the text now
         state.nodes[slot].answer = Answer(result: "", usage: nil)
         state.free.append(slot)
     }

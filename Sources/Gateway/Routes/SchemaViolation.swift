@@ -23,7 +23,8 @@ enum SchemaViolation: Error, Sendable, Equatable {
         case .missingMember(let path): return "\(path): missing"
         case .unexpectedMember(let path): return "\(path): unexpected member"
         case .itemCount(let path, let count, let minimum, let maximum):
-            return "\(path): \(count) items, allowed \(minimum.map(String.init) ?? "0")…\(maximum.map(String.init) ?? "∞")"
+            return
+                "\(path): \(count) items, allowed \(minimum.map(String.init) ?? "0")…\(maximum.map(String.init) ?? "∞")"
         case .emptyString(let path): return "\(path): empty string"
         }
     }

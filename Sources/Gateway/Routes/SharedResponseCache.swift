@@ -29,14 +29,18 @@ final class SharedResponseCache: AnswerCache {
     private let local: ResponseCache
     private let errors: CounterFamily
 
-    init(redis: RedisClient, local: ResponseCache, lockTimeToLive: Duration, waitLimit: Duration, registry: MetricsRegistry) {
+    init(
+        redis: RedisClient, local: ResponseCache, lockTimeToLive: Duration, waitLimit: Duration,
+        registry: MetricsRegistry
+    ) {
         self.redis = redis
         self.local = local
         self.lockTimeToLive = lockTimeToLive
         self.waitLimit = waitLimit
         errors = registry.counter(
             "textgateway_cache_redis_errors_total",
-            help: "Shared cache operations that failed (Redis away, slow or refusing, or a value it could not read); the request went on without them. By operation.",
+            help:
+                "Shared cache operations that failed (Redis away, slow or refusing, or a value it could not read); the request went on without them. By operation.",
             labels: ["operation"]
         )
     }
@@ -76,7 +80,8 @@ final class SharedResponseCache: AnswerCache {
             let reply: RedisValue
             do {
                 reply = try await redisCall { [redis, lockTimeToLive] () throws(RedisError) in
-                    try await redis.evalSHA(Self.lookup, keys: [entry, lock], arguments: [token, Self.milliseconds(lockTimeToLive)])
+                    try await redis.evalSHA(
+                        Self.lookup, keys: [entry, lock], arguments: [token, Self.milliseconds(lockTimeToLive)])
                 }
             } catch {
                 if error.code == .cancelled { throw .clientClosedRequest }
@@ -96,7 +101,9 @@ final class SharedResponseCache: AnswerCache {
             case 2:
                 return try await callAndStore(compute, entry: entry, lock: lock, token: token)
             case 3:
-                guard MonotonicInstant.now() < deadline else { return try await callAndStore(compute, entry: entry, lock: nil, token: token) }
+                guard MonotonicInstant.now() < deadline else {
+                    return try await callAndStore(compute, entry: entry, lock: nil, token: token)
+                }
                 do {
                     try await Task.sleep(for: pause)
                 } catch {
@@ -138,9 +145,13 @@ final class SharedResponseCache: AnswerCache {
                         try await redis.evalSHA(Self.store, keys: [entry, lock], arguments: [value, ttl, token])
                     }
                 } else if let value {
-                    _ = try await redisCall { [redis] () throws(RedisError) in try await redis.send(["SET", entry, value, "PX", ttl]) }
+                    _ = try await redisCall { [redis] () throws(RedisError) in
+                        try await redis.send(["SET", entry, value, "PX", ttl])
+                    }
                 } else if let lock {
-                    _ = try await redisCall { [redis] () throws(RedisError) in try await redis.evalSHA(Self.release, keys: [lock], arguments: [token]) }
+                    _ = try await redisCall { [redis] () throws(RedisError) in
+                        try await redis.evalSHA(Self.release, keys: [lock], arguments: [token])
+                    }
                 }
             } catch {
                 errors.labels(value == nil ? "release" : "store").increment()
@@ -172,10 +183,11 @@ final class SharedResponseCache: AnswerCache {
 
     /// Runs `command`, once more when it was not sent because its connection is down (free:
     /// it failed at once, and the next try may go out on another loop's connection).
-    private func redisCall(_ command: () async throws(RedisError) -> RedisValue) async throws(RedisError) -> RedisValue {
+    private func redisCall(_ command: () async throws(RedisError) -> RedisValue) async throws(RedisError) -> RedisValue
+    {
         do {
             return try await command()
-        } catch where error.code == .connectionFailed {
+        } catch  where error.code == .connectionFailed {
             return try await command()
         }
     }
@@ -211,45 +223,52 @@ final class SharedResponseCache: AnswerCache {
     }
 
     static func encode(_ answer: ResponseCache.Answer) -> RedisArgument? {
-        guard let bytes = try? JSON.encode(Stored(result: answer.result, usage: answer.usage, data: answer.data)), bytes.count <= maximumValueBytes else { return nil }
+        guard let bytes = try? JSON.encode(Stored(result: answer.result, usage: answer.usage, data: answer.data)),
+            bytes.count <= maximumValueBytes
+        else { return nil }
         return RedisArgument(bytes)
     }
 
     static func decode(_ value: RedisValue) -> ResponseCache.Answer? {
         guard case .bulkString(let bytes?) = value, bytes.count <= maximumValueBytes,
-              let stored = try? JSON.decode(Stored.self, from: bytes) else { return nil }
+            let stored = try? JSON.decode(Stored.self, from: bytes)
+        else { return nil }
         return ResponseCache.Answer(result: stored.result, usage: stored.usage, data: stored.data)
     }
 
     /// One round trip per look: the answer and its remaining milliseconds (`{1, value, pttl}`),
     /// or the lock taken (`{2}`), or the lock held by another (`{3}`).
     /// KEYS: entry, lock. ARGV: token, lock milliseconds.
-    static let lookup = RedisScript(source: """
-        local value = redis.call('GET', KEYS[1])
-        if value then return {1, value, redis.call('PTTL', KEYS[1])} end
-        if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end
-        return {3}
-        """)
+    static let lookup = RedisScript(
+        source: """
+            local value = redis.call('GET', KEYS[1])
+            if value then return {1, value, redis.call('PTTL', KEYS[1])} end
+            if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end
+            return {3}
+            """)
 
     /// Stores the answer and releases the lock if this holder still has it.
     /// KEYS: entry, lock. ARGV: value, milliseconds, token.
-    static let store = RedisScript(source: """
-        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-        if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
-        return 1
-        """)
+    static let store = RedisScript(
+        source: """
+            redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+            if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+            return 1
+            """)
 
     /// Releases the lock if this holder still has it. KEYS: lock. ARGV: token.
-    static let release = RedisScript(source: """
-        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-        return 0
-        """)
+    static let release = RedisScript(
+        source: """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+            return 0
+            """)
 
     /// Extends the lock if this holder still has it. KEYS: lock. ARGV: token, milliseconds.
-    static let renewal = RedisScript(source: """
-        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-        return 0
-        """)
+    static let renewal = RedisScript(
+        source: """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+            return 0
+            """)
 
     static let scripts = [lookup, store, release, renewal]
 }

@@ -101,7 +101,7 @@ final class StreamControl: Sendable {
                     result = value
                     group.cancelAll()
                 } else if endReason != nil {
-                    group.cancelAll()  // the watchdog ended the stream: stop reading the upstream
+                    group.cancelAll() // the watchdog ended the stream: stop reading the upstream
                 }
             }
             return result
@@ -135,7 +135,9 @@ extension StreamControl.EndReason {
 
 extension RequestContext {
     /// Ends a stream with one last `error` event in `shape`, and records why.
-    func failStream(_ error: GatewayError, outcome: RequestOutcome, shape: ErrorShape, _ writer: ResponseBodyWriter) async throws {
+    func failStream(_ error: GatewayError, outcome: RequestOutcome, shape: ErrorShape, _ writer: ResponseBodyWriter)
+        async throws
+    {
         update {
             $0.error = error
             $0.outcome = outcome

@@ -21,7 +21,9 @@ enum StructuredOutput {
         } catch {
             return .failure(.notJSON)
         }
-        if let violation = JSONSchemaCheck.violation(of: TaskSchema.of(task).schema, by: document) { return .failure(violation) }
+        if let violation = JSONSchemaCheck.violation(of: TaskSchema.of(task).schema, by: document) {
+            return .failure(violation)
+        }
         let data = trimmingStrings(document)
         return .success(StructuredAnswer(data: data, result: humanText(task: task, data: data)))
     }
@@ -34,7 +36,7 @@ enum StructuredOutput {
         guard trimmed.hasPrefix(fence), trimmed.count >= 2 * fence.count else { return trimmed }
         var text = trimmed.dropFirst(fence.count)
         if text.prefix(4).lowercased() == "json" { text = text.dropFirst(4) }
-        guard text.hasSuffix(fence) else { return trimmed }  // an opened fence never closed: not ours to mend
+        guard text.hasSuffix(fence) else { return trimmed } // an opened fence never closed: not ours to mend
         text = text.dropLast(fence.count)
         return Substring(TextTrim.trimmed(String(text)))
     }

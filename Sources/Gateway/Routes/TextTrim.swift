@@ -17,13 +17,14 @@
 enum TextTrim {
     /// `text` without whitespace `Character`s at either end.
     static func trimmed(_ text: String) -> String {
-        if startsAndEndsVisibly(text) { return text }  // the usual case, decided from two bytes
+        if startsAndEndsVisibly(text) { return text } // the usual case, decided from two bytes
         let bytes = text.utf8.span
         let start = firstNonWhitespace(bytes)
         let end = endOfLastNonWhitespace(bytes, after: start)
         if start == 0, end == text.utf8.count { return text }
         let utf8 = text.utf8
-        return String(Substring(utf8[utf8.index(utf8.startIndex, offsetBy: start)..<utf8.index(utf8.startIndex, offsetBy: end)]))
+        return String(
+            Substring(utf8[utf8.index(utf8.startIndex, offsetBy: start)..<utf8.index(utf8.startIndex, offsetBy: end)]))
     }
 
     /// True when neither end of `text` can be a whitespace `Character`, judged from its
@@ -48,7 +49,7 @@ enum TextTrim {
         while index < bytes.count {
             let (value, length) = scalar(in: bytes, at: index)
             guard isWhitespace(value) else { break }
-            index += length  // CR LF goes as two controls: the same bytes
+            index += length // CR LF goes as two controls: the same bytes
             guard !isControl(value) else { continue }
             while index < bytes.count {
                 let (joiner, length) = scalar(in: bytes, at: index)
@@ -108,7 +109,7 @@ enum TextTrim {
     /// (Spacing_Mark but for UAX #29's exceptions, and two vowel signs that are letters).
     /// A table answers for the Basic Multilingual Plane, the scalar's properties beyond it.
     static func joinsPreceding(_ value: UInt32) -> Bool {
-        if value < 0x300 { return false }  // Latin-1 and the spacing modifiers: no joiner below the combining marks
+        if value < 0x300 { return false } // Latin-1 and the spacing modifiers: no joiner below the combining marks
         if value < 0x10000 { return basicPlaneJoiners[Int(value >> 6)] & (1 << UInt64(value & 63)) != 0 }
         return joinsByProperties(value)
     }
@@ -125,10 +126,10 @@ enum TextTrim {
     /// ``joinsPreceding(_:)`` for a scalar from U+0300 on, from its properties.
     private static func joinsByProperties(_ value: UInt32) -> Bool {
         switch value {
-        case 0x200D, 0x0E33, 0x0EB3, 0x1F3FB...0x1F3FF: return true  // ZWJ, SARA AM, LAO AM, emoji modifiers
+        case 0x200D, 0x0E33, 0x0EB3, 0x1F3FB...0x1F3FF: return true // ZWJ, SARA AM, LAO AM, emoji modifiers
         case 0x102B, 0x102C, 0x1038, 0x1062...0x1064, 0x1067...0x106D, 0x1083, 0x1087...0x108C, 0x108F, 0x109A...0x109C,
-             0x1A61, 0x1A63, 0x1A64, 0xAA7B, 0xAA7D, 0x11720, 0x11721:
-            return false  // Spacing_Mark, but not SpacingMark
+            0x1A61, 0x1A63, 0x1A64, 0xAA7B, 0xAA7D, 0x11720, 0x11721:
+            return false // Spacing_Mark, but not SpacingMark
         default:
             guard let scalar = Unicode.Scalar(value) else { return false }
             let properties = scalar.properties
@@ -152,10 +153,15 @@ enum TextTrim {
         switch lead {
         case ..<0x80: return (UInt32(lead), 1)
         case ..<0xE0: return (UInt32(lead & 0x1F) << 6 | UInt32(bytes[index + 1] & 0x3F), 2)
-        case ..<0xF0: return (UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F), 3)
+        case ..<0xF0:
+            return (
+                UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F), 3
+            )
         default:
-            return (UInt32(lead & 0x07) << 18 | UInt32(bytes[index + 1] & 0x3F) << 12 | UInt32(bytes[index + 2] & 0x3F) << 6
-                | UInt32(bytes[index + 3] & 0x3F), 4)
+            return (
+                UInt32(lead & 0x07) << 18 | UInt32(bytes[index + 1] & 0x3F) << 12 | UInt32(bytes[index + 2] & 0x3F) << 6
+                    | UInt32(bytes[index + 3] & 0x3F), 4
+            )
         }
     }
 

@@ -23,23 +23,31 @@ struct UsageRoute: RouteHandler {
         } catch {
             throw faults.unavailable(error)
         }
-        let todayUsage = days.first { $0.day == today } ?? DailyUsage(userID: caller.userID, day: today, requests: 0, inputTokens: 0, outputTokens: 0)
+        let todayUsage =
+            days.first { $0.day == today }
+            ?? DailyUsage(userID: caller.userID, day: today, requests: 0, inputTokens: 0, outputTokens: 0)
         var body = JSONWriter(capacity: 256 + days.count * 96)
         body.object {
             $0.field("userId", caller.userID)
             $0.field("plan", plan.name)
             $0.field("today", object: { Self.write(todayUsage, into: &$0) })
-            $0.field("limits", object: {
-                $0.field("requestsPerMinute", plan.requestsPerMinute)
-                $0.field("concurrentRequests", plan.concurrentRequests)
-                $0.field("tokensPerDay", plan.tokensPerDay)
-            })
-            $0.field("remaining", object: {
-                $0.field("tokensToday", plan.tokensPerDay.map { max(0, $0 - todayUsage.totalTokens) })
-            })
+            $0.field(
+                "limits",
+                object: {
+                    $0.field("requestsPerMinute", plan.requestsPerMinute)
+                    $0.field("concurrentRequests", plan.concurrentRequests)
+                    $0.field("tokensPerDay", plan.tokensPerDay)
+                })
+            $0.field(
+                "remaining",
+                object: {
+                    $0.field("tokensToday", plan.tokensPerDay.map { max(0, $0 - todayUsage.totalTokens) })
+                })
             $0.field("days", array: days) { Self.write($1, into: &$0) }
         }
-        return HTTPResponse(headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"], body: .bytes(body.bytes))
+        return HTTPResponse(
+            headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"],
+            body: .bytes(body.bytes))
     }
 
     private static func write(_ day: DailyUsage, into object: inout JSONWriter) {

@@ -1,5 +1,5 @@
-public import HTTPClient
 public import ChatAPI
+public import HTTPClient
 
 /// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key,
 /// over the project's libcurl client: the gateway's ``ChatUpstream``.
@@ -17,7 +17,9 @@ public struct ChatClient: Sendable {
     ///   - timeout: the total time per call; nil for the HTTP client's default.
     ///   - caFile: a PEM bundle of the CAs an https upstream's certificate must chain to; nil
     ///     for the system's store.
-    public init(httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil, caFile: String? = nil) {
+    public init(
+        httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil, caFile: String? = nil
+    ) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
@@ -29,16 +31,22 @@ public struct ChatClient: Sendable {
     }
 
     /// The completion and the raw answer's usage; throws ``ChatError`` only.
-    public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError) -> ChatCompletion {
+    public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError)
+        -> ChatCompletion
+    {
         try await complete(body: request.jsonBytes(), requestID: requestID)
     }
 
     /// ``complete(_:requestID:)`` for a request already encoded, such as a
     /// ``ChatRequestBodyTemplate``'s body; `stream` must not be set in it.
-    public func complete(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> ChatCompletion {
+    public func complete(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
+        -> ChatCompletion
+    {
         let response = try await send(body: body, requestID: requestID, timeout: timeout)
         guard (200..<300).contains(response.status) else {
-            throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
+            throw .httpStatus(
+                response.status, error: UpstreamErrorBody.decode(from: response.body),
+                retryAfter: response.header("Retry-After"))
         }
         let completion: ChatCompletion
         do {
@@ -52,12 +60,16 @@ public struct ChatClient: Sendable {
 
     /// Starts a streamed completion and returns the upstream's raw event-stream bytes once it
     /// answered 2xx (for relaying them as they come). `stream` and `stream_options` are set.
-    public func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
+    public func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil)
+        async throws(ChatError) -> HTTPClientBodyStream
+    {
         try await streamBody(body: request.streamingBody(), requestID: requestID, timeout: timeout)
     }
 
     /// ``streamBody(_:requestID:timeout:)`` for a body already encoded that asks for a stream.
-    public func streamBody(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil, headTimeout: Duration? = nil) async throws(ChatError) -> HTTPClientBodyStream {
+    public func streamBody(
+        body: [UInt8], requestID: String? = nil, timeout: Duration? = nil, headTimeout: Duration? = nil
+    ) async throws(ChatError) -> HTTPClientBodyStream {
         let streaming: HTTPClientStreamingResponse
         do {
             var request = httpRequest(body: body, requestID: requestID, accept: "text/event-stream", timeout: timeout)
@@ -72,37 +84,50 @@ public struct ChatClient: Sendable {
             do {
                 for try await chunk in streaming.body where bytes.count < 64 * 1024 { bytes += chunk }
             } catch {}
-            throw .httpStatus(streaming.status, error: UpstreamErrorBody.decode(from: bytes), retryAfter: streaming.head.header("Retry-After"))
+            throw .httpStatus(
+                streaming.status, error: UpstreamErrorBody.decode(from: bytes),
+                retryAfter: streaming.head.header("Retry-After"))
         }
         return streaming.body
     }
 
     /// Sends a body as it is and returns the upstream's 2xx body unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
-    public func forward(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError) -> [UInt8] {
+    public func forward(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
+        -> [UInt8]
+    {
         let response = try await send(body: body, requestID: requestID, timeout: timeout)
         guard (200..<300).contains(response.status) else {
-            throw .httpStatus(response.status, error: UpstreamErrorBody.decode(from: response.body), retryAfter: response.header("Retry-After"))
+            throw .httpStatus(
+                response.status, error: UpstreamErrorBody.decode(from: response.body),
+                retryAfter: response.header("Retry-After"))
         }
         return response.body
     }
 
-    private func send(body: [UInt8], requestID: String?, timeout: Duration? = nil) async throws(ChatError) -> HTTPClientResponse {
+    private func send(body: [UInt8], requestID: String?, timeout: Duration? = nil) async throws(ChatError)
+        -> HTTPClientResponse
+    {
         do {
-            return try await httpClient.send(httpRequest(body: body, requestID: requestID, accept: "application/json", timeout: timeout ?? self.timeout))
+            return try await httpClient.send(
+                httpRequest(
+                    body: body, requestID: requestID, accept: "application/json", timeout: timeout ?? self.timeout))
         } catch {
             throw Self.map(error)
         }
     }
 
-    private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest {
+    private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest
+    {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(4)
         headers.append(("Authorization", authorization))
         headers.append(("Content-Type", "application/json"))
         headers.append(("Accept", accept))
         if let requestID { headers.append(("X-Request-Id", requestID)) }
-        return HTTPClientRequest(method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout, caFile: caFile)
+        return HTTPClientRequest(
+            method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout,
+            caFile: caFile)
     }
 
     static func map(_ error: any Error) -> ChatError {
@@ -114,8 +139,11 @@ public struct ChatClient: Sendable {
 
 // `complete(body:requestID:timeout:)` and `forward(body:requestID:timeout:)` are the witnesses as they are.
 extension ChatClient: ChatUpstream {
-    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes {
-        HTTPUpstreamBytes(body: try await streamBody(body: body, requestID: requestID, timeout: timeout, headTimeout: headTimeout))
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?)
+        async throws(ChatError) -> any UpstreamBytes
+    {
+        HTTPUpstreamBytes(
+            body: try await streamBody(body: body, requestID: requestID, timeout: timeout, headTimeout: headTimeout))
     }
 }
 

@@ -14,7 +14,8 @@ protocol ChatUpstream: Sendable {
     /// Starts a streamed completion from a body that asks for it (`stream`, and usage when
     /// wanted) and returns once the upstream answered 2xx; its raw event-stream bytes follow.
     /// `timeout` bounds the whole stream, `headTimeout` the wait for the answer's head.
-    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?) async throws(ChatError) -> any UpstreamBytes
+    func streamBytes(body: [UInt8], requestID: String, timeout: Duration, headTimeout: Duration?)
+        async throws(ChatError) -> any UpstreamBytes
 }
 
 /// The raw body of a streamed upstream answer, chunk by chunk. Read it from one task.

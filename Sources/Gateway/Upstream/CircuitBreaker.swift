@@ -8,7 +8,9 @@ import Synchronization
 /// for a few comparisons.
 final class CircuitBreaker: Sendable {
     enum State: Int, Sendable, Equatable {
-        case closed = 0, open = 1, halfOpen = 2
+        case closed = 0
+        case open = 1
+        case halfOpen = 2
     }
 
     /// Whether a request may try the upstream now, and as what.

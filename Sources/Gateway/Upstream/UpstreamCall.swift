@@ -20,14 +20,16 @@ enum UpstreamCall {
     /// The upstream's own error details go to the log (bounded, one line).
     private static func log(_ failure: UpstreamFailure, _ error: ChatError, requestID: String, logger: Logger) {
         var fields: [(String, Logger.Value?)] = [
-            ("request_id", .string(requestID)), ("kind", .string(failure.label)), ("failure", .string(error.description)),
+            ("request_id", .string(requestID)), ("kind", .string(failure.label)),
+            ("failure", .string(error.description)),
         ]
         if case .httpStatus(let status, let body, _) = error {
             fields.append(("upstream_status", .int(status)))
             fields.append(("upstream_code", body?.code.map { .string(String($0.prefix(100))) }))
             fields.append(("upstream_message", body?.message.map { .string(String($0.prefix(300))) }))
             if status == 401 || status == 403 {
-                logger.error("upstream_rejected_key", [("request_id", .string(requestID)), ("upstream_status", .int(status))])
+                logger.error(
+                    "upstream_rejected_key", [("request_id", .string(requestID)), ("upstream_status", .int(status))])
             }
         }
         if case .streamError(let body) = error {

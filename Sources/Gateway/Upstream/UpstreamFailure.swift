@@ -50,7 +50,9 @@ struct UpstreamFailure: Sendable, Equatable {
                 }
                 self.init(.busy, busy, retryable: true)
             } else {
-                self.init(status >= 500 ? .serverError : .rejected, .upstreamError, retryable: [500, 502, 504].contains(status))
+                self.init(
+                    status >= 500 ? .serverError : .rejected, .upstreamError,
+                    retryable: [500, 502, 504].contains(status))
             }
         case .streamError:
             self.init(.streamError, .upstreamError, retryable: false)

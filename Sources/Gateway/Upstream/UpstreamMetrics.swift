@@ -34,19 +34,31 @@ struct UpstreamMetrics: Sendable {
 
     init(registry: MetricsRegistry) {
         attempts = registry.counter(
-            "textgateway_upstream_attempts_total", help: "Calls to each upstream, retries included, by result (ok or the failure's kind).",
+            "textgateway_upstream_attempts_total",
+            help: "Calls to each upstream, retries included, by result (ok or the failure's kind).",
             labels: ["upstream", "result"]
         )
-        duration = registry.histogram("textgateway_upstream_attempt_duration_seconds", help: "Time of each call to an upstream until its answer or failure.", labels: ["upstream"])
-        retries = registry.counter("textgateway_upstream_retries_total", help: "Calls made again to the same upstream after a retryable failure.", labels: ["upstream"])
-        fallbacks = registry.counter("textgateway_upstream_fallbacks_total", help: "Requests this upstream failed that went on to the next upstream.", labels: ["upstream"])
-        circuit = registry.gauge("textgateway_upstream_circuit_state", help: "Each upstream's circuit: 0 closed, 1 open (skipped), 2 half-open (one probe).", labels: ["upstream"])
-        circuitOpened = registry.counter("textgateway_upstream_circuit_opened_total", help: "Times an upstream's circuit opened after consecutive failures.", labels: ["upstream"])
+        duration = registry.histogram(
+            "textgateway_upstream_attempt_duration_seconds",
+            help: "Time of each call to an upstream until its answer or failure.", labels: ["upstream"])
+        retries = registry.counter(
+            "textgateway_upstream_retries_total",
+            help: "Calls made again to the same upstream after a retryable failure.", labels: ["upstream"])
+        fallbacks = registry.counter(
+            "textgateway_upstream_fallbacks_total",
+            help: "Requests this upstream failed that went on to the next upstream.", labels: ["upstream"])
+        circuit = registry.gauge(
+            "textgateway_upstream_circuit_state",
+            help: "Each upstream's circuit: 0 closed, 1 open (skipped), 2 half-open (one probe).", labels: ["upstream"])
+        circuitOpened = registry.counter(
+            "textgateway_upstream_circuit_opened_total",
+            help: "Times an upstream's circuit opened after consecutive failures.", labels: ["upstream"])
     }
 
     func member(_ name: String) -> Member {
         let member = Member(
-            attempts: attempts, name: name, ok: attempts.labels(name, "ok"), duration: duration.labels(name), retries: retries.labels(name),
+            attempts: attempts, name: name, ok: attempts.labels(name, "ok"), duration: duration.labels(name),
+            retries: retries.labels(name),
             fallbacks: fallbacks.labels(name), circuit: circuit.labels(name), circuitOpened: circuitOpened.labels(name)
         )
         member.circuit.set(0)

@@ -23,7 +23,10 @@ final class UpstreamPool: Sendable {
         let breaker: CircuitBreaker
         let metrics: UpstreamMetrics.Member
 
-        init(settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker, metrics: UpstreamMetrics.Member) {
+        init(
+            settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
+            metrics: UpstreamMetrics.Member
+        ) {
             self.settings = settings
             self.endpoint = endpoint
             self.breaker = breaker
@@ -66,7 +69,8 @@ final class UpstreamPool: Sendable {
         self.members = members.map { member in
             Member(
                 settings: member.settings, endpoint: member.endpoint,
-                breaker: CircuitBreaker(threshold: policy.breakerFailures, cooldown: policy.cooldown), metrics: metrics.member(member.settings.name)
+                breaker: CircuitBreaker(threshold: policy.breakerFailures, cooldown: policy.cooldown),
+                metrics: metrics.member(member.settings.name)
             )
         }
         self.policy = policy
@@ -106,7 +110,8 @@ final class UpstreamPool: Sendable {
         body: (Target) -> [UInt8],
         call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer {
-        let end = MonotonicInstant(nanoseconds: MonotonicInstant.now().nanoseconds &+ (deadline?.nanosecondsClamped ?? deadlineNanoseconds))
+        let end = MonotonicInstant(
+            nanoseconds: MonotonicInstant.now().nanoseconds &+ (deadline?.nanosecondsClamped ?? deadlineNanoseconds))
         var lastError: ChatError?
         var resting: [(member: Member, model: String)] = []
         for (index, member) in members.enumerated() {
@@ -119,7 +124,8 @@ final class UpstreamPool: Sendable {
             }
             if admission == .probe { member.metrics.circuit.set(Double(CircuitBreaker.State.halfOpen.rawValue)) }
             if let answer = try await attempts(
-                member, model: model, probe: admission == .probe, retries: policy.retries, isLast: index == members.count - 1,
+                member, model: model, probe: admission == .probe, retries: policy.retries,
+                isLast: index == members.count - 1,
                 end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
             ) {
                 return answer
@@ -129,10 +135,11 @@ final class UpstreamPool: Sendable {
         // down until a cooldown ends even when an upstream is already back, so the first gets
         // one attempt without retries (what load balancers call panic routing).
         if lastError == nil, let (member, model) = resting.first,
-           let answer = try await attempts(
-               member, model: model, probe: false, retries: 0, isLast: true,
-               end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
-           ) {
+            let answer = try await attempts(
+                member, model: model, probe: false, retries: 0, isLast: true,
+                end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
+            )
+        {
             return answer
         }
         throw lastError ?? .couldNotConnect(detail: "no upstream available")
@@ -141,7 +148,8 @@ final class UpstreamPool: Sendable {
     /// The attempts on one upstream: its answer, or nil to go on to the next (with
     /// `lastError` set); throws a failure that ends the call.
     private func attempts<Answer: Sendable>(
-        _ member: Member, model: String, probe: Bool, retries: Int, isLast: Bool, end: MonotonicInstant, requestID: String,
+        _ member: Member, model: String, probe: Bool, retries: Int, isLast: Bool, end: MonotonicInstant,
+        requestID: String,
         lastError: inout ChatError?,
         onAttempt: (Target) -> Void, body: (Target) -> [UInt8],
         call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
@@ -184,14 +192,18 @@ final class UpstreamPool: Sendable {
                 attempt += 1
                 let left = MonotonicInstant.now().nanoseconds(until: end)
                 guard attempt <= retries, member.breaker.state == .closed,
-                      let wait = retryDelay(after: error, attempt: attempt), wait < left else {
+                    let wait = retryDelay(after: error, attempt: attempt), wait < left
+                else {
                     if !isLast { member.metrics.fallbacks.increment() }
                     return nil
                 }
-                logger.info("upstream_retry", [
-                    ("request_id", .string(requestID)), ("upstream", .string(member.name)), ("kind", .string(failure.label)),
-                    ("attempt", .int(attempt + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
-                ])
+                logger.info(
+                    "upstream_retry",
+                    [
+                        ("request_id", .string(requestID)), ("upstream", .string(member.name)),
+                        ("kind", .string(failure.label)),
+                        ("attempt", .int(attempt + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
+                    ])
                 do {
                     if wait > 0 { try await sleep(.nanoseconds(Int64(clamping: wait))) }
                 } catch {
@@ -214,9 +226,12 @@ final class UpstreamPool: Sendable {
         if member.breaker.failed(error) {
             member.metrics.circuit.set(Double(CircuitBreaker.State.open.rawValue))
             member.metrics.circuitOpened.increment()
-            logger.warning("upstream_circuit_open", [
-                ("upstream", .string(member.name)), ("cooldown_ms", .int(Int(policy.cooldown.nanosecondsClamped / 1_000_000))),
-            ])
+            logger.warning(
+                "upstream_circuit_open",
+                [
+                    ("upstream", .string(member.name)),
+                    ("cooldown_ms", .int(Int(policy.cooldown.nanosecondsClamped / 1_000_000))),
+                ])
         }
     }
 
@@ -235,7 +250,9 @@ final class UpstreamPool: Sendable {
 
     /// `Retry-After` as delay-seconds; nil for an HTTP date or anything else.
     static func retryAfterSeconds(_ value: String) -> Int? {
-        guard !value.isEmpty, value.utf8.count <= 9, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        guard !value.isEmpty, value.utf8.count <= 9, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return nil
+        }
         return Int(value)
     }
 

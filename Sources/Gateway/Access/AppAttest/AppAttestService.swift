@@ -22,8 +22,10 @@ final class AppAttestService: Sendable {
     private let assertions: [String: Counter]
 
     init(
-        settings: AppAttestSettings, verifier: AppAttestVerifier, repository: any DeviceRepository, challenges: any AttestChallenges,
-        sessions: DeviceSessions, faults: StoreFaults, registry: MetricsRegistry, clock: @escaping @Sendable () -> Instant
+        settings: AppAttestSettings, verifier: AppAttestVerifier, repository: any DeviceRepository,
+        challenges: any AttestChallenges,
+        sessions: DeviceSessions, faults: StoreFaults, registry: MetricsRegistry,
+        clock: @escaping @Sendable () -> Instant
     ) {
         self.settings = settings
         self.verifier = verifier
@@ -34,14 +36,18 @@ final class AppAttestService: Sendable {
         self.clock = clock
         let results = ["ok", "duplicate"] + AppAttestFailure.Reason.allCases.map(\.rawValue)
         let attestationFamily = registry.counter(
-            "textgateway_app_attest_attestations_total", help: "Device registrations (App Attest attestations), by result.", labels: ["result"]
+            "textgateway_app_attest_attestations_total",
+            help: "Device registrations (App Attest attestations), by result.", labels: ["result"]
         )
         let assertionFamily = registry.counter(
-            "textgateway_app_attest_assertions_total", help: "Device sessions asked for (App Attest assertions), by result.", labels: ["result"]
+            "textgateway_app_attest_assertions_total",
+            help: "Device sessions asked for (App Attest assertions), by result.", labels: ["result"]
         )
         attestations = Dictionary(uniqueKeysWithValues: results.map { ($0, attestationFamily.labels($0)) })
         assertions = Dictionary(uniqueKeysWithValues: results.map { ($0, assertionFamily.labels($0)) })
-        registry.gaugeFunction("textgateway_app_attest_sessions_cached", help: "Device sessions this instance holds in memory.") {
+        registry.gaugeFunction(
+            "textgateway_app_attest_sessions_cached", help: "Device sessions this instance holds in memory."
+        ) {
             Double(sessions.count)
         }
     }
@@ -63,16 +69,21 @@ final class AppAttestService: Sendable {
     }
 
     /// Verifies a key's attestation over `challenge` and registers its device; returns the device id.
-    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, context: RequestContext) async throws(GatewayError) -> String {
+    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, context: RequestContext)
+        async throws(GatewayError) -> String
+    {
         do throws(Step) {
             try await consume(challenge)
             let now = clock()
             let verified = try Step.refusing { () throws(AppAttestFailure) in
-                try verifier.verifyAttestation(keyID: keyID, attestation: attestation, clientData: Array(challenge.utf8), at: Int64(now.secondsSinceEpoch))
+                try verifier.verifyAttestation(
+                    keyID: keyID, attestation: attestation, clientData: Array(challenge.utf8),
+                    at: Int64(now.secondsSinceEpoch))
             }
             let milliseconds = Int64(now.secondsSinceEpoch * 1000)
             let device = StoredDevice(
-                id: "dev_" + Base64URL.encode(SecureRandom.bytes(12)), keyID: keyID, publicKey: verified.publicKey, counter: 0,
+                id: "dev_" + Base64URL.encode(SecureRandom.bytes(12)), keyID: keyID, publicKey: verified.publicKey,
+                counter: 0,
                 appID: verified.appID, environment: verified.environment.rawValue, receipt: verified.receipt,
                 createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds
             )
@@ -94,7 +105,9 @@ final class AppAttestService: Sendable {
     }
 
     /// Verifies a registered key's assertion over `challenge`, moves its counter and opens a session.
-    func openSession(keyID: [UInt8], assertion: [UInt8], challenge: String, context: RequestContext) async throws(GatewayError) -> OpenedSession {
+    func openSession(keyID: [UInt8], assertion: [UInt8], challenge: String, context: RequestContext)
+        async throws(GatewayError) -> OpenedSession
+    {
         do throws(Step) {
             try await consume(challenge)
             let stored: StoredDevice?
@@ -106,17 +119,20 @@ final class AppAttestService: Sendable {
             guard let device = stored, device.revokedAtMilliseconds == nil else { throw Step.refused(.unknownDevice) }
             let counter = try Step.refusing { () throws(AppAttestFailure) in
                 try verifier.verifyAssertion(
-                    assertion, clientData: Array(challenge.utf8), publicKey: device.publicKey, appID: device.appID, counter: device.counter
+                    assertion, clientData: Array(challenge.utf8), publicKey: device.publicKey, appID: device.appID,
+                    counter: device.counter
                 )
             }
             let now = nowMilliseconds
             let token = DeviceSessions.makeToken()
             let digest = SHA256.hash(Array(token.utf8))
             let expires = now + Int64(settings.sessionLifetime / .milliseconds(1))
-            let session = StoredDeviceSession(digest: digest, deviceID: device.id, createdAtMilliseconds: now, expiresAtMilliseconds: expires)
+            let session = StoredDeviceSession(
+                digest: digest, deviceID: device.id, createdAtMilliseconds: now, expiresAtMilliseconds: expires)
             let opened: Bool
             do {
-                opened = try await repository.openSession(session, deviceID: device.id, counter: counter, nowMilliseconds: now)
+                opened = try await repository.openSession(
+                    session, deviceID: device.id, counter: counter, nowMilliseconds: now)
             } catch {
                 throw unavailable(error)
             }

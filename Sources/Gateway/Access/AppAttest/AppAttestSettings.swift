@@ -55,7 +55,8 @@ public struct AppAttestSettings: Sendable, Equatable {
     }
 
     public static func == (lhs: AppAttestSettings, rhs: AppAttestSettings) -> Bool {
-        lhs.appIDs == rhs.appIDs && lhs.environment == rhs.environment && lhs.requirement == rhs.requirement && lhs.plan == rhs.plan
+        lhs.appIDs == rhs.appIDs && lhs.environment == rhs.environment && lhs.requirement == rhs.requirement
+            && lhs.plan == rhs.plan
             && lhs.sessionLifetime == rhs.sessionLifetime && lhs.requestsPerMinute == rhs.requestsPerMinute
             && lhs.extraRoot?.path == rhs.extraRoot?.path && lhs.extraRoot?.pem == rhs.extraRoot?.pem
     }
@@ -67,10 +68,13 @@ public struct AppAttestSettings: Sendable, Equatable {
         guard bytes.count > 11, bytes.count <= 255, bytes[10] == UInt8(ascii: ".") else { return false }
         let team = bytes[..<10]
         let bundle = bytes[11...]
-        let teamOK = team.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        let teamOK = team.allSatisfy {
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        }
         let bundleOK = bundle.allSatisfy {
             (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-")
+                || $0 == UInt8(ascii: ".")
         }
         return teamOK && bundleOK && bundle.first != UInt8(ascii: ".") && bundle.last != UInt8(ascii: ".")
     }
@@ -87,13 +91,17 @@ public struct AppAttestSettings: Sendable, Equatable {
         guard let list = value("APP_ATTEST_APP_IDS") else {
             // A device requirement with no app to attest would refuse every guest for nothing.
             for name in others where value(name) != nil {
-                throw ConfigurationError("\(name) is set but APP_ATTEST_APP_IDS is not: name the apps (TEAMID.bundle.identifier) that may register")
+                throw ConfigurationError(
+                    "\(name) is set but APP_ATTEST_APP_IDS is not: name the apps (TEAMID.bundle.identifier) that may register"
+                )
             }
             return nil
         }
         let ids = list.split(separator: ",").map { TextTrim.trimmed(String($0)) }.filter { !$0.isEmpty }
         guard !ids.isEmpty, ids.allSatisfy(isValidAppID) else {
-            throw ConfigurationError("APP_ATTEST_APP_IDS must list App IDs as TEAMID.bundle.identifier (a 10-character team id, a dot, a bundle id), separated by commas")
+            throw ConfigurationError(
+                "APP_ATTEST_APP_IDS must list App IDs as TEAMID.bundle.identifier (a 10-character team id, a dot, a bundle id), separated by commas"
+            )
         }
         var settings = AppAttestSettings(appIDs: Array(Set(ids)).sorted())
         if let name = value("APP_ATTEST_ENVIRONMENT") {
@@ -109,11 +117,16 @@ public struct AppAttestSettings: Sendable, Equatable {
             settings.requirement = requirement
         }
         if let plan = value("APP_ATTEST_PLAN") {
-            guard CallerToken.isValidUserID(plan) else { throw ConfigurationError("APP_ATTEST_PLAN must be a plan name") }
+            guard CallerToken.isValidUserID(plan) else {
+                throw ConfigurationError("APP_ATTEST_PLAN must be a plan name")
+            }
             settings.plan = plan
         }
-        if let seconds = try integer("APP_ATTEST_SESSION_SECONDS", 60...86_400) { settings.sessionLifetime = .seconds(seconds) }
-        settings.requestsPerMinute = try integer("APP_ATTEST_REQUESTS_PER_MINUTE", 1...1_000_000) ?? settings.requestsPerMinute
+        if let seconds = try integer("APP_ATTEST_SESSION_SECONDS", 60...86_400) {
+            settings.sessionLifetime = .seconds(seconds)
+        }
+        settings.requestsPerMinute =
+            try integer("APP_ATTEST_REQUESTS_PER_MINUTE", 1...1_000_000) ?? settings.requestsPerMinute
         if let path = value("APP_ATTEST_EXTRA_ROOT_CA_FILE") {
             guard let pem = readFile(path), (try? X509Certificate(pem: pem)) != nil else {
                 throw ConfigurationError("APP_ATTEST_EXTRA_ROOT_CA_FILE cannot be read as a PEM certificate")

@@ -69,15 +69,19 @@ public struct AppAttestVerifier: Sendable {
     }
 
     /// Verifies a key's attestation object over `clientData` (the challenge's UTF-8 bytes).
-    public func verifyAttestation(keyID: [UInt8], attestation: [UInt8], clientData: [UInt8], at unixSeconds: Int64) throws(AppAttestFailure) -> VerifiedAttestation {
+    public func verifyAttestation(keyID: [UInt8], attestation: [UInt8], clientData: [UInt8], at unixSeconds: Int64)
+        throws(AppAttestFailure) -> VerifiedAttestation
+    {
         guard let object = try? CBORReader.decode(attestation).map else { throw AppAttestFailure(.malformed) }
         guard object["fmt"]?.text == "apple-appattest" else { throw AppAttestFailure(.format) }
         guard let statement = object["attStmt"]?.map, let chain = statement["x5c"]?.array, chain.count >= 2,
-              let authDataBytes = object["authData"]?.bytes, let receipt = statement["receipt"]?.bytes
+            let authDataBytes = object["authData"]?.bytes, let receipt = statement["receipt"]?.bytes
         else { throw AppAttestFailure(.malformed) }
         var certificates: [X509Certificate] = []
         for item in chain {
-            guard let der = item.bytes, let certificate = try? X509Certificate(der: der) else { throw AppAttestFailure(.malformed) }
+            guard let der = item.bytes, let certificate = try? X509Certificate(der: der) else {
+                throw AppAttestFailure(.malformed)
+            }
             certificates.append(certificate)
         }
         let leaf = certificates[0]
@@ -91,7 +95,9 @@ public struct AppAttestVerifier: Sendable {
             throw AppAttestFailure(.nonce)
         }
         guard let point = leaf.p256PublicPoint, SHA256.hash(point) == keyID else { throw AppAttestFailure(.keyID) }
-        guard let authData = try? AuthenticatorData.parse(authDataBytes, as: .attestation), let credential = authData.attestedCredential else {
+        guard let authData = try? AuthenticatorData.parse(authDataBytes, as: .attestation),
+            let credential = authData.attestedCredential
+        else {
             throw AppAttestFailure(.malformed)
         }
         guard let app = apps.first(where: { $0.hash == authData.rpIdHash }) else { throw AppAttestFailure(.appID) }
@@ -109,16 +115,20 @@ public struct AppAttestVerifier: Sendable {
 
     /// Verifies an assertion over `clientData` by the device whose key is `publicKey`,
     /// registered for `appID` with its last counter `counter`; returns the new counter.
-    public func verifyAssertion(_ assertion: [UInt8], clientData: [UInt8], publicKey: [UInt8], appID: String, counter: Int64) throws(AppAttestFailure) -> Int64 {
+    public func verifyAssertion(
+        _ assertion: [UInt8], clientData: [UInt8], publicKey: [UInt8], appID: String, counter: Int64
+    ) throws(AppAttestFailure) -> Int64 {
         guard let object = try? CBORReader.decode(assertion).map, let signature = object["signature"]?.bytes,
-              let authDataBytes = object["authenticatorData"]?.bytes,
-              let authData = try? AuthenticatorData.parse(authDataBytes, as: .assertion)
+            let authDataBytes = object["authenticatorData"]?.bytes,
+            let authData = try? AuthenticatorData.parse(authDataBytes, as: .assertion)
         else { throw AppAttestFailure(.malformed) }
         guard authData.rpIdHash == SHA256.hash(Array(appID.utf8)) else { throw AppAttestFailure(.appID) }
         guard Int64(authData.signCount) > counter else { throw AppAttestFailure(.counter) }
         // The device signs the nonce with ECDSA over SHA-256: the verification hashes it once more.
         let nonce = SHA256.hash(authDataBytes + SHA256.hash(clientData))
-        guard let key = try? PublicKey(p256Point: publicKey), key.isValidSignature(signature, for: nonce, algorithm: .ecdsaP256SHA256DER) else {
+        guard let key = try? PublicKey(p256Point: publicKey),
+            key.isValidSignature(signature, for: nonce, algorithm: .ecdsaP256SHA256DER)
+        else {
             throw AppAttestFailure(.signature)
         }
         return Int64(authData.signCount)

@@ -33,7 +33,8 @@ struct RedisAttestChallenges: AttestChallenges {
         // The value is the expiry by the gateway's clock, checked again at use: Redis's own
         // expiry only frees the memory.
         let reply = try await client.send(
-            "SET", RedisArgument(Self.key(challenge)), RedisArgument(nowMilliseconds + lifetimeMilliseconds), "PX", RedisArgument(lifetimeMilliseconds), "NX"
+            "SET", RedisArgument(Self.key(challenge)), RedisArgument(nowMilliseconds + lifetimeMilliseconds), "PX",
+            RedisArgument(lifetimeMilliseconds), "NX"
         )
         if case .error(let message) = reply { throw RedisError(.server, message) }
     }

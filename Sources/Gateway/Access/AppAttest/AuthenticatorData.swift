@@ -64,7 +64,9 @@ struct AuthenticatorData: Equatable, Sendable {
 
         var credential: AttestedCredential?
         if kind == .attestation {
-            guard flags & attestedCredentialFlag != 0 else { throw AuthenticatorDataError(.noAttestedCredential, at: 32) }
+            guard flags & attestedCredentialFlag != 0 else {
+                throw AuthenticatorDataError(.noAttestedCredential, at: 32)
+            }
             // aaguid and the length: 18 bytes.
             guard bytes.count - offset >= 18 else { throw AuthenticatorDataError(.truncated, at: bytes.count) }
             let aaguid = Array(bytes[offset..<(offset + 16)])
@@ -140,16 +142,17 @@ struct AuthenticatorDataError: Error, Equatable, Sendable, CustomStringConvertib
     }
 
     var description: String {
-        let what = switch reason {
-        case .truncated: "truncated"
-        case .noAttestedCredential: "no attested credential data"
-        case .credentialPublicKey(let cbor): "credential public key: CBOR \(cbor.rawValue)"
-        case .credentialPublicKeyNotMap: "credential public key is not a map"
-        case .extensions(let cbor): "extensions: CBOR \(cbor.rawValue)"
-        case .extensionsNotMap: "extensions are not a map"
-        case .missingExtensions: "ED flag set without extensions"
-        case .trailingBytes: "trailing bytes"
-        }
+        let what =
+            switch reason {
+            case .truncated: "truncated"
+            case .noAttestedCredential: "no attested credential data"
+            case .credentialPublicKey(let cbor): "credential public key: CBOR \(cbor.rawValue)"
+            case .credentialPublicKeyNotMap: "credential public key is not a map"
+            case .extensions(let cbor): "extensions: CBOR \(cbor.rawValue)"
+            case .extensionsNotMap: "extensions are not a map"
+            case .missingExtensions: "ED flag set without extensions"
+            case .trailingBytes: "trailing bytes"
+            }
         return "authenticator data: \(what) at byte \(offset)"
     }
 }

@@ -225,7 +225,9 @@ enum CBORReader {
                 let content = Array(bytes[offset..<end])
                 offset = end
                 if major == 2 { return .bytes(content) }
-                guard let text = String(validating: content, as: UTF8.self) else { throw CBORError(.invalidUTF8, at: start) }
+                guard let text = String(validating: content, as: UTF8.self) else {
+                    throw CBORError(.invalidUTF8, at: start)
+                }
                 return .text(text)
             case 4:
                 // Each item takes at least one byte: a count above what is left cannot be met.
@@ -237,9 +239,11 @@ enum CBORReader {
                 elements.reserveCapacity(count)
                 for _ in 0..<count { elements.append(try item(depth: depth + 1)) }
                 return .array(elements)
-            default:  // 5: a map; each entry takes at least two bytes.
+            default: // 5: a map; each entry takes at least two bytes.
                 guard argument <= UInt64(remaining / 2) else { throw CBORError(.truncated, at: start) }
-                guard argument <= UInt64((limits.maximumItems - items) / 2) else { throw CBORError(.tooManyItems, at: start) }
+                guard argument <= UInt64((limits.maximumItems - items) / 2) else {
+                    throw CBORError(.tooManyItems, at: start)
+                }
                 guard depth < limits.maximumDepth else { throw CBORError(.tooDeep, at: start) }
                 let count = Int(argument)
                 var entries: [(key: CBORValue, value: CBORValue)] = []
@@ -270,12 +274,13 @@ enum CBORReader {
             offset += width
             // The shortest form: below 24 fits the initial byte, and each wider form starts
             // where the narrower one ends.
-            let smallest: UInt64 = switch width {
-            case 1: 24
-            case 2: 0x100
-            case 4: 0x1_0000
-            default: 0x1_0000_0000
-            }
+            let smallest: UInt64 =
+                switch width {
+                case 1: 24
+                case 2: 0x100
+                case 4: 0x1_0000
+                default: 0x1_0000_0000
+                }
             guard value >= smallest else { throw CBORError(.nonShortestForm, at: start) }
             return value
         }

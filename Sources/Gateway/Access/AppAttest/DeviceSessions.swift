@@ -49,9 +49,13 @@ final class DeviceSessions: Sendable {
             return nil
         }
         let generation = state.withLock { $0.generation }
-        guard let session = try await repository.session(digest: digest, nowMilliseconds: nowMilliseconds) else { return nil }
+        guard let session = try await repository.session(digest: digest, nowMilliseconds: nowMilliseconds) else {
+            return nil
+        }
         let caller = Caller(userID: Self.userID(deviceID: session.deviceID), plan: plan)
-        remember(digest: digest, caller: caller, expiresAtMilliseconds: session.expiresAtMilliseconds, generation: generation, now: nowMilliseconds)
+        remember(
+            digest: digest, caller: caller, expiresAtMilliseconds: session.expiresAtMilliseconds,
+            generation: generation, now: nowMilliseconds)
         return caller
     }
 
@@ -59,7 +63,9 @@ final class DeviceSessions: Sendable {
     func opened(digest: [UInt8], deviceID: String, expiresAtMilliseconds: Int64, nowMilliseconds: Int64) {
         let generation = state.withLock { $0.generation }
         let caller = Caller(userID: Self.userID(deviceID: deviceID), plan: plan)
-        remember(digest: digest, caller: caller, expiresAtMilliseconds: expiresAtMilliseconds, generation: generation, now: nowMilliseconds)
+        remember(
+            digest: digest, caller: caller, expiresAtMilliseconds: expiresAtMilliseconds, generation: generation,
+            now: nowMilliseconds)
     }
 
     /// How many sessions are in memory now.
@@ -77,7 +83,8 @@ final class DeviceSessions: Sendable {
         }
     }
 
-    private func remember(digest: [UInt8], caller: Caller, expiresAtMilliseconds: Int64, generation: Int64, now: Int64) {
+    private func remember(digest: [UInt8], caller: Caller, expiresAtMilliseconds: Int64, generation: Int64, now: Int64)
+    {
         state.withLock { state in
             // Read before a revocation that this poll has already seen: not kept, read again next time.
             guard state.generation == generation else { return }

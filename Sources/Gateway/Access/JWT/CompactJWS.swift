@@ -15,7 +15,8 @@ struct CompactJWS {
     /// so it is verified, and refused as malformed when it is not three parts, rather than
     /// looked up as a gateway token. (A `tgk_` store token has neither.)
     static func looksLikeJWT(_ token: [UInt8]) -> Bool {
-        token.count > 3 && token[0] == UInt8(ascii: "e") && token[1] == UInt8(ascii: "y") && token[2] == UInt8(ascii: "J")
+        token.count > 3 && token[0] == UInt8(ascii: "e") && token[1] == UInt8(ascii: "y")
+            && token[2] == UInt8(ascii: "J")
             && token.contains(UInt8(ascii: "."))
     }
 
@@ -24,15 +25,19 @@ struct CompactJWS {
     static func parse(_ token: [UInt8]) throws(JWTFailure) -> CompactJWS {
         guard let first = token.firstIndex(of: UInt8(ascii: ".")) else { throw .malformed("not three parts") }
         guard let second = token[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
-              !token[(second + 1)...].contains(UInt8(ascii: "."))
+            !token[(second + 1)...].contains(UInt8(ascii: "."))
         else { throw .malformed("not three parts") }
         let headerPart = token[..<first]
         let payloadPart = token[(first + 1)..<second]
         guard !headerPart.isEmpty, !payloadPart.isEmpty else { throw .malformed("an empty header or payload") }
         guard let headerBytes = Base64URL.decode(headerPart) else { throw .malformed("the header is not base64url") }
-        guard let signature = Base64URL.decode(token[(second + 1)...]) else { throw .malformed("the signature is not base64url") }
+        guard let signature = Base64URL.decode(token[(second + 1)...]) else {
+            throw .malformed("the signature is not base64url")
+        }
         guard let payload = Base64URL.decode(payloadPart) else { throw .malformed("the payload is not base64url") }
-        return CompactJWS(header: try JWTHeader.parse(headerBytes), signingInput: token[..<second], payload: payload, signature: signature)
+        return CompactJWS(
+            header: try JWTHeader.parse(headerBytes), signingInput: token[..<second], payload: payload,
+            signature: signature)
     }
 
     /// The claims set: the payload as one strict JSON object.
@@ -76,7 +81,8 @@ struct JWTHeader: Equatable {
             }
         }
         return JWTHeader(
-            algorithmName: algorithm, keyID: try optionalString("kid"), type: try optionalString("typ"), hasCritical: members["crit"] != nil
+            algorithmName: algorithm, keyID: try optionalString("kid"), type: try optionalString("typ"),
+            hasCritical: members["crit"] != nil
         )
     }
 }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `JWT_JWKS_FILE`: the key set read from a file at start, and again on SIGHUP or when the
 /// file changes (checked every ``pollInterval``: its inode, size and modification time). A
@@ -68,19 +69,28 @@ final class JWKSFileSource: Sendable {
             let set = try Self.read(path: path)
             let changed = verifier.install(set)
             metrics?.recordLoad(source: "file", succeeded: true)
-            logger.info("jwks_loaded", [("source", .string("file")), ("keys", .int(set.keys.count)), ("skipped", .int(set.skipped)), ("changed", .bool(changed))])
+            logger.info(
+                "jwks_loaded",
+                [
+                    ("source", .string("file")), ("keys", .int(set.keys.count)), ("skipped", .int(set.skipped)),
+                    ("changed", .bool(changed)),
+                ])
         } catch {
             metrics?.recordLoad(source: "file", succeeded: false)
-            logger.error("jwks_load_failed", [
-                ("source", .string("file")), ("reason", .string(error.description)),
-                ("effect", .string("the last good key set stays in force")),
-            ])
+            logger.error(
+                "jwks_load_failed",
+                [
+                    ("source", .string("file")), ("reason", .string(error.description)),
+                    ("effect", .string("the last good key set stays in force")),
+                ])
         }
     }
 
     /// The service that watches the file. Its first look, at start, loads the file again: it
     /// may have changed since the configuration read it.
     var service: PeriodicService {
-        PeriodicService(name: "jwks_file", interval: Self.pollInterval, immediately: true) { [self] in reload(force: false) }
+        PeriodicService(name: "jwks_file", interval: Self.pollInterval, immediately: true) { [self] in
+            reload(force: false)
+        }
     }
 }

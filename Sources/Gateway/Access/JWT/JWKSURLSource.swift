@@ -34,7 +34,10 @@ final class JWKSURLSource: Service {
 
     private let state = Mutex(State())
 
-    init(url: String, client: HTTPClient, verifier: JWTVerifier, refreshInterval: Duration, logger: Logger, metrics: JWTMetrics?) {
+    init(
+        url: String, client: HTTPClient, verifier: JWTVerifier, refreshInterval: Duration, logger: Logger,
+        metrics: JWTMetrics?
+    ) {
         self.url = url
         self.client = client
         self.verifier = verifier
@@ -48,7 +51,8 @@ final class JWKSURLSource: Service {
     func start() async throws {
         verifier.onUnknownKey { [weak self] in await self?.fetchForUnknownKey() }
         if await !fetch() {
-            logger.error("jwks_unavailable", [("effect", .string("JWTs are refused until the key set is fetched; retrying"))])
+            logger.error(
+                "jwks_unavailable", [("effect", .string("JWTs are refused until the key set is fetched; retrying"))])
         }
         let task = Task { [weak self] in
             while !Task.isCancelled {
@@ -108,7 +112,8 @@ final class JWKSURLSource: Service {
     static func fetchSet(url: String, client: HTTPClient) async -> Result<JWKSet, JWKSetError> {
         do {
             let request = HTTPClientRequest(
-                url: url, headers: [("Accept", "application/jwk-set+json, application/json")], timeout: fetchTimeout, connectTimeout: fetchTimeout
+                url: url, headers: [("Accept", "application/jwk-set+json, application/json")], timeout: fetchTimeout,
+                connectTimeout: fetchTimeout
             )
             let response = try await client.send(request)
             guard response.status == 200 else { return .failure(JWKSetError("the server answered \(response.status)")) }
@@ -126,7 +131,9 @@ final class JWKSURLSource: Service {
             state.withLock { $0.failures = 0 }
             metrics?.recordLoad(source: "url", succeeded: true)
             if changed {
-                logger.info("jwks_loaded", [("source", .string("url")), ("keys", .int(set.keys.count)), ("skipped", .int(set.skipped))])
+                logger.info(
+                    "jwks_loaded",
+                    [("source", .string("url")), ("keys", .int(set.keys.count)), ("skipped", .int(set.skipped))])
             }
             return true
         case .failure(let error):
@@ -135,10 +142,19 @@ final class JWKSURLSource: Service {
                 return state.failures
             }
             metrics?.recordLoad(source: "url", succeeded: false)
-            logger.error("jwks_load_failed", [
-                ("source", .string("url")), ("reason", .string(error.description)), ("consecutive_failures", .int(failures)),
-                ("effect", .string(verifier.keySet.keys.isEmpty ? "no key set yet: RS256 and ES256 tokens are refused" : "the last good key set stays in force")),
-            ])
+            logger.error(
+                "jwks_load_failed",
+                [
+                    ("source", .string("url")), ("reason", .string(error.description)),
+                    ("consecutive_failures", .int(failures)),
+                    (
+                        "effect",
+                        .string(
+                            verifier.keySet.keys.isEmpty
+                                ? "no key set yet: RS256 and ES256 tokens are refused"
+                                : "the last good key set stays in force")
+                    ),
+                ])
             return false
         }
     }

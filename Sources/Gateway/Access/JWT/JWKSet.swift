@@ -102,7 +102,9 @@ public struct JWKSet: Sendable {
             algorithm = .rs256
             components = .rsa(modulus: try bytes("n"), exponent: try bytes("e"))
         case "EC":
-            guard try string("crv") == "P-256", declared == nil || declared == JWTAlgorithm.es256.rawValue else { return nil }
+            guard try string("crv") == "P-256", declared == nil || declared == JWTAlgorithm.es256.rawValue else {
+                return nil
+            }
             algorithm = .es256
             components = .p256(x: try bytes("x"), y: try bytes("y"))
         case nil:

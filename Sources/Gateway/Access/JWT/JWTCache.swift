@@ -25,8 +25,12 @@ final class JWTCache: Sendable {
         init(_ bytes: [UInt8]) {
             precondition(bytes.count == 32)
             words = bytes.withUnsafeBytes { raw in
-                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
             }
         }
 

@@ -7,7 +7,9 @@ import HTTPClient
 /// decision; never the token, its signature or a secret.
 public enum JWTCheck {
     /// The report for `token` and the exit status: 0 accepted, 1 refused, 2 not configured.
-    public static func run(token input: [UInt8], configuration: GatewayConfiguration, now: Instant = .now) async -> (output: String, status: Int32) {
+    public static func run(token input: [UInt8], configuration: GatewayConfiguration, now: Instant = .now) async -> (
+        output: String, status: Int32
+    ) {
         guard let jwtConfiguration = configuration.jwt else {
             return ("sign-in is not configured: set JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL\n", 2)
         }
@@ -25,7 +27,9 @@ public enum JWTCheck {
         let status: Int32
         switch await verifier.verify(bytes, now: now) {
         case .success(let acceptance):
-            lines.append("decision: accepted: user \"\(acceptance.caller.userID)\" on plan \"\(acceptance.caller.plan)\", until \(date(acceptance.expiresAt))")
+            lines.append(
+                "decision: accepted: user \"\(acceptance.caller.userID)\" on plan \"\(acceptance.caller.plan)\", until \(date(acceptance.expiresAt))"
+            )
             status = 0
         case .failure(let failure):
             lines.append("decision: refused (\(failure.reason)): \(failure)")
@@ -58,9 +62,13 @@ public enum JWTCheck {
     /// The header and the claims the gateway reads, before any check.
     private static func describeToken(_ token: [UInt8], keySet: JWKSet, now: Instant) -> [String] {
         guard token.count <= JWTVerifier.maximumTokenBytes else { return ["token: \(token.count) bytes"] }
-        guard let jws = try? CompactJWS.parse(token) else { return ["token: not a compact JWS (three base64url parts with a JSON header)"] }
+        guard let jws = try? CompactJWS.parse(token) else {
+            return ["token: not a compact JWS (three base64url parts with a JSON header)"]
+        }
         let header = jws.header
-        var lines = ["header: alg=\(header.algorithmName) kid=\(header.keyID ?? "(none)") typ=\(header.type ?? "(none)")\(header.hasCritical ? " crit=(present)" : "")"]
+        var lines = [
+            "header: alg=\(header.algorithmName) kid=\(header.keyID ?? "(none)") typ=\(header.type ?? "(none)")\(header.hasCritical ? " crit=(present)" : "")"
+        ]
         guard let claims = try? jws.claims() else {
             lines.append("claims: not one strict JSON object")
             return lines
@@ -69,7 +77,8 @@ public enum JWTCheck {
             switch claims[name] {
             case nil: return "(none)"
             case .string(let value)?: return "\"\(value)\""
-            case .array(let values)?: return "[" + values.map { $0.stringValue.map { "\"\($0)\"" } ?? "?" }.joined(separator: ", ") + "]"
+            case .array(let values)?:
+                return "[" + values.map { $0.stringValue.map { "\"\($0)\"" } ?? "?" }.joined(separator: ", ") + "]"
             case .number(let value)?: return JSONWriter.decimal(value)
             default: return "(not a string)"
             }
@@ -80,7 +89,9 @@ public enum JWTCheck {
             return "\(date(seconds)) (\(delta >= 0 ? "in \(delta)" : "\(-delta)") s\(delta < 0 ? " ago" : ""))"
         }
         lines.append("claims (unverified): sub=\(text("sub")) iss=\(text("iss")) aud=\(text("aud"))")
-        lines.append("times (unverified): exp=\(time("exp")) nbf=\(time("nbf")) iat=\(time("iat")) now=\(date(now.secondsSinceEpoch))")
+        lines.append(
+            "times (unverified): exp=\(time("exp")) nbf=\(time("nbf")) iat=\(time("iat")) now=\(date(now.secondsSinceEpoch))"
+        )
         if let kid = header.keyID, header.algorithm != .hs256, !keySet.contains(id: kid) {
             lines.append("key: no key in the set has kid \"\(kid)\"")
         }

@@ -29,7 +29,9 @@ public struct JWTConfiguration: Sendable {
 
     /// A verifier for this configuration, with the file's key set in force.
     func makeVerifier() -> JWTVerifier {
-        JWTVerifier(policy: policy, hs256Secret: hs256Secret, keySet: jwksFile?.keys ?? JWKSet(keys: []), cacheCapacity: cacheEntries)
+        JWTVerifier(
+            policy: policy, hs256Secret: hs256Secret, keySet: jwksFile?.keys ?? JWKSet(keys: []),
+            cacheCapacity: cacheEntries)
     }
 
     /// Whether a `JWT_JWKS_URL` may be fetched: `https://`, or `http://` to a loopback

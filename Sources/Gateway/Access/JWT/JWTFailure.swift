@@ -64,7 +64,8 @@ public enum JWTFailure: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .oversized: "the token is longer than \(JWTVerifier.maximumTokenBytes) bytes"
         case .malformed(let why): "the token is malformed: \(why)"
-        case .algorithmNotAllowed: "the header's alg is not one the gateway accepts (HS256, RS256, ES256 with a configured key)"
+        case .algorithmNotAllowed:
+            "the header's alg is not one the gateway accepts (HS256, RS256, ES256 with a configured key)"
         case .unsupportedCritical: "the header names critical extensions (crit), which the gateway does not implement"
         case .wrongType: "the header's typ is neither JWT nor at+jwt"
         case .unknownKey: "no configured key matches the header's kid"

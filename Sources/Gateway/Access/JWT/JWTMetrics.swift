@@ -9,7 +9,8 @@ final class JWTMetrics: Sendable {
     init(registry: MetricsRegistry, verifier: JWTVerifier) {
         let family = registry.counter(
             "textgateway_jwt_verifications_total",
-            help: "Bearer JWTs checked, by result: valid (signature checked), cached, or why it was refused.", labels: ["result"]
+            help: "Bearer JWTs checked, by result: valid (signature checked), cached, or why it was refused.",
+            labels: ["result"]
         )
         valid = family.labels("valid")
         cached = family.labels("cached")
@@ -17,7 +18,8 @@ final class JWTMetrics: Sendable {
         for reason in JWTFailure.reasons { refusals[reason] = family.labels(reason) }
         self.refusals = refusals
         loads = registry.counter(
-            "textgateway_jwks_loads_total", help: "Key set loads (JWT_JWKS_FILE, JWT_JWKS_URL), by source and result.", labels: ["source", "result"]
+            "textgateway_jwks_loads_total", help: "Key set loads (JWT_JWKS_FILE, JWT_JWKS_URL), by source and result.",
+            labels: ["source", "result"]
         )
         registry.gaugeFunction("textgateway_jwks_keys", help: "Signing keys in the key set in force.") {
             Double(verifier.keySet.keys.count)

@@ -42,7 +42,9 @@ public final class JWTVerifier: Sendable {
     ///   - hs256Secret: `JWT_HS256_SECRET`'s bytes; nil: HS256 is refused.
     ///   - keySet: the RS256 / ES256 keys to start with (replaced by ``install(_:)``).
     ///   - cacheCapacity: most verified tokens remembered.
-    public init(policy: JWTPolicy, hs256Secret: [UInt8]?, keySet: JWKSet = JWKSet(keys: []), cacheCapacity: Int = 10_000) {
+    public init(
+        policy: JWTPolicy, hs256Secret: [UInt8]?, keySet: JWKSet = JWKSet(keys: []), cacheCapacity: Int = 10_000
+    ) {
         self.policy = policy
         secret = hs256Secret
         keys = Mutex(Keys(set: keySet, generation: 0, fingerprint: keySet.keys.map(\.jwk)))
@@ -102,7 +104,10 @@ public final class JWTVerifier: Sendable {
         let (set, generation) = keys.withLock { ($0.set, $0.generation) }
         do throws(JWTFailure) {
             let (caller, expiresAt) = try check(token, keySet: set, now: now)
-            if let digest { cache.insert(JWTCache.Entry(caller: caller, expiresAt: expiresAt, keyGeneration: generation), for: digest) }
+            if let digest {
+                cache.insert(
+                    JWTCache.Entry(caller: caller, expiresAt: expiresAt, keyGeneration: generation), for: digest)
+            }
             return .success(Acceptance(caller: caller, cached: false, expiresAt: expiresAt))
         } catch {
             return .failure(error)
@@ -112,17 +117,21 @@ public final class JWTVerifier: Sendable {
     /// Every check of a token, against `keySet`.
     private func check(_ token: [UInt8], keySet: JWKSet, now: Instant) throws(JWTFailure) -> (Caller, Double) {
         let jws = try CompactJWS.parse(token)
-        guard let algorithm = jws.header.algorithm, policy.algorithms.contains(algorithm) else { throw .algorithmNotAllowed }
+        guard let algorithm = jws.header.algorithm, policy.algorithms.contains(algorithm) else {
+            throw .algorithmNotAllowed
+        }
         guard !jws.header.hasCritical else { throw .unsupportedCritical }
         guard jws.header.hasAcceptableType else { throw .wrongType }
         switch algorithm {
         case .hs256:
             guard let secret else { throw .algorithmNotAllowed }
-            guard ConstantTime.equals(HMAC.sha256(key: secret, message: jws.signingInput), jws.signature) else { throw .signature }
+            guard ConstantTime.equals(HMAC.sha256(key: secret, message: jws.signingInput), jws.signature) else {
+                throw .signature
+            }
         case .rs256, .es256:
             let key = try keySet.key(id: jws.header.keyID, algorithm: algorithm).get()
             guard let scheme = algorithm.signatureAlgorithm,
-                  key.publicKey.isValidSignature(jws.signature, for: jws.signingInput, algorithm: scheme)
+                key.publicKey.isValidSignature(jws.signature, for: jws.signingInput, algorithm: scheme)
             else { throw .signature }
         }
         return try policy.caller(for: jws.claims(), now: now)
