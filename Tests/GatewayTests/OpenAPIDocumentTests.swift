@@ -4,7 +4,9 @@ import HTTP1
 import Store
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 /// docs/openapi.yaml kept true to the code: its paths and methods are the routes the gateway
 /// declares (with a store and an upstream, so every route is there), and its `ErrorCode` enum
