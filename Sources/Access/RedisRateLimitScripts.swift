@@ -85,7 +85,8 @@ enum RedisRateLimitScripts {
 
         if concurrent > 0 and redis.call('ZCARD', KEYS[2]) >= concurrent then
           if rpm > 0 then return {0, 'concurrency', 1, 'rpm', rpm, math.max(0, rpm - count), windowReset(), day} end
-          if perDay > 0 then return {0, 'concurrency', 1, 'tokens', perDay, math.max(0, perDay - settled - inFlight), untilMidnight, day} end
+          if perDay > 0 then return {0, 'concurrency', 1, 'tokens', perDay, math.max(0, perDay - settled - inFlight), \
+          untilMidnight, day} end
           return {0, 'concurrency', 1, 'concurrent', concurrent, 0, 1, day}
         end
 
@@ -105,7 +106,8 @@ enum RedisRateLimitScripts {
         end
         -- The window's newest request is this one: it is empty again in 60 s.
         if rpm > 0 then return {1, 'ok', 0, 'rpm', rpm, math.max(0, rpm - count), 60, day} end
-        if perDay > 0 then return {1, 'ok', 0, 'tokens', perDay, math.max(0, perDay - settled - inFlight), untilMidnight, day} end
+        if perDay > 0 then return {1, 'ok', 0, 'tokens', perDay, math.max(0, perDay - settled - inFlight), \
+        untilMidnight, day} end
         return {1, 'ok', 0, 'none', 0, 0, 0, day}
         """
 

@@ -207,7 +207,8 @@ public final class GatewayServer: Sendable {
                     (
                         "effect",
                         .string(
-                            "no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key"
+                            "no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or "
+                                + "AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key"
                         )
                     ),
                 ])

@@ -63,7 +63,8 @@ final class GatewayStore: Sendable {
         registry.counterFunction(
             "textgateway_ledger_rows_dropped_total",
             help:
-                "Ledger rows given up on (a full queue while the store failed, a row the store refused, or the stop's deadline)."
+                "Ledger rows given up on (a full queue while the store failed, a row the store refused, or the stop's "
+                + "deadline)."
         ) {
             Double(writer.statistics.dropped)
         }

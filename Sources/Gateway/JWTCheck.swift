@@ -31,7 +31,8 @@ public enum JWTCheck {
         switch await verifier.verify(bytes, now: now) {
         case .success(let acceptance):
             lines.append(
-                "decision: accepted: user \"\(acceptance.caller.userID)\" on plan \"\(acceptance.caller.plan)\", until \(date(acceptance.expiresAt))"
+                "decision: accepted: user \"\(acceptance.caller.userID)\" on plan \"\(acceptance.caller.plan)\", "
+                    + "until \(date(acceptance.expiresAt))"
             )
             status = 0
         case .failure(let failure):
@@ -70,7 +71,8 @@ public enum JWTCheck {
         }
         let header = jws.header
         var lines = [
-            "header: alg=\(header.algorithmName) kid=\(header.keyID ?? "(none)") typ=\(header.type ?? "(none)")\(header.hasCritical ? " crit=(present)" : "")"
+            "header: alg=\(header.algorithmName) kid=\(header.keyID ?? "(none)") typ=\(header.type ?? "(none)")"
+                + (header.hasCritical ? " crit=(present)" : "")
         ]
         guard let claims = try? jws.claims() else {
             lines.append("claims: not one strict JSON object")
@@ -93,7 +95,8 @@ public enum JWTCheck {
         }
         lines.append("claims (unverified): sub=\(text("sub")) iss=\(text("iss")) aud=\(text("aud"))")
         lines.append(
-            "times (unverified): exp=\(time("exp")) nbf=\(time("nbf")) iat=\(time("iat")) now=\(date(now.secondsSinceEpoch))"
+            "times (unverified): exp=\(time("exp")) nbf=\(time("nbf")) iat=\(time("iat")) "
+                + "now=\(date(now.secondsSinceEpoch))"
         )
         if let kid = header.keyID, header.algorithm != .hs256, !keySet.contains(id: kid) {
             lines.append("key: no key in the set has kid \"\(kid)\"")

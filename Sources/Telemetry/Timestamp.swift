@@ -21,7 +21,8 @@ package enum Timestamp {
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.milliseconds), 3))Z"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
+            + ".\(pad(Int32(now.milliseconds), 3))Z"
     }
 
     /// `2026-11-29T12:00:00.123Z` for milliseconds since the epoch.

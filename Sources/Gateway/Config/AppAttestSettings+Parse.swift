@@ -16,7 +16,8 @@ extension AppAttestSettings {
             // A device requirement with no app to attest would refuse every guest for nothing.
             for name in others where value(name) != nil {
                 throw ConfigurationError(
-                    "\(name) is set but APP_ATTEST_APP_IDS is not: name the apps (TEAMID.bundle.identifier) that may register"
+                    "\(name) is set but APP_ATTEST_APP_IDS is not: name the apps (TEAMID.bundle.identifier) that may "
+                        + "register"
                 )
             }
             return nil
@@ -24,7 +25,8 @@ extension AppAttestSettings {
         let ids = list.split(separator: ",").map { TextTrim.trimmed(String($0)) }.filter { !$0.isEmpty }
         guard !ids.isEmpty, ids.allSatisfy(isValidAppID) else {
             throw ConfigurationError(
-                "APP_ATTEST_APP_IDS must list App IDs as TEAMID.bundle.identifier (a 10-character team id, a dot, a bundle id), separated by commas"
+                "APP_ATTEST_APP_IDS must list App IDs as TEAMID.bundle.identifier (a 10-character team id, a dot, a "
+                    + "bundle id), separated by commas"
             )
         }
         var settings = AppAttestSettings(appIDs: Array(Set(ids)).sorted())

@@ -326,7 +326,8 @@ public struct GatewayConfiguration: Sendable {
         if authRequired == true, tokens == nil, jwt == nil, database == .off, appAttest == nil {
             throw ConfigurationError(
                 "AUTH_REQUIRED is on but no caller can authenticate: set GATEWAY_TOKENS or GATEWAY_TOKENS_FILE, "
-                    + "a JWT key (JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL), or a store (DATABASE_URL other than off) "
+                    + "a JWT key (JWT_HS256_SECRET, JWT_JWKS_FILE or JWT_JWKS_URL), or a store (DATABASE_URL other "
+                    + "than off) "
                     + "for tokens made with `text-gateway tokens create`"
             )
         }

@@ -101,7 +101,8 @@ public struct EvalCommand: Sendable, Equatable {
         if report.passRate < minimumPassRate {
             return (
                 output,
-                "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass \(EvalReport.percent(minimumPassRate))\n",
+                "eval: pass rate \(EvalReport.percent(report.passRate)) is under --min-pass "
+                    + "\(EvalReport.percent(minimumPassRate))\n",
                 1
             )
         }

@@ -251,7 +251,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
                 "The request header fields are too large.")
         case 501:
             return GatewayError(
-                status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.", "This kind of request is not supported.")
+                status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.",
+                "This kind of request is not supported.")
         case 505:
             return GatewayError(
                 status, "http_version_not_supported", "این نسخه از HTTP پشتیبانی نمی‌شود.",

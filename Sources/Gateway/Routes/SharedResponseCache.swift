@@ -41,7 +41,8 @@ final class SharedResponseCache: AnswerCache {
         errors = registry.counter(
             "textgateway_cache_redis_errors_total",
             help:
-                "Shared cache operations that failed (Redis away, slow or refusing, or a value it could not read); the request went on without them. By operation.",
+                "Shared cache operations that failed (Redis away, slow or refusing, or a value it could not read); "
+                + "the request went on without them. By operation.",
             labels: ["operation"]
         )
     }
