@@ -437,7 +437,7 @@ struct IdempotencyPostgresTests {
     }
 
     @Test(
-        "two instances: 409 with Retry-After while the first runs on the other, then its answer; one row and one charge per key"
+        "two instances: 409 with Retry-After while the other runs the first, then its answer; one row, one charge a key"
     )
     func twoInstances() async throws {
         let location = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())

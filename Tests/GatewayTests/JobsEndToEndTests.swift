@@ -15,8 +15,10 @@ struct JobsEndToEndTests {
 
     /// `count` numbered Persian sentences (each one unique, so a test can find it upstream).
     static func longText(sentences count: Int, extra: String = "") -> String {
-        (1...count).map { "این جملهٔ شمارهٔ \($0) از یک متن بلند آزمایشی است که برای سنجش تقسیم متن نوشته شده\(extra)." }
-            .joined(separator: " ")
+        (1...count).map {
+            "این جملهٔ شمارهٔ \($0) از یک متن بلند آزمایشی است که برای سنجش تقسیم متن نوشته شده\(extra)."
+        }
+        .joined(separator: " ")
     }
 
     static func configure(_ configuration: inout GatewayConfiguration, chunkTokens: Int = 400, overlapTokens: Int = 0) {

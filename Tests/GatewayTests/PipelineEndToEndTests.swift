@@ -25,7 +25,8 @@ struct PipelineEndToEndTests {
     }
 
     static func rawRequest(_ body: String, port: Int, extraHeaders: String = "") -> String {
-        "POST /api/process HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(extraHeaders)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        "POST /api/process HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "\(extraHeaders)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
     static func port(_ harness: GatewayHarness) -> Int { harness.running.address?.port ?? 0 }
@@ -73,7 +74,7 @@ struct PipelineEndToEndTests {
     }
 
     @Test(
-        "hang-ups before the head, during the upstream call, during a stream and resets racing a stream's head leave the full concurrency free and the gauge idle"
+        "hang-ups (before the head, upstream, mid-stream) and resets racing a stream's head free every slot; gauge idle"
     )
     func hangUpsReleaseLeases() async throws {
         try await GatewayHarness.with(configure: Self.guests("guest:-:2:-")) { harness in

@@ -230,7 +230,7 @@ struct RedisLimitsEndToEndTests {
     }
 
     @Test(
-        "local: with Redis killed, requests are answered by each gateway's own limits; restarted, the limits are shared again"
+        "local: with Redis killed, each gateway's own limits answer; Redis restarted, the limits are shared again"
     )
     func localFallbackAndRecovery() async throws {
         let redis = try await RedisServer()

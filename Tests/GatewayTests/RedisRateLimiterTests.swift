@@ -214,7 +214,7 @@ struct RedisRateLimiterTests {
     }
 
     @Test(
-        "a settlement off the request's path frees the slot and charges the real count; one Redis missed is sent again once it is back"
+        "a settlement off the request's path frees the slot, charges the real count; one Redis missed is resent later"
     )
     func settlementsAreSentAndRetried() async throws {
         try await Self.withLimiters { limiters, _, server in

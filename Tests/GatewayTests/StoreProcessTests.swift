@@ -333,7 +333,8 @@ struct StoreProcessTests {
             """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
+            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) "
+                      "VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
             c.commit(); c.close()
             """, orphan)
         let found = try await check(orphan)
@@ -384,7 +385,7 @@ struct StoreProcessTests {
     }
 
     @Test(
-        "the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask"
+        "the store's file, its -wal and -shm, and a backup are readable by their owner only (0600), whatever the umask"
     )
     func privateFiles() async throws {
         let upstream = try await Upstream.start()
@@ -491,7 +492,8 @@ struct StoreProcessTests {
             "/usr/bin/python3",
             arguments: [
                 "-c",
-                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
+                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); "
+                    + "c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
                 locked,
             ], environment: [:])
         #expect(await holder.waitForOutput("holding"))

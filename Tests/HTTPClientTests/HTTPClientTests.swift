@@ -252,7 +252,8 @@ struct HTTPClientTests {
         try await withUpstream({ router in
             router.get("/seen") { request in
                 .text(
-                    "\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|\(request.headers["XAB"] ?? "-")"
+                    "\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|"
+                        + "\(request.headers["XAB"] ?? "-")"
                 )
             }
         }) { _, base in

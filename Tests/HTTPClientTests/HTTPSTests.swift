@@ -220,7 +220,7 @@ struct HTTPSTests {
     }
 
     @Test(
-        "a cold burst to an https host that answers in HTTP/1.1 gets a connection per request once the first head shows it"
+        "a cold burst to an https host answering in HTTP/1.1 gets a connection per request once a head shows it"
     )
     func coldHTTP1OverTLSBurstIsNotRationed() async throws {
         try await withTLSProxy(

@@ -91,7 +91,7 @@ struct FinishedHookTests {
     }
 
     @Test(
-        "connectionClosed, once, when the client goes before the answer or during a stream; resets racing a stream's head end once each; dozens in a row"
+        "connectionClosed once: client gone before the answer or mid-stream, resets racing a stream's head; dozens"
     )
     func connectionClosed() async throws {
         let ends = Observed<[String: [ResponseEnd]]>([:])

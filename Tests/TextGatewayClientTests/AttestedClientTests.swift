@@ -58,7 +58,7 @@ final class SyntheticDeviceAttestor: DeviceAttestor {
 @Suite("TextGatewayClient with a device attestor against the real gateway", .serialized)
 struct AttestedClientTests {
     @Test(
-        "a client without any token registers, opens a session, is served; after a revocation it comes back as a new device"
+        "a client without a token registers, opens a session, is served; revoked, it comes back as a new device"
     )
     func attestedClient() async throws {
         let authority = try SyntheticAppAttest(notBefore: Int64(Date().timeIntervalSince1970) - 86_400)
