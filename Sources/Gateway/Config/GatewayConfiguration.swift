@@ -1,3 +1,4 @@
+import EventLoop
 public import Redis
 
 /// The gateway's settings, read from environment variables (docs/configuration.md).
@@ -82,6 +83,8 @@ public struct GatewayConfiguration: Sendable {
     public var cacheTimeToLive: Duration?
     /// Most answers the cache holds.
     public var cacheMaxEntries = 1000
+    /// The clock the cache's time to live runs on (tests advance their own).
+    var cacheClock: @Sendable () -> MonotonicInstant = { .now() }
     /// `IDEMPOTENCY_TTL_SECONDS`: how long an answer given to a request with an
     /// `Idempotency-Key` is kept for its retries.
     public var idempotencyTimeToLive: Duration = .seconds(86_400)
