@@ -148,8 +148,12 @@ struct StoreProcessTests {
             #expect(try await Self.process(client, first.base, id: "fast-\(index)") == 200)
             settled.insert("fast-\(index)")
         }
-        // Many batch intervals later, then a last few answers and the kill right after them.
-        try await Task.sleep(for: .milliseconds(300))
+        // Their rows committed (history reads what is), then a last few answers and the kill
+        // right after them.
+        #expect(
+            await eventually(within: 10) {
+                (try? await Self.historyIDs(client, first))?.isSuperset(of: settled) == true
+            })
         for index in 0..<5 { #expect(try await Self.process(client, first.base, id: "fast-last-\(index)") == 200) }
         first.child.signal(SIGKILL)
         #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
