@@ -115,7 +115,8 @@ struct RedisRateLimiterTests {
             #expect(held.lease != nil)
             #expect(
                 Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
-            // Renewed well within its time to live, it outlasts it several times over.
+            // Renewed well within its time to live, it outlasts it several times over (on Redis's
+            // own clock, which only real time moves).
             for _ in 0..<6 {
                 try await limiters[0].renewLeases()
                 try await Task.sleep(for: .milliseconds(300))

@@ -34,6 +34,7 @@ struct UpstreamPoolTests {
             case .fail(let error): throw error
             case .hang:
                 do {
+                    // A hung upstream: the attempt's whole time passes.
                     try await Task.sleep(for: limit)
                 } catch {
                     throw .cancelled

@@ -87,6 +87,8 @@ struct AttestedClientTests {
             // The operator revokes the device: the next call is refused, the client opens a
             // session (refused: the key is revoked), makes a new key and registers it.
             #expect(await StoreCommand.revokeDevice(id: firstDevice).run(configuration: configuration).status == 0)
+            // Polls (30 tries, 100 ms apart): the revocation reaches every instance in its own
+            // time, and each try is a whole call of the client.
             var served = false
             for _ in 0..<30 where !served {
                 let answered = (try? await client.process(.titles, text: sampleText())) != nil
