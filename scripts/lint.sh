@@ -13,7 +13,7 @@ status=0
 
 echo "swift format lint --strict"
 if ! swift format lint --strict --parallel -r Sources Tests Benchmarks Fuzz Package.swift; then
-    echo "FAIL: swift format lint found the findings above (swift format -i -r ... fixes most)" >&2
+    echo "FAIL: swift format lint found the findings above; fix: swift format -i -r Sources Tests Benchmarks Fuzz Package.swift" >&2
     status=1
 fi
 
