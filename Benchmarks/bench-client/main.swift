@@ -228,10 +228,12 @@ func chatModes(mode: String, arguments: [String]) async throws {
         let elapsed = Double(start.nanoseconds(until: .now())) / 1e9
         let percentiles = Percentiles(latencies.0)
         say(
-            "throughput: \(concurrency) concurrent for \(seconds)s: \(percentiles.sorted.count) calls, \(latencies.1) errors"
+            "throughput: \(concurrency) concurrent for \(seconds)s: \(percentiles.sorted.count) calls,"
+                + " \(latencies.1) errors"
         )
         say(
-            "  requests/s \(Int(Double(percentiles.sorted.count) / elapsed)), p50 \(percentiles.ms(0.5)) ms, p99 \(percentiles.ms(0.99)) ms"
+            "  requests/s \(Int(Double(percentiles.sorted.count) / elapsed)), p50 \(percentiles.ms(0.5)) ms,"
+                + " p99 \(percentiles.ms(0.99)) ms"
         )
     } else {
         let count = arguments.count > 2 ? Int(arguments[2]) ?? 5000 : 5000
@@ -258,7 +260,8 @@ func chatModes(mode: String, arguments: [String]) async throws {
         let elapsed = Double(start.nanoseconds(until: .now())) / 1e9
         say("inflight: \(count) calls at once: \(succeeded) succeeded in \((elapsed * 100).rounded() / 100)s")
         say(
-            "  RSS before \(rssBefore / 1024) MiB, peak \(peak.load(ordering: .relaxed) / 1024) MiB, high-water \(memoryKiB("VmHWM") / 1024) MiB"
+            "  RSS before \(rssBefore / 1024) MiB, peak \(peak.load(ordering: .relaxed) / 1024) MiB,"
+                + " high-water \(memoryKiB("VmHWM") / 1024) MiB"
         )
     }
     await http.shutdown()
@@ -414,7 +417,9 @@ func startup(arguments: [String]) {
         let fds = family.reduce(0) { $0 + openFileCount(pid: $1) }
         stopChild(pid)
         say(
-            "startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) fds=\(fds) processes=\(family.count)"
+            "startup run=\(run) ready_ms=\(format(milliseconds(ready), 2)) rss_ready_kib=\(rssReady) "
+                + "fds_ready=\(fdsReady) rss_kib=\(rss) rss_anon_kib=\(anonymous) rss_file_kib=\(fileBacked) "
+                + "fds=\(fds) processes=\(family.count)"
         )
     }
 }
@@ -497,7 +502,9 @@ final class Watcher: Sendable {
             let ramp = series.first { $0.fds * 100 >= peakFDs * 95 }.map { milliseconds($0.nanoseconds) } ?? 0
             let cpu = Self.cpuSeconds(target.pid) - cpuAtStart[index]
             say(
-                "watch name=\(target.name) peak_rss_kib=\(peakRSS) hwm_kib=\(memoryKiB("VmHWM", pid: String(target.pid))) peak_fds=\(peakFDs) fds_95_ms=\(format(ramp, 0)) cpu_s=\(format(cpu, 2)) samples=\(series.count)"
+                "watch name=\(target.name) peak_rss_kib=\(peakRSS) "
+                    + "hwm_kib=\(memoryKiB("VmHWM", pid: String(target.pid))) peak_fds=\(peakFDs) "
+                    + "fds_95_ms=\(format(ramp, 0)) cpu_s=\(format(cpu, 2)) samples=\(series.count)"
             )
         }
     }
@@ -530,8 +537,8 @@ func rawBurst(url: String, count: Int, body: [UInt8], timeout: Duration) -> (Tal
     let authorization = getenv("BENCH_TOKEN").map { "Authorization: Bearer \(String(cString: $0))\r\n" } ?? ""
     let request =
         Array(
-            "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n\(authorization)Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-                .utf8) + body
+            ("POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
+                + "\(authorization)Content-Length: \(body.count)\r\nConnection: close\r\n\r\n").utf8) + body
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
     guard epoll >= 0 else { fail("epoll_create1: errno \(errno)") }
     defer { close(epoll) }
@@ -718,13 +725,18 @@ func burst(arguments: [String]) async {
     let ok = tally.counts["200"] ?? 0
     let percentiles = Percentiles(latencies)
     say(
-        "burst (\(engine) client): \(count) requests at once: \(ok) succeeded, \(count - ok) failed (\(tally.text)) in \(format(wall, 3)) s"
+        "burst (\(engine) client): \(count) requests at once: \(ok) succeeded,"
+            + " \(count - ok) failed (\(tally.text)) in \(format(wall, 3)) s"
     )
     say(
-        "  latency p50 \(format(percentiles.ms(0.5))) ms, p99 \(format(percentiles.ms(0.99))) ms, max \(format(percentiles.max)) ms; client CPU \(format(clientCPU, 2)) s, high-water RSS \(memoryKiB("VmHWM") / 1024) MiB"
+        "  latency p50 \(format(percentiles.ms(0.5))) ms, p99 \(format(percentiles.ms(0.99))) ms,"
+            + " max \(format(percentiles.max)) ms; client CPU \(format(clientCPU, 2)) s,"
+            + " high-water RSS \(memoryKiB("VmHWM") / 1024) MiB"
     )
     say(
-        "burst count=\(count) ok=\(ok) failed=\(count - ok) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(percentiles.ms(0.5))) p99_ms=\(format(percentiles.ms(0.99))) max_ms=\(format(percentiles.max)) client_cpu_s=\(format(clientCPU, 2))"
+        "burst count=\(count) ok=\(ok) failed=\(count - ok) outcomes=\(tally.text) wall_s=\(format(wall, 3)) "
+            + "p50_ms=\(format(percentiles.ms(0.5))) p99_ms=\(format(percentiles.ms(0.99))) "
+            + "max_ms=\(format(percentiles.max)) client_cpu_s=\(format(clientCPU, 2))"
     )
 }
 
@@ -975,13 +987,19 @@ func streams(arguments: [String]) async {
     let total = Percentiles(durations)
     let first = Percentiles(firstDeltas)
     say(
-        "streams: \(count) streams at once, \(expected) deltas each: \(passed) passed, \(count - passed) failed (\(tally.text)) in \(format(wall, 3)) s"
+        "streams: \(count) streams at once, \(expected) deltas each: \(passed) passed,"
+            + " \(count - passed) failed (\(tally.text)) in \(format(wall, 3)) s"
     )
     say(
-        "  stream duration p50 \(format(total.ms(0.5))) ms, p99 \(format(total.ms(0.99))) ms, max \(format(total.max)) ms; first delta p50 \(format(first.ms(0.5))) ms, p99 \(format(first.ms(0.99))) ms"
+        "  stream duration p50 \(format(total.ms(0.5))) ms, p99 \(format(total.ms(0.99))) ms,"
+            + " max \(format(total.max)) ms; first delta p50 \(format(first.ms(0.5))) ms,"
+            + " p99 \(format(first.ms(0.99))) ms"
     )
     say(
-        "streams count=\(count) passed=\(passed) failed=\(count - passed) outcomes=\(tally.text) wall_s=\(format(wall, 3)) p50_ms=\(format(total.ms(0.5))) p99_ms=\(format(total.ms(0.99))) max_ms=\(format(total.max)) first_delta_p50_ms=\(format(first.ms(0.5))) first_delta_p99_ms=\(format(first.ms(0.99))) client_cpu_s=\(format(ownCPUSeconds(), 2))"
+        "streams count=\(count) passed=\(passed) failed=\(count - passed) outcomes=\(tally.text) "
+            + "wall_s=\(format(wall, 3)) p50_ms=\(format(total.ms(0.5))) p99_ms=\(format(total.ms(0.99))) "
+            + "max_ms=\(format(total.max)) first_delta_p50_ms=\(format(first.ms(0.5))) "
+            + "first_delta_p99_ms=\(format(first.ms(0.99))) client_cpu_s=\(format(ownCPUSeconds(), 2))"
     )
 }
 
@@ -1014,7 +1032,8 @@ func steady(arguments: [String]) async {
             do { try await Task.sleep(for: .nanoseconds(Int(wait))) } catch { return }
             let done = counters.completed.load(ordering: .relaxed)
             say(
-                "steady-interval t_s=\(10 * tick) requests=\(done - previous) rps=\((done - previous) / 10) errors_total=\(counters.failed.load(ordering: .relaxed))"
+                "steady-interval t_s=\(10 * tick) requests=\(done - previous) rps=\((done - previous) / 10) "
+                    + "errors_total=\(counters.failed.load(ordering: .relaxed))"
             )
             previous = done
         }
@@ -1061,13 +1080,17 @@ func steady(arguments: [String]) async {
     let errors = total - (tally.counts["200"] ?? 0)
     let percentiles = Percentiles(latencies)
     say(
-        "steady: \(concurrency) concurrent for \(seconds) s: \(total) requests (\(format(Double(total) / elapsed, 0))/s), \(errors) errors (\(tally.text))"
+        "steady: \(concurrency) concurrent for \(seconds) s: \(total) requests "
+            + "(\(format(Double(total) / elapsed, 0))/s), \(errors) errors (\(tally.text))"
     )
     say(
-        "  latency p50 \(format(percentiles.ms(0.5), 2)) ms, p99 \(format(percentiles.ms(0.99), 2)) ms, max \(format(percentiles.max)) ms"
+        "  latency p50 \(format(percentiles.ms(0.5), 2)) ms, p99 \(format(percentiles.ms(0.99), 2)) ms,"
+            + " max \(format(percentiles.max)) ms"
     )
     say(
-        "steady requests=\(total) rps=\(format(Double(total) / elapsed, 0)) errors=\(errors) outcomes=\(tally.text) p50_ms=\(format(percentiles.ms(0.5), 2)) p99_ms=\(format(percentiles.ms(0.99), 2)) max_ms=\(format(percentiles.max))"
+        "steady requests=\(total) rps=\(format(Double(total) / elapsed, 0)) errors=\(errors) outcomes=\(tally.text) "
+            + "p50_ms=\(format(percentiles.ms(0.5), 2)) p99_ms=\(format(percentiles.ms(0.99), 2)) "
+            + "max_ms=\(format(percentiles.max))"
     )
 }
 
@@ -1075,7 +1098,9 @@ func steady(arguments: [String]) async {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: bench-client throughput BASE_URL [concurrency] [seconds] | inflight BASE_URL [count] | startup RUNS SETTLE_MS -- PROGRAM ARGS... | burst URL COUNT BODY_FILE | streams URL COUNT BODY_FILE EXPECTED_DELTAS | steady URL CONCURRENCY SECONDS BODY_FILE"
+    "usage: bench-client throughput BASE_URL [concurrency] [seconds] | inflight BASE_URL [count] | startup RUNS "
+    + "SETTLE_MS -- PROGRAM ARGS... | burst URL COUNT BODY_FILE | streams URL COUNT BODY_FILE EXPECTED_DELTAS | "
+    + "steady URL CONCURRENCY SECONDS BODY_FILE"
 guard arguments.count >= 2 else {
     say(usage)
     exit(2)

@@ -44,10 +44,12 @@ enum AttestBench {
         print("| App Attest (a real iPhone's, iOS 14.4) | bytes | verified µs |")
         print("|---|---:|---:|")
         print(
-            "| registration: CBOR, chain to Apple's root (P-384, P-256), nonce, key id, authData | \(attestation.count) | \(JWTBench.microseconds(registration)) |"
+            "| registration: CBOR, chain to Apple's root (P-384, P-256), nonce, key id, authData | "
+                + "\(attestation.count) | \(JWTBench.microseconds(registration)) |"
         )
         print(
-            "| session: CBOR, authenticatorData, ECDSA P-256 signature | \(assertion.count) | \(JWTBench.microseconds(session)) |"
+            "| session: CBOR, authenticatorData, ECDSA P-256 signature | "
+                + "\(assertion.count) | \(JWTBench.microseconds(session)) |"
         )
     }
 

@@ -15,7 +15,8 @@ enum JWTBench {
     static func part(_ json: String) -> String { Base64URL.encode(Array(json.utf8)) }
 
     static func claims(user: String, now: Double) -> String {
-        #"{"iss":"\#(issuer)","aud":"\#(audience)","sub":"\#(user)","iat":\#(Int(now)),"exp":\#(Int(now + 86_400)),"email":"\#(user)@example.com","plan":"default"}"#
+        #"{"iss":"\#(issuer)","aud":"\#(audience)","sub":"\#(user)","iat":\#(Int(now)),"exp":\#(Int(now + 86_400)),"#
+            + #""email":"\#(user)@example.com","plan":"default"}"#
     }
 
     /// A token as an identity service signs it.

@@ -81,14 +81,17 @@ await pool.shutdown()
 let bytes = fileSize(path) + fileSize(path + "-wal")
 let perMillion = Double(bytes) / Double(statistics.committed) * 1_000_000
 print(
-    "rows committed:        \(statistics.committed) of \(rows) (dropped \(statistics.dropped)) by \(producers) producers, results \(keepResults ? "on" : "off")"
+    "rows committed:        \(statistics.committed) of \(rows) (dropped \(statistics.dropped)) by \(producers) "
+        + "producers, results \(keepResults ? "on" : "off")"
 )
 print(
-    "batches:               \(statistics.batches) (\(statistics.committed / max(1, statistics.batches)) rows each on average)"
+    "batches:               \(statistics.batches) "
+        + "(\(statistics.committed / max(1, statistics.batches)) rows each on average)"
 )
 print("writer rate:           \(Int(Double(statistics.committed) / seconds)) rows/s (\(Int(seconds * 1000)) ms)")
 print(
-    "database size:         \(bytes) bytes = \(Int((perMillion / 1_048_576).rounded())) MiB per million requests (\(Int((Double(bytes) / Double(max(1, statistics.committed))).rounded())) bytes a row)"
+    "database size:         \(bytes) bytes = \(Int((perMillion / 1_048_576).rounded())) MiB per million requests "
+        + "(\(Int((Double(bytes) / Double(max(1, statistics.committed))).rounded())) bytes a row)"
 )
 if ownDirectory {
     for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }

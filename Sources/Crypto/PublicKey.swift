@@ -65,7 +65,8 @@ public struct PublicKey: Sendable {
     public init(p256Point point: [UInt8]) throws(CryptoError) {
         guard point.count == 65, point[0] == 0x04 else {
             throw CryptoError(
-                "a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning \(point.first.map(String.init) ?? "nothing")"
+                "a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning "
+                    + (point.first.map(String.init) ?? "nothing")
             )
         }
         try self.init(p256X: Array(point[1..<33]), y: Array(point[33...]))

@@ -132,7 +132,8 @@ public final class Gateway: Sendable {
             )
         self.pool = pool
         let cache: (any AnswerCache)? = configuration.cacheTimeToLive.map { timeToLive in
-            let local = ResponseCache(timeToLive: timeToLive, capacity: configuration.cacheMaxEntries)
+            let local = ResponseCache(
+                timeToLive: timeToLive, capacity: configuration.cacheMaxEntries, clock: configuration.cacheClock)
             guard configuration.cacheBackend == .redis, let redis else { return local }
             return SharedResponseCache(
                 redis: redis, local: local,

@@ -14,10 +14,11 @@ import EventLoop
 /// Why lanes: a multi handle keeps its connections to one host in a list that it walks for
 /// every new transfer (looking for one to reuse) and when a connection is returned, so with
 /// thousands of transfers in flight on one handle each start costs thousands of steps. A
-/// lane takes at most ``HTTPClientConfiguration/transfersPerCurlHandle`` transfers; lanes fill in order, so light traffic stays
-/// on the first lane and reuses its connections, and a burst spreads over as many lanes as
-/// it needs. A lane without transfers for ``HTTPClientConfiguration/idleConnectionTimeout``
-/// is closed with its idle connections, so a burst's connections do not outlive it.
+/// lane takes at most ``HTTPClientConfiguration/transfersPerCurlHandle`` transfers; lanes fill
+/// in order, so light traffic stays on the first lane and reuses its connections, and a burst
+/// spreads over as many lanes as it needs. A lane without transfers for
+/// ``HTTPClientConfiguration/idleConnectionTimeout`` is closed with its idle connections, so a
+/// burst's connections do not outlive it.
 ///
 /// https goes to one lane of its own that multiplexes: every https transfer of the loop
 /// shares its connection cache, and a per-host cap makes a cold burst wait for HTTP/2 streams

@@ -18,9 +18,14 @@ public import HTTP1
 /// | `cut-stream` | `clean` (end without `[DONE]`) or `abort` (drop the connection mid-stream) |
 /// | `stream-error-after` | send an error event after this many pieces |
 /// | `content` | the answer text |
-/// | `json` | with a `json_schema` `response_format`: `invalid` (JSON that breaks the schema), `invalid-once` (breaks it only in a request without an assistant message, the first call), `fenced` (in a ```` ```json ```` fence); read from every user message (``MockStructuredAnswer``) |
-/// | `provider-headers` | `on`: answer with the header fields a hosted OpenAI-compatible API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
-/// | `echo-request` | `on`: the answer's text is the request body as received, even when it offers tools (so a test sees what arrived upstream) |
+/// | `json` | with a `json_schema` `response_format`: `invalid`, `invalid-once` or `fenced` (below) |
+/// | `provider-headers` | `on`: the fields a hosted API behind a CDN sends (``MockBehaviour/providerHeaderFields``) |
+/// | `echo-request` | `on`: the answer's text is the request body as received, even when it offers tools |
+///
+/// `json`, read from every user message (``MockStructuredAnswer``): `invalid` is JSON that
+/// breaks the schema, `invalid-once` breaks it only in a request without an assistant message
+/// (the first call), `fenced` puts it in a ```` ```json ```` fence. `echo-request` lets a test
+/// see what arrived upstream.
 ///
 /// Beside these, the request itself shapes the answer as a provider's would: `n` choices,
 /// and a call of the first tool (or the one `tool_choice` names) when it offers `tools`
@@ -68,7 +73,9 @@ public struct MockBehaviour: Sendable, Hashable {
         ("cf-cache-status", "DYNAMIC"),
         (
             "set-cookie",
-            "__cf_bm=Zk1qX2c3Vn9Rb0tQdUx4Y2pNd0ZhS3RyT2xQbUZ6c1Q-1700000000-1.0.1.1-aGVsbG8gd29ybGQgdGhpcyBpcyBhIG1vY2sgY29va2ll; path=/; expires=Tue, 14-Nov-23 22:43:20 GMT; domain=.api.example.com; HttpOnly; Secure; SameSite=None"
+            "__cf_bm=Zk1qX2c3Vn9Rb0tQdUx4Y2pNd0ZhS3RyT2xQbUZ6c1Q-1700000000-1.0.1.1-"
+                + "aGVsbG8gd29ybGQgdGhpcyBpcyBhIG1vY2sgY29va2ll; path=/; expires=Tue, 14-Nov-23 22:43:20 GMT; "
+                + "domain=.api.example.com; HttpOnly; Secure; SameSite=None"
         ),
         ("server", "cloudflare"),
         ("cf-ray", "8f3c2b1a9d7e4f21-FRA"),

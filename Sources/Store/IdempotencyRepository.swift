@@ -8,25 +8,36 @@
 /// caller (tests drive it).
 public protocol IdempotencyRepository: Sendable {
     /// In one transaction, for (start.scope, start.key):
-    /// - no row, or a completed row expired at nowMilliseconds (expires_at <= now), or a running row whose lease_until <= now (its owner died): (re)write it as running with start's fingerprint, requestID, owner, leaseUntil, created_at = now, replays 0, answer columns null → .started
-    /// - a row (running with live lease, or completed unexpired) whose fingerprint differs from start.fingerprint → .mismatch
+    /// - no row, or a completed row expired at nowMilliseconds (expires_at <= now), or a running
+    ///   row whose lease_until <= now (its owner died): (re)write it as running with start's
+    ///   fingerprint, requestID, owner, leaseUntil, created_at = now, replays 0, answer columns
+    ///   null → .started
+    /// - a row (running with live lease, or completed unexpired) whose fingerprint differs from
+    ///   start.fingerprint → .mismatch
     /// - running with live lease, same fingerprint → .inProgress(requestID:owner:)
-    /// - completed unexpired, same fingerprint → .completed(requestID:answer:) (answer.replays = the count stored before this call)
-    /// Of several calls at once with one scope and key (any number of stores on one database), exactly one gets .started.
+    /// - completed unexpired, same fingerprint → .completed(requestID:answer:) (answer.replays =
+    ///   the count stored before this call)
+    ///
+    /// Of several calls at once with one scope and key (any number of stores on one database),
+    /// exactly one gets .started.
     func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError) -> IdempotencyBegin
 
-    /// Stores the answer and marks the row completed until expiresAtMilliseconds, only when the row is running and owned by `owner`; false otherwise (taken over or released).
+    /// Stores the answer and marks the row completed until expiresAtMilliseconds, only when the
+    /// row is running and owned by `owner`; false otherwise (taken over or released).
     func completeIdempotent(
         scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
     ) async throws(StoreError) -> Bool
 
-    /// Deletes the row when it is running and owned by `owner` (a failed answer frees the key for a retry); nothing otherwise.
+    /// Deletes the row when it is running and owned by `owner` (a failed answer frees the key for
+    /// a retry); nothing otherwise.
     func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError)
 
     /// Adds one to a completed row's replays (a retry was answered from it).
     func noteIdempotentReplay(scope: String, key: String) async throws(StoreError)
 
-    /// Deletes completed rows expired at nowMilliseconds and running rows whose lease ended at or before nowMilliseconds, in bounded batches (like purgeExpiredChallengesAndSessions); returns how many.
+    /// Deletes completed rows expired at nowMilliseconds and running rows whose lease ended at or
+    /// before nowMilliseconds, in bounded batches (like purgeExpiredChallengesAndSessions);
+    /// returns how many.
     func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int
 
     /// Each write as its own method does it, in order, with one result per write; a store
@@ -54,7 +65,8 @@ public enum IdempotencyWrite: Sendable {
 /// What one ``IdempotencyWrite`` did.
 public enum IdempotencyWritten: Sendable, Equatable {
     case begun(IdempotencyBegin)
-    /// Whether the answer was kept (``IdempotencyRepository/completeIdempotent(scope:key:owner:answer:expiresAtMilliseconds:)``).
+    /// Whether the answer was kept
+    /// (``IdempotencyRepository/completeIdempotent(scope:key:owner:answer:expiresAtMilliseconds:)``).
     case completed(Bool)
     case done
 }
@@ -182,7 +194,8 @@ struct IdempotencyRow {
 
     /// The columns ``IdempotencyRow`` is read from, in this order.
     static let columns =
-        "fingerprint, request_id, owner, state, lease_until, expires_at, status, content_type, upstream, body, text, streamed, replays"
+        "fingerprint, request_id, owner, state, lease_until, expires_at, "
+        + "status, content_type, upstream, body, text, streamed, replays"
 
     /// Whether the row is dead at `now` (an expired answer, or a lease its owner let end), so
     /// that a begin may write over it.

@@ -65,8 +65,8 @@ enum PostgresSchema {
         guard version == latestVersion else {
             throw StoreError(
                 .readOnly,
-                message:
-                    "\(store) has schema \(version), this binary needs \(latestVersion): start the gateway on it once to migrate it"
+                message: "\(store) has schema \(version), this binary needs \(latestVersion): "
+                    + "start the gateway on it once to migrate it"
             )
         }
     }
@@ -90,8 +90,8 @@ enum PostgresSchema {
         guard version > latestVersion else { return }
         throw StoreError(
             .newerSchema(found: version, supported: latestVersion),
-            message:
-                "\(store) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a dump"
+            message: "\(store) was written by a newer TextGateway "
+                + "(schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a dump"
         )
     }
 
@@ -281,7 +281,10 @@ enum PostgresSchema {
             WHEN (OLD.revoked_at IS DISTINCT FROM NEW.revoked_at)
             EXECUTE FUNCTION devices_generation_moves()
         """,
-        "CREATE TRIGGER devices_deleted AFTER DELETE ON devices FOR EACH ROW EXECUTE FUNCTION devices_generation_moves()",
+        """
+        CREATE TRIGGER devices_deleted AFTER DELETE ON devices FOR EACH ROW
+            EXECUTE FUNCTION devices_generation_moves()
+        """,
     ]
 
     /// Idempotency-Key (``IdempotencyRepository``), as on SQLite: the primary key on (scope,
@@ -308,7 +311,10 @@ enum PostgresSchema {
             replays bigint NOT NULL DEFAULT 0,
             PRIMARY KEY (scope, idem_key),
             CHECK ((state = 'running') = (expires_at IS NULL)),
-            CHECK (state = 'running' OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL))
+            CHECK (
+                state = 'running'
+                OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL)
+            )
         )
         """,
         "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until)",

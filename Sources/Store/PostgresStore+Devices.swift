@@ -19,7 +19,8 @@ extension PostgresStore {
     public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
         try await query(
             """
-            INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at)
+            INSERT INTO devices
+                (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (key_id) DO NOTHING
             """,
             [
@@ -60,7 +61,8 @@ extension PostgresStore {
         return try await query(
             """
             WITH raised AS (
-                UPDATE devices SET counter = $1, last_seen_at = $2 WHERE id = $3 AND counter < $1 AND revoked_at IS NULL RETURNING id
+                UPDATE devices SET counter = $1, last_seen_at = $2
+                WHERE id = $3 AND counter < $1 AND revoked_at IS NULL RETURNING id
             )
             INSERT INTO device_sessions (digest, device_id, created_at, expires_at) SELECT $4, id, $5, $6 FROM raised
             """,
@@ -74,7 +76,8 @@ extension PostgresStore {
     public func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
         try await query(
             """
-            SELECT s.digest, s.device_id, s.created_at, s.expires_at FROM device_sessions AS s JOIN devices AS d ON d.id = s.device_id
+            SELECT s.digest, s.device_id, s.created_at, s.expires_at
+            FROM device_sessions AS s JOIN devices AS d ON d.id = s.device_id
             WHERE s.digest = $1 AND s.expires_at > $2 AND d.revoked_at IS NULL
             """,
             [.bytes(digest), .int(Int(nowMilliseconds))]

@@ -25,7 +25,10 @@ extension PostgresStore {
 
     public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await query(
-            "SELECT \(RequestsTable.selection) FROM requests WHERE request_id = $1 AND user_id = $2 ORDER BY seq DESC LIMIT 1",
+            """
+            SELECT \(RequestsTable.selection) FROM requests
+            WHERE request_id = $1 AND user_id = $2 ORDER BY seq DESC LIMIT 1
+            """,
             [.text(id), .text(userID)]
         ).rows.first.map(RequestsTable.item(from:))
     }
@@ -37,7 +40,10 @@ extension PostgresStore {
 
     public func deleteHistory(userID: String) async throws(StoreError) -> Int {
         try await deleteInBatches(
-            "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE user_id = $1 LIMIT \(Self.deletionBatch))",
+            """
+            DELETE FROM requests
+            WHERE seq IN (SELECT seq FROM requests WHERE user_id = $1 LIMIT \(Self.deletionBatch))
+            """,
             [.text(userID)]
         )
     }

@@ -27,18 +27,23 @@ extension PostgresStore {
             let results = try await transaction([
                 PostgresQuery(
                     """
-                    INSERT INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
+                    INSERT INTO idempotency_keys
+                        (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
                     VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, 0) ON CONFLICT (scope, idem_key) DO NOTHING
                     """,
                     key + fresh
                 ),
                 PostgresQuery(
-                    "SELECT \(IdempotencyRow.columns) FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 FOR UPDATE",
+                    """
+                    SELECT \(IdempotencyRow.columns) FROM idempotency_keys
+                    WHERE scope = $1 AND idem_key = $2 FOR UPDATE
+                    """,
                     key),
                 PostgresQuery(
                     """
-                    UPDATE idempotency_keys SET fingerprint = $3, request_id = $4, owner = $5, state = 'running', lease_until = $6, created_at = $7,
-                        expires_at = NULL, status = NULL, content_type = NULL, upstream = NULL, body = NULL, text = NULL, streamed = NULL, replays = 0
+                    UPDATE idempotency_keys SET fingerprint = $3, request_id = $4, owner = $5, state = 'running',
+                        lease_until = $6, created_at = $7, expires_at = NULL, status = NULL, content_type = NULL,
+                        upstream = NULL, body = NULL, text = NULL, streamed = NULL, replays = 0
                     WHERE scope = $1 AND idem_key = $2
                         AND ((state = 'completed' AND expires_at <= $7) OR (state = 'running' AND lease_until <= $7))
                     """,
@@ -58,8 +63,8 @@ extension PostgresStore {
     ) async throws(StoreError) -> Bool {
         try await query(
             """
-            UPDATE idempotency_keys SET state = 'completed', expires_at = $1, status = $2, content_type = $3, upstream = $4, body = $5, text = $6,
-                streamed = $7
+            UPDATE idempotency_keys SET state = 'completed', expires_at = $1, status = $2, content_type = $3,
+                upstream = $4, body = $5, text = $6, streamed = $7
             WHERE scope = $8 AND idem_key = $9 AND state = 'running' AND owner = $10
             """,
             [
@@ -79,7 +84,10 @@ extension PostgresStore {
 
     public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
         try await query(
-            "UPDATE idempotency_keys SET replays = replays + 1 WHERE scope = $1 AND idem_key = $2 AND state = 'completed'",
+            """
+            UPDATE idempotency_keys SET replays = replays + 1
+            WHERE scope = $1 AND idem_key = $2 AND state = 'completed'
+            """,
             [.text(scope), .text(key)]
         )
     }

@@ -16,11 +16,14 @@ extension PostgresStore {
                 "SELECT pg_advisory_xact_lock(\(Self.jobCreationLock), hashtext($1))", [.text(job.callerKey)]),
             PostgresQuery(
                 """
-                WITH active AS (SELECT count(*) AS n FROM jobs WHERE caller_key = $3::text AND status IN \(JobsTable.active)),
+                WITH active AS (
+                    SELECT count(*) AS n FROM jobs WHERE caller_key = $3::text AND status IN \(JobsTable.active)
+                ),
                 created AS (
-                    INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status, done, total,
-                        input_tokens, output_tokens, created_at, updated_at, plan)
-                    SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8, 'queued', 0, $9, 0, 0, $10, $10, $16::text
+                    INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status,
+                        done, total, input_tokens, output_tokens, created_at, updated_at, plan)
+                    SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8, 'queued',
+                        0, $9, 0, 0, $10, $10, $16::text
                     FROM active WHERE active.n < $11
                     RETURNING id
                 ),
@@ -70,7 +73,8 @@ extension PostgresStore {
                 """
                 UPDATE jobs SET claim_id = $1 WHERE id IN (
                     SELECT j.id FROM jobs AS j
-                    WHERE j.status IN \(JobsTable.active) AND EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND \(isFree))
+                    WHERE j.status IN \(JobsTable.active)
+                        AND EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND \(isFree))
                         AND \(leased) < $3
                     ORDER BY j.seq LIMIT $4
                     FOR UPDATE SKIP LOCKED
@@ -100,8 +104,10 @@ extension PostgresStore {
                 ),
                 released AS (
                     UPDATE jobs AS j SET claim_id = NULL,
-                        status = CASE WHEN j.status = 'queued' AND j.id IN (SELECT job_id FROM claimed) THEN 'running' ELSE j.status END,
-                        updated_at = CASE WHEN j.status = 'queued' AND j.id IN (SELECT job_id FROM claimed) THEN $2 ELSE j.updated_at END
+                        status = CASE WHEN j.status = 'queued' AND j.id IN (SELECT job_id FROM claimed)
+                            THEN 'running' ELSE j.status END,
+                        updated_at = CASE WHEN j.status = 'queued' AND j.id IN (SELECT job_id FROM claimed)
+                            THEN $2 ELSE j.updated_at END
                     WHERE j.claim_id = $1
                     RETURNING j.seq, \(JobsTable.record(of: "j"))
                 )
@@ -137,7 +143,8 @@ extension PostgresStore {
             """
             UPDATE job_items AS i SET lease_until = $5
             FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS k (job_id, level, idx), jobs AS j
-            WHERE i.job_id = k.job_id AND i.level = k.level AND i.idx = k.idx AND i.lease_owner = $1 AND i.answer IS NULL
+            WHERE i.job_id = k.job_id AND i.level = k.level AND i.idx = k.idx
+                AND i.lease_owner = $1 AND i.answer IS NULL
                 AND j.id = i.job_id AND j.status IN \(JobsTable.active)
             RETURNING i.job_id, i.level, i.idx
             """,
@@ -162,20 +169,22 @@ extension PostgresStore {
                 SELECT id FROM jobs WHERE id = $1 AND status IN \(JobsTable.active) FOR UPDATE
             ),
             item AS (
-                UPDATE job_items AS i SET answer = $5, data = $6, input_tokens = $7, output_tokens = $8, lease_owner = NULL, lease_until = NULL
+                UPDATE job_items AS i SET answer = $5, data = $6, input_tokens = $7, output_tokens = $8,
+                    lease_owner = NULL, lease_until = NULL
                 FROM job
                 WHERE i.job_id = job.id AND i.level = $2 AND i.idx = $3 AND i.lease_owner = $4 AND i.answer IS NULL
                 RETURNING i.job_id
             ),
             progress AS (
-                UPDATE jobs SET done = jobs.done + 1, input_tokens = jobs.input_tokens + $7, output_tokens = jobs.output_tokens + $8,
-                    updated_at = $9
+                UPDATE jobs SET done = jobs.done + 1, input_tokens = jobs.input_tokens + $7,
+                    output_tokens = jobs.output_tokens + $8, updated_at = $9
                 FROM item WHERE jobs.id = item.job_id
             ),
             usage AS (
                 INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
                 SELECT $10::text, $11, 0, $7, $8 FROM item
-                ON CONFLICT (user_id, day) DO UPDATE SET input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+                ON CONFLICT (user_id, day) DO UPDATE SET
+                    input_tokens = usage_daily.input_tokens + excluded.input_tokens,
                     output_tokens = usage_daily.output_tokens + excluded.output_tokens
             )
             SELECT count(*) FROM item
@@ -204,7 +213,10 @@ extension PostgresStore {
 
     public func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
         let rows = try await query(
-            "SELECT idx, answer, data, source_start, source_end, kind FROM job_items WHERE job_id = $1 AND level = $2 ORDER BY idx",
+            """
+            SELECT idx, answer, data, source_start, source_end, kind FROM job_items
+            WHERE job_id = $1 AND level = $2 ORDER BY idx
+            """,
             [.text(jobID), .int(level)]
         ).rows
         let answers = rows.compactMap { row in
@@ -256,7 +268,8 @@ extension PostgresStore {
         return try await query(
             """
             SELECT \(JobsTable.record(of: "j")) FROM jobs AS j
-            WHERE j.status = 'running' AND NOT EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND i.answer IS NULL)
+            WHERE j.status = 'running'
+                AND NOT EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND i.answer IS NULL)
             ORDER BY j.seq LIMIT $1
             """,
             [.int(limit)]
@@ -276,7 +289,10 @@ extension PostgresStore {
         let results = try await transaction([
             PostgresQuery("SELECT status, count(*) FROM jobs GROUP BY status"),
             PostgresQuery(
-                "SELECT count(*) FROM job_items AS i JOIN jobs AS j ON j.id = i.job_id WHERE i.answer IS NULL AND j.status IN \(JobsTable.active)"
+                """
+                SELECT count(*) FROM job_items AS i JOIN jobs AS j ON j.id = i.job_id
+                WHERE i.answer IS NULL AND j.status IN \(JobsTable.active)
+                """
             ),
         ])
         var jobs = Dictionary(uniqueKeysWithValues: JobStatus.allCases.map { ($0, 0) })
@@ -297,7 +313,8 @@ extension PostgresStore {
         """
         INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end)
             SELECT \(source).id, \(level), v.n - 1, v.kind, v.input, v.source_start, v.source_end
-            FROM \(source), unnest($\(first)::text[], $\(first + 1)::text[], $\(first + 2)::bigint[], $\(first + 3)::bigint[])
+            FROM \(source),
+                unnest($\(first)::text[], $\(first + 1)::text[], $\(first + 2)::bigint[], $\(first + 3)::bigint[])
                 WITH ORDINALITY AS v (kind, input, source_start, source_end, n)
         """
     }
@@ -316,12 +333,14 @@ extension PostgresStore {
         PostgresQuery(
             """
             WITH ended AS (
-                UPDATE jobs SET status = $2, result = $3, data = $4, error_code = $5, error_message = $6, ended_at = $7, updated_at = $7
+                UPDATE jobs SET status = $2, result = $3, data = $4, error_code = $5, error_message = $6,
+                    ended_at = $7, updated_at = $7
                 WHERE id = $1 AND status IN \(JobsTable.active)
                 RETURNING id
             ),
             cleared AS (
-                UPDATE job_items SET input = '', lease_owner = NULL, lease_until = NULL FROM ended WHERE job_items.job_id = ended.id
+                UPDATE job_items SET input = '', lease_owner = NULL, lease_until = NULL
+                FROM ended WHERE job_items.job_id = ended.id
             )
             SELECT count(*) FROM ended
             """,

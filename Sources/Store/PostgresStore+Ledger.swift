@@ -88,7 +88,8 @@ extension PostgresStore {
             queries.append(
                 PostgresQuery(
                     """
-                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES \(placeholders(rows: chunk.count, columns: 5))
+                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
+                    VALUES \(placeholders(rows: chunk.count, columns: 5))
                     ON CONFLICT (user_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
                         input_tokens = usage_daily.input_tokens + excluded.input_tokens,
                         output_tokens = usage_daily.output_tokens + excluded.output_tokens
@@ -105,7 +106,8 @@ extension PostgresStore {
             queries.append(
                 PostgresQuery(
                     """
-                    UPDATE tokens SET last_used_at = v.at FROM (VALUES \(placeholders(rows: chunk.count, columns: 2))) AS v (id, at)
+                    UPDATE tokens SET last_used_at = v.at
+                    FROM (VALUES \(placeholders(rows: chunk.count, columns: 2))) AS v (id, at)
                     WHERE tokens.id = v.id AND (tokens.last_used_at IS NULL OR tokens.last_used_at < v.at)
                     """,
                     values

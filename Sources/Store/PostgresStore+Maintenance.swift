@@ -11,7 +11,10 @@ extension PostgresStore {
         history: Int, usageDays: Int
     ) {
         let history = try await deleteInBatches(
-            "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE created_at < $1 LIMIT \(Self.deletionBatch))",
+            """
+            DELETE FROM requests
+            WHERE seq IN (SELECT seq FROM requests WHERE created_at < $1 LIMIT \(Self.deletionBatch))
+            """,
             [.int(Int(historyBeforeMilliseconds))]
         )
         let days = try await deleteInBatches(
@@ -42,8 +45,8 @@ extension PostgresStore {
     public func backup(to path: String) async throws(StoreError) {
         throw StoreError(
             .rejected,
-            message:
-                "\(name): the gateway does not back up a Postgres store; use pg_dump (or the server's own backups) instead"
+            message: "\(name): the gateway does not back up a Postgres store; "
+                + "use pg_dump (or the server's own backups) instead"
         )
     }
 

@@ -2,7 +2,8 @@
 enum RequestsTable {
     /// The columns a row fills, in the order of ``values(of:into:)``.
     static let columns =
-        "request_id, user_id, task, tone, route, model, input_length, input_tokens, output_tokens, status, code, outcome, cache_hit, duration_ms, created_at, result"
+        "request_id, user_id, task, tone, route, model, input_length, input_tokens, output_tokens, "
+        + "status, code, outcome, cache_hit, duration_ms, created_at, result"
     static let columnCount = 16
 
     /// What ``item(from:)`` reads: the sequence number, then ``columns``.

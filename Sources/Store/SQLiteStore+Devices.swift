@@ -28,7 +28,8 @@ extension SQLiteStore {
             try connection.transaction { () throws(StoreError) -> Bool in
                 try connection.execute(
                     """
-                    INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at)
+                    INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at,
+                        last_seen_at, revoked_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
                     """,
                     [
@@ -79,7 +80,10 @@ extension SQLiteStore {
         return try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 let raised = try connection.execute(
-                    "UPDATE devices SET counter = ?, last_seen_at = ? WHERE id = ? AND counter < ? AND revoked_at IS NULL",
+                    """
+                    UPDATE devices SET counter = ?, last_seen_at = ?
+                    WHERE id = ? AND counter < ? AND revoked_at IS NULL
+                    """,
                     [.integer(counter), .integer(nowMilliseconds), .text(deviceID), .integer(counter)]
                 )
                 guard raised == 1 else { return false }
@@ -99,7 +103,8 @@ extension SQLiteStore {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
                 """
-                SELECT s.digest, s.device_id, s.created_at, s.expires_at FROM device_sessions AS s JOIN devices AS d ON d.id = s.device_id
+                SELECT s.digest, s.device_id, s.created_at, s.expires_at
+                FROM device_sessions AS s JOIN devices AS d ON d.id = s.device_id
                 WHERE s.digest = ? AND s.expires_at > ? AND d.revoked_at IS NULL
                 """,
                 [.blob(digest), .integer(nowMilliseconds)]

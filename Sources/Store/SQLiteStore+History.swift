@@ -26,7 +26,10 @@ extension SQLiteStore {
     public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
-                "SELECT \(RequestsTable.selection) FROM requests WHERE request_id = ? AND user_id = ? ORDER BY seq DESC LIMIT 1",
+                """
+                SELECT \(RequestsTable.selection) FROM requests
+                WHERE request_id = ? AND user_id = ? ORDER BY seq DESC LIMIT 1
+                """,
                 [.text(id), .text(userID)]
             ) { RequestsTable.item(from: $0) }
         }
@@ -46,7 +49,10 @@ extension SQLiteStore {
     public func deleteHistory(userID: String) async throws(StoreError) -> Int {
         try await onPool { () throws(StoreError) -> Int in
             try self.deleteInBatches(
-                "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE user_id = ? LIMIT \(Self.deletionBatch))",
+                """
+                DELETE FROM requests
+                WHERE seq IN (SELECT seq FROM requests WHERE user_id = ? LIMIT \(Self.deletionBatch))
+                """,
                 [.text(userID)]
             )
         }

@@ -65,7 +65,8 @@ extension SQLiteStore {
         case .keep(let start, let answer, let expiresAtMilliseconds):
             let changed = try connection.execute(
                 """
-                INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays,
+                INSERT OR REPLACE INTO idempotency_keys
+                    (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays,
                     expires_at, status, content_type, upstream, body, text, streamed)
                 VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)
                 """,
@@ -87,7 +88,8 @@ extension SQLiteStore {
             if let row, !row.isFree(at: nowMilliseconds) { return .begun(row.outcome(for: start)) }
             try connection.execute(
                 """
-                INSERT OR REPLACE INTO idempotency_keys (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
+                INSERT OR REPLACE INTO idempotency_keys
+                    (scope, idem_key, fingerprint, request_id, owner, state, lease_until, created_at, replays)
                 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0)
                 """,
                 [
@@ -100,8 +102,8 @@ extension SQLiteStore {
         case .complete(let scope, let key, let owner, let answer, let expiresAtMilliseconds):
             let changed = try connection.execute(
                 """
-                UPDATE idempotency_keys SET state = 'completed', expires_at = ?, status = ?, content_type = ?, upstream = ?, body = ?, text = ?,
-                    streamed = ?
+                UPDATE idempotency_keys SET state = 'completed', expires_at = ?, status = ?, content_type = ?,
+                    upstream = ?, body = ?, text = ?, streamed = ?
                 WHERE scope = ? AND idem_key = ? AND state = 'running' AND owner = ?
                 """,
                 [
@@ -120,7 +122,10 @@ extension SQLiteStore {
             return .done
         case .replay(let scope, let key):
             try connection.execute(
-                "UPDATE idempotency_keys SET replays = replays + 1 WHERE scope = ? AND idem_key = ? AND state = 'completed'",
+                """
+                UPDATE idempotency_keys SET replays = replays + 1
+                WHERE scope = ? AND idem_key = ? AND state = 'completed'
+                """,
                 [.text(scope), .text(key)]
             )
             return .done

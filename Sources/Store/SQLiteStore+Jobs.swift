@@ -13,8 +13,8 @@ extension SQLiteStore {
                 guard active < maxActive else { return .tooManyActive(active) }
                 try connection.execute(
                     """
-                    INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status, done, total,
-                        input_tokens, output_tokens, created_at, updated_at, plan)
+                    INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status,
+                        done, total, input_tokens, output_tokens, created_at, updated_at, plan)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?, ?)
                     """,
                     [
@@ -99,7 +99,10 @@ extension SQLiteStore {
                         """
                         UPDATE job_items SET lease_until = ?
                         WHERE job_id = ? AND level = ? AND idx = ? AND lease_owner = ? AND answer IS NULL
-                            AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_items.job_id AND jobs.status IN \(JobsTable.active))
+                            AND EXISTS (
+                                SELECT 1 FROM jobs
+                                WHERE jobs.id = job_items.job_id AND jobs.status IN \(JobsTable.active)
+                            )
                         """,
                         [.integer(until), .text(key.jobID), .integer(key.level), .integer(key.index), .text(worker)]
                     )
@@ -116,9 +119,12 @@ extension SQLiteStore {
                 let key = completion.key
                 let stored = try connection.execute(
                     """
-                    UPDATE job_items SET answer = ?, data = ?, input_tokens = ?, output_tokens = ?, lease_owner = NULL, lease_until = NULL
+                    UPDATE job_items SET answer = ?, data = ?, input_tokens = ?, output_tokens = ?,
+                        lease_owner = NULL, lease_until = NULL
                     WHERE job_id = ? AND level = ? AND idx = ? AND lease_owner = ? AND answer IS NULL
-                        AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_items.job_id AND jobs.status IN \(JobsTable.active))
+                        AND EXISTS (
+                            SELECT 1 FROM jobs WHERE jobs.id = job_items.job_id AND jobs.status IN \(JobsTable.active)
+                        )
                     """,
                     [
                         .text(completion.answer), .text(completion.data), .integer(completion.inputTokens),
@@ -128,7 +134,11 @@ extension SQLiteStore {
                 )
                 guard stored > 0 else { return false }
                 try connection.execute(
-                    "UPDATE jobs SET done = done + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?",
+                    """
+                    UPDATE jobs SET done = done + 1, input_tokens = input_tokens + ?,
+                        output_tokens = output_tokens + ?, updated_at = ?
+                    WHERE id = ?
+                    """,
                     [
                         .integer(completion.inputTokens), .integer(completion.outputTokens),
                         .integer(completion.nowMilliseconds), .text(key.jobID),
@@ -139,7 +149,8 @@ extension SQLiteStore {
                     """
                     INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES (?, ?, 0, ?, ?)
                     ON CONFLICT (user_id, day) DO UPDATE SET
-                        input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
+                        input_tokens = input_tokens + excluded.input_tokens,
+                        output_tokens = output_tokens + excluded.output_tokens
                     """,
                     [
                         .text(completion.ownerID ?? DailyUsage.guestUserID), .integer(completion.day),
@@ -171,7 +182,10 @@ extension SQLiteStore {
             var count = 0
             var answers: [JobItemAnswer] = []
             try connection.query(
-                "SELECT idx, answer, data, source_start, source_end, kind FROM job_items WHERE job_id = ? AND level = ? ORDER BY idx",
+                """
+                SELECT idx, answer, data, source_start, source_end, kind FROM job_items
+                WHERE job_id = ? AND level = ? ORDER BY idx
+                """,
                 [.text(jobID), .integer(level)]
             ) {
                 count += 1
@@ -194,7 +208,9 @@ extension SQLiteStore {
                         """
                         SELECT 1 FROM jobs WHERE id = ?1 AND status IN \(JobsTable.active)
                             AND EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1)
-                            AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1 AND answer IS NULL)
+                            AND NOT EXISTS (
+                                SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2 - 1 AND answer IS NULL
+                            )
                             AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = ?1 AND level = ?2)
                         """,
                         [.text(level.jobID), .integer(level.level)]
@@ -227,7 +243,8 @@ extension SQLiteStore {
             try connection.query(
                 """
                 SELECT \(JobsTable.record(of: "j")) FROM jobs AS j
-                WHERE j.status = 'running' AND NOT EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND i.answer IS NULL)
+                WHERE j.status = 'running'
+                    AND NOT EXISTS (SELECT 1 FROM job_items AS i WHERE i.job_id = j.id AND i.answer IS NULL)
                 ORDER BY j.seq LIMIT ?
                 """,
                 [.integer(limit)]
@@ -239,7 +256,10 @@ extension SQLiteStore {
     public func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int {
         try await onPool { () throws(StoreError) -> Int in
             try self.deleteInBatches(
-                "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE ended_at < ? LIMIT \(Self.jobDeletionBatch))",
+                """
+                DELETE FROM jobs
+                WHERE seq IN (SELECT seq FROM jobs WHERE ended_at < ? LIMIT \(Self.jobDeletionBatch))
+                """,
                 [.integer(endedBeforeMilliseconds)],
                 batch: Self.jobDeletionBatch
             )
@@ -277,7 +297,10 @@ extension SQLiteStore {
     {
         for (index, item) in items.enumerated() {
             try connection.execute(
-                "INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                """
+                INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
                 [
                     .text(jobID), .integer(level), .integer(index), .text(item.kind.rawValue), .text(item.input),
                     .integer(item.sourceStart),
@@ -298,7 +321,8 @@ extension SQLiteStore {
             """
             UPDATE job_items SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1
             WHERE job_id = ?3 AND (level, idx) IN (SELECT level, idx FROM job_items
-                WHERE job_id = ?3 AND answer IS NULL AND (lease_until IS NULL OR lease_until <= ?4) ORDER BY level, idx LIMIT ?5)
+                WHERE job_id = ?3 AND answer IS NULL AND (lease_until IS NULL OR lease_until <= ?4)
+                ORDER BY level, idx LIMIT ?5)
             RETURNING level, idx, kind, input, attempts
             """,
             [
@@ -346,7 +370,8 @@ extension SQLiteStore {
     ) throws(StoreError) -> Bool {
         let ended = try connection.execute(
             """
-            UPDATE jobs SET status = ?, result = ?, data = ?, error_code = ?, error_message = ?, ended_at = ?, updated_at = ?
+            UPDATE jobs SET status = ?, result = ?, data = ?, error_code = ?, error_message = ?,
+                ended_at = ?, updated_at = ?
             WHERE id = ? AND status IN \(JobsTable.active)
             """,
             [

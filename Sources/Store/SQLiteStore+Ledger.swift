@@ -6,9 +6,11 @@ extension SQLiteStore {
                 for (key, total) in LedgerTotals.usage(of: rows) {
                     try connection.execute(
                         """
-                        INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?)
+                        INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
+                        VALUES (?, ?, ?, ?, ?)
                         ON CONFLICT (user_id, day) DO UPDATE SET requests = requests + excluded.requests,
-                            input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens
+                            input_tokens = input_tokens + excluded.input_tokens,
+                            output_tokens = output_tokens + excluded.output_tokens
                         """,
                         [
                             .text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens),

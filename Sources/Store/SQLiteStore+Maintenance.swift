@@ -10,7 +10,10 @@ extension SQLiteStore {
     ) {
         let counts = try await onPool { () throws(StoreError) -> [Int] in
             let history = try self.deleteInBatches(
-                "DELETE FROM requests WHERE seq IN (SELECT seq FROM requests WHERE created_at < ? LIMIT \(Self.deletionBatch))",
+                """
+                DELETE FROM requests
+                WHERE seq IN (SELECT seq FROM requests WHERE created_at < ? LIMIT \(Self.deletionBatch))
+                """,
                 [.integer(historyBeforeMilliseconds)]
             )
             let days = try self.deleteInBatches(

@@ -51,16 +51,16 @@ extension SQLiteStore {
         guard !connection.isReadOnly else {
             throw StoreError(
                 .readOnly,
-                message:
-                    "\(connection.path) cannot be written (its permissions, flags or file system): the store needs to write it"
+                message: "\(connection.path) cannot be written (its permissions, flags or file system): "
+                    + "the store needs to write it"
             )
         }
         let mode = try connection.queryFirst("PRAGMA journal_mode = WAL") { $0.text(0) }
         guard mode?.lowercased() == "wal" else {
             throw StoreError(
                 .cannotOpen,
-                message:
-                    "\(connection.path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'): the store needs a local file system"
+                message: "\(connection.path) cannot use write-ahead logging "
+                    + "(journal_mode answered '\(mode ?? "nothing")'): the store needs a local file system"
             )
         }
         // In WAL mode, NORMAL loses no commit to a process crash, only the last ones to a

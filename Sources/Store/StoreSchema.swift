@@ -32,8 +32,8 @@ enum StoreSchema {
         guard version == latestVersion else {
             throw StoreError(
                 .readOnly,
-                message:
-                    "\(connection.path) has schema \(version), this binary needs \(latestVersion): open it once for writing to migrate it"
+                message: "\(connection.path) has schema \(version), this binary needs \(latestVersion): "
+                    + "open it once for writing to migrate it"
             )
         }
     }
@@ -46,7 +46,10 @@ enum StoreSchema {
         try connection.query("SELECT name FROM sqlite_schema WHERE type = 'table'") { tables.append($0.text(0)) }
         var indexes: [(table: String, index: String)] = []
         try connection.query(
-            "SELECT s.name, l.name FROM sqlite_schema AS s, pragma_index_list(s.name) AS l WHERE s.type = 'table' AND l.partial = 0"
+            """
+            SELECT s.name, l.name FROM sqlite_schema AS s, pragma_index_list(s.name) AS l
+            WHERE s.type = 'table' AND l.partial = 0
+            """
         ) { indexes.append(($0.text(0), $0.text(1))) }
         // Without the clauses, a query that needs no column would scan an index and never
         // read the table. Run once, so not cached.
@@ -68,8 +71,8 @@ enum StoreSchema {
         guard version > latestVersion else { return }
         throw StoreError(
             .newerSchema(found: version, supported: latestVersion),
-            message:
-                "\(path) was written by a newer TextGateway (schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a backup"
+            message: "\(path) was written by a newer TextGateway "
+                + "(schema \(version), this binary knows \(latestVersion)): upgrade the binary or restore a backup"
         )
     }
 
@@ -242,7 +245,8 @@ enum StoreSchema {
         CREATE INDEX device_sessions_by_device ON device_sessions (device_id);
 
         INSERT INTO store_meta (key, value) VALUES ('device_generation', 0);
-        CREATE TRIGGER devices_revoked AFTER UPDATE OF revoked_at ON devices WHEN OLD.revoked_at IS NOT NEW.revoked_at BEGIN
+        CREATE TRIGGER devices_revoked AFTER UPDATE OF revoked_at ON devices
+            WHEN OLD.revoked_at IS NOT NEW.revoked_at BEGIN
             UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
         END;
         CREATE TRIGGER devices_deleted AFTER DELETE ON devices BEGIN
@@ -276,7 +280,10 @@ enum StoreSchema {
             replays INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (scope, idem_key),
             CHECK ((state = 'running') = (expires_at IS NULL)),
-            CHECK (state = 'running' OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL))
+            CHECK (
+                state = 'running'
+                OR (status IS NOT NULL AND content_type IS NOT NULL AND body IS NOT NULL AND streamed IS NOT NULL)
+            )
         ) STRICT;
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until);
         """

@@ -22,7 +22,9 @@ struct ChatCompletionPassThroughTests {
     /// Members the gateway does not read, each as a client's SDK spells it: they come out
     /// byte for byte, in place.
     static let untouched: [String] = [
-        #""tools":[{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false},"strict":true}}]"#,
+        #""tools":[{"type":"function","function":{"name":"get_weather","description":"Weather","#
+            + #""parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"#
+            + #""additionalProperties":false},"strict":true}}]"#,
         #""tool_choice":"auto""#,
         #""tool_choice":{"type":"function","function":{"name":"get_weather"}}"#,
         #""n":2"#,
@@ -30,7 +32,8 @@ struct ChatCompletionPassThroughTests {
         #""seed":-9007199254740993"#,
         #""logprobs":true,"top_logprobs":3"#,
         #""logit_bias":{"50256":-100,"12345678901234567890":1.5e2}"#,
-        #""response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"},"strict":true}}"#,
+        #""response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"},"#
+            + #""strict":true}}"#,
         #""parallel_tool_calls":false"#,
         #""temperature":1e-7"#,
         #""top_p":0.1"#,
@@ -41,7 +44,8 @@ struct ChatCompletionPassThroughTests {
         #""metadata":{"a":null,"b":[true,false,{}],"c":{ "spaced" : [ 1 , 2 ] }}"#,
         #""x_vendor_extension":{"deep":[[[["ok"]]]]}"#,
         #""stream":false"#,
-        #""modalities":["text"],"audio":null,"store":true,"reasoning_effort":"low","service_tier":"auto","prediction":{"type":"content","content":"x"}"#,
+        #""modalities":["text"],"audio":null,"store":true,"reasoning_effort":"low","service_tier":"auto","#
+            + #""prediction":{"type":"content","content":"x"}"#,
     ]
 
     @Test("writes every member it does not rewrite exactly as it came", arguments: untouched)
@@ -53,10 +57,16 @@ struct ChatCompletionPassThroughTests {
     /// Histories an agent sends: tool calls, tool results, image and audio parts, names,
     /// refusals, content null, and roles the gateway does not know.
     static let histories: [String] = [
-        #"[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc123","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_abc123","content":"{\"celsius\":21.50}"}]"#,
-        #"[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}}]}]"#,
-        #"[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}]},{"role":"assistant","refusal":"no","content":null}]"#,
-        #"[{"role":"developer","content":"Be brief.","name":"ops"},{"role":"function","name":"f","content":"1"},{"role":"some-new-role","content":""}]"#,
+        #"[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":null,"#
+            + #""tool_calls":[{"id":"call_abc123","type":"function","function":{"name":"get_weather","#
+            + #""arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_abc123","#
+            + #""content":"{\"celsius\":21.50}"}]"#,
+        #"[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","#
+            + #""image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}}]}]"#,
+        #"[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}]},"#
+            + #"{"role":"assistant","refusal":"no","content":null}]"#,
+        #"[{"role":"developer","content":"Be brief.","name":"ops"},{"role":"function","name":"f","content":"1"},"#
+            + #"{"role":"some-new-role","content":""}]"#,
         #"[ { "role" : "user" , "content" : "spaced\u0020out" } ]"#,
     ]
 
@@ -135,12 +145,14 @@ struct ChatCompletionPassThroughTests {
         #expect(!plain.stream && !plain.includeUsage)
         #expect(plain.maxTokens == nil && plain.maxCompletionTokens == nil)
         let streamed = try Self.read(
-            #"{"model":"fast",\#(Self.messages),"stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"max_completion_tokens":9}"#
+            #"{"model":"fast",\#(Self.messages),"stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"#
+                + #""max_completion_tokens":9}"#
         )
         #expect(streamed.stream && streamed.includeUsage)
         #expect(streamed.maxTokens == 7 && streamed.maxCompletionTokens == 9)
         let nulls = try Self.read(
-            #"{"model":"fast",\#(Self.messages),"stream":null,"stream_options":{"include_usage":null},"max_tokens":null}"#
+            #"{"model":"fast",\#(Self.messages),"stream":null,"stream_options":{"include_usage":null},"#
+                + #""max_tokens":null}"#
         )
         #expect(!nulls.stream && !nulls.includeUsage && nulls.maxTokens == nil)
     }

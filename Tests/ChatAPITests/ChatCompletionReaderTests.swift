@@ -8,9 +8,11 @@ struct ChatCompletionReaderTests {
     func typicalAnswer() throws {
         let text = #"""
             {"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m","system_fingerprint":null,
-             "choices":[{"index":0,"message":{"role":"assistant","content":"سلام \"دنیا\"\n","refusal":null,"annotations":[]},
+             "choices":[{"index":0,"message":{"role":"assistant","content":"سلام \"دنیا\"\n","refusal":null,\#
+            "annotations":[]},
                          "logprobs":null,"finish_reason":"stop"}],
-             "usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":0}},
+             "usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,\#
+            "prompt_tokens_details":{"cached_tokens":0}},
              "service_tier":"default"}
             """#
         let completion = try ChatCompletionReader.read(Array(text.utf8))

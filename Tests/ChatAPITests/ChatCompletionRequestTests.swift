@@ -74,7 +74,8 @@ struct ChatCompletionRequestTests {
             {"model": "gpt-4o", "n": 1, "tools": [], "logprobs": false, "temperature": null,
              "messages": [
                {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
-               {"role": "user", "name": "sara", "content": [{"type": "text", "text": "line one"}, {"type": "text", "text": "line two"}]},
+               {"role": "user", "name": "sara", "content": [{"type": "text", "text": "line one"}, {"type": "text",\#
+             "text": "line two"}]},
                {"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function"}]},
                {"role": "tool", "content": "42", "tool_call_id": "1"},
                {"role": "user", "content": ""}
@@ -109,7 +110,8 @@ struct ChatCompletionRequestTests {
             #"{"messages": [{"role": "user", "content": "hi"}]}"#,
             #"{"model": "m"}"#,
             #"{"model": "m", "messages": [{"content": "hi"}]}"#,
-            #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]}"#,
+            #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url","#
+                + #" "image_url": {"url": "https://x/y.png"}}]}]}"#,
             #"{"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]}"#,
             #"{"model": "m", "messages": [{"role": "user", "content": 5}]}"#,
             #"{"model": "m", "messages": [], "max_tokens": "100"}"#,

@@ -23,7 +23,8 @@ struct ChatCompletionTests {
               "choices": [
                 {
                   "index": 0,
-                  "message": {"role": "assistant", "content": "Hello! How can I assist you today?", "refusal": null, "annotations": []},
+                  "message": {"role": "assistant", "content": "Hello! How can I assist you today?", "refusal": null,\#
+             "annotations": []},
                   "logprobs": null,
                   "finish_reason": "stop"
                 }
@@ -56,11 +57,13 @@ struct ChatCompletionTests {
         arguments: [
             (#"{"choices": [{"message": {"content": "hi"}}]}"#, "hi", false),
             (
-                #"{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}], "usage": null}"#,
+                #"{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],"#
+                    + #" "usage": null}"#,
                 "hi", false
             ),
             (
-                #"{"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "content_filter"}]}"#,
+                #"{"choices": [{"message": {"role": "assistant", "content": null},"#
+                    + #" "finish_reason": "content_filter"}]}"#,
                 nil, false
             ),
             (#"{"choices": [{"message": {"role": "assistant"}}]}"#, nil, false),
@@ -69,7 +72,8 @@ struct ChatCompletionTests {
             (#"{"choices": null}"#, nil, false),
             (#"{}"#, nil, false),
             (
-                #"{"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]}"#,
+                #"{"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text","#
+                    + #" "text": "b"}]}}]}"#,
                 "a\nb", false
             ),
             (#"{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 5}}"#, "x", true),
@@ -113,7 +117,9 @@ struct ChatCompletionTests {
     func chunks() throws {
         let first: ChatCompletionChunk = try decode(
             #"""
-            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","service_tier":"default","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}
+            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini",\#
+            "service_tier":"default","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant",\#
+            "content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}
             """#)
         #expect(first.choices.first?.delta == ChatCompletionChunk.Delta(role: .assistant, content: ""))
         #expect(first.choices.first?.finishReason == nil)
@@ -121,14 +127,17 @@ struct ChatCompletionTests {
 
         let last: ChatCompletionChunk = try decode(
             #"""
-            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}
+            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini",\#
+            "choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}
             """#)
         #expect(last.choices.first?.finishReason == "stop")
         #expect(last.firstDeltaContent == nil)
 
         let usage: ChatCompletionChunk = try decode(
             #"""
-            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}
+            {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini",\#
+            "choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,\#
+            "prompt_tokens_details":{"cached_tokens":0}}}
             """#)
         #expect(usage.choices.isEmpty)
         #expect(usage.usage?.totalTokens == 21)
@@ -141,7 +150,8 @@ struct ChatCompletionTests {
         "a chunk carries output when any choice adds text or a tool call",
         arguments: [
             (
-                #"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
+                #"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"#
+                    + #""id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
                 true
             ),
             (
@@ -174,7 +184,8 @@ struct ChatCompletionTests {
                 == (try JSONValue(
                     parsing: #"""
                         {"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m",
-                         "choices":[{"index":0,"message":{"role":"assistant","content":"متن / text"},"finish_reason":"stop"}],
+                         "choices":[{"index":0,"message":{"role":"assistant","content":"متن / text"},\#
+                        "finish_reason":"stop"}],
                          "usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}
                         """#)))
         #expect(try ChatCompletion(jsonBytes: JSON.encode(completion)) == completion)
@@ -198,7 +209,8 @@ struct ChatCompletionTests {
             try JSONValue(encoding: usageChunk)
                 == (try JSONValue(
                     parsing: #"""
-                        {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}
+                        {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,\#
+                        "completion_tokens":1,"total_tokens":2}}
                         """#)))
     }
 }

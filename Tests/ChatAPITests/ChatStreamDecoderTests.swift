@@ -70,7 +70,8 @@ struct ChatStreamDecoderTests {
         "an error object in the stream is an upstream error",
         arguments: [
             (
-                "data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n",
+                "data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\",\"param\":null,"
+                    + "\"code\":\"rate_limit_exceeded\"}}\n\n",
                 UpstreamErrorBody(message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded")
             ),
             (

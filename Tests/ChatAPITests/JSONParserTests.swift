@@ -120,7 +120,9 @@ struct JSONParserTests {
     @Test(
         "reads completions from the bytes exactly as the general reading through JSONValue does",
         arguments: [
-            #"{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"سلام"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},"extra":{"deep":[1]}}"#,
+            #"{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"#
+                + #""message":{"role":"assistant","content":"سلام"},"finish_reason":"stop"}],"#
+                + #""usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},"extra":{"deep":[1]}}"#,
             #"{"choices":[{"message":{"content":null}}]}"#,
             #"{"choices":null,"usage":null}"#,
             #"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"text":"b"}]}}]}"#,

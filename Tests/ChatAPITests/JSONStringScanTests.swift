@@ -32,7 +32,10 @@ struct JSONStringScanTests {
                                 #expect(
                                     scan(bytes, from: start, delete: delete)
                                         == expected(bytes, from: start, delete: delete),
-                                    "length \(length), byte \(special) at \(position), filler \(filler), delete \(delete)"
+                                    """
+                                    length \(length), byte \(special) at \(position), \
+                                    filler \(filler), delete \(delete)
+                                    """
                                 )
                             }
                         }

@@ -23,7 +23,8 @@ struct ResponseFormatTests {
         #expect(try JSONValue(parsing: direct) == JSONValue(encoding: request))
         #expect(
             direct.hasSuffix(
-                #","user":"u","response_format":{"json_schema":{"name":"key-points","schema":{"maxItems":20,"minItems":1,"n":null,"type":"array","x":0.5},"strict":true},"type":"json_schema"}}"#
+                #","user":"u","response_format":{"json_schema":{"name":"key-points","schema":{"maxItems":20,"#
+                    + #""minItems":1,"n":null,"type":"array","x":0.5},"strict":true},"type":"json_schema"}}"#
             ))
         #expect(try JSON.decode(ChatCompletionRequest.self, from: request.jsonBytes()) == request)
         #expect(

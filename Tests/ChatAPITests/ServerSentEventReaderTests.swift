@@ -58,7 +58,8 @@ struct ServerSentEventReaderTests {
             [.init(data: "a", id: "1"), .init(data: "b", id: "1")]),
         Case(
             "retry needs digits only and belongs to its block",
-            "retry: 3000\ndata: a\n\nretry: 3x\ndata: b\n\nretry:\ndata: c\n\nretry: 99999999999999999999999\ndata: d\n\n",
+            "retry: 3000\ndata: a\n\nretry: 3x\ndata: b\n\nretry:\ndata: c\n\n"
+                + "retry: 99999999999999999999999\ndata: d\n\n",
             [.init(data: "a", retry: 3000), .init(data: "b"), .init(data: "c"), .init(data: "d")]
         ),
         Case(

@@ -5,11 +5,21 @@ import ChatAPI
 /// comment and `[DONE]`.
 enum StreamFixtures {
     static let chunkJSON: [String] = [
-        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
-        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"سلام"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
-        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" دنیا!\nخط دوم"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
-        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#,
-        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":141,"completion_tokens":37,"total_tokens":178,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","#
+            + #""system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","#
+            + #""refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","#
+            + #""system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"سلام"},"logprobs":null,"#
+            + #""finish_reason":null}],"usage":null}"#,
+        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","#
+            + #""system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" دنیا!\nخط دوم"},"#
+            + #""logprobs":null,"finish_reason":null}],"usage":null}"#,
+        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","#
+            + #""system_fingerprint":"fp_1","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"#
+            + #""usage":null}"#,
+        #"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","#
+            + #""system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":141,"completion_tokens":37,"#
+            + #""total_tokens":178,"prompt_tokens_details":{"cached_tokens":0}}}"#,
     ]
 
     /// The stream text with LF line breaks.

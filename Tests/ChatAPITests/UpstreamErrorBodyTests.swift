@@ -7,7 +7,8 @@ struct UpstreamErrorBodyTests {
         "reads the error shapes OpenAI-compatible servers send",
         arguments: [
             (
-                #"{"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}"#,
+                #"{"error": {"message": "This model's maximum context length is 128000 tokens.","#
+                    + #" "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}"#,
                 UpstreamErrorBody(
                     message: "This model's maximum context length is 128000 tokens.", type: "invalid_request_error",
                     code: "context_length_exceeded", param: "messages")
@@ -41,7 +42,8 @@ struct UpstreamErrorBodyTests {
                 UpstreamErrorBody(message: nil)
             ),
             (
-                #"{"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "param": null, "code": 404}"#,
+                #"{"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError","#
+                    + #" "param": null, "code": 404}"#,
                 UpstreamErrorBody(message: "The model `x` does not exist.", type: "NotFoundError", code: "404")
             ),
         ])

@@ -29,8 +29,8 @@ struct HMACTests {
         (
             "7", [UInt8](repeating: 0xAA, count: 131),
             Array(
-                "This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm."
-                    .utf8),
+                ("This is a test using a larger than block-size key and a larger than block-size data. "
+                    + "The key needs to be hashed before being used by the HMAC algorithm.").utf8),
             "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"
         ),
     ]

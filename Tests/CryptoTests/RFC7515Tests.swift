@@ -8,8 +8,8 @@ import Testing
 struct RFC7515Tests {
     /// The JWS Signing Input of A.2: the protected header {"alg":"RS256"}, a dot, the payload.
     static let rs256SigningInput = Array(
-        "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
-            .utf8
+        ("eyJhbGciOiJSUzI1NiJ9."
+            + "eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ").utf8
     )
     /// A.2.1's key.
     static let rsaModulus = TestEncoding.base64(
@@ -44,8 +44,8 @@ struct RFC7515Tests {
 
     /// The JWS Signing Input of A.3: the protected header {"alg":"ES256"}, a dot, the payload.
     static let es256SigningInput = Array(
-        "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
-            .utf8
+        ("eyJhbGciOiJFUzI1NiJ9."
+            + "eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ").utf8
     )
     /// A.3.1's key.
     static let p256X = TestEncoding.base64("f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU")

@@ -79,6 +79,7 @@ struct EventLoopTests {
         defer { group.shutdown() }
         let loop = group.loops[0]
         let onLoop = await Task(executorPreference: loop) { () async -> Bool in
+            // A real suspension, resumed by a timer: the task must come back to the loop.
             try? await Task.sleep(for: .milliseconds(5))
             return loop.inEventLoop
         }.value

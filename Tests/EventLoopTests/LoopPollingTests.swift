@@ -68,8 +68,9 @@ struct IdleCPUTests {
     @Test("reads this machine's /proc/stat for the CPUs it may use")
     func live() async throws {
         #expect(IdleCPU.readProcStat() != nil)
-        // A sleep of 300 ms can take over a second while the suites run in parallel: then the
-        // interval is too long to answer for, and the test tries again.
+        // The sampler measures an interval, so one has to pass. A sleep of 300 ms can take over a
+        // second while the suites run in parallel: then the interval is too long to answer for,
+        // and the test tries again.
         var idle: Int?
         for _ in 0..<10 where idle == nil {
             let sampler = IdleCPU()
@@ -182,6 +183,7 @@ struct LoopPollingTests {
             registered.store(true, ordering: .releasing)
         }
         let deadline = MonotonicInstant.now().advanced(by: .seconds(20))
+        // Polls: the loop registers on its own thread.
         while !registered.load(ordering: .acquiring) && MonotonicInstant.now() < deadline { usleep(100) }
         var answered = true
         for round in 0..<rounds {
@@ -197,8 +199,10 @@ struct LoopPollingTests {
                 break
             }
             if stopOnceCaught && polling.polledWakeupCount > 0 && round >= 100 { break }
+            // The events' pace: long waits between them keep the window closed.
             if pause > .zero { usleep(UInt32(pause.nanosecondsClamped / 1000)) }
         }
+        // Polls for the timer set 20 ms ahead.
         while !timerFired.load(ordering: .relaxed) && MonotonicInstant.now() < deadline { usleep(1000) }
         return (answered, timerFired.load(ordering: .relaxed))
     }

@@ -66,6 +66,7 @@ private struct MockService: Service {
         await recorder.record(deadline: deadline, for: name)
         switch behaviour {
         case .stopWaits(let gate): await gate.wait()
+        // A service whose stop takes that long.
         case .stopTakes(let duration): try? await Task.sleep(for: duration)
         default: break
         }

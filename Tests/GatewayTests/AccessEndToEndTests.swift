@@ -101,7 +101,7 @@ struct AccessEndToEndTests {
     }
 
     @Test(
-        "refuses calls once the day's tokens cannot cover their worst case, not counting cache hits, and recovers the next day"
+        "refuses calls once the day's tokens cannot cover their worst case (cache hits are free); recovers next day"
     )
     func dailyTokens() async throws {
         let clock = TestClock()

@@ -184,7 +184,7 @@ struct AppAttestEndToEndTests {
     }
 
     @Test(
-        "SQLite: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart"
+        "SQLite: the real device registers, has a session as device:<id> with its own usage, no replay; restarts"
     )
     func realDeviceSQLite() async throws {
         try await Self.realDevice(location: .sqlite(path: storeDirectory() + "/gateway.sqlite"))
@@ -194,7 +194,7 @@ struct AppAttestEndToEndTests {
 @Suite("App Attest end to end on Postgres", .postgresCluster)
 struct AppAttestPostgresTests {
     @Test(
-        "Postgres: the real device registers, opens a session, is device:<id> with its own usage, and a replay is refused, across a restart"
+        "Postgres: the real device registers, has a session as device:<id> with its own usage, no replay; restarts"
     )
     func realDevicePostgres() async throws {
         try await AppAttestEndToEndTests.realDevice(

@@ -101,7 +101,7 @@ struct AppAttestRefusalTests {
     }
 
     @Test(
-        "registration: wrong app, environment, nonce, counter, chain, validity, key id, format, CBOR and size are each refused"
+        "registration: a wrong app, environment, nonce, counter, chain, validity, key id, format, CBOR or size fails"
     )
     func registrationRefusals() async throws {
         let now = Int64(Instant.now.secondsSinceEpoch)
@@ -213,7 +213,7 @@ struct AppAttestRefusalTests {
     }
 
     @Test(
-        "sessions: a replayed counter, other data, another key, another app and an unknown key are refused; of two with one counter, one wins"
+        "sessions: a replayed counter, other data, key or app, an unknown key fail; of two with one counter, one wins"
     )
     func sessionRefusals() async throws {
         let now = Int64(Instant.now.secondsSinceEpoch)
@@ -281,7 +281,7 @@ struct AppAttestRefusalTests {
     }
 
     @Test(
-        "devices are callers of their own: separate limits; guests 401; a revoked device's sessions stop on every instance within 2 s"
+        "devices are callers (own limits; guests 401); a revoked device's sessions stop on every instance within 2 s"
     )
     func callersAndRevocation() async throws {
         let now = Int64(Instant.now.secondsSinceEpoch)
@@ -348,7 +348,7 @@ struct AppAttestRefusalTests {
     }
 
     @Test(
-        "APP_ATTEST_REQUIRED=all serves only device sessions; the attest routes are limited per address with Retry-After"
+        "APP_ATTEST_REQUIRED=all serves only device sessions; attest routes are limited per address with Retry-After"
     )
     func onlyDevicesAndLimits() async throws {
         let now = Int64(Instant.now.secondsSinceEpoch)

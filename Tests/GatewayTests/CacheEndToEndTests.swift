@@ -1,7 +1,17 @@
-import Gateway
+import EventLoop
 import HTTPClient
+import Synchronization
 import TestSupport
 import Testing
+
+@testable import Gateway
+
+/// A monotonic clock a test moves by hand.
+final class ManualClock: Sendable {
+    private let instant = Mutex(MonotonicInstant.now())
+    var now: MonotonicInstant { instant.withLock { $0 } }
+    func advance(_ duration: Duration) { instant.withLock { $0 = $0.advanced(by: duration) } }
+}
 
 @Suite("Response cache end to end", .serialized)
 struct CacheEndToEndTests {
@@ -9,9 +19,11 @@ struct CacheEndToEndTests {
 
     @Test("answers a repeat from the cache with X-Cache, until the entry expires")
     func hitMissExpiry() async throws {
-        // A time to live long enough for the repeat to arrive in time while the other suites
-        // keep both cores busy (a request can then take a second), short enough to wait out.
-        try await GatewayHarness.with(configure: { $0.cacheTimeToLive = .seconds(3) }) { harness in
+        let clock = ManualClock()
+        try await GatewayHarness.with(configure: {
+            $0.cacheTimeToLive = .seconds(3)
+            $0.cacheClock = { clock.now }
+        }) { harness in
             let first = try await harness.process(task: "summarize", text: Self.sample)
             #expect(first.header("X-Cache") == "MISS")
             let second = try await harness.process(task: "summarize", text: "  " + Self.sample + "\n")
@@ -23,7 +35,9 @@ struct CacheEndToEndTests {
                     == "MISS")
             #expect(try await harness.process(task: "rewrite", text: Self.sample).header("X-Cache") == "MISS")
             #expect(harness.mock.stats.requests == 3)
-            try await Task.sleep(for: .milliseconds(3100))
+            clock.advance(.milliseconds(2900))
+            #expect(try await harness.process(task: "summarize", text: Self.sample).header("X-Cache") == "HIT")
+            clock.advance(.milliseconds(100))
             #expect(try await harness.process(task: "summarize", text: Self.sample).header("X-Cache") == "MISS")
             #expect(harness.mock.stats.requests == 4)
         }

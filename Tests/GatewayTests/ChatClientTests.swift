@@ -92,7 +92,7 @@ struct ChatClientTests {
     }
 
     @Test(
-        "with a hosted API's header fields (the mock's provider-headers) a completion decodes the same, and the fields arrive in order"
+        "a hosted API's header fields (mock provider-headers): a completion decodes the same, fields arrive in order"
     )
     func providerHeaderFields() async throws {
         try await withMock { mock, client in

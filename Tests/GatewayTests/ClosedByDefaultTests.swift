@@ -48,7 +48,7 @@ struct ClosedByDefaultTests {
     }
 
     @Test(
-        "an open gateway refuses a failed credential of its own formats on every route with invalid_token, and never calls upstream"
+        "an open gateway refuses a failed credential of its formats on every route: invalid_token, upstream not called"
     )
     func openGatewayRefusesFailedCredentials() async throws {
         try await GatewayHarness.with(configure: Self.openAI) { harness in
@@ -96,7 +96,7 @@ struct ClosedByDefaultTests {
     }
 
     @Test(
-        "where tokens are required, no credential is a plain Bearer challenge and any failed one, placeholders included, is invalid_token"
+        "tokens required: no credential is a plain Bearer challenge; any failed one (placeholders too) is invalid_token"
     )
     func requiredGateway() async throws {
         try await GatewayHarness.with(configure: {
@@ -153,7 +153,7 @@ struct ClosedByDefaultTests {
     }
 
     @Test(
-        "/v1's n is capped at MAX_CHOICES, and a request whose worst case does not fit the day is refused before it goes upstream"
+        "/v1's n is capped at MAX_CHOICES; a request whose worst case does not fit the day is refused before upstream"
     )
     func costsBoundedBeforeTheCall() async throws {
         let clock = TestClock()

@@ -150,7 +150,7 @@ struct CommandLineProcessTests {
     }
 
     @Test(
-        "refuses a misspelled setting from the environment or .env with exit 2, naming it and the setting meant, never its value"
+        "refuses a misspelled setting (environment or .env) with exit 2, naming it and the one meant, never its value"
     )
     func misspelledSetting() async throws {
         let secret = "sk-misspelled-secret-value"

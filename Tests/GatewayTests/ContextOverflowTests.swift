@@ -14,31 +14,44 @@ struct ContextOverflowTests {
     static let overflows: [(server: String, status: Int, body: String)] = [
         (
             "OpenAI", 400,
-            #"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130211 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
+            #"{"error":{"message":"This model's maximum context length is 128000 tokens. However,"#
+                + #" your messages resulted in 130211 tokens. Please reduce the length of the messages.","#
+                + #""type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
         ),
         (
             "llama.cpp", 400,
-            #"{"error":{"code":400,"message":"request (11010 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":11010,"n_ctx":2048}}"#
+            #"{"error":{"code":400,"message":"request (11010 tokens) exceeds the available context size (2048 tokens),"#
+                + #" try increasing it","type":"exceed_context_size_error","n_prompt_tokens":11010,"n_ctx":2048}}"#
         ),
         (
             "llama.cpp before its 400", 500,
-            #"{"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"exceed_context_size_error","n_prompt_tokens":1407,"n_ctx":256}}"#
+            #"{"error":{"code":500,"#
+                + #""message":"the request exceeds the available context size. try increasing the context size or "#
+                + #"enable context shift","type":"exceed_context_size_error","n_prompt_tokens":1407,"n_ctx":256}}"#
         ),
         (
             "vLLM", 400,
-            #"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 6379 tokens (6029 in the messages, 350 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#
+            #"{"object":"error","message":"This model's maximum context length is 4096 tokens. However,"#
+                + #" you requested 6379 tokens (6029 in the messages,"#
+                + #" 350 in the completion). Please reduce the length of the messages or completion.","#
+                + #""type":"BadRequestError","param":null,"code":400}"#
         ),
         (
             "vLLM, nested", 400,
-            #"{"error":{"message":"This model's maximum context length is 2048 tokens. However, your request has 3012 input tokens. Please reduce the length of the input messages.","type":"BadRequestError","param":null,"code":400}}"#
+            #"{"error":{"message":"This model's maximum context length is 2048 tokens. However,"#
+                + #" your request has 3012 input tokens. Please reduce the length of the input messages.","#
+                + #""type":"BadRequestError","param":null,"code":400}}"#
         ),
         (
             "vLLM, max_model_len", 400,
-            #"{"error":{"message":"The decoder prompt (length 3012) is longer than the maximum model length of 2048. Make sure that `max_model_len` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}"#
+            #"{"error":{"message":"The decoder prompt (length 3012) is longer than the maximum model length of 2048. "#
+                + #"Make sure that `max_model_len` is no smaller than the number of text tokens.","#
+                + #""type":"BadRequestError","param":null,"code":400}}"#
         ),
         (
             "vLLM with OpenAI's code", 400,
-            #"{"error":{"message":"This model's maximum context length is 2048 tokens.","type":"BadRequestError","param":null,"code":"context_length_exceeded"}}"#
+            #"{"error":{"message":"This model's maximum context length is 2048 tokens.","type":"BadRequestError","#
+                + #""param":null,"code":"context_length_exceeded"}}"#
         ),
     ]
 
@@ -46,7 +59,8 @@ struct ContextOverflowTests {
     static let others: [(server: String, status: Int, body: String, kind: UpstreamFailureKind, code: String)] = [
         (
             "llama.cpp, bad messages", 400,
-            #"{"error":{"code":400,"message":"Failed to parse messages: Expected 'content'","type":"invalid_request_error"}}"#,
+            #"{"error":{"code":400,"message":"Failed to parse messages: Expected 'content'","#
+                + #""type":"invalid_request_error"}}"#,
             .rejected, "upstream_error"
         ),
         (
@@ -60,12 +74,14 @@ struct ContextOverflowTests {
         ),
         (
             "vLLM, max_tokens", 400,
-            #"{"object":"error","message":"max_tokens must be at least 1, got -186.","type":"BadRequestError","param":null,"code":400}"#,
+            #"{"object":"error","message":"max_tokens must be at least 1, got -186.","type":"BadRequestError","#
+                + #""param":null,"code":400}"#,
             .rejected, "upstream_error"
         ),
         (
             "a context error behind a busy gateway", 503,
-            #"{"error":{"message":"This model's maximum context length is 2048 tokens.","code":"context_length_exceeded"}}"#,
+            #"{"error":{"message":"This model's maximum context length is 2048 tokens.","#
+                + #""code":"context_length_exceeded"}}"#,
             .busy, "upstream_busy"
         ),
         (

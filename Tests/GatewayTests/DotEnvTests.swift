@@ -63,7 +63,8 @@ struct DotEnvTests {
         ValidCase("entries in file order", "B=2\nA=1\nC=3\n", [Pair("B", "2"), Pair("A", "1"), Pair("C", "3")]),
         ValidCase("comments between entries", "# head\nA=1\n\n# mid\nB=2\n", [Pair("A", "1"), Pair("B", "2")]),
         ValidCase(
-            "export prefix", "export A=1\nexport  B=2\nexport\tC=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("C", "3")]),
+            "export prefix", "export A=1\nexport  B=2\nexport\tC=3\n",
+            [Pair("A", "1"), Pair("B", "2"), Pair("C", "3")]),
         ValidCase("export as a key", "export=1\nexport = 2\n", [Pair("export", "1"), Pair("export", "2")]),
         ValidCase(
             "a key starting with export", "exported=1\nexport exported=2",
@@ -129,7 +130,8 @@ struct DotEnvTests {
             [Pair("HOME_DIR", "${HOME}"), Pair("B", "$HOME ${X:-y}"), Pair("C", "${A}")]
         ),
         ValidCase(
-            "duplicates are all returned in order", "A=1\nB=2\nA=3\n", [Pair("A", "1"), Pair("B", "2"), Pair("A", "3")]),
+            "duplicates are all returned in order", "A=1\nB=2\nA=3\n",
+            [Pair("A", "1"), Pair("B", "2"), Pair("A", "3")]),
         ValidCase(
             "non-ASCII values", "GREETING=\"سلام دنیا\"\nB=é ü\n", [Pair("GREETING", "سلام دنیا"), Pair("B", "é ü")]),
     ]

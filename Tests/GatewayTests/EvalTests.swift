@@ -97,7 +97,8 @@ struct EvalTests {
         let (table, status) = try await Self.run(minimum: 0.5)
         #expect(status == 1)
         for line in [
-            "summarize: persian_script 12/12, shorter_than_input 12/12, keeps_names 0/12, keeps_key_numbers 0/12, no_invented_numbers 12/12, json_validates 12/12",
+            "summarize: persian_script 12/12, shorter_than_input 12/12, keeps_names 0/12, keeps_key_numbers 0/12,"
+                + " no_invented_numbers 12/12, json_validates 12/12",
             "rewrite: persian_script 12/12, keeps_every_number 0/12, json_validates 12/12",
             "key-points: persian_script 12/12, bulleted_list_3_to_10 0/12, json_validates 12/12",
             "titles: persian_script 12/12, ten_numbered_lines 0/12, json_validates 12/12",

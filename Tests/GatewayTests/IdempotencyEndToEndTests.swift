@@ -182,13 +182,22 @@ enum IdempotencyScenarios {
 
         let streamKey = Self.key()
         let streamed = Self.body(sample + " [mock:deltas=8,delta-delay-ms=150]", stream: true)
-        async let leader = post(harness, streamed, key: streamKey)
-        #expect(await eventually { harness.mock.stats.requests == before + 2 })
-        try await Task.sleep(for: .milliseconds(500)) // a few deltas in, so the joiner has text to catch up on
-        let follower = try await post(harness, streamed, key: streamKey)
-        let lead = try await leader
+        let leader = try await harness.client.stream(
+            HTTPClientRequest(
+                method: "POST", url: harness.base + "/api/process",
+                headers: [("Content-Type", "application/json"), ("Idempotency-Key", streamKey)],
+                body: Array(streamed.utf8)))
+        var leadBody: [UInt8] = []
+        var leadChunks = leader.body.makeAsyncIterator()
+        // A few deltas in (the last one seen may be partial), so the joiner has text to catch up on.
+        while SSE.events(leadBody).filter({ $0.name == "delta" }).count < 3, let chunk = try await leadChunks.next() {
+            leadBody += chunk
+        }
+        async let joining = post(harness, streamed, key: streamKey)
+        while let chunk = try await leadChunks.next() { leadBody += chunk }
+        let follower = try await joining
         #expect(harness.mock.stats.requests == before + 2)
-        let leadEvents = SSE.events(lead.body)
+        let leadEvents = SSE.events(leadBody)
         let followEvents = SSE.events(follower.body)
         #expect(follower.header("Idempotent-Replayed") == "true")
         #expect(followEvents.first?.name == "start" && followEvents.last?.name == "done")
@@ -437,7 +446,7 @@ struct IdempotencyPostgresTests {
     }
 
     @Test(
-        "two instances: 409 with Retry-After while the first runs on the other, then its answer; one row and one charge per key"
+        "two instances: 409 with Retry-After while the other runs the first, then its answer; one row, one charge a key"
     )
     func twoInstances() async throws {
         let location = try DatabaseLocation(url: try await PostgresStoreEndToEndTests.databaseURL())

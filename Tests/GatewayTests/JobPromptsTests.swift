@@ -63,7 +63,7 @@ struct JobPromptsTests {
     }
 
     @Test(
-        "docs/prompts.md holds every prompt line of the code verbatim: the prefix, tasks, tones, JSON and repair lines, and the job rounds"
+        "docs/prompts.md holds every prompt line of the code verbatim: prefix, tasks, tones, JSON, repair, job rounds"
     )
     func documentMatchesCode() throws {
         let document = try RepositoryFile.text("docs/prompts.md")

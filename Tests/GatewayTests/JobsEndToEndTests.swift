@@ -16,8 +16,10 @@ struct JobsEndToEndTests {
 
     /// `count` numbered Persian sentences (each one unique, so a test can find it upstream).
     static func longText(sentences count: Int, extra: String = "") -> String {
-        (1...count).map { "این جملهٔ شمارهٔ \($0) از یک متن بلند آزمایشی است که برای سنجش تقسیم متن نوشته شده\(extra)." }
-            .joined(separator: " ")
+        (1...count).map {
+            "این جملهٔ شمارهٔ \($0) از یک متن بلند آزمایشی است که برای سنجش تقسیم متن نوشته شده\(extra)."
+        }
+        .joined(separator: " ")
     }
 
     static func configure(_ configuration: inout GatewayConfiguration, chunkTokens: Int = 400, overlapTokens: Int = 0) {
@@ -187,7 +189,8 @@ struct JobsEndToEndTests {
             let events = try await StoreEndToEndTests.get(harness, "/api/jobs/\(id)/events")
             #expect(
                 String(decoding: events.body, as: UTF8.self).contains("event: error\ndata: {\"code\":\"cancelled\""))
-            // Nothing more is asked for a cancelled job.
+            // Nothing more is asked for a cancelled job. A call never made marks no moment: the
+            // workers are given a second of claim rounds to make one.
             let requests = harness.mock.stats.requests
             try await Task.sleep(for: .seconds(1))
             #expect(harness.mock.stats.requests == requests)

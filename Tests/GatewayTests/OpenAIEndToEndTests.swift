@@ -80,7 +80,8 @@ struct OpenAIEndToEndTests {
             (#"{"model":"fast","n":0,"messages":[{"role":"user","content":"x"}]}"#, 400, "invalid_json"),
             (#"{"model":"fast","messages":[]}"#, 400, "invalid_messages"),
             (
-                #"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#,
+                #"{"model":"fast","messages":[{"role":"user","content":"1"},{"role":"user","content":"2"},"#
+                    + #"{"role":"user","content":"3"},{"role":"user","content":"4"},{"role":"user","content":"5"}]}"#,
                 400, "invalid_messages"
             ),
             (#"{"model":"fast""#, 400, "invalid_json"),
@@ -90,7 +91,8 @@ struct OpenAIEndToEndTests {
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=503]"}]}"#, 503, "upstream_busy"),
             (#"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=500]"}]}"#, 502, "upstream_error"),
             (
-                #"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=400,error-code=context_length_exceeded]"}]}"#,
+                #"{"model":"fast","messages":[{"role":"user","content":"x [mock:status=400,"#
+                    + #"error-code=context_length_exceeded]"}]}"#,
                 400, "context_length_exceeded"
             ),
         ] as [(String, Int, String)]
@@ -131,7 +133,8 @@ struct OpenAIEndToEndTests {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let options = includeUsage ? #","stream_options":{"include_usage":true}"# : ""
             let body =
-                #"{"model":"fast","stream":true\#(options),"messages":[{"role":"user","content":"stream please [mock:deltas=8]"}]}"#
+                #"{"model":"fast","stream":true\#(options),"messages":[{"role":"user","#
+                + #""content":"stream please [mock:deltas=8]"}]}"#
             let response = try await harness.client.stream(
                 HTTPClientRequest(
                     method: "POST", url: harness.base + "/v1/chat/completions",
@@ -172,7 +175,8 @@ struct OpenAIEndToEndTests {
     func streamErrorText() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let body =
-                #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"x [mock:stream-error-after=2]"}]}"#
+                #"{"model":"fast","stream":true,"messages":[{"role":"user","#
+                + #""content":"x [mock:stream-error-after=2]"}]}"#
             let response = try await harness.client.stream(
                 HTTPClientRequest(
                     method: "POST", url: harness.base + "/v1/chat/completions",

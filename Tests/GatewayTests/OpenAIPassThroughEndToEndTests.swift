@@ -16,16 +16,26 @@ struct OpenAIPassThroughEndToEndTests {
     static let configure = OpenAIEndToEndTests.configure // aliases fast/smart, max_tokens 500
 
     static let tools =
-        #"[{"type":"function","function":{"name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}]"#
+        #"[{"type":"function","function":{"name":"get_weather","description":"Weather for a city","#
+        + #""parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},"#
+        + #"{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}]"#
 
     /// A history with a tool call and its result, and an image part; the directive in the
     /// user message asks the mock to answer with the body it received.
     static let history =
-        #"[{"role":"user","content":[{"type":"text","text":"Weather where this photo was taken? [mock:echo-request=on]"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","detail":"low"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc123","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_abc123","content":"{\"celsius\":21.50}"}]"#
+        #"[{"role":"user","content":[{"type":"text","#
+        + #""text":"Weather where this photo was taken? [mock:echo-request=on]"},{"type":"image_url","#
+        + #""image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","detail":"low"}}]},"#
+        + #"{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc123","type":"function","#
+        + #""function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","#
+        + #""tool_call_id":"call_abc123","content":"{\"celsius\":21.50}"}]"#
 
     /// Everything the gateway passes as it came, numbers spelled as a client may spell them.
     static let fields =
-        #""tools":\#(tools),"tool_choice":"auto","n":1,"seed":18446744073709551615,"logprobs":true,"top_logprobs":2,"logit_bias":{"50256":-100,"1234567890123":1.5e1},"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"}}},"parallel_tool_calls":false,"temperature":1e-7,"top_p":0.10,"metadata":{"x":[1,{"y":null}]},"x_vendor":true"#
+        #""tools":\#(tools),"tool_choice":"auto","n":1,"seed":18446744073709551615,"logprobs":true,"top_logprobs":2,"#
+        + #""logit_bias":{"50256":-100,"1234567890123":1.5e1},"response_format":{"type":"json_schema","#
+        + #""json_schema":{"name":"w","schema":{"type":"object"}}},"parallel_tool_calls":false,"temperature":1e-7,"#
+        + #""top_p":0.10,"metadata":{"x":[1,{"y":null}]},"x_vendor":true"#
 
     func post(_ harness: GatewayHarness, _ body: String) async throws -> HTTPClientResponse {
         try await harness.client.send(
@@ -68,11 +78,13 @@ struct OpenAIPassThroughEndToEndTests {
     func streamedFieldsArriveUnchanged() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let body =
-                #"{"model":"fast","stream":true,"stream_options":{"include_obfuscation":false},"messages":\#(Self.history),\#(Self.fields)}"#
+                #"{"model":"fast","stream":true,"stream_options":{"include_obfuscation":false},"#
+                + #""messages":\#(Self.history),\#(Self.fields)}"#
             let (chunks, done) = try await stream(harness, body)
             #expect(done)
             let expected =
-                #"{"model":"upstream-fast","stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"messages":\#(Self.history),\#(Self.fields),"max_tokens":500}"#
+                #"{"model":"upstream-fast","stream":true,"stream_options":{"include_obfuscation":false,"#
+                + #""include_usage":true},"messages":\#(Self.history),\#(Self.fields),"max_tokens":500}"#
             #expect(String(decoding: harness.mock.lastRequestBody, as: UTF8.self) == expected)
             let text = chunks.compactMap { $0["choices"]?.firstElement?["delta"]?["content"]?.stringValue }.joined()
             #expect(text == expected)
@@ -110,7 +122,8 @@ struct OpenAIPassThroughEndToEndTests {
     func toolCall() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let body =
-                #"{"model":"fast","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":\#(Self.tools),"tool_choice":"auto"}"#
+                #"{"model":"fast","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":\#(Self.tools),"#
+                + #""tool_choice":"auto"}"#
             let response = try await post(harness, body)
             #expect(response.status == 200)
             let answer = try Value.parse(response.body)
@@ -137,7 +150,9 @@ struct OpenAIPassThroughEndToEndTests {
     func streamedToolCall() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let body =
-                #"{"model":"fast","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Time?"}],"tools":\#(Self.tools),"tool_choice":{"type":"function","function":{"name":"get_time"}}}"#
+                #"{"model":"fast","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","#
+                + #""content":"Time?"}],"tools":\#(Self.tools),"tool_choice":{"type":"function","#
+                + #""function":{"name":"get_time"}}}"#
             let (chunks, done) = try await stream(harness, body)
             #expect(done)
             let calls = chunks.compactMap { $0["choices"]?.firstElement?["delta"]?["tool_calls"]?.firstElement }
@@ -157,7 +172,8 @@ struct OpenAIPassThroughEndToEndTests {
         }) { harness in
             // The call's id and name at once, its arguments after 1 s, then the end.
             let body =
-                #"{"model":"fast","stream":true,"messages":[{"role":"user","content":"Slow [mock:delta-delay-ms=1000]"}],"tools":\#(Self.tools)}"#
+                #"{"model":"fast","stream":true,"messages":[{"role":"user","#
+                + #""content":"Slow [mock:delta-delay-ms=1000]"}],"tools":\#(Self.tools)}"#
             let (chunks, done) = try await stream(harness, body)
             #expect(done)
             #expect(chunks.contains { $0["choices"]?.firstElement?["finish_reason"] == .string("tool_calls") })
@@ -169,7 +185,8 @@ struct OpenAIPassThroughEndToEndTests {
     func twoChoices(streamed: Bool) async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let body =
-                #"{"model":"fast","n":2,"stream":\#(streamed),"messages":[{"role":"user","content":"Two please [mock:deltas=3]"}]}"#
+                #"{"model":"fast","n":2,"stream":\#(streamed),"messages":[{"role":"user","#
+                + #""content":"Two please [mock:deltas=3]"}]}"#
             if streamed {
                 let (chunks, done) = try await stream(harness, body)
                 #expect(done)
@@ -197,7 +214,8 @@ struct OpenAIPassThroughEndToEndTests {
     func imagePart() async throws {
         try await GatewayHarness.with(configure: Self.configure) { harness in
             let messages =
-                #"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}},{"type":"text","text":"What is it?"}]}]"#
+                #"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}},"#
+                + #"{"type":"text","text":"What is it?"}]}]"#
             let response = try await post(harness, #"{"model":"fast","messages":\#(messages)}"#)
             #expect(response.status == 200)
             #expect(

@@ -142,7 +142,7 @@ struct OperationsDocsTests {
     }
 
     @Test(
-        "the dashboard is JSON of schema 39 with a Prometheus data source variable and an instance variable; the rules file has groups of complete rules"
+        "dashboard: schema 39 JSON, Prometheus data source and instance variables; rules file: groups of whole rules"
     )
     func structure() throws {
         let dashboard = try JSONValue.parse(Array(try RepositoryFile.text("docs/grafana-dashboard.json").utf8))
@@ -210,7 +210,7 @@ struct OperationsDocsTests {
     }
 
     @Test(
-        "every metric the dashboard and the rules name is a # TYPE of /metrics, and every label they use is that metric's"
+        "every metric the dashboard and rules name is a # TYPE of /metrics, and every label they use is the metric's"
     )
     func namesAndLabels() async throws {
         let dashboardText = try RepositoryFile.text("docs/grafana-dashboard.json")

@@ -26,7 +26,8 @@ struct PipelineEndToEndTests {
     }
 
     static func rawRequest(_ body: String, port: Int, extraHeaders: String = "") -> String {
-        "POST /api/process HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(extraHeaders)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        "POST /api/process HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "\(extraHeaders)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
     static func port(_ harness: GatewayHarness) -> Int { harness.running.address?.port ?? 0 }
@@ -74,7 +75,7 @@ struct PipelineEndToEndTests {
     }
 
     @Test(
-        "hang-ups before the head, during the upstream call, during a stream and resets racing a stream's head leave the full concurrency free and the gauge idle"
+        "hang-ups (before the head, upstream, mid-stream) and resets racing a stream's head free every slot; gauge idle"
     )
     func hangUpsReleaseLeases() async throws {
         try await GatewayHarness.with(configure: Self.guests("guest:-:2:-")) { harness in
@@ -134,9 +135,11 @@ struct PipelineEndToEndTests {
                 return all
             }
             #expect(statuses == [200, 200])
+            let before = harness.mock.stats.requests
             async let slow = harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=600]")
             async let slower = harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=600]")
-            try await Task.sleep(for: .milliseconds(200))
+            // Both admitted: their calls are upstream.
+            #expect(await eventually { harness.mock.stats.requests == before + 2 })
             let third = try await harness.process(task: "summarize", text: Self.sample)
             #expect(third.status == 429)
             #expect(try await [slow.status, slower.status] == [200, 200])
@@ -180,27 +183,37 @@ struct PipelineEndToEndTests {
     func singleFlightEveryoneHangsUp() async throws {
         try await GatewayHarness.with(configure: { $0.cacheTimeToLive = .seconds(60) }) { harness in
             let port = Self.port(harness)
-            let text = Self.sample + " [mock:latency-ms=3000]"
-            var clients: [TestClient] = []
-            for _ in 0..<3 {
-                clients.append(
-                    try await onThread {
-                        let client = try TestClient(port: port)
-                        try client.send(Self.rawRequest(Self.processBody(text), port: port))
-                        return client
+            /// Three clients asking for `text` at once, all of them waiting on one upstream call.
+            func threeWaiting(_ text: String) async throws -> [TestClient] {
+                var clients: [TestClient] = []
+                for _ in 0..<3 {
+                    clients.append(
+                        try await onThread {
+                            let client = try TestClient(port: port)
+                            try client.send(Self.rawRequest(Self.processBody(text), port: port))
+                            return client
+                        })
+                }
+                #expect(
+                    await eventually {
+                        harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3
                     })
+                return clients
             }
-            #expect(
-                await eventually {
-                    harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3
-                })
-            clients[0].abort()
-            clients[1].abort()
-            try await Task.sleep(for: .milliseconds(200))
+            // Two of three gone: the call goes on, and the one left gets its answer.
+            let stayed = try await threeWaiting(Self.sample + " [mock:latency-ms=1500]")
+            stayed[0].abort()
+            stayed[1].abort()
+            #expect(await eventually { harness.running.gateway.metrics.inFlight.value == 1 })
             #expect(harness.mock.stats.cancelled == 0)
-            clients[2].abort()
+            let last = stayed[2]
+            #expect(try await onThread { try last.readResponse() }.status == 200)
+            #expect(harness.mock.stats.cancelled == 0)
+            // All three gone: the call is aborted.
+            let gone = try await threeWaiting(Self.sample + " [mock:latency-ms=3000]")
+            for client in gone { client.abort() }
             #expect(await eventually(within: 10) { harness.mock.stats.cancelled == 1 })
-            #expect(harness.mock.stats.requests == 1)
+            #expect(harness.mock.stats.requests == 2)
         }
     }
 
@@ -307,9 +320,10 @@ struct PipelineEndToEndTests {
                     headers: [("Content-Type", "application/json")] + id(sent),
                     body: Array(Self.processBody(Self.sample + " x", stream: true).utf8)))
             // Refused by the concurrency limit while another runs.
+            let upstreamCalls = harness.mock.stats.requests
             async let running = harness.process(
                 task: "rewrite", text: Self.sample + " [mock:latency-ms=500]", headers: id(100))
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(await eventually { harness.mock.stats.requests == upstreamCalls + 1 })
             sent += 1
             #expect(try await harness.process(task: "titles", text: Self.sample, headers: id(sent)).status == 429)
             _ = try await running
@@ -349,6 +363,8 @@ struct PipelineEndToEndTests {
                 await eventually {
                     required.allSatisfy { observer.all["req-\($0)"] != nil } && observer.total >= required.count + 1
                 })
+            // A second call for a request would come after its first, and nothing marks that
+            // none came: the counts are read again after a pause.
             try await Task.sleep(for: .milliseconds(200))
             #expect(observer.all.values.allSatisfy { $0 == 1 }, "\(observer.all)")
             let reached = observer.all["req-202"] == nil ? 0 : 1

@@ -23,7 +23,7 @@ struct PostgresStoreEndToEndTests {
     }
 
     @Test(
-        "a gateway on Postgres answers, and /api/history and /api/usage show its rows; the command line's token works on it"
+        "a gateway on Postgres answers, /api/history and /api/usage show its rows; the command line's token works"
     )
     func historyAndUsage() async throws {
         let location = try DatabaseLocation(url: try await Self.databaseURL())
@@ -101,7 +101,10 @@ struct PostgresStoreEndToEndTests {
         let database = String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
         try await withClient(cluster.configuration(database: database)) { client in
             _ = try await client.query(
-                "INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES ('erin', 1, -1, 0, 0)"
+                """
+                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
+                VALUES ('erin', 1, -1, 0, 0)
+                """
             )
         }
         let damaged = await StoreCommand.check.run(configuration: configuration)

@@ -214,6 +214,7 @@ struct RedisLimitsEndToEndTests {
             }
             #expect(await eventually(within: 10) { instances[0].mock.stats.inFlight == 1 })
             // Past the lease's time to live (1 s and a margin of 1 s): the slot is still the stream's.
+            // Redis's own clock has to pass it; none can be injected there.
             try await Task.sleep(for: .seconds(3))
             #expect(
                 try await instances[1].process(
@@ -233,7 +234,7 @@ struct RedisLimitsEndToEndTests {
     }
 
     @Test(
-        "local: with Redis killed, requests are answered by each gateway's own limits; restarted, the limits are shared again"
+        "local: with Redis killed, each gateway's own limits answer; Redis restarted, the limits are shared again"
     )
     func localFallbackAndRecovery() async throws {
         let redis = try await RedisServer()

@@ -117,7 +117,8 @@ struct RedisRateLimiterTests {
             #expect(held.lease != nil)
             #expect(
                 Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
-            // Renewed well within its time to live, it outlasts it several times over.
+            // Renewed well within its time to live, it outlasts it several times over (on Redis's
+            // own clock, which only real time moves).
             for _ in 0..<6 {
                 try await limiters[0].renewLeases()
                 try await Task.sleep(for: .milliseconds(300))
@@ -216,7 +217,7 @@ struct RedisRateLimiterTests {
     }
 
     @Test(
-        "a settlement off the request's path frees the slot and charges the real count; one Redis missed is sent again once it is back"
+        "a settlement off the request's path frees the slot, charges the real count; one Redis missed is resent later"
     )
     func settlementsAreSentAndRetried() async throws {
         try await Self.withLimiters { limiters, _, server in

@@ -111,8 +111,8 @@ struct RepositoryDocsTests {
         #expect(Self.command("scripts/demo.sh     # the demo") == "scripts/demo.sh")
         #expect(
             Self.anchors(
-                of:
-                    "# A\n## POST /api/process\n### Structured answers (`\"format\": \"json\"`)\n```\n# not a heading\n```\n## Sign-in with the app's JWTs\n"
+                of: "# A\n## POST /api/process\n### Structured answers (`\"format\": \"json\"`)\n"
+                    + "```\n# not a heading\n```\n## Sign-in with the app's JWTs\n"
             )
                 == ["a", "post-apiprocess", "structured-answers-format-json", "sign-in-with-the-apps-jwts"])
     }

@@ -68,6 +68,7 @@ struct ResponseCacheTests {
                 group.addTask {
                     try await cache.answer(for: Self.key("same")) { () throws(GatewayError) in
                         calls.add()
+                        // A call long enough for the 50 misses to find it in flight.
                         try? await Task.sleep(for: .milliseconds(100))
                         return .init(result: "once", usage: nil)
                     }.answer.result

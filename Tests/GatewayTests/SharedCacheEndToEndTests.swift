@@ -215,6 +215,7 @@ struct SharedCacheLockTests {
         let calls = Atomic<Int>(0)
         let compute: @Sendable () async throws(GatewayError) -> ResponseCache.Answer = { () throws(GatewayError) in
             calls.add(1, ordering: .relaxed)
+            // A call longer than the 2 s lock, on Redis's clock: the holder must renew it.
             try? await Task.sleep(for: .milliseconds(5000))
             return ResponseCache.Answer(result: "once", usage: nil)
         }
@@ -236,6 +237,7 @@ struct SharedCacheLockTests {
         let failed = Task {
             _ = try await first.answer(for: Self.key) { () throws(GatewayError) in
                 holding.store(true, ordering: .relaxed)
+                // The holder's call, in flight while the other waits for it.
                 try? await Task.sleep(for: .milliseconds(300))
                 throw GatewayError.upstreamTimeout
             }

@@ -194,7 +194,7 @@ struct StoreEndToEndTests {
     }
 
     @Test(
-        "history cursors are opaque and stay good across a restart; a tampered one, a row number, another caller's or another store's is 400"
+        "history cursors are opaque, good across restarts; tampered, a row number, another caller's or store's: 400"
     )
     func opaqueCursors() async throws {
         let path = storeDirectory() + "/gateway.sqlite"
@@ -387,7 +387,7 @@ struct StoreEndToEndTests {
     }
 
     @Test(
-        "an open gateway takes a store token as its caller, refuses a made-up or revoked one with invalid_token, and never makes it a guest"
+        "an open gateway takes a store token as its caller; a made-up or revoked one is invalid_token, never a guest"
     )
     func openGatewayIdentifiesStoreTokens() async throws {
         let path = storeDirectory() + "/gateway.sqlite"

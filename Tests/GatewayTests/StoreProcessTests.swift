@@ -150,8 +150,12 @@ struct StoreProcessTests {
             #expect(try await Self.process(client, first.base, id: "fast-\(index)") == 200)
             settled.insert("fast-\(index)")
         }
-        // Many batch intervals later, then a last few answers and the kill right after them.
-        try await Task.sleep(for: .milliseconds(300))
+        // Their rows committed (history reads what is), then a last few answers and the kill
+        // right after them.
+        #expect(
+            await eventually(within: 10) {
+                (try? await Self.historyIDs(client, first))?.isSuperset(of: settled) == true
+            })
         for index in 0..<5 { #expect(try await Self.process(client, first.base, id: "fast-last-\(index)") == 200) }
         first.child.signal(SIGKILL)
         #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
@@ -335,7 +339,8 @@ struct StoreProcessTests {
             """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
+            c.execute("INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end) "
+                      "VALUES ('gone', 0, 0, 'map', 't', 0, 1)")
             c.commit(); c.close()
             """, orphan)
         let found = try await check(orphan)
@@ -386,7 +391,7 @@ struct StoreProcessTests {
     }
 
     @Test(
-        "the store's file, its -wal and -shm, and a backup are made readable by their owner only (0600), whatever the umask"
+        "the store's file, its -wal and -shm, and a backup are readable by their owner only (0600), whatever the umask"
     )
     func privateFiles() async throws {
         let upstream = try await Upstream.start()
@@ -493,7 +498,8 @@ struct StoreProcessTests {
             "/usr/bin/python3",
             arguments: [
                 "-c",
-                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
+                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); "
+                    + "c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
                 locked,
             ], environment: [:])
         #expect(await holder.waitForOutput("holding"))

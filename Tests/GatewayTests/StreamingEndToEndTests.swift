@@ -173,7 +173,8 @@ struct StreamingEndToEndTests {
     func clientDisconnect() async throws {
         try await GatewayHarness.with { harness in
             let body =
-                "{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample + " [mock:deltas=200,delta-delay-ms=50]")),\"stream\":true}"
+                "{\"task\":\"summarize\",\"text\":\(jsonString(Self.sample + " [mock:deltas=200,delta-delay-ms=50]")),"
+                + "\"stream\":true}"
             do {
                 let response = try await harness.client.stream(
                     HTTPClientRequest(

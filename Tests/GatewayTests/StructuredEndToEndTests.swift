@@ -45,7 +45,7 @@ struct StructuredEndToEndTests {
     }
 
     @Test(
-        "answers each task with data of its schema and result the human-readable text, asking with the schema (json_schema)",
+        "answers each task with data of its schema and the readable text as result, asking with a json_schema",
         arguments: [
             ("summarize", #"{"summary":"\#(content)"}"#, content),
             ("rewrite", #"{"text":"\#(content)"}"#, content),
@@ -119,7 +119,7 @@ struct StructuredEndToEndTests {
     }
 
     @Test(
-        "answers 502 invalid_model_output when the repaired answer still breaks the schema, logging why but not the answer"
+        "answers 502 invalid_model_output when the repaired answer still breaks the schema; logs why, not the answer"
     )
     func invalid() async throws {
         try await GatewayHarness.with { harness in
@@ -250,7 +250,9 @@ struct StructuredEndToEndTests {
                 let body = try Body(response)
                 let usage = try #require(body.usage)
                 let exact =
-                    "{\"success\":true,\"result\":\(jsonString(Self.content)),\"requestId\":\"\(body.requestId ?? "")\",\"usage\":{\"inputTokens\":\(usage.inputTokens),\"outputTokens\":\(usage.outputTokens),\"totalTokens\":\(usage.totalTokens)}}"
+                    "{\"success\":true,\"result\":\(jsonString(Self.content)),"
+                    + "\"requestId\":\"\(body.requestId ?? "")\",\"usage\":{\"inputTokens\":\(usage.inputTokens),"
+                    + "\"outputTokens\":\(usage.outputTokens),\"totalTokens\":\(usage.totalTokens)}}"
                 #expect(String(decoding: response.body, as: UTF8.self) == exact)
             }
         }

@@ -18,19 +18,23 @@ struct StructuredOutputTests {
         arguments: [
             (
                 TextTask.summarize,
-                #"{"additionalProperties":false,"properties":{"summary":{"type":"string"}},"required":["summary"],"type":"object"}"#
+                #"{"additionalProperties":false,"properties":{"summary":{"type":"string"}},"required":["summary"],"#
+                    + #""type":"object"}"#
             ),
             (
                 .rewrite,
-                #"{"additionalProperties":false,"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}"#
+                #"{"additionalProperties":false,"properties":{"text":{"type":"string"}},"required":["text"],"#
+                    + #""type":"object"}"#
             ),
             (
                 .keyPoints,
-                #"{"additionalProperties":false,"properties":{"points":{"items":{"type":"string"},"maxItems":20,"minItems":1,"type":"array"}},"required":["points"],"type":"object"}"#
+                #"{"additionalProperties":false,"properties":{"points":{"items":{"type":"string"},"maxItems":20,"#
+                    + #""minItems":1,"type":"array"}},"required":["points"],"type":"object"}"#
             ),
             (
                 .titles,
-                #"{"additionalProperties":false,"properties":{"titles":{"items":{"type":"string"},"maxItems":10,"minItems":10,"type":"array"}},"required":["titles"],"type":"object"}"#
+                #"{"additionalProperties":false,"properties":{"titles":{"items":{"type":"string"},"maxItems":10,"#
+                    + #""minItems":10,"type":"array"}},"required":["titles"],"type":"object"}"#
             ),
         ]
     )
@@ -206,7 +210,7 @@ struct StructuredOutputTests {
     }
 
     @Test(
-        "the repair body: the first call's messages, the answer as the assistant's, one fixed user message; the text once"
+        "the repair body: the first call's messages, the answer as the assistant's, one fixed user message; text once"
     )
     func repairBody() throws {
         let request = try Self.request(.summarize, format: .json)
@@ -225,7 +229,7 @@ struct StructuredOutputTests {
     }
 
     @Test(
-        "the route's structured mode is the first upstream's, and the one upstream of the single-upstream settings carries it"
+        "the route's structured mode is the first upstream's; the single-upstream settings' one upstream carries it"
     )
     func modeFromSettings() throws {
         #expect(try GatewayConfiguration(environment: [:]).structuredMode == .jsonSchema)

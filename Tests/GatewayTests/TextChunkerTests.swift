@@ -6,9 +6,11 @@ import Testing
 @Suite("Chunking long texts")
 struct TextChunkerTests {
     static let persian = """
-        امروز جلسه¦ی شورای شهر برگزار شد. در این جلسه دربارهٔ بودجهٔ سال ۱۴۰۳ گفت¦وگو شد؛ اعضا با افزایش ۱۲ درصدی موافقت کردند. آیا این افزایش کافی است؟ کارشناسان می¦گویند نه!
+        امروز جلسه¦ی شورای شهر برگزار شد. در این جلسه دربارهٔ بودجهٔ سال ۱۴۰۳ گفت¦وگو شد؛ اعضا با افزایش ۱۲ درصدی \
+        موافقت کردند. آیا این افزایش کافی است؟ کارشناسان می¦گویند نه!
 
-        شهردار گفت: «پروژهٔ مترو تا پایان سال تمام می¦شود.» او افزود که ۳۵۰ میلیارد تومان برای آن کنار گذاشته شده است… اما منتقدان تردید دارند.
+        شهردار گفت: «پروژهٔ مترو تا پایان سال تمام می¦شود.» او افزود که ۳۵۰ میلیارد تومان برای آن کنار گذاشته شده \
+        است… اما منتقدان تردید دارند.
         خط دوم این پاراگراف بدون نقطه پایان می¦یابد
         و این خط سوم است.
 
@@ -30,7 +32,8 @@ struct TextChunkerTests {
 
     /// Texts with no whitespace at all for long stretches: cuts fall at the budget.
     static let unbroken =
-        String(repeating: "👨‍👩‍👧‍👦", count: 50) + String(repeating: "مِ", count: 60) + "." + String(repeating: "🇮🇷", count: 30)
+        String(repeating: "👨‍👩‍👧‍👦", count: 50) + String(repeating: "مِ", count: 60) + "."
+        + String(repeating: "🇮🇷", count: 30)
 
     static let texts = [
         persian, mixed, longSentence, unbroken, "کوتاه.", "a", persian + "\n\n" + mixed + "\n\n" + longSentence,

@@ -107,7 +107,10 @@ struct TextTrimTests {
             guard let scalar = Unicode.Scalar(value) else { continue }
             if TextTrim.isWhitespace(value) != scalar.properties.isWhitespace {
                 Issue.record(
-                    "U+\(String(value, radix: 16)): \(TextTrim.isWhitespace(value)) against \(scalar.properties.isWhitespace)"
+                    """
+                    U+\(String(value, radix: 16)): \(TextTrim.isWhitespace(value)) \
+                    against \(scalar.properties.isWhitespace)
+                    """
                 )
             }
         }
@@ -125,7 +128,10 @@ struct TextTrimTests {
             if joins { joiners += 1 }
             if TextTrim.joinsPreceding(value) != joins {
                 Issue.record(
-                    "U+\(String(value, radix: 16)): \(TextTrim.joinsPreceding(value)) against the standard library's \(joins)"
+                    """
+                    U+\(String(value, radix: 16)): \(TextTrim.joinsPreceding(value)) \
+                    against the standard library's \(joins)
+                    """
                 )
             }
         }

@@ -36,6 +36,7 @@ struct UpstreamPoolTests {
             case .fail(let error): throw error
             case .hang:
                 do {
+                    // A hung upstream: the attempt's whole time passes.
                     try await Task.sleep(for: limit)
                 } catch {
                     throw .cancelled
@@ -177,7 +178,7 @@ struct UpstreamPoolTests {
     }
 
     @Test(
-        "Retry-After within the limit is waited exactly; a longer one goes to the next upstream at once; with none left it is the answer"
+        "Retry-After within the limit is waited exactly; a longer one tries the next upstream, or is the last's answer"
     )
     func retryAfter() async {
         let short = ScriptedEndpoint([.fail(.httpStatus(503, error: nil, retryAfter: "2")), .answer])
@@ -246,7 +247,7 @@ struct UpstreamPoolTests {
     }
 
     @Test(
-        "consecutive failures open the circuit: the upstream is skipped, then one probe after the cooldown closes it again"
+        "consecutive failures open the circuit: the upstream is skipped; a probe after the cooldown closes it again"
     )
     func circuit() async throws {
         var policy = UpstreamPolicy()
@@ -302,7 +303,7 @@ struct UpstreamPoolTests {
     }
 
     @Test(
-        "with every circuit open, the first upstream still gets one attempt without retries, and its answer closes the circuit"
+        "with every circuit open, the first upstream gets one attempt without retries; its answer closes the circuit"
     )
     func allOpen() async {
         var policy = UpstreamPolicy()

@@ -26,7 +26,7 @@ struct UpstreamSettingsTests {
     }
 
     @Test(
-        "UPSTREAMS lists upstreams in order, each with its own URL, key, models, per-task models, aliases and structured mode"
+        "UPSTREAMS: upstreams in order, each with its URL, key, models, per-task models, aliases and structured mode"
     )
     func several() throws {
         let configuration = try GatewayConfiguration(environment: [

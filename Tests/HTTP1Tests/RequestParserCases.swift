@@ -240,7 +240,8 @@ enum RequestParserCases {
                 raw: "GET /\(String(repeating: "a", count: 18)) HTTP/1.1\r\n"
                     + "Host: h\r\nX: \(String(repeating: "b", count: 42))\r\nY: 1\r\n\r\n"
                     + "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789"
-                    + "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n0\r\n"
+                    + "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "5\r\n01234\r\n5\r\n56789\r\n0\r\n"
                     + "\r\n"),
             heads: [
                 head(

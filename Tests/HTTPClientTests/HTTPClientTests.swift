@@ -252,7 +252,8 @@ struct HTTPClientTests {
         try await withUpstream({ router in
             router.get("/seen") { request in
                 .text(
-                    "\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|\(request.headers["XAB"] ?? "-")"
+                    "\(request.headers["X-Note"] ?? "-")|\(request.headers["X-Injected"] ?? "-")|"
+                        + "\(request.headers["XAB"] ?? "-")"
                 )
             }
         }) { _, base in
@@ -270,20 +271,31 @@ struct HTTPClientTests {
 
     @Test("opens a second connection instead of waiting for the first one's answer")
     func doesNotWaitForBusyConnection() async throws {
+        let slowStarted = Flag()
+        let fastAnswered = Flag()
+        let slowAnswered = Flag()
         try await withUpstream({ router in
             router.get("/slow") { _ in
-                try await Task.sleep(for: .milliseconds(600))
+                slowStarted.set()
+                // Answers only once the fast request has its answer (or after 10 s, when that
+                // request was queued behind this one).
+                _ = await eventually(within: 10) { fastAnswered.isSet }
                 return .text("slow")
             }
             router.get("/fast") { _ in .text("fast") }
         }) { _, base in
-            try await withClient { client in
-                let slow = Task { try await client.send(HTTPClientRequest(url: base + "/slow")) }
-                try await Task.sleep(for: .milliseconds(100))
-                let start = MonotonicInstant.now()
-                #expect(try await client.send(HTTPClientRequest(url: base + "/fast")).status == 200)
-                #expect(start.nanoseconds(until: .now()) < 400_000_000) // not queued behind the slow one
-                _ = try await slow.value
+            try await withClient({ $0.timeout = .seconds(30) }) { client in
+                let slow = Task {
+                    defer { slowAnswered.set() }
+                    return try await client.send(HTTPClientRequest(url: base + "/slow"))
+                }
+                #expect(await eventually { slowStarted.isSet })
+                let fast = try await client.send(HTTPClientRequest(url: base + "/fast"))
+                #expect(fast.status == 200)
+                #expect(!slowAnswered.isSet, "the fast request waited for the slow one's answer")
+                fastAnswered.set()
+                let slowResponse = try await slow.value
+                #expect(slowResponse.status == 200)
             }
         }
     }
@@ -325,6 +337,7 @@ struct HTTPClientTests {
                             _ = try? await client.send(HTTPClientRequest(method: "POST", url: base + "/in", body: [2]))
                         }
                         let deadline = MonotonicInstant.now().advanced(by: .seconds(5))
+                        // Polls between looks: this thread is the loop's and must not return to it meanwhile.
                         while arrived.load(ordering: .relaxed) < 2, MonotonicInstant.now() < deadline { usleep(1_000) }
                         done.resume(returning: arrived.load(ordering: .relaxed) == 2)
                     }
@@ -341,6 +354,7 @@ struct HTTPClientTests {
         try await HeavyLoad.exclusive {
             try await withUpstream({ router in
                 router.get("/slow") { _ in
+                    // A 1 s upstream: the thousand requests are in flight at once.
                     try await Task.sleep(for: .seconds(1))
                     return .text("done")
                 }
@@ -380,6 +394,7 @@ struct HTTPClientTests {
                     {
                         seen = peak.load(ordering: .relaxed)
                     }
+                    // Held long enough for the 40 requests to be in flight together.
                     try await Task.sleep(for: .milliseconds(300))
                     current.subtract(1, ordering: .relaxed)
                     return .text("done")
@@ -411,6 +426,7 @@ struct HTTPClientTests {
     func idleConnectionsClosed() async throws {
         try await withUpstream({ router in
             router.get("/slow") { _ in
+                // Long enough for the 12 requests to overlap, each on a connection of its own.
                 try await Task.sleep(for: .milliseconds(100))
                 return .text("done")
             }
@@ -461,6 +477,7 @@ struct HTTPClientTests {
     func totalTimeout() async throws {
         try await withUpstream({ router in
             router.get("/stall") { _ in
+                // An upstream slower than the timeout.
                 try await Task.sleep(for: .seconds(5))
                 return .text("late")
             }
@@ -478,10 +495,12 @@ struct HTTPClientTests {
         try await withUpstream({ router in
             router.get("/quick") { _ in .text("quick") }
             router.get("/pause") { _ in
+                // Long enough for the two requests to overlap, on two connections.
                 try await Task.sleep(for: .milliseconds(100))
                 return .text("pause")
             }
             router.get("/stall") { _ in
+                // An upstream slower than the timeouts.
                 try await Task.sleep(for: .seconds(5))
                 return .text("late")
             }
@@ -500,9 +519,11 @@ struct HTTPClientTests {
                 async let first = client.send(HTTPClientRequest(url: base + "/pause"))
                 async let second = client.send(HTTPClientRequest(url: base + "/pause"))
                 #expect(try await [first.status, second.status] == [200, 200])
+                // curl's own timers: nothing outside curl tells when they have passed.
                 try await Task.sleep(for: .milliseconds(400))
                 let long = Task { try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .seconds(4))) }
-                try await Task.sleep(for: .milliseconds(50))
+                // The 4 s deadline is the loop timer's once its transfer is in.
+                #expect(await eventually { await client.activeTransferCount() == 1 })
                 let start = MonotonicInstant.now()
                 await expectClientError(.timedOut) {
                     _ = try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .milliseconds(300)))
@@ -515,10 +536,13 @@ struct HTTPClientTests {
 
     @Test("aborts the upstream transfer within a second of cancelling the task")
     func cancellation() async throws {
+        let upstreamStarted = Flag()
         let upstreamSawDrop = Flag()
         try await withUpstream({ router in
             router.get("/stall") { _ in
+                upstreamStarted.set()
                 do {
+                    // An upstream that would answer in 10 s: only the drop ends it sooner.
                     try await Task.sleep(for: .seconds(10))
                 } catch {
                     upstreamSawDrop.set() // the server cancels a handler whose client left
@@ -529,7 +553,7 @@ struct HTTPClientTests {
         }) { _, base in
             try await withClient { client in
                 let task = Task { try await client.send(HTTPClientRequest(url: base + "/stall")) }
-                try await Task.sleep(for: .milliseconds(100))
+                #expect(await eventually { upstreamStarted.isSet })
                 task.cancel()
                 await expectClientError(.cancelled) { _ = try await task.value }
                 #expect(await eventually(within: 1) { upstreamSawDrop.isSet })
@@ -547,6 +571,7 @@ struct HTTPClientTests {
                     body: .stream { writer in
                         for index in 0..<5 {
                             try await writer.write("piece \(index)\n")
+                            // The upstream's pace: the pieces arrive apart.
                             try await Task.sleep(for: .milliseconds(20))
                         }
                     })
@@ -578,6 +603,7 @@ struct HTTPClientTests {
                         do {
                             while true {
                                 try await writer.write("tick\n")
+                                // The upstream's pace.
                                 try await Task.sleep(for: .milliseconds(10))
                             }
                         } catch {
@@ -600,10 +626,14 @@ struct HTTPClientTests {
 
     @Test("a stream cancelled after it ended leaves the next transfer on its reused handle alone")
     func lateCancelOfFinishedStream() async throws {
+        let slowStarted = Flag()
+        let oldStreamCancelled = Flag()
         try await withUpstream({ router in
             router.get("/short") { _ in .text("done") }
             router.get("/slow") { _ in
-                try await Task.sleep(for: .milliseconds(300))
+                slowStarted.set()
+                // In flight until the old stream has been cancelled.
+                _ = await eventually { oldStreamCancelled.isSet }
                 return .text("slow answer")
             }
         }) { _, base in
@@ -617,8 +647,9 @@ struct HTTPClientTests {
                     defer { answered.set() }
                     return try await client.send(HTTPClientRequest(url: base + "/slow"))
                 }
-                try await Task.sleep(for: .milliseconds(100))
+                #expect(await eventually { slowStarted.isSet })
                 finished.body.cancel()
+                oldStreamCancelled.set()
                 // Bounded: before the fix the request was dropped by curl and never answered.
                 try #require(await eventually(within: 3) { answered.isSet })
                 let response = try await next.value

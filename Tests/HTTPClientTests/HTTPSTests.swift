@@ -154,6 +154,7 @@ struct HTTPSTests {
         try await HeavyLoad.exclusive {
             try await withTLSProxy({ router in
                 router.get("/slow") { _ in
+                    // A 1 s upstream: the burst's requests are in flight together.
                     try await Task.sleep(for: .seconds(1))
                     return .text("done")
                 }
@@ -193,6 +194,7 @@ struct HTTPSTests {
             http2: false,
             { router in
                 router.get("/slow") { _ in
+                    // Long enough for the 40 requests to be in flight together.
                     try await Task.sleep(for: .milliseconds(500))
                     return .text("done")
                 }
@@ -220,13 +222,14 @@ struct HTTPSTests {
     }
 
     @Test(
-        "a cold burst to an https host that answers in HTTP/1.1 gets a connection per request once the first head shows it"
+        "a cold burst to an https host answering in HTTP/1.1 gets a connection per request once a head shows it"
     )
     func coldHTTP1OverTLSBurstIsNotRationed() async throws {
         try await withTLSProxy(
             http2: false,
             { router in
                 router.get("/slow") { _ in
+                    // Long enough for the burst's requests to be in flight together.
                     try await Task.sleep(for: .milliseconds(500))
                     return .text("done")
                 }
@@ -257,6 +260,7 @@ struct HTTPSTests {
         try await HeavyLoad.exclusive {
             try await withUpstream({ router in
                 router.get("/slow") { _ in
+                    // Long enough for the 300 requests to be in flight together.
                     try await Task.sleep(for: .milliseconds(500))
                     return .text("done")
                 }
@@ -281,6 +285,7 @@ struct HTTPSTests {
     func headTimeout() async throws {
         try await withUpstream({ router in
             router.get("/stall") { _ in
+                // An upstream whose head comes later than the head timeout.
                 try await Task.sleep(for: .seconds(5))
                 return .text("late")
             }
@@ -289,6 +294,7 @@ struct HTTPSTests {
                     body: .stream { writer in
                         for index in 0..<4 {
                             try await writer.write("piece \(index)\n")
+                            // The upstream's pace: the body takes longer than the head timeout.
                             try await Task.sleep(for: .milliseconds(150))
                         }
                     })
@@ -321,6 +327,7 @@ struct HTTPSTests {
     func headTimeoutOnStream() async throws {
         try await withUpstream({ router in
             router.get("/stall") { _ in
+                // An upstream whose head comes later than the head timeout.
                 try await Task.sleep(for: .seconds(5))
                 return .text("late")
             }

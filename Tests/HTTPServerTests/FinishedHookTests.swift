@@ -41,6 +41,7 @@ struct FinishedHookTests {
                         body: .stream { writer in
                             while true {
                                 try await writer.write(Array(repeating: UInt8(ascii: "x"), count: 1024))
+                                // The stream's pace: it is mid-way when the client goes.
                                 try await Task.sleep(for: .milliseconds(5))
                             }
                         }))
@@ -91,7 +92,7 @@ struct FinishedHookTests {
     }
 
     @Test(
-        "connectionClosed, once, when the client goes before the answer or during a stream; resets racing a stream's head end once each; dozens in a row"
+        "connectionClosed once: client gone before the answer or mid-stream, resets racing a stream's head; dozens"
     )
     func connectionClosed() async throws {
         let ends = Observed<[String: [ResponseEnd]]>([:])
@@ -127,6 +128,8 @@ struct FinishedHookTests {
             // A reset can beat the request to the server; every request that reached its
             // handler ends exactly once, whichever way.
             #expect(await eventually { (ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0) })
+            // A second end would come after the first, and nothing marks that none came: the
+            // counts are read again after a pause.
             try await Task.sleep(for: .milliseconds(100))
             #expect((ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0))
         }

@@ -55,6 +55,7 @@ struct ServerEndToEndTests {
         try await withServer(routes: { router in
             echoRoutes(&router)
             router.get("/slow") { _ in
+                // The first answer is the last one ready: the order must not follow readiness.
                 try await Task.sleep(for: .milliseconds(100))
                 return .text("slow")
             }
@@ -221,6 +222,7 @@ struct ServerEndToEndTests {
                     let other = try TestClient(port: port)
                     try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                     #expect(try other.readResponse().status == 200)
+                    // The slow client's pace: a header line every 100 ms, past the timeout.
                     usleep(100_000)
                 }
                 let response = try slow.readResponse()
@@ -274,10 +276,13 @@ struct ServerEndToEndTests {
 
     @Test("cancels the handler when the client disconnects while it runs")
     func cancelsHandlerOnDisconnect() async throws {
+        let started = Observed(false)
         let cancelled = Observed(false)
         try await withServer(routes: { router in
             router.get("/wait") { _ in
+                started.update { $0 = true }
                 do {
+                    // A handler that would run 10 s: only the cancellation ends it sooner.
                     try await Task.sleep(for: .seconds(10))
                 } catch {
                     cancelled.update { $0 = true }
@@ -286,12 +291,13 @@ struct ServerEndToEndTests {
                 return .text("late")
             }
         }) { _, port in
-            try await onThread {
+            let client = try await onThread {
                 let client = try TestClient(port: port)
                 try client.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
-                usleep(100_000)
-                client.abort()
+                return client
             }
+            #expect(await eventually { started.value })
+            client.abort()
             #expect(await eventually(within: 1) { cancelled.value })
         }
     }
@@ -331,7 +337,9 @@ struct ServerEndToEndTests {
                 let endless = try TestClient(port: port)
                 try endless.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try endless.readHead()
-                usleep(200_000) // the writer is now held back by backpressure
+                // Time for the writer to fill the socket's buffers and wait on backpressure, so
+                // that the hang-up finds it waiting; nothing marks that moment.
+                usleep(200_000)
                 endless.abort()
             }
             #expect(await eventually { writerFailed.value })
@@ -345,10 +353,12 @@ struct ServerEndToEndTests {
         configuration.port = 0
         configuration.loopCount = 2
         let started = Observed(false)
+        let release = Observed(false)
         var router = Router()
         router.get("/slow") { _ in
             started.update { $0 = true }
-            try await Task.sleep(for: .milliseconds(500))
+            // In flight until the shutdown has been seen refusing connections.
+            _ = await eventually(within: 10) { release.value }
             return .text("finished")
         }
         let responder = router.buildResponder()
@@ -366,6 +376,7 @@ struct ServerEndToEndTests {
             (try? TestClient(port: port)) == nil
         }
         #expect(refused)
+        release.update { $0 = true }
         let response = try await inFlight
         #expect(response.status == 200)
         #expect(response.text == "finished")
@@ -399,13 +410,10 @@ struct ServerEndToEndTests {
         ) { server, port in
             let client = try TestClient(port: port)
             try client.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await Task.sleep(for: .milliseconds(200))
-            let early = produced.value
-            try await Task.sleep(for: .milliseconds(100))
-            // Bounded by the watermark plus the kernel's socket buffers, not by time.
-            #expect(produced.value < 32 * 1024 * 1024)
-            #expect(produced.value - early < 1024 * 1024)
+            // The stalled write is closed after 400 ms; until then the producer is held back, so
+            // what it wrote is bounded by the watermark plus the kernel's socket buffers.
             #expect(await eventually { failed.value })
+            #expect(produced.value < 32 * 1024 * 1024)
             #expect(await eventually { server.openConnectionCount == 0 })
             withExtendedLifetime(client) {}
         }

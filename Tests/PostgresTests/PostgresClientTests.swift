@@ -40,7 +40,8 @@ struct PostgresClientTests {
         let bytes: [UInt8] = [0, 1, 2, 0x5C, 0x78, 0x27, 0x22, 0x7F, 0x80, 0xFE, 0xFF, 0]
         try await withClient(try cluster.configuration()) { client in
             let result = try await client.query(
-                "SELECT $1::text IS NULL, $2::text, $3::bytea, $4::int8 + 1, $5::bool, $6::float8 * 2, length($2::text), $7::int8",
+                "SELECT $1::text IS NULL, $2::text, $3::bytea, $4::int8 + 1, $5::bool, $6::float8 * 2,"
+                    + " length($2::text), $7::int8",
                 [.null, .text(persian), .bytes(bytes), .int(41), .bool(true), .double(1.25), .int(Int.min)]
             )
             let row = try #require(result.rows.first)
@@ -182,7 +183,7 @@ struct PostgresClientTests {
     }
 
     @Test(
-        "a thousand rows go in one multi-row INSERT; more parameters than the protocol carries are refused before sending"
+        "a thousand rows go in one multi-row INSERT; more parameters than the protocol carries are refused unsent"
     )
     func multiRowInsert() async throws {
         try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
@@ -261,8 +262,10 @@ struct PostgresClientTests {
             let task = Task { try await client.query("SELECT pg_sleep(5), 'cancel me'") }
             try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
                 let running = await eventually(within: 5) {
-                    let sql =
-                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()"
+                    let sql = """
+                        SELECT count(*) FROM pg_stat_activity
+                        WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()
+                        """
                     return (try? await other.query(sql))?.rows.first?.int(0) == 1
                 }
                 #expect(running)
@@ -287,8 +290,10 @@ struct PostgresClientTests {
             try await withClient(configuration) { (other: PostgresClient) async throws -> Void in
                 // Only once the sleep runs: terminating the idle session would test something else.
                 let terminated = await eventually(within: 5) {
-                    let sql =
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
+                    let sql = """
+                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
+                        """
                     return (try? await other.query(sql, [.int(pid)]))?.rows.first?.bool(0) == true
                 }
                 #expect(terminated)

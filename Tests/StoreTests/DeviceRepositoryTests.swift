@@ -384,7 +384,10 @@ extension StoreBackends {
                         "CREATE TABLE store_meta (key text PRIMARY KEY, value bigint NOT NULL)",
                         "INSERT INTO store_meta (key, value) VALUES ('schema_version', 3)",
                     ] + PostgresSchema.migrations[0..<3].flatMap { $0 } + [
-                        "INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)"
+                        """
+                        INSERT INTO tokens (id, digest, user_id, plan, created_at)
+                        VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)
+                        """
                     ]
                 _ = try await client.transaction(schema3.map { PostgresQuery($0) })
                 let store = try await PostgresStore.open(client: client)
@@ -413,7 +416,8 @@ struct SQLiteDeviceMigrationTests {
             let rows = """
                 INSERT INTO requests (request_id, user_id, route, status, outcome, cache_hit, duration_ms, created_at)
                 VALUES ('r1', 'alice', '/api/process', 200, 'done', 0, 1.5, 1000);
-                INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', randomblob(32), 'alice', 'pro', 1000);
+                INSERT INTO tokens (id, digest, user_id, plan, created_at)
+                VALUES ('t1', randomblob(32), 'alice', 'pro', 1000);
                 INSERT INTO store_secrets (name, value) VALUES ('history_cursor', randomblob(32));
                 """
             #expect(

@@ -291,7 +291,8 @@ extension StoreBackends {
         func description() {
             #expect(
                 Self.answer.description
-                    == "StoredAnswer(status: 200, contentType: application/json, body: 7 bytes, text: 35 bytes, streamed, replays: 0)"
+                    == "StoredAnswer(status: 200, contentType: application/json, body: 7 bytes, text: 35 bytes,"
+                    + " streamed, replays: 0)"
             )
             #expect(!Self.answer.description.contains("سلام"))
         }
@@ -310,7 +311,10 @@ extension StoreBackends {
                         "CREATE TABLE store_meta (key text PRIMARY KEY, value bigint NOT NULL)",
                         "INSERT INTO store_meta (key, value) VALUES ('schema_version', 4)",
                     ] + PostgresSchema.migrations[0..<4].flatMap { $0 } + [
-                        "INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)"
+                        """
+                        INSERT INTO tokens (id, digest, user_id, plan, created_at)
+                        VALUES ('t1', decode(repeat('01', 32), 'hex'), 'alice', 'pro', 1000)
+                        """
                     ]
                 _ = try await client.transaction(schema4.map { PostgresQuery($0) })
                 let store = try await PostgresStore.open(client: client)
@@ -337,7 +341,8 @@ struct SQLiteIdempotencyMigrationTests {
         try await withPoolAndDirectory { pool, directory in
             let path = directory.file("store.db")
             let rows = """
-                INSERT INTO tokens (id, digest, user_id, plan, created_at) VALUES ('t1', randomblob(32), 'alice', 'pro', 1000);
+                INSERT INTO tokens (id, digest, user_id, plan, created_at)
+                VALUES ('t1', randomblob(32), 'alice', 'pro', 1000);
                 INSERT INTO store_secrets (name, value) VALUES ('history_cursor', randomblob(32));
                 """
             #expect(

@@ -31,6 +31,7 @@ final class ScriptedLedger: LedgerStore {
             }
             return (nil, state.delayMicroseconds)
         }
+        // A slow store: each write takes that long.
         if delay > 0 { try? await Task.sleep(for: .microseconds(delay)) }
         if let failure { throw failure }
         state.withLock {

@@ -25,7 +25,7 @@ extension StoreBackends {
         }
 
         @Test(
-            "gateways starting at once on an empty database migrate it once; a newer schema is refused; a reader needs a migrated one"
+            "concurrent gateways migrate an empty database once; a newer schema is refused; readers need a migrated one"
         )
         func migrations() async throws {
             let lazy = try #require(LazyPostgresCluster.current)
@@ -177,7 +177,11 @@ struct PostgresStoreRestartTests {
             #expect(statistics.committed == total)
             #expect(failures.count > 0)
             let counts = try await client.query(
-                "SELECT count(*), count(DISTINCT request_id), (SELECT sum(requests) FROM usage_daily WHERE user_id = 'alice') FROM requests"
+                """
+                SELECT count(*), count(DISTINCT request_id),
+                    (SELECT sum(requests) FROM usage_daily WHERE user_id = 'alice')
+                FROM requests
+                """
             ).rows.first
             #expect(counts?.int(0) == total)
             #expect(counts?.int(1) == total)

@@ -31,7 +31,7 @@ extension StoreBackends {
         }
 
         @Test(
-            "the cursor key: 32 bytes, the same for every store opened on the database (restarts, other instances), another database's differs",
+            "the cursor key: 32 bytes, the same for all stores on a database (restarts, instances); another's differs",
             arguments: Backend.allCases)
         func cursorKey(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in

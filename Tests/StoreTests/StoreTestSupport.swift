@@ -148,7 +148,10 @@ func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) 
                 poison: {
                     let trigger = try sqlite3(
                         path,
-                        "CREATE TRIGGER poison BEFORE INSERT ON requests WHEN NEW.request_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END;"
+                        """
+                        CREATE TRIGGER poison BEFORE INSERT ON requests WHEN NEW.request_id = 'poison'
+                        BEGIN SELECT RAISE(ABORT, 'poisoned'); END;
+                        """
                     )
                     try #require(trigger.status == 0)
                 }
@@ -180,7 +183,9 @@ func withStore<T>(on backend: Backend, _ body: (any StoreBackend, StoreFixture) 
                         """
                         CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
                         BEGIN
-                            IF NEW.request_id = 'poison' THEN RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation'; END IF;
+                            IF NEW.request_id = 'poison' THEN
+                                RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation';
+                            END IF;
                             RETURN NEW;
                         END $$
                         """)

@@ -7,7 +7,7 @@ extension StoreBackends {
     @Suite("store: daily usage")
     struct UsageTests {
         @Test(
-            "a day's usage adds up its requests and tokens; a cached answer is a request that costs nothing; guests add up as one",
+            "a day's usage sums requests and tokens; a cached answer is a request costing nothing; guests sum as one",
             arguments: Backend.allCases)
         func sums(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in

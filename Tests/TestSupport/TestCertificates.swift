@@ -67,7 +67,8 @@ public final class TestCertificates: Sendable {
     private func makeLeaf(_ name: String, names: String, days: Int) throws {
         let extensions = "\(directory)/\(name).ext"
         try write(
-            "subjectAltName=\(names)\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+            "subjectAltName=\(names)\nbasicConstraints=CA:FALSE\n"
+                + "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
             to: extensions)
         try openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

@@ -198,6 +198,7 @@ final class FakeAttestGateway: Sendable {
                 return error(400, "invalid_json")
             }
             let delay = ledger.state.withLock { $0.sessionDelay }
+            // A slow server: the session answer takes that long.
             if delay > .zero { try await Task.sleep(for: delay) }
             return ledger.state.withLock { state in
                 state.sessionCalls += 1

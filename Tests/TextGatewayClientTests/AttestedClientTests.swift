@@ -60,7 +60,7 @@ final class SyntheticDeviceAttestor: DeviceAttestor {
 @Suite("TextGatewayClient with a device attestor against the real gateway", .serialized)
 struct AttestedClientTests {
     @Test(
-        "a client without any token registers, opens a session, is served; after a revocation it comes back as a new device"
+        "a client without a token registers, opens a session, is served; revoked, it comes back as a new device"
     )
     func attestedClient() async throws {
         let authority = try SyntheticAppAttest(notBefore: Int64(Date().timeIntervalSince1970) - 86_400)
@@ -89,6 +89,8 @@ struct AttestedClientTests {
             // The operator revokes the device: the next call is refused, the client opens a
             // session (refused: the key is revoked), makes a new key and registers it.
             #expect(await StoreCommand.revokeDevice(id: firstDevice).run(configuration: configuration).status == 0)
+            // Polls (30 tries, 100 ms apart): the revocation reaches every instance in its own
+            // time, and each try is a whole call of the client.
             var served = false
             for _ in 0..<30 where !served {
                 let answered = (try? await client.process(.titles, text: sampleText())) != nil

@@ -135,7 +135,7 @@ struct DeviceSessionTests {
     }
 
     @Test(
-        "a key registered by an attempt whose answer was lost: the device will not attest it again, the session opens on it"
+        "a key registered by an attempt whose answer was lost: not attested again; the session opens on it"
     )
     func lostRegistrationAnswer() async throws {
         try await FakeAttestGateway.with { gateway in

@@ -166,7 +166,7 @@ struct TextGatewayClientTests {
     }
 
     @Test(
-        "each call sends a key of its own; a call resumed with its key gets the kept answer, with no second upstream call"
+        "each call sends a key of its own; a call resumed with its key gets the kept answer, no second upstream call"
     )
     func idempotencyKey() async throws {
         try await ClientHarness.with { harness in

@@ -1,4 +1,5 @@
 public import Access
+import EventLoop
 public import Jobs
 public import Redis
 public import Telemetry
@@ -87,6 +88,8 @@ public struct GatewayConfiguration: Sendable {
     public var cacheTimeToLive: Duration?
     /// Most answers the cache holds.
     public var cacheMaxEntries = 1000
+    /// The clock the cache's time to live runs on (tests advance their own).
+    var cacheClock: @Sendable () -> MonotonicInstant = { .now() }
     /// `IDEMPOTENCY_TTL_SECONDS`: how long an answer given to a request with an
     /// `Idempotency-Key` is kept for its retries.
     public var idempotencyTimeToLive: Duration = .seconds(86_400)

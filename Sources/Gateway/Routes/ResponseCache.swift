@@ -58,11 +58,14 @@ final class ResponseCache: AnswerCache {
 
     let timeToLive: Duration
     let capacity: Int
+    /// Where expiry reads the time (tests advance a clock of their own).
+    let clock: @Sendable () -> MonotonicInstant
     private let state = Mutex(State())
 
-    init(timeToLive: Duration, capacity: Int) {
+    init(timeToLive: Duration, capacity: Int, clock: @escaping @Sendable () -> MonotonicInstant = { .now() }) {
         self.timeToLive = timeToLive
         self.capacity = max(1, capacity)
+        self.clock = clock
     }
 
     /// Entries held (for tests and metrics).
@@ -71,7 +74,7 @@ final class ResponseCache: AnswerCache {
     func answer(
         for key: Key, compute: @escaping @Sendable () async throws(GatewayError) -> Answer
     ) async throws(GatewayError) -> (answer: Answer, hit: Bool) {
-        try await answer(for: key, now: { .now() }, compute: compute)
+        try await answer(for: key, now: clock, compute: compute)
     }
 
     /// ``answer(for:compute:)`` on the clock `now`.
@@ -153,7 +156,7 @@ final class ResponseCache: AnswerCache {
                 }
                 if !registered {
                     // Cancelled already, or the flight landed in between (its answer is cached then).
-                    let cached = state.withLock { Self.lookup(key, now: .now(), in: &$0) }
+                    let cached = state.withLock { Self.lookup(key, now: clock(), in: &$0) }
                     continuation.resume(returning: cached.map { .success($0) } ?? .failure(.clientClosedRequest))
                 }
                 start?()
