@@ -226,7 +226,9 @@ final class JobRunner: Service {
         guard let task = TextTask(rawValue: job.task) else {
             await end(
                 job,
-                .failed(code: GatewayError.internalError.code, message: GatewayError.internalError.message(.persian)))
+                .failed(
+                    code: GatewayError.internalError.code.rawValue,
+                    message: GatewayError.internalError.message(.persian)))
             return
         }
         let answer: ResponseCache.Answer
@@ -245,10 +247,10 @@ final class JobRunner: Service {
                 [
                     ("job_id", .string(job.id)), ("request_id", .string(job.requestID)),
                     ("level", .int(item.key.level)),
-                    ("index", .int(item.key.index)), ("code", .string(error.code)),
+                    ("index", .int(item.key.index)), ("code", .string(error.code.rawValue)),
                 ])
             // The usage of the items answered so far stays charged and shown.
-            await end(job, .failed(code: error.code, message: error.message(.persian)))
+            await end(job, .failed(code: error.code.rawValue, message: error.message(.persian)))
             return
         }
         let now = dependencies.clock()

@@ -54,7 +54,7 @@ enum ErrorRenderer {
                 $0.field("error") { fields in
                     fields.field("message", error.message(language))
                     fields.field("type", openAIType(error))
-                    fields.field("code", error.openAI?.code ?? error.code)
+                    fields.field("code", (error.openAI?.code ?? error.code).rawValue)
                     if let param = error.openAI?.param {
                         fields.field("param", param)
                     } else {
@@ -73,7 +73,7 @@ enum ErrorRenderer {
         object.field("error", true)
         object.field("reason", message)
         object.field("message", message)
-        object.field("code", error.code)
+        object.field("code", error.code.rawValue)
         object.field("requestId", requestID)
     }
 

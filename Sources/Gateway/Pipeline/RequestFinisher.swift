@@ -101,7 +101,7 @@ struct RequestFinisher: Sendable {
                 ("method", .string(context.method.rawValue)),
                 ("path", .string(context.path)),
                 ("status", .int(state.status)),
-                ("code", state.error.map { .string($0.code) }),
+                ("code", state.error.map { .string($0.code.rawValue) }),
                 ("task", state.task.map { .string($0) }),
                 ("text_length", state.textLength.map { .int($0) }),
                 ("model", state.model.map { .string($0) }),
