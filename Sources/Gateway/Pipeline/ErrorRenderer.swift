@@ -11,8 +11,9 @@ enum ErrorShape: Sendable {
     case openAI
 }
 
-/// The one place a ``GatewayError`` becomes bytes: a JSON response or a server-sent event,
-/// in either shape.
+/// The one place a ``GatewayError`` becomes an error answer: a JSON response or the
+/// server-sent event that ends a stream, in either shape. (A job's `error`, in its JSON and
+/// its events, is ``JobRoutes``' own `{"code","message"}`.)
 enum ErrorRenderer {
     /// The error as a whole response.
     static func response(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language)

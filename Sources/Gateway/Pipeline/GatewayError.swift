@@ -2,7 +2,7 @@ public import HTTP1
 
 /// An error the gateway answers with: a status, a stable machine-readable code and a human
 /// message in Persian (default) and English. The one place errors become HTTP is
-/// ``response(requestID:language:)``.
+/// ``ErrorRenderer``.
 public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: HTTPStatus
     public let code: Code
