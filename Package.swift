@@ -36,11 +36,28 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
+        .target(name: "TextTasks", dependencies: ["ChatAPI"], swiftSettings: strict),
+        .target(
+            name: "Upstream", dependencies: ["HTTPClient", "ChatAPI", "TextTasks", "Telemetry", "EventLoop"],
+            swiftSettings: strict),
+        .target(
+            name: "Access",
+            dependencies: ["Crypto", "Redis", "Store", "HTTPClient", "ChatAPI", "EventLoop", "Telemetry"],
+            swiftSettings: strict),
+        .target(
+            name: "Jobs", dependencies: ["TextTasks", "Store", "ChatAPI", "EventLoop", "Telemetry"],
+            swiftSettings: strict),
+        .target(name: "Telemetry", dependencies: ["EventLoop", "ChatAPI", "Store"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis"],
+            dependencies: [
+                "HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry", "TextTasks",
+                "Upstream", "Access", "Jobs",
+            ],
             swiftSettings: strict),
-        .executableTarget(name: "text-gateway", dependencies: ["Gateway"], swiftSettings: strict),
+        .executableTarget(
+            name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
+            swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .target(name: "TextGatewayClient", swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
@@ -52,7 +69,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-client",
-            dependencies: ["Gateway", "ChatAPI", "HTTPClient", "CEventLoop"],
+            dependencies: ["Upstream", "ChatAPI", "HTTPClient", "EventLoop", "CEventLoop"],
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),
@@ -64,7 +81,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-crypto",
-            dependencies: ["Crypto", "Gateway", "ChatAPI"],
+            dependencies: ["Crypto", "Access", "Telemetry", "ChatAPI"],
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),
@@ -72,12 +89,16 @@ let package = Package(
             name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport",
             swiftSettings: strict),
         .target(
-            name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream", "Crypto"],
+            name: "GatewayTestSupport",
+            dependencies: [
+                "Gateway", "MockUpstream", "Crypto", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
+            ],
             path: "Tests/GatewayTestSupport", swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
                 "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
+                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
@@ -87,7 +108,7 @@ let package = Package(
             name: "TextGatewayClientTests",
             dependencies: [
                 "TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer",
-                "HTTP1", "Crypto",
+                "HTTP1", "Crypto", "Telemetry", "Access",
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),

@@ -70,7 +70,9 @@ case "$target" in
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
-            "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Routes/OutputFormat.swift Sources/Gateway/Routes/TextTrim.swift Sources/Gateway/Routes/CharacterCount.swift Sources/Gateway/Routes/TextTask.swift Sources/Gateway/Routes/PromptText.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift Sources/Gateway/Upstream/UpstreamFailureKind.swift"
+            "TextTasks:Sources/TextTasks/OutputFormat.swift Sources/TextTasks/TextTrim.swift Sources/TextTasks/CharacterCount.swift Sources/TextTasks/TextTask.swift Sources/TextTasks/PromptText.swift"
+            "Upstream:Sources/Upstream/UpstreamFailureKind.swift"
+            "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift"
         )
         # Room for a text of 12,000 characters and then some.
         options=(-max_len=16384)
@@ -80,7 +82,8 @@ case "$target" in
         modules=(
             "Crypto:Sources/Crypto/*.swift"
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/JSONWriter.swift"
-            "Gateway:Sources/Gateway/Access/JWT/CompactJWS.swift Sources/Gateway/Access/JWT/JWTFailure.swift Sources/Gateway/Access/JWT/JWTVerifier.swift Sources/Gateway/Access/JWT/JWTPolicy.swift Sources/Gateway/Access/JWT/JWTCache.swift Sources/Gateway/Access/JWT/JWKSet.swift Sources/Gateway/Access/JWT/JWTKey.swift Sources/Gateway/Access/JWT/JWTAlgorithm.swift Sources/Gateway/Access/Base64URL.swift Sources/Gateway/Access/Caller.swift Sources/Gateway/Access/Instant.swift Sources/Gateway/Access/Plan.swift Sources/Gateway/Access/PlanCatalog.swift Sources/Gateway/Access/PlanConfigError.swift"
+            "Telemetry:Sources/Telemetry/Instant.swift"
+            "Access:Sources/Access/JWT/CompactJWS.swift Sources/Access/JWT/JWTFailure.swift Sources/Access/JWT/JWTVerifier.swift Sources/Access/JWT/JWTPolicy.swift Sources/Access/JWT/JWTCache.swift Sources/Access/JWT/JWKSet.swift Sources/Access/JWT/JWTKey.swift Sources/Access/JWT/JWTAlgorithm.swift Sources/Access/Base64URL.swift Sources/Access/Caller.swift Sources/Access/Plan.swift Sources/Access/PlanCatalog.swift Sources/Access/PlanConfigError.swift"
         )
         includes=(-I Sources/CCrypto)
         links=(-lcrypto)
@@ -88,7 +91,7 @@ case "$target" in
         ;;
     AppAttestCBOR)
         # App Attest's strict CBOR reader and the authenticator-data parser.
-        modules=("Gateway:Sources/Gateway/Access/AppAttest/CBOR.swift Sources/Gateway/Access/AppAttest/AuthenticatorData.swift")
+        modules=("Access:Sources/Access/AppAttest/CBOR.swift Sources/Access/AppAttest/AuthenticatorData.swift")
         # Room for an attestation object (the real one is 5,274 bytes) and then some.
         options=(-max_len=8192)
         ;;
@@ -107,7 +110,7 @@ rm -f "$summary" "$log" "$log".*
 
 echo "building $binary"
 if [ ${#modules[@]} -eq 0 ]; then
-    swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld \
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld -package-name TextGateway \
         -module-name "${target}Fuzz" \
         "${inline[@]}" "Fuzz/${target}Fuzz/main.swift" Fuzz/Require.swift \
         -o "$binary"
@@ -116,13 +119,14 @@ else
     for module in "${modules[@]}"; do
         name=${module%%:*}
         # shellcheck disable=SC2086 # the file list is a glob, expanded here
-        swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-testing -wmo \
+        swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-testing -wmo -package-name TextGateway \
+            -enable-upcoming-feature InternalImportsByDefault \
             -module-name "$name" -I "$build" "${includes[@]}" \
             -emit-module -emit-module-path "$build/$name.swiftmodule" \
             -c -o "$build/$name.o" ${module#*:}
         objects+=("$build/$name.o")
     done
-    swiftc -O -sanitize=address -parse-as-library -wmo -module-name "${target}Fuzz" -I "$build" "${includes[@]}" \
+    swiftc -O -sanitize=address -parse-as-library -wmo -package-name TextGateway -module-name "${target}Fuzz" -I "$build" "${includes[@]}" \
         -c -o "$build/main.o" "Fuzz/${target}Fuzz/main.swift" Fuzz/Require.swift
     swiftc -sanitize=fuzzer,address -use-ld=lld "${objects[@]}" "$build/main.o" "${links[@]}" -o "$binary"
 fi

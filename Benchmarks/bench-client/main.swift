@@ -1,8 +1,8 @@
 import ChatAPI
 import EventLoop
-import Gateway
 import HTTPClient
 import Synchronization
+import Upstream
 
 // Load generator for the upstream client (`make bench-client`) and the gateway's scale
 // scenarios (`Benchmarks/bench-scale.sh`).

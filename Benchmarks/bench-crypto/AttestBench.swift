@@ -1,6 +1,6 @@
+import Access
 import ChatAPI
 import Crypto
-import Gateway
 
 #if canImport(Glibc)
     import Glibc

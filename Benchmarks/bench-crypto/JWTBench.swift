@@ -1,5 +1,6 @@
+import Access
 import Crypto
-import Gateway
+import Telemetry
 
 #if canImport(Glibc)
     import Glibc

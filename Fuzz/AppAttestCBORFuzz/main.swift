@@ -6,7 +6,7 @@
 // (the seeds `attestation` and `assertion` are the real iOS 14.4 objects of
 // Tests/GatewayTests/Fixtures/app-attest, see the README there), those bytes are read as
 // authenticator data too, so mutations of the objects reach the second parser.
-@testable import Gateway
+@testable import Access
 
 private let limits = CBORLimits.default
 

@@ -10,7 +10,8 @@
 //   3: the data is base64url text.
 import Crypto
 
-@testable import Gateway
+@testable import Access
+@testable import Telemetry
 
 private let secret = Array("fuzzing-secret-of-at-least-32-bytes-long".utf8)
 private let now = Instant(secondsSinceEpoch: 1_800_000_000)

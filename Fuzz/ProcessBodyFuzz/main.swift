@@ -6,6 +6,7 @@
 import ChatAPI
 
 @testable import Gateway
+@testable import TextTasks
 
 private let contentTypes: [String?] = [
     nil,

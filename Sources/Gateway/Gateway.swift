@@ -1,11 +1,16 @@
+public import Access
 import ChatAPI
 import Crypto
 import EventLoop
 import HTTP1
 public import HTTPClient
 public import HTTPServer
+import Jobs
 import Redis
 import Store
+public import Telemetry
+import TextTasks
+import Upstream
 
 /// The product, composed once at start: the routes of docs/api.md (`/api/health`,
 /// `/api/process`, `/v1/models`, `/v1/chat/completions`, `/metrics`) with their middleware,
@@ -228,17 +233,18 @@ public final class Gateway: Sendable {
             let plans = configuration.plans
             let runner = JobRunner(
                 JobRunner.Dependencies(
-                    store: store.backend, pool: pool, settings: configuration.jobs,
-                    bodies: ProcessBodies(configuration: configuration),
-                    maxTokens: configuration.maxTokens, metrics: jobMetrics, events: events, faults: store.faults,
+                    store: store.backend,
+                    answering: TaskAnswerer(
+                        pool: pool, bodies: ProcessBodies(configuration: configuration),
+                        maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder),
+                    settings: configuration.jobs, metrics: jobMetrics, events: events, faults: store.faults,
                     logger: logger, clock: clock,
                     charge: { [limiter] job, tokens in
                         guard let limiter, tokens > 0 else { return }
                         let plan = plans.plan(
                             for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
                         try? await limiter.charge(key: job.callerKey, plan: plan, tokens: tokens, now: clock())
-                    },
-                    ledger: store.recorder
+                    }
                 ))
             jobRunner = runner
             let backend = store.backend
@@ -264,7 +270,7 @@ public final class Gateway: Sendable {
                 },
             ]
             let jobs = JobRoutes(
-                runner: runner, streams: streams, heartbeat: configuration.heartbeatInterval,
+                runner: runner, pool: pool, streams: streams, heartbeat: configuration.heartbeatInterval,
                 trustedProxies: configuration.trustedProxies)
             // Submitting is a request like /api/process (limits included); reading and
             // cancelling a job is outside the limits, as reading history is.

@@ -1,9 +1,12 @@
+import Access
 public import EventLoop
 public import HTTPClient
 public import HTTPServer
 import Postgres
 import Redis
 public import Store
+public import Telemetry
+import TextTasks
 
 #if canImport(Glibc)
     import Glibc

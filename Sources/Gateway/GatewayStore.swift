@@ -1,5 +1,7 @@
+import Access
 import EventLoop
 import Store
+import Telemetry
 
 /// The store as the running gateway uses it: the backend (SQLite or Postgres), the one ledger writer,
 /// the store's caller tokens, the faults counter, and the services that keep it (the

@@ -1,8 +1,10 @@
+import Access
 import ChatAPI
 import Crypto
 import EventLoop
 import Postgres
 import Store
+public import Telemetry
 
 /// The command line's work on the store (`text-gateway tokens|usage|db …`), against the
 /// file or Postgres database `DATABASE_URL` names — the same one a running gateway uses,

@@ -1,6 +1,8 @@
+import Access
 import EventLoop
 import Gateway
 import HTTPClient
+import Telemetry
 
 // text-gateway: the TextGateway server. See `text-gateway --help` and README.md.
 #if canImport(Glibc)

@@ -4,6 +4,9 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Access
+@testable import Telemetry
+
 /// A wall clock the test moves by hand.
 final class TestClock: Sendable {
     private let seconds = Mutex(1_800_000_000.0)

@@ -1,5 +1,8 @@
 import Testing
 
+@testable import Access
+@testable import Telemetry
+
 #if canImport(Gateway)
     @testable import Gateway
 #else

@@ -7,7 +7,9 @@ import Store
 import TestSupport
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Crypto
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 /// The pinned Apple App Attestation Root CA against a real attestation's chain (the

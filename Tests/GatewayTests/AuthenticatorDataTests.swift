@@ -1,6 +1,7 @@
 import Crypto
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 @Suite("App Attest authenticator data")

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 @Suite("CBOR reader")

@@ -4,6 +4,9 @@ import HTTPClient
 import TestSupport
 import Testing
 
+@testable import Access
+@testable import Telemetry
+
 /// A credential that fails is refused on every configuration, an open gateway's guest rule is
 /// narrow, and a request's worst case is bounded before it goes upstream.
 @Suite("Closed by default: failed credentials, the guest rule, costs bounded before the call", .serialized)

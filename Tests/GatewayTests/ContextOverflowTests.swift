@@ -2,6 +2,7 @@ import ChatAPI
 import Testing
 
 @testable import Gateway
+@testable import Upstream
 
 /// The answers real model servers give when a request does not fit the model's context,
 /// recorded from the servers (llama.cpp's from the `llama-server` that `make

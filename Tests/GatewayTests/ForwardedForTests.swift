@@ -1,6 +1,7 @@
 import HTTP1
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 /// `X-Forwarded-For` sent as several field lines, read as their combined value.

@@ -6,6 +6,8 @@ import HTTPClient
 import HTTPServer
 import MockUpstream
 
+@testable import Telemetry
+
 let upstreamKey = "sk-test-secret-key-0123456789abcdef"
 
 /// A gateway wired to an in-process mock upstream, both on ephemeral loopback ports, plus a

@@ -2,6 +2,8 @@ import ChatAPI
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
+@testable import TextTasks
 
 @Suite("Gateway pieces")
 struct GatewayUnitTests {

@@ -2,6 +2,7 @@ import Crypto
 import Store
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 @Suite("History cursors as clients see them: sealed for one caller with the store's key")

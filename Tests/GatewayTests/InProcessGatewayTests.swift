@@ -5,6 +5,8 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
+@testable import Upstream
 
 /// The gateway driven in-process through its `ChatUpstream` seam: no sockets, no libcurl.
 @Suite("Gateway in-process with a fake upstream")

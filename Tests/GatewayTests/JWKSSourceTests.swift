@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
 
 #if canImport(Glibc)
     import Glibc

@@ -3,7 +3,9 @@ import HTTPClient
 import TestSupport
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 /// Sign-in with the app's JWTs over HTTP: every way a token can be wrong is `401` with
 /// `WWW-Authenticate: Bearer error="invalid_token"`, logged with its reason and never the token.

@@ -1,5 +1,6 @@
 import Crypto
 
+@testable import Access
 @testable import Gateway
 
 #if canImport(Glibc)

@@ -1,7 +1,9 @@
 import Crypto
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 @Suite("JWT verifier")
 struct JWTVerifierTests {

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import Gateway
+@testable import Jobs
+@testable import TextTasks
 
 @Suite("Planning a job's calls")
 struct JobPlanTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 @Suite("A job's prompts")
 struct JobPromptsTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 /// Long texts as jobs over a real SQLite file and the mock upstream: the calls a text of a
 /// given length makes, each task's rounds, progress as events, cancellation, owners, caps.

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
 
 #if canImport(Glibc)
     import Glibc

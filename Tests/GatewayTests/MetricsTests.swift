@@ -1,6 +1,8 @@
 import Synchronization
 import Testing
 
+@testable import Telemetry
+
 #if canImport(Gateway)
     @testable import Gateway
 #else

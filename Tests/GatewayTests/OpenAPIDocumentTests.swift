@@ -3,7 +3,9 @@ import Foundation
 import Store
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 /// docs/openapi.yaml kept true to the code: its paths and methods are the routes the gateway
 /// declares (with a store and an upstream, so every route is there); its `ErrorCode` enum is

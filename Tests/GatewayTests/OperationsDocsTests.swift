@@ -6,6 +6,8 @@ import Redis
 import TestSupport
 import Testing
 
+@testable import Access
+
 #if canImport(Glibc)
     import Glibc
 #endif

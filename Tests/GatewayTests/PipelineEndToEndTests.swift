@@ -5,6 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Access
 @testable import Gateway
 
 /// How requests end, through the one finished hook: hang-ups, resets, single flight, the

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 /// `format` in the `POST /api/process` body.
 @Suite("POST /api/process body: format")

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 /// The `POST /api/process` body: its shape (I-JSON, known fields of the right type), then
 /// the task, the tone and the text.

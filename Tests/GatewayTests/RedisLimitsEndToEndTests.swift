@@ -5,6 +5,9 @@ import Redis
 import TestSupport
 import Testing
 
+@testable import Access
+@testable import Telemetry
+
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -5,7 +5,9 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Access
 @testable import Gateway
+@testable import Telemetry
 
 /// The limiter's Lua, through ``RedisRateLimiter``, against a redis-server of the suite's own.
 /// Two limiters on one server are two gateway instances.

@@ -3,6 +3,9 @@ import Gateway
 import HTTPClient
 import Testing
 
+@testable import Access
+@testable import Telemetry
+
 @Suite("Routes, health and logs end to end", .serialized)
 struct RoutesEndToEndTests {
     @Test("answers GET and HEAD /api/health with status and an ISO 8601 UTC timestamp")

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
 
 /// A Redis client of the test's own, on a loop of its own, to plant and read keys with.
 private struct RedisProbe {

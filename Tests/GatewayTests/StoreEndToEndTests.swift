@@ -4,6 +4,8 @@ import HTTPClient
 import TestSupport
 import Testing
 
+@testable import Access
+
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -6,6 +6,8 @@ import MockUpstream
 import TestSupport
 import Testing
 
+@testable import Access
+
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 extension GatewayHarness {
     /// POSTs `{"task","text","format":"json"}` (plus `stream`) to /api/process.

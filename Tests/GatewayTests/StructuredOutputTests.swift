@@ -4,6 +4,7 @@ import Redis
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 /// `"format": "json"` without a server: the task schemas, the checker, the fences, the
 /// human-readable text, the bodies sent upstream in each mode, and the format in the cache.

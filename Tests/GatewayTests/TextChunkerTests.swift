@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 @Suite("Chunking long texts")
 struct TextChunkerTests {

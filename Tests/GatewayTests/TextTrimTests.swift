@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import TextTasks
 
 @Suite("Trimming the text")
 struct TextTrimTests {

@@ -7,6 +7,8 @@ import MockUpstream
 import TestSupport
 import Testing
 
+@testable import Upstream
+
 /// The pool against real mock upstreams over loopback, scripted to fail: who answers
 /// (`X-Upstream`), how many calls each upstream got, and what the client is told.
 @Suite("Upstreams end to end: retries, fallback, cooldown")

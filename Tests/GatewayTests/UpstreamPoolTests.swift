@@ -5,6 +5,8 @@ import TestSupport
 import Testing
 
 @testable import Gateway
+@testable import Telemetry
+@testable import Upstream
 
 /// The pool's policy against endpoints scripted to fail: which upstream each attempt goes to,
 /// how long it waits between them, and when it gives up.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import Upstream
 
 @Suite("Upstream settings: UPSTREAMS and UPSTREAM_<NAME>_*")
 struct UpstreamSettingsTests {

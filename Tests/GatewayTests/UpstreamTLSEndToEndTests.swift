@@ -6,6 +6,8 @@ import MockUpstream
 import TestSupport
 import Testing
 
+@testable import Upstream
+
 /// The production path: the gateway calling an HTTPS upstream (nginx with `ssl http2`, its
 /// certificates made by openssl for the test, in front of the mock), trusted through
 /// `UPSTREAM_<NAME>_CA_FILE`.

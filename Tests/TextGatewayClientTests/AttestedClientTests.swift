@@ -6,6 +6,8 @@ import Synchronization
 import Testing
 import TextGatewayClient
 
+@testable import Access
+
 /// A device whose Secure Enclave and Apple's CA are played by ``SyntheticAppAttest`` under a
 /// test root: what it sends is a real attestation and real assertions, which the real gateway
 /// verifies (with the test root trusted, as `APP_ATTEST_EXTRA_ROOT_CA_FILE` does).

@@ -4,6 +4,9 @@ import GatewayTestSupport
 import MockUpstream
 import TextGatewayClient
 
+@testable import Access
+@testable import Telemetry
+
 /// A real gateway on a mock upstream, both on ephemeral loopback ports, with a store in a
 /// temporary SQLite file and one caller token (`alice`, plan `pro`), and a client of it.
 struct ClientHarness {

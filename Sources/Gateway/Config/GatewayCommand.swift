@@ -1,3 +1,6 @@
+import Access
+import TextTasks
+
 /// The `text-gateway` command line.
 public enum GatewayCommand: Equatable, Sendable {
     /// `serve [--hostname H] [--port P] [--env E]` (also the default with no subcommand).

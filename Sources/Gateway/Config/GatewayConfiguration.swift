@@ -1,4 +1,9 @@
+public import Access
+public import Jobs
 public import Redis
+public import Telemetry
+public import TextTasks
+public import Upstream
 
 /// The gateway's settings, read from environment variables (docs/configuration.md).
 /// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server

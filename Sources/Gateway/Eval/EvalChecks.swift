@@ -1,3 +1,5 @@
+import TextTasks
+
 /// What `text-gateway eval` can check of an answer without a judge model. Each check is a
 /// pure function of the answer and the text it came from.
 enum EvalChecks {

@@ -1,6 +1,9 @@
 import ChatAPI
 import EventLoop
 public import HTTPClient
+import Telemetry
+public import TextTasks
+import Upstream
 
 /// `text-gateway eval`: the fixed corpus (``EvalCorpus``) through each task against the
 /// configured upstreams, as `/api/process` would ask them, every answer checked
@@ -114,7 +117,7 @@ public struct EvalCommand: Sendable, Equatable {
                 task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
             let start = MonotonicInstant.now()
             do {
-                let answer = try await ProcessRoute.answer(
+                let answer = try await TaskAnswerer.answer(
                     request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger
                 ) { _ in }
                 result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)

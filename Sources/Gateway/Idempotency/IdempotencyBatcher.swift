@@ -1,6 +1,7 @@
 import EventLoop
 import Store
 import Synchronization
+import Telemetry
 
 /// Gathers the idempotency writes of requests running at once into one call of the records:
 /// on SQLite one transaction, so a keyed request's begin and its kept answer each cost a

@@ -1,3 +1,4 @@
+import Access
 import ChatAPI
 import EventLoop
 import HTTP1

@@ -2,6 +2,7 @@ import Crypto
 import EventLoop
 import Store
 import Synchronization
+import Telemetry
 
 /// What a request with an `Idempotency-Key` is to the gateway (docs/api.md, "Retries"):
 /// the first with its key, a retry answered from the kept answer, or a retry that joined

@@ -1,4 +1,5 @@
 import EventLoop
+import Telemetry
 
 /// The gateway's metrics (served at `GET /metrics` in the Prometheus text format). Label
 /// values come from fixed sets (routes, statuses, task names, configured models, error

@@ -1,4 +1,5 @@
 public import HTTP1
+import Upstream
 
 /// An error the gateway answers with: a status, a stable machine-readable code and a human
 /// message in Persian (default) and English. The one place errors become HTTP is

@@ -1,4 +1,5 @@
 import Store
+import Telemetry
 
 /// Hands a finished request's row to the store's writer, once per request: from the finished
 /// hook (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting for the commit

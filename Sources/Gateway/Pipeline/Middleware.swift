@@ -1,7 +1,9 @@
+import Access
 import ChatAPI
 import Crypto
 import HTTP1
 import HTTPServer
+import Telemetry
 
 /// What a route (with its middleware) is: a request and its context in, a response out.
 typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse

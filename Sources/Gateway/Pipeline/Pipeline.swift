@@ -1,6 +1,8 @@
+import Access
 import EventLoop
 import HTTP1
 import HTTPServer
+import Telemetry
 
 /// A set of routes under one path prefix that answer errors in one shape.
 struct RouteGroup: Sendable {

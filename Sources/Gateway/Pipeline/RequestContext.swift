@@ -1,7 +1,9 @@
+import Access
 import ChatAPI
 import EventLoop
 import HTTP1
 import Synchronization
+import Upstream
 
 /// Everything the gateway knows about one request while it runs, from the moment it is
 /// read to the finished hook: made by the pipeline, filled in by the middleware and the

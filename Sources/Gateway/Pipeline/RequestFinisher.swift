@@ -1,6 +1,8 @@
+import Access
 import ChatAPI
 import EventLoop
 import HTTPServer
+import Telemetry
 
 /// What a finished request leaves behind, handed to each ``RequestObserver``.
 public struct FinishedRequest: Sendable {

@@ -1,3 +1,6 @@
+import Access
+import Upstream
+
 /// How a request ended, decided once by the pipeline and the finished hook; logs and
 /// metrics take its label, never a string a handler made up.
 enum RequestOutcome: Sendable, Equatable {
@@ -41,7 +44,7 @@ enum RequestOutcome: Sendable, Equatable {
     /// The outcome of a request answered with `error` when nothing more precise was recorded
     /// (a refusal and an upstream failure record their own).
     static func answered(with error: GatewayError) -> RequestOutcome {
-        if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind, error: error)) }
+        if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind)) }
         switch error.status.code {
         case 499: return .cancelled
         case 500...: return .internalError

@@ -1,3 +1,4 @@
+import Access
 import ChatAPI
 import HTTP1
 import HTTPServer

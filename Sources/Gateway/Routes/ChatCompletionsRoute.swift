@@ -2,6 +2,8 @@ import ChatAPI
 import EventLoop
 import HTTPServer
 import Synchronization
+import Telemetry
+import Upstream
 
 /// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream as the client
 /// sent it — every field, `tools`, `n` (up to `MAX_CHOICES`) and image parts included — with

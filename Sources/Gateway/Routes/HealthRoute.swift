@@ -1,5 +1,6 @@
 import ChatAPI
 import HTTPServer
+import Telemetry
 
 /// `GET|HEAD /api/health`: liveness, with the time and the version.
 struct HealthRoute: RouteHandler {

@@ -1,3 +1,4 @@
+import Access
 import Crypto
 import Store
 

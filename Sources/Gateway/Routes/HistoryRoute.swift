@@ -2,6 +2,7 @@ import ChatAPI
 import HTTP1
 import HTTPServer
 import Store
+import Telemetry
 
 /// `GET /api/history?limit=&before=` (the caller's rows, newest first, a page at a time) and
 /// `DELETE /api/history` (all of them).

@@ -1,3 +1,5 @@
+import Access
+
 extension RequestContext {
     /// The caller of a route that serves only identified callers (their own rows): `401`
     /// for a guest.

@@ -1,12 +1,19 @@
+import Access
 import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import Jobs
 import Store
+import Telemetry
+import TextTasks
+import Upstream
 
 /// What the job routes share: the store, the runner of this instance, the settings.
 struct JobRoutes: Sendable {
     let runner: JobRunner
+    /// The upstreams, and the tasks they have a model for.
+    let pool: UpstreamPool
     let streams: StreamRegistry
     let heartbeat: Duration
     let trustedProxies: TrustedProxies
@@ -16,11 +23,8 @@ struct JobRoutes: Sendable {
     var settings: JobSettings { runner.dependencies.settings }
     var faults: StoreFaults { runner.dependencies.faults }
     var metrics: JobMetrics { runner.dependencies.metrics }
-    var ledger: LedgerRecorder { runner.dependencies.ledger }
     var events: JobEvents { runner.dependencies.events }
     var clock: @Sendable () -> Instant { runner.dependencies.clock }
-    /// The upstreams, and the tasks they have a model for.
-    var pool: UpstreamPool { runner.dependencies.pool }
 
     /// The job `id` names, when the caller may see it: a job of an identified caller is only
     /// its owner's, and another caller's is exactly as absent as a missing one.
@@ -171,7 +175,9 @@ struct JobRoute: RouteHandler {
                 if cancelled.status == .cancelled {
                     jobs.runner.cancelLocally(job.id)
                     jobs.events.changed(job.id)
-                    JobRunner.recordEnd(cancelled, metrics: jobs.metrics, ledger: jobs.ledger, now: jobs.clock())
+                    JobRunner.recordEnd(
+                        cancelled, metrics: jobs.metrics, answering: jobs.runner.dependencies.answering,
+                        now: jobs.clock())
                 }
                 job = cancelled
             }

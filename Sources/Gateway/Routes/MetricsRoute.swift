@@ -1,4 +1,6 @@
+import Access
 import HTTPServer
+import Telemetry
 
 /// `GET /metrics`: the Prometheus exposition; with `METRICS_TOKEN` set, only for a bearer of it.
 struct MetricsRoute: RouteHandler {

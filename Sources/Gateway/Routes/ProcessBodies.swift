@@ -1,4 +1,5 @@
 import ChatAPI
+import TextTasks
 
 /// The upstream bodies of `/api/process`. Each is a pure function of the request and of the
 /// upstream's model id and ``StructuredMode`` (``body(for:model:mode:)``), so a pool of

@@ -1,4 +1,5 @@
 import ChatAPI
+import TextTasks
 
 #if canImport(Glibc)
     import Glibc

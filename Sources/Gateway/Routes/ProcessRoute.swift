@@ -2,6 +2,8 @@ import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import Telemetry
+import Upstream
 
 /// `POST /api/process` (docs/api.md): validates the body, builds the task's prompt, asks the
 /// upstream (through the cache when it is on) and answers with the result, or streams it.
@@ -53,7 +55,9 @@ struct ProcessRoute: RouteHandler {
             let hit: Bool
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await Self.answer(parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger) {
+                    try await TaskAnswerer.answer(
+                        parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger
+                    ) {
                         context.noteAttempt($0)
                     }
                 }
@@ -71,7 +75,7 @@ struct ProcessRoute: RouteHandler {
             }
         } else {
             do {
-                answer = try await Self.answer(
+                answer = try await TaskAnswerer.answer(
                     parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger
                 ) { context.noteAttempt($0) }
             } catch {
@@ -105,26 +109,6 @@ struct ProcessRoute: RouteHandler {
     private func fail(_ error: GatewayError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
         context.noteUpstream(since: start, usage: nil)
         return error
-    }
-
-    /// One call for a task through the pool: the trimmed answer, its usage and the upstream
-    /// that gave it, or the mapped error. `only` keeps the call on one upstream.
-    static func complete(
-        _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, logger: Logger,
-        onAttempt: (UpstreamPool.Target) -> Void, body: (UpstreamPool.Target) -> [UInt8]
-    ) async throws(GatewayError) -> (answer: ResponseCache.Answer, target: UpstreamPool.Target) {
-        let answered: (ChatCompletion, UpstreamPool.Target)
-        do {
-            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: onAttempt, body: body) {
-                endpoint, body, limit, target throws(ChatError) in
-                (try await endpoint.complete(body: body, requestID: requestID, timeout: limit), target)
-            }
-        } catch {
-            throw UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
-        }
-        let result = TextTrim.trimmed(answered.0.firstContent ?? "")
-        guard !result.isEmpty else { throw .emptyResult }
-        return (ResponseCache.Answer(result: result, usage: answered.0.usage), answered.1)
     }
 
     /// `Accept: text/event-stream` (alone or among others).

@@ -1,6 +1,9 @@
 import ChatAPI
 import EventLoop
 import HTTPServer
+import Telemetry
+import TextTasks
+import Upstream
 
 /// A streamed `/api/process` answer (docs/api.md, "Streaming"): `start`, one `delta` per
 /// upstream piece with the text so far, then exactly one `done` or `error`; `: ping` when
@@ -45,7 +48,7 @@ struct ProcessStream: Sendable {
                 switch StructuredOutput.read(text, task: structured) {
                 case .success(let answer): (result, data) = (answer.result, answer.data)
                 case .failure(let violation):
-                    ProcessRoute.logInvalid(
+                    TaskAnswerer.logInvalid(
                         violation, attempt: 1, task: structured, requestID: context.id, logger: logger)
                     try await fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), writer)
                     return

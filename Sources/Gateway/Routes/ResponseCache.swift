@@ -1,6 +1,7 @@
 import ChatAPI
 import EventLoop
 import Synchronization
+import TextTasks
 
 /// A bounded LRU of `/api/process` answers with a time to live, and single flight: while one
 /// request asks the upstream for a key, identical requests wait for its answer instead of

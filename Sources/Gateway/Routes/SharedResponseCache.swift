@@ -3,6 +3,7 @@ import Crypto
 import EventLoop
 import Redis
 import Synchronization
+import Telemetry
 
 /// The response cache every instance shares through Redis (`CACHE_BACKEND=redis`), with
 /// single flight across instances.

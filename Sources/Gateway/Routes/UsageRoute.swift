@@ -1,6 +1,8 @@
+import Access
 import ChatAPI
 import HTTPServer
 import Store
+import Telemetry
 
 /// `GET /api/usage`: the caller's use today and over the last 30 UTC days with any use,
 /// its plan's limits and what is left of today's tokens (docs/api.md, "Usage and history").

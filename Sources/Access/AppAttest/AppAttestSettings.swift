@@ -1,0 +1,88 @@
+import Crypto
+
+/// The `APP_ATTEST_*` settings (docs/app-attest.md): which apps may register devices, in which
+/// App Attest environment, whether callers must be such devices, and the sessions' plan and life.
+public struct AppAttestSettings: Sendable, Equatable {
+    /// Which App Attest environment a device's key may come from (its attestation's AAGUID).
+    public enum Environment: String, Sendable, CaseIterable {
+        /// AAGUID `appattest` followed by seven zero bytes: App Store, TestFlight, enterprise builds.
+        case production
+        /// AAGUID `appattestdevelop`: builds run from Xcode with the development entitlement.
+        case development
+        case both
+
+        /// Whether a key attested in `environment` may register.
+        func allows(_ environment: AppAttestEnvironment) -> Bool {
+            switch self {
+            case .both: return true
+            case .production: return environment == .production
+            case .development: return environment == .development
+            }
+        }
+    }
+
+    /// Who must come as an attested device.
+    public enum Requirement: String, Sendable, CaseIterable {
+        /// Nobody: devices are one more way in.
+        case off
+        /// A caller without a gateway token, a JWT or a device session is refused; tokens and JWTs work as before.
+        case guests
+        /// Only device sessions are served on the caller routes.
+        case all
+    }
+
+    /// `APP_ATTEST_APP_IDS`: `TEAMID.bundle.identifier` values, each a device's rpId.
+    public var appIDs: [String]
+    /// `APP_ATTEST_ENVIRONMENT`.
+    public var environment = Environment.production
+    /// `APP_ATTEST_REQUIRED`.
+    public var requirement = Requirement.off
+    /// `APP_ATTEST_PLAN`: the plan a device's session gets.
+    public var plan = "device"
+    /// `APP_ATTEST_SESSION_SECONDS`: how long a session token lives.
+    public var sessionLifetime: Duration = .seconds(3600)
+    /// `APP_ATTEST_REQUESTS_PER_MINUTE`: challenges, registrations and sessions a client address may ask for.
+    public var requestsPerMinute = 60
+    /// `APP_ATTEST_EXTRA_ROOT_CA_FILE` and its PEM: a root trusted beside Apple's, for chains
+    /// made in tests. The server refuses to start with it outside `--env testing`.
+    public var extraRoot: (path: String, pem: String)?
+
+    /// How long a challenge may wait for its registration or session.
+    public static let challengeLifetime: Duration = .seconds(300)
+
+    public init(appIDs: [String]) {
+        self.appIDs = appIDs
+    }
+
+    public static func == (lhs: AppAttestSettings, rhs: AppAttestSettings) -> Bool {
+        lhs.appIDs == rhs.appIDs && lhs.environment == rhs.environment && lhs.requirement == rhs.requirement
+            && lhs.plan == rhs.plan
+            && lhs.sessionLifetime == rhs.sessionLifetime && lhs.requestsPerMinute == rhs.requestsPerMinute
+            && lhs.extraRoot?.path == rhs.extraRoot?.path && lhs.extraRoot?.pem == rhs.extraRoot?.pem
+    }
+
+    /// Whether `text` is an App ID: a ten-character team identifier of capital letters and
+    /// digits, a dot, and a bundle identifier of letters, digits, `-` and `.`.
+    public static func isValidAppID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count > 11, bytes.count <= 255, bytes[10] == UInt8(ascii: ".") else { return false }
+        let team = bytes[..<10]
+        let bundle = bytes[11...]
+        let teamOK = team.allSatisfy {
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        }
+        let bundleOK = bundle.allSatisfy {
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-")
+                || $0 == UInt8(ascii: ".")
+        }
+        return teamOK && bundleOK && bundle.first != UInt8(ascii: ".") && bundle.last != UInt8(ascii: ".")
+    }
+
+}
+
+/// The App Attest environment a key was attested in, from its AAGUID.
+public enum AppAttestEnvironment: String, Sendable {
+    case production
+    case development
+}

@@ -1,0 +1,197 @@
+import Access
+import Crypto
+import Store
+import Telemetry
+
+/// The App Attest flow (docs/app-attest.md): challenges, device registration and device
+/// sessions, over the store's devices and a shared challenge table.
+final class AppAttestService: Sendable {
+    /// A device session just opened.
+    struct OpenedSession: Sendable {
+        var token: String
+        var expiresAtSeconds: Int64
+        var deviceID: String
+    }
+
+    let settings: AppAttestSettings
+    let verifier: AppAttestVerifier
+    let repository: any DeviceRepository
+    let challenges: any AttestChallenges
+    let sessions: DeviceSessions
+    let faults: StoreFaults
+    let clock: @Sendable () -> Instant
+    private let attestations: [String: Counter]
+    private let assertions: [String: Counter]
+
+    init(
+        settings: AppAttestSettings, verifier: AppAttestVerifier, repository: any DeviceRepository,
+        challenges: any AttestChallenges,
+        sessions: DeviceSessions, faults: StoreFaults, registry: MetricsRegistry,
+        clock: @escaping @Sendable () -> Instant
+    ) {
+        self.settings = settings
+        self.verifier = verifier
+        self.repository = repository
+        self.challenges = challenges
+        self.sessions = sessions
+        self.faults = faults
+        self.clock = clock
+        let results = ["ok", "duplicate"] + AppAttestFailure.Reason.allCases.map(\.rawValue)
+        let attestationFamily = registry.counter(
+            "textgateway_app_attest_attestations_total",
+            help: "Device registrations (App Attest attestations), by result.", labels: ["result"]
+        )
+        let assertionFamily = registry.counter(
+            "textgateway_app_attest_assertions_total",
+            help: "Device sessions asked for (App Attest assertions), by result.", labels: ["result"]
+        )
+        attestations = Dictionary(uniqueKeysWithValues: results.map { ($0, attestationFamily.labels($0)) })
+        assertions = Dictionary(uniqueKeysWithValues: results.map { ($0, assertionFamily.labels($0)) })
+        registry.gaugeFunction(
+            "textgateway_app_attest_sessions_cached", help: "Device sessions this instance holds in memory."
+        ) {
+            Double(sessions.count)
+        }
+    }
+
+    private var nowMilliseconds: Int64 { Int64(clock().secondsSinceEpoch * 1000) }
+
+    /// A new one-use challenge: 32 random bytes in base64url, and when it expires (Unix seconds).
+    func challenge() async throws(GatewayError) -> (challenge: String, expiresAtSeconds: Int64) {
+        let challenge = Base64URL.encode(SecureRandom.bytes(32))
+        let now = nowMilliseconds
+        let lifetime = Int64(AppAttestSettings.challengeLifetime / .milliseconds(1))
+        do {
+            try await challenges.issue(challenge, nowMilliseconds: now, lifetimeMilliseconds: lifetime)
+        } catch {
+            if let error = error as? StoreError { throw faults.unavailable(error, operation: .devices) }
+            throw .storeUnavailable
+        }
+        return (challenge, (now + lifetime) / 1000)
+    }
+
+    /// Verifies a key's attestation over `challenge` and registers its device; returns the device id.
+    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, context: RequestContext)
+        async throws(GatewayError) -> String
+    {
+        do throws(Step) {
+            try await consume(challenge)
+            let now = clock()
+            let verified = try Step.refusing { () throws(AppAttestFailure) in
+                try verifier.verifyAttestation(
+                    keyID: keyID, attestation: attestation, clientData: Array(challenge.utf8),
+                    at: Int64(now.secondsSinceEpoch))
+            }
+            let milliseconds = Int64(now.secondsSinceEpoch * 1000)
+            let device = StoredDevice(
+                id: "dev_" + Base64URL.encode(SecureRandom.bytes(12)), keyID: keyID, publicKey: verified.publicKey,
+                counter: 0,
+                appID: verified.appID, environment: verified.environment.rawValue, receipt: verified.receipt,
+                createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds
+            )
+            let inserted: Bool
+            do {
+                inserted = try await repository.insertDevice(device)
+            } catch {
+                throw unavailable(error)
+            }
+            guard inserted else {
+                attestations["duplicate"]?.increment()
+                throw Step.failed(.deviceAlreadyRegistered)
+            }
+            attestations["ok"]?.increment()
+            return device.id
+        } catch {
+            throw error.answer(counting: attestations, context: context)
+        }
+    }
+
+    /// Verifies a registered key's assertion over `challenge`, moves its counter and opens a session.
+    func openSession(keyID: [UInt8], assertion: [UInt8], challenge: String, context: RequestContext)
+        async throws(GatewayError) -> OpenedSession
+    {
+        do throws(Step) {
+            try await consume(challenge)
+            let stored: StoredDevice?
+            do {
+                stored = try await repository.device(keyID: keyID)
+            } catch {
+                throw unavailable(error)
+            }
+            guard let device = stored, device.revokedAtMilliseconds == nil else { throw Step.refused(.unknownDevice) }
+            let counter = try Step.refusing { () throws(AppAttestFailure) in
+                try verifier.verifyAssertion(
+                    assertion, clientData: Array(challenge.utf8), publicKey: device.publicKey, appID: device.appID,
+                    counter: device.counter
+                )
+            }
+            let now = nowMilliseconds
+            let token = DeviceSessions.makeToken()
+            let digest = SHA256.hash(Array(token.utf8))
+            let expires = now + Int64(settings.sessionLifetime / .milliseconds(1))
+            let session = StoredDeviceSession(
+                digest: digest, deviceID: device.id, createdAtMilliseconds: now, expiresAtMilliseconds: expires)
+            let opened: Bool
+            do {
+                opened = try await repository.openSession(
+                    session, deviceID: device.id, counter: counter, nowMilliseconds: now)
+            } catch {
+                throw unavailable(error)
+            }
+            // Another assertion with this counter won, or the device was revoked meanwhile.
+            guard opened else { throw Step.refused(.counter) }
+            sessions.opened(digest: digest, deviceID: device.id, expiresAtMilliseconds: expires, nowMilliseconds: now)
+            assertions["ok"]?.increment()
+            return OpenedSession(token: token, expiresAtSeconds: expires / 1000, deviceID: device.id)
+        } catch {
+            throw error.answer(counting: assertions, context: context)
+        }
+    }
+
+    private func consume(_ challenge: String) async throws(Step) {
+        // Issued challenges are 43 base64url characters; anything long or unprintable is not
+        // worth a lookup.
+        guard (1...128).contains(challenge.utf8.count), challenge.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw Step.refused(.challenge)
+        }
+        let fresh: Bool
+        do {
+            fresh = try await challenges.consume(challenge, nowMilliseconds: nowMilliseconds)
+        } catch {
+            throw unavailable(error)
+        }
+        guard fresh else { throw Step.refused(.challenge) }
+    }
+
+    private func unavailable(_ error: any Error) -> Step {
+        // Redis away: answered as the store's absence is, and seen in the Redis metrics.
+        if let error = error as? StoreError { return .failed(faults.unavailable(error, operation: .devices)) }
+        return .failed(.storeUnavailable)
+    }
+
+    /// How a step of the flow ended early: refused (`401`, with its reason in the log and the
+    /// metrics) or failed otherwise (the store away, a key registered already).
+    private enum Step: Error {
+        case refused(AppAttestFailure.Reason)
+        case failed(GatewayError)
+
+        static func refusing<T>(_ body: () throws(AppAttestFailure) -> T) throws(Step) -> T {
+            do {
+                return try body()
+            } catch {
+                throw .refused(error.reason)
+            }
+        }
+
+        func answer(counting counters: [String: Counter], context: RequestContext) -> GatewayError {
+            switch self {
+            case .refused(let reason):
+                counters[reason.rawValue]?.increment()
+                context.update { $0.attestFailure = reason }
+                return .unauthorized
+            case .failed(let error):
+                return error
+            }
+        }
+    }
+}

@@ -1,8 +1,0 @@
-/// `format` in a `/api/process` body: how the answer comes back.
-enum OutputFormat: String, Sendable, Hashable, CaseIterable {
-    /// The model's text as `result` (absent `format`).
-    case text
-    /// The answer as `data`, checked against the task's schema (``TaskSchema``), and `result`
-    /// the same human-readable text made from it.
-    case json
-}

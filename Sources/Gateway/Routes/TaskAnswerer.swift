@@ -1,0 +1,156 @@
+import ChatAPI
+import Jobs
+import Store
+import Telemetry
+import TextTasks
+import Upstream
+
+/// "Answer a text task through the pool": the one home of it, used by `/api/process`, the
+/// jobs (as their ``JobAnswering``) and the eval. A stream asks the pool itself (it relays
+/// the answer as it comes), with the same bodies.
+struct TaskAnswerer: JobAnswering {
+    let pool: UpstreamPool
+    /// The upstream bodies, those of the configured models encoded once but for the text.
+    let bodies: ProcessBodies
+    let maxTokens: Int
+    let logger: Logger
+    /// Where a finished job's row goes; nil where no job runs (the eval).
+    let recorder: LedgerRecorder?
+
+    /// The answer to `request`: its text, or for `"format": "json"` its checked data.
+    func answer(_ request: ProcessRequest, requestID: String, onAttempt: (UpstreamPool.Target) -> Void)
+        async throws(GatewayError) -> ResponseCache.Answer
+    {
+        try await Self.answer(
+            request, pool: pool, bodies: bodies, requestID: requestID, logger: logger, onAttempt: onAttempt)
+    }
+
+    package func answer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> JobAnswer {
+        let answer: ResponseCache.Answer
+        do throws(GatewayError) {
+            switch question {
+            case .final(let task, let tone, let format, let text):
+                let request = ProcessRequest(
+                    task: task, tone: tone, text: text, characterCount: 0, stream: false, format: format)
+                answer = try await self.answer(request, requestID: requestID) { _ in }
+            case .step(let prompt, let rounds):
+                let maxTokens = self.maxTokens
+                answer = try await Self.complete(
+                    .task(rounds), pool: pool, requestID: requestID, logger: logger, onAttempt: { _ in }
+                ) { target in
+                    ChatCompletionRequest(
+                        model: target.model,
+                        messages: [
+                            ChatMessage(role: .system, content: prompt.system),
+                            ChatMessage(role: .user, content: prompt.user),
+                        ],
+                        temperature: rounds.temperature, maxTokens: maxTokens
+                    ).jsonBytes()
+                }.answer
+            }
+        } catch {
+            throw JobFailure(code: error.code.rawValue, message: error.message(.persian))
+        }
+        return JobAnswer(result: answer.result, data: answer.data, usage: answer.usage)
+    }
+
+    var internalFailure: JobFailure {
+        JobFailure(
+            code: GatewayError.internalError.code.rawValue, message: GatewayError.internalError.message(.persian))
+    }
+
+    func recordEnd(_ job: JobRecord, durationMilliseconds: Double) {
+        guard let recorder else { return }
+        let row = recorder.row(for: job, durationMilliseconds: durationMilliseconds)
+        Task { await recorder.writer.submit(row) }
+    }
+
+    /// The answer to `request` from the upstream: its text, or for `"format": "json"` the
+    /// answer checked against the task's schema, with one repair call when it broke it (the
+    /// usage then counts both calls).
+    static func answer(
+        _ request: ProcessRequest, pool: UpstreamPool, bodies: ProcessBodies, requestID: String, logger: Logger,
+        onAttempt: (UpstreamPool.Target) -> Void
+    ) async throws(GatewayError) -> ResponseCache.Answer {
+        let choice = UpstreamModelChoice.task(request.task)
+        let (first, target) = try await complete(
+            choice, pool: pool, requestID: requestID, logger: logger, onAttempt: onAttempt
+        ) { target in
+            bodies.body(for: request, model: target.model, mode: target.structuredMode)
+        }
+        guard request.format == .json else { return first }
+        let violation: SchemaViolation
+        switch StructuredOutput.read(first.result, task: request.task) {
+        case .success(let structured):
+            return ResponseCache.Answer(result: structured.result, usage: first.usage, data: structured.data)
+        case .failure(let failure):
+            violation = failure
+        }
+        logInvalid(violation, attempt: 1, task: request.task, requestID: requestID, logger: logger)
+        // The repair goes to the upstream and model that gave the broken answer.
+        let (second, _) = try await complete(
+            choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, onAttempt: onAttempt
+        ) { target in
+            bodies.repairBody(
+                for: request, answer: first.result, violation: violation, model: target.model,
+                mode: target.structuredMode)
+        }
+        let usage = Usage.sum(first.usage, second.usage)
+        switch StructuredOutput.read(second.result, task: request.task) {
+        case .success(let structured):
+            return ResponseCache.Answer(result: structured.result, usage: usage, data: structured.data)
+        case .failure(let failure):
+            logInvalid(failure, attempt: 2, task: request.task, requestID: requestID, logger: logger)
+            throw .invalidModelOutput
+        }
+    }
+
+    /// Why the answer broke its schema (the schema's paths only, never the answer's text).
+    static func logInvalid(
+        _ violation: SchemaViolation, attempt: Int, task: TextTask, requestID: String, logger: Logger
+    ) {
+        logger.warning(
+            "invalid_model_output",
+            [
+                ("request_id", .string(requestID)), ("task", .string(task.rawValue)), ("attempt", .int(attempt)),
+                ("violation", .string(violation.logReason)),
+            ])
+    }
+
+    /// One call for a task through the pool: the trimmed answer, its usage and the upstream
+    /// that gave it, or the mapped error. `only` keeps the call on one upstream.
+    static func complete(
+        _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, logger: Logger,
+        onAttempt: (UpstreamPool.Target) -> Void, body: (UpstreamPool.Target) -> [UInt8]
+    ) async throws(GatewayError) -> (answer: ResponseCache.Answer, target: UpstreamPool.Target) {
+        let answered: (ChatCompletion, UpstreamPool.Target)
+        do {
+            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: onAttempt, body: body) {
+                endpoint, body, limit, target throws(ChatError) in
+                (try await endpoint.complete(body: body, requestID: requestID, timeout: limit), target)
+            }
+        } catch {
+            throw UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
+        }
+        let result = TextTrim.trimmed(answered.0.firstContent ?? "")
+        guard !result.isEmpty else { throw .emptyResult }
+        return (ResponseCache.Answer(result: result, usage: answered.0.usage), answered.1)
+    }
+}
+
+extension Usage {
+    /// The counts of two calls added up, each count as far as either reported it; nil when
+    /// neither reported any usage.
+    static func sum(_ first: Usage?, _ second: Usage?) -> Usage? {
+        guard let first, let second else { return first ?? second }
+        func add(_ a: Int?, _ b: Int?) -> Int? {
+            guard let a, let b else { return a ?? b }
+            return a &+ b
+        }
+        return Usage(
+            promptTokens: add(first.promptTokens, second.promptTokens),
+            completionTokens: add(first.completionTokens, second.completionTokens),
+            totalTokens: add(first.effectiveTotalTokens, second.effectiveTotalTokens)
+        )
+    }
+}
