@@ -150,9 +150,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     switch result {
     case .failure(let error):
-        require(error == expected, "\(error.code) where \(expected?.code ?? "success") was due")
+        require(error == expected, "\(error.code) where \(expected?.code.rawValue ?? "success") was due")
     case .success(let request):
-        require(expected == nil, "success where \(expected?.code ?? "") was due")
+        require(expected == nil, "success where \(expected?.code.rawValue ?? "") was due")
         require(request.task.rawValue == taskName, "task differs from the body")
         switch document["tone"] {
         case nil, .null?: require(request.tone == nil, "a tone from nowhere")

@@ -21,11 +21,6 @@ public struct Plan: Sendable, Hashable {
         self.tokensPerDay = tokensPerDay.map { max(0, $0) }
     }
 
-    /// A plan with no limits at all.
-    public static func unlimited(name: String) -> Plan {
-        Plan(name: name, requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: nil)
-    }
-
     /// Whether the plan limits nothing (a limiter keeps no state for it).
     public var isUnlimited: Bool {
         requestsPerMinute == nil && concurrentRequests == nil && tokensPerDay == nil

@@ -57,7 +57,6 @@ public struct HTTPClientResponseHead: Sendable {
         public static let http1_0 = Version(major: 1, minor: 0)
         public static let http1_1 = Version(major: 1, minor: 1)
         public static let http2 = Version(major: 2, minor: 0)
-        public static let http3 = Version(major: 3, minor: 0)
 
         public var description: String { major >= 2 && minor == 0 ? "\(major)" : "\(major).\(minor)" }
     }

@@ -143,7 +143,7 @@ struct LibPQConnection {
     /// Ends the pipeline's queries with a sync point: its result comes after theirs.
     func pipelineSync() -> Bool { PQpipelineSync(handle) == 1 }
 
-    /// Whether ``nextResult()`` would block.
+    /// Whether ``nextResult(query:)`` would block.
     var isBusy: Bool { PQisBusy(handle) == 1 }
 
     /// The next result of the query in flight, read and freed; nil once the query is
@@ -238,7 +238,7 @@ struct LibPQConnection {
 /// on another connection. `PQcancel` blocks until the server has the request, so it runs on a
 /// thread of its own, never on a loop.
 final class LibPQCanceller: @unchecked Sendable {
-    // Sendable because the handle is used by exactly one thread after it is made: `send()`
+    // Sendable because the handle is used by exactly one thread after it is made: `sendAndFree()`
     // cancels and frees it, once; libpq documents PQcancel as safe beside the connection's use.
     private let handle: OpaquePointer
 

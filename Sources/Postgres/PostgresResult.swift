@@ -16,9 +16,4 @@ public struct PostgresResult: Sendable, Hashable {
         self.rows = rows
         self.affectedRows = affectedRows
     }
-
-    /// The index of the column named `name`, nil when there is none.
-    public func columnIndex(_ name: String) -> Int? {
-        columns.firstIndex(of: name)
-    }
 }

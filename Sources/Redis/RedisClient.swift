@@ -10,7 +10,7 @@ import Synchronization
 /// takes no lock. Commands on one connection are pipelined; each waits at most
 /// ``RedisConfiguration/timeout`` for its reply.
 ///
-/// Built for one round trip per decision: ``evalSHA(_:keys:arguments:)`` runs a script
+/// Built for one round trip per decision: ``evalSHA(_:keys:arguments:writeNow:)`` runs a script
 /// loaded at connect time (a rate limiter's atomic check-and-count), and every failure —
 /// Redis down, a timeout, a server error — is a ``RedisError`` the caller can map to its
 /// failure mode. A connection that is down fails commands at once and keeps reconnecting

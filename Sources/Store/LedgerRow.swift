@@ -61,9 +61,4 @@ public struct LedgerRow: Sendable, Equatable {
         self.result = result
         self.chargesTokens = chargesTokens
     }
-
-    /// Tokens charged to the caller's day: none for a cached answer or a job's row.
-    public var chargedTokens: Int {
-        cacheHit || !chargesTokens ? 0 : max(0, inputTokens ?? 0) &+ max(0, outputTokens ?? 0)
-    }
 }

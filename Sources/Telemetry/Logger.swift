@@ -144,12 +144,10 @@ public final class LogSink: Sendable {
 
     /// Standard error; its writer thread starts with the first use.
     public static let standardError = LogSink.descriptor(2)
-    /// Standard output; its writer thread starts with the first use.
-    public static let standardOutput = LogSink.descriptor(1)
 
     /// A sink that writes to `fd` through a writer thread of its own. The descriptor stays the
     /// caller's and must stay open while the sink lives; two sinks for one descriptor write
-    /// independently, so share one sink per descriptor (`standardError`, `standardOutput`).
+    /// independently, so share one sink per descriptor (as `standardError` is shared).
     public static func descriptor(_ fd: CInt) -> LogSink {
         LogSink(.descriptor(BatchedWriter(fileDescriptor: fd)))
     }

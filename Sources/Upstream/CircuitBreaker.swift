@@ -1,4 +1,3 @@
-import ChatAPI
 import EventLoop
 import Synchronization
 
@@ -28,8 +27,6 @@ final class CircuitBreaker: Sendable {
         var consecutiveFailures = 0
         var openedAt = MonotonicInstant(nanoseconds: 0)
         var probeOut = false
-        /// What the last failure that counted was, for a request every circuit turns away.
-        var lastFailure: ChatError?
     }
 
     private let threshold: Int
@@ -42,18 +39,6 @@ final class CircuitBreaker: Sendable {
     }
 
     var state: State { inner.withLock { $0.state } }
-
-    /// The failure that last counted against the upstream, if any.
-    var lastFailure: ChatError? { inner.withLock { $0.lastFailure } }
-
-    /// Time until an open circuit lets its probe through; zero when it is not open.
-    func timeUntilProbe(_ now: MonotonicInstant = .now()) -> Duration {
-        inner.withLock { inner in
-            guard inner.state == .open else { return .zero }
-            let ready = inner.openedAt.advanced(by: cooldown)
-            return .nanoseconds(Int64(clamping: now.nanoseconds(until: ready)))
-        }
-    }
 
     func admit(_ now: MonotonicInstant = .now()) -> Admission {
         inner.withLock { inner in
@@ -85,9 +70,8 @@ final class CircuitBreaker: Sendable {
     /// The upstream failed in a way that counts (it could not answer); returns true when
     /// this failure opened the circuit.
     @discardableResult
-    func failed(_ error: ChatError, _ now: MonotonicInstant = .now()) -> Bool {
+    func failed(_ now: MonotonicInstant = .now()) -> Bool {
         inner.withLock { inner in
-            inner.lastFailure = error
             inner.consecutiveFailures += 1
             switch inner.state {
             case .halfOpen:

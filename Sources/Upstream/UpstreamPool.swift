@@ -83,9 +83,6 @@ package final class UpstreamPool: Sendable {
         self.sleep = sleep
     }
 
-    /// The name of the first upstream, which answers when all is well.
-    var primaryName: String { members[0].name }
-
     /// The model of the first upstream that has one for `choice`; nil when none has.
     package func firstModel(for choice: UpstreamModelChoice) -> String? {
         for member in members {
@@ -182,14 +179,14 @@ package final class UpstreamPool: Sendable {
                 member.metrics.failed(failure.label, seconds: Self.seconds(since: now))
                 guard failure.retryable else {
                     if failure.countsAgainstUpstream {
-                        noteFailure(member, error)
+                        noteFailure(member)
                     } else if probe || member.breaker.state != .closed {
                         // The upstream answered; the request was what it refused.
                         closeCircuit(member)
                     }
                     throw error
                 }
-                noteFailure(member, error)
+                noteFailure(member)
                 lastError = error
                 attempt += 1
                 let left = MonotonicInstant.now().nanoseconds(until: end)
@@ -224,8 +221,8 @@ package final class UpstreamPool: Sendable {
         if wasOpen { logger.info("upstream_circuit_closed", [("upstream", .string(member.name))]) }
     }
 
-    private func noteFailure(_ member: Member, _ error: ChatError) {
-        if member.breaker.failed(error) {
+    private func noteFailure(_ member: Member) {
+        if member.breaker.failed() {
             member.metrics.circuit.set(Double(CircuitBreaker.State.open.rawValue))
             member.metrics.circuitOpened.increment()
             logger.warning(

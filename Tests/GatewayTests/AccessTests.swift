@@ -423,7 +423,7 @@ struct AccessTests {
         @Test("unlimited plans are always allowed and leave no state")
         func unlimitedPlans() async throws {
             let limiter = InMemoryRateLimiter()
-            let plan = Plan.unlimited(name: "internal")
+            let plan = Plan(name: "internal", requestsPerMinute: nil, concurrentRequests: nil, tokensPerDay: nil)
             for index in 0..<1_000 {
                 let allowed = try #require(
                     Self.allowed(await limiter.acquire(key: "k\(index % 7)", plan: plan, now: Self.at(0))))

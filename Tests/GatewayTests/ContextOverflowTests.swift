@@ -100,9 +100,9 @@ struct ContextOverflowTests {
     func overflow(server: String, status: Int, body: String) throws {
         let failure = try Self.failure(status: status, body: body)
         #expect(failure.kind == .contextLength, "\(server)")
-        #expect(failure.error.status.code == 413 && failure.error.code == "text_too_long", "\(server)")
+        #expect(failure.error.status.code == 413 && failure.error.code == .textTooLong, "\(server)")
         #expect(
-            failure.error.openAI?.status.code == 400 && failure.error.openAI?.code == "context_length_exceeded",
+            failure.error.openAI?.status.code == 400 && failure.error.openAI?.code == .contextLengthExceeded,
             "\(server)")
         #expect(failure.error.openAI?.param == "messages")
         #expect(!failure.retryable && !failure.countsAgainstUpstream, "\(server)")
@@ -112,7 +112,7 @@ struct ContextOverflowTests {
     func other(server: String, status: Int, body: String, kind: UpstreamFailureKind, code: String) throws {
         let failure = try Self.failure(status: status, body: body)
         #expect(failure.kind == kind, "\(server)")
-        #expect(failure.error.code == code, "\(server)")
+        #expect(failure.error.code == GatewayError.Code(rawValue: code), "\(server)")
     }
 
     @Test("an /api/process whose upstream overflows answers 413 text_too_long, the server's words kept out")

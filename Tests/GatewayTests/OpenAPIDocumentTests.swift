@@ -1,6 +1,5 @@
 import EventLoop
 import Foundation
-import HTTP1
 import Store
 import Testing
 
@@ -9,9 +8,9 @@ import Testing
 @testable import Telemetry
 
 /// docs/openapi.yaml kept true to the code: its paths and methods are the routes the gateway
-/// declares (with a store and an upstream, so every route is there), and its `ErrorCode` enum
-/// is every code a ``GatewayError`` can carry. The YAML is read by ``OpenAPIOutline``, a
-/// line reader for the document's own layout (two-space indentation, block style).
+/// declares (with a store and an upstream, so every route is there); its `ErrorCode` enum is
+/// checked by ``ErrorCodeCatalogTests``. The YAML is read by ``OpenAPIOutline``, a line
+/// reader for the document's own layout (two-space indentation, block style).
 @Suite("docs/openapi.yaml matches the code")
 struct OpenAPIDocumentTests {
     static func document() throws -> OpenAPIOutline {
@@ -65,50 +64,6 @@ struct OpenAPIDocumentTests {
             if documented.contains("HEAD") { #expect(methods.contains("GET"), "\(path): HEAD documented without GET") }
         }
         #expect(document.paths["/api/health"]?.contains("HEAD") == true)
-    }
-
-    @Test("GatewayError.allCodes is every code GatewayError.swift spells, and only those")
-    func allCodesMatchSource() throws {
-        let source = try RepositoryFile.text("Sources/Gateway/Pipeline/GatewayError.swift")
-        // `GatewayError(<status>, "<code>", …` (a line break allowed) and OpenAI's form's `code: "<code>"`.
-        let pattern = try NSRegularExpression(
-            pattern: #"(?:GatewayError\(\s*[^,()]+(?:\([^()]*\))?,\s*|code:\s*)"([a-z_]+)""#)
-        let range = NSRange(source.startIndex..., in: source)
-        let spelled = Set(
-            pattern.matches(in: source, range: range).compactMap { match in
-                Range(match.range(at: 1), in: source).map { String(source[$0]) }
-            })
-        #expect(spelled.count > 20, "the pattern finds the codes: \(spelled.sorted())")
-        #expect(
-            Set(GatewayError.allCodes) == spelled,
-            "allCodes \(GatewayError.allCodes.sorted()), source \(spelled.sorted())")
-        #expect(GatewayError.allCodes.count == Set(GatewayError.allCodes).count, "no code listed twice")
-        #expect(GatewayError.logOnlyCodes.isSubset(of: Set(GatewayError.allCodes)))
-        // A few errors spelled through their members, so the pattern cannot miss a kind.
-        for error in [
-            GatewayError.invalidJSON, .tooManyJobs, .jobCancelled, .clientClosedRequest,
-            .protocolError(HTTPStatus(code: 408, reasonPhrase: "Request Timeout")), .modelNotFound("x"),
-        ] {
-            #expect(GatewayError.allCodes.contains(error.code), "\(error.code)")
-        }
-        for code in [
-            "request_timeout", "uri_too_long", "headers_too_large", "not_implemented", "http_version_not_supported",
-            "bad_request",
-        ] {
-            #expect(spelled.contains(code), "protocol error \(code)")
-        }
-    }
-
-    @Test("the document's ErrorCode enum is every code a client can be sent, and each of them is real")
-    func errorCodes() throws {
-        let documented = try Self.document().errorCodes
-        let sent = Set(GatewayError.allCodes).subtracting(GatewayError.logOnlyCodes)
-        #expect(documented.count == Set(documented).count, "no code listed twice: \(documented)")
-        #expect(
-            Set(documented).subtracting(sent).isEmpty,
-            "documented but never sent: \(Set(documented).subtracting(sent).sorted())")
-        #expect(
-            sent.subtracting(documented).isEmpty, "sent but not documented: \(sent.subtracting(documented).sorted())")
     }
 
     @Test("every $ref names a component the document defines")

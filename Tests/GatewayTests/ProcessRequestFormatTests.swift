@@ -51,7 +51,7 @@ struct ProcessRequestFormatTests {
         #expect(GatewayError.invalidFormat.message(.persian) == "قالب پاسخ معتبر نیست.")
         #expect(GatewayError.invalidFormat.message(.english) == "The response format is not valid.")
         #expect(GatewayError.invalidModelOutput.status.code == 502)
-        #expect(GatewayError.invalidModelOutput.code == "invalid_model_output")
+        #expect(GatewayError.invalidModelOutput.code == .invalidModelOutput)
         #expect(
             GatewayError.invalidModelOutput.message(.english)
                 == "The model's answer did not match the requested format.")

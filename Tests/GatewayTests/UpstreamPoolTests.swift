@@ -296,7 +296,7 @@ struct UpstreamPoolTests {
         #expect(pool.members[0].breaker.state == .open)
         let probed = await eventually(within: 15) { pool.members[0].breaker.admit() == .probe }
         #expect(probed)
-        pool.members[0].breaker.failed(.httpStatus(502, error: nil, retryAfter: nil))
+        pool.members[0].breaker.failed()
         #expect(pool.members[0].breaker.state == .open)
         let (_, attempts) = await Self.call(pool)
         #expect(attempts == ["b"])

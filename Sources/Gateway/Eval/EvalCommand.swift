@@ -43,7 +43,7 @@ public struct EvalCommand: Sendable, Equatable {
         let textID: String
         var checks: [EvalChecks.Check]
         /// The call that failed, by its error code.
-        var failure: String?
+        var failure: GatewayError.Code?
         var inputTokens = 0
         var outputTokens = 0
         /// Both calls' milliseconds.
@@ -133,7 +133,7 @@ public struct EvalCommand: Sendable, Equatable {
                 }
             } catch {
                 result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
-                if format == .json, error.code == GatewayError.invalidModelOutput.code {
+                if format == .json, error.code == .invalidModelOutput {
                     result.checks.append(EvalChecks.Check(name: "json_validates", passed: false))
                 } else {
                     result.failure = result.failure ?? error.code
@@ -169,7 +169,7 @@ struct EvalReport {
         let p95: Double
         /// Each check's passes and total, in the order first seen; call failures by code.
         let checks: [(name: String, passed: Int, total: Int)]
-        let failures: [String: Int]
+        let failures: [GatewayError.Code: Int]
     }
 
     private static func summaries(of cases: [EvalCommand.Case]) -> [TaskSummary] {
@@ -178,7 +178,7 @@ struct EvalReport {
             guard !mine.isEmpty else { return nil }
             var names: [String] = []
             var counts: [String: (Int, Int)] = [:]
-            var failures: [String: Int] = [:]
+            var failures: [GatewayError.Code: Int] = [:]
             for item in mine {
                 for check in item.checks {
                     if counts[check.name] == nil { names.append(check.name) }
@@ -228,7 +228,9 @@ struct EvalReport {
         lines.append("")
         for summary in tasks {
             let checks = summary.checks.map { "\($0.name) \($0.passed)/\($0.total)" }
-            let failures = summary.failures.sorted { $0.key < $1.key }.map { "failed \($0.key) ×\($0.value)" }
+            let failures = summary.failures.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                "failed \($0.key) ×\($0.value)"
+            }
             lines.append("\(summary.task.rawValue): " + (checks + failures).joined(separator: ", "))
         }
         lines.append("")
@@ -261,8 +263,8 @@ struct EvalReport {
                 task.field(
                     "failures",
                     object: { object in
-                        for (code, count) in summary.failures.sorted(by: { $0.key < $1.key }) {
-                            object.field(code, count)
+                        for (code, count) in summary.failures.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                            object.field(code.rawValue, count)
                         }
                     })
             }
@@ -270,7 +272,7 @@ struct EvalReport {
                 result.field("task", item.task.rawValue)
                 result.field("text", item.textID)
                 result.field("passed", item.passed)
-                result.field("failure", item.failure)
+                result.field("failure", item.failure?.rawValue)
                 result.field("failedChecks", strings: item.checks.filter { !$0.passed }.map(\.name))
             }
         }

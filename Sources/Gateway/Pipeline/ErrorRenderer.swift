@@ -11,8 +11,9 @@ enum ErrorShape: Sendable {
     case openAI
 }
 
-/// The one place a ``GatewayError`` becomes bytes: a JSON response or a server-sent event,
-/// in either shape.
+/// The one place a ``GatewayError`` becomes an error answer: a JSON response or the
+/// server-sent event that ends a stream, in either shape. (A job's `error`, in its JSON and
+/// its events, is ``JobRoutes``' own `{"code","message"}`.)
 enum ErrorRenderer {
     /// The error as a whole response.
     static func response(_ error: GatewayError, shape: ErrorShape, requestID: String, language: Language)
@@ -54,7 +55,7 @@ enum ErrorRenderer {
                 $0.field("error") { fields in
                     fields.field("message", error.message(language))
                     fields.field("type", openAIType(error))
-                    fields.field("code", error.openAI?.code ?? error.code)
+                    fields.field("code", (error.openAI?.code ?? error.code).rawValue)
                     if let param = error.openAI?.param {
                         fields.field("param", param)
                     } else {
@@ -73,7 +74,7 @@ enum ErrorRenderer {
         object.field("error", true)
         object.field("reason", message)
         object.field("message", message)
-        object.field("code", error.code)
+        object.field("code", error.code.rawValue)
         object.field("requestId", requestID)
     }
 

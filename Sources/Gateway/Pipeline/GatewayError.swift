@@ -3,10 +3,10 @@ import Upstream
 
 /// An error the gateway answers with: a status, a stable machine-readable code and a human
 /// message in Persian (default) and English. The one place errors become HTTP is
-/// ``response(requestID:language:)``.
+/// ``ErrorRenderer``.
 public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: HTTPStatus
-    public let code: String
+    public let code: Code
     let persian: String
     let english: String
     /// Extra response fields (`Allow`, `Retry-After`).
@@ -19,8 +19,62 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus
-        var code: String
+        // One of the gateway's codes too: docs/openapi.yaml's OpenAI error shape takes its
+        // `code` from `ErrorCode`, and every other `/v1` error sends the gateway's own code.
+        var code: Code
         var param: String?
+    }
+
+    /// Every code the gateway answers with, in either shape (OpenAI's form's codes included):
+    /// docs/openapi.yaml's `ErrorCode` lists them but for ``clientClosedRequest``, which no
+    /// answer carries. The raw values are what the wire, the log and the ledger carry; they
+    /// are spelled out so that renaming a case never changes one.
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
+        case invalidJSON = "invalid_json"
+        case invalidTask = "invalid_task"
+        case invalidTone = "invalid_tone"
+        case invalidFormat = "invalid_format"
+        case textTooShort = "text_too_short"
+        case invalidMessages = "invalid_messages"
+        case invalidParameter = "invalid_parameter"
+        case modelNotFound = "model_not_found"
+        /// `/v1` only: the OpenAI form of ``textTooLong`` for a context overflow.
+        case contextLengthExceeded = "context_length_exceeded"
+        case badRequest = "bad_request"
+        case unauthorized = "unauthorized"
+        case notFound = "not_found"
+        case methodNotAllowed = "method_not_allowed"
+        case requestTimeout = "request_timeout"
+        case textTooLong = "text_too_long"
+        case bodyTooLarge = "body_too_large"
+        case uriTooLong = "uri_too_long"
+        case unsupportedMediaType = "unsupported_media_type"
+        case rateLimited = "rate_limited"
+        case tooManyJobs = "too_many_jobs"
+        case headersTooLarge = "headers_too_large"
+        case notConfigured = "not_configured"
+        case internalError = "internal_error"
+        case notImplemented = "not_implemented"
+        case upstreamError = "upstream_error"
+        case emptyResult = "empty_result"
+        case invalidModelOutput = "invalid_model_output"
+        case upstreamBusy = "upstream_busy"
+        case storeUnavailable = "store_unavailable"
+        case shuttingDown = "shutting_down"
+        case upstreamTimeout = "upstream_timeout"
+        case httpVersionNotSupported = "http_version_not_supported"
+        /// A job's end, in its `error`; never an HTTP status.
+        case cancelled = "cancelled"
+        /// The client went away before its answer: the log and the ledger (so the caller's
+        /// history) carry it, no answer does.
+        case clientClosedRequest = "client_closed_request"
+        case deviceAlreadyRegistered = "device_already_registered"
+        case invalidIdempotencyKey = "invalid_idempotency_key"
+        case idempotencyInProgress = "idempotency_in_progress"
+        case idempotencyKeyReused = "idempotency_key_reused"
+
+        // The wire's spelling wherever a code is interpolated, never the case's name.
+        public var description: String { rawValue }
     }
 
     public var description: String { "\(status.code) \(code)" }
@@ -29,7 +83,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.persian == rhs.persian
     }
 
-    init(_ status: HTTPStatus, _ code: String, _ persian: String, _ english: String) {
+    init(_ status: HTTPStatus, _ code: Code, _ persian: String, _ english: String) {
         self.status = status
         self.code = code
         self.persian = persian
@@ -42,47 +96,47 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     static let invalidJSON = GatewayError(
-        .badRequest, "invalid_json", "ساختار درخواست معتبر نیست.", "The request body is not valid.")
+        .badRequest, .invalidJSON, "ساختار درخواست معتبر نیست.", "The request body is not valid.")
     static let invalidTask = GatewayError(
-        .badRequest, "invalid_task", "نوع عملیات معتبر نیست.", "The task is not valid.")
+        .badRequest, .invalidTask, "نوع عملیات معتبر نیست.", "The task is not valid.")
     static let invalidTone = GatewayError(
-        .badRequest, "invalid_tone", "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
+        .badRequest, .invalidTone, "لحن انتخاب‌شده معتبر نیست.", "The selected tone is not valid.")
     static let invalidFormat = GatewayError(
-        .badRequest, "invalid_format", "قالب پاسخ معتبر نیست.", "The response format is not valid.")
+        .badRequest, .invalidFormat, "قالب پاسخ معتبر نیست.", "The response format is not valid.")
     static let textTooShort = GatewayError(
-        .badRequest, "text_too_short", "متن باید حداقل ۲۰ کاراکتر باشد.",
+        .badRequest, .textTooShort, "متن باید حداقل ۲۰ کاراکتر باشد.",
         "The text must be at least 20 characters long.")
     static let unauthorized: GatewayError = {
-        var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
+        var error = GatewayError(.unauthorized, .unauthorized, "احراز هویت لازم است.", "Authentication is required.")
         error.headers.add(name: "WWW-Authenticate", value: "Bearer")
         return error
     }()
     /// A bearer token was presented and refused (RFC 6750 §3.1's `invalid_token`): a JWT that
     /// is expired, wrongly signed or malformed, or a token no configuration knows.
     static let invalidToken: GatewayError = {
-        var error = GatewayError(.unauthorized, "unauthorized", "احراز هویت لازم است.", "Authentication is required.")
+        var error = GatewayError(.unauthorized, .unauthorized, "احراز هویت لازم است.", "Authentication is required.")
         error.headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
         return error
     }()
     static let rateLimited = GatewayError(
-        .tooManyRequests, "rate_limited", "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
+        .tooManyRequests, .rateLimited, "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
         "Too many requests. Please try again later.")
     static let notFound = GatewayError(
-        .notFound, "not_found", "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
+        .notFound, .notFound, "مسیر درخواست‌شده وجود ندارد.", "The requested path does not exist.")
     static let methodNotAllowed = GatewayError(
-        .methodNotAllowed, "method_not_allowed", "این متد برای این مسیر پشتیبانی نمی‌شود.",
+        .methodNotAllowed, .methodNotAllowed, "این متد برای این مسیر پشتیبانی نمی‌شود.",
         "This method is not supported for this path.")
     static let textTooLong = GatewayError(
-        .contentTooLarge, "text_too_long", "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
+        .contentTooLarge, .textTooLong, "متن ورودی بیش از حد طولانی است.", "The input text is too long.")
     static let bodyTooLarge = GatewayError(
-        .contentTooLarge, "body_too_large", "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
+        .contentTooLarge, .bodyTooLarge, "حجم درخواست بیش از حد مجاز است.", "The request body is too large.")
     static let unsupportedMediaType = GatewayError(
-        .unsupportedMediaType, "unsupported_media_type", "نوع محتوای درخواست باید application/json باشد.",
+        .unsupportedMediaType, .unsupportedMediaType, "نوع محتوای درخواست باید application/json باشد.",
         "The request content type must be application/json.")
     /// A body in a content coding other than `identity` (``ContentEncodingMiddleware``).
     static let unsupportedContentEncoding: GatewayError = {
         var error = GatewayError(
-            .unsupportedMediaType, "unsupported_media_type",
+            .unsupportedMediaType, .unsupportedMediaType,
             "بدنهٔ درخواست نباید فشرده یا کدگذاری‌شده باشد (Content-Encoding).",
             "The request body must be sent as it is, without a Content-Encoding."
         )
@@ -90,88 +144,88 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         return error
     }()
     static let keyNotConfigured = GatewayError(
-        .internalServerError, "not_configured", "کلید API روی سرور تنظیم نشده است.",
+        .internalServerError, .notConfigured, "کلید API روی سرور تنظیم نشده است.",
         "The API key is not configured on the server.")
     static let modelNotConfigured = GatewayError(
-        .internalServerError, "not_configured", "شناسه مدل روی سرور تنظیم نشده است.",
+        .internalServerError, .notConfigured, "شناسه مدل روی سرور تنظیم نشده است.",
         "The model ID is not configured on the server.")
     static let upstreamError = GatewayError(
-        .badGateway, "upstream_error", "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.",
+        .badGateway, .upstreamError, "سرویس هوش مصنوعی پاسخ موفقی برنگرداند.",
         "The AI service did not return a successful response.")
     static let emptyResult = GatewayError(
-        .badGateway, "empty_result", "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.",
+        .badGateway, .emptyResult, "پاسخ قابل‌استفاده‌ای از مدل دریافت نشد.",
         "No usable response was received from the model.")
     /// A `"format": "json"` answer that still broke its schema after the repair call.
     static let invalidModelOutput: GatewayError = {
         var error = GatewayError(
-            .badGateway, "invalid_model_output", "پاسخ مدل با قالب خواسته‌شده سازگار نبود.",
+            .badGateway, .invalidModelOutput, "پاسخ مدل با قالب خواسته‌شده سازگار نبود.",
             "The model's answer did not match the requested format.")
         error.upstreamKind = .invalidOutput
         return error
     }()
     static let upstreamBusy = GatewayError(
-        .serviceUnavailable, "upstream_busy", "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.",
+        .serviceUnavailable, .upstreamBusy, "سرویس هوش مصنوعی در حال حاضر مشغول است. لطفاً بعداً تلاش کنید.",
         "The AI service is busy right now. Please try again later.")
     static let upstreamTimeout = GatewayError(
-        .gatewayTimeout, "upstream_timeout", "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.",
+        .gatewayTimeout, .upstreamTimeout, "سرویس هوش مصنوعی در زمان مقرر پاسخ نداد.",
         "The AI service did not respond in time.")
     static let invalidMessages = GatewayError(
-        .badRequest, "invalid_messages", "فهرست پیام‌ها خالی یا بیش از حد بلند است.",
+        .badRequest, .invalidMessages, "فهرست پیام‌ها خالی یا بیش از حد بلند است.",
         "messages must hold between one and the allowed number of messages.")
     static func modelNotFound(_ alias: String) -> GatewayError {
         let shown = String(alias.prefix(100).filter { !$0.isNewline })
         var error = GatewayError(
-            .notFound, "model_not_found", "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
-        error.openAI = OpenAIForm(status: .notFound, code: "model_not_found", param: "model")
+            .notFound, .modelNotFound, "مدل «\(shown)» وجود ندارد.", "The model `\(shown)` does not exist.")
+        error.openAI = OpenAIForm(status: .notFound, code: .modelNotFound, param: "model")
         return error
     }
     /// `n` above `MAX_CHOICES`.
     static func tooManyChoices(limit: Int) -> GatewayError {
         var error = GatewayError(
-            .badRequest, "invalid_parameter", "تعداد پاسخ‌های خواسته‌شده (n) بیش از \(limit) است.",
+            .badRequest, .invalidParameter, "تعداد پاسخ‌های خواسته‌شده (n) بیش از \(limit) است.",
             "n may be at most \(limit) on this gateway."
         )
-        error.openAI = OpenAIForm(status: .badRequest, code: "invalid_parameter", param: "n")
+        error.openAI = OpenAIForm(status: .badRequest, code: .invalidParameter, param: "n")
         return error
     }
     /// The upstream says the input does not fit the model's context: `413 text_too_long` on
     /// `/api`, OpenAI's `400 context_length_exceeded` on `/v1`.
     static let contextLengthExceeded: GatewayError = {
         var error = textTooLong
-        error.openAI = OpenAIForm(status: .badRequest, code: "context_length_exceeded", param: "messages")
+        error.openAI = OpenAIForm(status: .badRequest, code: .contextLengthExceeded, param: "messages")
         return error
     }()
     /// The client went away before its answer was complete (nginx's 499): for the log and
     /// metrics only, the client never sees it.
     static let clientClosedRequest = GatewayError(
-        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "client_closed_request",
+        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), .clientClosedRequest,
         "درخواست پیش از پاسخ لغو شد.", "The client closed the request before the answer was complete.")
     static let repeatedField = GatewayError(
-        .badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
+        .badRequest, .badRequest, "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
     static let shuttingDown = GatewayError(
-        .serviceUnavailable, "shutting_down", "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.",
+        .serviceUnavailable, .shuttingDown, "سرور در حال خاموش شدن است. لطفاً دوباره تلاش کنید.",
         "The server is shutting down. Please try again.")
     /// A history item that does not exist or is another caller's: the two look the same.
     static let itemNotFound = GatewayError(
-        .notFound, "not_found", "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
+        .notFound, .notFound, "مورد درخواست‌شده پیدا نشد.", "The requested item was not found.")
     static let invalidParameter = GatewayError(
-        .badRequest, "invalid_parameter", "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
+        .badRequest, .invalidParameter, "پارامتر درخواست معتبر نیست.", "A request parameter is not valid.")
     static let storeUnavailable = GatewayError(
-        .serviceUnavailable, "store_unavailable", "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.",
+        .serviceUnavailable, .storeUnavailable, "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.",
         "The server's store is unavailable. Please try again later.")
     /// `POST /api/attest/register` with a key id registered already.
     static let deviceAlreadyRegistered = GatewayError(
-        .conflict, "device_already_registered", "این دستگاه پیش‌تر ثبت شده است.",
+        .conflict, .deviceAlreadyRegistered, "این دستگاه پیش‌تر ثبت شده است.",
         "This device key is registered already.")
     static let invalidIdempotencyKey = GatewayError(
-        .badRequest, "invalid_idempotency_key", "کلید Idempotency-Key معتبر نیست.",
+        .badRequest, .invalidIdempotencyKey, "کلید Idempotency-Key معتبر نیست.",
         "The Idempotency-Key header is not valid."
     )
     /// The first request with the key is still being answered on another instance: a second
     /// later it has usually ended, and the retry gets its answer.
     static let idempotencyInProgress: GatewayError = {
         var error = GatewayError(
-            .conflict, "idempotency_in_progress",
+            .conflict, .idempotencyInProgress,
             "درخواستی با همین Idempotency-Key هنوز در حال پاسخ است. لطفاً کمی بعد دوباره تلاش کنید.",
             "A request with this Idempotency-Key is still being answered. Please retry shortly."
         )
@@ -179,19 +233,19 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         return error
     }()
     static let idempotencyKeyReused = GatewayError(
-        .unprocessableContent, "idempotency_key_reused",
+        .unprocessableContent, .idempotencyKeyReused,
         "این Idempotency-Key پیش‌تر برای درخواست دیگری به کار رفته است.",
         "This Idempotency-Key was used for a different request."
     )
     static let internalError = GatewayError(
-        .internalServerError, "internal_error", "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
+        .internalServerError, .internalError, "خطای داخلی سرور رخ داد.", "An internal server error occurred.")
 
     /// A caller at `JOB_MAX_ACTIVE_PER_USER`. No one knows when one of its jobs will end, so
     /// `Retry-After` is about how long a job of a few chunks takes: a client that waits it
     /// out tries again once, rather than at once and again and again.
     static let tooManyJobs: GatewayError = {
         var error = GatewayError(
-            .tooManyRequests, "too_many_jobs",
+            .tooManyRequests, .tooManyJobs,
             "تعداد کارهای در جریان شما به حداکثر رسیده است. لطفاً پس از پایان یکی از آن‌ها دوباره تلاش کنید.",
             "You have as many jobs in flight as allowed. Please try again when one has finished."
         )
@@ -200,27 +254,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     }()
     static let tooManyJobsRetryAfterSeconds = 30
     static let jobCancelled = GatewayError(
-        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), "cancelled", "این کار لغو شد.",
+        HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), .cancelled, "این کار لغو شد.",
         "The job was cancelled.")
 
-    /// Every code an error of the gateway can carry, in either shape (OpenAI's form's codes
-    /// included): docs/openapi.yaml's `ErrorCode` lists them, but for ``logOnlyCodes``.
-    static let allCodes: [String] = [
-        "invalid_json", "invalid_task", "invalid_tone", "invalid_format", "text_too_short", "invalid_messages",
-        "invalid_parameter",
-        "model_not_found", "context_length_exceeded", "bad_request", "unauthorized", "not_found", "method_not_allowed",
-        "request_timeout", "text_too_long", "body_too_large", "uri_too_long", "unsupported_media_type", "rate_limited",
-        "too_many_jobs", "headers_too_large", "not_configured", "internal_error", "not_implemented", "upstream_error",
-        "empty_result", "invalid_model_output", "upstream_busy", "store_unavailable", "shutting_down",
-        "upstream_timeout",
-        "http_version_not_supported", "cancelled", "client_closed_request", "device_already_registered",
-        "invalid_idempotency_key", "idempotency_in_progress", "idempotency_key_reused",
-    ]
-    /// Codes no client is ever sent: a request whose client went away is only logged and counted.
-    static let logOnlyCodes: Set<String> = ["client_closed_request"]
-
     /// The errors a job can end with, by code.
-    private static let jobEnds: [String: GatewayError] = Dictionary(
+    private static let jobEnds: [Code: GatewayError] = Dictionary(
         [
             upstreamError, emptyResult, invalidModelOutput, upstreamBusy, upstreamTimeout, contextLengthExceeded,
             keyNotConfigured, internalError, jobCancelled,
@@ -229,8 +267,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     )
 
     /// The error a stored job's code names (a job keeps its code, and is told in the reader's
-    /// language); an unknown code reads as ``internalError`` with that code.
+    /// language); another code reads as ``internalError`` with that code, and a code this
+    /// gateway does not have (one another version stored) as ``internalError`` itself.
     static func known(code: String) -> GatewayError {
+        guard let code = Code(rawValue: code) else { return internalError }
         if let known = jobEnds[code] { return known }
         return GatewayError(internalError.status, code, internalError.persian, internalError.english)
     }
@@ -241,25 +281,25 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case 413: return .bodyTooLarge
         case 408:
             return GatewayError(
-                status, "request_timeout", "زمان ارسال درخواست به پایان رسید.", "The request was not received in time.")
+                status, .requestTimeout, "زمان ارسال درخواست به پایان رسید.", "The request was not received in time.")
         case 414:
             return GatewayError(
-                status, "uri_too_long", "نشانی درخواست بیش از حد طولانی است.", "The request URI is too long.")
+                status, .uriTooLong, "نشانی درخواست بیش از حد طولانی است.", "The request URI is too long.")
         case 431:
             return GatewayError(
-                status, "headers_too_large", "سرآیندهای درخواست بیش از حد بزرگ است.",
+                status, .headersTooLarge, "سرآیندهای درخواست بیش از حد بزرگ است.",
                 "The request header fields are too large.")
         case 501:
             return GatewayError(
-                status, "not_implemented", "این نوع درخواست پشتیبانی نمی‌شود.",
+                status, .notImplemented, "این نوع درخواست پشتیبانی نمی‌شود.",
                 "This kind of request is not supported.")
         case 505:
             return GatewayError(
-                status, "http_version_not_supported", "این نسخه از HTTP پشتیبانی نمی‌شود.",
+                status, .httpVersionNotSupported, "این نسخه از HTTP پشتیبانی نمی‌شود.",
                 "This HTTP version is not supported.")
         default:
             return GatewayError(
-                .badRequest, "bad_request", "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
+                .badRequest, .badRequest, "درخواست HTTP معتبر نیست.", "The HTTP request is malformed.")
         }
     }
 }

@@ -43,7 +43,7 @@ struct LedgerRecorder: Sendable {
             tone: state.tone,
             route: context.route.rawValue, model: state.model, inputLength: state.textLength,
             inputTokens: state.usage?.promptTokens, outputTokens: state.usage?.completionTokens, status: state.status,
-            code: state.error?.code, outcome: outcome.label, cacheHit: outcome == .cacheHit,
+            code: state.error?.code.rawValue, outcome: outcome.label, cacheHit: outcome == .cacheHit,
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
             result: storesResults ? state.result : nil
         )
@@ -62,7 +62,7 @@ struct LedgerRecorder: Sendable {
             requestID: job.requestID, userID: job.ownerID, task: job.task, tone: job.tone,
             route: RouteLabel.jobs.rawValue, model: nil,
             inputLength: job.inputLength, inputTokens: job.inputTokens, outputTokens: job.outputTokens, status: status,
-            code: job.status == .cancelled ? "cancelled" : job.errorCode,
+            code: job.status == .cancelled ? GatewayError.jobCancelled.code.rawValue : job.errorCode,
             outcome: job.status == .succeeded ? "done" : job.status.rawValue,
             cacheHit: false, durationMilliseconds: durationMilliseconds,
             createdAtMilliseconds: job.createdAtMilliseconds,

@@ -32,18 +32,9 @@ protocol RouteHandler: Sendable {
 }
 
 /// Gives every response the request's `X-Request-Id`, and `X-Upstream` once an upstream
-/// was asked.
-struct RequestIDMiddleware: Middleware {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
-    {
-        var response = try await next(request, context)
-        stamp(&response, context: context)
-        return response
-    }
-
-    /// What the middleware does to a response, for the pipeline's outermost step, which
-    /// runs it without an async layer of its own.
+/// was asked. Not a link of a chain: the pipeline's outermost step calls it in place, so
+/// that no async layer of its own is on every request's stack.
+struct RequestIDMiddleware {
     func stamp(_ response: inout HTTPResponse, context: RequestContext) {
         let (upstream, replayOf) = context.update { ($0.upstream, $0.replayOf) }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: replayOf ?? context.id)
@@ -54,22 +45,12 @@ struct RequestIDMiddleware: Middleware {
 
 /// Turns every error into the route group's error shape, in the request's language; an
 /// error that is not the gateway's own becomes a bare `500 internal_error` whose type goes
-/// to the log only.
-struct ErrorMiddleware: Middleware {
+/// to the log only. Not a link of a chain: the pipeline's outermost step catches and calls
+/// it in place, so that no async layer of its own is on every request's stack.
+struct ErrorMiddleware {
     let logger: Logger
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
-    {
-        do {
-            return try await next(request, context)
-        } catch {
-            return render(error, context: context)
-        }
-    }
-
-    /// The response for `error`, for the pipeline's outermost step, which catches without an
-    /// async layer of its own.
+    /// The response for `error`.
     func render(_ error: any Error, context: RequestContext) -> HTTPResponse {
         let failure = gatewayError(for: error, context: context)
         context.update {

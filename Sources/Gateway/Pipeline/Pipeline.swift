@@ -32,8 +32,8 @@ struct Route: Sendable {
 struct Pipeline: Sendable {
     private let groups: [RouteGroup]
     private let responder: RouteResponder
-    /// The outermost middleware, run in place (as `[RequestIDMiddleware, ErrorMiddleware]`
-    /// in front of the router would, without two async layers on every request's stack).
+    /// The outermost steps, called in place: as the first two middleware of every chain they
+    /// would put two async layers on every request's stack.
     private let requestID: RequestIDMiddleware
     private let errors: ErrorMiddleware
     private let finisher: RequestFinisher

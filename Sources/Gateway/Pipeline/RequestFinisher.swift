@@ -29,8 +29,8 @@ public protocol RequestObserver: Sendable {
 /// The one finished hook: called by the HTTP server exactly once for every request, however
 /// it ended. It settles the outcome, gives the rate-limit lease back (charging the tokens
 /// used), records the metrics, writes the one access-log line, hands the ledger its row and
-/// tells the observers.
-/// Nothing else writes timings or outcomes.
+/// tells the observers. The middleware and the routes note the outcome as they learn it
+/// (``RequestContext/State/outcome``); this hook has the last word on it.
 struct RequestFinisher: Sendable {
     let metrics: GatewayMetrics
     let metricsEnabled: Bool
@@ -103,7 +103,7 @@ struct RequestFinisher: Sendable {
                 ("method", .string(context.method.rawValue)),
                 ("path", .string(context.path)),
                 ("status", .int(state.status)),
-                ("code", state.error.map { .string($0.code) }),
+                ("code", state.error.map { .string($0.code.rawValue) }),
                 ("task", state.task.map { .string($0) }),
                 ("text_length", state.textLength.map { .int($0) }),
                 ("model", state.model.map { .string($0) }),

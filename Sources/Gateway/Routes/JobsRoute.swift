@@ -83,7 +83,7 @@ struct JobRoutes: Sendable {
     /// What a failed or cancelled job ended with.
     static func error(of job: JobRecord) -> GatewayError? {
         switch job.status {
-        case .failed: GatewayError.known(code: job.errorCode ?? GatewayError.internalError.code)
+        case .failed: GatewayError.known(code: job.errorCode ?? GatewayError.internalError.code.rawValue)
         case .cancelled: .jobCancelled
         case .queued, .running, .succeeded: nil
         }
@@ -92,7 +92,7 @@ struct JobRoutes: Sendable {
 
 extension JSONWriter {
     fileprivate mutating func errorFields(_ error: GatewayError, language: Language) {
-        field("code", error.code)
+        field("code", error.code.rawValue)
         field("message", error.message(language))
     }
 }

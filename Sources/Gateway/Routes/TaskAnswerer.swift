@@ -49,13 +49,14 @@ struct TaskAnswerer: JobAnswering {
                 }.answer
             }
         } catch {
-            throw JobFailure(code: error.code, message: error.message(.persian))
+            throw JobFailure(code: error.code.rawValue, message: error.message(.persian))
         }
         return JobAnswer(result: answer.result, data: answer.data, usage: answer.usage)
     }
 
     var internalFailure: JobFailure {
-        JobFailure(code: GatewayError.internalError.code, message: GatewayError.internalError.message(.persian))
+        JobFailure(
+            code: GatewayError.internalError.code.rawValue, message: GatewayError.internalError.message(.persian))
     }
 
     func recordEnd(_ job: JobRecord, durationMilliseconds: Double) {
