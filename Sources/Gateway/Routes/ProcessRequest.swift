@@ -7,8 +7,8 @@ import TextTasks
 
 /// A validated `POST /api/process` body.
 struct ProcessRequest: Equatable {
-    static let minimumCharacters = 20
-    static let maximumCharacters = 12_000
+    static let minimumCharacters = TextLimits.minimumCharacters
+    static let maximumCharacters = TextLimits.maximumCharacters
 
     let task: TextTask
     let tone: Tone?
