@@ -1,3 +1,4 @@
+import Access
 public import HTTP1
 import Upstream
 
@@ -16,6 +17,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     var openAI: OpenAIForm?
     /// The kind of upstream failure this error answers, when it is one.
     var upstreamKind: UpstreamFailureKind?
+    /// Why a rate limit or quota refused the request, when this error answers a refusal.
+    var refusal: RefusalReason?
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus

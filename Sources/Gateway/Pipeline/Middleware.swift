@@ -156,9 +156,9 @@ struct AuthMiddleware: Middleware {
 }
 
 /// Takes a rate-limit lease for the caller (its user id, or its address for a guest) under
-/// its plan, or refuses with `429` and `Retry-After`. A response with a whole body settles
-/// the lease at once, so its `RateLimit-Remaining` counts the tokens it used; a stream's
-/// lease is settled by the finished hook when the stream ends.
+/// its plan, or refuses with `429` and `Retry-After`, the error carrying the refusal's reason.
+/// A response with a whole body settles the lease at once, so its `RateLimit-Remaining` counts
+/// the tokens it used; a stream's lease is settled by the finished hook when the stream ends.
 struct RateLimitMiddleware: Middleware {
     let limiter: any RateLimiter
     let plans: PlanCatalog
@@ -196,11 +196,9 @@ struct RateLimitMiddleware: Middleware {
         }
         switch decision {
         case .refused(let status, let reason):
-            context.update {
-                $0.rateStatus = status
-                $0.outcome = .refused(reason)
-            }
+            context.update { $0.rateStatus = status }
             var error = GatewayError.rateLimited
+            error.refusal = reason
             for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
             throw error
         case .allowed(let lease, let status):

@@ -41,9 +41,10 @@ enum RequestOutcome: Sendable, Equatable {
         }
     }
 
-    /// The outcome of a request answered with `error` when nothing more precise was recorded
-    /// (a refusal and an upstream failure record their own).
+    /// The outcome of a request answered with `error` when nothing more precise was recorded:
+    /// a refusal and an upstream failure carry their own.
     static func answered(with error: GatewayError) -> RequestOutcome {
+        if let reason = error.refusal { return .refused(reason) }
         if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind)) }
         switch error.status.code {
         case 499: return .cancelled
