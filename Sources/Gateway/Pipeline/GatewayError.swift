@@ -19,6 +19,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     var upstreamKind: UpstreamFailureKind?
     /// Why a rate limit or quota refused the request, when this error answers a refusal.
     var refusal: RefusalReason?
+    /// How long the failed upstream call took, in nanoseconds (0 when none was made).
+    var upstreamElapsed: UInt64 = 0
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus

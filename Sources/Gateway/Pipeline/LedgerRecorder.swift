@@ -1,10 +1,10 @@
 import Store
 import Telemetry
 
-/// Hands a finished request's row to the store's writer, once per request: from the finished
-/// hook (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting for the commit
-/// (`strict`); and a job's row when the job ended. Only the routes that do the product's work
-/// leave rows (``RouteLabel/isLedgered``).
+/// Hands a finished request's row to the store's writer, once per request, for the finisher:
+/// when the request finished (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting
+/// for the commit (`strict`); and a job's row when the job ended. Only the routes that do the
+/// product's work leave rows (``RouteLabel/isLedgered``).
 struct LedgerRecorder: Sendable {
     let writer: LedgerWriter
     let strict: Bool
