@@ -34,7 +34,8 @@ public protocol RequestObserver: Sendable {
 /// the ledger the one row and tells the observers.
 ///
 /// Under `LEDGER_DURABILITY=strict` the row is committed before the answer's end reaches the
-/// client (a whole body before it is sent, a stream before its last event).
+/// client (a whole body before it is sent, a stream before its last event); the log line
+/// then says what the committed row says, even when the client goes during that last write.
 struct RequestFinisher: Sendable {
     let metrics: GatewayMetrics
     let metricsEnabled: Bool
@@ -130,6 +131,11 @@ struct RequestFinisher: Sendable {
             {
                 state.outcome = .done
                 return true
+            }
+            // A row committed before the answer's end says how the request ended; the log agrees.
+            if state.ledgered {
+                if state.outcome == nil { state.outcome = state.status < 400 ? .done : .rejected }
+                return false
             }
             switch end {
             case .completed:
