@@ -41,7 +41,8 @@ final class RequestContext: Sendable {
         var caller: Caller?
         /// Held while the request runs; the finisher gives it back, once.
         var lease: HeldLease?
-        /// What the `RateLimit-*` fields say on the response.
+        /// The limiter's status when it admitted or refused the request: what the `RateLimit-*`
+        /// fields say, unless a whole answer's lease given back brings a newer one.
         var rateStatus: RateStatus?
         var task: String?
         var tone: String?

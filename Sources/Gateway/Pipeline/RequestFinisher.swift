@@ -61,7 +61,10 @@ struct RequestFinisher: Sendable {
         error: GatewayError? = nil
     ) async {
         let code = response.status.code
-        context.update { state in
+        let whole: Bool
+        if case .bytes = response.body { whole = true } else { whole = false }
+        // One lock on the common path: the status, the outcome, and the lease a whole answer gives back.
+        let (held, current) = context.update { state -> (RequestContext.HeldLease?, RateStatus?) in
             state.status = code
             if let error {
                 state.error = error
@@ -74,13 +77,13 @@ struct RequestFinisher: Sendable {
                 state.outcome = .cacheHit
             }
             if let span = report.upstream { state.note(span) }
+            guard whole, error == nil else { return (nil, state.rateStatus) }
+            defer { state.lease = nil }
+            return (state.lease, state.rateStatus)
         }
-        let whole: Bool
-        if case .bytes = response.body { whole = true } else { whole = false }
-        if whole, error == nil, let status = await giveLeaseBack(context) {
-            context.update { $0.rateStatus = status }
-        }
-        for field in context.update({ $0.rateStatus })?.headerFields ?? [] {
+        var rateStatus = current
+        if let held, let status = await giveBack(held, context) { rateStatus = status }
+        for field in rateStatus?.headerFields ?? [] {
             response.headers.replaceOrAdd(name: field.name, value: field.value)
         }
         if whole { await context.strictLedger?.record(context) }
@@ -150,7 +153,7 @@ struct RequestFinisher: Sendable {
             return false
         }
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
-        _ = await giveLeaseBack(context, warn: true)
+        if let lease = context.takeLease() { _ = await giveBack(lease, context, warn: true) }
         metrics.inFlight.decrement()
         let state = context.snapshot
         let totalNanoseconds = context.start.nanoseconds(until: .now())
@@ -199,10 +202,11 @@ struct RequestFinisher: Sendable {
         for observer in observers { await observer.requestFinished(finished) }
     }
 
-    /// Gives the lease back, once, charging the tokens the request used: the limiter's new
-    /// status, or nil when there was no lease or the limiter failed (said in the log when `warn`).
-    private func giveLeaseBack(_ context: RequestContext, warn: Bool = false) async -> RateStatus? {
-        guard let held = context.takeLease() else { return nil }
+    /// Gives `held` back, charging the tokens the request used: the limiter's new status, or
+    /// nil when the limiter failed (said in the log when `warn`).
+    private func giveBack(_ held: RequestContext.HeldLease, _ context: RequestContext, warn: Bool = false) async
+        -> RateStatus?
+    {
         let tokens = context.chargeableTokens
         do {
             return try await held.limiter.finish(lease: held.lease, plan: held.plan, tokens: tokens, now: clock())
