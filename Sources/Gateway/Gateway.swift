@@ -326,7 +326,7 @@ public final class Gateway: Sendable {
         }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
-            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger, limiter: limiter,
+            metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger,
             clock: clock,
             observers: observers, ledger: store?.recorder, idempotency: idempotencyMetrics
         )

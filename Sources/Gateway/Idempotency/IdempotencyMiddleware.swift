@@ -30,7 +30,7 @@ struct IdempotencyMiddleware: Middleware {
     ]
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
+        -> RouteAnswer
     {
         let key: String
         switch IdempotencyKey.read(request.headers) {
@@ -71,7 +71,7 @@ struct IdempotencyMiddleware: Middleware {
         _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest,
         context: RequestContext,
         next: @escaping RouteResponder
-    ) async throws -> HTTPResponse {
+    ) async throws -> RouteAnswer {
         let tee: StreamTee? =
             switch route {
             case .process: StreamTee(shape: .process(requestID: context.id))
@@ -82,7 +82,7 @@ struct IdempotencyMiddleware: Middleware {
             $0.idempotency = .original
             $0.streamTee = tee
         }
-        let answered: Result<HTTPResponse, any Error>
+        let answered: Result<RouteAnswer, any Error>
         do {
             answered = .success(try await next(request, context))
         } catch {
@@ -94,74 +94,83 @@ struct IdempotencyMiddleware: Middleware {
     /// Keeps a successful whole answer, or starts a stream's producer on the tee; a failure
     /// gives the key back.
     private func settle(
-        _ answered: Result<HTTPResponse, any Error>, flight: IdempotencyService.Flight,
+        _ answered: Result<RouteAnswer, any Error>, flight: IdempotencyService.Flight,
         ticket: IdempotencyService.Ticket, tee: StreamTee?,
         context: RequestContext
-    ) async throws -> HTTPResponse {
-        var response: HTTPResponse
+    ) async throws -> RouteAnswer {
+        let answer: RouteAnswer
         switch answered {
         case .failure(let error):
             await service.release(ticket, flight: flight, error: error as? GatewayError ?? .internalError)
             throw error
         case .success(let answered):
-            response = answered
+            answer = answered
         }
-        switch response.body {
-        case .bytes(let body):
+        let response = answer.response
+        guard let produce = answer.stream else {
+            guard case .bytes(let body) = response.body else {
+                // A route that streams gives a producer: this one cannot keep what it streams.
+                await service.release(ticket, flight: flight, error: .internalError)
+                return answer
+            }
             guard (200..<300).contains(response.status.code) else {
                 await service.release(ticket, flight: flight, error: .internalError)
-                return response
+                return answer
             }
-            let answer = StoredAnswer(
+            let kept = StoredAnswer(
                 status: response.status.code, contentType: response.headers["Content-Type"] ?? "application/json",
                 upstream: context.upstream,
                 body: body, text: nil, streamed: false
             )
-            await service.complete(ticket, flight: flight, answer: answer)
-            return response
-        case .stream(let produce):
-            guard let tee else {
-                // A route that streams is given a tee: this one cannot keep what it streams.
-                await service.release(ticket, flight: flight, error: .internalError)
-                return response
-            }
-            let service = self.service
-            let route = self.route
-            let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
-            // Taken before the producer starts: the client gets every event, `start` included.
-            let subscription = tee.subscribe(joining: false)
-            let streamWork = Task(executorPreference: EventLoop.current) {
-                // The stream's own end (a `done` or `error` event) is what the tee keeps;
-                // nothing the producer writes to it can fail.
-                try? await produce(tee.writer)
-                tee.finish()
-                let state = context.snapshot
-                guard state.outcome == .done else {
-                    await service.release(ticket, flight: flight, error: state.error ?? .upstreamError)
-                    return
-                }
-                let kept = tee.kept
-                let answer = StoredAnswer(
-                    status: 200, contentType: contentType, upstream: state.upstream,
-                    body: route == .process ? kept.last ?? [] : kept.transcript,
-                    text: route == .process ? kept.text : nil, streamed: true
-                )
-                await service.complete(ticket, flight: flight, answer: answer)
-            }
-            context.update { $0.outlivingWork = streamWork }
-            flight.answer.set(.stream(tee, upstream: context.upstream))
-            // A client gone early still ends its response only when the answer has: the row
-            // written before the end (LEDGER_DURABILITY=strict) and the finisher see it whole.
-            response.body = .stream { writer in
-                do {
-                    try await subscription.forward(to: writer)
-                } catch {
-                    await streamWork.value
-                    throw error
-                }
-            }
-            return response
+            await service.complete(ticket, flight: flight, answer: kept)
+            return answer
         }
+        guard let tee else {
+            // A route that streams is given a tee: this one cannot keep what it streams.
+            await service.release(ticket, flight: flight, error: .internalError)
+            return answer
+        }
+        let service = self.service
+        let route = self.route
+        let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
+        // Taken before the producer starts: the client gets every event, `start` included.
+        let subscription = tee.subscribe(joining: false)
+        let streamWork = Task(executorPreference: EventLoop.current) {
+            // The stream's own end (a `done` or `error` event) is what the tee keeps; nothing
+            // the producer writes to it can fail. The finisher settles the end before the
+            // last event goes out, whether or not the client stayed.
+            let report = try? await produce(tee.writer)
+            if let report {
+                await RequestFinisher.streamEnded(report, context: context)
+                if let last = report.lastEvent { try? await tee.writer.write(last) }
+            }
+            tee.finish()
+            guard let report, report.outcome == .done else {
+                await service.release(ticket, flight: flight, error: report?.error ?? .upstreamError)
+                return
+            }
+            let kept = tee.kept
+            let answer = StoredAnswer(
+                status: 200, contentType: contentType, upstream: context.upstream,
+                body: route == .process ? kept.last ?? [] : kept.transcript,
+                text: route == .process ? kept.text : nil, streamed: true
+            )
+            await service.complete(ticket, flight: flight, answer: answer)
+        }
+        context.update { $0.outlivingWork = streamWork }
+        flight.answer.set(.stream(tee, upstream: context.upstream))
+        // A client gone early still ends its response only when the answer has: the row
+        // written before the end (LEDGER_DURABILITY=strict) and the finisher see it whole.
+        var forwarded = RouteAnswer(response)
+        forwarded.response.body = .stream { writer in
+            do {
+                try await subscription.forward(to: writer)
+            } catch {
+                await streamWork.value
+                throw error
+            }
+        }
+        return forwarded
     }
 
     /// A retry that came while the first request ran on this instance.
@@ -169,32 +178,32 @@ struct IdempotencyMiddleware: Middleware {
         _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision,
         ticket: IdempotencyService.Ticket,
         context: RequestContext
-    ) async throws -> HTTPResponse {
+    ) async throws -> RouteAnswer {
         guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
         switch await flight.answer.value {
         case .whole(.failure(let error)):
             throw error
         case .whole(.success(let answer)):
             await service.noteReplay(ticket, role: .joined)
-            return replay(answer, requestID: flight.requestID, role: .joined, context: context)
+            return RouteAnswer(replay(answer, requestID: flight.requestID, role: .joined, context: context))
         case .stream(let tee, let upstream):
             await service.noteReplay(ticket, role: .joined)
             context.update {
                 $0.idempotency = .joined
                 $0.replayOf = flight.requestID
                 $0.upstream = upstream
-                $0.outcome = .replayed
             }
-            return HTTPResponse(
-                headers: Self.eventStreamHeaders,
-                body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) })
+            return RouteAnswer(
+                HTTPResponse(
+                    headers: Self.eventStreamHeaders,
+                    body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) }))
         }
     }
 
     /// What the records said of a key this instance does not run.
     private func refer(
         _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket, context: RequestContext
-    ) async throws -> HTTPResponse {
+    ) async throws -> RouteAnswer {
         switch decision {
         case .run:
             throw GatewayError.internalError // not a referral
@@ -210,7 +219,7 @@ struct IdempotencyMiddleware: Middleware {
             throw GatewayError.idempotencyInProgress
         case .refer(.completed(let requestID, let answer)):
             await service.noteReplay(ticket, role: .replayed)
-            return replay(answer, requestID: requestID, role: .replayed, context: context)
+            return RouteAnswer(replay(answer, requestID: requestID, role: .replayed, context: context))
         }
     }
 
@@ -223,7 +232,6 @@ struct IdempotencyMiddleware: Middleware {
             $0.idempotency = role
             $0.replayOf = requestID
             $0.upstream = answer.upstream
-            $0.outcome = .replayed
         }
         guard answer.streamed else {
             // A job is made once: its retry says where it is, with 200 rather than 202.

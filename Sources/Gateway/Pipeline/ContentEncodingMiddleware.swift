@@ -8,7 +8,7 @@ import HTTPServer
 /// authentication and limits, where the content type is checked too.
 struct ContentEncodingMiddleware: Middleware {
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
+        -> RouteAnswer
     {
         if let codings = request.headers.combinedValue("Content-Encoding"), !Self.isIdentity(codings) {
             throw GatewayError.unsupportedContentEncoding

@@ -1,3 +1,4 @@
+import Access
 public import HTTP1
 import Upstream
 
@@ -16,6 +17,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     var openAI: OpenAIForm?
     /// The kind of upstream failure this error answers, when it is one.
     var upstreamKind: UpstreamFailureKind?
+    /// Why a rate limit or quota refused the request, when this error answers a refusal.
+    var refusal: RefusalReason?
+    /// How long the failed upstream call took, in nanoseconds (0 when none was made).
+    var upstreamElapsed: UInt64 = 0
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus

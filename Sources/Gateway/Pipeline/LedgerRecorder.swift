@@ -1,9 +1,10 @@
 import Store
 import Telemetry
 
-/// Hands a finished request's row to the store's writer, once per request: from the finished
-/// hook (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting for the commit
-/// (`strict`). Only the routes that do the product's work leave rows (``RouteLabel/isLedgered``).
+/// Hands a finished request's row to the store's writer, once per request, for the finisher:
+/// when the request finished (`LEDGER_DURABILITY=fast`), or before the answer's end, waiting
+/// for the commit (`strict`); and a job's row when the job ended. Only the routes that do the
+/// product's work leave rows (``RouteLabel/isLedgered``).
 struct LedgerRecorder: Sendable {
     let writer: LedgerWriter
     let strict: Bool
@@ -47,6 +48,12 @@ struct LedgerRecorder: Sendable {
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
             result: storesResults ? state.result : nil
         )
+    }
+
+    /// Records the row of a job that ended, without waiting: the job's runner goes on.
+    func record(_ job: JobRecord, durationMilliseconds: Double) {
+        let row = row(for: job, durationMilliseconds: durationMilliseconds)
+        Task { [writer] in await writer.submit(row) }
     }
 
     /// The row of a job that ended, under the `jobs` route with the whole job's tokens. It

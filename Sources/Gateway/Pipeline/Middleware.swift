@@ -5,15 +5,15 @@ import HTTP1
 import HTTPServer
 import Telemetry
 
-/// What a route (with its middleware) is: a request and its context in, a response out.
-typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
+/// What a route (with its middleware) is: a request and its context in, an answer out.
+typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async throws -> RouteAnswer
 
 /// One concern of the request path, in the shape of Hummingbird's `MiddlewareProtocol`:
 /// it sees the request and its context, may answer itself or call `next`, and may change
 /// what `next` answered. Chains are composed once, when the gateway starts.
 protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
+        -> RouteAnswer
 }
 
 extension Array where Element == any Middleware {
@@ -25,10 +25,21 @@ extension Array where Element == any Middleware {
     }
 }
 
-/// A route's handler: a struct holding what it needs, answering with a response or a
-/// typed gateway error.
+/// A route's handler: a struct holding what it needs, answering with a response and what
+/// happened (``RouteAnswer``), or a typed gateway error.
 protocol RouteHandler: Sendable {
+    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer
+}
+
+/// A route whose response is all there is to say: no upstream call, no gateway stream.
+protocol ResponseHandler: RouteHandler {
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse
+}
+
+extension ResponseHandler {
+    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
+        RouteAnswer(try await handle(request, context: context))
+    }
 }
 
 /// Gives every response the request's `X-Request-Id`, and `X-Upstream` once an upstream
@@ -50,18 +61,13 @@ struct RequestIDMiddleware {
 struct ErrorMiddleware {
     let logger: Logger
 
-    /// The response for `error`.
-    func render(_ error: any Error, context: RequestContext) -> HTTPResponse {
-        let failure = gatewayError(for: error, context: context)
-        context.update {
-            if $0.outcome == nil { $0.outcome = .answered(with: failure) }
-            $0.error = failure
-        }
-        return ErrorRenderer.response(
-            failure, shape: context.errorShape, requestID: context.id, language: context.language)
+    /// The response for `failure`.
+    func render(_ failure: GatewayError, context: RequestContext) -> HTTPResponse {
+        ErrorRenderer.response(failure, shape: context.errorShape, requestID: context.id, language: context.language)
     }
 
-    private func gatewayError(for error: any Error, context: RequestContext) -> GatewayError {
+    /// The gateway's error for what a route threw.
+    func gatewayError(for error: any Error, context: RequestContext) -> GatewayError {
         if let error = error as? GatewayError { return error }
         if error is CancellationError { return .clientClosedRequest }
         logger.error(
@@ -101,7 +107,7 @@ struct AuthMiddleware: Middleware {
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
+        -> RouteAnswer
     {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
@@ -156,9 +162,8 @@ struct AuthMiddleware: Middleware {
 }
 
 /// Takes a rate-limit lease for the caller (its user id, or its address for a guest) under
-/// its plan, or refuses with `429` and `Retry-After`. A response with a whole body settles
-/// the lease at once, so its `RateLimit-Remaining` counts the tokens it used; a stream's
-/// lease is settled by the finished hook when the stream ends.
+/// its plan, or refuses with `429` and `Retry-After` (the error carries the refusal's reason).
+/// The lease is the finisher's to give back (``RequestFinisher``).
 struct RateLimitMiddleware: Middleware {
     let limiter: any RateLimiter
     let plans: PlanCatalog
@@ -174,7 +179,7 @@ struct RateLimitMiddleware: Middleware {
     let clock: @Sendable () -> Instant
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> HTTPResponse
+        -> RouteAnswer
     {
         let caller = context.caller
         let plan: Plan
@@ -196,27 +201,18 @@ struct RateLimitMiddleware: Middleware {
         }
         switch decision {
         case .refused(let status, let reason):
-            context.update {
-                $0.rateStatus = status
-                $0.outcome = .refused(reason)
-            }
+            context.update { $0.rateStatus = status }
             var error = GatewayError.rateLimited
+            error.refusal = reason
             for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
             throw error
         case .allowed(let lease, let status):
             context.update {
-                $0.plan = plan
-                $0.lease = lease
+                $0.lease = RequestContext.HeldLease(lease: lease, plan: plan, limiter: limiter)
                 $0.rateStatus = status
             }
         }
-        let response = try await next(request, context)
-        if case .bytes = response.body, let held = context.takeLease() {
-            let status = try? await limiter.finish(
-                lease: held.lease, plan: held.plan, tokens: context.chargeableTokens, now: clock())
-            if let status { context.update { $0.rateStatus = status } }
-        }
-        return response
+        return try await next(request, context)
     }
 
     /// What a request may use, reserved before it runs: its input at about three bytes a token

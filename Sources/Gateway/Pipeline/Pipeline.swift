@@ -27,8 +27,10 @@ struct Route: Sendable {
 /// The request path, composed once at start: every request gets a ``RequestContext``; it is
 /// checked for fields that must not repeat, routed (so a `404` or `405` spends nothing of
 /// the caller's limits), passed through its route's middleware to its handler, and its
-/// errors rendered in its group's shape. The response carries the finished hook, which the
-/// HTTP server calls once, however the request ends.
+/// errors rendered in its group's shape. What the route reported, or the error it threw, goes
+/// to the finisher before the response does; a gateway stream's report when it ends. The
+/// response carries the finished hook, which the HTTP server calls once, however the request
+/// ends.
 struct Pipeline: Sendable {
     private let groups: [RouteGroup]
     private let responder: RouteResponder
@@ -38,7 +40,8 @@ struct Pipeline: Sendable {
     private let errors: ErrorMiddleware
     private let finisher: RequestFinisher
     private let errorLanguage: ErrorLanguage?
-    /// Set when answers wait for their ledger row's commit (`LEDGER_DURABILITY=strict`).
+    /// Set when answers wait for their ledger row's commit (`LEDGER_DURABILITY=strict`): the
+    /// finisher's policy, which it reads from each request's context.
     private let strictLedger: LedgerRecorder?
 
     /// Request fields a request may carry once at most (RFC 9110 §5.3: a field that is not a
@@ -53,7 +56,7 @@ struct Pipeline: Sendable {
         for route in routes {
             let handler = route.handler
             table[route.path, default: [:]][route.method] = route.middleware.wrapping { request, context in
-                try await handler.handle(request, context: context)
+                try await handler.answer(request, context: context)
             }
         }
         let routing = RoutingTable(table)
@@ -85,41 +88,23 @@ struct Pipeline: Sendable {
         finisher.started(context)
         var response: HTTPResponse
         do {
-            response = try await responder(request, context)
+            let answer = try await responder(request, context)
+            response = answer.response
+            if let produce = answer.stream {
+                response.body = .stream { writer in
+                    try await RequestFinisher.stream(produce, context: context, writer)
+                }
+            }
+            requestID.stamp(&response, context: context)
+            await finisher.answered(context, &response, report: answer.report)
         } catch {
-            response = errors.render(error, context: context)
+            let failure = errors.gatewayError(for: error, context: context)
+            response = errors.render(failure, context: context)
+            requestID.stamp(&response, context: context)
+            await finisher.answered(context, &response, error: failure)
         }
-        requestID.stamp(&response, context: context)
-        let code = response.status.code
-        let rateStatus = context.update { state -> RateStatus? in
-            state.status = code
-            return state.rateStatus
-        }
-        for field in rateStatus?.headerFields ?? [] {
-            response.headers.replaceOrAdd(name: field.name, value: field.value)
-        }
-        if context.strictLedger != nil { await commitBeforeEnd(&response, context: context) }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
-    }
-
-    /// Makes the answer wait for its ledger row's commit: a whole body before it is sent, a
-    /// stream before its last chunk (the stream's own last event commits first, when it has one).
-    private func commitBeforeEnd(_ response: inout HTTPResponse, context: RequestContext) async {
-        switch response.body {
-        case .bytes:
-            await context.commitLedgerBeforeEnd()
-        case .stream(let produce):
-            response.body = .stream { writer in
-                do {
-                    try await produce(writer)
-                } catch {
-                    await context.commitLedgerBeforeEnd()
-                    throw error
-                }
-                await context.commitLedgerBeforeEnd()
-            }
-        }
     }
 
     /// The answer to a request the HTTP server refused before routing (a malformed head, a
@@ -128,12 +113,7 @@ struct Pipeline: Sendable {
         let context = makeContext(failure.head ?? .placeholder)
         finisher.started(context)
         let error = GatewayError.protocolError(failure.status)
-        context.update {
-            $0.error = error
-            $0.outcome = .rejected
-            $0.status = error.status.code
-            $0.protocolError = failure.parseError.map { "\($0)" } ?? "timeout"
-        }
+        finisher.refusedBeforeRouting(context, error, detail: failure.parseError.map { "\($0)" } ?? "timeout")
         var response = ErrorRenderer.response(error, shape: .gateway, requestID: context.id, language: context.language)
         requestID.stamp(&response, context: context)
         response.finished = { [finisher] end in await finisher.finish(context, end) }

@@ -7,11 +7,13 @@ import Upstream
 
 /// Everything the gateway knows about one request while it runs, from the moment it is
 /// read to the finished hook: made by the pipeline, filled in by the middleware and the
-/// route (and by a stream's body after the route returned), read once at the end.
+/// route with what they learn (the caller, the task, the upstream tried), read once at the
+/// end. How the request ended (its status, outcome and timings) only the finisher writes,
+/// from what the route reported.
 ///
-/// A class, because the stream body that runs after the handler returned writes into the
-/// same record the finished hook reads; its mutable part is behind a mutex that only one
-/// task at a time ever takes in practice.
+/// A class, because a stream that ends after the handler returned settles the same record
+/// the finished hook reads; its mutable part is behind a mutex that only one task at a time
+/// ever takes in practice.
 final class RequestContext: Sendable {
     /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
     let id: String
@@ -25,15 +27,22 @@ final class RequestContext: Sendable {
     let language: Language
     let start: MonotonicInstant
     /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
-    /// and the route keeps rows.
+    /// and the route keeps rows: the finisher commits through it.
     let strictLedger: LedgerRecorder?
+
+    /// A rate-limit lease, with the plan it was taken under and the limiter it goes back to.
+    struct HeldLease: Sendable {
+        let lease: RateLease
+        let plan: Plan
+        let limiter: any RateLimiter
+    }
 
     struct State: Sendable {
         var caller: Caller?
-        var plan: Plan?
-        /// Held while the request runs; taken once, by whoever gives it back.
-        var lease: RateLease?
-        /// What the `RateLimit-*` fields say on the response.
+        /// Held while the request runs; the finisher gives it back, once.
+        var lease: HeldLease?
+        /// The limiter's status when it admitted or refused the request: what the `RateLimit-*`
+        /// fields say, unless a whole answer's lease given back brings a newer one.
         var rateStatus: RateStatus?
         var task: String?
         var tone: String?
@@ -43,6 +52,7 @@ final class RequestContext: Sendable {
         var upstream: String?
         /// Calls made upstream, retries and fallbacks included.
         var upstreamAttempts = 0
+        // How the request ended: the finisher's to write, from the route's report or error.
         var usage: Usage?
         var upstreamNanoseconds: UInt64 = 0
         /// The error the client was answered with (or, in a stream, sent as the last event).
@@ -107,31 +117,6 @@ final class RequestContext: Sendable {
             $0.model = target.model
             $0.upstreamAttempts += 1
         }
-    }
-    var upstreamNanoseconds: UInt64 { state.withLock { $0.upstreamNanoseconds } }
-
-    /// The lease, once: nil when it was never taken or was already given back.
-    func takeLease() -> (lease: RateLease, plan: Plan)? {
-        state.withLock { state in
-            guard let lease = state.lease, let plan = state.plan else { return nil }
-            state.lease = nil
-            return (lease, plan)
-        }
-    }
-
-    /// Records an upstream call's time and usage.
-    func noteUpstream(since start: MonotonicInstant, usage: Usage?) {
-        let elapsed = start.nanoseconds(until: .now())
-        state.withLock {
-            $0.upstreamNanoseconds = elapsed
-            if let usage { $0.usage = usage }
-        }
-    }
-
-    /// Under `LEDGER_DURABILITY=strict`, commits the request's row before the answer's last
-    /// event goes out (a stream's `done` or `error`); otherwise nothing.
-    func commitLedgerBeforeEnd() async {
-        await strictLedger?.record(self)
     }
 
     /// Tokens to charge against the daily quota: what the upstream reported, nothing for a

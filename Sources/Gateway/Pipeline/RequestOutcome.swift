@@ -1,8 +1,9 @@
 import Access
 import Upstream
 
-/// How a request ended, decided once by the pipeline and the finished hook; logs and
-/// metrics take its label, never a string a handler made up.
+/// How a request ended, decided by the finisher alone from what the route reported (or the
+/// error it threw) and how the response ended; logs and metrics take its label, never a
+/// string a handler made up.
 enum RequestOutcome: Sendable, Equatable {
     /// Answered (for a stream: to its last event).
     case done
@@ -41,9 +42,10 @@ enum RequestOutcome: Sendable, Equatable {
         }
     }
 
-    /// The outcome of a request answered with `error` when nothing more precise was recorded
-    /// (a refusal and an upstream failure record their own).
+    /// The outcome of a request answered with `error`: a refusal and an upstream failure
+    /// carry their own.
     static func answered(with error: GatewayError) -> RequestOutcome {
+        if let reason = error.refusal { return .refused(reason) }
         if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind)) }
         switch error.status.code {
         case 499: return .cancelled

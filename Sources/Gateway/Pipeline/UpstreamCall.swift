@@ -14,7 +14,7 @@ enum UpstreamCall {
     }
 
     /// The error a route answers a failed call with (it carries the failure's kind, which
-    /// the error middleware records as the outcome).
+    /// the finisher records as the outcome).
     static func gatewayError(for error: ChatError, requestID: String, logger: Logger) -> GatewayError {
         failure(of: error, requestID: requestID, logger: logger)?.error ?? .clientClosedRequest
     }

@@ -5,7 +5,7 @@ import HTTPServer
 
 /// `POST /api/attest/challenge`: a one-use challenge for a registration or a session
 /// (docs/app-attest.md). The body, if any, is not read.
-struct AttestChallengeRoute: RouteHandler {
+struct AttestChallengeRoute: ResponseHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -21,7 +21,7 @@ struct AttestChallengeRoute: RouteHandler {
 
 /// `POST /api/attest/register` `{"keyId","attestation","challenge"}`: verifies the key's
 /// attestation and registers its device: `201 {"deviceId"}`.
-struct AttestRegisterRoute: RouteHandler {
+struct AttestRegisterRoute: ResponseHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -36,7 +36,7 @@ struct AttestRegisterRoute: RouteHandler {
 
 /// `POST /api/attest/session` `{"keyId","assertion","challenge"}`: verifies a registered
 /// key's assertion and opens a device session: `200 {"token","expiresAt","deviceId"}`.
-struct AttestSessionRoute: RouteHandler {
+struct AttestSessionRoute: ResponseHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {

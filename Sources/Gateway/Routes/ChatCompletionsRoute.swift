@@ -1,5 +1,6 @@
 import ChatAPI
 import EventLoop
+import HTTP1
 import HTTPServer
 import Synchronization
 import Telemetry
@@ -14,7 +15,7 @@ struct ChatCompletionsRoute: RouteHandler {
     let streams: StreamRegistry
     let logger: Logger
 
-    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
         if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
             throw .unsupportedMediaType
         }
@@ -53,21 +54,19 @@ struct ChatCompletionsRoute: RouteHandler {
                         body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
                 }
             } catch {
-                throw fail(error, context: context, since: upstreamStart)
+                throw fail(error, requestID: requestID, since: upstreamStart)
             }
             let relay = StreamRelay(
                 bytes: bytes, control: StreamControl(limits: StreamControl.Limits(configuration)), context: context,
                 upstreamStart: upstreamStart, includeUsage: chat.includeUsage, logger: logger
             )
-            return HTTPResponse(
-                headers: [
-                    "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
-                    "X-Accel-Buffering": "no",
-                ],
-                body: .stream { [streams] writer in
-                    try await streams.withRegistered(relay.control) { try await relay.run(writer) }
-                }
-            )
+            let headers: HTTPHeaders = [
+                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            ]
+            return RouteAnswer(streaming: headers) { [streams] writer in
+                await streams.withRegistered(relay.control) { await relay.run(writer) }
+            }
         }
 
         let answer: [UInt8]
@@ -79,15 +78,19 @@ struct ChatCompletionsRoute: RouteHandler {
                 try await endpoint.forward(body: body, requestID: requestID, timeout: limit)
             }
         } catch {
-            throw fail(error, context: context, since: upstreamStart)
+            throw fail(error, requestID: requestID, since: upstreamStart)
         }
-        context.noteUpstream(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
-        return HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer))
+        let span = UpstreamSpan(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
+        return RouteAnswer(
+            HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer)),
+            report: AnswerReport(upstream: span))
     }
 
-    private func fail(_ error: ChatError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
-        context.noteUpstream(since: start, usage: nil)
-        return UpstreamCall.gatewayError(for: error, requestID: context.id, logger: logger)
+    /// The error to answer a failed call with, carrying the call's time.
+    private func fail(_ error: ChatError, requestID: String, since start: MonotonicInstant) -> GatewayError {
+        var failure = UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
+        failure.upstreamElapsed = start.nanoseconds(until: .now())
+        return failure
     }
 }
 
@@ -105,7 +108,8 @@ struct StreamRelay: Sendable {
     let logger: Logger
 
     private enum Outcome: Sendable {
-        case done(Usage?)
+        /// The last chunk (`[DONE]` and whatever came with it), not yet written.
+        case done(Usage?, last: [UInt8])
         case failed(UpstreamFailure, Usage?)
         case ended(StreamControl.EndReason, Usage?)
         case clientGone(Usage?)
@@ -116,28 +120,28 @@ struct StreamRelay: Sendable {
         let usage = Mutex<Usage?>(nil)
     }
 
-    func run(_ writer: ResponseBodyWriter) async throws {
+    /// Relays the stream but its last event, which it returns with how the stream ended.
+    func run(_ writer: ResponseBodyWriter) async -> StreamReport {
         let progress = Progress()
         let outcome = await control.run(writer, clientGone: Outcome.clientGone(nil)) {
             await relay(writer, progress: progress)
         }
         bytes.cancel()
-        let usage = progress.usage.withLock { $0 }
-        context.noteUpstream(since: upstreamStart, usage: usage)
+        let span = UpstreamSpan(since: upstreamStart, usage: progress.usage.withLock { $0 })
         switch outcome {
-        case .done:
-            context.update { $0.outcome = .done }
+        case .done(_, let last):
+            return StreamReport(outcome: .done, upstream: span, lastEvent: last)
         case .failed(let failure, _):
-            try await fail(failure.error, outcome: .failed(failure), writer)
+            return fail(failure.error, outcome: .failed(failure), span)
         case .ended(let reason, _):
-            try await fail(reason.ending.error, outcome: reason.ending.outcome, writer)
+            return fail(reason.ending.error, outcome: reason.ending.outcome, span)
         case .clientGone:
-            context.update { $0.outcome = .cancelled }
+            return .cancelled(upstream: span)
         }
     }
 
-    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
-        try await context.failStream(error, outcome: outcome, shape: .openAI, writer)
+    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ upstream: UpstreamSpan) -> StreamReport {
+        .failed(error, outcome: outcome, shape: .openAI, context: context, upstream: upstream)
     }
 
     private func relay(_ writer: ResponseBodyWriter, progress: Progress) async -> Outcome {
@@ -182,9 +186,9 @@ struct StreamRelay: Sendable {
                     if finished { break }
                 }
                 control.noteUpstream(token: sawToken || finished)
+                if finished { return .done(usage, last: out) }
                 try await writer.write(out)
                 control.noteWrite()
-                if finished { return .done(usage) }
             }
         } catch let error as ChatError {
             if let reason = control.endReason { return .ended(reason, usage) }

@@ -3,7 +3,7 @@ import HTTPServer
 import Telemetry
 
 /// `GET|HEAD /api/health`: liveness, with the time and the version.
-struct HealthRoute: RouteHandler {
+struct HealthRoute: ResponseHandler {
     let version: String
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {

@@ -6,7 +6,7 @@ import Telemetry
 
 /// `GET /api/history?limit=&before=` (the caller's rows, newest first, a page at a time) and
 /// `DELETE /api/history` (all of them).
-struct HistoryRoute: RouteHandler {
+struct HistoryRoute: ResponseHandler {
     let history: any HistoryStore
     let cursors: HistoryCursorSeal
     let faults: StoreFaults
@@ -50,7 +50,7 @@ struct HistoryRoute: RouteHandler {
 
 /// `GET /api/history/{id}` (one of the caller's rows) and `DELETE /api/history/{id}`. A row
 /// of another caller is `404`, exactly as a missing one.
-struct HistoryItemRoute: RouteHandler {
+struct HistoryItemRoute: ResponseHandler {
     let history: any HistoryStore
     let faults: StoreFaults
 

@@ -99,7 +99,7 @@ extension JSONWriter {
 
 /// `POST /api/jobs` of a gateway with a store but no upstream key: the body is checked as
 /// ever, then the answer is `500 not_configured`, as `/api/process` gives.
-struct UnconfiguredJobsRoute: RouteHandler {
+struct UnconfiguredJobsRoute: ResponseHandler {
     let settings: JobSettings
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -109,7 +109,7 @@ struct UnconfiguredJobsRoute: RouteHandler {
 }
 
 /// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
-struct SubmitJobRoute: RouteHandler {
+struct SubmitJobRoute: ResponseHandler {
     let jobs: JobRoutes
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -157,7 +157,7 @@ struct SubmitJobRoute: RouteHandler {
 }
 
 /// `GET /api/jobs/{id}` (the job as it stands) and `DELETE /api/jobs/{id}` (cancels it).
-struct JobRoute: RouteHandler {
+struct JobRoute: ResponseHandler {
     let jobs: JobRoutes
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -193,7 +193,7 @@ struct JobRoute: RouteHandler {
 /// `GET /api/jobs/{id}/events`: the job's progress as server-sent events — `progress`
 /// (`{"done","total"}`) at each change, then one `done` (the job, as `GET` shows it) or
 /// `error` (`{"code","message"}`); `: ping` when quiet for a heartbeat interval.
-struct JobEventsRoute: RouteHandler {
+struct JobEventsRoute: ResponseHandler {
     static let suffix = "/events"
     /// How often the store is read for a job run by another instance (this one's own jobs
     /// wake the stream at once).

@@ -3,7 +3,7 @@ import HTTPServer
 import Telemetry
 
 /// `GET /metrics`: the Prometheus exposition; with `METRICS_TOKEN` set, only for a bearer of it.
-struct MetricsRoute: RouteHandler {
+struct MetricsRoute: ResponseHandler {
     let registry: MetricsRegistry
     let token: String?
 

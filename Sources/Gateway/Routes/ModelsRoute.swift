@@ -2,7 +2,7 @@ import ChatAPI
 import HTTPServer
 
 /// `GET /v1/models`: the model aliases this gateway allows.
-struct ModelsRoute: RouteHandler {
+struct ModelsRoute: ResponseHandler {
     let aliases: [(alias: String, model: String)]
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {

@@ -30,7 +30,7 @@ struct ProcessRoute: RouteHandler {
         bodies = ProcessBodies(configuration: configuration)
     }
 
-    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
         let parsed = try ProcessRequest.parse(request, noting: context)
         guard let pool else { throw .keyNotConfigured }
         let choice = UpstreamModelChoice.task(parsed.task)
@@ -42,6 +42,7 @@ struct ProcessRoute: RouteHandler {
             return try await streamResponse(pool: pool, request: parsed, context: context)
         }
         let answer: ResponseCache.Answer
+        var report = AnswerReport()
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
         if let cache {
@@ -63,15 +64,15 @@ struct ProcessRoute: RouteHandler {
                 }
             } catch {
                 metrics.cache.labels("miss").increment()
-                throw fail(error, context: context, since: upstreamStart)
+                throw fail(error, since: upstreamStart)
             }
             answer = cached
             headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
             metrics.cache.labels(hit ? "hit" : "miss").increment()
             if hit {
-                context.update { $0.outcome = .cacheHit }
+                report.cacheHit = true
             } else {
-                context.noteUpstream(since: upstreamStart, usage: answer.usage)
+                report.upstream = UpstreamSpan(since: upstreamStart, usage: answer.usage)
             }
         } else {
             do {
@@ -79,9 +80,9 @@ struct ProcessRoute: RouteHandler {
                     parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger
                 ) { context.noteAttempt($0) }
             } catch {
-                throw fail(error, context: context, since: upstreamStart)
+                throw fail(error, since: upstreamStart)
             }
-            context.noteUpstream(since: upstreamStart, usage: answer.usage)
+            report.upstream = UpstreamSpan(since: upstreamStart, usage: answer.usage)
         }
         context.update { $0.result = answer.result }
         var body = JSONWriter(capacity: answer.result.utf8.count + 160)
@@ -92,22 +93,23 @@ struct ProcessRoute: RouteHandler {
             $0.field("requestId", context.id)
             $0.usageField(answer.usage)
         }
-        let upstreamNanoseconds = context.upstreamNanoseconds
-        let upstreamMs = Double(upstreamNanoseconds) / 1e6
+        let upstreamTime = report.upstream?.nanoseconds ?? 0
+        let upstreamMs = Double(upstreamTime) / 1e6
         let gatewayNanoseconds = context.start.nanoseconds(until: .now())
         var timing = "upstream;dur="
         timing.reserveCapacity(48)
         JSONWriter.appendDecimal(upstreamMs, to: &timing)
         timing += ", gateway;dur="
         JSONWriter.appendDecimal(
-            Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamNanoseconds)) / 1e6, to: &timing)
+            Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamTime)) / 1e6, to: &timing)
         headers.add(name: "Server-Timing", value: timing)
-        return HTTPResponse(headers: headers, body: .bytes(body.bytes))
+        return RouteAnswer(HTTPResponse(headers: headers, body: .bytes(body.bytes)), report: report)
     }
 
-    /// Records a failed call's time and returns the error to answer with.
-    private func fail(_ error: GatewayError, context: RequestContext, since start: MonotonicInstant) -> GatewayError {
-        context.noteUpstream(since: start, usage: nil)
+    /// The error to answer a failed call with, carrying the call's time.
+    private func fail(_ error: GatewayError, since start: MonotonicInstant) -> GatewayError {
+        var error = error
+        error.upstreamElapsed = start.nanoseconds(until: .now())
         return error
     }
 
@@ -122,7 +124,7 @@ struct ProcessRoute: RouteHandler {
     /// answered; a failure then is an ordinary JSON error with its status (and the upstream's
     /// `Retry-After`): the `200` and `start` are sent only once an upstream's answer began.
     private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext)
-        async throws(GatewayError) -> HTTPResponse
+        async throws(GatewayError) -> RouteAnswer
     {
         let control = StreamControl(limits: StreamControl.Limits(configuration))
         let upstreamStart = MonotonicInstant.now()
@@ -145,22 +147,18 @@ struct ProcessRoute: RouteHandler {
             }
         } catch {
             throw fail(
-                UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger), context: context,
-                since: upstreamStart)
+                UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger), since: upstreamStart)
         }
         let stream = ProcessStream(
             opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,
             structured: request.format == .json ? request.task : nil, tee: context.update { $0.streamTee }
         )
-        return HTTPResponse(
-            headers: [
-                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            ],
-            body: .stream { [streams] writer in
-                try await streams.withRegistered(stream.control) { try await stream.run(writer) }
-            }
-        )
+        let headers: HTTPHeaders = [
+            "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+        ]
+        return RouteAnswer(streaming: headers) { [streams] writer in
+            try await streams.withRegistered(stream.control) { try await stream.run(writer) }
+        }
     }
 }
 

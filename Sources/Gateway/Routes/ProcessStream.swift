@@ -30,18 +30,16 @@ struct ProcessStream: Sendable {
         case clientGone
     }
 
-    /// Writes the whole event stream; returns when it ended (or the client left).
-    func run(_ writer: ResponseBodyWriter) async throws {
+    /// Writes the event stream but its last event, which it returns with how the stream
+    /// ended; throws when the client left before `start` was written.
+    func run(_ writer: ResponseBodyWriter) async throws -> StreamReport {
         try await writer.write(ServerSentEventWriter.jsonEvent("start") { $0.field("requestId", context.id) })
         control.noteWrite()
         let outcome = await control.run(writer, clientGone: Outcome.clientGone) { await consume(opened, writer) }
         switch outcome {
         case .done(let text, let usage):
-            context.noteUpstream(since: upstreamStart, usage: usage)
-            if TextTrim.trimmed(text).isEmpty {
-                try await fail(.emptyResult, outcome: .failed(.emptyResult), writer)
-                return
-            }
+            let span = UpstreamSpan(since: upstreamStart, usage: usage)
+            if TextTrim.trimmed(text).isEmpty { return fail(.emptyResult, outcome: .failed(.emptyResult), span) }
             var result = text
             var data: JSONValue?
             if let structured {
@@ -50,35 +48,27 @@ struct ProcessStream: Sendable {
                 case .failure(let violation):
                     TaskAnswerer.logInvalid(
                         violation, attempt: 1, task: structured, requestID: context.id, logger: logger)
-                    try await fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), writer)
-                    return
+                    return fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), span)
                 }
             }
-            context.update {
-                $0.outcome = .done
-                $0.result = result
+            context.update { $0.result = result }
+            let done = ServerSentEventWriter.jsonEvent("done") {
+                $0.field("requestId", context.id)
+                $0.field("result", result)
+                if let data { $0.field("data", data) }
+                $0.usageField(usage)
             }
-            await context.commitLedgerBeforeEnd()
-            try await writer.write(
-                ServerSentEventWriter.jsonEvent("done") {
-                    $0.field("requestId", context.id)
-                    $0.field("result", result)
-                    if let data { $0.field("data", data) }
-                    $0.usageField(usage)
-                })
+            return StreamReport(outcome: .done, upstream: span, lastEvent: done)
         case .failed(let error):
-            context.noteUpstream(since: upstreamStart, usage: nil)
+            let span = UpstreamSpan(since: upstreamStart)
             guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else {
-                context.update { $0.outcome = .cancelled }
-                return
+                return .cancelled(upstream: span)
             }
-            try await fail(failure.error, outcome: .failed(failure), writer)
+            return fail(failure.error, outcome: .failed(failure), span)
         case .ended(let reason):
-            context.noteUpstream(since: upstreamStart, usage: nil)
-            try await fail(reason.ending.error, outcome: reason.ending.outcome, writer)
+            return fail(reason.ending.error, outcome: reason.ending.outcome, UpstreamSpan(since: upstreamStart))
         case .clientGone:
-            context.noteUpstream(since: upstreamStart, usage: nil)
-            context.update { $0.outcome = .cancelled }
+            return .cancelled(upstream: UpstreamSpan(since: upstreamStart))
         }
     }
 
@@ -116,8 +106,7 @@ struct ProcessStream: Sendable {
         }
     }
 
-    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ writer: ResponseBodyWriter) async throws {
-        try await context.failStream(error, outcome: outcome, shape: .gateway, writer)
+    private func fail(_ error: GatewayError, outcome: RequestOutcome, _ upstream: UpstreamSpan) -> StreamReport {
+        .failed(error, outcome: outcome, shape: .gateway, context: context, upstream: upstream)
     }
-
 }

@@ -133,17 +133,15 @@ extension StreamControl.EndReason {
     }
 }
 
-extension RequestContext {
-    /// Ends a stream with one last `error` event in `shape`, and records why.
-    func failStream(_ error: GatewayError, outcome: RequestOutcome, shape: ErrorShape, _ writer: ResponseBodyWriter)
-        async throws
-    {
-        update {
-            $0.error = error
-            $0.outcome = outcome
-        }
-        await commitLedgerBeforeEnd()
-        try await writer.write(ErrorRenderer.event(error, shape: shape, requestID: id, language: language))
+extension StreamReport {
+    /// A stream that ends with one last `error` event in `shape`, and why.
+    static func failed(
+        _ error: GatewayError, outcome: RequestOutcome, shape: ErrorShape, context: RequestContext,
+        upstream: UpstreamSpan?
+    ) -> StreamReport {
+        StreamReport(
+            outcome: outcome, error: error, upstream: upstream,
+            lastEvent: ErrorRenderer.event(error, shape: shape, requestID: context.id, language: context.language))
     }
 }
 

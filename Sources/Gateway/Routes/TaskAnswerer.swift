@@ -60,9 +60,7 @@ struct TaskAnswerer: JobAnswering {
     }
 
     func recordEnd(_ job: JobRecord, durationMilliseconds: Double) {
-        guard let recorder else { return }
-        let row = recorder.row(for: job, durationMilliseconds: durationMilliseconds)
-        Task { await recorder.writer.submit(row) }
+        recorder?.record(job, durationMilliseconds: durationMilliseconds)
     }
 
     /// The answer to `request` from the upstream: its text, or for `"format": "json"` the

@@ -6,7 +6,7 @@ import Telemetry
 
 /// `GET /api/usage`: the caller's use today and over the last 30 UTC days with any use,
 /// its plan's limits and what is left of today's tokens (docs/api.md, "Usage and history").
-struct UsageRoute: RouteHandler {
+struct UsageRoute: ResponseHandler {
     let usage: any UsageStore
     let plans: PlanCatalog
     let faults: StoreFaults
