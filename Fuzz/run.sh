@@ -72,6 +72,7 @@ case "$target" in
             "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
             "TextTasks:Sources/TextTasks/TextLimits.swift Sources/TextTasks/OutputFormat.swift Sources/TextTasks/TextTrim.swift Sources/TextTasks/CharacterCount.swift Sources/TextTasks/TextTask.swift Sources/TextTasks/PromptText.swift"
             "Upstream:Sources/Upstream/UpstreamFailureKind.swift"
+            "Access:Sources/Access/RefusalReason.swift"
             "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift"
         )
         # Room for a text of 12,000 characters and then some.
