@@ -52,8 +52,13 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry", "TextTasks",
-                "Upstream", "Access", "Jobs",
+                "Upstream", "Access", "Jobs", "AdminConsole",
             ],
+            swiftSettings: strict),
+        // The operator's console: its page, style and script, built into the binary.
+        .target(
+            name: "AdminConsole",
+            resources: [.embedInCode("console.html"), .embedInCode("console.css"), .embedInCode("console.js")],
             swiftSettings: strict),
         .executableTarget(
             name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
