@@ -103,7 +103,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
-                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
+                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],

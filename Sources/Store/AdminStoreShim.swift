@@ -5,6 +5,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     ]
     public var counts: [Int]
     public init(counts: [Int] = Array(repeating: 0, count: 16)) { self.counts = counts }
+    public init() { counts = Array(repeating: 0, count: 16) }
     public static func bucket(ofMilliseconds value: Double) -> Int { bounds.firstIndex { value <= $0 } ?? 15 }
     public mutating func add(milliseconds: Double) { counts[Self.bucket(ofMilliseconds: milliseconds)] += 1 }
     public func percentile(_ p: Double) -> Double? { nil }
@@ -49,22 +50,22 @@ public protocol AdminStore: Sendable {
     func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord]
 }
 extension SQLiteStore: AdminStore {
-    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals { fatalError() }
+    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals { RollupTotals() }
     public func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
-        -> [RollupDayTask] { fatalError() }
+        -> [RollupDayTask] { [] }
     public func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
-        -> [RollupDayCode] { fatalError() }
-    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] { fatalError() }
-    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] { fatalError() }
-    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] { fatalError() }
+        -> [RollupDayCode] { [] }
+    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] { [] }
+    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] { [] }
+    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] { [] }
 }
 extension PostgresStore {
-    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals { fatalError() }
+    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals { RollupTotals() }
     public func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
-        -> [RollupDayTask] { fatalError() }
+        -> [RollupDayTask] { [] }
     public func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
-        -> [RollupDayCode] { fatalError() }
-    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] { fatalError() }
-    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] { fatalError() }
-    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] { fatalError() }
+        -> [RollupDayCode] { [] }
+    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] { [] }
+    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] { [] }
+    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] { [] }
 }
