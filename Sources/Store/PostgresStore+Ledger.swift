@@ -45,7 +45,7 @@ extension PostgresStore {
 
     private func commit(_ batch: LedgerBatch) async throws(StoreError) {
         do {
-            _ = try await client.transaction(Self.queries(for: batch))
+            _ = try await client.transaction(Self.queries(for: batch, rollups: rollupsEnabled))
         } catch  where error.condition == .uniqueViolation && error.query?.hasPrefix(Self.insertBatch) == true {
             return
         } catch {
@@ -57,7 +57,7 @@ extension PostgresStore {
 
     /// The batch's id, its rows in multi-row inserts, its usage per caller and day as upserts,
     /// its tokens' last uses; each statement under the protocol's parameter limit.
-    static func queries(for batch: LedgerBatch) -> [PostgresQuery] {
+    static func queries(for batch: LedgerBatch, rollups: Bool = true) -> [PostgresQuery] {
         var queries = [PostgresQuery(insertBatch + " (id) VALUES ($1)", [.text(batch.id)])]
 
         let rowsPerInsert = PostgresQuery.maxParameters / RequestsTable.columnCount
@@ -98,6 +98,8 @@ extension PostgresStore {
                 ))
         }
 
+        if rollups { queries += rollupQueries(for: batch.rows) }
+
         let lastUses = LedgerTotals.lastUses(in: batch.rows).sorted { $0.key < $1.key }
         for chunk in chunks(lastUses, of: PostgresQuery.maxParameters / 2) {
             var values: [PostgresValue] = []
@@ -114,6 +116,46 @@ extension PostgresStore {
                 ))
         }
         return queries
+    }
+
+    /// The roll-ups' upserts, as multi-row statements; keys sorted, so two gateways' batches
+    /// lock the rows they share in the same order and cannot deadlock. Each key once per
+    /// statement: an upsert may not touch a row twice.
+    private static func rollupQueries(for rows: ArraySlice<LedgerRow>) -> [PostgresQuery] {
+        let (daily, slots) = RollupTables.aggregate(rows)
+        var queries: [PostgresQuery] = []
+        let dailyColumns = RollupTables.dailyColumns.count
+        for chunk in chunks(daily.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / dailyColumns) {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * dailyColumns)
+            for (key, counts) in chunk {
+                values += [
+                    .int(Int(key.day)), .text(key.userID), .text(key.task), .text(key.model), .int(key.status),
+                    .text(key.code), counts.plan.postgresValue,
+                ]
+                appendCounts(counts, lastSeen: true, to: &values)
+            }
+            queries.append(PostgresQuery(RollupTables.upsertDaily(.postgres, rows: chunk.count), values))
+        }
+        let slotColumns = RollupTables.slotColumns.count
+        for chunk in chunks(slots.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / slotColumns) {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * slotColumns)
+            for (key, counts) in chunk {
+                values += [.int(Int(key.slot)), .text(key.task), .text(key.model), .int(key.status), .text(key.code)]
+                appendCounts(counts, lastSeen: false, to: &values)
+            }
+            queries.append(PostgresQuery(RollupTables.upsertSlots(.postgres, rows: chunk.count), values))
+        }
+        return queries
+    }
+
+    /// requests, cache_hits, input_tokens, output_tokens, last_seen_ms (daily only), then the
+    /// two histograms: the order of ``RollupTables/dailyColumns`` and ``RollupTables/slotColumns``.
+    private static func appendCounts(_ counts: RollupTables.Counts, lastSeen: Bool, to values: inout [PostgresValue]) {
+        values += [.int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens)]
+        if lastSeen { values.append(.int(Int(counts.lastSeen))) }
+        for count in counts.added.counts + counts.upstream.counts { values.append(.int(count)) }
     }
 
     private static func chunks<T>(_ items: [T], of size: Int) -> [ArraySlice<T>] {
