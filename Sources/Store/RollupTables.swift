@@ -81,34 +81,34 @@ enum RollupTables {
             SELECT created_at / \(dayMilliseconds) AS day, created_at / \(slotMilliseconds) AS slot,
                 coalesce(user_id, '') AS user_id, coalesce(task, '') AS task, coalesce(model, '') AS model,
                 status, coalesce(code, '') AS code, cache_hit, created_at,
-                \(greatest)(0, coalesce(input_tokens, 0)) AS input_tokens,
-                \(greatest)(0, coalesce(output_tokens, 0)) AS output_tokens,
+                CASE WHEN cache_hit THEN 0 ELSE \(greatest)(0, coalesce(input_tokens, 0)) END AS input_tokens,
+                CASE WHEN cache_hit THEN 0 ELSE \(greatest)(0, coalesce(output_tokens, 0)) END AS output_tokens,
                 CASE WHEN status < 400 THEN \(bucketCase("\(greatest)(0, duration_ms - coalesce(upstream_ms, 0))")) END
                     AS ab,
                 CASE WHEN upstream_ms > 0 THEN \(bucketCase("upstream_ms")) END AS ub
             FROM requests
             """
-        let counts = """
-            count(*), count(*) FILTER (WHERE cache_hit),
-            coalesce(sum(input_tokens) FILTER (WHERE NOT cache_hit), 0),
-            coalesce(sum(output_tokens) FILTER (WHERE NOT cache_hit), 0)
-            """
-        let histogram =
-            (0..<LatencyHistogram.bounds.count).map { "count(*) FILTER (WHERE ab = \($0))" }
-            + (0..<LatencyHistogram.bounds.count).map { "count(*) FILTER (WHERE ub = \($0))" }
-        let daily = dailyKeyColumns.joined(separator: ", ")
-        let slot = slotKeyColumns.joined(separator: ", ")
+        // Two steps: by key and buckets first, so each row's buckets are worked out once (a
+        // flattened subquery would repeat them in each of the 32 counts), then by key.
+        func rollup(_ table: String, key: [String], columns: [String], lastSeen: Bool) -> String {
+            let key = key.joined(separator: ", ")
+            let histogram =
+                (0..<LatencyHistogram.bounds.count).map { "sum(CASE WHEN ab = \($0) THEN n ELSE 0 END)" }
+                + (0..<LatencyHistogram.bounds.count).map { "sum(CASE WHEN ub = \($0) THEN n ELSE 0 END)" }
+            return """
+                INSERT INTO \(table) (\(columns.joined(separator: ", ")))
+                SELECT \(key), \(lastSeen ? "NULL, " : "")sum(n), sum(c), sum(i), sum(o),
+                    \(lastSeen ? "max(seen), " : "")\(histogram.joined(separator: ", "))
+                FROM (
+                    SELECT \(key), ab, ub, count(*) AS n, count(*) FILTER (WHERE cache_hit) AS c,
+                        sum(input_tokens) AS i, sum(output_tokens) AS o, max(created_at) AS seen
+                    FROM (\(source)) AS r GROUP BY \(key), ab, ub
+                ) AS b GROUP BY \(key)
+                """
+        }
         return [
-            """
-            INSERT INTO usage_rollup_daily (\(dailyColumns.joined(separator: ", ")))
-            SELECT \(daily), NULL, \(counts), max(created_at), \(histogram.joined(separator: ", "))
-            FROM (\(source)) AS r GROUP BY \(daily)
-            """,
-            """
-            INSERT INTO usage_rollup_slots (\(slotColumns.joined(separator: ", ")))
-            SELECT \(slot), \(counts), \(histogram.joined(separator: ", "))
-            FROM (\(source)) AS r GROUP BY \(slot)
-            """,
+            rollup("usage_rollup_daily", key: dailyKeyColumns, columns: dailyColumns, lastSeen: true),
+            rollup("usage_rollup_slots", key: slotKeyColumns, columns: slotColumns, lastSeen: false),
         ]
     }
 
