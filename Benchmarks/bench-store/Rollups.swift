@@ -63,7 +63,8 @@ func trafficRow(_ index: Int, base: Int64) -> LedgerRow {
     let tasks = ["summarize", "translate", "tone", "keywords"]
     let failure = (hash >> 8) % 100 < 3
     let (status, code): (Int, String?) =
-        failure ? [(502, "upstream_error"), (504, "upstream_timeout"), (429, "rate_limited")][Int((hash >> 16) % 3)]
+        failure
+        ? [(502, "upstream_error"), (504, "upstream_timeout"), (429, "rate_limited")][Int((hash >> 16) % 3)]
         : (200, nil)
     let upstream = status == 429 ? nil : Double(150 + (hash >> 20) % 2_000)
     return LedgerRow(

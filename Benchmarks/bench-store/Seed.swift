@@ -75,7 +75,8 @@ struct SeedPlan {
             INSERT INTO requests (request_id, user_id, task, tone, route, model, input_length, input_tokens,
                 output_tokens, status, code, outcome, cache_hit, duration_ms, created_at, result, upstream, upstream_ms)
             SELECT \(requestID), CASE WHEN h % 20 = 0 THEN NULL ELSE 'caller-' || (h % 50) END,
-                CASE (h / 50) % 4 WHEN 0 THEN 'summarize' WHEN 1 THEN 'translate' WHEN 2 THEN 'tone' ELSE 'keywords' END,
+                CASE (h / 50) % 4 WHEN 0 THEN 'summarize' WHEN 1 THEN 'translate' WHEN 2 THEN 'tone'
+                    ELSE 'keywords' END,
                 NULL, '/api/process', CASE (h / 200) % 2 WHEN 0 THEN 'model-a' ELSE 'model-b' END,
                 200 + g % 3000, 50 + h % 900, 20 + g % 300, status,
                 CASE status WHEN 502 THEN 'upstream_error' WHEN 504 THEN 'upstream_timeout'
