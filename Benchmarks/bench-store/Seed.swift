@@ -138,7 +138,9 @@ private func seedPostgres(url: String, _ plan: SeedPlan) async throws {
     let store = try await PostgresStore.open(client: client, startTimeout: .seconds(30))
     let started = MonotonicInstant.now()
     for (first, last) in plan.chunks {
-        try await store.execute([plan.insert(from: "generate_series(\(first), \(last)) AS n(i)", postgres: true)])
+        try await store.execute([
+            plan.insert(from: "generate_series(\(first)::bigint, \(last)::bigint) AS n(i)", postgres: true)
+        ])
         print("rows \(last + 1) of \(plan.rows): \(seconds(since: started))")
     }
     let inserted = MonotonicInstant.now()
