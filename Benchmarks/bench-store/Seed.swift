@@ -75,8 +75,8 @@ struct SeedPlan {
             INSERT INTO requests (request_id, user_id, task, tone, route, model, input_length, input_tokens,
                 output_tokens, status, code, outcome, cache_hit, duration_ms, created_at, result, upstream, upstream_ms)
             SELECT \(requestID), CASE WHEN h % 20 = 0 THEN NULL ELSE 'caller-' || (h % 50) END,
-                CASE (h / 50) % 4 WHEN 0 THEN 'summarize' WHEN 1 THEN 'translate' WHEN 2 THEN 'tone'
-                    ELSE 'keywords' END,
+                CASE (h / 50) % 4 WHEN 0 THEN 'summarize' WHEN 1 THEN 'rewrite' WHEN 2 THEN 'key-points'
+                    ELSE 'titles' END,
                 NULL, '/api/process', CASE (h / 200) % 2 WHEN 0 THEN 'model-a' ELSE 'model-b' END,
                 200 + g % 3000, 50 + h % 900, 20 + g % 300, status,
                 CASE status WHEN 502 THEN 'upstream_error' WHEN 504 THEN 'upstream_timeout'
@@ -146,7 +146,7 @@ private func seedPostgres(url: String, _ plan: SeedPlan) async throws {
     let inserted = MonotonicInstant.now()
     try await store.execute(SeedPlan.usage)
     try await store.rebuildRollups()
-    try await store.execute(["ANALYZE requests", "ANALYZE usage_rollup_daily", "ANALYZE usage_rollup_slots"])
+    try await store.execute(["ANALYZE requests", "ANALYZE usage_daily", "ANALYZE usage_rollup_slots"])
     print("inserted \(plan.rows) rows in \(seconds(since: started)); usage and roll-ups in \(seconds(since: inserted))")
     await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
     await group.shutdownGracefully()

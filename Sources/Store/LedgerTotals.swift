@@ -10,6 +10,13 @@ enum LedgerTotals {
         var requests = 0
         var inputTokens = 0
         var outputTokens = 0
+        /// What the operator's console adds (``AdminStore/rollupCallers(fromDay:toDay:)``).
+        var cacheHits = 0
+        var errors = 0
+        var lastSeen = Int64.min
+        /// The plan of the latest row that had one, and that row's time.
+        var plan: String?
+        var planAt = Int64.min
     }
 
     /// The rows' use per caller and UTC day, all guests as one (``DailyUsage/guestUserID``).
@@ -20,10 +27,20 @@ enum LedgerTotals {
         for row in rows {
             let key = UsageKey(
                 userID: row.userID ?? DailyUsage.guestUserID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
-            totals[key, default: UsageTotal()].requests += 1
-            guard !row.cacheHit, row.chargesTokens else { continue }
-            totals[key, default: UsageTotal()].inputTokens &+= max(0, row.inputTokens ?? 0)
-            totals[key, default: UsageTotal()].outputTokens &+= max(0, row.outputTokens ?? 0)
+            var total = totals[key, default: UsageTotal()]
+            total.requests += 1
+            if row.cacheHit { total.cacheHits += 1 }
+            if row.status >= 400 { total.errors += 1 }
+            total.lastSeen = max(total.lastSeen, row.createdAtMilliseconds)
+            if let plan = row.plan, row.createdAtMilliseconds >= total.planAt {
+                total.plan = plan
+                total.planAt = row.createdAtMilliseconds
+            }
+            if !row.cacheHit, row.chargesTokens {
+                total.inputTokens &+= max(0, row.inputTokens ?? 0)
+                total.outputTokens &+= max(0, row.outputTokens ?? 0)
+            }
+            totals[key] = total
         }
         return totals
     }

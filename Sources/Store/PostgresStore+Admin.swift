@@ -77,12 +77,11 @@ extension PostgresStore {
         }
     }
 
-    /// Empties both roll-ups and makes them again from every row of `requests`, in one
+    /// Empties the slots and makes them (and `usage_daily`'s console columns) again from every row of `requests`, in one
     /// transaction (the benchmark's seeding, after it filled `requests` with SQL of its own).
     package func rebuildRollups() async throws(StoreError) {
         try await transaction(
-            (["DELETE FROM usage_rollup_daily", "DELETE FROM usage_rollup_slots"] + RollupTables.backfill(.postgres))
-                .map { PostgresQuery($0) })
+            (["DELETE FROM usage_rollup_slots"] + RollupTables.backfill(.postgres)).map { PostgresQuery($0) })
     }
 
     /// Runs `statements` in one transaction: for the benchmark's seeding only.

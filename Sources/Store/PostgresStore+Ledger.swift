@@ -76,26 +76,22 @@ extension PostgresStore {
         let usage = LedgerTotals.usage(of: batch.rows).sorted {
             ($0.key.userID, $0.key.day) < ($1.key.userID, $1.key.day)
         }
-        for chunk in chunks(usage, of: PostgresQuery.maxParameters / 5) {
+        let usageColumns = rollups ? 9 : 5
+        for chunk in chunks(usage, of: PostgresQuery.maxParameters / usageColumns) {
             var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * usageColumns)
             for (key, total) in chunk {
                 values += [
                     .text(key.userID), .int(Int(key.day)), .int(total.requests), .int(total.inputTokens),
                     .int(total.outputTokens),
                 ]
+                if rollups {
+                    values += [.int(total.cacheHits), .int(total.errors), .int(Int(total.lastSeen)), total.plan.postgresValue]
+                }
             }
             // Each (user, day) once per statement: an upsert may not touch a row twice.
             queries.append(
-                PostgresQuery(
-                    """
-                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
-                    VALUES \(placeholders(rows: chunk.count, columns: 5))
-                    ON CONFLICT (user_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
-                        input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-                        output_tokens = usage_daily.output_tokens + excluded.output_tokens
-                    """,
-                    values
-                ))
+                PostgresQuery(RollupTables.upsertUsage(.postgres, rows: chunk.count, rollups: rollups), values))
         }
 
         if rollups { queries += rollupQueries(for: batch.rows) }
@@ -122,40 +118,22 @@ extension PostgresStore {
     /// lock the rows they share in the same order and cannot deadlock. Each key once per
     /// statement: an upsert may not touch a row twice.
     private static func rollupQueries(for rows: ArraySlice<LedgerRow>) -> [PostgresQuery] {
-        let (daily, slots) = RollupTables.aggregate(rows)
         var queries: [PostgresQuery] = []
-        let dailyColumns = RollupTables.dailyColumns.count
-        for chunk in chunks(daily.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / dailyColumns) {
+        let columns = RollupTables.slotColumns.count
+        let slots = RollupTables.aggregate(rows).sorted { $0.key < $1.key }
+        for chunk in chunks(slots, of: PostgresQuery.maxParameters / columns) {
             var values: [PostgresValue] = []
-            values.reserveCapacity(chunk.count * dailyColumns)
-            for (key, counts) in chunk {
-                values += [
-                    .int(Int(key.day)), .text(key.userID), .text(key.task), .text(key.model), .int(key.status),
-                    .text(key.code), counts.plan.postgresValue,
-                ]
-                appendCounts(counts, lastSeen: true, to: &values)
-            }
-            queries.append(PostgresQuery(RollupTables.upsertDaily(.postgres, rows: chunk.count), values))
-        }
-        let slotColumns = RollupTables.slotColumns.count
-        for chunk in chunks(slots.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / slotColumns) {
-            var values: [PostgresValue] = []
-            values.reserveCapacity(chunk.count * slotColumns)
+            values.reserveCapacity(chunk.count * columns)
             for (key, counts) in chunk {
                 values += [.int(Int(key.slot)), .text(key.task), .text(key.model), .int(key.status), .text(key.code)]
-                appendCounts(counts, lastSeen: false, to: &values)
+                values += [
+                    .int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens),
+                ]
+                for count in counts.added.counts + counts.upstream.counts { values.append(.int(count)) }
             }
             queries.append(PostgresQuery(RollupTables.upsertSlots(.postgres, rows: chunk.count), values))
         }
         return queries
-    }
-
-    /// requests, cache_hits, input_tokens, output_tokens, last_seen_ms (daily only), then the
-    /// two histograms: the order of ``RollupTables/dailyColumns`` and ``RollupTables/slotColumns``.
-    private static func appendCounts(_ counts: RollupTables.Counts, lastSeen: Bool, to values: inout [PostgresValue]) {
-        values += [.int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens)]
-        if lastSeen { values.append(.int(Int(counts.lastSeen))) }
-        for count in counts.added.counts + counts.upstream.counts { values.append(.int(count)) }
     }
 
     private static func chunks<T>(_ items: [T], of size: Int) -> [ArraySlice<T>] {

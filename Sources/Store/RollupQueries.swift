@@ -35,12 +35,13 @@ enum RollupQueries {
         """
     }
 
-    /// One row per caller and plan, merged in Swift (``merged(_:)``).
+    /// One row per caller and plan, merged in Swift (``merged(_:)``), from `usage_daily`'s
+    /// days (its index by day): the tokens are those the quotas count.
     static func callers(placeholders from: String, _ to: String) -> String {
         """
-        SELECT user_id, plan, sum(requests), sum(cache_hits), sum(input_tokens), sum(output_tokens),
-            coalesce(sum(requests) FILTER (WHERE status >= 400), 0), max(last_seen_ms)
-        FROM usage_rollup_daily WHERE day >= \(from) AND day <= \(to)
+        SELECT user_id, plan, sum(requests), sum(cache_hits), sum(input_tokens), sum(output_tokens), sum(errors),
+            max(last_seen_ms)
+        FROM usage_daily WHERE day >= \(from) AND day <= \(to)
         GROUP BY user_id, plan
         """
     }

@@ -92,14 +92,13 @@ extension SQLiteStore {
         }
     }
 
-    /// Empties both roll-ups and makes them again from every row of `requests`, in one
+    /// Empties the slots and makes them (and `usage_daily`'s console columns) again from every row of `requests`, in one
     /// transaction (the benchmark's seeding, after it filled `requests` with SQL of its own).
     package func rebuildRollups() async throws(StoreError) {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.executeScript(
-                    (["DELETE FROM usage_rollup_daily", "DELETE FROM usage_rollup_slots"]
-                        + RollupTables.backfill(.sqlite)).joined(separator: ";\n"))
+                    (["DELETE FROM usage_rollup_slots"] + RollupTables.backfill(.sqlite)).joined(separator: ";\n"))
             }
         }
     }

@@ -366,6 +366,14 @@ extension StoreBackends {
                 return row
             }
             let version5Columns = RequestsTable.columns.split(separator: ",").prefix(16).joined(separator: ",")
+            // What the writer before migration 6 kept per caller and day beside the rows.
+            let version5Usage = """
+                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
+                SELECT coalesce(user_id, ''), created_at / 86400000, count(*),
+                    sum(CASE WHEN cache_hit THEN 0 ELSE coalesce(input_tokens, 0) END),
+                    sum(CASE WHEN cache_hit THEN 0 ELSE coalesce(output_tokens, 0) END)
+                FROM requests GROUP BY coalesce(user_id, ''), created_at / 86400000
+                """
             switch backend {
             case .sqlite:
                 try await withPoolAndDirectory { pool, directory in
@@ -381,6 +389,7 @@ extension StoreBackends {
                             RequestsTable.values(of: row, into: &values)
                             try connection.execute(insert, Array(values.prefix(16)))
                         }
+                        _ = try connection.execute(version5Usage)
                     }
                     connection.close()
                     let store = try await SQLiteStore.open(path: path, pool: pool)
@@ -407,6 +416,7 @@ extension StoreBackends {
                         "INSERT INTO requests (\(version5Columns)) VALUES "
                             + PostgresStore.placeholders(rows: rows.count, columns: 16),
                         values)
+                    _ = try await client.query(version5Usage)
                     let store = try await PostgresStore.open(client: client)
                     try await Self.expectAnswers(store, rows)
                 }
