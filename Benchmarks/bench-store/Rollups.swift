@@ -24,13 +24,16 @@ func compareRollups(_ arguments: [String]) async {
         }
     }
     var rates: [Bool: [Double]] = [true: [], false: []]
+    var cpus: [Bool: [Double]] = [true: [], false: []]
     for round in 0..<rounds {
         // ABBA order: each setting goes first as often as the other.
         let order = round % 2 == 0 ? [true, false] : [false, true]
         for enabled in order {
-            let rate = await writerRate(rows: rows, producers: producers, rollups: enabled)
+            let (rate, cpu) = await writerRate(rows: rows, producers: producers, rollups: enabled)
             rates[enabled, default: []].append(rate)
-            print("round \(round + 1) roll-ups \(enabled ? "on " : "off"): \(Int(rate)) rows/s")
+            cpus[enabled, default: []].append(cpu)
+            let label = enabled ? "on " : "off"
+            print("round \(round + 1) roll-ups \(label): \(Int(rate)) rows/s, \(hundredths(cpu)) µs CPU a row")
         }
     }
     let on = median(rates[true] ?? [])
@@ -38,6 +41,11 @@ func compareRollups(_ arguments: [String]) async {
     print("median roll-ups on:  \(Int(on)) rows/s")
     print("median roll-ups off: \(Int(off)) rows/s")
     print("ratio on/off:        \(String(Int((on / off * 1000).rounded())).paddedRatio)")
+    let cpuOn = median(cpus[true] ?? [])
+    let cpuOff = median(cpus[false] ?? [])
+    print("median CPU a row on:  \(hundredths(cpuOn)) µs")
+    print("median CPU a row off: \(hundredths(cpuOff)) µs")
+    print("CPU ratio on/off:     \(String(Int((cpuOn / cpuOff * 1000).rounded())).paddedRatio)")
 }
 
 private func median(_ values: [Double]) -> Double {
@@ -75,7 +83,24 @@ func trafficRow(_ index: Int, base: Int64) -> LedgerRow {
         plan: user == nil ? nil : "free", upstream: upstream == nil ? nil : "primary", upstreamMilliseconds: upstream)
 }
 
-private func writerRate(rows: Int, producers: Int, rollups: Bool) async -> Double {
+/// `value` with two decimals.
+private func hundredths(_ value: Double) -> String {
+    let scaled = Int((value * 100).rounded())
+    let fraction = scaled % 100
+    return "\(scaled / 100)." + (fraction < 10 ? "0" : "") + "\(fraction)"
+}
+
+/// The process's CPU time so far (user and system), in seconds.
+private func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Rows committed per second of wall time, and microseconds of the process's CPU per row
+/// (what the roll-ups cost with the disk's noise left out).
+private func writerRate(rows: Int, producers: Int, rollups: Bool) async -> (rate: Double, cpu: Double) {
     do {
         var template = Array("/tmp/bench-rollups-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { fatalError("mkdtemp failed") }
@@ -87,6 +112,7 @@ private func writerRate(rows: Int, producers: Int, rollups: Bool) async -> Doubl
         let writer = LedgerWriter(store: store)
         try await writer.start()
         let start = MonotonicInstant.now()
+        let cpuStart = cpuSeconds()
         await withTaskGroup(of: Void.self) { group in
             for producer in 0..<producers {
                 group.addTask {
@@ -100,13 +126,14 @@ private func writerRate(rows: Int, producers: Int, rollups: Bool) async -> Doubl
         }
         await writer.flush()
         let seconds = Double(start.nanoseconds(until: .now())) / 1e9
+        let cpu = cpuSeconds() - cpuStart
         let committed = writer.statistics.committed
         await writer.stop(deadline: .now().advanced(by: .seconds(30)))
         await store.close()
         await pool.shutdown()
         for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
         rmdir(base)
-        return Double(committed) / seconds
+        return (Double(committed) / seconds, cpu * 1e6 / Double(max(1, committed)))
     } catch {
         fatalError("\(error)")
     }

@@ -77,7 +77,8 @@ extension PostgresStore {
         }
     }
 
-    /// Empties the slots and makes them (and `usage_daily`'s console columns) again from every row of `requests`, in one
+    /// Empties the slots and makes them (and `usage_daily`'s console columns) again from every
+    /// row of `requests`, in one
     /// transaction (the benchmark's seeding, after it filled `requests` with SQL of its own).
     package func rebuildRollups() async throws(StoreError) {
         try await transaction(

@@ -86,7 +86,9 @@ extension PostgresStore {
                     .int(total.outputTokens),
                 ]
                 if rollups {
-                    values += [.int(total.cacheHits), .int(total.errors), .int(Int(total.lastSeen)), total.plan.postgresValue]
+                    values += [
+                        .int(total.cacheHits), .int(total.errors), .int(Int(total.lastSeen)), total.plan.postgresValue,
+                    ]
                 }
             }
             // Each (user, day) once per statement: an upsert may not touch a row twice.

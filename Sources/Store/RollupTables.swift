@@ -128,7 +128,8 @@ enum RollupTables {
             // Both read the row as it was: every SET of one upsert sees the old values.
             sets.append(
                 "plan = CASE WHEN excluded.plan IS NOT NULL AND excluded.last_seen_ms >= "
-                    + "coalesce(\(table).last_seen_ms, 0) THEN excluded.plan ELSE coalesce(\(table).plan, excluded.plan) END"
+                    + "coalesce(\(table).last_seen_ms, 0) THEN excluded.plan "
+                    + "ELSE coalesce(\(table).plan, excluded.plan) END"
             )
             sets.append("last_seen_ms = \(dialect.greatest)(coalesce(\(table).last_seen_ms, 0), excluded.last_seen_ms)")
         }
@@ -187,31 +188,35 @@ enum RollupTables {
         var added = LatencyHistogram()
         var upstream = LatencyHistogram()
 
-        mutating func add(_ row: LedgerRow) {
+        /// One row's part, from its fields read where the row lies: a whole row copied would
+        /// retain every string in it.
+        mutating func add(
+            cacheHit: Bool, inputTokens input: Int?, outputTokens output: Int?, status: Int, duration: Double,
+            upstream time: Double?
+        ) {
             requests += 1
-            if row.cacheHit {
+            if cacheHit {
                 cacheHits += 1
             } else {
-                inputTokens &+= max(0, row.inputTokens ?? 0)
-                outputTokens &+= max(0, row.outputTokens ?? 0)
+                inputTokens &+= max(0, input ?? 0)
+                outputTokens &+= max(0, output ?? 0)
             }
-            if row.status < 400 {
-                added.add(milliseconds: max(0, row.durationMilliseconds - (row.upstreamMilliseconds ?? 0)))
-            }
-            if let upstreamMilliseconds = row.upstreamMilliseconds, upstreamMilliseconds > 0 {
-                upstream.add(milliseconds: upstreamMilliseconds)
-            }
+            if status < 400 { added.add(milliseconds: max(0, duration - (time ?? 0))) }
+            if let time, time > 0 { upstream.add(milliseconds: time) }
         }
     }
 
     /// The rows added up by slot, task, model, status and code.
-    static func aggregate(_ rows: some Sequence<LedgerRow>) -> [SlotKey: Counts] {
+    static func aggregate<Rows: RandomAccessCollection<LedgerRow>>(_ rows: Rows) -> [SlotKey: Counts] {
         var slots: [SlotKey: Counts] = [:]
-        for row in rows {
+        for index in rows.indices {
             let key = SlotKey(
-                slot: slot(ofMilliseconds: row.createdAtMilliseconds), task: row.task ?? "", model: row.model ?? "",
-                status: row.status, code: row.code ?? "")
-            slots[key, default: Counts()].add(row)
+                slot: slot(ofMilliseconds: rows[index].createdAtMilliseconds), task: rows[index].task ?? "",
+                model: rows[index].model ?? "", status: rows[index].status, code: rows[index].code ?? "")
+            slots[key, default: Counts()].add(
+                cacheHit: rows[index].cacheHit, inputTokens: rows[index].inputTokens,
+                outputTokens: rows[index].outputTokens, status: rows[index].status,
+                duration: rows[index].durationMilliseconds, upstream: rows[index].upstreamMilliseconds)
         }
         return slots
     }

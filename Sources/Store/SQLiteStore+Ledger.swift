@@ -14,7 +14,8 @@ extension SQLiteStore {
                     ]
                     if rollups {
                         values += [
-                            .integer(total.cacheHits), .integer(total.errors), .integer(total.lastSeen), .text(total.plan),
+                            .integer(total.cacheHits), .integer(total.errors), .integer(total.lastSeen),
+                            .text(total.plan),
                         ]
                     }
                     try connection.execute(rollups ? Self.usageUpsert : Self.plainUsageUpsert, values)
