@@ -80,7 +80,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-store",
-            dependencies: ["Store", "EventLoop"],
+            dependencies: ["Store", "EventLoop", "Postgres"],
             path: "Benchmarks/bench-store",
             swiftSettings: strict
         ),

@@ -5,12 +5,26 @@ import Store
 // the SQLite file grows per million requests. `make bench-store` runs it.
 //
 //   bench-store [--rows N] [--producers P] [--results on|off] [--directory DIR]
+//   bench-store rollups [--rows N] [--rounds R] [--producers P]
+//   bench-store seed (--sqlite PATH | --postgres URL) [--rows N] [--days D]
 //
 // P tasks submit N rows in all (as finished requests do, without waiting for the commit),
 // into a new store in DIR (a fresh temporary directory by default, removed afterwards).
+// `rollups` compares the writer with the console's roll-ups on and off (Rollups.swift);
+// `seed` fills a store with ledger rows by SQL (Seed.swift).
 #if canImport(Glibc)
     import Glibc
 #endif
+
+switch CommandLine.arguments.dropFirst().first {
+case "rollups":
+    await compareRollups(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "seed":
+    await seed(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+default: break
+}
 
 var rows = 500_000
 var producers = 64

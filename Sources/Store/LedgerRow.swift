@@ -34,13 +34,21 @@ public struct LedgerRow: Sendable, Equatable {
     /// Whether the row's tokens are added to the caller's day. A job's row is not: its items
     /// added theirs as each was answered (``JobStore/completeItem(_:)``).
     public var chargesTokens: Bool
+    /// The caller's plan, for the operator's roll-ups (the latest one a caller was seen with).
+    public var plan: String?
+    /// The upstream that answered (its configured name), nil when no upstream was called.
+    public var upstream: String?
+    /// How long the upstream call took, nil when there was none: the rest of the duration is
+    /// what the gateway added.
+    public var upstreamMilliseconds: Double?
 
     public init(
         requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String,
         model: String?,
         inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String,
         cacheHit: Bool,
-        durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil, chargesTokens: Bool = true
+        durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil, chargesTokens: Bool = true,
+        plan: String? = nil, upstream: String? = nil, upstreamMilliseconds: Double? = nil
     ) {
         self.requestID = requestID
         self.userID = userID
@@ -60,5 +68,8 @@ public struct LedgerRow: Sendable, Equatable {
         self.createdAtMilliseconds = createdAtMilliseconds
         self.result = result
         self.chargesTokens = chargesTokens
+        self.plan = plan
+        self.upstream = upstream
+        self.upstreamMilliseconds = upstreamMilliseconds
     }
 }

@@ -10,30 +10,51 @@ enum LedgerTotals {
         var requests = 0
         var inputTokens = 0
         var outputTokens = 0
+        /// What the operator's console adds (``AdminStore/rollupCallers(fromDay:toDay:)``).
+        var cacheHits = 0
+        var errors = 0
+        var lastSeen = Int64.min
+        /// The plan of the latest row that had one, and that row's time.
+        var plan: String?
+        var planAt = Int64.min
+
+        /// Row `index` of `rows`, its fields read where it lies: a whole row copied would
+        /// retain every string in it. A cached answer costs no tokens, nor does a job's row
+        /// (its items were charged as they were answered).
+        mutating func add<Rows: RandomAccessCollection<LedgerRow>>(_ rows: Rows, at index: Rows.Index) {
+            requests += 1
+            if rows[index].cacheHit { cacheHits += 1 }
+            if rows[index].status >= 400 { errors += 1 }
+            let at = rows[index].createdAtMilliseconds
+            if at > lastSeen { lastSeen = at }
+            if rows[index].plan != nil, at >= planAt {
+                plan = rows[index].plan
+                planAt = at
+            }
+            guard !rows[index].cacheHit, rows[index].chargesTokens else { return }
+            inputTokens &+= max(0, rows[index].inputTokens ?? 0)
+            outputTokens &+= max(0, rows[index].outputTokens ?? 0)
+        }
     }
 
     /// The rows' use per caller and UTC day, all guests as one (``DailyUsage/guestUserID``).
-    /// A cached answer costs no tokens, nor does a job's row (its items were charged as they
-    /// were answered).
-    static func usage(of rows: some Sequence<LedgerRow>) -> [UsageKey: UsageTotal] {
+    static func usage<Rows: RandomAccessCollection<LedgerRow>>(of rows: Rows) -> [UsageKey: UsageTotal] {
         var totals: [UsageKey: UsageTotal] = [:]
-        for row in rows {
+        for index in rows.indices {
             let key = UsageKey(
-                userID: row.userID ?? DailyUsage.guestUserID, day: utcDay(ofMilliseconds: row.createdAtMilliseconds))
-            totals[key, default: UsageTotal()].requests += 1
-            guard !row.cacheHit, row.chargesTokens else { continue }
-            totals[key, default: UsageTotal()].inputTokens &+= max(0, row.inputTokens ?? 0)
-            totals[key, default: UsageTotal()].outputTokens &+= max(0, row.outputTokens ?? 0)
+                userID: rows[index].userID ?? DailyUsage.guestUserID,
+                day: utcDay(ofMilliseconds: rows[index].createdAtMilliseconds))
+            totals[key, default: UsageTotal()].add(rows, at: index)
         }
         return totals
     }
 
     /// Each store token's latest use among the rows.
-    static func lastUses(in rows: some Sequence<LedgerRow>) -> [String: Int64] {
+    static func lastUses<Rows: RandomAccessCollection<LedgerRow>>(in rows: Rows) -> [String: Int64] {
         var latest: [String: Int64] = [:]
-        for row in rows {
-            guard let tokenID = row.tokenID else { continue }
-            latest[tokenID] = max(latest[tokenID] ?? .min, row.createdAtMilliseconds)
+        for index in rows.indices {
+            guard let tokenID = rows[index].tokenID else { continue }
+            latest[tokenID] = max(latest[tokenID] ?? .min, rows[index].createdAtMilliseconds)
         }
         return latest
     }

@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2, version3, version4, version5]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -18,7 +18,10 @@ enum PostgresSchema {
     /// Brings the database to ``latestVersion``; throws ``StoreError/Code/newerSchema`` for a
     /// database a newer binary wrote. `timeout` bounds each step, waiting for the first
     /// connection included.
-    static func migrate(_ client: PostgresClient, store: String, timeout: Duration) async throws(StoreError) {
+    /// `target` is for tests that make a database of an older version.
+    static func migrate(_ client: PostgresClient, store: String, timeout: Duration, to target: Int = latestVersion)
+        async throws(StoreError)
+    {
         while true {
             let version: Int
             do {
@@ -28,7 +31,7 @@ enum PostgresSchema {
                 throw StoreError(postgres: error, store: store)
             }
             try refuseNewer(version, store: store)
-            guard version < latestVersion else { return }
+            guard version < min(target, latestVersion) else { return }
             // The guard fails the step with 40001 when another gateway migrated between the
             // read and this step; the loop then reads the version again.
             let guardStatement = """
@@ -319,4 +322,12 @@ enum PostgresSchema {
         """,
         "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until)",
     ]
+
+    /// The operator console (``AdminStore``), as on SQLite: the upstream and its time, the
+    /// failures' index, the roll-ups filled from the rows already there.
+    private static let version6 =
+        [
+            "ALTER TABLE requests ADD COLUMN upstream text, ADD COLUMN upstream_ms double precision",
+            "CREATE INDEX requests_failures ON requests (seq) WHERE status >= 400",
+        ] + RollupTables.create(.postgres) + RollupTables.backfill(.postgres)
 }

@@ -45,7 +45,7 @@ extension PostgresStore {
 
     private func commit(_ batch: LedgerBatch) async throws(StoreError) {
         do {
-            _ = try await client.transaction(Self.queries(for: batch))
+            _ = try await client.transaction(Self.queries(for: batch, rollups: rollupsEnabled))
         } catch  where error.condition == .uniqueViolation && error.query?.hasPrefix(Self.insertBatch) == true {
             return
         } catch {
@@ -57,7 +57,7 @@ extension PostgresStore {
 
     /// The batch's id, its rows in multi-row inserts, its usage per caller and day as upserts,
     /// its tokens' last uses; each statement under the protocol's parameter limit.
-    static func queries(for batch: LedgerBatch) -> [PostgresQuery] {
+    static func queries(for batch: LedgerBatch, rollups: Bool = true) -> [PostgresQuery] {
         var queries = [PostgresQuery(insertBatch + " (id) VALUES ($1)", [.text(batch.id)])]
 
         let rowsPerInsert = PostgresQuery.maxParameters / RequestsTable.columnCount
@@ -76,27 +76,27 @@ extension PostgresStore {
         let usage = LedgerTotals.usage(of: batch.rows).sorted {
             ($0.key.userID, $0.key.day) < ($1.key.userID, $1.key.day)
         }
-        for chunk in chunks(usage, of: PostgresQuery.maxParameters / 5) {
+        let usageColumns = rollups ? 9 : 5
+        for chunk in chunks(usage, of: PostgresQuery.maxParameters / usageColumns) {
             var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * usageColumns)
             for (key, total) in chunk {
                 values += [
                     .text(key.userID), .int(Int(key.day)), .int(total.requests), .int(total.inputTokens),
                     .int(total.outputTokens),
                 ]
+                if rollups {
+                    values += [
+                        .int(total.cacheHits), .int(total.errors), .int(Int(total.lastSeen)), total.plan.postgresValue,
+                    ]
+                }
             }
             // Each (user, day) once per statement: an upsert may not touch a row twice.
             queries.append(
-                PostgresQuery(
-                    """
-                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
-                    VALUES \(placeholders(rows: chunk.count, columns: 5))
-                    ON CONFLICT (user_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
-                        input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-                        output_tokens = usage_daily.output_tokens + excluded.output_tokens
-                    """,
-                    values
-                ))
+                PostgresQuery(RollupTables.upsertUsage(.postgres, rows: chunk.count, rollups: rollups), values))
         }
+
+        if rollups { queries += rollupQueries(for: batch.rows) }
 
         let lastUses = LedgerTotals.lastUses(in: batch.rows).sorted { $0.key < $1.key }
         for chunk in chunks(lastUses, of: PostgresQuery.maxParameters / 2) {
@@ -112,6 +112,28 @@ extension PostgresStore {
                     """,
                     values
                 ))
+        }
+        return queries
+    }
+
+    /// The roll-ups' upserts, as multi-row statements; keys sorted, so two gateways' batches
+    /// lock the rows they share in the same order and cannot deadlock. Each key once per
+    /// statement: an upsert may not touch a row twice.
+    private static func rollupQueries(for rows: ArraySlice<LedgerRow>) -> [PostgresQuery] {
+        var queries: [PostgresQuery] = []
+        let columns = RollupTables.slotColumns.count
+        let slots = RollupTables.aggregate(rows).sorted { $0.key < $1.key }
+        for chunk in chunks(slots, of: PostgresQuery.maxParameters / columns) {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * columns)
+            for (key, counts) in chunk {
+                values += [.int(Int(key.slot)), .text(key.task), .text(key.model), .int(key.status), .text(key.code)]
+                values += [
+                    .int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens),
+                ]
+                for count in counts.added.counts + counts.upstream.counts { values.append(.int(count)) }
+            }
+            queries.append(PostgresQuery(RollupTables.upsertSlots(.postgres, rows: chunk.count), values))
         }
         return queries
     }

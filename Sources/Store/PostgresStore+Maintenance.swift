@@ -24,6 +24,16 @@ extension PostgresStore {
             """,
             [.int(Int(usageBeforeDay))]
         )
+        // The roll-ups go with usage_daily (USAGE_RETENTION_DAYS).
+        for (table, key, bound) in RollupTables.retention(beforeDay: usageBeforeDay) {
+            _ = try await deleteInBatches(
+                """
+                DELETE FROM \(table) WHERE (\(key)) IN
+                    (SELECT \(key) FROM \(table) WHERE \(bound.column) < $1 LIMIT \(Self.deletionBatch))
+                """,
+                [.int(Int(bound.value))]
+            )
+        }
         _ = try await deleteInBatches(
             """
             DELETE FROM ledger_batches WHERE id IN (SELECT id FROM ledger_batches

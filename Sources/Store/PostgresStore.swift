@@ -22,6 +22,8 @@ public final class PostgresStore: StoreBackend, Sendable {
     /// The sub-batches of the last ``append(_:)`` that threw, whose commits may have happened
     /// (see `PostgresStore+Ledger.swift`).
     let unresolved = Mutex<[LedgerBatch]>([])
+    /// Behind ``rollupsEnabled``.
+    let rollupSwitch = Atomic<Bool>(true)
 
     init(client: PostgresClient, historyCursorKey: [UInt8] = []) {
         self.client = client

@@ -19,6 +19,8 @@ extension RequestsTable {
         values.append(.double(row.durationMilliseconds))
         values.append(.int(Int(row.createdAtMilliseconds)))
         values.append(row.result.postgresValue)
+        values.append(row.upstream.postgresValue)
+        values.append(row.upstreamMilliseconds.map(PostgresValue.double) ?? .null)
     }
 
     /// The item on a row of ``selection`` as Postgres returns it (text values).
@@ -31,7 +33,7 @@ extension RequestsTable {
                 outputTokens: row.int(9), status: row.int(10) ?? 0, code: row.string(11), outcome: row.string(12) ?? "",
                 cacheHit: row.bool(13) ?? false, durationMilliseconds: row.double(14) ?? 0,
                 createdAtMilliseconds: Int64(row.int(15) ?? 0),
-                result: row.string(16)
+                result: row.string(16), upstream: row.string(17), upstreamMilliseconds: row.double(18)
             )
         )
     }

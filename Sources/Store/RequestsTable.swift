@@ -3,8 +3,8 @@ enum RequestsTable {
     /// The columns a row fills, in the order of ``values(of:into:)``.
     static let columns =
         "request_id, user_id, task, tone, route, model, input_length, input_tokens, output_tokens, "
-        + "status, code, outcome, cache_hit, duration_ms, created_at, result"
-    static let columnCount = 16
+        + "status, code, outcome, cache_hit, duration_ms, created_at, result, upstream, upstream_ms"
+    static let columnCount = 18
 
     /// What ``item(from:)`` reads: the sequence number, then ``columns``.
     static let selection = "seq, " + columns
@@ -31,6 +31,8 @@ enum RequestsTable {
         values.append(.real(row.durationMilliseconds))
         values.append(.integer(row.createdAtMilliseconds))
         values.append(.text(row.result))
+        values.append(.text(row.upstream))
+        values.append(row.upstreamMilliseconds.map(SQLiteValue.real) ?? .null)
     }
 
     /// The item on a row of ``selection``.
@@ -45,7 +47,8 @@ enum RequestsTable {
                 outputTokens: row.optionalInt(9), status: row.int(10), code: row.optionalText(11),
                 outcome: row.text(12),
                 cacheHit: row.bool(13), durationMilliseconds: row.double(14), createdAtMilliseconds: row.int64(15),
-                result: row.optionalText(16)
+                result: row.optionalText(16),
+                upstream: row.optionalText(17), upstreamMilliseconds: row.isNull(18) ? nil : row.double(18)
             )
         )
     }

@@ -3,20 +3,22 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try Self.insert(rows, into: connection)
+                let rollups = self.rollupsEnabled
+                if rollups { try Self.addRollups(of: rows, into: connection) }
+                var values: [SQLiteValue] = []
                 for (key, total) in LedgerTotals.usage(of: rows) {
-                    try connection.execute(
-                        """
-                        INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
-                        VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (user_id, day) DO UPDATE SET requests = requests + excluded.requests,
-                            input_tokens = input_tokens + excluded.input_tokens,
-                            output_tokens = output_tokens + excluded.output_tokens
-                        """,
-                        [
-                            .text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens),
-                            .integer(total.outputTokens),
+                    values.removeAll(keepingCapacity: true)
+                    values += [
+                        .text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens),
+                        .integer(total.outputTokens),
+                    ]
+                    if rollups {
+                        values += [
+                            .integer(total.cacheHits), .integer(total.errors), .integer(total.lastSeen),
+                            .text(total.plan),
                         ]
-                    )
+                    }
+                    try connection.execute(rollups ? Self.usageUpsert : Self.plainUsageUpsert, values)
                 }
                 for (tokenID, lastUsed) in LedgerTotals.lastUses(in: rows) {
                     try connection.execute(
@@ -40,6 +42,26 @@ extension SQLiteStore {
             try connection.execute(RequestsTable.insert, values)
         }
     }
+
+    /// One cached single-key upsert, run once per distinct key of the batch.
+    private static func addRollups(of rows: [LedgerRow], into connection: SQLiteConnection) throws(StoreError) {
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(RollupTables.slotColumns.count)
+        for (key, counts) in RollupTables.aggregate(rows) {
+            values.removeAll(keepingCapacity: true)
+            values += [.integer(key.slot), .text(key.task), .text(key.model), .integer(key.status), .text(key.code)]
+            values += [
+                .integer(counts.requests), .integer(counts.cacheHits), .integer(counts.inputTokens),
+                .integer(counts.outputTokens),
+            ]
+            for count in counts.added.counts + counts.upstream.counts { values.append(.integer(count)) }
+            try connection.execute(slotsUpsert, values)
+        }
+    }
+
+    private static let usageUpsert = RollupTables.upsertUsage(.sqlite, rows: 1)
+    private static let plainUsageUpsert = RollupTables.upsertUsage(.sqlite, rows: 1, rollups: false)
+    private static let slotsUpsert = RollupTables.upsertSlots(.sqlite, rows: 1)
 
     /// The UTC day (days since the Unix epoch) of an instant in milliseconds, rounded down.
     static func utcDay(ofMilliseconds milliseconds: Int64) -> Int64 {

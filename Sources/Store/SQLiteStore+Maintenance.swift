@@ -23,6 +23,17 @@ extension SQLiteStore {
                 """,
                 [.integer(usageBeforeDay)]
             )
+            // The roll-ups go with usage_daily (USAGE_RETENTION_DAYS); their keys start with the
+            // day or slot, so each batch is a range at the start of the primary key.
+            for (table, key, bound) in RollupTables.retention(beforeDay: usageBeforeDay) {
+                _ = try self.deleteInBatches(
+                    """
+                    DELETE FROM \(table) WHERE (\(key)) IN
+                        (SELECT \(key) FROM \(table) WHERE \(bound.column) < ? LIMIT \(Self.deletionBatch))
+                    """,
+                    [.integer(bound.value)]
+                )
+            }
             return [history, days]
         }
         return (counts[0], counts[1])

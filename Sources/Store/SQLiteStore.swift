@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// History read back has no token id: the store keeps only each token's last use.
 public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository,
-    IdempotencyRepository, StoreMaintenance, JobStore, Sendable
+    IdempotencyRepository, StoreMaintenance, JobStore, AdminStore, Sendable
 {
     /// The schema version this binary writes (`PRAGMA user_version`).
     public static let schemaVersion = StoreSchema.latestVersion
@@ -32,6 +32,8 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     private let checkpointer: ConnectionSlot
     // Where a read waits when every reader is taken, turn about.
     private let nextReader = Atomic<Int>(0)
+    /// Behind ``rollupsEnabled``.
+    let rollupSwitch = Atomic<Bool>(true)
 
     init(
         path: String, pool: BlockingPool, busyTimeout: Duration, writer: sending SQLiteConnection,

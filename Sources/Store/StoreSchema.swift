@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2, version3, version4, version5]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -13,11 +13,12 @@ enum StoreSchema {
     /// each migration's transaction, so two processes starting at once migrate once.
     /// With nothing to migrate, the empty transaction still proves the file can be locked
     /// for writing.
-    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+    /// `target` is for tests that make a store of an older version.
+    static func migrate(_ connection: SQLiteConnection, to target: Int = latestVersion) throws(StoreError) {
         while try connection.transaction({ () throws(StoreError) -> Bool in
             let version = try storedVersion(connection)
             try refuseNewer(version, path: connection.path)
-            guard version < latestVersion else { return false }
+            guard version < min(target, latestVersion) else { return false }
             try connection.executeScript(migrations[version])
             // A pragma takes no bound value; the number is ours.
             try connection.execute("PRAGMA user_version = \(version + 1)")
@@ -287,4 +288,14 @@ enum StoreSchema {
         ) STRICT;
         CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (state, expires_at, lease_until);
         """
+
+    /// The operator console (``AdminStore``): which upstream answered and how long it took,
+    /// the failures' index (the console's latest failures, newest first), and the roll-ups,
+    /// filled at once from the rows already there.
+    private static let version6 =
+        """
+        ALTER TABLE requests ADD COLUMN upstream TEXT;
+        ALTER TABLE requests ADD COLUMN upstream_ms REAL;
+        CREATE INDEX requests_failures ON requests (seq) WHERE status >= 400;
+        """ + (RollupTables.create(.sqlite) + RollupTables.backfill(.sqlite)).map { $0 + ";\n" }.joined()
 }

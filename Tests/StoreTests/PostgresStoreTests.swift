@@ -97,7 +97,8 @@ extension StoreBackends {
         func largeBatch() async throws {
             try await withStore(on: .postgres) { store, _ in
                 let rows = (0..<5_000).map { ledgerRow("big\($0)", user: "alice") }
-                #expect(PostgresStore.queries(for: .init(id: PostgresStore.newBatchID(), rows: rows[...])).count == 4)
+                // The batch id, two inserts of rows, the usage and the slots' roll-up (one key each).
+                #expect(PostgresStore.queries(for: .init(id: PostgresStore.newBatchID(), rows: rows[...])).count == 5)
                 try await append(rows, to: store)
                 #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).first?.requests == 5_000)
                 #expect(
@@ -121,11 +122,15 @@ extension StoreBackends {
                 #expect(items == ["later"] + first.map(\.requestID).reversed())
                 let usage = try await store.dailyUsage(userID: "alice", fromDay: 0)
                 #expect(usage.first?.requests == 11, "\(usage)")
+                // The roll-ups went with the batch: counted once too.
+                #expect(try await store.rollupTotals(fromSlot: 0, toSlot: .max / 1_000_000).requests == 11)
+                #expect(try await store.rollupCallers(fromDay: 0, toDay: 100_000).map(\.requests) == [11])
                 #expect(store.unresolved.withLock { $0.isEmpty })
                 // Rows that differ from the remembered ones are a new batch.
                 store.unresolved.withLock { $0 = [batch] }
                 try await store.append([ledgerRow("other", user: "alice", token: "tok")])
                 #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).first?.requests == 12)
+                #expect(try await store.rollupTotals(fromSlot: 0, toSlot: .max / 1_000_000).requests == 12)
             }
         }
     }

@@ -1,0 +1,137 @@
+/// What the operator's console reads (docs/api.md, "Operator console"): the roll-ups the
+/// ledger keeps beside its rows (`usage_rollup_slots` by 15-minute slot, `usage_daily` by UTC
+/// day and caller), the latest failures and the jobs in flight. Every answer costs a
+/// range scan of a roll-up or an index, whatever the number of requests behind it.
+public protocol AdminStore: Sendable {
+    /// Totals over the slots [fromSlot, toSlot) (a slot is 15 minutes: `created_at / 900000`).
+    func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals
+    /// Use per local day and task over the slots [fromSlot, toSlot), oldest day first, tasks in
+    /// order; local day = floor((slot * 900000 + offsetMinutes * 60000) / 86400000). Only days
+    /// with requests.
+    func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+        -> [RollupDayTask]
+    /// Failures (status >= 400) per local day and error code, as ``rollupDayTasks(fromSlot:toSlot:offsetMinutes:)``.
+    func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+        -> [RollupDayCode]
+    /// Use per caller over the UTC days [fromDay, toDay], in user id order.
+    func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller]
+    /// The latest requests answered with a status of 400 or more, newest first.
+    func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest]
+    /// Jobs queued or running, oldest first.
+    func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord]
+}
+
+public struct RollupTotals: Sendable, Equatable {
+    public var requests: Int
+    public var cacheHits: Int
+    /// Tokens of the requests that were not cache hits.
+    public var inputTokens: Int
+    public var outputTokens: Int
+    /// Requests answered with a status of 400 or more.
+    public var errors: Int
+    /// What the gateway added (duration less the upstream call), requests below 400 only.
+    public var added: LatencyHistogram
+    /// The upstream calls' durations, every request that made one.
+    public var upstream: LatencyHistogram
+
+    public init(
+        requests: Int = 0, cacheHits: Int = 0, inputTokens: Int = 0, outputTokens: Int = 0, errors: Int = 0,
+        added: LatencyHistogram = LatencyHistogram(), upstream: LatencyHistogram = LatencyHistogram()
+    ) {
+        self.requests = requests
+        self.cacheHits = cacheHits
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.errors = errors
+        self.added = added
+        self.upstream = upstream
+    }
+}
+
+public struct RollupDayTask: Sendable, Equatable {
+    /// The local day (days since the epoch, shifted by the offset asked for).
+    public var day: Int64
+    /// "" for requests without a task (e.g. /v1 chat).
+    public var task: String
+    public var requests: Int
+    public var inputTokens: Int
+    public var outputTokens: Int
+    public var errors: Int
+
+    public init(day: Int64, task: String, requests: Int, inputTokens: Int, outputTokens: Int, errors: Int) {
+        self.day = day
+        self.task = task
+        self.requests = requests
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.errors = errors
+    }
+}
+
+public struct RollupDayCode: Sendable, Equatable {
+    public var day: Int64
+    /// "" for a failure that had no code.
+    public var code: String
+    public var count: Int
+
+    public init(day: Int64, code: String, count: Int) {
+        self.day = day
+        self.code = code
+        self.count = count
+    }
+}
+
+public struct RollupCaller: Sendable, Equatable {
+    /// "" for all guests together.
+    public var userID: String
+    /// The plan the caller was last seen with, nil when no row said.
+    public var plan: String?
+    public var requests: Int
+    public var cacheHits: Int
+    public var inputTokens: Int
+    public var outputTokens: Int
+    public var errors: Int
+    /// The caller's latest request in the range.
+    public var lastSeenMilliseconds: Int64?
+
+    public init(
+        userID: String, plan: String?, requests: Int, cacheHits: Int, inputTokens: Int, outputTokens: Int, errors: Int,
+        lastSeenMilliseconds: Int64?
+    ) {
+        self.userID = userID
+        self.plan = plan
+        self.requests = requests
+        self.cacheHits = cacheHits
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.errors = errors
+        self.lastSeenMilliseconds = lastSeenMilliseconds
+    }
+}
+
+public struct FailedRequest: Sendable, Equatable {
+    public var sequence: Int64
+    public var requestID: String
+    public var createdAtMilliseconds: Int64
+    public var status: Int
+    public var code: String?
+    public var route: String
+    public var upstream: String?
+    public var task: String?
+    public var userID: String?
+
+    public init(
+        sequence: Int64, requestID: String, createdAtMilliseconds: Int64, status: Int, code: String?, route: String,
+        upstream: String?, task: String?, userID: String?
+    ) {
+        self.sequence = sequence
+        self.requestID = requestID
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.status = status
+        self.code = code
+        self.route = route
+        self.upstream = upstream
+        self.task = task
+        self.userID = userID
+    }
+}

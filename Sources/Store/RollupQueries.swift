@@ -1,0 +1,96 @@
+/// The ``AdminStore`` queries, the same SQL on both backends but for their placeholders.
+enum RollupQueries {
+    private static let histogramSums = RollupTables.histogramColumns.map { "coalesce(sum(\($0)), 0)" }
+        .joined(separator: ", ")
+
+    static func totals(placeholders from: String, _ to: String) -> String {
+        """
+        SELECT coalesce(sum(requests), 0), coalesce(sum(cache_hits), 0), coalesce(sum(input_tokens), 0),
+            coalesce(sum(output_tokens), 0), coalesce(sum(requests) FILTER (WHERE status >= 400), 0),
+            \(histogramSums)
+        FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
+        """
+    }
+
+    /// The local day of a slot, the offset in milliseconds bound first. Integer division
+    /// rounds toward zero: the floor for any instant after the first day of 1970.
+    private static func localDay(_ offset: String) -> String {
+        "(slot * \(RollupTables.slotMilliseconds) + \(offset)) / \(RollupTables.dayMilliseconds)"
+    }
+
+    static func dayTasks(placeholders offset: String, _ from: String, _ to: String) -> String {
+        """
+        SELECT \(localDay(offset)) AS local_day, task, sum(requests), sum(input_tokens), sum(output_tokens),
+            coalesce(sum(requests) FILTER (WHERE status >= 400), 0)
+        FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
+        GROUP BY local_day, task
+        """
+    }
+
+    static func dayCodes(placeholders offset: String, _ from: String, _ to: String) -> String {
+        """
+        SELECT \(localDay(offset)) AS local_day, code, sum(requests)
+        FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to) AND status >= 400
+        GROUP BY local_day, code
+        """
+    }
+
+    /// One row per caller and plan, merged in Swift (``merged(_:)``), from `usage_daily`'s
+    /// days (its index by day): the tokens are those the quotas count.
+    static func callers(placeholders from: String, _ to: String) -> String {
+        """
+        SELECT user_id, plan, sum(requests), sum(cache_hits), sum(input_tokens), sum(output_tokens), sum(errors),
+            max(last_seen_ms)
+        FROM usage_daily WHERE day >= \(from) AND day <= \(to)
+        GROUP BY user_id, plan
+        """
+    }
+
+    /// Served by the partial index `requests_failures`, whose condition the query repeats.
+    static func failures(placeholder limit: String) -> String {
+        """
+        SELECT seq, request_id, created_at, status, code, route, upstream, task, user_id
+        FROM requests WHERE status >= 400 ORDER BY seq DESC LIMIT \(limit)
+        """
+    }
+
+    static func activeJobs(placeholder limit: String) -> String {
+        "SELECT \(JobsTable.record()) FROM jobs WHERE status IN \(JobsTable.active) ORDER BY seq LIMIT \(limit)"
+    }
+
+    /// Days oldest first, then tasks in byte order, whatever the database's collation.
+    static func ordered(_ days: [RollupDayTask]) -> [RollupDayTask] {
+        days.sorted { $0.day != $1.day ? $0.day < $1.day : $0.task.utf8.lexicographicallyPrecedes($1.task.utf8) }
+    }
+
+    static func ordered(_ days: [RollupDayCode]) -> [RollupDayCode] {
+        days.sorted { $0.day != $1.day ? $0.day < $1.day : $0.code.utf8.lexicographicallyPrecedes($1.code.utf8) }
+    }
+
+    /// A caller's rows (one per plan it was seen with) as one: the sums added, the plan of the
+    /// latest row that had one. Callers in byte order of their ids.
+    static func merged(_ parts: [RollupCaller]) -> [RollupCaller] {
+        var callers: [String: RollupCaller] = [:]
+        var planSeen: [String: Int64] = [:]
+        for part in parts {
+            let seen = part.lastSeenMilliseconds ?? .min
+            guard var caller = callers[part.userID] else {
+                callers[part.userID] = part
+                if part.plan != nil { planSeen[part.userID] = seen }
+                continue
+            }
+            caller.requests += part.requests
+            caller.cacheHits += part.cacheHits
+            caller.inputTokens += part.inputTokens
+            caller.outputTokens += part.outputTokens
+            caller.errors += part.errors
+            caller.lastSeenMilliseconds = max(caller.lastSeenMilliseconds ?? .min, seen)
+            if let plan = part.plan, seen >= planSeen[part.userID] ?? .min {
+                caller.plan = plan
+                planSeen[part.userID] = seen
+            }
+            callers[part.userID] = caller
+        }
+        return callers.values.sorted { $0.userID.utf8.lexicographicallyPrecedes($1.userID.utf8) }
+    }
+}
