@@ -58,6 +58,10 @@ let package = Package(
         .executableTarget(
             name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
             swiftSettings: strict),
+        .target(
+            name: "AdminConsole",
+            resources: [.embedInCode("console.html"), .embedInCode("console.css"), .embedInCode("console.js")],
+            swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .target(name: "TextGatewayClient", swiftSettings: strict),
         .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
