@@ -143,7 +143,18 @@
     for (const child of children || []) node.append(child);
     return node;
   }
-  function setStatus(text) { $('#status').textContent = text || ''; }
+  // The status line keeps its key, so a language switch says it again in the new language.
+  let statusMessage = null;
+  function setStatus(key, values) {
+    statusMessage = key ? { key, values } : null;
+    $('#status').textContent = key ? t(key, values) : '';
+  }
+  // Outcome of a token action: an error is red, a success is not.
+  function tokenMessage(text, ok) {
+    const node = $('#token-create-message');
+    node.textContent = text;
+    node.classList.toggle('ok', !!ok);
+  }
 
   // ---- language -------------------------------------------------------------------------
 
@@ -158,6 +169,7 @@
     for (const node of $$('[data-i18n-label]')) node.setAttribute('aria-label', t(node.dataset.i18nLabel));
     $('#lang-fa').setAttribute('aria-pressed', String(state.lang === 'fa'));
     $('#lang-en').setAttribute('aria-pressed', String(state.lang === 'en'));
+    if (statusMessage) setStatus(statusMessage.key, statusMessage.values);
     renderAll();
   }
 
@@ -248,8 +260,9 @@
     sessionStorage.removeItem(TOKEN_KEY);
     if (state.timer) { clearInterval(state.timer); state.timer = null; }
     hideSecret();
+    tokenMessage('');
     showConsole(false);
-    setStatus('');
+    setStatus(null);
     $('#login-message').textContent = message || '';
     $('#login-token').value = '';
     $('#login-token').focus();
@@ -304,7 +317,7 @@
   async function refresh() {
     if (!state.token) return;
     const generation = ++state.generation;
-    setStatus(t('loading'));
+    setStatus('loading');
     document.body.classList.add('busy');
     await Promise.all(SECTIONS.map(async (section) => {
       try {
@@ -320,7 +333,7 @@
     }));
     if (generation !== state.generation) return;
     document.body.classList.remove('busy');
-    setStatus(t('updated', { time: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()) }));
+    setStatus('updated', { time: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()) });
     document.body.dataset.loaded = String(generation);   // the browser test waits on this
   }
 
@@ -591,20 +604,21 @@
 
   // The secret lives only in this input until "Done", a logout or the next creation: never in
   // storage, never in state.data.
-  function showSecret(secret) {
+  function showSecret(secret, id) {
     $('#token-secret').value = secret;
+    $('#token-secret-box').dataset.tokenId = id;
     $('#token-secret-box').hidden = false;
     $('#token-secret').select();
   }
   function hideSecret() {
     $('#token-secret').value = '';
+    delete $('#token-secret-box').dataset.tokenId;
     $('#token-secret-box').hidden = true;
   }
 
   async function createToken(event) {
     event.preventDefault();
-    const message = $('#token-create-message');
-    message.textContent = '';
+    tokenMessage('');
     hideSecret();
     const body = { user_id: $('#token-create-user').value.trim(), plan: $('#token-create-plan').value };
     const label = $('#token-create-label').value.trim();
@@ -614,13 +628,14 @@
       const created = await apiJSON('/api/admin/tokens', {
         method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
       });
-      showSecret(created.token);
-      message.textContent = t('tokenCreated');
+      showSecret(created.token, created.id);
+      tokenMessage(t('tokenCreated'), true);
       $('#token-create-user').value = '';
       $('#token-create-label').value = '';
       await reloadTokens();
     } catch (error) {
-      if (error.status !== 401) message.textContent = error.code === 'invalid_request' ? t('invalidRequest', { message: error.message }) : t('failed', { code: error.code });
+      if (error.status === 401) return;
+      tokenMessage(error.code === 'invalid_request' ? t('invalidRequest', { message: error.message }) : t('failed', { code: error.code }));
     } finally {
       $('#token-create-submit').disabled = false;
     }
@@ -629,13 +644,13 @@
   async function revokeToken(button) {
     const { id, user } = button.dataset;
     if (!window.confirm(t('revokeConfirm', { id, user }))) return;
-    const message = $('#token-create-message');
     button.disabled = true;
     try {
       await api('/api/admin/tokens/' + encodeURIComponent(id), { method: 'DELETE' });
-      message.textContent = t('tokenRevoked');
+      tokenMessage(t('tokenRevoked'), true);
     } catch (error) {
-      if (error.status !== 401) message.textContent = t('failed', { code: error.code });
+      if (error.status === 401) return;
+      tokenMessage(t('failed', { code: error.code }));
     }
     await reloadTokens();
   }
@@ -666,9 +681,9 @@
       link.click();
       link.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
-      setStatus(t('exported', { file: name }));
+      setStatus('exported', { file: name });
     } catch (error) {
-      if (error.status !== 401) setStatus(t('failed', { code: error.code }));
+      if (error.status !== 401) setStatus('failed', { code: error.code });
     }
   }
 
