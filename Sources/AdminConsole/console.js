@@ -95,7 +95,10 @@
   function t(key, values) {
     const table = STRINGS[state.lang] || STRINGS.en;
     let text = key in table ? table[key] : (key in STRINGS.en ? STRINGS.en[key] : key);
-    if (values) for (const name of Object.keys(values)) text = text.split('{' + name + '}').join(String(values[name]));
+    // A Date value is formatted here, so a message said again after a language switch has the new digits.
+    const show = (value) => value instanceof Date
+      ? new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(value) : String(value);
+    if (values) for (const name of Object.keys(values)) text = text.split('{' + name + '}').join(show(values[name]));
     return text;
   }
   function locale() { return state.lang === 'fa' ? 'fa-IR' : 'en-GB'; }
@@ -149,10 +152,12 @@
     statusMessage = key ? { key, values } : null;
     $('#status').textContent = key ? t(key, values) : '';
   }
-  // Outcome of a token action: an error is red, a success is not.
-  function tokenMessage(text, ok) {
+  // Outcome of a token action: an error is red, a success is not. Kept as a key like the status.
+  let tokenOutcome = null;
+  function tokenMessage(key, values, ok) {
+    tokenOutcome = key ? { key, values, ok } : null;
     const node = $('#token-create-message');
-    node.textContent = text;
+    node.textContent = key ? t(key, values) : '';
     node.classList.toggle('ok', !!ok);
   }
 
@@ -170,6 +175,7 @@
     $('#lang-fa').setAttribute('aria-pressed', String(state.lang === 'fa'));
     $('#lang-en').setAttribute('aria-pressed', String(state.lang === 'en'));
     if (statusMessage) setStatus(statusMessage.key, statusMessage.values);
+    if (tokenOutcome) tokenMessage(tokenOutcome.key, tokenOutcome.values, tokenOutcome.ok);
     renderAll();
   }
 
@@ -260,7 +266,7 @@
     sessionStorage.removeItem(TOKEN_KEY);
     if (state.timer) { clearInterval(state.timer); state.timer = null; }
     hideSecret();
-    tokenMessage('');
+    tokenMessage(null);
     showConsole(false);
     setStatus(null);
     $('#login-message').textContent = message || '';
@@ -333,7 +339,7 @@
     }));
     if (generation !== state.generation) return;
     document.body.classList.remove('busy');
-    setStatus('updated', { time: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()) });
+    setStatus('updated', { time: new Date() });
     document.body.dataset.loaded = String(generation);   // the browser test waits on this
   }
 
@@ -618,7 +624,7 @@
 
   async function createToken(event) {
     event.preventDefault();
-    tokenMessage('');
+    tokenMessage(null);
     hideSecret();
     const body = { user_id: $('#token-create-user').value.trim(), plan: $('#token-create-plan').value };
     const label = $('#token-create-label').value.trim();
@@ -629,13 +635,14 @@
         method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
       });
       showSecret(created.token, created.id);
-      tokenMessage(t('tokenCreated'), true);
+      tokenMessage('tokenCreated', null, true);
       $('#token-create-user').value = '';
       $('#token-create-label').value = '';
       await reloadTokens();
     } catch (error) {
       if (error.status === 401) return;
-      tokenMessage(error.code === 'invalid_request' ? t('invalidRequest', { message: error.message }) : t('failed', { code: error.code }));
+      if (error.code === 'invalid_request') tokenMessage('invalidRequest', { message: error.message });
+      else tokenMessage('failed', { code: error.code });
     } finally {
       $('#token-create-submit').disabled = false;
     }
@@ -647,10 +654,10 @@
     button.disabled = true;
     try {
       await api('/api/admin/tokens/' + encodeURIComponent(id), { method: 'DELETE' });
-      tokenMessage(t('tokenRevoked'), true);
+      tokenMessage('tokenRevoked', null, true);
     } catch (error) {
       if (error.status === 401) return;
-      tokenMessage(t('failed', { code: error.code }));
+      tokenMessage('failed', { code: error.code });
     }
     await reloadTokens();
   }
