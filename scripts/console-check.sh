@@ -104,7 +104,7 @@ expect 200 "" rewrite
 say "console-check: sent $sent requests (alice 5, bob 3, guests 2; 2 of them 400)"
 
 status=0
-python3 Tests/python/console_check.py --base-url "$base" --admin-token "$admin_token" \
+timeout 600 python3 Tests/python/console_check.py --base-url "$base" --admin-token "$admin_token" \
     --expected-requests "$sent" --caller alice=5 --caller bob=3 --caller '(guests)=2' \
     --artefacts "$artefacts" --timeout "$timeout" || status=$?
 if [ "$status" -ne 0 ]; then

@@ -512,6 +512,8 @@ def main():
     parser.add_argument('--artefacts', required=True)
     parser.add_argument('--timeout', type=float, default=30)
     args = parser.parse_args()
+    # A TERM (the script's timeout) unwinds through `finally`, so Chromium is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(args.artefacts, exist_ok=True)
     work = tempfile.mkdtemp(prefix='console-check.')
     profile = os.path.join(work, 'profile')
