@@ -52,15 +52,16 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry", "TextTasks",
-                "Upstream", "Access", "Jobs",
+                "Upstream", "Access", "Jobs", "AdminConsole",
             ],
             swiftSettings: strict),
-        .executableTarget(
-            name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
-            swiftSettings: strict),
+        // The operator's console: its page, style and script, built into the binary.
         .target(
             name: "AdminConsole",
             resources: [.embedInCode("console.html"), .embedInCode("console.css"), .embedInCode("console.js")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
             swiftSettings: strict),
         .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
         .target(name: "TextGatewayClient", swiftSettings: strict),
@@ -102,7 +103,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
-                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
+                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],

@@ -38,10 +38,12 @@ mock_key=openapi-key
 mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock.err" >&2; die "mock-upstream did not start"; }
 
-# run_schemathesis LABEL DOCUMENT TOKEN: `st run` of DOCUMENT against the gateway on
-# $started_port, with TOKEN as the caller's bearer token; its report goes to $work/LABEL.
+# run_schemathesis LABEL DOCUMENT TOKEN [ARGUMENTS…]: `st run` of DOCUMENT against the gateway
+# on $started_port, with TOKEN as the bearer token and the rest as st's own arguments; its
+# report goes to $work/LABEL.
 run_schemathesis() {
     local label=$1 document=$2 token=$3 status=0
+    shift 3
     # use_after_free is left out: DELETE /api/jobs/{id} cancels a job rather than removing it
     # (it stays readable, as `cancelled`, until its retention ends: docs/api.md, "Jobs (long
     # texts)"), and the stateful phase would call that a deleted resource still there. One
@@ -53,7 +55,7 @@ run_schemathesis() {
         --checks all --exclude-checks use_after_free \
         --max-examples "$max_examples" --max-time "$max_time" --seed 27 \
         --workers 1 --request-timeout 30 --no-shrink \
-        --report junit --report-dir "$work/$label-report" || status=$?
+        --report junit --report-dir "$work/$label-report" "$@" || status=$?
     if [ "$status" -ne 0 ]; then
         kept=.build/openapi-check-logs
         rm -rf "$kept" && mkdir -p "$kept" && cp -r "$work"/*.log "$work"/mock.* "$work/$label-report" "$kept/" 2>/dev/null || true
@@ -64,7 +66,10 @@ run_schemathesis() {
 
 # App Attest's routes are on (no schema-valid body is a genuine attestation: each is 401), with
 # a per-address limit schemathesis's thousands of cases do not reach.
-common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning
+# The operator's console is on (ADMIN_TOKEN): its operations are checked on their own, with
+# the admin token (3.), and left out of the runs with a caller's token.
+admin_token="admin-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
+common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning ADMIN_TOKEN="$admin_token"
     APP_ATTEST_APP_IDS=ABCDE12345.example.openapi APP_ATTEST_REQUESTS_PER_MINUTE=1000000)
 
 # 1. The default configuration: an open gateway (guests admitted) with its SQLite store, and a
@@ -76,7 +81,9 @@ start_text_gateway "$bin" "$work/default" "$work/default-gateway.log" "${common[
     { cat "$work/default-gateway.log" >&2; die "text-gateway (default configuration) did not start"; }
 gateway_pid=$started_pid
 say "openapi-check: default configuration (open) on 127.0.0.1:$started_port, mock at $mock_url"
-run_schemathesis default docs/openapi.yaml "$store_token"
+run_schemathesis default docs/openapi.yaml "$store_token" --exclude-tag admin
+# 3. The console's API on the same gateway, with the admin token.
+run_schemathesis admin docs/openapi.yaml "$admin_token" --include-tag admin
 stop "$gateway_pid"
 gateway_pid=
 
@@ -97,5 +104,5 @@ start_text_gateway "$bin" "$work/tokens" "$work/tokens-gateway.log" "${common[@]
     { cat "$work/tokens-gateway.log" >&2; die "text-gateway (tokens required) did not start"; }
 gateway_pid=$started_pid
 say "openapi-check: tokens-required configuration on 127.0.0.1:$started_port"
-run_schemathesis tokens "$work/openapi-tokens.json" "$token"
+run_schemathesis tokens "$work/openapi-tokens.json" "$token" --exclude-tag admin
 say "openapi-check: PASS"

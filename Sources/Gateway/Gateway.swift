@@ -324,6 +324,13 @@ public final class Gateway: Sendable {
                 trustedProxies: configuration.trustedProxies
             )
         }
+        if let adminToken = configuration.adminToken {
+            routes += Self.adminRoutes(
+                api: AdminAPI(
+                    store: store?.backend, faults: store?.faults, pool: pool, plans: configuration.plans,
+                    language: configuration.errorLanguage, clock: clock),
+                token: adminToken, language: configuration.errorLanguage)
+        }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger,
@@ -335,6 +342,25 @@ public final class Gateway: Sendable {
             errorLanguage: configuration.errorLanguage,
             strictLedger: store?.recorder.strict == true ? store?.recorder : nil
         )
+    }
+
+    /// The operator's console (`ADMIN_TOKEN`): its page, open, and its API behind the admin
+    /// token, outside every caller's limits (no rate limiter, no ledger row).
+    private static func adminRoutes(api: AdminAPI, token: String, language: ErrorLanguage?) -> [Route] {
+        let locked: [any Middleware] = [AdminAccess(token: token)]
+        func call(_ method: HTTPMethod, _ path: String, _ endpoint: AdminAPI.Endpoint) -> Route {
+            Route(method: method, path: "/api/admin/" + path, middleware: locked, handler: AdminRoute(api: api, endpoint: endpoint))
+        }
+        func asset(_ path: String, _ asset: ConsolePageRoute.Asset) -> Route {
+            Route(method: .GET, path: path, middleware: [], handler: ConsolePageRoute(asset: asset, language: language))
+        }
+        return [
+            asset("/admin", .page), asset("/admin/console.css", .style), asset("/admin/console.js", .script),
+            call(.GET, "summary", .summary), call(.GET, "series", .series), call(.GET, "callers", .callers),
+            call(.GET, "upstreams", .upstreams), call(.GET, "failures", .failures), call(.GET, "jobs", .jobs),
+            call(.GET, "tokens", .tokens), call(.POST, "tokens", .tokens), call(.DELETE, "tokens/{id}", .token),
+            call(.GET, "plans", .plans),
+        ]
     }
 
     /// App Attest's three routes, each limited per client address (`APP_ATTEST_REQUESTS_PER_MINUTE`)

@@ -51,17 +51,10 @@ public enum StoreCommand: Equatable, Sendable {
     /// Runs the command against the configured store.
     public func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
         if configuration.database == .off { return Self.noStore }
-        if case .createToken(let user, let plan, let label) = self {
-            guard CallerToken.isValidUserID(user) else {
-                return Result(error: "--user must be 1-128 of A-Z a-z 0-9 . _ @ + -\n", status: 2)
-            }
-            guard configuration.plans.all.contains(where: { $0.name == plan }) else {
-                let known = configuration.plans.all.map(\.name).joined(separator: ", ")
-                return Result(error: "--plan \(plan) is not a plan of this gateway (PLANS has: \(known))\n", status: 2)
-            }
-            if let label, !Self.isPrintable(label, maximum: 100) {
-                return Result(error: "--label must be 1-100 printable characters\n", status: 2)
-            }
+        if case .createToken(let user, let plan, let label) = self,
+            let problem = Self.tokenProblem(user: user, plan: plan, label: label, plans: configuration.plans)
+        {
+            return Result(error: "--" + problem.field + " " + problem.message + "\n", status: 2)
         }
         switch configuration.database {
         case .off:
@@ -156,18 +149,9 @@ public enum StoreCommand: Equatable, Sendable {
     {
         switch self {
         case .createToken(let user, let plan, let label):
-            for attempt in 0..<3 {
-                let (token, stored) = Self.newToken(user: user, plan: plan, label: label, now: now)
-                do {
-                    try await store.insertToken(stored)
-                    result.output = token + "\n"
-                    result.error = "token \(stored.id) for \(user) (plan \(plan)) created; it is shown only now\n"
-                    return
-                } catch {
-                    // A random id or digest that is taken already: draw again.
-                    if error.code != .constraint || attempt == 2 { throw error }
-                }
-            }
+            let (token, stored) = try await Self.createToken(user: user, plan: plan, label: label, in: store, now: now)
+            result.output = token + "\n"
+            result.error = "token \(stored.id) for \(user) (plan \(plan)) created; it is shown only now\n"
         case .listTokens(let format):
             let tokens = try await store.tokens()
             result.output = Self.render(tokens, format: format)
@@ -214,6 +198,38 @@ public enum StoreCommand: Equatable, Sendable {
     }
 
     // MARK: Tokens
+
+    /// What is wrong with a token's user, plan or label, if anything: the field and why. The
+    /// command line and the console ask the same.
+    static func tokenProblem(user: String, plan: String, label: String?, plans: PlanCatalog)
+        -> (field: String, message: String)?
+    {
+        guard CallerToken.isValidUserID(user) else { return ("user", "must be 1-128 of A-Z a-z 0-9 . _ @ + -") }
+        guard plans.contains(plan) else {
+            let known = plans.all.map(\.name).joined(separator: ", ")
+            return ("plan", "\(plan) is not a plan of this gateway (PLANS has: \(known))")
+        }
+        if let label, !isPrintable(label, maximum: 100) { return ("label", "must be 1-100 printable characters") }
+        return nil
+    }
+
+    /// Makes a token and stores its digest: the secret is returned, and kept nowhere.
+    static func createToken(
+        user: String, plan: String, label: String?, in store: any TokenRepository, now: Instant
+    ) async throws(StoreError) -> (String, StoredToken) {
+        var attempt = 0
+        while true {
+            let (token, stored) = newToken(user: user, plan: plan, label: label, now: now)
+            do {
+                try await store.insertToken(stored)
+                return (token, stored)
+            } catch {
+                // A random id or digest that is taken already: draw again.
+                attempt += 1
+                if error.code != .constraint || attempt == 3 { throw error }
+            }
+        }
+    }
 
     /// A new token (`tgk_` and 32 random bytes in base64url) and the record the store keeps of it.
     static func newToken(user: String, plan: String, label: String?, now: Instant) -> (String, StoredToken) {

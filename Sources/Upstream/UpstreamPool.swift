@@ -1,3 +1,4 @@
+import Synchronization
 package import ChatAPI
 import EventLoop
 package import Telemetry
@@ -24,6 +25,9 @@ package final class UpstreamPool: Sendable {
         let endpoint: any ChatUpstream
         let breaker: CircuitBreaker
         let metrics: UpstreamMetrics.Member
+        /// Attempts answered and failed since start, for the operator's console.
+        let answers = Atomic<Int>(0)
+        let failures = Atomic<Int>(0)
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -168,6 +172,7 @@ package final class UpstreamPool: Sendable {
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
                 member.metrics.succeeded(seconds: Self.seconds(since: now))
+                member.answers.add(1, ordering: .relaxed)
                 if probe || member.breaker.state != .closed { closeCircuit(member) }
                 return answer
             } catch {
@@ -177,6 +182,7 @@ package final class UpstreamPool: Sendable {
                     throw error
                 }
                 member.metrics.failed(failure.label, seconds: Self.seconds(since: now))
+                member.failures.add(1, ordering: .relaxed)
                 guard failure.retryable else {
                     if failure.countsAgainstUpstream {
                         noteFailure(member)
@@ -211,6 +217,21 @@ package final class UpstreamPool: Sendable {
                 if Task.isCancelled { throw .cancelled }
                 member.metrics.retries.increment()
             }
+        }
+    }
+
+    /// Each upstream as the operator's console shows it, in the pool's order.
+    package func snapshot() -> [UpstreamSnapshot] {
+        members.map { member in
+            let state: UpstreamSnapshot.State =
+                switch member.breaker.state {
+                case .closed: .inUse
+                case .open: .coolingDown
+                case .halfOpen: .probing
+                }
+            return UpstreamSnapshot(
+                name: member.name, model: member.settings.defaultModel, state: state,
+                answers: member.answers.load(ordering: .relaxed), failures: member.failures.load(ordering: .relaxed))
         }
     }
 

@@ -29,6 +29,7 @@ struct OpenAPIDocumentTests {
         configuration.apiKey = "unused"
         configuration.defaultModel = "m"
         configuration.appAttest = AppAttestSettings(appIDs: ["ABCDE12345.example.app"])
+        configuration.adminToken = "admin-0123456789abcdef0123456789"
         let logger = Logger(level: .info, sink: LogSink.memory())
         let registry = MetricsRegistry()
         let store = GatewayStore(

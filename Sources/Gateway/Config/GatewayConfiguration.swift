@@ -95,6 +95,9 @@ public struct GatewayConfiguration: Sendable {
     public var idempotencyTimeToLive: Duration = .seconds(86_400)
     /// When set, `GET /metrics` needs `Authorization: Bearer <this>`.
     public var metricsToken: String?
+    /// `ADMIN_TOKEN`: when set, the operator's console (`/admin`, `/api/admin/…`) is served
+    /// to a bearer of it; unset, those paths do not exist.
+    public var adminToken: String?
     /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
     public var tokens: TokenStore?
     /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
@@ -234,6 +237,16 @@ public struct GatewayConfiguration: Sendable {
         cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
         if let ttl = try integer("IDEMPOTENCY_TTL_SECONDS", 60...604_800) { idempotencyTimeToLive = .seconds(ttl) }
         metricsToken = value("METRICS_TOKEN")
+        if let token = value("ADMIN_TOKEN") {
+            // The console can mint caller tokens: a guessable secret would open the whole gateway.
+            guard token.utf8.count >= 24, token.utf8.count <= 512,
+                token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            else {
+                throw ConfigurationError(
+                    "ADMIN_TOKEN must be 24-512 visible ASCII characters (make one: openssl rand -hex 32)")
+            }
+            adminToken = token
+        }
         if let inline = value("GATEWAY_TOKENS") {
             do {
                 tokens = try TokenStore.parse(inline: inline)

@@ -123,6 +123,18 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         error.headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
         return error
     }()
+    /// `/api/admin/…` without the admin token, or with another.
+    static let adminUnauthorized: GatewayError = {
+        var error = GatewayError(
+            .unauthorized, .unauthorized, "توکن مدیریت لازم است.", "The admin token is required.")
+        error.headers.add(name: "WWW-Authenticate", value: "Bearer realm=\"admin\"")
+        return error
+    }()
+    /// `POST /api/admin/tokens` with a field the command line would refuse too.
+    static func adminInvalidToken(field: String) -> GatewayError {
+        GatewayError(
+            .badRequest, .invalidParameter, "مقدار «\(field)» معتبر نیست.", "The field \(field) is not valid.")
+    }
     static let rateLimited = GatewayError(
         .tooManyRequests, .rateLimited, "تعداد درخواست‌ها بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
         "Too many requests. Please try again later.")

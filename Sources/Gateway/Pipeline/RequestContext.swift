@@ -141,6 +141,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
     case jobs = "/api/jobs"
     /// `/api/attest/challenge`, `/register` and `/session`.
     case attest = "/api/attest"
+    /// The operator's console: `/admin…` and `/api/admin/…`.
+    case admin = "/api/admin"
     case other
 
     /// The route of `path`, compared byte for byte (no string switch, no hashing).
@@ -154,7 +156,9 @@ enum RouteLabel: String, Sendable, CaseIterable {
             ? .history
             : path.hasUTF8Prefix(Self.jobItemPrefix)
                 ? .jobs
-                : path.hasUTF8Prefix(Self.attestPrefix) ? .attest : .other
+                : path.hasUTF8Prefix(Self.attestPrefix)
+                    ? .attest
+                    : path.hasUTF8Prefix(Self.adminPrefix) || path.hasUTF8Prefix(Self.consolePrefix) ? .admin : .other
     }
 
     private static let known: [RouteLabel] = [
@@ -163,6 +167,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
     private static let historyItemPrefix = RouteLabel.history.rawValue + "/"
     private static let jobItemPrefix = RouteLabel.jobs.rawValue + "/"
     private static let attestPrefix = RouteLabel.attest.rawValue + "/"
+    private static let adminPrefix = RouteLabel.admin.rawValue + "/"
+    private static let consolePrefix = "/admin"
 
     /// Whether the store keeps a row for each request of this route.
     var isLedgered: Bool { self == .process || self == .chatCompletions }
@@ -179,7 +185,8 @@ enum RouteLabel: String, Sendable, CaseIterable {
         case .history: 6
         case .jobs: 7
         case .attest: 8
-        case .other: 9
+        case .admin: 9
+        case .other: 10
         }
     }
 }
