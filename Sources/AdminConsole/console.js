@@ -31,7 +31,7 @@
       state_in_use: 'in use', state_cooling_down: 'cooling down', state_probing: 'probing',
       jobs: 'Jobs', id: 'ID', task: 'Task', status: 'Status', progress: 'Progress', created: 'Created',
       job_queued: 'queued', job_running: 'running', job_succeeded: 'succeeded', job_failed: 'failed',
-      job_cancelled: 'cancelled', noJobs: 'No job is running.',
+      job_cancelled: 'cancelled', job_pendingItems: 'pending parts', noJobs: 'No job is running.',
       recentFailures: 'Recent failures', requestId: 'Request ID', time: 'Time', statusCode: 'Status', code: 'Code',
       route: 'Route', upstream: 'Upstream', noFailures: 'No failures.',
       callerTokens: 'Caller tokens', userId: 'User ID', labelOptional: 'Label (optional)', createToken: 'Create token',
@@ -63,7 +63,7 @@
       state_in_use: 'در حال استفاده', state_cooling_down: 'در حال استراحت', state_probing: 'در حال آزمون',
       jobs: 'کارهای طولانی', id: 'شناسه', task: 'کار', status: 'وضعیت', progress: 'پیشرفت', created: 'ایجاد',
       job_queued: 'در صف', job_running: 'در حال اجرا', job_succeeded: 'موفق', job_failed: 'ناموفق',
-      job_cancelled: 'لغوشده', noJobs: 'کاری در حال اجرا نیست.',
+      job_cancelled: 'لغوشده', job_pendingItems: 'بخش‌های در انتظار', noJobs: 'کاری در حال اجرا نیست.',
       recentFailures: 'خطاهای اخیر', requestId: 'شناسهٔ درخواست', time: 'زمان', statusCode: 'کد HTTP', code: 'کد خطا',
       route: 'مسیر', upstream: 'بالادست', noFailures: 'خطایی نیست.',
       callerTokens: 'توکن‌های فراخوان', userId: 'شناسهٔ کاربر', labelOptional: 'برچسب (اختیاری)', createToken: 'ساخت توکن',
@@ -203,7 +203,7 @@
   function rangeQuery(withOffset) {
     const range = currentRange();
     let query = 'from=' + encodeURIComponent(range.from) + '&to=' + encodeURIComponent(range.to);
-    if (withOffset) query += '&tz_offset=' + range.tzOffset;
+    if (withOffset) query += '&tzOffset=' + range.tzOffset;
     return query;
   }
   function markRange() {
@@ -303,7 +303,7 @@
   function fillPlans() {
     const select = $('#token-create-plan');
     const plans = (state.data.plans && state.data.plans.plans) || [];
-    const chosen = select.value || (state.data.plans && state.data.plans.default_plan);
+    const chosen = select.value || (state.data.plans && state.data.plans.defaultPlan);
     select.replaceChildren(...plans.map((plan) => el('option', { value: plan.name, text: plan.name })));
     if (chosen && plans.some((plan) => plan.name === chosen)) select.value = chosen;
   }
@@ -354,11 +354,11 @@
   function renderTotals() {
     const s = state.data.summary;
     $('#total-requests').textContent = formatNumber(s.requests);
-    $('#total-input-tokens').textContent = formatNumber(s.input_tokens);
-    $('#total-output-tokens').textContent = formatNumber(s.output_tokens);
-    $('#total-cache-hits').textContent = formatNumber(s.cache_hits);
-    $('#total-error-rate').textContent = formatPercent(s.error_rate);
-    const added = s.added_latency_ms || {}, upstream = s.upstream_latency_ms || {};
+    $('#total-input-tokens').textContent = formatNumber(s.inputTokens);
+    $('#total-output-tokens').textContent = formatNumber(s.outputTokens);
+    $('#total-cache-hits').textContent = formatNumber(s.cacheHits);
+    $('#total-error-rate').textContent = formatPercent(s.errorRate);
+    const added = s.addedLatencyMs || {}, upstream = s.upstreamLatencyMs || {};
     $('#total-added-p50').textContent = formatMs(added.p50);
     $('#total-added-p95').textContent = formatMs(added.p95);
     $('#total-upstream-p50').textContent = formatMs(upstream.p50);
@@ -473,15 +473,15 @@
     }));
     drawChart($('#chart-requests'), labels, requestSeries, { title: t('requestsByTask') });
     drawChart($('#chart-tokens'), labels, [
-      { name: t('inputTokens'), values: days.map((d) => d.input_tokens) },
-      { name: t('outputTokens'), values: days.map((d) => d.output_tokens) },
+      { name: t('inputTokens'), values: days.map((d) => d.inputTokens) },
+      { name: t('outputTokens'), values: days.map((d) => d.outputTokens) },
     ], { title: t('tokensPerDay'), line: true, height: 170 });
     const byCode = new Map();
-    for (const day of days) for (const c of day.error_codes || []) byCode.set(c.code, (byCode.get(c.code) || 0) + c.count);
+    for (const day of days) for (const c of day.errorCodes || []) byCode.set(c.code, (byCode.get(c.code) || 0) + c.count);
     const codes = Array.from(byCode.keys()).sort((a, b) => byCode.get(b) - byCode.get(a));
     drawChart($('#chart-errors'), labels, codes.map((code) => ({
       name: code,
-      values: days.map((d) => ((d.error_codes || []).find((x) => x.code === code) || { count: 0 }).count),
+      values: days.map((d) => ((d.errorCodes || []).find((x) => x.code === code) || { count: 0 }).count),
     })), { title: t('errorsByCode'), height: 170 });
   }
 
@@ -493,19 +493,19 @@
 
   // ---- callers --------------------------------------------------------------------------
 
-  function callerUser(c) { return c.kind === 'guest' ? t('guests') : c.user_id; }
+  function callerUser(c) { return c.kind === 'guest' ? t('guests') : c.userId; }
   const CALLER_SORT = {
     user: (c) => callerUser(c).toLowerCase(), label: (c) => (c.label || '').toLowerCase(), kind: (c) => c.kind,
-    plan: (c) => c.plan || '', requests: (c) => c.requests, tokens: (c) => c.input_tokens + c.output_tokens,
-    quota: (c) => (c.quota_used_today === null || c.quota_used_today === undefined ? -1 : c.quota_used_today),
-    lastSeen: (c) => c.last_seen || '',
+    plan: (c) => c.plan || '', requests: (c) => c.requests, tokens: (c) => c.inputTokens + c.outputTokens,
+    quota: (c) => (c.quotaUsedToday === null || c.quotaUsedToday === undefined ? -1 : c.quotaUsedToday),
+    lastSeen: (c) => c.lastSeen || '',
   };
 
   function renderCallers() {
     const callers = ((state.data.callers && state.data.callers.callers) || []).slice();
     const needle = $('#callers-search').value.trim().toLowerCase();
     const shown = needle ? callers.filter((c) =>
-      [c.user_id, c.label || '', c.plan || ''].some((field) => field.toLowerCase().includes(needle))) : callers;
+      [c.userId, c.label || '', c.plan || ''].some((field) => field.toLowerCase().includes(needle))) : callers;
     const key = CALLER_SORT[state.sort.key] ? state.sort.key : 'requests';
     const value = CALLER_SORT[key];
     shown.sort((a, b) => {
@@ -517,22 +517,22 @@
       th.setAttribute('aria-sort', th.dataset.sort === key ? (state.sort.descending ? 'descending' : 'ascending') : 'none');
     }
     const rows = shown.map((c) => {
-      const quota = c.quota_used_today;
+      const quota = c.quotaUsedToday;
       const quotaCell = quota === null || quota === undefined
         ? el('td', { class: 'muted', text: t('noQuota') })
         : el('td', { class: 'quota' }, [
           el('meter', { min: '0', max: '1', low: '0.7', high: '0.9', optimum: '0', value: String(Math.min(1, quota)) }),
           el('span', { text: formatPercent(quota) }),
         ]);
-      return el('tr', { class: 'caller-row', 'data-user': c.user_id, 'data-kind': c.kind }, [
+      return el('tr', { class: 'caller-row', 'data-user': c.userId, 'data-kind': c.kind }, [
         el('td', { text: callerUser(c), dir: 'auto' }),
         el('td', { text: c.label || '—', dir: 'auto' }),
         el('td', { text: t('kind_' + c.kind) }),
         el('td', { text: c.plan || '—' }),
         el('td', { class: 'num', text: formatNumber(c.requests) }),
-        el('td', { class: 'num', text: formatNumber(c.input_tokens + c.output_tokens) }),
+        el('td', { class: 'num', text: formatNumber(c.inputTokens + c.outputTokens) }),
         quotaCell,
-        el('td', { text: formatTime(c.last_seen) }),
+        el('td', { text: formatTime(c.lastSeen) }),
       ]);
     });
     if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '8', class: 'empty', text: t('noCallers') })]));
@@ -554,8 +554,8 @@
 
   function renderFailures() {
     const failures = (state.data.failures && state.data.failures.failures) || [];
-    const rows = failures.map((f) => el('tr', { class: 'failure-row', 'data-request-id': f.request_id }, [
-      el('td', { class: 'mono', text: f.request_id, dir: 'ltr' }),
+    const rows = failures.map((f) => el('tr', { class: 'failure-row', 'data-request-id': f.requestId }, [
+      el('td', { class: 'mono', text: f.requestId, dir: 'ltr' }),
       el('td', { text: formatTime(f.at) }),
       el('td', { class: 'num', text: formatNumber(f.status) }),
       el('td', { class: 'mono', text: f.code || '—' }),
@@ -569,18 +569,18 @@
   function renderJobs() {
     const body = state.data.jobs || {};
     const statistics = body.statistics || {};
-    $('#job-statistics').replaceChildren(...['queued', 'running', 'succeeded', 'failed', 'cancelled'].map((name) =>
+    $('#job-statistics').replaceChildren(...['queued', 'running', 'succeeded', 'failed', 'cancelled', 'pendingItems'].map((name) =>
       el('div', {}, [el('dt', { text: t('job_' + name) }), el('dd', { 'data-stat': name, text: formatNumber(statistics[name] || 0) })])));
     const rows = (body.jobs || []).map((job) => el('tr', { class: 'job-row', 'data-id': job.id }, [
       el('td', { class: 'mono', text: job.id, dir: 'ltr' }),
       el('td', { text: taskName(job.task) }),
-      el('td', { text: job.user_id || '—' }),
+      el('td', { text: job.userId || '—' }),
       el('td', { text: t('job_' + job.status) }),
       el('td', { class: 'progress-cell' }, [
         el('progress', { max: String(Math.max(1, job.total)), value: String(job.done) }),
         el('span', { text: formatNumber(job.done) + ' / ' + formatNumber(job.total) }),
       ]),
-      el('td', { text: formatTime(job.created_at) }),
+      el('td', { text: formatTime(job.createdAt) }),
     ]));
     if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '6', class: 'empty', text: t('noJobs') })]));
     $('#jobs-table tbody').replaceChildren(...rows);
@@ -591,17 +591,17 @@
   function renderTokens() {
     const tokens = (state.data.tokens && state.data.tokens.tokens) || [];
     const rows = tokens.map((token) => el('tr', {
-      class: 'token-row' + (token.revoked_at ? ' revoked' : ''), 'data-id': token.id, 'data-user': token.user_id,
+      class: 'token-row' + (token.revokedAt ? ' revoked' : ''), 'data-id': token.id, 'data-user': token.userId,
     }, [
       el('td', { class: 'mono', text: token.id, dir: 'ltr' }),
-      el('td', { text: token.user_id, dir: 'auto' }),
+      el('td', { text: token.userId, dir: 'auto' }),
       el('td', { text: token.plan }),
       el('td', { text: token.label || '—', dir: 'auto' }),
-      el('td', { text: formatTime(token.created_at) }),
-      el('td', { text: formatTime(token.last_used_at) }),
-      el('td', { text: token.revoked_at ? formatTime(token.revoked_at) : '—' }),
-      el('td', {}, [token.revoked_at ? null : el('button', {
-        type: 'button', class: 'revoke danger', 'data-id': token.id, 'data-user': token.user_id, text: t('revoke'),
+      el('td', { text: formatTime(token.createdAt) }),
+      el('td', { text: formatTime(token.lastUsedAt) }),
+      el('td', { text: token.revokedAt ? formatTime(token.revokedAt) : '—' }),
+      el('td', {}, [token.revokedAt ? null : el('button', {
+        type: 'button', class: 'revoke danger', 'data-id': token.id, 'data-user': token.userId, text: t('revoke'),
       })]),
     ]));
     if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '8', class: 'empty', text: t('noTokens') })]));
@@ -626,7 +626,7 @@
     event.preventDefault();
     tokenMessage(null);
     hideSecret();
-    const body = { user_id: $('#token-create-user').value.trim(), plan: $('#token-create-plan').value };
+    const body = { userId: $('#token-create-user').value.trim(), plan: $('#token-create-plan').value };
     const label = $('#token-create-label').value.trim();
     if (label) body.label = label;
     $('#token-create-submit').disabled = true;
@@ -641,7 +641,7 @@
       await reloadTokens();
     } catch (error) {
       if (error.status === 401) return;
-      if (error.code === 'invalid_request') tokenMessage('invalidRequest', { message: error.message });
+      if (error.code === 'invalid_parameter') tokenMessage('invalidRequest', { message: error.message });
       else tokenMessage('failed', { code: error.code });
     } finally {
       $('#token-create-submit').disabled = false;
