@@ -475,14 +475,16 @@ def run(args, tools, work):
         raise CheckFailed(f'the revoked token answers {status}, not 401')
     log(f'token {token_id} revoked from the page (after a confirm) answers 401')
 
-    # The new caller's one request, in the callers table after a refresh.
+    # The new caller in the callers table after a refresh: its one answer at least (the token
+    # may still answer while its revocation reaches the gateway, within 2 s).
     before = page.loaded_generation()
     page.click('#refresh')
     page.wait_refreshed(before, 'the refresh after the token check')
     caller_row = json.dumps(f'#callers-table tr.caller-row[data-user="{user}"] td.num')
     requests = page.wait(f'(document.querySelector({caller_row}) || {{}}).textContent', f'{user} in the callers table')
-    if parse_count(requests) != 1:
-        raise CheckFailed(f'the callers table shows {requests!r} requests for {user}, not 1')
+    if not parse_count(requests):
+        raise CheckFailed(f'the callers table shows {requests!r} requests for {user}')
+    log(f'{user} is in the callers table with {requests} requests')
 
     # 6. Screenshots; no sideways scrolling of the page at a phone's width.
     shots = []
