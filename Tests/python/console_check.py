@@ -498,6 +498,12 @@ def run(args, tools, work):
                     overflow = page.js('document.documentElement.scrollWidth')
                     if overflow > width + 1:
                         raise CheckFailed(f'at {width} px the page is {overflow} px wide ({lang}): it scrolls sideways')
+    # The narrowest phone the page is made for: sections stacked, only tables scroll sideways.
+    page.call('Emulation.setDeviceMetricsOverride', {'width': 360, 'height': 800, 'deviceScaleFactor': 1, 'mobile': True})
+    tools.pump(0.6)
+    overflow = page.js('document.documentElement.scrollWidth')
+    if overflow > 361:
+        raise CheckFailed(f'at 360 px the page is {overflow} px wide: it scrolls sideways')
     log('screenshots: ' + ', '.join(shots))
 
     if tools.problems:
