@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs mock drills instances-check nginx-check
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs mock drills instances-check nginx-check
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -18,6 +18,7 @@ help:
 	@echo "make real-upstream-check  the gateway in front of llama.cpp's llama-server (SmolLM2-135M, built once into LLAMA_DIR): tasks, streams, /v1, json, context overflow, hang-up, a job, eval"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
 	@echo "make import-check  each target imports only the modules docs/architecture.md allows it"
+	@echo "make console-check the operator console (/admin) in headless Chromium against the gateway and mock: login, totals, languages, tokens made and revoked from the page, CSV export, screenshots in .build/console-artefacts (installs chromium when missing)"
 	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock, open and with tokens required: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
@@ -168,3 +169,7 @@ openapi-check:
 
 import-check:
 	scripts/import-check.sh
+
+# The operator console in headless Chromium over the DevTools protocol (Python standard library).
+console-check:
+	scripts/console-check.sh

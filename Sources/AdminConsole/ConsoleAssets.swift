@@ -1,5 +1,7 @@
-/// The operator's console, built into the binary: the page, its style and its script.
+/// The operator's console (GET /admin and its two files), compiled into the binary so the
+/// gateway serves it without reading files at run time and a deployment cannot lose them.
 public enum ConsoleAssets {
+    /// The page, with `{{LANG}}` and `{{DIR}}` still in it: the server fills them per request.
     public static let html: [UInt8] = PackageResources.console_html
     public static let css: [UInt8] = PackageResources.console_css
     public static let javascript: [UInt8] = PackageResources.console_js
