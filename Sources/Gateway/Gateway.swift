@@ -349,7 +349,9 @@ public final class Gateway: Sendable {
     private static func adminRoutes(api: AdminAPI, token: String, language: ErrorLanguage?) -> [Route] {
         let locked: [any Middleware] = [AdminAccess(token: token)]
         func call(_ method: HTTPMethod, _ path: String, _ endpoint: AdminAPI.Endpoint) -> Route {
-            Route(method: method, path: "/api/admin/" + path, middleware: locked, handler: AdminRoute(api: api, endpoint: endpoint))
+            Route(
+                method: method, path: "/api/admin/" + path, middleware: locked,
+                handler: AdminRoute(api: api, endpoint: endpoint))
         }
         func asset(_ path: String, _ asset: ConsolePageRoute.Asset) -> Route {
             Route(method: .GET, path: path, middleware: [], handler: ConsolePageRoute(asset: asset, language: language))

@@ -1,6 +1,6 @@
-import Synchronization
 package import ChatAPI
 import EventLoop
+import Synchronization
 package import Telemetry
 package import TextTasks
 

@@ -55,7 +55,9 @@ struct AdminConsoleTests {
             Self.configure(&$0, path: path)
             StoreEndToEndTests.configure(&$0, path: path)
         }) { harness in
-            for token in [nil, "wrong", Self.adminToken + "x", String(Self.adminToken.dropLast()), StoreEndToEndTests.alice] {
+            for token in [
+                nil, "wrong", Self.adminToken + "x", String(Self.adminToken.dropLast()), StoreEndToEndTests.alice,
+            ] {
                 for route in ["/api/admin/summary", "/api/admin/tokens", "/api/admin/callers", "/api/admin/plans"] {
                     let response = try await Self.get(harness, route, token: token)
                     #expect(response.status == 401, "\(route) with \(token ?? "none")")

@@ -212,7 +212,9 @@ struct AdminAPI: Sendable {
                 object.field("errors", caller.row.errors)
                 object.field("tokensToday", caller.tokensToday)
                 object.field("dailyTokenQuota", caller.quota)
-                if let used = caller.quotaUsed { object.field("quotaUsedToday", used) } else {
+                if let used = caller.quotaUsed {
+                    object.field("quotaUsedToday", used)
+                } else {
                     object.nullField("quotaUsedToday")
                 }
                 object.field("lastSeen", caller.row.lastSeenMilliseconds.map(Timestamp.iso8601(milliseconds:)))

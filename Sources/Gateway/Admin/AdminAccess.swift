@@ -11,7 +11,9 @@ struct AdminAccess: Middleware {
         -> RouteAnswer
     {
         guard BearerCredentials.matches(authorization: request.headers["Authorization"], secret: token) else {
-            context.update { $0.authFailure = request.headers["Authorization"] == nil ? "admin_missing" : "admin_token" }
+            context.update {
+                $0.authFailure = request.headers["Authorization"] == nil ? "admin_missing" : "admin_token"
+            }
             throw GatewayError.adminUnauthorized
         }
         return try await next(request, context)

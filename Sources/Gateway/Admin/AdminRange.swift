@@ -92,7 +92,8 @@ struct AdminRange: Equatable {
         switch bytes.count - index {
         case 1 where bytes[index] == UInt8(ascii: "Z") || bytes[index] == UInt8(ascii: "z"):
             break
-        case 6 where (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"))
+        case 6
+        where (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"))
             && bytes[index + 3] == UInt8(ascii: ":"):
             guard let hours = number(index + 1, 2), let minutes = number(index + 4, 2), hours < 24, minutes < 60
             else { return nil }

@@ -46,7 +46,9 @@ struct LedgerRecorder: Sendable {
             inputTokens: state.usage?.promptTokens, outputTokens: state.usage?.completionTokens, status: state.status,
             code: state.error?.code.rawValue, outcome: outcome.label, cacheHit: outcome == .cacheHit,
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
-            result: storesResults ? state.result : nil
+            result: storesResults ? state.result : nil, plan: state.caller?.plan,
+            upstream: state.upstreamAttempts > 0 ? state.upstream : nil,
+            upstreamMilliseconds: state.upstreamNanoseconds > 0 ? Double(state.upstreamNanoseconds) / 1e6 : nil
         )
     }
 
@@ -73,7 +75,7 @@ struct LedgerRecorder: Sendable {
             outcome: job.status == .succeeded ? "done" : job.status.rawValue,
             cacheHit: false, durationMilliseconds: durationMilliseconds,
             createdAtMilliseconds: job.createdAtMilliseconds,
-            result: storesResults ? job.result : nil, chargesTokens: false
+            result: storesResults ? job.result : nil, chargesTokens: false, plan: job.plan
         )
     }
 }
