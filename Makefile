@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs mock drills instances-check nginx-check
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -23,7 +23,7 @@ help:
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
 	@echo "make run           run the gateway from the working directory's .env"
 	@echo "make demo          mock-upstream + gateway wired together, with a curl for each task"
-	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-devices, bench-idempotency, bench-instances, bench-jobs, bench-spread, then bench-scale"
+	@echo "make bench         the benchmark suite: bench-gateway (wrk: gateway, nginx pass-through, mock direct), bench-store, bench-crypto, bench-jwt, bench-devices, bench-idempotency, bench-instances, bench-jobs, bench-admin, bench-spread, then bench-scale"
 	@echo "make bench-gateway latency and requests/s at 1/16/64/256 connections (needs wrk, nginx-light)"
 	@echo "make bench-store   the store's cost: gateways with the store off, fast and strict, interleaved; the ledger writer's rows/s and bytes per row (needs wrk)"
 	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
@@ -36,6 +36,7 @@ help:
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
+	@echo "make bench-admin   the operator's console on 10,000,000 ledger rows (SQLite, then Postgres): each API call the page makes for 30 days, median and slowest; the writer with the roll-ups on and off (needs curl, postgresql)"
 	@echo "make bench-jobs    long texts as jobs against a 300 ms upstream: one 200,000-character summary (wall time, upstream calls), then 20 at once (RSS while they run)"
 	@echo "make bench-https   a cold client's 1,000 calls over HTTPS and HTTP/2 (nginx ssl http2, 1 s mock): wall time, connections"
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
@@ -67,10 +68,13 @@ run:
 demo:
 	scripts/demo.sh
 
-bench: bench-gateway bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-spread bench-scale
+bench: bench-gateway bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin bench-spread bench-scale
 
 bench-gateway:
 	Benchmarks/bench-gateway.sh
+
+bench-admin:
+	Benchmarks/bench-admin.sh
 
 bench-spread:
 	Benchmarks/bench-spread.sh
