@@ -146,7 +146,9 @@ private func seedPostgres(url: String, _ plan: SeedPlan) async throws {
     let inserted = MonotonicInstant.now()
     try await store.execute(SeedPlan.usage)
     try await store.rebuildRollups()
-    try await store.execute(["ANALYZE requests", "ANALYZE usage_daily", "ANALYZE usage_rollup_slots"])
+    try await store.execute([
+        "ANALYZE requests", "ANALYZE usage_daily", "ANALYZE usage_rollup_slots", "ANALYZE usage_rollup_latency",
+    ])
     print("inserted \(plan.rows) rows in \(seconds(since: started)); usage and roll-ups in \(seconds(since: inserted))")
     await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
     await group.shutdownGracefully()

@@ -1,6 +1,7 @@
-/// What the operator's console reads (docs/api.md, "Operator console"): the roll-ups the
-/// ledger keeps beside its rows (`usage_rollup_slots` by 15-minute slot, `usage_daily` by UTC
-/// day and caller), the latest failures and the jobs in flight. Every answer costs a
+/// What the operator's console reads (docs/api.md, "The operator's console"): the roll-ups
+/// the ledger keeps beside its rows (`usage_rollup_slots` by 15-minute slot, its histograms in
+/// `usage_rollup_latency`, `usage_daily` by UTC day and caller), the latest failures and the
+/// jobs in flight. Every answer costs a
 /// range scan of a roll-up or an index, whatever the number of requests behind it.
 public protocol AdminStore: Sendable {
     /// Totals over the slots [fromSlot, toSlot) (a slot is 15 minutes: `created_at / 900000`).

@@ -82,7 +82,8 @@ extension PostgresStore {
     /// transaction (the benchmark's seeding, after it filled `requests` with SQL of its own).
     package func rebuildRollups() async throws(StoreError) {
         try await transaction(
-            (["DELETE FROM usage_rollup_slots"] + RollupTables.backfill(.postgres)).map { PostgresQuery($0) })
+            (["DELETE FROM usage_rollup_slots", "DELETE FROM usage_rollup_latency"] + RollupTables.backfill(.postgres))
+                .map { PostgresQuery($0) })
     }
 
     /// Runs `statements` in one transaction: for the benchmark's seeding only.

@@ -121,9 +121,9 @@ extension PostgresStore {
     /// statement: an upsert may not touch a row twice.
     private static func rollupQueries(for rows: ArraySlice<LedgerRow>) -> [PostgresQuery] {
         var queries: [PostgresQuery] = []
+        let (slots, latency) = RollupTables.aggregate(rows)
         let columns = RollupTables.slotColumns.count
-        let slots = RollupTables.aggregate(rows).sorted { $0.key < $1.key }
-        for chunk in chunks(slots, of: PostgresQuery.maxParameters / columns) {
+        for chunk in chunks(slots.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / columns) {
             var values: [PostgresValue] = []
             values.reserveCapacity(chunk.count * columns)
             for (key, counts) in chunk {
@@ -131,9 +131,18 @@ extension PostgresStore {
                 values += [
                     .int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens),
                 ]
-                for count in counts.added.counts + counts.upstream.counts { values.append(.int(count)) }
             }
             queries.append(PostgresQuery(RollupTables.upsertSlots(.postgres, rows: chunk.count), values))
+        }
+        let width = RollupTables.latencyColumns.count
+        for chunk in chunks(latency.sorted { $0.key < $1.key }, of: PostgresQuery.maxParameters / width) {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(chunk.count * width)
+            for (slot, histograms) in chunk {
+                values.append(.int(Int(slot)))
+                for count in histograms.added.counts + histograms.upstream.counts { values.append(.int(count)) }
+            }
+            queries.append(PostgresQuery(RollupTables.upsertLatency(.postgres, rows: chunk.count), values))
         }
         return queries
     }

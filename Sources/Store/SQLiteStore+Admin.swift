@@ -9,7 +9,7 @@ extension SQLiteStore {
     public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
-                RollupQueries.totals(placeholders: "?", "?"), [.integer(fromSlot), .integer(toSlot)]
+                RollupQueries.totals(placeholders: "?1", "?2"), [.integer(fromSlot), .integer(toSlot)]
             ) { row in
                 RollupTotals(
                     requests: row.int(0), cacheHits: row.int(1), inputTokens: row.int(2), outputTokens: row.int(3),
@@ -99,7 +99,8 @@ extension SQLiteStore {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.executeScript(
-                    (["DELETE FROM usage_rollup_slots"] + RollupTables.backfill(.sqlite)).joined(separator: ";\n"))
+                    (["DELETE FROM usage_rollup_slots", "DELETE FROM usage_rollup_latency"]
+                        + RollupTables.backfill(.sqlite)).joined(separator: ";\n"))
             }
         }
     }

@@ -43,25 +43,32 @@ extension SQLiteStore {
         }
     }
 
-    /// One cached single-key upsert, run once per distinct key of the batch.
+    /// One cached single-key upsert per table, run once per distinct key of the batch.
     private static func addRollups(of rows: [LedgerRow], into connection: SQLiteConnection) throws(StoreError) {
+        let (slots, latency) = RollupTables.aggregate(rows)
         var values: [SQLiteValue] = []
-        values.reserveCapacity(RollupTables.slotColumns.count)
-        for (key, counts) in RollupTables.aggregate(rows) {
+        values.reserveCapacity(RollupTables.latencyColumns.count)
+        for (key, counts) in slots {
             values.removeAll(keepingCapacity: true)
             values += [.integer(key.slot), .text(key.task), .text(key.model), .integer(key.status), .text(key.code)]
             values += [
                 .integer(counts.requests), .integer(counts.cacheHits), .integer(counts.inputTokens),
                 .integer(counts.outputTokens),
             ]
-            for count in counts.added.counts + counts.upstream.counts { values.append(.integer(count)) }
             try connection.execute(slotsUpsert, values)
+        }
+        for (slot, histograms) in latency {
+            values.removeAll(keepingCapacity: true)
+            values.append(.integer(slot))
+            for count in histograms.added.counts + histograms.upstream.counts { values.append(.integer(count)) }
+            try connection.execute(latencyUpsert, values)
         }
     }
 
     private static let usageUpsert = RollupTables.upsertUsage(.sqlite, rows: 1)
     private static let plainUsageUpsert = RollupTables.upsertUsage(.sqlite, rows: 1, rollups: false)
     private static let slotsUpsert = RollupTables.upsertSlots(.sqlite, rows: 1)
+    private static let latencyUpsert = RollupTables.upsertLatency(.sqlite, rows: 1)
 
     /// The UTC day (days since the Unix epoch) of an instant in milliseconds, rounded down.
     static func utcDay(ofMilliseconds milliseconds: Int64) -> Int64 {

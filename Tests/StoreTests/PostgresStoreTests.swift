@@ -97,8 +97,8 @@ extension StoreBackends {
         func largeBatch() async throws {
             try await withStore(on: .postgres) { store, _ in
                 let rows = (0..<5_000).map { ledgerRow("big\($0)", user: "alice") }
-                // The batch id, two inserts of rows, the usage and the slots' roll-up (one key each).
-                #expect(PostgresStore.queries(for: .init(id: PostgresStore.newBatchID(), rows: rows[...])).count == 5)
+                // The batch id, two inserts of rows, the usage and the slots' two roll-ups (one key each).
+                #expect(PostgresStore.queries(for: .init(id: PostgresStore.newBatchID(), rows: rows[...])).count == 6)
                 try await append(rows, to: store)
                 #expect(try await store.dailyUsage(userID: "alice", fromDay: 0).first?.requests == 5_000)
                 #expect(

@@ -95,11 +95,17 @@ struct AdminAPI: Sendable {
         let range = try AdminRange(query, nowMilliseconds: nowMilliseconds)
         let offset = try Self.offsetMinutes(query)
         let csv = try Self.wantsCSV(query)
-        let (tasks, codes) = try await read { store throws(StoreError) in
-            (
-                try await store.rollupDayTasks(fromSlot: range.fromSlot, toSlot: range.toSlot, offsetMinutes: offset),
-                try await store.rollupDayCodes(fromSlot: range.fromSlot, toSlot: range.toSlot, offsetMinutes: offset)
-            )
+        // Two scans of the slots at once, on two of the store's readers.
+        let store = try requireStore()
+        async let taskRows = store.rollupDayTasks(fromSlot: range.fromSlot, toSlot: range.toSlot, offsetMinutes: offset)
+        async let codeRows = store.rollupDayCodes(fromSlot: range.fromSlot, toSlot: range.toSlot, offsetMinutes: offset)
+        let tasks: [RollupDayTask]
+        let codes: [RollupDayCode]
+        do {
+            (tasks, codes) = try await (taskRows, codeRows)
+        } catch {
+            if let error = error as? StoreError { faults?.record(error, operation: .read) }
+            throw GatewayError.storeUnavailable
         }
         let tasksByDay = Dictionary(grouping: tasks, by: \.day)
         let codesByDay = Dictionary(grouping: codes, by: \.day)
