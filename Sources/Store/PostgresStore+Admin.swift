@@ -25,7 +25,7 @@ extension PostgresStore {
         -> [RollupDayTask]
     {
         let rows = try await query(
-            RollupQueries.dayTasks(placeholders: "$1", "$2", "$3"),
+            RollupQueries.dayTasks(placeholders: "$1", "$2", "$3", bySlotFirst: false),
             [.int(offsetMinutes * 60_000), .int(Int(fromSlot)), .int(Int(toSlot))]
         ).rows
         return RollupQueries.ordered(
@@ -40,7 +40,7 @@ extension PostgresStore {
         -> [RollupDayCode]
     {
         let rows = try await query(
-            RollupQueries.dayCodes(placeholders: "$1", "$2", "$3"),
+            RollupQueries.dayCodes(placeholders: "$1", "$2", "$3", bySlotFirst: false),
             [.int(offsetMinutes * 60_000), .int(Int(fromSlot)), .int(Int(toSlot))]
         ).rows
         return RollupQueries.ordered(

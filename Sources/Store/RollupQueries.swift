@@ -23,31 +23,47 @@ enum RollupQueries {
         "(slot * \(RollupTables.slotMilliseconds) + \(offset)) / \(RollupTables.dayMilliseconds)"
     }
 
-    /// By slot and task first, in the primary key's order (no sort), then by local day: a
-    /// month of slots sorted whole by day took SQLite twice as long.
-    static func dayTasks(placeholders offset: String, _ from: String, _ to: String) -> String {
-        """
-        SELECT \(localDay(offset)) AS local_day, task, sum(r), sum(i), sum(o), sum(e)
-        FROM (
-            SELECT slot, task, sum(requests) AS r, sum(input_tokens) AS i, sum(output_tokens) AS o,
-                coalesce(sum(requests) FILTER (WHERE status >= 400), 0) AS e
-            FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
-            GROUP BY slot, task
-        ) AS by_slot
-        GROUP BY local_day, task
-        """
+    /// On SQLite by slot first, in the primary key's order (no sort), then by local day: a
+    /// month of slots sorted whole by day took it twice as long. Postgres hashes either way,
+    /// and the two levels only cost it more.
+    static func dayTasks(placeholders offset: String, _ from: String, _ to: String, bySlotFirst: Bool) -> String {
+        guard bySlotFirst else {
+            return """
+                SELECT \(localDay(offset)) AS local_day, task, sum(requests), sum(input_tokens), sum(output_tokens),
+                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0)
+                FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
+                GROUP BY local_day, task
+                """
+        }
+        return """
+            SELECT \(localDay(offset)) AS local_day, task, sum(r), sum(i), sum(o), sum(e)
+            FROM (
+                SELECT slot, task, sum(requests) AS r, sum(input_tokens) AS i, sum(output_tokens) AS o,
+                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0) AS e
+                FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
+                GROUP BY slot, task
+            ) AS by_slot
+            GROUP BY local_day, task
+            """
     }
 
-    static func dayCodes(placeholders offset: String, _ from: String, _ to: String) -> String {
-        """
-        SELECT \(localDay(offset)) AS local_day, code, sum(n)
-        FROM (
-            SELECT slot, code, sum(requests) AS n
-            FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to) AND status >= 400
-            GROUP BY slot, code
-        ) AS by_slot
-        GROUP BY local_day, code
-        """
+    static func dayCodes(placeholders offset: String, _ from: String, _ to: String, bySlotFirst: Bool) -> String {
+        guard bySlotFirst else {
+            return """
+                SELECT \(localDay(offset)) AS local_day, code, sum(requests)
+                FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to) AND status >= 400
+                GROUP BY local_day, code
+                """
+        }
+        return """
+            SELECT \(localDay(offset)) AS local_day, code, sum(n)
+            FROM (
+                SELECT slot, code, sum(requests) AS n
+                FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to) AND status >= 400
+                GROUP BY slot, code
+            ) AS by_slot
+            GROUP BY local_day, code
+            """
     }
 
     /// One row per caller and plan, merged in Swift (``merged(_:)``), from `usage_daily`'s

@@ -27,7 +27,7 @@ extension SQLiteStore {
         try await read { connection throws(StoreError) in
             var days: [RollupDayTask] = []
             try connection.query(
-                RollupQueries.dayTasks(placeholders: "?", "?", "?"),
+                RollupQueries.dayTasks(placeholders: "?", "?", "?", bySlotFirst: true),
                 [.integer(Int64(offsetMinutes) * 60_000), .integer(fromSlot), .integer(toSlot)]
             ) {
                 days.append(
@@ -45,7 +45,7 @@ extension SQLiteStore {
         try await read { connection throws(StoreError) in
             var days: [RollupDayCode] = []
             try connection.query(
-                RollupQueries.dayCodes(placeholders: "?", "?", "?"),
+                RollupQueries.dayCodes(placeholders: "?", "?", "?", bySlotFirst: true),
                 [.integer(Int64(offsetMinutes) * 60_000), .integer(fromSlot), .integer(toSlot)]
             ) { days.append(RollupDayCode(day: $0.int64(0), code: $0.text(1), count: $0.int(2))) }
             return RollupQueries.ordered(days)
