@@ -211,12 +211,14 @@ struct SharedCacheLockTests {
     func renewal() async throws {
         let redis = try await RedisServer()
         let probe = try await RedisProbe(url: redis.url)
-        let (first, second) = Self.instances(probe, lock: .seconds(2))
+        // A lock long beside a loaded machine's scheduling delays (a renewal late by seconds
+        // under a full test run let the lock lapse), and a call well past it, well within the wait.
+        let (first, second) = Self.instances(probe, lock: .seconds(4))
         let calls = Atomic<Int>(0)
         let compute: @Sendable () async throws(GatewayError) -> ResponseCache.Answer = { () throws(GatewayError) in
             calls.add(1, ordering: .relaxed)
-            // A call longer than the 2 s lock, on Redis's clock: the holder must renew it.
-            try? await Task.sleep(for: .milliseconds(5000))
+            // A call longer than the 4 s lock, on Redis's clock: the holder must renew it.
+            try? await Task.sleep(for: .milliseconds(7000))
             return ResponseCache.Answer(result: "once", usage: nil)
         }
         async let one = first.answer(for: Self.key, compute: compute)

@@ -318,17 +318,21 @@ struct PostgresClientTests {
         let client = PostgresClient(configuration: try cluster.configuration(), group: group)
         try await client.start()
         #expect(try await client.query("SELECT 1").rows.count == 1)
-        // A query in flight when stop begins finishes within the deadline.
-        let inFlight = Task { try await client.query("SELECT pg_sleep(1), 7") }
-        try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
+        // A query in flight when stop begins finishes within the deadline. The observer is
+        // connected before the query starts, so a loaded machine's slow connect cannot let the
+        // query end unseen.
+        let inFlight = try await withClient(try cluster.configuration()) {
+            (other: PostgresClient) async throws -> Task<PostgresResult, any Error> in
+            let inFlight = Task { try await client.query("SELECT pg_sleep(2), 7") }
             let running = await eventually(within: 5) {
                 let sql =
-                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(1), 7'"
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(2), 7'"
                 return (try? await other.query(sql))?.rows.first?.int(0) == 1
             }
             #expect(running)
+            return inFlight
         }
-        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(5)))
+        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(10)))
         let answered = try await inFlight.value
         #expect(answered.rows.first?.int(1) == 7)
         await #expect(throws: PostgresError(.closed, message: "the client is stopped")) {
