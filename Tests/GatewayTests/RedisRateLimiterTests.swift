@@ -24,6 +24,10 @@ struct RedisRateLimiterTests {
         configuration.timeout = .seconds(2)
         let client = RedisClient(configuration: configuration, group: group, scripts: RedisRateLimiter.scripts)
         try await client.start()
+        // The connection is made in the background: a loaded machine can take longer than the
+        // first command's wait, so the test waits until the server answers.
+        let connected = await eventually(within: 15) { (try? await client.send("PING")) != nil }
+        #expect(connected, "redis-server did not answer PING")
         let limiters = (0..<instances).map { _ in RedisRateLimiter(client: client, leaseTimeToLive: leaseTimeToLive) }
         let outcome: Result<Void, any Error>
         do {

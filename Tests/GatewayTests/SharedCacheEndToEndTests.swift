@@ -19,6 +19,11 @@ private struct RedisProbe {
         configuration.timeout = .seconds(2)
         client = RedisClient(configuration: configuration, group: group, scripts: SharedResponseCache.scripts)
         try await client.start()
+        // Connected in the background: wait until the server answers, as a loaded machine can
+        // take longer than a first command's wait.
+        let client = client
+        let connected = await eventually(within: 15) { (try? await client.send("PING")) != nil }
+        #expect(connected, "redis-server did not answer PING")
     }
 
     func stop() async {
