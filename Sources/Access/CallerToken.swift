@@ -70,7 +70,8 @@ public struct CallerToken: Sendable, Hashable, CustomStringConvertible {
         return digest
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+    /// A hex digit's value, either case; nil for any other byte.
+    package static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

@@ -1,3 +1,4 @@
+import Access
 import Telemetry
 
 /// The instants an admin call covers, `[from, to)`, from its `from` and `to` query
@@ -115,20 +116,13 @@ struct AdminRange: Equatable {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+            guard let high = iterator.next().flatMap(CallerToken.hexValue),
+                let low = iterator.next().flatMap(CallerToken.hexValue)
+            else {
                 return nil
             }
             bytes.append(high << 4 | low)
         }
         return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
