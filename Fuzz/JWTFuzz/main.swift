@@ -35,7 +35,12 @@ private let verifier = makeVerifier()
 /// What every acceptance must satisfy, whatever the token.
 private func checkAccepted(_ acceptance: JWTVerifier.Acceptance, token: [UInt8]) {
     let caller = acceptance.caller
-    require(JWTPolicy.isValidSubject(caller.userID), "accepted a subject that is not 1-128 printable ASCII")
+    // The user id is `jwt:` and the subject; the subject alone is what the policy bounds.
+    require(caller.userID.hasPrefix("jwt:"), "accepted a caller whose user id is not jwt:<sub>")
+    require(
+        JWTPolicy.isValidSubject(String(caller.userID.dropFirst(4))),
+        "accepted a subject that is not 1-128 printable ASCII")
+    require(claimsSubject(token) == String(caller.userID.dropFirst(4)), "the user id is not the token's own subject")
     require(caller.plan == "default" || caller.plan == "pro", "accepted a plan the catalog does not have")
     require(acceptance.expiresAt >= now.secondsSinceEpoch, "accepted a token past its exp and leeway")
     require(token.count <= JWTVerifier.maximumTokenBytes, "accepted an oversized token")
@@ -63,6 +68,14 @@ private func checkAccepted(_ acceptance: JWTVerifier.Acceptance, token: [UInt8])
     }
     let claims = try! jws.claims()
     require(claims["iss"] == .string(issuer), "accepted another issuer")
+}
+
+/// The `sub` claim as the token carries it, read independently of the verifier's result.
+private func claimsSubject(_ token: [UInt8]) -> String? {
+    guard let jws = try? CompactJWS.parse(token), let claims = try? jws.claims(),
+        case .string(let subject)? = claims["sub"]
+    else { return nil }
+    return subject
 }
 
 private func verify(_ token: [UInt8]) {
