@@ -6,12 +6,13 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
 	@echo "make build         debug build of every target"
 	@echo "make test          build and run every test (scripts/test.sh: what CI runs)"
+	@echo "make stress        the Swift suite STRESS_ROUNDS times (default 10) with every core busy (stress-ng): a test that fails once is a defect"
 	@echo "make lint          swift format lint --strict, and no .swift line longer than 120 characters (scripts/lint.sh)"
 	@echo "make image-check   build the Dockerfile (podman, or docker) and run the container as a deployment does: health, an answer, HEALTHCHECK, user, volume, tokens, restart, stop"
 	@echo "make bare-check    the README's Quick start demo command, as written, in the bare swift:6.3-bookworm image"
@@ -57,6 +58,10 @@ test:
 
 lint:
 	scripts/lint.sh
+
+STRESS_ROUNDS ?= 10
+stress:
+	scripts/stress.sh $(STRESS_ROUNDS)
 
 release:
 	$(SWIFT) build -c release --static-swift-stdlib --product text-gateway

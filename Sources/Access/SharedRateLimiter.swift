@@ -50,11 +50,14 @@ package final class SharedRateLimiter: RateLimiter {
         registry.counter("textgateway_redis_errors_total", help: "Redis calls that failed, by kind.", labels: ["kind"])
     }
 
-    /// `textgateway_redis_up`: 1 while a connection to Redis is up.
+    /// `textgateway_redis_up`: 1 while every loop's connection to Redis is up. A request is
+    /// decided on its own loop's connection, so with one of them down some decisions are
+    /// this instance's own: that is not "up".
     package static func registerUpGauge(_ registry: MetricsRegistry, client: RedisClient) {
-        registry.gaugeFunction("textgateway_redis_up", help: "1 while this instance has a connection to Redis, else 0.")
-        {
-            client.connectedCount > 0 ? 1 : 0
+        registry.gaugeFunction(
+            "textgateway_redis_up", help: "1 while every one of this instance's connections to Redis is up, else 0."
+        ) {
+            client.isUp ? 1 : 0
         }
     }
 
