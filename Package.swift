@@ -90,8 +90,9 @@ let package = Package(
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(
-            name: "TestSupport", dependencies: ["EventLoop", "Postgres"], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["EventLoop", "Postgres", "CTestSupport"], path: "Tests/TestSupport",
             swiftSettings: strict),
         .target(
             name: "GatewayTestSupport",
