@@ -48,6 +48,9 @@ public final class PostgresClient: Service {
         }
     }
 
+    /// Whether ``stop(deadline:)`` has begun: from then on every new query is refused.
+    public var isStopping: Bool { isStopped.load(ordering: .relaxed) }
+
     public func stop(deadline: MonotonicInstant) async {
         isStopped.store(true, ordering: .relaxed)
         await withTaskGroup(of: Void.self) { group in

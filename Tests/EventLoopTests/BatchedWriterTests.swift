@@ -86,7 +86,7 @@ struct BatchedWriterTests {
             for _ in 0..<total { writer.append(line) }
             appended.store(true, ordering: .releasing)
         }
-        #expect(await eventually(within: 10) { appended.load(ordering: .acquiring) }, "append blocked")
+        #expect(await eventually { appended.load(ordering: .acquiring) }, "append blocked")
         let dropped = writer.droppedLineCount
         // At most the pipe, the batch in write(2) and a full buffer can have been taken.
         let kept = (4096 + 2 * limit) / line.count + 1

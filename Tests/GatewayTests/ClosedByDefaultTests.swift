@@ -145,7 +145,7 @@ struct ClosedByDefaultTests {
             #expect(viaToken.status == 200)
             // The access line is written just after the answer.
             #expect(
-                await eventually(within: 10) { harness.logs.lines.contains { $0.contains("request_id=token-erin ") } })
+                await eventually { harness.logs.lines.contains { $0.contains("request_id=token-erin ") } })
             let lines = harness.logs.lines
             #expect(lines.first { $0.contains("request_id=jwt-erin ") }?.contains("user_id=jwt:erin ") == true)
             #expect(lines.first { $0.contains("request_id=token-erin ") }?.contains("user_id=erin ") == true)

@@ -131,7 +131,7 @@ enum IdempotencyScenarios {
             return client
         }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 harness.logs.lines.contains {
                     $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original")
                 }

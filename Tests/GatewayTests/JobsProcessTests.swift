@@ -77,7 +77,7 @@ struct JobsProcessTests {
 
         let first = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         let id = try await Self.submit(client, first.base, text: text)
-        let underWay = await eventually(within: 20) {
+        let underWay = await eventually {
             ((try? await Self.job(client, first.base, id))?["progress"]?["done"]?.doubleValue ?? 0) >= 4
         }
         #expect(underWay)

@@ -282,7 +282,7 @@ struct OperationsDocsTests {
 
             var exposition = (types: [String: String](), labels: [String: Set<String>]())
             #expect(
-                await eventually(within: 10) {
+                await eventually {
                     guard
                         let response = try? await harness.client.send(
                             HTTPClientRequest(url: harness.base + "/metrics")), response.status == 200

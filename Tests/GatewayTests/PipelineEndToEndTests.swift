@@ -46,11 +46,13 @@ struct PipelineEndToEndTests {
     func hangUpIs499() async throws {
         try await GatewayHarness.with { harness in
             let port = Self.port(harness)
+            // The mock holds each call a minute: only the hang-up can end it while the test waits,
+            // however late a loaded machine notices it.
             for index in 0..<8 {
                 try await onThread {
                     let client = try TestClient(port: port)
                     try client.send(
-                        Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=3000]"), port: port))
+                        Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=60000]"), port: port))
                     return client
                 }.closeWhen { harness.mock.stats.requests == index + 1 }
                 #expect(await eventually { harness.mock.stats.inFlight == 0 })
@@ -212,7 +214,7 @@ struct PipelineEndToEndTests {
             // All three gone: the call is aborted.
             let gone = try await threeWaiting(Self.sample + " [mock:latency-ms=3000]")
             for client in gone { client.abort() }
-            #expect(await eventually(within: 10) { harness.mock.stats.cancelled == 1 })
+            #expect(await eventually { harness.mock.stats.cancelled == 1 })
             #expect(harness.mock.stats.requests == 2)
         }
     }

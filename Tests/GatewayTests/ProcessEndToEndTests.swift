@@ -369,7 +369,7 @@ struct ProcessEndToEndTests {
             #expect(await eventually { harness.mock.stats.inFlight == 1 })
             call.cancel()
             #expect(
-                await eventually(within: 5) {
+                await eventually {
                     harness.mock.stats.cancelled == 1 && harness.mock.stats.openConnections == 0
                 })
             #expect(await eventually { harness.logs.lines.contains { $0.contains("outcome=cancelled") } })

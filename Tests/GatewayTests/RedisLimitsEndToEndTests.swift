@@ -180,7 +180,7 @@ struct RedisLimitsEndToEndTests {
                         headers: AccessEndToEndTests.bearer())
                 }
             }
-            #expect(await eventually(within: 10) { survivor.mock.stats.inFlight == 2 })
+            #expect(await eventually { survivor.mock.stats.inFlight == 2 })
             doomed.child.signal(SIGKILL)
             #expect(await doomed.child.waitForExit(seconds: 10) == 128 + SIGKILL)
             for task in held { _ = await task.value }
@@ -190,7 +190,7 @@ struct RedisLimitsEndToEndTests {
             #expect(refused.status == 429)
             var status = 0
             #expect(
-                await eventually(within: 15) {
+                await eventually {
                     status =
                         (try? await survivor.process(
                             task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
@@ -212,7 +212,7 @@ struct RedisLimitsEndToEndTests {
                     "{\"task\":\"summarize\",\"stream\":true,\"text\":\(jsonString(text))}",
                     headers: [("Content-Type", "application/json")] + AccessEndToEndTests.bearer())
             }
-            #expect(await eventually(within: 10) { instances[0].mock.stats.inFlight == 1 })
+            #expect(await eventually { instances[0].mock.stats.inFlight == 1 })
             // Past the lease's time to live (1 s and a margin of 1 s): the slot is still the stream's.
             // Redis's own clock has to pass it; none can be injected there.
             try await Task.sleep(for: .seconds(3))
@@ -225,7 +225,7 @@ struct RedisLimitsEndToEndTests {
             #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
             // The lease is given back by the finished hook, just after the stream's last bytes.
             #expect(
-                await eventually(within: 5) {
+                await eventually {
                     (try? await instances[1].process(
                         task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
                 })
@@ -242,7 +242,7 @@ struct RedisLimitsEndToEndTests {
             #expect(try await Self.burst(2, over: instances).allSatisfy { $0.status == 200 })
             redis.kill()
             for instance in instances {
-                #expect(await eventually(within: 10) { await Self.redisUp(instance) == false })
+                #expect(await eventually { await Self.redisUp(instance) == false })
             }
             for index in 0..<6 {
                 let started = MonotonicInstant.now()
@@ -258,7 +258,7 @@ struct RedisLimitsEndToEndTests {
                         "textgateway_rate_limit_decisions_total{backend=\"local\"} 3"))
             }
             try await redis.start()
-            for instance in instances { #expect(await eventually(within: 15) { await Self.redisUp(instance) == true }) }
+            for instance in instances { #expect(await eventually { await Self.redisUp(instance) == true }) }
             // The restarted server holds no counts: 10 of the next 30, across both, as before.
             let responses = try await Self.burst(30, over: instances)
             #expect(responses.filter { $0.status == 200 }.count == 10)
@@ -294,7 +294,7 @@ struct RedisLimitsEndToEndTests {
             #expect(try await Self.metrics(gateway).contains("textgateway_redis_errors_total{kind=\"timeout\"} 1"))
             redis.signal(SIGCONT)
             #expect(
-                await eventually(within: 15) {
+                await eventually {
                     _ = try? await gateway.process(
                         task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
                     return gateway.logs.lines.contains { $0.contains("redis_available") }
@@ -313,7 +313,7 @@ struct RedisLimitsEndToEndTests {
                 try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
                     .status == 200)
             redis.kill()
-            #expect(await eventually(within: 10) { await Self.redisUp(gateway) == false })
+            #expect(await eventually { await Self.redisUp(gateway) == false })
             let refused = try await gateway.process(
                 task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(refused.status == 503)
@@ -321,7 +321,7 @@ struct RedisLimitsEndToEndTests {
             try await redis.start()
             var status = 0
             #expect(
-                await eventually(within: 15) {
+                await eventually {
                     status =
                         (try? await gateway.process(
                             task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0

@@ -153,7 +153,7 @@ struct StoreProcessTests {
         // Their rows committed (history reads what is), then a last few answers and the kill
         // right after them.
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 (try? await Self.historyIDs(client, first))?.isSuperset(of: settled) == true
             })
         for index in 0..<5 { #expect(try await Self.process(client, first.base, id: "fast-last-\(index)") == 200) }
@@ -191,7 +191,7 @@ struct StoreProcessTests {
         let token = try #require(created.output.split(separator: "\n").first { $0.hasPrefix("tgk_") }.map(String.init))
         #expect(token.count >= 4 + 43)
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200
             })
 
@@ -205,7 +205,7 @@ struct StoreProcessTests {
         let carol = try #require(tokens["tokens"]?.arrayValue?.first { $0["user"]?.stringValue == "carol" })
         let id = try #require(carol["id"]?.stringValue)
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 let again = try? await Self.command(
                     ["tokens", "list", "--format", "json"], environment, directory: directory)
                 return again?.output.contains("\"last_used\":\"") == true
@@ -232,7 +232,7 @@ struct StoreProcessTests {
         let revoked = try await Self.command(["tokens", "revoke", id], environment, directory: directory)
         #expect(revoked.status == 0)
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401
             })
         #expect(try await Self.command(["tokens", "revoke", id], environment, directory: directory).status == 1)
@@ -273,7 +273,7 @@ struct StoreProcessTests {
         #expect(try await Self.process(client, gateway.base, id: "alice-1") == 200)
         // Committed within a batch interval; the report reads the file.
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 let csv =
                     (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output
                     ?? ""

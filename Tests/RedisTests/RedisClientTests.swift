@@ -158,12 +158,12 @@ struct RedisClientTests {
             try await withClient(server.url) { client, group in
                 for _ in 0..<20 {
                     _ = try await killer.send("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-                    let back = await eventually(within: 10) { (try? await client.send("PING")) != nil }
+                    let back = await eventually { (try? await client.send("PING")) != nil }
                     #expect(back)
                 }
                 // Only this test connects to its server: the killer's socket and the client's
                 // one. A descriptor kept per reconnect would stay in CLOSE_WAIT, 20 of them.
-                #expect(await eventually(within: 5) { socketsConnected(toPort: server.port) == 2 })
+                #expect(await eventually { socketsConnected(toPort: server.port) == 2 })
                 let loop = group.loops[0]
                 let registered = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
                     loop.execute { continuation.resume(returning: loop.registrationCount) }
@@ -193,7 +193,7 @@ struct RedisClientTests {
                 #expect(codes.contains(.timeout))
                 #expect(codes.allSatisfy { $0 == .timeout || $0 == .connectionClosed || $0 == .connectionFailed })
                 #expect(started.nanoseconds(until: .now()) < 3_000_000_000)
-                let recovered = await eventually(within: 15) { (try? await client.send("GET", "k"))?.string == "v" }
+                let recovered = await eventually { (try? await client.send("GET", "k"))?.string == "v" }
                 #expect(recovered)
                 #expect(client.isUp)
             }
@@ -213,7 +213,7 @@ struct RedisClientTests {
                 let second = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in
                     try await client.send("INCR", "n")
                 }
-                let bothSent = await eventually(within: 5) { await client.pendingCount() == 2 }
+                let bothSent = await eventually { await client.pendingCount() == 2 }
                 #expect(bothSent)
                 first.cancel()
                 let firstError: RedisError?
@@ -241,7 +241,7 @@ struct RedisClientTests {
         try await withClient(server.url, loops: 2, timeout: .milliseconds(200)) { client, _ in
             _ = try await client.send("SET", "k", "v")
             server.kill()
-            let down = await eventually(within: 5) { !client.isUp }
+            let down = await eventually { !client.isUp }
             #expect(down)
             for _ in 0..<5 {
                 let started = MonotonicInstant.now()
@@ -251,7 +251,7 @@ struct RedisClientTests {
                 #expect(started.nanoseconds(until: .now()) < 2_000_000_000)
             }
             try await server.start()
-            let up = await eventually(within: 15) { client.isUp }
+            let up = await eventually { client.isUp }
             #expect(up)
             #expect(try await client.send("PING") == .simpleString("PONG"))
         }
@@ -306,7 +306,7 @@ struct RedisClientTests {
             let error = await redisError { () async throws(RedisError) in try await client.send("PING") }
             #expect(error?.code == .connectionFailed)
             let server = try await RedisServer(port: port)
-            let up = await eventually(within: 15) { client.isUp }
+            let up = await eventually { client.isUp }
             #expect(up)
             #expect(try await client.send("PING") == .simpleString("PONG"))
             server.kill()
@@ -324,7 +324,7 @@ struct RedisClientTests {
             try await client.start()
             _ = try await pauser.send("CLIENT", "PAUSE", "200", "ALL")
             let pending = Task { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "drained") }
-            let sent = await eventually(within: 5) { await client.pendingCount() == 1 }
+            let sent = await eventually { await client.pendingCount() == 1 }
             #expect(sent)
             await client.stop(deadline: .now().advanced(by: .seconds(5)))
             #expect(try await pending.value == .integer(1))

@@ -162,7 +162,7 @@ public func withClient<T>(
     try await client.start()
     do {
         if waitForConnection {
-            let connected = await eventually(within: 15) { await client.connectedCount() == loops * connectionsPerLoop }
+            let connected = await eventually { await client.connectedCount() == loops * connectionsPerLoop }
             try #require(connected, "the client did not connect")
         }
         let result = try await body(client)

@@ -5,7 +5,8 @@ import EventLoop
 #endif
 
 /// A blocking loopback client for end-to-end tests: raw bytes out, parsed responses in,
-/// every read bounded by a receive timeout.
+/// every read bounded by a receive timeout (generous: it is reached only when a test fails,
+/// and a loaded machine may take seconds to answer).
 public final class TestClient {
     public struct Response: Sendable {
         public var status: Int
@@ -25,7 +26,7 @@ public final class TestClient {
     private var buffer: [UInt8] = []
 
     /// Connects to `host`:`port` (127.0.0.1 or ::1); throws when refused.
-    public init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 5) throws {
+    public init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 30) throws {
         let v6 = host.contains(":")
         fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
@@ -112,7 +113,16 @@ public final class TestClient {
         return bytes
     }
 
-    /// True when the server closed the connection (reads end of stream) before `seconds`.
+    /// Whether the server has sent something not yet read, or closed the connection: a look
+    /// that does not wait.
+    public var hasInput: Bool {
+        if !buffer.isEmpty { return true }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
+    /// True when the server closed the connection (reads end of stream) before the receive
+    /// timeout.
     public func readsEndOfStream() -> Bool {
         do {
             while try fill() { buffer.removeAll() }

@@ -99,25 +99,23 @@ struct TextGatewayClientTests {
                 var events: [StreamEvent] = []
                 // Without a key: a keyed stream's answer is completed and kept whoever cancels.
                 for try await event in harness.client().stream(
-                    .rewrite, text: sampleText(directive: "[mock:latency-ms=5000]"), idempotencyKey: nil)
+                    .rewrite, text: sampleText(directive: "[mock:latency-ms=60000]"), idempotencyKey: nil)
                 {
                     events.append(event)
                 }
                 return events
             }
-            // The upstream call is under way (the mock holds it for 5 s before its first byte).
-            #expect(await eventually(within: 5) { harness.mock.stats.inFlight == 1 })
-            let clock = ContinuousClock()
-            let cancelledAt = clock.now
+            // The upstream call is under way (the mock holds it for a minute before its first
+            // byte, so only the cancel can end it while the test waits).
+            #expect(await eventually { harness.mock.stats.inFlight == 1 })
             consumer.cancel()
             // A cancelled iteration ends (as every AsyncThrowingStream's does) without a `done`.
             let events = (try? await consumer.value) ?? []
             #expect(!events.contains { if case .done = $0 { true } else { false } })
             #expect(
-                await eventually(within: 3) {
+                await eventually {
                     harness.mock.stats.cancelled > before && harness.mock.stats.inFlight == 0
                 })
-            #expect(clock.now - cancelledAt < .seconds(3))
         }
     }
 
@@ -249,7 +247,7 @@ struct TextGatewayClientTests {
 
             var page = try await client.history(limit: 20)
             #expect(
-                await eventually(within: 5) {
+                await eventually {
                     page = (try? await client.history(limit: 20)) ?? page
                     return page.items.count == 2
                 })
@@ -315,11 +313,11 @@ struct TextGatewayClientTests {
             let client = harness.client()
             let submission = try await client.submitJob(
                 .summarize, text: sampleText(directive: "[mock:latency-ms=5000]"))
-            #expect(await eventually(within: 5) { harness.mock.stats.inFlight >= 1 })
+            #expect(await eventually { harness.mock.stats.inFlight >= 1 })
             _ = try await client.cancelJob(id: submission.jobId)
             var job = try await client.job(id: submission.jobId)
             #expect(
-                await eventually(within: 5) {
+                await eventually {
                     job = (try? await client.job(id: submission.jobId)) ?? job
                     return job.status == .cancelled
                 })
