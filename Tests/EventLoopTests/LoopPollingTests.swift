@@ -138,22 +138,29 @@ struct LoopPollingTests {
     }
 
     @Test("a loop whose events come quickly catches them by polling, and answers every one")
-    func pollsQuickEvents() throws {
+    func pollsQuickEvents() async throws {
         let polling = LoopPolling(limit: .microseconds(500), idleCPU: IdleCPU(read: { nil }), idleCPUs: { 2000 })
-        let result = try exchange(polling: polling, stopOnceCaught: true)
+        let result = try await Self.onOwnThread { try exchange(polling: polling, stopOnceCaught: true) }
         #expect(result.answered)
         #expect(polling.polledWakeupCount > 0)
         #expect(result.timerFired, "timers fire while the loop polls")
     }
 
     @Test("a loop does not poll when the machine leaves no CPU, or when its waits are long")
-    func sleepsOtherwise() throws {
+    func sleepsOtherwise() async throws {
         let busy = LoopPolling(limit: .microseconds(500), idleCPU: IdleCPU(read: { nil }), idleCPUs: { 0 })
-        #expect(try exchange(polling: busy, rounds: 2000).answered)
+        #expect(try await Self.onOwnThread { try exchange(polling: busy, rounds: 2000) }.answered)
         #expect(busy.polledWakeupCount == 0)
         let slow = LoopPolling(limit: .microseconds(500), idleCPU: IdleCPU(read: { nil }), idleCPUs: { 2000 })
-        #expect(try exchange(polling: slow, rounds: 40, pause: .milliseconds(2)).answered)
+        let paced = try await Self.onOwnThread { try exchange(polling: slow, rounds: 40, pause: .milliseconds(2)) }
+        #expect(paced.answered)
         #expect(slow.polledWakeupCount == 0, "every wait lasted over 2 ms: the window never opened")
+    }
+
+    /// Runs `body` on a thread of its own: the exchange blocks in poll(2) and usleep, which on a
+    /// thread of the tests' shared pool would hold up every other test meanwhile.
+    private static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await DetachedThread.run { () throws(any Error) -> T in try body() }
     }
 
     /// Sends one byte at a time to an echo handler on a polling loop and reads it back, up to

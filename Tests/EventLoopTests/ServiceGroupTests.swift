@@ -150,7 +150,9 @@ struct ServiceGroupTests {
     @Test("a second stop waits for the first and stops nothing again")
     func secondStop() async throws {
         let gate = Gate()
-        let group = group([service("A", .stopWaits(gate))])
+        // A deadline no loaded machine reaches: the first stop must still be waiting at the gate
+        // when the second comes, not have given up on A.
+        let group = group([service("A", .stopWaits(gate))], timeout: .seconds(600))
         try await group.start()
         let first = Task { await group.stop() }
         #expect(await eventually(within: 30) { gate.waiterCount == 1 })
