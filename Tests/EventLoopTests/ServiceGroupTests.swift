@@ -155,12 +155,12 @@ struct ServiceGroupTests {
         let group = group([service("A", .stopWaits(gate))], timeout: .seconds(600))
         try await group.start()
         let first = Task { await group.stop() }
-        #expect(await eventually(within: 30) { gate.waiterCount == 1 })
+        #expect(await eventually { gate.waiterCount == 1 })
         let second = Task {
             await group.stop()
             await recorder.record("second stop returned")
         }
-        #expect(await eventually(within: 30) { await group.waitingStopCount == 1 })
+        #expect(await eventually { await group.waitingStopCount == 1 })
         gate.open()
         await second.value
         await first.value

@@ -8,7 +8,7 @@ import Synchronization
 /// Polls `condition` until it holds or `seconds` pass; these tests wait this way, never by
 /// sleeping for a guessed time. The bound is generous: it is only reached when a test fails,
 /// and CI runs every suite at once on two cores.
-func eventually(within seconds: Int = 30, _ condition: () async -> Bool) async -> Bool {
+func eventually(within seconds: Int = 60, _ condition: () async -> Bool) async -> Bool {
     let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
     while MonotonicInstant.now() < deadline {
         if await condition() { return true }
@@ -18,7 +18,7 @@ func eventually(within seconds: Int = 30, _ condition: () async -> Bool) async -
 }
 
 /// The same for a thread that must block (work on a pool thread): yields the CPU between looks.
-func blockingUntil(within seconds: Int = 30, _ condition: () -> Bool) -> Bool {
+func blockingUntil(within seconds: Int = 60, _ condition: () -> Bool) -> Bool {
     let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
     while MonotonicInstant.now() < deadline {
         if condition() { return true }

@@ -89,7 +89,7 @@ struct JobsProcessTests {
 
         let second = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         var last: JSONValue?
-        let ended = await eventually(within: 40) {
+        let ended = await eventually {
             last = try? await Self.job(client, second.base, id)
             return last?["status"]?.stringValue == "succeeded"
         }

@@ -170,9 +170,9 @@ struct PostgresStoreRestartTests {
                     if index % 20 == 19 { try? await Task.sleep(for: .milliseconds(1)) }
                 }
             }
-            #expect(await eventually(within: 30) { ledger.statistics.committed >= 300 })
+            #expect(await eventually(within: 60) { ledger.statistics.committed >= 300 })
             try await cluster.stopServer()
-            #expect(await eventually(within: 30) { failures.count > 0 })
+            #expect(await eventually(within: 60) { failures.count > 0 })
             try await cluster.startServer()
             await submitting.value
             await ledger.flush()

@@ -216,7 +216,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
 }
 
 /// Polls `condition` until it holds or `seconds` pass; whether it held.
-func eventually(seconds: Double = 30, _ condition: () throws -> Bool) async throws -> Bool {
+func eventually(seconds: Double = 60, _ condition: () throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline {
         if try condition() { return true }

@@ -33,7 +33,7 @@ public final class RedisServer {
         let child = try spawnChild(words, searchPath: true)
         pid = child
         let port = self.port
-        guard await eventually(within: 10, { LoopbackPort.accepts(port) }) else {
+        guard await eventually({ LoopbackPort.accepts(port) }) else {
             kill()
             throw Failure(description: "redis-server did not listen on \(port)")
         }

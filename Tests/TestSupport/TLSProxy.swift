@@ -80,7 +80,7 @@ public final class TLSProxy: Sendable {
             return (port, directory, pid)
         }
         let proxy = TLSProxy(port: port, directory: directory, pid: pid)
-        guard await eventually(within: 10, { LoopbackPort.accepts(port) }) else {
+        guard await eventually({ LoopbackPort.accepts(port) }) else {
             let log = proxy.read("error.log") + proxy.read("nginx.out")
             await proxy.stop()
             throw Failure(description: "nginx did not listen on \(port): \(log)")
