@@ -462,6 +462,7 @@ struct IdempotencyPostgresTests {
         }) { harness in
             try await IdempotencyScenarios.oneRowPerKey(harness)
             try await IdempotencyScenarios.jobs(harness)
+            try await IdempotencyScenarios.deleteForgets(harness)
         }
     }
 }

@@ -13,14 +13,25 @@ import Store
 /// It sits last, after the limits: a retry still counts as a request.
 struct IdempotencyMiddleware: Middleware {
     /// The route's answer shapes: how a kept stream is replayed, and which status a replay has.
-    enum Route: Sendable {
+    enum Route: Sendable, CaseIterable {
         case process
         case chat
         case jobs
+
+        /// Where the route is served: the path in its keys' scope.
+        var path: String {
+            switch self {
+            case .process: "/api/process"
+            case .chat: "/v1/chat/completions"
+            case .jobs: "/api/jobs"
+            }
+        }
     }
 
     let service: IdempotencyService
     let route: Route
+    /// How long this route's answers are kept.
+    let timeToLive: Duration
     /// Proxies whose `X-Forwarded-For` names a guest's address (a guest's keys are its address's).
     let trustedProxies: TrustedProxies
 
@@ -46,9 +57,10 @@ struct IdempotencyMiddleware: Middleware {
                 forwardedFor: request.headers.combinedValue("X-Forwarded-For")
             )
         let ticket = IdempotencyService.Ticket(
-            scope: caller + " " + context.path, key: key,
+            scope: IdempotencyService.scope(caller: caller, path: route.path), key: key,
             fingerprint: IdempotencyKey.fingerprint(
-                method: request.method.rawValue, path: request.path, body: request.body)
+                method: request.method.rawValue, path: request.path, body: request.body),
+            timeToLive: timeToLive
         )
         switch service.admit(ticket, requestID: context.id) {
         case .mismatch:
