@@ -339,6 +339,20 @@ struct IdempotencyKeyTests {
             IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("b".utf8))
                 != IdempotencyKey.fingerprint(method: "POST", path: "/ab", body: [])
         )
+        // A stream asked for by `Accept` is another request; without it, the hash is as it was.
+        #expect(
+            base
+                == IdempotencyKey.fingerprint(
+                    method: "POST", path: "/api/process", body: Array("{}".utf8),
+                    eventStream: false))
+        #expect(
+            base
+                != IdempotencyKey.fingerprint(
+                    method: "POST", path: "/api/process", body: Array("{}".utf8),
+                    eventStream: true))
+        #expect(
+            IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("btext/event-stream".utf8))
+                != IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("b".utf8), eventStream: true))
     }
 }
 
@@ -442,6 +456,7 @@ struct IdempotencyPostgresTests {
             try await IdempotencyScenarios.hangUpThenRetry(harness, stream: true)
             try await IdempotencyScenarios.joins(harness)
             try await IdempotencyScenarios.chat(harness)
+            try await IdempotencyScenarios.streamForm(harness)
         }
     }
 

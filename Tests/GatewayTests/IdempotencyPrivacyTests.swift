@@ -31,6 +31,56 @@ extension IdempotencyScenarios {
         return rows.withLock { $0 }
     }
 
+    /// The `/v1` error's code.
+    static func openAICode(_ response: HTTPClientResponse) -> String? {
+        (try? JSONValue.parse(response.body))?["error"]?["code"]?.stringValue
+    }
+
+    /// A retry that asks for the other form of the answer (a stream where the first asked for
+    /// a whole body, or the reverse; by `"stream"` or, on `/api/process`, by `Accept`) is
+    /// `422 idempotency_key_reused` without an upstream call; in its own form it is replayed.
+    static func streamForm(_ harness: GatewayHarness) async throws {
+        let accept: [(name: String, value: String)] = [("Accept", "text/event-stream")]
+        let before = harness.mock.stats.requests
+
+        let wholeKey = key()
+        let whole = body(sample + " whole")
+        let first = try await post(harness, whole, key: wholeKey)
+        #expect(first.status == 200)
+        #expect(first.header("Content-Type")?.hasPrefix("application/json") == true)
+        for (retry, headers) in [(whole, accept), (body(sample + " whole", stream: true), [])] {
+            let response = try await post(harness, retry, key: wholeKey, headers: headers)
+            #expect(response.status == 422)
+            #expect(code(response) == "idempotency_key_reused")
+        }
+
+        let streamKey = key()
+        let streamed = body(sample + " streamed [mock:deltas=3]")
+        let original = try await post(harness, streamed, key: streamKey, headers: accept)
+        #expect(original.status == 200)
+        #expect(original.header("Content-Type")?.hasPrefix("text/event-stream") == true)
+        let asWhole = try await post(harness, streamed, key: streamKey)
+        #expect(asWhole.status == 422)
+        #expect(code(asWhole) == "idempotency_key_reused")
+        let again = try await post(harness, streamed, key: streamKey, headers: accept)
+        #expect(again.status == 200)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(again.header("Content-Type")?.hasPrefix("text/event-stream") == true)
+        #expect(SSE.events(again.body).last?.data == SSE.events(original.body).last?.data)
+
+        for stream in [false, true] {
+            let key = key()
+            func chat(_ stream: Bool) -> String {
+                #"{"model":"fast","stream":\#(stream),"messages":[{"role":"user","content":"form \#(key)"}]}"#
+            }
+            #expect(try await post(harness, chat(stream), key: key, path: "/v1/chat/completions").status == 200)
+            let other = try await post(harness, chat(!stream), key: key, path: "/v1/chat/completions")
+            #expect(other.status == 422)
+            #expect(openAICode(other) == "idempotency_key_reused")
+        }
+        #expect(harness.mock.stats.requests == before + 4)
+    }
+
     /// Sends the retry until one is answered from the store (logged `replayed`, not `joined`
     /// to the first while its answer is written).
     static func waitUntilKept(
@@ -168,6 +218,17 @@ struct IdempotencyPrivacyTests {
             let again = try await IdempotencyScenarios.post(harness, body, key: key, path: "/api/jobs", headers: auth)
             #expect(again.status == 200)
             #expect(again.body == first.body)
+        }
+    }
+
+    @Test("a retry asking for a stream where the first asked for a whole body, or the reverse, is 422")
+    func streamForm() async throws {
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: nil, results: false) }) { harness in
+            try await IdempotencyScenarios.streamForm(harness)
+        }
+        let path = storeDirectory() + "/gateway.sqlite"
+        try await GatewayHarness.with(configure: { Self.configure(&$0, path: path, results: false) }) { harness in
+            try await IdempotencyScenarios.streamForm(harness)
         }
     }
 

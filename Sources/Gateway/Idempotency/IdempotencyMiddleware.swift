@@ -56,10 +56,13 @@ struct IdempotencyMiddleware: Middleware {
                 peer: request.remoteAddress?.host ?? "unknown",
                 forwardedFor: request.headers.combinedValue("X-Forwarded-For")
             )
+        // `Accept` asks /api/process for a stream as `"stream": true` does: a retry must ask
+        // for the form the first asked for, or be told its key is another request's.
         let ticket = IdempotencyService.Ticket(
             scope: IdempotencyService.scope(caller: caller, path: route.path), key: key,
             fingerprint: IdempotencyKey.fingerprint(
-                method: request.method.rawValue, path: request.path, body: request.body),
+                method: request.method.rawValue, path: request.path, body: request.body,
+                eventStream: route == .process && ProcessRoute.acceptsEventStream(request.headers["Accept"])),
             timeToLive: timeToLive
         )
         switch service.admit(ticket, requestID: context.id) {
