@@ -28,7 +28,7 @@ final class IdempotencyService: Sendable {
         let scope: String
         let key: String
         let fingerprint: [UInt8]
-        /// How long its answer is kept: the route's (``GatewayConfiguration/idempotencyAnswerTimeToLive``).
+        /// How long its answer is kept: its route's (``IdempotencyMiddleware/timeToLive``).
         let timeToLive: Duration
         /// Scope and key together: the flight's and the kept-key filter's name for it.
         let flightKey: String
