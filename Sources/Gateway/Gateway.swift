@@ -152,17 +152,19 @@ public final class Gateway: Sendable {
                 }
             },
             settings: IdempotencyService.Settings(
-                timeToLive: configuration.idempotencyTimeToLive,
                 lease: max(configuration.upstreamTimeout, configuration.streamTotalTimeout) + .seconds(60)
             ),
             metrics: idempotencyMetrics, faults: store?.faults, logger: logger, clock: clock
         )
-        if store == nil {
-            services.append(
-                PeriodicService(name: "idempotency_purge", interval: .seconds(60), immediately: false) {
-                    await idempotency.purge()
-                })
-        } else if store?.backend is SQLiteStore {
+        // Every minute, whatever keeps the records: an answer kept for the retry window alone
+        // is gone from the store within a minute of its expiry, not at the hourly retention.
+        services.append(
+            PeriodicService(
+                name: "idempotency_purge", interval: configuration.idempotencyPurgeInterval, immediately: false
+            ) {
+                await idempotency.purge()
+            })
+        if store?.backend is SQLiteStore {
             services.append(
                 PeriodicService(name: "idempotency_filter", interval: .seconds(3600), immediately: true) {
                     await idempotency.rebuildKeptKeys()
@@ -170,7 +172,13 @@ public final class Gateway: Sendable {
         }
         self.services = services
         func idempotent(_ route: IdempotencyMiddleware.Route) -> IdempotencyMiddleware {
-            IdempotencyMiddleware(service: idempotency, route: route, trustedProxies: configuration.trustedProxies)
+            IdempotencyMiddleware(
+                service: idempotency, route: route,
+                // A job's answer is its id; the others' are the answer's text.
+                timeToLive: route == .jobs
+                    ? configuration.idempotencyTimeToLive
+                    : configuration.idempotencyAnswerTimeToLive,
+                trustedProxies: configuration.trustedProxies)
         }
         // A concern the configuration turns off is no layer at all.
         // Authentication is always a layer: even a gateway that knows no credential must
@@ -302,9 +310,9 @@ public final class Gateway: Sendable {
             let own: [any Middleware] = [authentication(required: true)]
             let history = HistoryRoute(
                 history: store.backend, cursors: HistoryCursorSeal(key: store.backend.historyCursorKey),
-                faults: store.faults
+                idempotency: idempotency, faults: store.faults
             )
-            let item = HistoryItemRoute(history: store.backend, faults: store.faults)
+            let item = HistoryItemRoute(history: store.backend, idempotency: idempotency, faults: store.faults)
             routes += [
                 Route(
                     method: .GET, path: "/api/usage", middleware: own,

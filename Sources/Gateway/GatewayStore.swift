@@ -105,17 +105,14 @@ final class GatewayStore: Sendable {
                     usageBeforeDay: now.utcDay - usageDays + 1
                 )
                 let expired = try await backend.purgeExpiredChallengesAndSessions(nowMilliseconds: nowMilliseconds)
-                let keys = try await backend.purgeExpiredIdempotent(nowMilliseconds: nowMilliseconds)
-                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0
-                    || keys > 0
-                {
+                // Idempotency records have their own purge, every minute (IdempotencyService).
+                if purged.history > 0 || purged.usageDays > 0 || expired.challenges > 0 || expired.sessions > 0 {
                     logger.info(
                         "store_purged",
                         [
                             ("history_rows", .int(purged.history)), ("usage_days", .int(purged.usageDays)),
                             ("attest_challenges", .int(expired.challenges)),
                             ("device_sessions", .int(expired.sessions)),
-                            ("idempotency_keys", .int(keys)),
                         ]
                     )
                 }

@@ -40,6 +40,12 @@ public protocol IdempotencyRepository: Sendable {
     /// returns how many.
     func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int
 
+    /// Deletes the kept answers (completed rows) in `scopes`: those of `requestID` when given,
+    /// else all of them; returns how many. A caller deleting its history takes its answers'
+    /// copies with it. Running rows stay: their request still runs, and its key must keep a
+    /// retry from running it a second time.
+    func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int
+
     /// Each write as its own method does it, in order, with one result per write; a store
     /// with one writer (SQLite) does them all in one transaction, so a gateway that gathers
     /// the writes of many requests commits them together. A failure fails them all.

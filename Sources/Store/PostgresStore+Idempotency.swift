@@ -114,6 +114,25 @@ extension PostgresStore {
         return answers + leases
     }
 
+    /// Found through the primary key's first column: only the caller's own keys are read. The
+    /// outer `WHERE` repeats the subquery's, as the purge's does: a row a begin took over
+    /// while the delete waited is another request's now.
+    public func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
+        guard !scopes.isEmpty else { return 0 }
+        let parameters = scopes.map { PostgresValue.text($0) } + (requestID.map { [.text($0)] } ?? [])
+        let condition =
+            "scope IN (\(scopes.indices.map { "$\($0 + 1)" }.joined(separator: ", "))) AND state = 'completed'"
+            + (requestID == nil ? "" : " AND request_id = $\(scopes.count + 1)")
+        return try await deleteInBatches(
+            """
+            DELETE FROM idempotency_keys WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM idempotency_keys
+                WHERE \(condition) LIMIT \(Self.deletionBatch))
+                AND \(condition)
+            """,
+            parameters
+        )
+    }
+
     private static func idempotencyRow(from row: PostgresRow) -> IdempotencyRow {
         let completed = row.string(3) == "completed"
         return IdempotencyRow(

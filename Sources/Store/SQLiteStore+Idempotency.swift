@@ -154,6 +154,24 @@ extension SQLiteStore {
         }
     }
 
+    /// Found through the primary key's first column: only the caller's own keys are read.
+    public func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
+        guard !scopes.isEmpty else { return 0 }
+        let values = scopes.map { SQLiteValue.text($0) } + (requestID.map { [.text($0)] } ?? [])
+        let condition =
+            "scope IN (\(Array(repeating: "?", count: scopes.count).joined(separator: ", "))) AND state = 'completed'"
+            + (requestID == nil ? "" : " AND request_id = ?")
+        return try await onPool { () throws(StoreError) -> Int in
+            try self.deleteInBatches(
+                """
+                DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys
+                    WHERE \(condition) LIMIT \(Self.deletionBatch))
+                """,
+                values
+            )
+        }
+    }
+
     private static func idempotencyRow(from row: borrowing SQLiteRow) -> IdempotencyRow {
         let completed = row.text(3) == "completed"
         return IdempotencyRow(

@@ -171,7 +171,7 @@ struct GatewayUnitTests {
         "refuses invalid values naming the variable, never the value",
         arguments: [
             "PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud",
-            "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0",
+            "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0", "IDEMPOTENCY_RETRY_WINDOW_SECONDS=59",
         ]
     )
     func invalidConfiguration(assignment: String) {

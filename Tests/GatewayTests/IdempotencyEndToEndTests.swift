@@ -339,6 +339,20 @@ struct IdempotencyKeyTests {
             IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("b".utf8))
                 != IdempotencyKey.fingerprint(method: "POST", path: "/ab", body: [])
         )
+        // A stream asked for by `Accept` is another request; without it, the hash is as it was.
+        #expect(
+            base
+                == IdempotencyKey.fingerprint(
+                    method: "POST", path: "/api/process", body: Array("{}".utf8),
+                    eventStream: false))
+        #expect(
+            base
+                != IdempotencyKey.fingerprint(
+                    method: "POST", path: "/api/process", body: Array("{}".utf8),
+                    eventStream: true))
+        #expect(
+            IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("btext/event-stream".utf8))
+                != IdempotencyKey.fingerprint(method: "POST", path: "/a", body: Array("b".utf8), eventStream: true))
     }
 }
 
@@ -442,6 +456,7 @@ struct IdempotencyPostgresTests {
             try await IdempotencyScenarios.hangUpThenRetry(harness, stream: true)
             try await IdempotencyScenarios.joins(harness)
             try await IdempotencyScenarios.chat(harness)
+            try await IdempotencyScenarios.streamForm(harness)
         }
     }
 
@@ -462,6 +477,7 @@ struct IdempotencyPostgresTests {
         }) { harness in
             try await IdempotencyScenarios.oneRowPerKey(harness)
             try await IdempotencyScenarios.jobs(harness)
+            try await IdempotencyScenarios.deleteForgets(harness)
         }
     }
 }
@@ -514,6 +530,30 @@ struct MemoryIdempotencyRecordsTests {
         // k's answer expired at 50,000, r's lease (c's) ended at 10,000.
         #expect(try await records.purgeExpiredIdempotent(nowMilliseconds: 50_000) == 2)
         #expect(try await records.beginIdempotent(Self.start("k"), nowMilliseconds: 50_000) == .started)
+    }
+
+    @Test("a caller's kept answers are deleted by request id or all at once; running keys and others' stay")
+    func deleteKept() async throws {
+        let records = MemoryIdempotencyRecords(capacity: 8, byteBudget: 1 << 20)
+        let scope = "user:alice /api/process"
+        for key in ["k1", "k2"] {
+            #expect(try await records.beginIdempotent(Self.start(key), nowMilliseconds: 0) == .started)
+            _ = try await records.completeIdempotent(
+                scope: scope, key: key, owner: "a", answer: Self.answer(10), expiresAtMilliseconds: 100_000)
+        }
+        #expect(try await records.beginIdempotent(Self.start("run"), nowMilliseconds: 0) == .started)
+        #expect(try await records.deleteKeptIdempotent(scopes: [scope], requestID: "r-k1") == 1)
+        #expect(try await records.deleteKeptIdempotent(scopes: ["user:bob /api/process"], requestID: nil) == 0)
+        #expect(try await records.deleteKeptIdempotent(scopes: [scope], requestID: "r-run") == 0)
+        #expect(try await records.beginIdempotent(Self.start("k1"), nowMilliseconds: 1) == .started)
+        #expect(
+            try await records.beginIdempotent(Self.start("k2"), nowMilliseconds: 1)
+                == .completed(requestID: "r-k2", answer: Self.answer(10)))
+        #expect(try await records.deleteKeptIdempotent(scopes: [scope], requestID: nil) == 1)
+        #expect(try await records.beginIdempotent(Self.start("k2"), nowMilliseconds: 1) == .started)
+        #expect(
+            try await records.beginIdempotent(Self.start("run"), nowMilliseconds: 1)
+                == .inProgress(requestID: "r-run", owner: "a"))
     }
 
     @Test("over its byte budget or its keys it drops the oldest kept answers; full of running keys it refuses new ones")

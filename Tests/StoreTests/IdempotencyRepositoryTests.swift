@@ -242,6 +242,55 @@ extension StoreBackends {
             }
         }
 
+        @Test(
+            "a caller's kept answers are deleted by request id or all at once; running rows and others' stay",
+            arguments: Backend.allCases)
+        func deleteKept(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, _ throws in
+                let chat = "user:alice /v1/chat/completions"
+                let bob = "user:bob /api/process"
+                func keep(_ scope: String, _ key: String, request: String) async throws {
+                    var start = Self.start(key, request: request)
+                    start.scope = scope
+                    #expect(try await store.beginIdempotent(start, nowMilliseconds: 1_000) == .started)
+                    #expect(
+                        try await store.completeIdempotent(
+                            scope: scope, key: key, owner: "gw-a", answer: Self.answer, expiresAtMilliseconds: 50_000))
+                }
+                func begin(_ scope: String, _ key: String) async throws -> IdempotencyBegin {
+                    var start = Self.start(key, request: "req-new")
+                    start.scope = scope
+                    return try await store.beginIdempotent(start, nowMilliseconds: 2_000)
+                }
+                try await keep(Self.scope, "k1", request: "req-1")
+                try await keep(Self.scope, "k2", request: "req-2")
+                try await keep(chat, "k3", request: "req-3")
+                // Another caller's answer with the same request id and key.
+                try await keep(bob, "k1", request: "req-1")
+                // Running: no answer to delete, and its key must stay taken.
+                #expect(
+                    try await store.beginIdempotent(Self.start("k4", request: "req-4"), nowMilliseconds: 1_000)
+                        == .started)
+
+                let scopes = [Self.scope, chat]
+                #expect(try await store.deleteKeptIdempotent(scopes: scopes, requestID: "req-1") == 1)
+                #expect(try await store.deleteKeptIdempotent(scopes: scopes, requestID: "req-1") == 0)
+                #expect(try await store.deleteKeptIdempotent(scopes: scopes, requestID: "req-4") == 0)
+                #expect(try await store.deleteKeptIdempotent(scopes: [], requestID: nil) == 0)
+                #expect(try await begin(Self.scope, "k1") == .started)
+                #expect(try await begin(Self.scope, "k2") == .completed(requestID: "req-2", answer: Self.answer))
+                #expect(try await begin(bob, "k1") == .completed(requestID: "req-1", answer: Self.answer))
+                #expect(try await begin(Self.scope, "k4") == .inProgress(requestID: "req-4", owner: "gw-a"))
+
+                // All of alice's kept answers: k2 and k3; k1 and k4 run now.
+                #expect(try await store.deleteKeptIdempotent(scopes: scopes, requestID: nil) == 2)
+                #expect(try await begin(chat, "k3") == .started)
+                #expect(try await begin(Self.scope, "k2") == .started)
+                #expect(try await begin(Self.scope, "k4") == .inProgress(requestID: "req-4", owner: "gw-a"))
+                #expect(try await begin(bob, "k1") == .completed(requestID: "req-1", answer: Self.answer))
+            }
+        }
+
         @Test("the purge goes in batches and counts them all", arguments: Backend.allCases)
         func purgeInBatches(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ throws in

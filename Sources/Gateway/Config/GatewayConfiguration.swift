@@ -91,8 +91,23 @@ public struct GatewayConfiguration: Sendable {
     /// The clock the cache's time to live runs on (tests advance their own).
     var cacheClock: @Sendable () -> MonotonicInstant = { .now() }
     /// `IDEMPOTENCY_TTL_SECONDS`: how long an answer given to a request with an
-    /// `Idempotency-Key` is kept for its retries.
+    /// `Idempotency-Key` is kept for its retries (a job's always; an answer's text only with
+    /// ``historyStoresResults``: ``idempotencyAnswerTimeToLive``).
     public var idempotencyTimeToLive: Duration = .seconds(86_400)
+    /// `IDEMPOTENCY_RETRY_WINDOW_SECONDS`: with `HISTORY_STORE_RESULTS=off`, the longest an
+    /// answer's text is kept for a retry. Five minutes: a client retries a lost answer within
+    /// seconds (the Swift client's back-off waits at most 10 s between attempts), and a phone
+    /// back on the network or an app back in the foreground within minutes.
+    public var idempotencyRetryWindow: Duration = .seconds(300)
+    /// How often expired idempotency records are deleted (tests make it short).
+    var idempotencyPurgeInterval: Duration = .seconds(60)
+
+    /// How long an answer of `/api/process` or `/v1/chat/completions` is kept for its
+    /// retries. Its body is the answer's text: an operator who promised not to keep answers
+    /// (`HISTORY_STORE_RESULTS=off`) gets only the retry window, however long the TTL is.
+    public var idempotencyAnswerTimeToLive: Duration {
+        historyStoresResults ? idempotencyTimeToLive : min(idempotencyTimeToLive, idempotencyRetryWindow)
+    }
     /// When set, `GET /metrics` needs `Authorization: Bearer <this>`.
     public var metricsToken: String?
     /// `ADMIN_TOKEN`: when set, the operator's console (`/admin`, `/api/admin/…`) is served
@@ -236,6 +251,9 @@ public struct GatewayConfiguration: Sendable {
         if let ttl = try integer("CACHE_TTL_SECONDS", 0...604_800), ttl > 0 { cacheTimeToLive = .seconds(ttl) }
         cacheMaxEntries = try integer("CACHE_MAX_ENTRIES", 1...1_000_000) ?? cacheMaxEntries
         if let ttl = try integer("IDEMPOTENCY_TTL_SECONDS", 60...604_800) { idempotencyTimeToLive = .seconds(ttl) }
+        if let window = try integer("IDEMPOTENCY_RETRY_WINDOW_SECONDS", 60...604_800) {
+            idempotencyRetryWindow = .seconds(window)
+        }
         metricsToken = value("METRICS_TOKEN")
         if let token = value("ADMIN_TOKEN") {
             // The console can mint caller tokens: a guessable secret would open the whole gateway.

@@ -53,11 +53,16 @@ enum IdempotencyKey: Equatable, Sendable {
     }
 
     /// SHA-256 of the method, the path and the body, each preceded by its length, so no two
-    /// different requests share the bytes hashed.
-    static func fingerprint(method: String, path: String, body: [UInt8]) -> [UInt8] {
+    /// different requests share the bytes hashed; then, when the request's `Accept` asks for
+    /// an event stream (which makes `/api/process` stream whatever its body says),
+    /// `text/event-stream` as a fourth part. Without it a request hashes as it always did, so
+    /// answers kept before still match their retries.
+    static func fingerprint(method: String, path: String, body: [UInt8], eventStream: Bool = false) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(method.utf8.count + path.utf8.count + body.count + 24)
-        for part in [Array(method.utf8), Array(path.utf8), body] {
+        bytes.reserveCapacity(method.utf8.count + path.utf8.count + body.count + 56)
+        var parts = [Array(method.utf8), Array(path.utf8), body]
+        if eventStream { parts.append(Array("text/event-stream".utf8)) }
+        for part in parts {
             withUnsafeBytes(of: UInt64(part.count).bigEndian) { bytes.append(contentsOf: $0) }
             bytes.append(contentsOf: part)
         }

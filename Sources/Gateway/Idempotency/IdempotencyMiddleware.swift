@@ -13,14 +13,25 @@ import Store
 /// It sits last, after the limits: a retry still counts as a request.
 struct IdempotencyMiddleware: Middleware {
     /// The route's answer shapes: how a kept stream is replayed, and which status a replay has.
-    enum Route: Sendable {
+    enum Route: Sendable, CaseIterable {
         case process
         case chat
         case jobs
+
+        /// Where the route is served: the path in its keys' scope.
+        var path: String {
+            switch self {
+            case .process: "/api/process"
+            case .chat: "/v1/chat/completions"
+            case .jobs: "/api/jobs"
+            }
+        }
     }
 
     let service: IdempotencyService
     let route: Route
+    /// How long this route's answers are kept.
+    let timeToLive: Duration
     /// Proxies whose `X-Forwarded-For` names a guest's address (a guest's keys are its address's).
     let trustedProxies: TrustedProxies
 
@@ -45,10 +56,14 @@ struct IdempotencyMiddleware: Middleware {
                 peer: request.remoteAddress?.host ?? "unknown",
                 forwardedFor: request.headers.combinedValue("X-Forwarded-For")
             )
+        // `Accept` asks /api/process for a stream as `"stream": true` does: a retry must ask
+        // for the form the first asked for, or be told its key is another request's.
         let ticket = IdempotencyService.Ticket(
-            scope: caller + " " + context.path, key: key,
+            scope: IdempotencyService.scope(caller: caller, path: route.path), key: key,
             fingerprint: IdempotencyKey.fingerprint(
-                method: request.method.rawValue, path: request.path, body: request.body)
+                method: request.method.rawValue, path: request.path, body: request.body,
+                eventStream: route == .process && ProcessRoute.acceptsEventStream(request.headers["Accept"])),
+            timeToLive: timeToLive
         )
         switch service.admit(ticket, requestID: context.id) {
         case .mismatch:

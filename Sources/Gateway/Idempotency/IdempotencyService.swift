@@ -18,8 +18,6 @@ enum IdempotencyRole: String, Sendable {
 /// can join, and the counts.
 final class IdempotencyService: Sendable {
     struct Settings: Sendable {
-        /// `IDEMPOTENCY_TTL_SECONDS`: how long a completed answer is kept.
-        var timeToLive: Duration
         /// How long a running key is held before another instance may take it over: longer
         /// than any answer may take, so only a dead instance's keys are taken.
         var lease: Duration
@@ -30,15 +28,23 @@ final class IdempotencyService: Sendable {
         let scope: String
         let key: String
         let fingerprint: [UInt8]
+        /// How long its answer is kept: its route's (``IdempotencyMiddleware/timeToLive``).
+        let timeToLive: Duration
         /// Scope and key together: the flight's and the kept-key filter's name for it.
         let flightKey: String
 
-        init(scope: String, key: String, fingerprint: [UInt8]) {
+        init(scope: String, key: String, fingerprint: [UInt8], timeToLive: Duration) {
             self.scope = scope
             self.key = key
             self.fingerprint = fingerprint
+            self.timeToLive = timeToLive
             flightKey = scope + "\u{1F}" + key
         }
+    }
+
+    /// Whose keys these are and where: `caller` is `user:<id>` or `address:<address>`.
+    static func scope(caller: String, path: String) -> String {
+        caller + " " + path
     }
 
     /// The first request with a key, running on this instance.
@@ -170,7 +176,7 @@ final class IdempotencyService: Sendable {
     /// Keeps a successful answer for the time to live, then lets joiners have it.
     func complete(_ ticket: Ticket, flight: Flight, answer: StoredAnswer) async {
         let now = milliseconds(clock())
-        let expires = now + Int64(settings.timeToLive / .milliseconds(1))
+        let expires = now + Int64(ticket.timeToLive / .milliseconds(1))
         if let batcher {
             // A store this process owns: the answer is this process's from now (retries join
             // the flight until its row is written), so the response need not wait for the write.
@@ -258,14 +264,20 @@ final class IdempotencyService: Sendable {
         }
     }
 
-    /// Deletes the expired records; the store's retention calls it, or, without a store, a
-    /// periodic service.
+    /// Deletes the expired records; a periodic service calls it every minute.
     func purge() async {
         do throws(StoreError) {
             _ = try await records.purgeExpiredIdempotent(nowMilliseconds: milliseconds(clock()))
         } catch {
             faults?.record(error, operation: .purge)
         }
+    }
+
+    /// Deletes the answers kept for `userID` on `paths` (the routes that take the key): those
+    /// of `requestID`, or all of them; how many.
+    func deleteKept(userID: String, paths: [String], requestID: String?) async throws(StoreError) -> Int {
+        try await records.deleteKeptIdempotent(
+            scopes: paths.map { Self.scope(caller: "user:" + userID, path: $0) }, requestID: requestID)
     }
 
     private func land(_ ticket: Ticket) {

@@ -145,4 +145,19 @@ final class MemoryIdempotencyRecords: IdempotencyRepository {
             return before - state.byKey.count
         }
     }
+
+    func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
+        let scopes = Set(scopes)
+        return state.withLock { state in
+            let doomed = state.byKey.filter { key, row in
+                row.answer != nil && scopes.contains(key.scope) && (requestID == nil || row.requestID == requestID)
+            }
+            for (key, row) in doomed {
+                state.byKey[key] = nil
+                state.bytes -= Self.size(row.answer)
+            }
+            // Their entries in the queue of kept answers are stale now, skipped when reached.
+            return doomed.count
+        }
+    }
 }

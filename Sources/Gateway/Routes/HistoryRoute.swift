@@ -5,10 +5,11 @@ import Store
 import Telemetry
 
 /// `GET /api/history?limit=&before=` (the caller's rows, newest first, a page at a time) and
-/// `DELETE /api/history` (all of them).
+/// `DELETE /api/history` (all of them, and every answer kept for the caller's `Idempotency-Key`s).
 struct HistoryRoute: ResponseHandler {
     let history: any HistoryStore
     let cursors: HistoryCursorSeal
+    let idempotency: IdempotencyService
     let faults: StoreFaults
 
     static let defaultLimit = 20
@@ -18,6 +19,8 @@ struct HistoryRoute: ResponseHandler {
         let caller = try context.identifiedCaller()
         if request.method == .DELETE {
             do {
+                _ = try await idempotency.deleteKept(
+                    userID: caller.userID, paths: IdempotencyMiddleware.Route.allCases.map(\.path), requestID: nil)
                 _ = try await history.deleteHistory(userID: caller.userID)
             } catch {
                 throw faults.unavailable(error, operation: .delete)
@@ -48,10 +51,12 @@ struct HistoryRoute: ResponseHandler {
     }
 }
 
-/// `GET /api/history/{id}` (one of the caller's rows) and `DELETE /api/history/{id}`. A row
-/// of another caller is `404`, exactly as a missing one.
+/// `GET /api/history/{id}` (one of the caller's rows) and `DELETE /api/history/{id}` (the row
+/// and the answer kept for its `Idempotency-Key`). A row of another caller is `404`, exactly
+/// as a missing one.
 struct HistoryItemRoute: ResponseHandler {
     let history: any HistoryStore
+    let idempotency: IdempotencyService
     let faults: StoreFaults
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -62,7 +67,11 @@ struct HistoryItemRoute: ResponseHandler {
         if request.method == .DELETE {
             let deleted: Bool
             do {
-                deleted = try await history.deleteHistoryItem(userID: caller.userID, id: id)
+                // The kept answer first: when it cannot go, the row stays too, and the client's
+                // retry of the delete finds both.
+                let forgotten = try await idempotency.deleteKept(
+                    userID: caller.userID, paths: IdempotencyMiddleware.Route.allCases.map(\.path), requestID: id)
+                deleted = try await history.deleteHistoryItem(userID: caller.userID, id: id) || forgotten > 0
             } catch {
                 throw faults.unavailable(error, operation: .delete)
             }
