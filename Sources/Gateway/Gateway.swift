@@ -170,7 +170,7 @@ public final class Gateway: Sendable {
         }
         self.services = services
         func idempotent(_ route: IdempotencyMiddleware.Route) -> IdempotencyMiddleware {
-            IdempotencyMiddleware(service: idempotency, route: route, trustedProxies: configuration.trustedProxies)
+            IdempotencyMiddleware(service: idempotency, route: route, clients: configuration.clientAddressKey)
         }
         // A concern the configuration turns off is no layer at all.
         // Authentication is always a layer: even a gateway that knows no credential must
@@ -190,7 +190,7 @@ public final class Gateway: Sendable {
             guard let limiter else { return [] }
             return [
                 RateLimitMiddleware(
-                    limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies,
+                    limiter: limiter, plans: configuration.plans, clients: configuration.clientAddressKey,
                     maxTokens: configuration.maxTokens,
                     cost: cost, clock: clock
                 )
@@ -272,7 +272,7 @@ public final class Gateway: Sendable {
             ]
             let jobs = JobRoutes(
                 runner: runner, pool: pool, streams: streams, heartbeat: configuration.heartbeatInterval,
-                trustedProxies: configuration.trustedProxies)
+                clients: configuration.clientAddressKey)
             // Submitting is a request like /api/process (limits included); reading and
             // cancelling a job is outside the limits, as reading history is.
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
@@ -321,7 +321,7 @@ public final class Gateway: Sendable {
             routes += Self.attestRoutes(
                 settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis,
                 registry: registry, logger: logger, clock: clock,
-                trustedProxies: configuration.trustedProxies
+                clients: configuration.clientAddressKey
             )
         }
         if let adminToken = configuration.adminToken {
@@ -371,7 +371,7 @@ public final class Gateway: Sendable {
         settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?,
         redis: RedisClient?,
         registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant,
-        trustedProxies: TrustedProxies
+        clients: ClientAddressKey
     ) -> [Route] {
         let trust: X509TrustStore
         do {
@@ -392,7 +392,7 @@ public final class Gateway: Sendable {
         let plan = Plan(
             name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
         let limits = RateLimitMiddleware(
-            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), trustedProxies: trustedProxies,
+            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), clients: clients,
             maxTokens: 0, cost: .none,
             perAddress: plan, clock: clock
         )

@@ -108,6 +108,14 @@ public struct GatewayConfiguration: Sendable {
     public var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
     public var trustedProxies = TrustedProxies(ranges: [])
+    /// `IPV6_CLIENT_PREFIX`: the bits of an IPv6 client's address that name it, for every
+    /// count and key kept per address (``ClientAddressKey``).
+    public var ipv6ClientPrefix = ClientAddressKey.defaultIPv6PrefixLength
+
+    /// How a client's address keys what is kept per address.
+    public var clientAddressKey: ClientAddressKey {
+        ClientAddressKey(trustedProxies: trustedProxies, ipv6PrefixLength: ipv6ClientPrefix)
+    }
     /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
     public var errorLanguage: ErrorLanguage?
     /// `AUTH_REQUIRED`: whether every request to `/api/process` and `/v1` needs a valid
@@ -290,6 +298,7 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("TRUSTED_PROXIES: \(error)")
             }
         }
+        ipv6ClientPrefix = try integer("IPV6_CLIENT_PREFIX", ClientAddressKey.ipv6PrefixLengths) ?? ipv6ClientPrefix
         (redis, redisFailureMode, cacheBackend) = try Self.sharedState(environment: environment, value: value)
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
         appAttest = try AppAttestSettings.parse(value: value, integer: integer, readFile: { DotEnv.readText(path: $0) })

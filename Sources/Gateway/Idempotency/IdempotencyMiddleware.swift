@@ -21,8 +21,8 @@ struct IdempotencyMiddleware: Middleware {
 
     let service: IdempotencyService
     let route: Route
-    /// Proxies whose `X-Forwarded-For` names a guest's address (a guest's keys are its address's).
-    let trustedProxies: TrustedProxies
+    /// A guest's address as its key (a guest's idempotency keys are its address's).
+    let clients: ClientAddressKey
 
     private static let eventStreamHeaders: HTTPHeaders = [
         "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
@@ -38,13 +38,7 @@ struct IdempotencyMiddleware: Middleware {
         case .invalid: throw GatewayError.invalidIdempotencyKey
         case .key(let value): key = value
         }
-        let caller =
-            context.caller.map { "user:" + $0.userID }
-            ?? "address:"
-            + trustedProxies.clientAddress(
-                peer: request.remoteAddress?.host ?? "unknown",
-                forwardedFor: request.headers.combinedValue("X-Forwarded-For")
-            )
+        let caller = context.caller.map { "user:" + $0.userID } ?? "address:" + clients.key(for: request)
         let ticket = IdempotencyService.Ticket(
             scope: caller + " " + context.path, key: key,
             fingerprint: IdempotencyKey.fingerprint(
