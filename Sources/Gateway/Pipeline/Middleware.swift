@@ -116,6 +116,10 @@ struct AuthMiddleware: Middleware {
             context.update { $0.authFailure = "malformed bearer token" }
             throw GatewayError.invalidToken
         case .token(let token):
+            if GatewayCredential.isBarePrefix(token) {
+                context.update { $0.authFailure = GatewayCredential.failureReason(token, jwtConfigured: jwt != nil) }
+                throw GatewayError.invalidToken
+            }
             if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
                 let caller: Caller?
                 do {
