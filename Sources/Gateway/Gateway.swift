@@ -325,11 +325,14 @@ public final class Gateway: Sendable {
             )
         }
         if let adminToken = configuration.adminToken {
+            let access = AdminAccess(
+                token: adminToken, lockout: AdminLockout(failures: configuration.adminFailuresPerMinute),
+                clients: configuration.clientAddressKey, clock: clock)
             routes += Self.adminRoutes(
                 api: AdminAPI(
                     store: store?.backend, faults: store?.faults, pool: pool, plans: configuration.plans,
                     language: configuration.errorLanguage, clock: clock),
-                token: adminToken, language: configuration.errorLanguage)
+                access: access, language: configuration.errorLanguage)
         }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
@@ -346,8 +349,8 @@ public final class Gateway: Sendable {
 
     /// The operator's console (`ADMIN_TOKEN`): its page, open, and its API behind the admin
     /// token, outside every caller's limits (no rate limiter, no ledger row).
-    private static func adminRoutes(api: AdminAPI, token: String, language: ErrorLanguage?) -> [Route] {
-        let locked: [any Middleware] = [AdminAccess(token: token)]
+    private static func adminRoutes(api: AdminAPI, access: AdminAccess, language: ErrorLanguage?) -> [Route] {
+        let locked: [any Middleware] = [access]
         func call(_ method: HTTPMethod, _ path: String, _ endpoint: AdminAPI.Endpoint) -> Route {
             Route(
                 method: method, path: "/api/admin/" + path, middleware: locked,

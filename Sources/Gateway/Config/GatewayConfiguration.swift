@@ -98,6 +98,9 @@ public struct GatewayConfiguration: Sendable {
     /// `ADMIN_TOKEN`: when set, the operator's console (`/admin`, `/api/admin/…`) is served
     /// to a bearer of it; unset, those paths do not exist.
     public var adminToken: String?
+    /// `ADMIN_FAILURES_PER_MINUTE`: wrong admin tokens one client address may send within a
+    /// minute; the next admin calls from it are `429` for a minute.
+    public var adminFailuresPerMinute = 5
     /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
     public var tokens: TokenStore?
     /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
@@ -253,8 +256,15 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError(
                     "ADMIN_TOKEN must be 24-512 visible ASCII characters (make one: openssl rand -hex 32)")
             }
+            guard !AdminAccess.isGuessable(token) else {
+                throw ConfigurationError(
+                    "ADMIN_TOKEN is too easy to guess: it needs at least \(AdminAccess.minimumDistinctCharacters) "
+                        + "different characters, and its length times log2 of their number must be at least "
+                        + "\(Int(AdminAccess.minimumEstimatedBits)) (make one: openssl rand -hex 32)")
+            }
             adminToken = token
         }
+        adminFailuresPerMinute = try integer("ADMIN_FAILURES_PER_MINUTE", 1...1_000_000) ?? adminFailuresPerMinute
         if let inline = value("GATEWAY_TOKENS") {
             do {
                 tokens = try TokenStore.parse(inline: inline)
