@@ -105,6 +105,13 @@ struct CommandLineProcessTests {
                 ],
                 "AUTH_REQUIRED is off but APP_ATTEST_REQUIRED"
             ),
+            (["serve"], ["ADMIN_TOKEN": String(repeating: "x", count: 40)], "ADMIN_TOKEN is too easy to guess"),
+            (["serve"], ["ADMIN_TOKN": "x"], "did you mean ADMIN_TOKEN?"),
+            (["serve"], ["MAX_TOKEN": "100"], "did you mean MAX_TOKENS?"),
+            (
+                ["serve"], ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "RS256"],
+                "JWT_ALGORITHMS names no algorithm a configured key can verify"
+            ),
         ] as [([String], [String: String], String)]
     )
     func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {

@@ -436,6 +436,16 @@ public struct GatewayConfiguration: Sendable {
             guard !algorithms.isEmpty else {
                 throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256")
             }
+            // A list no key can serve would refuse every JWT: a mistake, not a policy. A key
+            // set (file or URL) may hold RSA and P-256 keys, and change while the gateway runs.
+            var usable: Set<JWTAlgorithm> = []
+            if secret != nil { usable.insert(.hs256) }
+            if file != nil || url != nil { usable.formUnion([.rs256, .es256]) }
+            guard !algorithms.isDisjoint(with: usable) else {
+                throw ConfigurationError(
+                    "JWT_ALGORITHMS names no algorithm a configured key can verify: HS256 needs JWT_HS256_SECRET, "
+                        + "RS256 and ES256 need JWT_JWKS_FILE or JWT_JWKS_URL")
+            }
             jwt.policy.algorithms = algorithms
         }
         jwt.policy.plans = plans
