@@ -183,6 +183,19 @@ struct AccessTests {
             #expect(TokenStore(entries: []).authenticate(authorization: "Bearer \(aliceToken)") == nil)
         }
 
+        @Test("token hash reads one token of 1-512 printable ASCII characters without spaces, blanks around it dropped")
+        func tokenFromInput() {
+            let longest = String(repeating: "~", count: TokenStore.maximumTokenLength)
+            #expect(TokenStore.token(fromInput: Array("\(aliceToken)\n".utf8)) == aliceToken)
+            #expect(TokenStore.token(fromInput: Array("  \(aliceToken)\r\n\n".utf8)) == aliceToken)
+            #expect(TokenStore.token(fromInput: Array(longest.utf8)) == longest)
+            for input in [
+                "", " \n", longest + "~", "two words", "one\ntwo", "tab\tinside", "caf\u{E9}", "nul\0byte",
+            ] {
+                #expect(TokenStore.token(fromInput: Array(input.utf8)) == nil, "\(input.prefix(20))")
+            }
+        }
+
         @Test("hashLine prints the configured digest of a token read from stdin")
         func hashLinePrintsDigest() {
             #expect(TokenStore.hashLine(forToken: aliceToken) == aliceHash)
