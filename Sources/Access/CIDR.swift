@@ -34,9 +34,7 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
             prefix = maximum
         }
         let bits = writtenAsIPv4 ? 96 + prefix : prefix
-        // Smart shifts: a shift by 64 gives 0, as a mask of no bits needs.
-        let highMask: UInt64 = bits >= 64 ? .max : UInt64.max << UInt64(64 - bits)
-        let lowMask: UInt64 = bits <= 64 ? 0 : UInt64.max << UInt64(128 - bits)
+        let (highMask, lowMask) = IPAddress.masks(keepingFirst: bits)
         self.network = IPAddress(high: address.high & highMask, low: address.low & lowMask)
         self.prefixLength = prefix
         self.isIPv4 = writtenAsIPv4

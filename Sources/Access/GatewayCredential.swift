@@ -10,20 +10,25 @@ package enum GatewayCredential {
     static let deviceSessionPrefix = "tgd_"
 
     /// Whether `token` is in one of the gateway's own formats: a store token, a device
-    /// session, or anything JWT-shaped (``CompactJWS/looksLikeJWT(_:)``).
+    /// session (a prefix alone included), or anything JWT-shaped
+    /// (``CompactJWS/looksLikeJWT(_:)``).
     package static func isGatewayFormat(_ token: [UInt8]) -> Bool {
-        hasPrefix(token, storeTokenPrefix) || hasPrefix(token, deviceSessionPrefix) || CompactJWS.looksLikeJWT(token)
+        token.starts(with: storeTokenPrefix.utf8) || token.starts(with: deviceSessionPrefix.utf8)
+            || CompactJWS.looksLikeJWT(token)
+    }
+
+    /// Whether `token` is a prefix of the gateway's and nothing after it (`tgk_`, `tgd_`): a
+    /// malformed credential, refused before any lookup and never taken for a placeholder key.
+    package static func isBarePrefix(_ token: [UInt8]) -> Bool {
+        token.elementsEqual(storeTokenPrefix.utf8) || token.elementsEqual(deviceSessionPrefix.utf8)
     }
 
     /// Why `token`, which matched nothing, failed, for the access log (never the token).
     package static func failureReason(_ token: [UInt8], jwtConfigured: Bool) -> String {
+        if isBarePrefix(token) { return "malformed gateway credential" }
         if CompactJWS.looksLikeJWT(token) && !jwtConfigured { return "a JWT, and sign-in is not configured" }
-        if hasPrefix(token, storeTokenPrefix) { return "unknown or revoked store token" }
-        if hasPrefix(token, deviceSessionPrefix) { return "unknown or expired device session" }
+        if token.starts(with: storeTokenPrefix.utf8) { return "unknown or revoked store token" }
+        if token.starts(with: deviceSessionPrefix.utf8) { return "unknown or expired device session" }
         return "unknown token"
-    }
-
-    private static func hasPrefix(_ token: [UInt8], _ prefix: String) -> Bool {
-        token.count > prefix.utf8.count && token.starts(with: prefix.utf8)
     }
 }

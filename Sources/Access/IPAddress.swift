@@ -51,6 +51,22 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         high == 0 && low >> 32 == 0xFFFF
     }
 
+    /// The address with only its first `bits` bits (0–128, of the 128-bit form) kept and the
+    /// rest zero: the first address of the range of that prefix.
+    func keepingFirst(_ bits: Int) -> IPAddress {
+        let (highMask, lowMask) = Self.masks(keepingFirst: bits)
+        return IPAddress(high: high & highMask, low: low & lowMask)
+    }
+
+    /// The masks that keep the first `bits` bits (clamped to 0–128) of the high and low halves.
+    static func masks(keepingFirst bits: Int) -> (high: UInt64, low: UInt64) {
+        let bits = min(max(bits, 0), 128)
+        // Smart shifts: a shift by 64 gives 0, as a mask of no bits needs.
+        let high: UInt64 = bits >= 64 ? .max : UInt64.max << UInt64(64 - bits)
+        let low: UInt64 = bits <= 64 ? 0 : UInt64.max << UInt64(128 - bits)
+        return (high, low)
+    }
+
     /// The 16 bytes in network order.
     var bytes: [UInt8] {
         var bytes: [UInt8] = []

@@ -64,6 +64,20 @@ public struct TokenStore: Sendable {
         return !bytes.isEmpty && bytes.count <= maximumTokenLength && bytes.allSatisfy(BearerCredentials.isTokenByte)
     }
 
+    /// The token `text-gateway token hash` reads from standard input: one line, the blanks
+    /// and line breaks around it dropped (the newline `echo` adds). Nil when that is not one
+    /// token ``isAcceptableToken(_:)`` allows (1–512 printable ASCII characters without
+    /// spaces), or when a second line follows: a hash of it could never match.
+    public static func token(fromInput input: [UInt8]) -> String? {
+        let blanks: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")]
+        var bytes = input[...]
+        while let first = bytes.first, blanks.contains(first) { bytes.removeFirst() }
+        while let last = bytes.last, blanks.contains(last) { bytes.removeLast() }
+        guard bytes.count <= maximumTokenLength, bytes.allSatisfy(BearerCredentials.isTokenByte) else { return nil }
+        let token = String(decoding: bytes, as: UTF8.self)
+        return isAcceptableToken(token) ? token : nil
+    }
+
     /// The hex digest configuration holds for `token`: what `text-gateway token hash` prints
     /// for a token read from standard input. Leading and trailing blanks and line breaks
     /// (the newline `echo` adds) are not part of the token and are dropped first.

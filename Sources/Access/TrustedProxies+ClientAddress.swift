@@ -17,8 +17,14 @@ extension TrustedProxies {
     /// form (``IPAddress/description``: `::ffff:1.2.3.4` is `1.2.3.4`); a peer that is not
     /// an IP address comes back unchanged.
     public func clientAddress(peer: String, forwardedFor: String?) -> String {
-        guard let peerAddress = Self.forwardedAddress(peer.utf8) else { return peer }
-        guard let forwardedFor, isTrusted(peerAddress) else { return peerAddress.description }
+        client(peer: peer, forwardedFor: forwardedFor)?.description ?? peer
+    }
+
+    /// The address ``clientAddress(peer:forwardedFor:)`` names, or nil when the peer is not
+    /// an IP address.
+    func client(peer: String, forwardedFor: String?) -> IPAddress? {
+        guard let peerAddress = Self.forwardedAddress(peer.utf8) else { return nil }
+        guard let forwardedFor, isTrusted(peerAddress) else { return peerAddress }
 
         // Bytes, not `Character`s: a comma must split entries even when the text before it
         // would make it part of a grapheme cluster.
@@ -29,13 +35,13 @@ extension TrustedProxies {
             let comma = header[..<end].lastIndex(of: UInt8(ascii: ","))
             let start = comma.map { header.index(after: $0) } ?? header.startIndex
             if let address = Self.forwardedAddress(header[start..<end]) {
-                if !isTrusted(address) { return address.description }
+                if !isTrusted(address) { return address }
                 leftmostTrusted = address
             }
             guard let comma else { break }
             end = comma
         }
-        return leftmostTrusted.description
+        return leftmostTrusted
     }
 
     /// The address in one `X-Forwarded-For` entry: blanks around it allowed, an IPv6

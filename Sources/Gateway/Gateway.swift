@@ -178,7 +178,7 @@ public final class Gateway: Sendable {
                 timeToLive: route == .jobs
                     ? configuration.idempotencyTimeToLive
                     : configuration.idempotencyAnswerTimeToLive,
-                trustedProxies: configuration.trustedProxies)
+                clients: configuration.clientAddressKey)
         }
         // A concern the configuration turns off is no layer at all.
         // Authentication is always a layer: even a gateway that knows no credential must
@@ -198,7 +198,7 @@ public final class Gateway: Sendable {
             guard let limiter else { return [] }
             return [
                 RateLimitMiddleware(
-                    limiter: limiter, plans: configuration.plans, trustedProxies: configuration.trustedProxies,
+                    limiter: limiter, plans: configuration.plans, clients: configuration.clientAddressKey,
                     maxTokens: configuration.maxTokens,
                     cost: cost, clock: clock
                 )
@@ -280,7 +280,7 @@ public final class Gateway: Sendable {
             ]
             let jobs = JobRoutes(
                 runner: runner, pool: pool, streams: streams, heartbeat: configuration.heartbeatInterval,
-                trustedProxies: configuration.trustedProxies)
+                clients: configuration.clientAddressKey)
             // Submitting is a request like /api/process (limits included); reading and
             // cancelling a job is outside the limits, as reading history is.
             let reading: [any Middleware] = [authentication(required: configuration.requiresTokens)]
@@ -329,15 +329,18 @@ public final class Gateway: Sendable {
             routes += Self.attestRoutes(
                 settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis,
                 registry: registry, logger: logger, clock: clock,
-                trustedProxies: configuration.trustedProxies
+                clients: configuration.clientAddressKey
             )
         }
         if let adminToken = configuration.adminToken {
+            let access = AdminAccess(
+                token: adminToken, lockout: AdminLockout(failures: configuration.adminFailuresPerMinute),
+                clients: configuration.clientAddressKey, clock: clock)
             routes += Self.adminRoutes(
                 api: AdminAPI(
                     store: store?.backend, faults: store?.faults, pool: pool, plans: configuration.plans,
                     language: configuration.errorLanguage, clock: clock),
-                token: adminToken, language: configuration.errorLanguage)
+                access: access, language: configuration.errorLanguage)
         }
         routeList = routes.map { ($0.method, $0.path) }
         let finisher = RequestFinisher(
@@ -354,8 +357,8 @@ public final class Gateway: Sendable {
 
     /// The operator's console (`ADMIN_TOKEN`): its page, open, and its API behind the admin
     /// token, outside every caller's limits (no rate limiter, no ledger row).
-    private static func adminRoutes(api: AdminAPI, token: String, language: ErrorLanguage?) -> [Route] {
-        let locked: [any Middleware] = [AdminAccess(token: token)]
+    private static func adminRoutes(api: AdminAPI, access: AdminAccess, language: ErrorLanguage?) -> [Route] {
+        let locked: [any Middleware] = [access]
         func call(_ method: HTTPMethod, _ path: String, _ endpoint: AdminAPI.Endpoint) -> Route {
             Route(
                 method: method, path: "/api/admin/" + path, middleware: locked,
@@ -379,7 +382,7 @@ public final class Gateway: Sendable {
         settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?,
         redis: RedisClient?,
         registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant,
-        trustedProxies: TrustedProxies
+        clients: ClientAddressKey
     ) -> [Route] {
         let trust: X509TrustStore
         do {
@@ -400,7 +403,7 @@ public final class Gateway: Sendable {
         let plan = Plan(
             name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
         let limits = RateLimitMiddleware(
-            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), trustedProxies: trustedProxies,
+            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), clients: clients,
             maxTokens: 0, cost: .none,
             perAddress: plan, clock: clock
         )

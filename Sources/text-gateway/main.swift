@@ -57,9 +57,8 @@ case .version:
     write("text-gateway \(TextGatewayVersion.current)\n", to: 1)
 case .tokenHash:
     let input = StandardStreams.read(0, upTo: 4096)
-    let token = String(decoding: input, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-    guard !token.isEmpty, input.count <= 4096 else {
-        fail("token hash: write one token (at most 512 characters) on standard input")
+    guard input.count <= 4096, let token = TokenStore.token(fromInput: input) else {
+        fail("token hash: write one token on standard input: 1-512 printable ASCII characters, no spaces")
     }
     write(TokenStore.hashLine(forToken: token) + "\n", to: 1)
 case .store(let storeCommand, let environmentName):

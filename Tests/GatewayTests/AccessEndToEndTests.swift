@@ -169,4 +169,48 @@ struct AccessEndToEndTests {
                 ).status == 429)
         }
     }
+
+    @Test("keys an IPv6 guest by its /64: a host that changes its address inside it stays one guest")
+    func ipv6GuestsByPrefix() async throws {
+        func forwarded(_ address: String) -> [(name: String, value: String)] { [("X-Forwarded-For", address)] }
+        try await GatewayHarness.with(configure: {
+            $0.rateLimitsEnabled = true
+            $0.plans = try! PlanCatalog.parse("guest:2:-:-")
+            $0.trustedProxies = try! TrustedProxies.parse("127.0.0.1/32")
+        }) { harness async throws in
+            for address in ["2001:db8:1:2::1", "2001:db8:1:2:8a2e:370:7334:99"] {
+                #expect(
+                    try await harness.process(task: "summarize", text: Self.sample, headers: forwarded(address)).status
+                        == 200)
+            }
+            // A third address of the same /64 is the same guest, over its two a minute.
+            let refused = try await harness.process(
+                task: "summarize", text: Self.sample, headers: forwarded("[2001:db8:1:2:ffff::5]:443"))
+            #expect(refused.status == 429)
+            #expect(refused.header("Retry-After") != nil)
+            // The neighbouring /64 and an IPv4 client are guests of their own.
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: forwarded("2001:db8:1:3::1"))
+                    .status == 200)
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: forwarded("203.0.113.9"))
+                    .status == 200)
+        }
+        // IPV6_CLIENT_PREFIX=128: every address is its own guest again.
+        try await GatewayHarness.with(configure: {
+            $0.rateLimitsEnabled = true
+            $0.plans = try! PlanCatalog.parse("guest:1:-:-")
+            $0.trustedProxies = try! TrustedProxies.parse("127.0.0.1/32")
+            $0.ipv6ClientPrefix = 128
+        }) { harness async throws in
+            for address in ["2001:db8:1:2::1", "2001:db8:1:2::2"] {
+                #expect(
+                    try await harness.process(task: "summarize", text: Self.sample, headers: forwarded(address)).status
+                        == 200)
+            }
+            #expect(
+                try await harness.process(task: "summarize", text: Self.sample, headers: forwarded("2001:db8:1:2::1"))
+                    .status == 429)
+        }
+    }
 }

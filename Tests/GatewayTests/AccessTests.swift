@@ -183,6 +183,19 @@ struct AccessTests {
             #expect(TokenStore(entries: []).authenticate(authorization: "Bearer \(aliceToken)") == nil)
         }
 
+        @Test("token hash reads one token of 1-512 printable ASCII characters without spaces, blanks around it dropped")
+        func tokenFromInput() {
+            let longest = String(repeating: "~", count: TokenStore.maximumTokenLength)
+            #expect(TokenStore.token(fromInput: Array("\(aliceToken)\n".utf8)) == aliceToken)
+            #expect(TokenStore.token(fromInput: Array("  \(aliceToken)\r\n\n".utf8)) == aliceToken)
+            #expect(TokenStore.token(fromInput: Array(longest.utf8)) == longest)
+            for input in [
+                "", " \n", longest + "~", "two words", "one\ntwo", "tab\tinside", "caf\u{E9}", "nul\0byte",
+            ] {
+                #expect(TokenStore.token(fromInput: Array(input.utf8)) == nil, "\(input.prefix(20))")
+            }
+        }
+
         @Test("hashLine prints the configured digest of a token read from stdin")
         func hashLinePrintsDigest() {
             #expect(TokenStore.hashLine(forToken: aliceToken) == aliceHash)
@@ -709,6 +722,62 @@ struct AccessTests {
         func noTrustedProxies() {
             #expect(TrustedProxies.none.clientAddress(peer: "10.0.0.2", forwardedFor: "6.6.6.6") == "10.0.0.2")
             #expect(TrustedProxies.none.clientAddress(peer: "127.0.0.1", forwardedFor: "6.6.6.6") == "127.0.0.1")
+        }
+
+        static let keyCases: [(address: String, prefix: Int, key: String)] = [
+            ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64, "2001:db8:1:2::/64"),
+            ("2001:db8:1:2::1", 64, "2001:db8:1:2::/64"),
+            ("2001:DB8:1:2:ffff:ffff:ffff:ffff", 64, "2001:db8:1:2::/64"),
+            ("2001:db8:1:3::1", 64, "2001:db8:1:3::/64"),
+            ("2001:db8:1:2:aaaa::1", 56, "2001:db8:1::/56"),
+            ("2001:db8:1:ff:aaaa::1", 56, "2001:db8:1::/56"),
+            ("2001:db8:1:2:aaaa::1", 48, "2001:db8:1::/48"),
+            ("2001:db8:ffff:2::1", 32, "2001:db8::/32"),
+            ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 96, "2001:db8:1:2:aaaa:bbbb::/96"),
+            ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 127, "2001:db8:1:2:aaaa:bbbb:cccc:dddc/127"),
+            ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 128, "2001:db8:1:2:aaaa:bbbb:cccc:dddd"),
+            ("::1", 64, "::/64"),
+            // IPv4, written plain or mapped, is kept whole whatever the IPv6 prefix.
+            ("203.0.113.7", 64, "203.0.113.7"),
+            ("203.0.113.7", 32, "203.0.113.7"),
+            ("::ffff:203.0.113.7", 64, "203.0.113.7"),
+        ]
+
+        @Test("keys an IPv6 client by its prefix and an IPv4 one by its whole address", arguments: keyCases)
+        func keysByPrefix(testCase: (address: String, prefix: Int, key: String)) throws {
+            let address = try #require(IPAddress(testCase.address))
+            let keys = ClientAddressKey(ipv6PrefixLength: testCase.prefix)
+            #expect(keys.key(address) == testCase.key, "\(testCase.address) /\(testCase.prefix)")
+        }
+
+        @Test("two addresses of one /64 are one client by default, and a neighbouring /64 another")
+        func defaultPrefix() {
+            let keys = ClientAddressKey()
+            #expect(keys.ipv6PrefixLength == 64)
+            let first = keys.key(peer: "2001:db8:1:2::a", forwardedFor: nil)
+            #expect(first == keys.key(peer: "2001:db8:1:2:8a2e:370:7334:1", forwardedFor: nil))
+            #expect(first != keys.key(peer: "2001:db8:1:3::a", forwardedFor: nil))
+            #expect(
+                keys.key(peer: "198.51.100.1", forwardedFor: nil) != keys.key(peer: "198.51.100.2", forwardedFor: nil))
+        }
+
+        @Test("keys the client a trusted proxy names, and a peer that is no IP address as itself")
+        func keysBehindProxies() {
+            let keys = ClientAddressKey(trustedProxies: Self.proxies)
+            #expect(keys.key(peer: "10.0.0.2", forwardedFor: "6.6.6.6, [2001:db8:5:6::77]:443") == "2001:db8:5:6::/64")
+            #expect(keys.key(peer: "203.0.113.5", forwardedFor: "2001:db8:5:6::77") == "203.0.113.5")
+            #expect(keys.key(peer: "2001:db8:9:9::1", forwardedFor: "198.51.100.7") == "2001:db8:9:9::/64")
+            #expect(keys.key(peer: "unix", forwardedFor: nil) == "unix")
+        }
+
+        @Test("holds the prefix length within 32...128")
+        func prefixBounds() throws {
+            #expect(ClientAddressKey(ipv6PrefixLength: 8).ipv6PrefixLength == 32)
+            #expect(ClientAddressKey(ipv6PrefixLength: 200).ipv6PrefixLength == 128)
+            let address = try #require(IPAddress("2001:db8:1:2::1"))
+            #expect(address.keepingFirst(0) == IPAddress("::"))
+            #expect(address.keepingFirst(128) == address)
+            #expect(address.keepingFirst(16) == IPAddress("2001::"))
         }
     }
 }

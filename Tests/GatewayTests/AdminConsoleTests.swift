@@ -54,6 +54,8 @@ struct AdminConsoleTests {
         try await GatewayHarness.with(configure: {
             Self.configure(&$0, path: path)
             StoreEndToEndTests.configure(&$0, path: path)
+            // Each wrong token here is one refusal to see, not an attack to stop.
+            $0.adminFailuresPerMinute = 1000
         }) { harness in
             for token in [
                 nil, "wrong", Self.adminToken + "x", String(Self.adminToken.dropLast()), StoreEndToEndTests.alice,
@@ -70,6 +72,117 @@ struct AdminConsoleTests {
                 task: "summarize", text: StoreEndToEndTests.sample, headers: StoreEndToEndTests.bearer(Self.adminToken))
             #expect(process.status == 401)
             #expect(try await Self.get(harness, "/api/admin/plans").status == 200)
+        }
+    }
+
+    @Test("five wrong admin tokens from one address in a minute: its admin calls are 429 for a minute, right token too")
+    func lockout() async throws {
+        let clock = TestClock()
+        try await GatewayHarness.with(
+            configure: {
+                $0.adminToken = Self.adminToken
+                $0.trustedProxies = try! TrustedProxies.parse("127.0.0.1")
+            }, clock: { clock.now }
+        ) { harness in
+            func call(_ token: String?, from address: String) async throws -> HTTPClientResponse {
+                var headers = [("X-Forwarded-For", address)]
+                if let token { headers.append(("Authorization", "Bearer \(token)")) }
+                return try await harness.client.send(
+                    HTTPClientRequest(url: harness.base + "/api/admin/plans", headers: headers))
+            }
+            let attacker = "2001:db8:7:7::1"
+            // A call without a token guesses nothing: not counted.
+            for _ in 0..<10 { #expect(try await call(nil, from: attacker).status == 401) }
+            for index in 0..<5 {
+                let refused = try await call("wrong-\(index)", from: "2001:db8:7:7::\(index + 1)")
+                #expect(refused.status == 401, "wrong token \(index + 1)")
+            }
+            // The same /64: locked out, the right token included.
+            let locked = try await call(Self.adminToken, from: "2001:db8:7:7::99")
+            #expect(locked.status == 429)
+            #expect(locked.header("Retry-After") == "60")
+            #expect(try JSONValue.parse(locked.body)["code"]?.stringValue == "rate_limited")
+            #expect(try await call("wrong-again", from: attacker).status == 429)
+            // Another address is not.
+            #expect(try await call(Self.adminToken, from: "203.0.113.50").status == 200)
+            clock.advance(59)
+            let later = try await call(Self.adminToken, from: attacker)
+            #expect(later.status == 429)
+            #expect(later.header("Retry-After") == "1")
+            clock.advance(1)
+            #expect(try await call(Self.adminToken, from: attacker).status == 200)
+            // Four wrong in a minute, a right one, then four more: never locked.
+            for _ in 0..<4 { #expect(try await call("wrong", from: "198.51.100.1").status == 401) }
+            #expect(try await call(Self.adminToken, from: "198.51.100.1").status == 200)
+            for _ in 0..<4 { #expect(try await call("wrong", from: "198.51.100.1").status == 401) }
+            #expect(try await call(Self.adminToken, from: "198.51.100.1").status == 200)
+            let log = harness.logs.lines.joined(separator: "\n")
+            #expect(log.contains("admin_locked_out"))
+            #expect(!log.contains(Self.adminToken) && !log.contains("wrong-0"))
+        }
+    }
+
+    @Test("the lockout remembers a bounded number of addresses, the idle ones going first")
+    func lockoutBounded() {
+        let clock = TestClock()
+        let lockout = AdminLockout(failures: 2, capacity: 100)
+        lockout.failed("locked", now: clock.now)
+        lockout.failed("locked", now: clock.now)
+        for index in 0..<1000 {
+            lockout.failed("address-\(index)", now: clock.now)
+            #expect(lockout.count <= 100)
+        }
+        // A flood of one-off failures evicts counts, never the lockout.
+        #expect(lockout.count == 100)
+        #expect(lockout.retryAfter("locked", now: clock.now) == 60)
+        clock.advance(61)
+        lockout.failed("fresh", now: clock.now)
+        #expect(lockout.count == 1)
+        #expect(lockout.retryAfter("fresh", now: clock.now) == nil)
+        lockout.failed("fresh", now: clock.now)
+        #expect(lockout.retryAfter("fresh", now: clock.now) == 60)
+    }
+
+    @Test(
+        "an ADMIN_TOKEN too easy to guess stops the start, saying the rule, never the token",
+        arguments: [
+            String(repeating: "a", count: 64), String(repeating: "ab", count: 40),
+            String(repeating: "0123456", count: 20),
+            "passwordpasswordpassword1", "adminadminadminadmin1234", "123456789012345678901234",
+        ]
+    )
+    func guessableAdminToken(token: String) {
+        #expect(AdminAccess.isGuessable(token))
+        do {
+            _ = try GatewayConfiguration(environment: ["ADMIN_TOKEN": token])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("ADMIN_TOKEN is too easy to guess"), "\(error.message)")
+            #expect(error.message.contains("at least 8 different characters") && error.message.contains("96"))
+            #expect(!error.message.contains(token))
+        }
+    }
+
+    @Test(
+        "a random ADMIN_TOKEN is accepted: openssl rand -hex 32, -hex 16, -base64 24",
+        arguments: [
+            "3f9a1c0d2e4b5a6978877665544332211ffeeddccbbaa0099887766554433221",
+            "9b2e4c6d8f0a1b3c5d7e9f1a2b3c4d5e", "q8Zt1Xv0pL3mN6bR4cW9yK2jH7gF5dS1",
+            Self.adminToken,
+        ]
+    )
+    func randomAdminToken(token: String) throws {
+        #expect(!AdminAccess.isGuessable(token))
+        #expect(try GatewayConfiguration(environment: ["ADMIN_TOKEN": token]).adminToken == token)
+    }
+
+    @Test("ADMIN_FAILURES_PER_MINUTE is 5 unless set, at least 1")
+    func failuresSetting() throws {
+        #expect(try GatewayConfiguration(environment: [:]).adminFailuresPerMinute == 5)
+        #expect(
+            try GatewayConfiguration(environment: ["ADMIN_FAILURES_PER_MINUTE": "20"]).adminFailuresPerMinute == 20)
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration(environment: ["ADMIN_FAILURES_PER_MINUTE": "0"])
         }
     }
 

@@ -23,6 +23,8 @@ struct ClosedByDefaultTests {
         ("oversized", "Bearer " + String(repeating: "a", count: 20_000)),
         ("a space inside", "Bearer tgk_abc def"),
         ("empty", "Bearer"),
+        ("a store token's prefix alone", "Bearer tgk_"),
+        ("a device session's prefix alone", "Bearer tgd_"),
     ]
 
     static func chat(_ harness: GatewayHarness, _ body: String, authorization: String?) async throws
@@ -70,6 +72,7 @@ struct ClosedByDefaultTests {
             let log = harness.logs.lines.joined(separator: "\n")
             #expect(!log.contains("tgk_AAAA") && !log.contains("eyJhbGci"))
             #expect(log.contains("auth_error="))
+            #expect(log.contains("malformed gateway credential"))
         }
     }
 

@@ -1,3 +1,4 @@
+import Access
 import EventLoop
 import Gateway
 import HTTPClient
@@ -105,6 +106,13 @@ struct CommandLineProcessTests {
                 ],
                 "AUTH_REQUIRED is off but APP_ATTEST_REQUIRED"
             ),
+            (["serve"], ["ADMIN_TOKEN": String(repeating: "x", count: 40)], "ADMIN_TOKEN is too easy to guess"),
+            (["serve"], ["ADMIN_TOKN": "x"], "did you mean ADMIN_TOKEN?"),
+            (["serve"], ["MAX_TOKEN": "100"], "did you mean MAX_TOKENS?"),
+            (
+                ["serve"], ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "RS256"],
+                "JWT_ALGORITHMS names no algorithm a configured key can verify"
+            ),
         ] as [([String], [String: String], String)]
     )
     func invalidSettings(arguments: [String], environment: [String: String], mention: String) async throws {
@@ -113,6 +121,40 @@ struct CommandLineProcessTests {
             workingDirectory: Self.emptyDirectory())
         #expect(await child.waitForExit(seconds: 10) == 2)
         #expect(child.output.contains(mention))
+    }
+
+    /// Runs `text-gateway token hash` with `input` on standard input.
+    static func tokenHash(_ input: [UInt8]) async throws -> (status: Int32?, output: String) {
+        let directory = Self.emptyDirectory()
+        let path = directory + "/token.txt"
+        try writeFile(path, input)
+        defer { unlink(path) }
+        let child = try ChildProcess(
+            "/bin/sh",
+            arguments: [
+                "-c", "exec \"$0\" token hash < \"$1\"", ChildProcess.productsDirectory + "/text-gateway", path,
+            ],
+            environment: Self.baseEnvironment, workingDirectory: directory)
+        let status = await child.waitForExit(seconds: 10)
+        return (status, child.output)
+    }
+
+    @Test("token hash prints the digest of one token of 1-512 printable ASCII characters, and refuses any other input")
+    func tokenHash() async throws {
+        let longest = String(repeating: "~", count: 512)
+        for token in ["tgk_example-token", longest] {
+            let (status, output) = try await Self.tokenHash(Array((token + "\n").utf8))
+            #expect(status == 0)
+            #expect(output == TokenStore.hashLine(forToken: token) + "\n")
+        }
+        for input in [
+            "", "\n", longest + "~", "two words", "one\ntwo\n", "caf\u{E9}-token", String(repeating: "a", count: 5000),
+        ] {
+            let (status, output) = try await Self.tokenHash(Array(input.utf8))
+            #expect(status == 2, "\(input.prefix(20))")
+            #expect(output.contains("1-512 printable ASCII characters, no spaces"))
+            #expect(!output.contains("two words") && !output.contains("~~~~"))
+        }
     }
 
     @Test("a port in use stops the start with exit 1 and an error naming the address it could not bind")

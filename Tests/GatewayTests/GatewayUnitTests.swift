@@ -172,6 +172,7 @@ struct GatewayUnitTests {
         arguments: [
             "PORT=-1", "PORT=65536", "MAX_TOKENS=0", "UPSTREAM_TIMEOUT_SECONDS=nan", "LOG_LEVEL=loud",
             "MAX_BODY_BYTES=12", "UPSTREAM_MAX_CONNECTIONS=0", "IDEMPOTENCY_RETRY_WINDOW_SECONDS=59",
+            "IPV6_CLIENT_PREFIX=31", "IPV6_CLIENT_PREFIX=129", "IPV6_CLIENT_PREFIX=/64",
         ]
     )
     func invalidConfiguration(assignment: String) {
@@ -182,6 +183,18 @@ struct GatewayUnitTests {
         } catch {
             #expect(error.message.contains(parts[0]))
         }
+    }
+
+    @Test("IPV6_CLIENT_PREFIX keys IPv6 clients by /64 unless set, within 32...128")
+    func ipv6ClientPrefix() throws {
+        let defaults = try GatewayConfiguration(environment: [:])
+        #expect(defaults.ipv6ClientPrefix == 64)
+        #expect(defaults.clientAddressKey.key(peer: "2001:db8:1:2::9", forwardedFor: nil) == "2001:db8:1:2::/64")
+        let wide = try GatewayConfiguration(environment: ["IPV6_CLIENT_PREFIX": "48", "TRUSTED_PROXIES": "10.0.0.0/8"])
+        #expect(wide.ipv6ClientPrefix == 48)
+        #expect(wide.clientAddressKey.key(peer: "10.1.1.1", forwardedFor: "2001:db8:1:2::9") == "2001:db8:1::/48")
+        #expect(try GatewayConfiguration(environment: ["IPV6_CLIENT_PREFIX": "128"]).ipv6ClientPrefix == 128)
+        #expect(try GatewayConfiguration(environment: ["IPV6_CLIENT_PREFIX": "32"]).ipv6ClientPrefix == 32)
     }
 
     @Test("parses the command line")

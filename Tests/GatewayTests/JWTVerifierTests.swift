@@ -125,6 +125,41 @@ struct JWTVerifierTests {
         }
     }
 
+    @Test(
+        "JWT_ALGORITHMS naming no algorithm a configured key can verify stops the start, saying which key each needs",
+        arguments: [
+            ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "RS256"],
+            ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "RS256,ES256"],
+            ["JWT_JWKS_URL": "https://id.example/jwks", "JWT_ALGORITHMS": "HS256"],
+        ]
+    )
+    func algorithmsWithoutKey(environment: [String: String]) {
+        do {
+            _ = try GatewayConfiguration(environment: environment)
+            Issue.record("accepted \(environment)")
+        } catch {
+            #expect(error.message.contains("JWT_ALGORITHMS names no algorithm a configured key can verify"))
+            #expect(error.message.contains("HS256 needs JWT_HS256_SECRET"))
+            #expect(error.message.contains("RS256 and ES256 need JWT_JWKS_FILE or JWT_JWKS_URL"))
+        }
+    }
+
+    @Test(
+        "JWT_ALGORITHMS with at least one algorithm a configured key can verify starts",
+        arguments: [
+            ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "HS256"],
+            ["JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_ALGORITHMS": "RS256,HS256"],
+            ["JWT_JWKS_URL": "https://id.example/jwks", "JWT_ALGORITHMS": "ES256"],
+            [
+                "JWT_HS256_SECRET": String(repeating: "s", count: 32), "JWT_JWKS_URL": "https://id.example/jwks",
+                "JWT_ALGORITHMS": "RS256",
+            ],
+        ]
+    )
+    func algorithmsWithKey(environment: [String: String]) throws {
+        #expect(try GatewayConfiguration(environment: environment).jwt != nil)
+    }
+
     @Test("configuration: the variables read")
     func configuration() throws {
         let configuration = try GatewayConfiguration(environment: [

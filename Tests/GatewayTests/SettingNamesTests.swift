@@ -117,6 +117,21 @@ struct SettingNamesTests {
                 ["UPSTREAM_C_BASE_URL", "upstream c", "UPSTREAMS lists a"]
             ),
             (["UPSTREAM_BACKUP_API_KEY": "sk-secret-value"], ["UPSTREAM_BACKUP_API_KEY", "UPSTREAMS is not set"]),
+            (["MAX_TOKEN": "99"], ["unknown setting MAX_TOKEN", "did you mean MAX_TOKENS?"]),
+            (["MAX_TOKENS_PER_CALL": "99"], ["unknown setting MAX_TOKENS_PER_CALL", "did you mean MAX_TOKENS?"]),
+            (["MAX_CHOICE": "2"], ["unknown setting MAX_CHOICE", "did you mean MAX_CHOICES?"]),
+            (["ADMIN_TOKN": "sk-secret-value"], ["unknown setting ADMIN_TOKN", "did you mean ADMIN_TOKEN?"]),
+            (["ADMIN_TOKENS": "sk-secret-value"], ["unknown setting ADMIN_TOKENS", "did you mean ADMIN_TOKEN?"]),
+            (
+                ["ADMIN_FAILURES": "3"],
+                ["unknown setting ADMIN_FAILURES", "did you mean ADMIN_FAILURES_PER_MINUTE?"]
+            ),
+            (
+                ["IDEMPOTENCY_TTL": "600"],
+                ["unknown setting IDEMPOTENCY_TTL", "did you mean IDEMPOTENCY_TTL_SECONDS?"]
+            ),
+            (["IPV6_CLIENT_PREFIXES": "56"], ["IPV6_CLIENT_PREFIXES", "did you mean IPV6_CLIENT_PREFIX?"]),
+            (["admin_token": "sk-secret-value"], ["admin_token", "ADMIN_TOKEN"]),
         ] as [([String: String], [String])]
     )
     func refusesUnknownNames(environment: [String: String], mentions: [String]) {
@@ -154,6 +169,11 @@ struct SettingNamesTests {
             "REDIS_SERVICE_PORT_REDIS",
             "REDIS_PORT_6379_TCP", "REDIS_PORT_6379_TCP_ADDR", "GATEWAY_PORT_8080_TCP_PROTO", "GATEWAY_SERVICE_HOST",
             "UPSTREAM_MOCK_PORT_80_TCP_PORT",
+            // A Kubernetes service named `admin` or `idempotency`, and other tools' names.
+            "ADMIN_SERVICE_HOST", "ADMIN_SERVICE_PORT", "ADMIN_SERVICE_PORT_HTTP", "ADMIN_PORT", "ADMIN_PORT_8080_TCP",
+            "ADMIN_PORT_8080_TCP_ADDR", "ADMIN_PORT_8080_TCP_PORT", "ADMIN_PORT_8080_TCP_PROTO",
+            "IDEMPOTENCY_SERVICE_HOST", "IDEMPOTENCY_PORT_6379_TCP_ADDR", "ADMIN_USER", "ADMIN_PASSWORD",
+            "ADMIN_EMAIL", "MAX_MEMORY", "MAX_CONNECTIONS",
         ]
     )
     func acceptsOthers(name: String) throws {

@@ -9,6 +9,12 @@ import Synchronization
 /// served from memory until it expires. When the store's device generation moves (a device
 /// was revoked, by any process), every session is forgotten and read again: a revoked
 /// device's sessions stop on every instance within one poll.
+///
+/// A digest the store has no session for is remembered as unknown for
+/// ``unknownTimeToLive`` (at most ``unknownCapacity`` of them), so a client repeating a
+/// made-up, expired or revoked session costs one store read per period, not one per request.
+/// It holds only what is unknown, so a revocation never waits on it; and a real session is
+/// hardly ever in it, since its token reaches the client only after the store keeps it.
 package final class DeviceSessions: Sendable {
     private struct Entry {
         var caller: Caller
@@ -18,6 +24,8 @@ package final class DeviceSessions: Sendable {
     private struct State {
         var generation: Int64 = .min
         var entries: [[UInt8]: Entry] = [:]
+        /// Digests the store had no session for, and until when that answer stands.
+        var unknown: [[UInt8]: Int64] = [:]
     }
 
     private let state = Mutex(State())
@@ -25,14 +33,27 @@ package final class DeviceSessions: Sendable {
     let plan: String
     /// The most sessions kept in memory; past it the expired go, and if none has, all do.
     let capacity: Int
+    /// The most unknown digests remembered; past it the expired go, and if none has, all do.
+    let unknownCapacity: Int
+    /// How long a digest the store did not know is answered as unknown without asking again.
+    let unknownTimeToLiveMilliseconds: Int64
 
     /// The prefix of a session token.
     package static let prefix = GatewayCredential.deviceSessionPrefix
+    /// How long an unknown digest is remembered by default.
+    package static let unknownTimeToLive: Duration = .seconds(30)
 
-    package init(repository: any DeviceRepository, plan: String, capacity: Int = 200_000) {
+    package init(
+        repository: any DeviceRepository, plan: String, capacity: Int = 200_000, unknownCapacity: Int = 4096,
+        unknownTimeToLive: Duration = DeviceSessions.unknownTimeToLive
+    ) {
         self.repository = repository
         self.plan = plan
         self.capacity = capacity
+        self.unknownCapacity = max(1, unknownCapacity)
+        self.unknownTimeToLiveMilliseconds =
+            unknownTimeToLive.components.seconds * 1000
+            + unknownTimeToLive.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// The caller `device:<id>` for a device's sessions.
@@ -41,15 +62,35 @@ package final class DeviceSessions: Sendable {
     /// A new session token: the prefix and 32 random bytes in base64url.
     package static func makeToken() -> String { prefix + Base64URL.encode(SecureRandom.bytes(32)) }
 
-    /// The caller whose unexpired session has `digest`, or nil; reads the store on a miss.
+    /// The caller whose unexpired session has `digest`, or nil; reads the store on a miss,
+    /// unless the store said lately that it has no such session.
     package func caller(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> Caller? {
-        if let entry = state.withLock({ $0.entries[digest] }) {
+        enum Known {
+            case session(Entry)
+            case unknown
+            case ask(generation: Int64)
+        }
+        let known = state.withLock { state -> Known in
+            if let entry = state.entries[digest] { return .session(entry) }
+            if let until = state.unknown[digest] {
+                if until > nowMilliseconds { return .unknown }
+                state.unknown.removeValue(forKey: digest)
+            }
+            return .ask(generation: state.generation)
+        }
+        let generation: Int64
+        switch known {
+        case .session(let entry):
             if entry.expiresAtMilliseconds > nowMilliseconds { return entry.caller }
             state.withLock { _ = $0.entries.removeValue(forKey: digest) }
             return nil
+        case .unknown:
+            return nil
+        case .ask(let current):
+            generation = current
         }
-        let generation = state.withLock { $0.generation }
         guard let session = try await repository.session(digest: digest, nowMilliseconds: nowMilliseconds) else {
+            rememberUnknown(digest: digest, now: nowMilliseconds)
             return nil
         }
         let caller = Caller(userID: Self.userID(deviceID: session.deviceID), plan: plan)
@@ -70,6 +111,9 @@ package final class DeviceSessions: Sendable {
 
     /// How many sessions are in memory now.
     package var count: Int { state.withLock { $0.entries.count } }
+
+    /// How many digests are remembered as unknown now.
+    package var unknownCount: Int { state.withLock { $0.unknown.count } }
 
     /// Forgets every session when the store's device generation moved since the last poll;
     /// returns whether it did.
@@ -93,6 +137,17 @@ package final class DeviceSessions: Sendable {
                 if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
             }
             state.entries[digest] = Entry(caller: caller, expiresAtMilliseconds: expiresAtMilliseconds)
+            state.unknown.removeValue(forKey: digest)
+        }
+    }
+
+    private func rememberUnknown(digest: [UInt8], now: Int64) {
+        state.withLock { state in
+            if state.unknown.count >= unknownCapacity {
+                state.unknown = state.unknown.filter { $0.value > now }
+                if state.unknown.count >= unknownCapacity { state.unknown.removeAll(keepingCapacity: true) }
+            }
+            state.unknown[digest] = now + unknownTimeToLiveMilliseconds
         }
     }
 }

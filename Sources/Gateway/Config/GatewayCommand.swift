@@ -46,7 +46,8 @@ public enum GatewayCommand: Equatable, Sendable {
                      NAME is development (the default), production, testing or any
                      other name of letters, digits, '-' and '_'.
         healthcheck  ask a running gateway on 127.0.0.1 for /api/health (for HEALTHCHECK).
-        token hash   read a caller token from standard input and print its SHA-256 hash.
+        token hash   read a caller token (one line: 1-512 printable ASCII characters, no
+                     spaces) from standard input and print its SHA-256 hash.
         tokens       make (printing the token, only then), list or revoke caller tokens in
                      the store; a running gateway on the same store follows within 2 s.
         devices      list the App Attest devices registered in the store, or revoke one: its

@@ -113,6 +113,9 @@ public struct GatewayConfiguration: Sendable {
     /// `ADMIN_TOKEN`: when set, the operator's console (`/admin`, `/api/admin/…`) is served
     /// to a bearer of it; unset, those paths do not exist.
     public var adminToken: String?
+    /// `ADMIN_FAILURES_PER_MINUTE`: wrong admin tokens one client address may send within a
+    /// minute; the next admin calls from it are `429` for a minute.
+    public var adminFailuresPerMinute = 5
     /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
     public var tokens: TokenStore?
     /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
@@ -123,6 +126,14 @@ public struct GatewayConfiguration: Sendable {
     public var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
     public var trustedProxies = TrustedProxies(ranges: [])
+    /// `IPV6_CLIENT_PREFIX`: the bits of an IPv6 client's address that name it, for every
+    /// count and key kept per address (``ClientAddressKey``).
+    public var ipv6ClientPrefix = ClientAddressKey.defaultIPv6PrefixLength
+
+    /// How a client's address keys what is kept per address.
+    public var clientAddressKey: ClientAddressKey {
+        ClientAddressKey(trustedProxies: trustedProxies, ipv6PrefixLength: ipv6ClientPrefix)
+    }
     /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
     public var errorLanguage: ErrorLanguage?
     /// `AUTH_REQUIRED`: whether every request to `/api/process` and `/v1` needs a valid
@@ -263,8 +274,15 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError(
                     "ADMIN_TOKEN must be 24-512 visible ASCII characters (make one: openssl rand -hex 32)")
             }
+            guard !AdminAccess.isGuessable(token) else {
+                throw ConfigurationError(
+                    "ADMIN_TOKEN is too easy to guess: it needs at least \(AdminAccess.minimumDistinctCharacters) "
+                        + "different characters, and its length times log2 of their number must be at least "
+                        + "\(Int(AdminAccess.minimumEstimatedBits)) (make one: openssl rand -hex 32)")
+            }
             adminToken = token
         }
+        adminFailuresPerMinute = try integer("ADMIN_FAILURES_PER_MINUTE", 1...1_000_000) ?? adminFailuresPerMinute
         if let inline = value("GATEWAY_TOKENS") {
             do {
                 tokens = try TokenStore.parse(inline: inline)
@@ -308,6 +326,7 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigurationError("TRUSTED_PROXIES: \(error)")
             }
         }
+        ipv6ClientPrefix = try integer("IPV6_CLIENT_PREFIX", ClientAddressKey.ipv6PrefixLengths) ?? ipv6ClientPrefix
         (redis, redisFailureMode, cacheBackend) = try Self.sharedState(environment: environment, value: value)
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
         appAttest = try AppAttestSettings.parse(value: value, integer: integer, readFile: { DotEnv.readText(path: $0) })
@@ -434,6 +453,16 @@ public struct GatewayConfiguration: Sendable {
             }
             guard !algorithms.isEmpty else {
                 throw ConfigurationError("JWT_ALGORITHMS must list some of HS256, RS256, ES256")
+            }
+            // A list no key can serve would refuse every JWT: a mistake, not a policy. A key
+            // set (file or URL) may hold RSA and P-256 keys, and change while the gateway runs.
+            var usable: Set<JWTAlgorithm> = []
+            if secret != nil { usable.insert(.hs256) }
+            if file != nil || url != nil { usable.formUnion([.rs256, .es256]) }
+            guard !algorithms.isDisjoint(with: usable) else {
+                throw ConfigurationError(
+                    "JWT_ALGORITHMS names no algorithm a configured key can verify: HS256 needs JWT_HS256_SECRET, "
+                        + "RS256 and ES256 need JWT_JWKS_FILE or JWT_JWKS_URL")
             }
             jwt.policy.algorithms = algorithms
         }

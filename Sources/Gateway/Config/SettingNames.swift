@@ -23,9 +23,10 @@ enum SettingNames {
         "STREAM_TOTAL_TIMEOUT_SECONDS", "HEARTBEAT_SECONDS", "ERROR_LANGUAGE", "LOG_LEVEL", "LOG_FORMAT",
         // Callers and limits.
         "GATEWAY_TOKENS", "GATEWAY_TOKENS_FILE", "AUTH_REQUIRED", "PLANS", "RATE_LIMITS", "TRUSTED_PROXIES",
+        "IPV6_CLIENT_PREFIX",
         "REDIS_URL", "REDIS_TIMEOUT_MS", "REDIS_FAILURE_MODE", "CACHE_TTL_SECONDS", "CACHE_MAX_ENTRIES",
-        "CACHE_BACKEND", "METRICS", "METRICS_TOKEN", "ADMIN_TOKEN", "IDEMPOTENCY_TTL_SECONDS",
-        "IDEMPOTENCY_RETRY_WINDOW_SECONDS",
+        "CACHE_BACKEND", "METRICS", "METRICS_TOKEN", "ADMIN_TOKEN", "ADMIN_FAILURES_PER_MINUTE",
+        "IDEMPOTENCY_TTL_SECONDS", "IDEMPOTENCY_RETRY_WINDOW_SECONDS",
         // Sign-in with JWTs.
         "JWT_HS256_SECRET", "JWT_JWKS_FILE", "JWT_JWKS_URL", "JWT_JWKS_REFRESH_SECONDS", "JWT_ISSUER",
         "JWT_AUDIENCE", "JWT_PLAN_CLAIM", "JWT_LEEWAY_SECONDS", "JWT_ALGORITHMS", "JWT_CACHE_ENTRIES",
@@ -50,21 +51,26 @@ enum SettingNames {
     ///
     /// Each is a family the settings use and that no common tool puts in a process's
     /// environment. Left out on purpose, though settings use them: `LOG_` (`LOG_DIR`,
-    /// `LOG_FILE` belong to many tools), `MAX_` (`MAX_JOBS` is a build's), `CACHE_` (GitLab's
-    /// runner exports `CACHE_*`), `DATABASE_` (hosting platforms add `DATABASE_*` beside
-    /// `DATABASE_URL`), `ERROR_` (a plain word) and `HOST`/`PORT`; their settings are still
-    /// refused in another letter case. The per-task `SUMMARY_` … `CREATIVE_` and
-    /// `PLAN` are this product's words.
+    /// `LOG_FILE` belong to many tools), `MAX_` as a whole (`MAX_JOBS` is a build's: only
+    /// `MAX_TOKEN…` and `MAX_CHOICE…`, where a typo would leave what a request may spend at its
+    /// default, are checked),
+    /// `CACHE_` (GitLab's runner exports `CACHE_*`), `DATABASE_` (hosting platforms add
+    /// `DATABASE_*` beside `DATABASE_URL`), `ERROR_` (a plain word) and `HOST`/`PORT`; their
+    /// settings are still refused in another letter case. The per-task `SUMMARY_` …
+    /// `CREATIVE_` and `PLAN` are this product's words.
     static let prefixes = [
         "DARVAREH_", "GATEWAY_", "UPSTREAM_", "JWT_", "REDIS_", "JOB_", "HISTORY_", "APP_ATTEST_",
         "AUTH_", "STREAM_", "METRICS_", "LEDGER_", "USAGE_", "EVENT_LOOP", "SHUTDOWN_", "HEARTBEAT_",
         "RATE_", "TRUSTED_", "IDEMPOTENCY_", "PLAN", "SUMMARY_", "REWRITE_", "EXTRACTION_", "CREATIVE_",
+        "ADMIN_", "IPV6_CLIENT", "MAX_TOKEN", "MAX_CHOICE",
     ]
 
     /// Names other software is known to set with one of the ``prefixes``: Jenkins's job and
-    /// Prow's (CI may run the gateway, its `eval`, or the tests that start it).
+    /// Prow's (CI may run the gateway, its `eval`, or the tests that start it), and the admin
+    /// account of another service sharing a compose file's environment.
     static let foreign: Set<String> = [
         "JOB_NAME", "JOB_BASE_NAME", "JOB_URL", "JOB_DISPLAY_URL", "JOB_TYPE", "JOB_SPEC",
+        "ADMIN_USER", "ADMIN_USERNAME", "ADMIN_PASSWORD", "ADMIN_EMAIL",
     ]
 
     /// Every setting's name, the per-upstream ones for `upstreams` (upper-cased names).

@@ -32,8 +32,8 @@ struct IdempotencyMiddleware: Middleware {
     let route: Route
     /// How long this route's answers are kept.
     let timeToLive: Duration
-    /// Proxies whose `X-Forwarded-For` names a guest's address (a guest's keys are its address's).
-    let trustedProxies: TrustedProxies
+    /// A guest's address as its key (a guest's idempotency keys are its address's).
+    let clients: ClientAddressKey
 
     private static let eventStreamHeaders: HTTPHeaders = [
         "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
@@ -49,13 +49,7 @@ struct IdempotencyMiddleware: Middleware {
         case .invalid: throw GatewayError.invalidIdempotencyKey
         case .key(let value): key = value
         }
-        let caller =
-            context.caller.map { "user:" + $0.userID }
-            ?? "address:"
-            + trustedProxies.clientAddress(
-                peer: request.remoteAddress?.host ?? "unknown",
-                forwardedFor: request.headers.combinedValue("X-Forwarded-For")
-            )
+        let caller = context.caller.map { "user:" + $0.userID } ?? "address:" + clients.key(for: request)
         // `Accept` asks /api/process for a stream as `"stream": true` does: a retry must ask
         // for the form the first asked for, or be told its key is another request's.
         let ticket = IdempotencyService.Ticket(

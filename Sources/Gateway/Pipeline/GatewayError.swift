@@ -130,6 +130,16 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         error.headers.add(name: "WWW-Authenticate", value: "Bearer realm=\"admin\"")
         return error
     }()
+    /// `/api/admin/…` from an address that sent too many wrong admin tokens in a minute.
+    static func adminLockedOut(retryAfterSeconds: Int) -> GatewayError {
+        var error = GatewayError(
+            .tooManyRequests, .rateLimited,
+            "تلاش‌های ناموفق با توکن مدیریت از این نشانی بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
+            "Too many wrong admin tokens from this address. Please try again later."
+        )
+        error.headers.add(name: "Retry-After", value: String(retryAfterSeconds))
+        return error
+    }
     /// `POST /api/admin/tokens` with a field the command line would refuse too.
     static func adminInvalidToken(field: String) -> GatewayError {
         GatewayError(

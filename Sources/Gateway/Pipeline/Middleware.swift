@@ -116,6 +116,10 @@ struct AuthMiddleware: Middleware {
             context.update { $0.authFailure = "malformed bearer token" }
             throw GatewayError.invalidToken
         case .token(let token):
+            if GatewayCredential.isBarePrefix(token) {
+                context.update { $0.authFailure = GatewayCredential.failureReason(token, jwtConfigured: jwt != nil) }
+                throw GatewayError.invalidToken
+            }
             if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
                 let caller: Caller?
                 do {
@@ -167,8 +171,8 @@ struct AuthMiddleware: Middleware {
 struct RateLimitMiddleware: Middleware {
     let limiter: any RateLimiter
     let plans: PlanCatalog
-    /// Proxies whose `X-Forwarded-For` names a guest's address.
-    let trustedProxies: TrustedProxies
+    /// A guest's address as its key (behind trusted proxies, an IPv6 one by its prefix).
+    let clients: ClientAddressKey
     /// `MAX_TOKENS`: the most an answer may take, part of what a request reserves.
     let maxTokens: Int
     /// How the route's worst case is worked out.
@@ -186,10 +190,10 @@ struct RateLimitMiddleware: Middleware {
         let key: String
         if let perAddress {
             plan = perAddress
-            key = perAddress.name + ":" + clientAddress(request)
+            key = perAddress.name + ":" + clients.key(for: request)
         } else {
             plan = plans.plan(for: caller)
-            key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clientAddress(request)
+            key = caller.map { Self.key(userID: $0.userID) } ?? "address:" + clients.key(for: request)
         }
         let decision: RateDecision
         do {
@@ -223,14 +227,6 @@ struct RateLimitMiddleware: Middleware {
 
     /// The limiter's key for an identified caller.
     static func key(userID: String) -> String { "user:" + userID }
-
-    /// A guest's address as the gateway sees it: the last `X-Forwarded-For` entry (over every
-    /// line of it) that no trusted proxy vouches for, else the peer.
-    private func clientAddress(_ request: HTTPRequest) -> String {
-        trustedProxies.clientAddress(
-            peer: request.remoteAddress?.host ?? "unknown",
-            forwardedFor: request.headers.combinedValue("X-Forwarded-For"))
-    }
 }
 
 /// The most a route's request can cost in tokens, known before it goes upstream: what the

@@ -16,7 +16,8 @@ struct JobRoutes: Sendable {
     let pool: UpstreamPool
     let streams: StreamRegistry
     let heartbeat: Duration
-    let trustedProxies: TrustedProxies
+    /// A guest's address as its key: the jobs it may have in flight are counted by it.
+    let clients: ClientAddressKey
 
     // The routes work on what the runner works on.
     var store: any JobStore { runner.dependencies.store }
@@ -122,12 +123,7 @@ struct SubmitJobRoute: ResponseHandler {
         let chunks = chunker.chunks(of: TextChunker.clean(parsed.text))
         let caller = context.caller
         let callerKey =
-            caller.map { RateLimitMiddleware.key(userID: $0.userID) }
-            ?? "address:"
-            + jobs.trustedProxies.clientAddress(
-                peer: request.remoteAddress?.host ?? "unknown",
-                forwardedFor: request.headers.combinedValue("X-Forwarded-For")
-            )
+            caller.map { RateLimitMiddleware.key(userID: $0.userID) } ?? "address:" + jobs.clients.key(for: request)
         let id = JobID.make()
         let job = NewJob(
             id: id, ownerID: caller?.userID, callerKey: callerKey, plan: caller?.plan, requestID: context.id,
