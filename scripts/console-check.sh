@@ -7,7 +7,8 @@
 # number of /api/process requests as alice, bob and guests (some refused with 400), then runs
 # Tests/python/console_check.py: headless Chromium driven over the DevTools protocol (standard
 # library only) logs in, checks the totals, languages, ranges, makes and revokes a token from
-# the page, exports the callers CSV and takes screenshots into .build/console-artefacts/.
+# the page, sees a refused form shown with the gateway's own message and code, exports the
+# callers CSV and takes screenshots into .build/console-artefacts/.
 #
 # Installs Debian's chromium when missing (scripts/setup.sh test). Stops only what it started.
 #   CONSOLE_TIMEOUT=30      seconds the page may take to show the requests sent

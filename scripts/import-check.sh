@@ -2,6 +2,9 @@
 # Fails when a target imports a module its place in the architecture forbids
 # (docs/architecture.md, "Targets"). SwiftPM lets a target import a module that was only
 # built for another one, so Package.swift alone does not keep the arrows one-way.
+# Also fails on a `@testable import` outside the test targets: `swift build -c release`
+# builds every other target (the test-support ones in Tests/ too) without testing enabled,
+# and such an import stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 - <<'PY'
@@ -33,9 +36,19 @@ for target, ok in allowed.items():
             match = pattern.match(line)
             if match and match.group(1) not in ok | system:
                 failures.append(f"{path}:{number}: {target} must not import {match.group(1)}")
+# What a release build compiles: Sources/, Benchmarks/ and the folders of Tests/ that are not
+# test targets (TestSupport, GatewayTestSupport). Fuzz/ builds with testing enabled.
+testable = re.compile(r"^\s*@testable\s+import\b")
+release_roots = [pathlib.Path("Sources"), pathlib.Path("Benchmarks")] + sorted(
+    folder for folder in pathlib.Path("Tests").iterdir() if folder.is_dir() and not folder.name.endswith("Tests"))
+for root in release_roots:
+    for path in sorted(root.rglob("*.swift")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if testable.match(line):
+                failures.append(f"{path}:{number}: @testable import outside a test target breaks `swift build -c release`")
 for failure in failures:
     print(failure, file=sys.stderr)
 if failures:
     sys.exit(1)
-print(f"import-check: {len(allowed)} targets import only what they may")
+print(f"import-check: {len(allowed)} targets import only what they may; no @testable import outside the test targets")
 PY

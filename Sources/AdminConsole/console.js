@@ -17,7 +17,7 @@
       loginWrong: 'The token was refused.', loginExpired: 'The token was refused; sign in again.',
       loginDisabled: 'The admin console is not enabled on this gateway.',
       networkError: 'The gateway could not be reached.', loading: 'Loading…',
-      updated: 'Updated {time}', storeUnavailable: 'The store is unavailable.', failed: 'Could not load: {code}',
+      updated: 'Updated {time}', storeUnavailable: 'The store is unavailable.', failed: 'Could not load: {detail}',
       totals: 'Totals', requests: 'Requests', inputTokens: 'Input tokens', outputTokens: 'Output tokens',
       cacheHits: 'Cache hits', errorRate: 'Error rate', addedP50: 'Added latency p50', addedP95: 'Added latency p95',
       upstreamP50: 'Upstream latency p50', upstreamP95: 'Upstream latency p95', ms: '{n} ms',
@@ -38,7 +38,7 @@
       secretWarning: 'Copy this token now: it is shown only once and cannot be shown again.',
       copy: 'Copy', copied: 'Copied', dismiss: 'Done', lastUsed: 'Last used', revoked: 'Revoked', revoke: 'Revoke',
       revokeConfirm: 'Revoke token {id} of {user}? Apps using it stop working at once.',
-      tokenCreated: 'Token created.', tokenRevoked: 'Token revoked.', invalidRequest: 'Refused: {message}',
+      tokenCreated: 'Token created.', tokenRevoked: 'Token revoked.', refused: 'Refused: {detail}',
       noTokens: 'No tokens.', noCallers: 'No callers in this range.', exported: 'Downloaded {file}',
       task_summarize: 'summarize', task_rewrite: 'rewrite', 'task_key-points': 'key points', task_titles: 'titles',
     },
@@ -49,7 +49,7 @@
       loginWrong: 'توکن پذیرفته نشد.', loginExpired: 'توکن پذیرفته نشد؛ دوباره وارد شوید.',
       loginDisabled: 'کنسول مدیر روی این درگاه فعال نیست.',
       networkError: 'دسترسی به درگاه ممکن نشد.', loading: 'در حال بارگیری…',
-      updated: 'به‌روز شده در {time}', storeUnavailable: 'پایگاه داده در دسترس نیست.', failed: 'بارگیری نشد: {code}',
+      updated: 'به‌روز شده در {time}', storeUnavailable: 'پایگاه داده در دسترس نیست.', failed: 'بارگیری نشد: {detail}',
       totals: 'جمع کل', requests: 'درخواست‌ها', inputTokens: 'توکن‌های ورودی', outputTokens: 'توکن‌های خروجی',
       cacheHits: 'پاسخ از حافظهٔ نهان', errorRate: 'نرخ خطا', addedP50: 'تأخیر افزوده p50', addedP95: 'تأخیر افزوده p95',
       upstreamP50: 'تأخیر سرویس بالادست p50', upstreamP95: 'تأخیر سرویس بالادست p95', ms: '{n} میلی‌ثانیه',
@@ -70,7 +70,7 @@
       secretWarning: 'این توکن را همین حالا کپی کنید: فقط یک بار نشان داده می‌شود و دیگر قابل نمایش نیست.',
       copy: 'کپی', copied: 'کپی شد', dismiss: 'تمام', lastUsed: 'آخرین استفاده', revoked: 'باطل‌شده', revoke: 'ابطال',
       revokeConfirm: 'توکن {id} کاربر {user} باطل شود؟ برنامه‌هایی که از آن استفاده می‌کنند بی‌درنگ از کار می‌افتند.',
-      tokenCreated: 'توکن ساخته شد.', tokenRevoked: 'توکن باطل شد.', invalidRequest: 'پذیرفته نشد: {message}',
+      tokenCreated: 'توکن ساخته شد.', tokenRevoked: 'توکن باطل شد.', refused: 'پذیرفته نشد: {detail}',
       noTokens: 'توکنی نیست.', noCallers: 'در این بازه فراخوانی نیست.', exported: '{file} بارگیری شد',
       task_summarize: 'خلاصه', task_rewrite: 'بازنویسی', 'task_key-points': 'نکات کلیدی', task_titles: 'عنوان‌ها',
     },
@@ -212,13 +212,40 @@
 
   // ---- API ------------------------------------------------------------------------------
 
+  // `gatewayMessage` is the gateway's own sentence for the error (in its ERROR_LANGUAGE), when it sent one.
   class ApiError extends Error {
-    constructor(status, code, message) { super(message || code); this.status = status; this.code = code; }
+    constructor(status, code, message) {
+      super(message || code);
+      this.status = status;
+      this.code = code;
+      this.gatewayMessage = message || '';
+    }
+  }
+
+  // The error a non-2xx answer carries: the gateway's `{"error":true,"code","message",…}`
+  // (docs/api.md, "Errors"), or the bare status when the body is not that.
+  async function errorOf(response) {
+    let code = 'http_' + response.status, message = '';
+    try {
+      const body = await response.json();
+      if (body && body.error === true && typeof body.code === 'string') {
+        code = body.code;
+        message = typeof body.message === 'string' ? body.message : '';
+      }
+    } catch (ignored) { /* not JSON: keep the status */ }
+    return new ApiError(response.status, code, message);
+  }
+
+  // An error as the operator reads it: the gateway's message and its code, or the code alone.
+  function describe(error) {
+    if (error.code === 'network') return t('networkError');
+    return error.gatewayMessage ? error.gatewayMessage + ' (' + error.code + ')' : error.code;
   }
 
   async function api(path, options) {
     const init = Object.assign({ headers: {} }, options || {});
-    init.headers = Object.assign({ Authorization: 'Bearer ' + state.token }, init.headers);
+    // The console's language, for a gateway whose ERROR_LANGUAGE is `auto`.
+    init.headers = Object.assign({ Authorization: 'Bearer ' + state.token, 'Accept-Language': state.lang }, init.headers);
     init.cache = 'no-store';
     let response;
     try {
@@ -230,14 +257,7 @@
       logout(t('loginExpired'));
       throw new ApiError(401, 'unauthorized');
     }
-    if (!response.ok) {
-      let code = 'http_' + response.status, message = '';
-      try {
-        const body = await response.json();
-        if (body && body.error) { code = body.error.code || code; message = body.error.message || ''; }
-      } catch (ignored) { /* not JSON: keep the status */ }
-      throw new ApiError(response.status, code, message);
-    }
+    if (!response.ok) throw await errorOf(response);
     return response;
   }
   async function apiJSON(path, options) { return (await api(path, options)).json(); }
@@ -247,7 +267,7 @@
     if (!node) return;
     if (!error) { node.textContent = ''; return; }
     node.textContent = error.code === 'store_unavailable' ? t('storeUnavailable')
-      : error.code === 'network' ? t('networkError') : t('failed', { code: error.code });
+      : error.code === 'network' ? t('networkError') : t('failed', { detail: describe(error) });
   }
 
   // ---- login / logout -------------------------------------------------------------------
@@ -279,14 +299,16 @@
     state.token = token;
     let plans;
     try {
-      const response = await fetch('/api/admin/plans', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' });
+      const response = await fetch('/api/admin/plans', {
+        headers: { Authorization: 'Bearer ' + token, 'Accept-Language': state.lang }, cache: 'no-store',
+      });
       if (response.status === 401) { logout(quiet ? '' : t('loginWrong')); return; }
       if (response.status === 404) { logout(t('loginDisabled')); return; }
-      if (!response.ok) throw new ApiError(response.status, 'http_' + response.status);
+      if (!response.ok) throw await errorOf(response);
       plans = await response.json();
     } catch (error) {
       state.token = null;
-      $('#login-message').textContent = error instanceof ApiError ? t('failed', { code: error.code }) : t('networkError');
+      $('#login-message').textContent = error instanceof ApiError ? t('failed', { detail: describe(error) }) : t('networkError');
       return;
     }
     sessionStorage.setItem(TOKEN_KEY, token);
@@ -641,8 +663,7 @@
       await reloadTokens();
     } catch (error) {
       if (error.status === 401) return;
-      if (error.code === 'invalid_parameter') tokenMessage('invalidRequest', { message: error.message });
-      else tokenMessage('failed', { code: error.code });
+      tokenMessage('refused', { detail: describe(error) });
     } finally {
       $('#token-create-submit').disabled = false;
     }
@@ -657,7 +678,7 @@
       tokenMessage('tokenRevoked', null, true);
     } catch (error) {
       if (error.status === 401) return;
-      tokenMessage('failed', { code: error.code });
+      tokenMessage('refused', { detail: describe(error) });
     }
     await reloadTokens();
   }
@@ -690,7 +711,7 @@
       setTimeout(() => URL.revokeObjectURL(url), 10000);
       setStatus('exported', { file: name });
     } catch (error) {
-      if (error.status !== 401) setStatus('failed', { code: error.code });
+      if (error.status !== 401) setStatus('failed', { detail: describe(error) });
     }
   }
 

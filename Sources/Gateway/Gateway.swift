@@ -35,8 +35,9 @@ public final class Gateway: Sendable {
     /// This instance's job runner, when there is a store and an upstream.
     let jobRunner: JobRunner?
     /// The routes this gateway serves, as method and path pattern (`/api/jobs/{id}`), in the
-    /// order they were declared (`HEAD` is answered wherever `GET` is).
-    let routeList: [(method: HTTPMethod, path: String)]
+    /// order they were declared (`HEAD` is answered wherever `GET` is), and whether each takes
+    /// `Idempotency-Key` (docs/openapi.yaml says so of the same routes).
+    let routeList: [(method: HTTPMethod, path: String, idempotent: Bool)]
 
     /// - Parameters:
     ///   - httpClient: the upstream client (sharing the server's loops, ideally).
@@ -342,7 +343,9 @@ public final class Gateway: Sendable {
                     language: configuration.errorLanguage, clock: clock),
                 access: access, language: configuration.errorLanguage)
         }
-        routeList = routes.map { ($0.method, $0.path) }
+        routeList = routes.map { route in
+            (route.method, route.path, route.middleware.contains { $0 is IdempotencyMiddleware })
+        }
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger,
             clock: clock,

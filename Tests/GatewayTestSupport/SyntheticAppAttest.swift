@@ -1,7 +1,5 @@
+import Access
 public import Crypto
-import Gateway
-
-@testable import Access
 
 /// An App Attest "device" under a test root: what a real iPhone and Apple's CA make, built
 /// here so that every refusal can be shown (a wrong app, environment, nonce, counter, chain,

@@ -6,8 +6,8 @@ import Testing
 /// The repository's prose kept true and self-contained: docs/api.md names every route the
 /// gateway has (its error codes: ``ErrorCodeCatalogTests``), the README stays a short first
 /// page whose Quick start begins with the demo, every relative link of the README and
-/// docs/*.md reaches a file of the repository, and nothing refers to notes outside the
-/// repository.
+/// docs/*.md reaches a file of the repository, every repository path they cite exists, and
+/// nothing refers to notes outside the repository.
 @Suite("README.md and docs/ match the code and the tree")
 struct RepositoryDocsTests {
     /// Where the repository's Markdown pages are: README.md, and every `.md` file in docs/.
@@ -58,6 +58,39 @@ struct RepositoryDocsTests {
             }
         }
         #expect(checked > 20, "the links were found: \(checked)")
+    }
+
+    @Test("every repository path README.md and docs/*.md cite (Sources/…, Tests/…, scripts/…, deploy/…) exists")
+    func citedPathsExist() throws {
+        var checked = 0
+        for page in try Self.markdownPages() {
+            for path in Self.citedPaths(in: try RepositoryFile.text(page)) {
+                checked += 1
+                #expect(Self.exists(path), "\(page) cites \(path), which is not in the repository")
+            }
+        }
+        #expect(checked > 50, "the paths were found: \(checked)")
+    }
+
+    @Test("the path reader finds paths in prose, code and links, and what is missing is refused")
+    func pathReader() {
+        let sample = """
+            The names are in `Sources/Gateway/Config`, see [the API](docs/api.md#errors) and
+            `Fuzz/JWTFuzz/main.swift:38`, `Tests/<Target>Tests`, `Sources/Gateway/Config/*.swift`.
+            ```sh
+            scripts/demo.sh && cp deploy/.env.example deploy/.env
+            ```
+            Not paths: ../Sources/x, https://example.com/docs/x, .build/docs/x. Cited: Sources/Nope.swift.
+            """
+        #expect(
+            Self.citedPaths(in: sample) == [
+                "Sources/Gateway/Config", "docs/api.md", "Fuzz/JWTFuzz/main.swift", "Tests/", "Sources/Gateway/Config/",
+                "scripts/demo.sh", "deploy/.env.example", "deploy/.env", "Sources/Nope.swift",
+            ])
+        #expect(Self.exists("Sources/Gateway/Config") && Self.exists("Sources/Gateway/Config/"))
+        #expect(Self.exists("deploy/.env"), "the reader's copy of a shipped example")
+        #expect(!Self.exists("Sources/Nope.swift"))
+        #expect(!Self.exists("docs/missing.md"))
     }
 
     @Test("README.md links to every file in docs/")
@@ -192,6 +225,55 @@ struct RepositoryDocsTests {
     /// Whether `target`, a link of the page at `page` (relative to the repository), names a
     /// file inside the repository and, for a Markdown file with a `#fragment`, one of its
     /// headings (`#fragment` alone: one of the page's own).
+    /// Where the repository's own paths start when a page cites them from the root.
+    static let pathRoots = ["Sources/", "Tests/", "scripts/", "Benchmarks/", "deploy/", "docs/", "Fuzz/"]
+
+    /// The repository paths `markdown` cites from the root, in order, wherever they are: in
+    /// prose, code spans, code blocks or link targets. A path starts at a root after anything
+    /// that cannot be part of a path (so `../Sources/x` and a URL's `/docs/x` are not read), and
+    /// ends at a blank, a quote, a bracket, `,`, `;`, `|` or `#`; a sentence's `.` or `:` and a
+    /// line number (`main.swift:38`) are not part of it. A placeholder or a wildcard (`<`, `{`,
+    /// `*`, `…`, `$`) leaves the folder before it.
+    static func citedPaths(in markdown: String) -> [String] {
+        let characters = Array(markdown)
+        let joining: Set<Character> = ["/", ".", "~", "$", "-", "_", "<", "{"]
+        let ending: Set<Character> = ["`", "'", "\"", "(", ")", "[", "]", ",", ";", "|", "#"]
+        let placeholders: Set<Character> = ["<", "{", "*", "…", "$"]
+        let starts = Set(pathRoots.compactMap(\.first))
+        var paths: [String] = []
+        var index = 0
+        while index < characters.count {
+            defer { index += 1 }
+            guard starts.contains(characters[index]) else { continue }
+            if index > 0 {
+                let previous = characters[index - 1]
+                if previous.isLetter || previous.isNumber || joining.contains(previous) { continue }
+            }
+            var end = index
+            while end < characters.count, !characters[end].isWhitespace, !ending.contains(characters[end]) { end += 1 }
+            var path = String(characters[index..<end])
+            guard pathRoots.contains(where: path.hasPrefix) else { continue }
+            index = end
+            while let last = path.last, last == "." || last == ":" { path.removeLast() }
+            if let colon = path.lastIndex(of: ":"), path[path.index(after: colon)...].allSatisfy(\.isNumber) {
+                path = String(path[..<colon])
+            }
+            if let cut = path.firstIndex(where: placeholders.contains) {
+                path = String(path[..<cut])
+                path = String(path[...(path.lastIndex(of: "/") ?? path.startIndex)])
+            }
+            paths.append(path)
+        }
+        return paths
+    }
+
+    /// Whether the repository has `path` (a file or a folder), or ships the example a reader
+    /// copies to make it (`deploy/.env` from `deploy/.env.example`; git ignores the copy).
+    static func exists(_ path: String) -> Bool {
+        let file = RepositoryFile.root.appendingPathComponent(path).path
+        return FileManager.default.fileExists(atPath: file) || FileManager.default.fileExists(atPath: file + ".example")
+    }
+
     static func resolves(_ target: String, from page: String) -> Bool {
         let path = withoutFragment(target)
         let file: String

@@ -86,6 +86,20 @@ struct SettingNamesTests {
         #expect(strangers.isEmpty, ".env.example names what is not a setting: \(strangers)")
     }
 
+    @Test("docs/configuration.md's \"Unknown settings\" names exactly the families the check refuses")
+    func prefixesMatchDocument() throws {
+        let document = try RepositoryFile.text("docs/configuration.md")
+        let start = try #require(document.range(of: "- any name starting with "), "the list of families")
+        let end = try #require(
+            document[start.upperBound...].range(of: "that is not a setting below"), "the end of the list")
+        // Each family as code: `DARVAREH_`, … `CREATIVE_`.
+        let spans = document[start.upperBound..<end.lowerBound].split(separator: "`", omittingEmptySubsequences: false)
+        let documented = Set(stride(from: 1, to: spans.count, by: 2).map { String(spans[$0]) })
+        #expect(
+            documented == Set(SettingNames.prefixes),
+            "documented \(documented.sorted()), checked \(SettingNames.prefixes.sorted())")
+    }
+
     @Test(
         "refuses a name that looks like a setting, naming it and the setting meant, never the value",
         arguments: [

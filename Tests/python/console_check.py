@@ -7,7 +7,8 @@ counts it passes here, and runs this; this starts Chromium itself and stops it (
 
 Checks: the login form, a wrong token refused with a message, the totals in Persian digits
 (the default language), English and 7 days, a token made from the page that works and then,
-revoked from the page, is refused, the callers CSV export, no CSP violation or script error,
+revoked from the page, is refused, a refused form shown with the gateway's own message and
+code, the callers CSV export, no CSP violation or script error,
 no sideways scrolling at a phone's width; screenshots at desktop and phone width, light and
 dark.
 """
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -339,6 +341,19 @@ def stop_chromium(process):
         pass
 
 
+def admin_error(base_url, admin_token, path, body, language):
+    """The gateway's error body for a POST to its admin API that it refuses (status, JSON)."""
+    request = urllib.request.Request(
+        base_url + path, data=json.dumps(body).encode(), method='POST',
+        headers={'Authorization': f'Bearer {admin_token}', 'Content-Type': 'application/json',
+                 'Accept-Language': language})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            raise CheckFailed(f'POST {path} with {body} answered {response.status}, not an error')
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 # ---- the check ----------------------------------------------------------------------------
 
 def run(args, tools, work):
@@ -474,6 +489,23 @@ def run(args, tools, work):
     if status != 401:
         raise CheckFailed(f'the revoked token answers {status}, not 401')
     log(f'token {token_id} revoked from the page (after a confirm) answers 401')
+
+    # A form the gateway refuses: the page shows the gateway's own message and code (the same
+    # request through urllib says what they are), and makes no token.
+    bad_user = 'not a user id'
+    language = page.js('document.documentElement.lang')
+    status, refusal = admin_error(args.base_url, args.admin_token, '/api/admin/tokens', {'userId': bad_user}, language)
+    if status != 400 or refusal.get('error') is not True or refusal.get('code') != 'invalid_parameter':
+        raise CheckFailed(f'a user id with spaces answers {status} {refusal}, not 400 invalid_parameter')
+    expected = f'{refusal["message"]} ({refusal["code"]})'
+    page.fill('#token-create-user', bad_user)
+    page.click('#token-create-submit')
+    shown = page.wait(f'(() => {{ const n = document.querySelector("#token-create-message"); '
+                      f'return n.textContent.includes({json.dumps(expected)}) && !n.classList.contains("ok") '
+                      f'&& n.textContent; }})()', 'the gateway\'s message for the refused form')
+    if not page.js('document.querySelector("#token-secret-box").hidden'):
+        raise CheckFailed('a refused form showed a token')
+    log(f'a refused form shows the gateway\'s message: "{shown}"')
 
     # The new caller in the callers table after a refresh: its one answer at least (the token
     # may still answer while its revocation reaches the gateway, within 2 s).
