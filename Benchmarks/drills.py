@@ -1417,7 +1417,9 @@ async def drill_jobs(args) -> int:
     upstream_job_calls = (mock_after - mock_before) - len(during)
     walls = sorted(ended_at[job] - submitted_at for job in ended_at)
     p99_before, p99_during = percentile(before, 0.99), percentile(during, 0.99)
-    if p99_during > args.p99_ratio * p99_before:
+    # A figure of speed: asserted only when a bound is asked for (a benchmark on a quiet
+    # machine), reported otherwise, since a busy CI machine moves it for reasons of its own.
+    if args.p99_ratio and p99_during > args.p99_ratio * p99_before:
         problems.append(f"/api/process p99 {p99_during * 1000:.1f} ms during the jobs > {args.p99_ratio}x {p99_before * 1000:.1f} ms before")
     figures = (f"{len(ids)} jobs of {args.characters} characters against a {args.upstream_latency_ms} ms upstream: "
                f"all ended in {walls[-1] if walls else 0:.1f} s (median {percentile(walls, 0.5) if walls else 0:.1f} s); "
@@ -1604,7 +1606,8 @@ def main() -> int:
     eight.add_argument("--characters", type=int, default=100_000)
     eight.add_argument("--connections", type=int, default=16)
     eight.add_argument("--seconds", type=float, default=8.0, help="the load alone, before the jobs")
-    eight.add_argument("--p99-ratio", type=float, default=1.5)
+    eight.add_argument("--p99-ratio", type=float, default=None,
+                       help="fail when /api/process's p99 during the jobs exceeds this multiple of before")
     eight.add_argument("--deadline", type=float, default=180.0)
 
     nine = commands.add_parser("idempotent-retries")

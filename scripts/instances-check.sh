@@ -8,7 +8,8 @@
 # answering, none in time, a request it cannot read) are the contract's JSON with the
 # request's id — never nginx's HTML.
 #
-#   scripts/instances-check.sh      (BIN=<dir with release text-gateway and mock-upstream> to skip the build)
+#   scripts/instances-check.sh      (BIN=<dir with release text-gateway and mock-upstream> to skip the build;
+#                                    SWIFT_BUILD_FLAGS=... extra `swift build` flags)
 #
 # Needs nginx (nginx-light), redis-server, postgresql, curl and python3; run as root, it runs
 # Postgres as the postgres user. Prints a PASS/FAIL line a check; exits 1 on a FAIL.
@@ -20,7 +21,7 @@ for tool in nginx redis-server curl python3; do
     command -v "$tool" >/dev/null || die "needs $tool (apt-get install -y nginx-light redis-server postgresql curl python3)"
 done
 
-build_flags=(--static-swift-stdlib)
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instances-check.XXXXXX")

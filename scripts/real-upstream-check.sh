@@ -9,6 +9,7 @@
 #   scripts/real-upstream-check.sh    (make real-upstream-check)
 #
 #   BIN=<dir>                     a release text-gateway already built there
+#   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 #   REAL_UPSTREAM_EVAL=all        eval's every task (the default; about 15 minutes on 2 cores),
 #                     summarize   the named tasks only (comma-separated; CI: summarize), 0: none
 set -euo pipefail
@@ -23,7 +24,7 @@ llama_dir=$(scripts/llama-server.sh | sed -n 's/ ready$//p' | tail -n 1)
 [ -x "$llama_dir/llama-server" ] || die "scripts/llama-server.sh did not make llama-server"
 say "real-upstream-check: llama-server and model ready in $(since "$started")"
 
-build_flags=()
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 if [ -n "${BIN:-}" ]; then bin=$(cd "$BIN" && pwd); else build_release text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-real-upstream.XXXXXX")

@@ -50,7 +50,7 @@ for round in $(seq 1 "$rounds"); do
     # runners' own closing lines.
     failures=$(grep -E '✘ Test .* (failed|recorded an issue)|error: -\[|Test Case .* failed' "$out/round-$round.log" |
         grep -vE '✘ Test run with' | sed -E 's/^.*(✘ Test|Test Case) //' | sort -u || true)
-    closing=$(grep -E '(✔|✘) Test run with|Executed [0-9]+ tests?' "$out/round-$round.log" | tr '\n' ' ' || true)
+    closing=$(grep -E '(✔|✘) Test run with' "$out/round-$round.log" | tr '\n' ' ' || true)
     if [ "$status" -ne 0 ]; then
         failed_rounds=$((failed_rounds + 1))
         summary+=("round $round: FAILED in $took s: $closing")
