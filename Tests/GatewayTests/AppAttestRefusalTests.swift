@@ -398,6 +398,8 @@ struct AppAttestRedisTests {
             AppAttestRefusalTests.configure(
                 &configuration, path: storeDirectory() + "/gateway.sqlite", authority: authority)
             configuration.redis = try? RedisConfiguration(url: redis.url)
+            // Generous: a loaded machine's slow reply must not be taken for Redis away (503).
+            configuration.redis?.timeout = .seconds(5)
         }
         try await GatewayHarness.with(configure: configure) { first in
             try await first.peer(configure: configure) { second in

@@ -38,7 +38,7 @@ struct SharedCacheEndToEndTests {
 
     /// The cache in `redis` with a time to live; a generous Redis timeout where a slow reply
     /// on a busy machine would be an extra upstream call the test counts.
-    static func shared(_ redis: RedisServer, ttl: Duration = .seconds(60), timeout: Duration = .seconds(1)) -> (
+    static func shared(_ redis: RedisServer, ttl: Duration = .seconds(60), timeout: Duration = .seconds(5)) -> (
         inout GatewayConfiguration
     ) -> Void {
         let url = redis.url
