@@ -41,7 +41,11 @@ private func checkAccepted(_ acceptance: JWTVerifier.Acceptance, token: [UInt8])
         JWTPolicy.isValidSubject(String(caller.userID.dropFirst(4))),
         "accepted a subject that is not 1-128 printable ASCII")
     require(claimsSubject(token) == String(caller.userID.dropFirst(4)), "the user id is not the token's own subject")
-    require(caller.plan == "default" || caller.plan == "pro", "accepted a plan the catalog does not have")
+    // The plan is the one the plan claim names when the catalog has it (the built-in `guest`
+    // and `default` included), else `default`.
+    require(
+        caller.plan == expectedPlan(token), "the plan is not the claim's plan, or default when the catalog lacks it")
+    require(caller.tokenID == nil, "a JWT caller with a store token's id")
     require(acceptance.expiresAt >= now.secondsSinceEpoch, "accepted a token past its exp and leeway")
     require(token.count <= JWTVerifier.maximumTokenBytes, "accepted an oversized token")
     // Accepted means: three canonical base64url parts, a header naming HS256 or RS256 /
@@ -68,6 +72,22 @@ private func checkAccepted(_ acceptance: JWTVerifier.Acceptance, token: [UInt8])
     }
     let claims = try! jws.claims()
     require(claims["iss"] == .string(issuer), "accepted another issuer")
+    switch claims["aud"] {
+    case .string(let name)?: require(name == audience, "accepted another audience")
+    case .array(let names)?: require(names.contains(.string(audience)), "accepted a list without the audience")
+    default: require(false, "accepted a token without an audience")
+    }
+    guard case .number(let expiry)? = claims["exp"] else { return require(false, "accepted a token without exp") }
+    require(acceptance.expiresAt == expiry + verifier.policy.leewaySeconds, "expiresAt is not exp and the leeway")
+}
+
+/// The plan the verifier owes a token's caller: `app.plan` when the catalog has it, else `default`.
+private func expectedPlan(_ token: [UInt8]) -> String? {
+    guard let jws = try? CompactJWS.parse(token), let claims = try? jws.claims() else { return nil }
+    guard case .object(let app)? = claims["app"], case .string(let name)? = app["plan"], plans.contains(name) else {
+        return PlanCatalog.defaultName
+    }
+    return name
 }
 
 /// The `sub` claim as the token carries it, read independently of the verifier's result.

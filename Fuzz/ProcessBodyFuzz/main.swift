@@ -141,9 +141,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         expected = .invalidTone
     } else if !isValidFormat(document["format"]) {
         expected = .invalidFormat
-    } else if trimmedCount < 20 {
+    } else if trimmedCount < TextLimits.minimumCharacters {
         expected = .textTooShort
-    } else if trimmedCount > 12_000 {
+    } else if trimmedCount > TextLimits.maximumCharacters {
         expected = .textTooLong
     } else {
         expected = nil
@@ -167,8 +167,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(text.first?.isWhitespace == false && text.last?.isWhitespace == false, "text has whitespace at an end")
         require(request.characterCount == text.count, "characterCount differs from String.count")
         require(
-            (ProcessRequest.minimumCharacters...ProcessRequest.maximumCharacters).contains(request.characterCount),
-            "text length outside 20...12000"
+            (TextLimits.minimumCharacters...TextLimits.maximumCharacters).contains(request.characterCount),
+            "text length outside TextLimits"
         )
     }
     return 0

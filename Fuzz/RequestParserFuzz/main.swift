@@ -64,7 +64,7 @@ private struct Run {
             switch event {
             case .head(let head):
                 require(framing == nil, "head inside a request")
-                if checksHeads { check(head) }
+                if checksHeads { check(head, limits: limits) }
                 framing = head.framing
                 bodyBytes = 0
                 flushBody()
@@ -147,25 +147,61 @@ private func run(
     return run.finish()
 }
 
-/// Checks what a head promises: a token method, a path, a supported version, one Host for
-/// HTTP/1.1, never both framings, and no line breaks or NUL in any field.
-private func check(_ head: RequestHead) {
+/// Checks what a head promises: a token method, a target of visible ASCII without `#` whose
+/// path and query are its parts, a supported version, one Host of host characters for
+/// HTTP/1.1, never both framings, chunked only as one `chunked` field of HTTP/1.1, field
+/// values trimmed and without control bytes but HTAB, and the request line and field count
+/// within the limits.
+private func check(_ head: RequestHead, limits: RequestParser.Limits) {
     require(!head.method.rawValue.isEmpty && head.method.rawValue.utf8.allSatisfy(ASCII.isTokenChar))
     require(head.method != .CONNECT)
     require(head.path == "*" ? head.method == .OPTIONS : head.path.hasPrefix("/"))
     require(head.version == .http1_1 || head.version == .http1_0)
-    let hosts = head.headers.values("host").count
-    require(head.version == .http1_1 ? hosts == 1 : hosts <= 1)
+    require(
+        head.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") },
+        "a target byte outside visible ASCII, or #")
+    // method SP target SP HTTP/x.y
+    require(
+        head.method.rawValue.utf8.count + head.target.utf8.count + 10 <= limits.maxRequestLineBytes,
+        "a request line over its limit")
+    let query = head.target.firstIndex(of: "?").map { String(head.target[head.target.index(after: $0)...]) }
+    require(head.query == query, "the query is not what follows the target's first ?")
+    if head.target.hasPrefix("/") {
+        require(head.target == head.path + (query.map { "?" + $0 } ?? ""), "the path is not the target's")
+    }
+    let hosts = head.headers.values("host")
+    require(head.version == .http1_1 ? hosts.count == 1 : hosts.count <= 1)
+    require(hosts.allSatisfy { $0.utf8.allSatisfy(isHostByte) }, "a Host value with a byte no host has")
     require(!(head.headers.contains("content-length") && head.headers.contains("transfer-encoding")))
+    require(head.headers.count <= limits.maxHeaderCount, "more fields than the limit")
     for field in head.headers {
         require(!field.name.isEmpty && field.name.utf8.allSatisfy(ASCII.isTokenChar))
-        require(!field.value.utf8.contains { $0 == 0 || $0 == ASCII.cr || $0 == ASCII.lf })
+        let value = Array(field.value.utf8)
+        require(value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }, "a control byte in a field value")
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        require(
+            value.first.map(isBlank) != true && value.last.map(isBlank) != true,
+            "a field value with whitespace at an end")
     }
     switch head.framing {
-    case .chunked: require(head.headers.values("transfer-encoding").count == 1)
+    case .chunked:
+        let encodings = head.headers.values("transfer-encoding")
+        require(encodings.count == 1 && encodings[0].lowercased() == "chunked", "chunked without one chunked field")
+        require(head.version == .http1_1, "Transfer-Encoding in HTTP/1.0")
     case .contentLength(let length):
         require(length >= 0 && head.headers.values("content-length") == [String(length)])
     case .none: require(!head.headers.contains("content-length") && !head.headers.contains("transfer-encoding"))
+    }
+}
+
+/// `uri-host [":" port]` bytes, written out: unreserved, sub-delims, `:`, `%`, `[` and `]`.
+private func isHostByte(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"):
+        return true
+    default:
+        return "-._~!$&'()*+,;=:%[]".utf8.contains(byte)
     }
 }
 
