@@ -114,8 +114,9 @@ struct RedisRateLimiterTests {
 
     @Test("frees a lease that is never finished after its time to live, and keeps one that is renewed")
     func leaseExpiry() async throws {
-        // A time to live a loaded machine's late renewal still beats.
-        try await Self.withLimiters(leaseTimeToLive: .milliseconds(1500)) { limiters, _, _ in
+        // A time to live a loaded machine's late renewal still beats: renewed each second, the
+        // lease lapses only if a renewal is 5 s late (1.5 s was not enough with every core busy).
+        try await Self.withLimiters(leaseTimeToLive: .seconds(6)) { limiters, _, _ in
             let plan = Self.plan(concurrent: 1)
             let held = try await limiters[0].acquire(key: "user:l", plan: plan, now: Self.now)
             #expect(held.lease != nil)
@@ -123,9 +124,9 @@ struct RedisRateLimiterTests {
                 Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now)) == .concurrency)
             // Renewed well within its time to live, it outlasts it several times over (on Redis's
             // own clock, which only real time moves).
-            for _ in 0..<6 {
+            for _ in 0..<8 {
                 try await limiters[0].renewLeases()
-                try await Task.sleep(for: .milliseconds(300))
+                try await Task.sleep(for: .seconds(1))
                 #expect(
                     Self.refusal(try await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now))
                         == .concurrency)
