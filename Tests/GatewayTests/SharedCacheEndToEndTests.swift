@@ -203,14 +203,15 @@ struct SharedCacheLockTests {
     static let key = ResponseCache.Key(task: "titles", tone: "short", model: "m", text: "a text of some length")
 
     /// Two instances' caches over one Redis, with a lock short beside the calls (long enough
-    /// that a renewal delayed by a loaded machine still lands in time).
+    /// that a renewal delayed by a loaded machine still lands in time), and a waiter that waits
+    /// a minute for the holder before it calls itself.
     fileprivate static func instances(_ probe: RedisProbe, lock: Duration = .milliseconds(200)) -> (
         SharedResponseCache, SharedResponseCache
     ) {
         func make() -> SharedResponseCache {
             SharedResponseCache(
                 redis: probe.client, local: ResponseCache(timeToLive: .seconds(60), capacity: 10), lockTimeToLive: lock,
-                waitLimit: .seconds(10), registry: MetricsRegistry()
+                waitLimit: .seconds(60), registry: MetricsRegistry()
             )
         }
         return (make(), make())
