@@ -11,7 +11,8 @@
 #   BIN=<dir>                     a release text-gateway already built there
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 #   REAL_UPSTREAM_EVAL=all        eval's every task (the default; about 15 minutes on 2 cores),
-#                     summarize   the named tasks only (comma-separated; CI: summarize), 0: none
+#                     summarize   the named tasks only (comma-separated), 0: none (CI: its figures assert
+#                                 nothing, and the eval command has its tests against the mock)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
