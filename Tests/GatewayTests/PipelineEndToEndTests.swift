@@ -153,7 +153,9 @@ struct PipelineEndToEndTests {
     func singleFlightLeaderHangsUp() async throws {
         try await GatewayHarness.with(configure: { $0.cacheTimeToLive = .seconds(60) }) { harness in
             let port = Self.port(harness)
-            let text = Self.sample + " [mock:latency-ms=800]"
+            // Long enough that the followers join the call however loaded the machine is (800 ms
+            // was not, with every core busy).
+            let text = Self.sample + " [mock:latency-ms=15000]"
             let leader = try await onThread {
                 let client = try TestClient(port: port)
                 try client.send(Self.rawRequest(Self.processBody(text), port: port))
@@ -202,8 +204,9 @@ struct PipelineEndToEndTests {
                     })
                 return clients
             }
-            // Two of three gone: the call goes on, and the one left gets its answer.
-            let stayed = try await threeWaiting(Self.sample + " [mock:latency-ms=1500]")
+            // Two of three gone: the call goes on, and the one left gets its answer. The calls last
+            // long enough for all three to join on a loaded machine.
+            let stayed = try await threeWaiting(Self.sample + " [mock:latency-ms=15000]")
             stayed[0].abort()
             stayed[1].abort()
             #expect(await eventually { harness.running.gateway.metrics.inFlight.value == 1 })
@@ -212,7 +215,7 @@ struct PipelineEndToEndTests {
             #expect(try await onThread { try last.readResponse() }.status == 200)
             #expect(harness.mock.stats.cancelled == 0)
             // All three gone: the call is aborted.
-            let gone = try await threeWaiting(Self.sample + " [mock:latency-ms=3000]")
+            let gone = try await threeWaiting(Self.sample + " [mock:latency-ms=60000]")
             for client in gone { client.abort() }
             #expect(await eventually { harness.mock.stats.cancelled == 1 })
             #expect(harness.mock.stats.requests == 2)
