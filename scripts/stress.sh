@@ -35,6 +35,8 @@ stop_hog() {
     hog=
 }
 trap stop_hog EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 failed_rounds=0
 summary=()
