@@ -206,7 +206,9 @@ struct RedisClientTests {
         let server = try await RedisServer()
         try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { pauser, _ in
             try await withClient(server.url, configure: { $0.timeout = .seconds(5) }) { client, group in
-                _ = try await pauser.send("CLIENT", "PAUSE", "400", "ALL")
+                // Writes held until the test lets them go (a timed pause ran out before both
+                // commands were sent, with every core busy): reads, and UNPAUSE, still run.
+                _ = try await pauser.send("CLIENT", "PAUSE", "60000", "WRITE")
                 let loop = group.loops[0]
                 let first = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in
                     try await client.send("INCR", "n")
@@ -227,6 +229,7 @@ struct RedisClientTests {
                     firstError = nil
                 }
                 #expect(firstError?.code == .cancelled)
+                _ = try await pauser.send("CLIENT", "UNPAUSE")
                 #expect(try await second.value.integer == 2)
                 #expect(try await client.send("GET", "n").string == "2")
                 // The cancelled command's reply was read: nothing is left pending, the link is up.
@@ -324,11 +327,12 @@ struct RedisClientTests {
             let group = try EventLoopGroup(loopCount: 1, namePrefix: "redis-test")
             let client = RedisClient(configuration: configuration, group: group)
             try await client.start()
-            _ = try await pauser.send("CLIENT", "PAUSE", "200", "ALL")
+            // Long enough for the command to be seen pending on a loaded machine (200 ms was not).
+            _ = try await pauser.send("CLIENT", "PAUSE", "3000", "WRITE")
             let pending = Task { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "drained") }
             let sent = await eventually { await client.pendingCount() == 1 }
             #expect(sent)
-            await client.stop(deadline: .now().advanced(by: .seconds(5)))
+            await client.stop(deadline: .now().advanced(by: .seconds(30)))
             #expect(try await pending.value == .integer(1))
             await group.shutdownGracefully()
         }

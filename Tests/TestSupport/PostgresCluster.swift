@@ -46,7 +46,7 @@ public final class PostgresCluster: Sendable {
                 try cluster.run(
                     binaries + "/initdb",
                     ["-D", cluster.dataDirectory, "-A", "trust", "-U", user, "-E", "UTF8", "--no-sync"])
-                try cluster.pgctl(["start", "-w", "-t", "60", "-o", cluster.serverOptions])
+                try cluster.pgctl(["start", "-w", "-t", "180", "-o", cluster.serverOptions])
             } catch {
                 cluster.removeNow()
                 throw error
@@ -72,17 +72,17 @@ public final class PostgresCluster: Sendable {
 
     public func restart() async throws {
         try await DetachedThread.run { () throws in
-            try self.pgctl(["restart", "-m", "fast", "-w", "-t", "60", "-o", self.serverOptions])
+            try self.pgctl(["restart", "-m", "fast", "-w", "-t", "180", "-o", self.serverOptions])
         }
     }
 
     public func stopServer() async throws {
-        try await DetachedThread.run { () throws in try self.pgctl(["stop", "-m", "fast", "-w", "-t", "60"]) }
+        try await DetachedThread.run { () throws in try self.pgctl(["stop", "-m", "fast", "-w", "-t", "180"]) }
     }
 
     public func startServer() async throws {
         try await DetachedThread.run { () throws in
-            try self.pgctl(["start", "-w", "-t", "60", "-o", self.serverOptions])
+            try self.pgctl(["start", "-w", "-t", "180", "-o", self.serverOptions])
         }
     }
 
