@@ -30,6 +30,20 @@ public enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Standard base64 with padding (RFC 4648 §4): what App Attest's and Android's key ids are
+    /// sent in.
+    public static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+        var text = Array(encode(bytes).utf8).map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "-"): return UInt8(ascii: "+")
+            case UInt8(ascii: "_"): return UInt8(ascii: "/")
+            default: return byte
+            }
+        }
+        while text.count % 4 != 0 { text.append(UInt8(ascii: "=")) }
+        return String(decoding: text, as: UTF8.self)
+    }
+
     /// The bytes `text` spells, or nil unless it is canonical unpadded base64url: only the
     /// alphabet (no `=`, `+`, `/` or blanks), a length that is not 1 more than a multiple
     /// of 4, and the unused low bits of the last character zero — so every byte string has

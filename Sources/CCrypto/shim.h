@@ -291,6 +291,72 @@ static inline int CCrypto_asn1_time_unix(const ASN1_TIME *time, int64_t *seconds
     return ok;
 }
 
+// The DER of the certificate's subject (`which` = 0) or issuer (1) name into `out` (NULL: only
+// its length); the length, or a negative number on error. The encoding read is kept, so two
+// names compare byte for byte as the certificates hold them.
+static inline int CCrypto_certificate_name_der(X509 *certificate, int which, unsigned char *out) {
+    const X509_NAME *name = which == 0 ? X509_get_subject_name(certificate) : X509_get_issuer_name(certificate);
+    if (name == NULL) return -1;
+    unsigned char *cursor = out;
+    return i2d_X509_NAME(name, out == NULL ? NULL : &cursor);
+}
+
+// The DER SubjectPublicKeyInfo of the certificate into `out` (NULL: only its length), as the
+// certificate holds it; the length, or a negative number on error.
+static inline int CCrypto_certificate_spki_der(X509 *certificate, unsigned char *out) {
+    X509_PUBKEY *key = X509_get_X509_PUBKEY(certificate);
+    if (key == NULL) return -1;
+    unsigned char *cursor = out;
+    return i2d_X509_PUBKEY(key, out == NULL ? NULL : &cursor);
+}
+
+// 1 when `issuer`'s public key verifies `certificate`'s signature, 0 when not or when the key
+// cannot be read. Only the signature: no name, date or extension is looked at.
+static inline int CCrypto_certificate_signed_by(X509 *certificate, X509 *issuer) {
+    EVP_PKEY *key = X509_get0_pubkey(issuer);
+    if (key == NULL) return 0;
+    return X509_verify(certificate, key) == 1;
+}
+
+// The certificate's serial number in lowercase hexadecimal without leading zeros ("0" for
+// zero, a leading "-" when negative) into `out` of `capacity` bytes, NUL-terminated; the
+// length, or -1 when it does not fit or cannot be read.
+static inline int CCrypto_certificate_serial_hex(X509 *certificate, char *out, int capacity) {
+    BIGNUM *number = ASN1_INTEGER_to_BN(X509_get0_serialNumber(certificate), NULL);
+    if (number == NULL) return -1;
+    char *hex = BN_bn2hex(number);
+    BN_free(number);
+    if (hex == NULL) return -1;
+    int length = 0;
+    const char *cursor = hex;
+    if (*cursor == '-') out[length++] = '-', cursor++;
+    while (*cursor == '0' && cursor[1] != 0) cursor++;
+    int ok = 1;
+    for (; *cursor != 0; cursor++) {
+        if (length + 1 >= capacity) { ok = 0; break; }
+        char c = *cursor;
+        out[length++] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+    }
+    OPENSSL_free(hex);
+    if (!ok) return -1;
+    out[length] = 0;
+    return length;
+}
+
+// Whether the certificate's subject name has a serialNumber attribute (2.5.4.5).
+static inline int CCrypto_subject_has_serial_number(X509 *certificate) {
+    const X509_NAME *name = X509_get_subject_name(certificate);
+    return name != NULL && X509_NAME_get_index_by_NID(name, NID_serialNumber, -1) >= 0;
+}
+
+// The number of extensions of `certificate` whose OID is `object`.
+static inline int CCrypto_extension_count(X509 *certificate, const ASN1_OBJECT *object) {
+    int count = 0;
+    int index = -1;
+    while ((index = X509_get_ext_by_OBJ(certificate, object, index)) >= 0) count++;
+    return count;
+}
+
 // X509_verify_cert of `leaf` at `at` (Unix seconds), with `intermediates` as untrusted
 // certificates and only what `store` holds trusted: 1 when the chain verifies, 0 when not
 // (`*error` then holds X509_STORE_CTX_get_error and `*depth` the failing certificate's place

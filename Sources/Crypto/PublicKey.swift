@@ -87,7 +87,7 @@ public struct PublicKey: Sendable {
     }
 
     /// The public key of a DER SubjectPublicKeyInfo, with the checks ``init(pem:)`` makes.
-    init(derSubjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
+    public init(derSubjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
         let decoded = der.withUnsafeBufferPointer { CCrypto_public_key_from_der($0.baseAddress, $0.count) }
         guard let decoded else { throw CryptoError("not a DER SubjectPublicKeyInfo") }
         try self.init(validating: EVPKey(decoded))

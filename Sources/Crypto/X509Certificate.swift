@@ -131,6 +131,77 @@ public struct X509Certificate: Sendable {
     }
 }
 
+extension X509Certificate {
+    /// The DER of the subject name, as the certificate holds it.
+    public var subjectNameDER: [UInt8] { nameDER(which: 0) }
+
+    /// The DER of the issuer name, as the certificate holds it: a chain links where it is
+    /// byte for byte the subject name of the certificate above.
+    public var issuerNameDER: [UInt8] { nameDER(which: 1) }
+
+    /// Whether the issuer name is the subject name: a root's, or a certificate that claims to be one.
+    public var isSelfIssued: Bool { subjectNameDER == issuerNameDER }
+
+    /// Whether the subject name has a serialNumber attribute (2.5.4.5).
+    public var subjectHasSerialNumber: Bool { CCrypto_subject_has_serial_number(certificate.pointer) == 1 }
+
+    /// The DER SubjectPublicKeyInfo, as the certificate holds it; empty when it cannot be encoded.
+    public var subjectPublicKeyInfoDER: [UInt8] {
+        read { CCrypto_certificate_spki_der(certificate.pointer, $0) }
+    }
+
+    /// The serial number in lowercase hexadecimal without leading zeros (`"0"` for zero, a
+    /// leading `-` when negative): how revocation lists name certificates.
+    public var serialHex: String {
+        // RFC 5280 allows 20 octets; a certificate in the wild may have more, never 1,024.
+        var text = [CChar](repeating: 0, count: 1024)
+        let length = CCrypto_certificate_serial_hex(certificate.pointer, &text, Int32(text.count))
+        guard length >= 0 else {
+            LibCrypto.clearErrors()
+            return ""
+        }
+        return String(decoding: text[..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Whether `issuer`'s public key verifies this certificate's signature, whatever their
+    /// names, dates and extensions say.
+    public func isSigned(by issuer: X509Certificate) -> Bool {
+        let verified = withExtendedLifetime(issuer) {
+            CCrypto_certificate_signed_by(certificate.pointer, issuer.certificate.pointer) == 1
+        }
+        if !verified { LibCrypto.clearErrors() }
+        return verified
+    }
+
+    /// How many extensions `oid` (dotted decimal) the certificate has; 0 for an `oid` that is
+    /// not one.
+    public func extensionCount(oid: String) -> Int {
+        guard let object = asn1Object(dottedDecimal: oid) else { return 0 }
+        defer { ASN1_OBJECT_free(object) }
+        return Int(CCrypto_extension_count(certificate.pointer, object))
+    }
+
+    private func nameDER(which: Int32) -> [UInt8] {
+        read { CCrypto_certificate_name_der(certificate.pointer, which, $0) }
+    }
+
+    /// The bytes an i2d-style function writes: its length with a NULL buffer, then the bytes.
+    private func read(_ encode: (UnsafeMutablePointer<UInt8>?) -> Int32) -> [UInt8] {
+        let length = Int(encode(nil))
+        guard length > 0 else {
+            LibCrypto.clearErrors()
+            return []
+        }
+        var bytes = [UInt8](repeating: 0, count: length)
+        let written = bytes.withUnsafeMutableBufferPointer { Int(encode($0.baseAddress)) }
+        guard written == length else {
+            LibCrypto.clearErrors()
+            return []
+        }
+        return bytes
+    }
+}
+
 /// The `ASN1_OBJECT` of `oid` (free it with `ASN1_OBJECT_free`): nil unless it is two or more
 /// arcs of decimal digits joined by dots, without leading zeros, the first arc 0, 1 or 2.
 /// OBJ_txt2obj alone is laxer: it also takes a trailing dot or space.

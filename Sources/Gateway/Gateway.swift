@@ -34,6 +34,8 @@ public final class Gateway: Sendable {
     let jobServices: [any Service]
     /// This instance's job runner, when there is a store and an upstream.
     let jobRunner: JobRunner?
+    /// Google's revocation list for Android attestations, when Android devices register.
+    let androidRevocations: AndroidRevocationSource?
     /// The routes this gateway serves, as method and path pattern (`/api/jobs/{id}`), in the
     /// order they were declared (`HEAD` is answered wherever `GET` is), and whether each takes
     /// `Idempotency-Key` (docs/openapi.yaml says so of the same routes).
@@ -326,13 +328,21 @@ public final class Gateway: Sendable {
                 Route(method: .DELETE, path: "/api/history/{id}", middleware: own, handler: item),
             ]
         }
+        var androidRevocations: AndroidRevocationSource?
         if let settings = configuration.appAttest, let store, let sessions = store.devices {
+            if let android = settings.android {
+                androidRevocations = AndroidRevocationSource(
+                    file: android.revocationFile, url: android.revocationURL,
+                    refreshInterval: android.revocationRefresh,
+                    registry: registry, logger: logger, wallClock: { clock().secondsSinceEpoch })
+            }
             routes += Self.attestRoutes(
                 settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis,
                 registry: registry, logger: logger, clock: clock,
-                clients: configuration.clientAddressKey
+                clients: configuration.clientAddressKey, revocations: androidRevocations
             )
         }
+        self.androidRevocations = androidRevocations
         if let adminToken = configuration.adminToken {
             let access = AdminAccess(
                 token: adminToken, lockout: AdminLockout(failures: configuration.adminFailuresPerMinute),
@@ -379,14 +389,25 @@ public final class Gateway: Sendable {
         ]
     }
 
-    /// App Attest's three routes, each limited per client address (`APP_ATTEST_REQUESTS_PER_MINUTE`)
-    /// whatever `RATE_LIMITS` says: they spend CPU before anyone is known.
+    /// The device routes (App Attest's, Android's, the shared challenge), each limited per
+    /// client address (`APP_ATTEST_REQUESTS_PER_MINUTE`) whatever `RATE_LIMITS` says: they
+    /// spend CPU before anyone is known.
     private static func attestRoutes(
         settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?,
         redis: RedisClient?,
         registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant,
-        clients: ClientAddressKey
+        clients: ClientAddressKey, revocations: AndroidRevocationSource?
     ) -> [Route] {
+        let challenges: any AttestChallenges =
+            redis.map { RedisAttestChallenges(client: $0) } ?? StoreAttestChallenges(repository: store.backend)
+        let plan = Plan(
+            name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
+        let limits = RateLimitMiddleware(
+            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), clients: clients,
+            maxTokens: 0, cost: .none,
+            perAddress: plan, clock: clock
+        )
+        let middleware: [any Middleware] = [limits, ContentEncodingMiddleware()]
         let trust: X509TrustStore
         do {
             trust = try AppAttestVerifier.trustStore(extraRootPEM: settings.extraRoot?.pem)
@@ -398,30 +419,37 @@ public final class Gateway: Sendable {
         let service = AppAttestService(
             settings: settings,
             verifier: AppAttestVerifier(appIDs: settings.appIDs, environments: settings.environment, trust: trust),
-            repository: store.backend,
-            challenges: redis.map { RedisAttestChallenges(client: $0) }
-                ?? StoreAttestChallenges(repository: store.backend),
+            repository: store.backend, challenges: challenges,
             sessions: sessions, faults: store.faults, registry: registry, clock: clock
         )
-        let plan = Plan(
-            name: "attest", requestsPerMinute: settings.requestsPerMinute, concurrentRequests: nil, tokensPerDay: nil)
-        let limits = RateLimitMiddleware(
-            limiter: limiter ?? InMemoryRateLimiter(), plans: PlanCatalog(), clients: clients,
-            maxTokens: 0, cost: .none,
-            perAddress: plan, clock: clock
-        )
-        let middleware: [any Middleware] = [limits, ContentEncodingMiddleware()]
-        return [
+        var routes = [
             Route(
                 method: .POST, path: "/api/attest/challenge", middleware: middleware,
                 handler: AttestChallengeRoute(service: service)),
             Route(
                 method: .POST, path: "/api/attest/register", middleware: middleware,
-                handler: AttestRegisterRoute(service: service)),
+                handler: AttestRegisterRoute(service: service, clients: clients)),
             Route(
                 method: .POST, path: "/api/attest/session", middleware: middleware,
                 handler: AttestSessionRoute(service: service)),
         ]
+        if let android = settings.android, let revocations {
+            let extraRoots = android.extraRoot.flatMap { try? X509Certificate(pem: $0.pem) }.map { [$0] } ?? []
+            let androidService = AndroidAttestService(
+                settings: settings,
+                verifier: AndroidAttestationVerifier(policy: android.policy, extraRoots: extraRoots),
+                revocations: revocations, repository: store.backend, challenges: challenges, sessions: sessions,
+                faults: store.faults, registry: registry, clock: clock)
+            routes += [
+                Route(
+                    method: .POST, path: "/api/attest/android/register", middleware: middleware,
+                    handler: AndroidRegisterRoute(service: androidService, clients: clients)),
+                Route(
+                    method: .POST, path: "/api/attest/android/session", middleware: middleware,
+                    handler: AndroidSessionRoute(service: androidService)),
+            ]
+        }
+        return routes
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.

@@ -104,6 +104,12 @@ public final class GatewayServer: Sendable {
         if let redis { list.append(redis) }
         list += gateway.services
         list.append(HTTPClientService(client: httpClient))
+        // After the client, stopped before it: a refresh in flight ends while the client runs.
+        // Before the server: the first registrations find the list read.
+        if let revocations = gateway.androidRevocations {
+            revocations.attach(client: httpClient)
+            list.append(revocations)
+        }
         // After the client, stopped before it: a stop aborts the jobs' calls and gives their
         // leases back while the client still runs.
         list += gateway.jobServices
@@ -168,10 +174,34 @@ public final class GatewayServer: Sendable {
                 (
                     "app_attest",
                     .string(
-                        configuration.appAttest.map { "\($0.environment.rawValue),required=\($0.requirement.rawValue)" }
-                            ?? "off")
+                        configuration.appAttest.flatMap { settings in
+                            settings.appIDs.isEmpty
+                                ? nil : "\(settings.environment.rawValue),required=\(settings.requirement.rawValue)"
+                        } ?? "off")
+                ),
+                (
+                    "android_attest",
+                    .string(
+                        configuration.appAttest.flatMap { settings in
+                            settings.android.map { android in
+                                "apps=\(android.policy.apps.count),required=\(settings.requirement.rawValue)"
+                                    + ",unlocked=\(android.policy.requireLockedBootloader ? "refused" : "allowed")"
+                            }
+                        } ?? "off")
                 ),
             ])
+        if let root = configuration.appAttest?.android?.extraRoot {
+            logger.warning(
+                "android_attest_test_root",
+                [
+                    ("file", .string(root.path)),
+                    (
+                        "effect",
+                        .string(
+                            "phones attested under this root register as if Google had attested them: for tests only")
+                    ),
+                ])
+        }
         if let root = configuration.appAttest?.extraRoot {
             logger.warning(
                 "app_attest_test_root",

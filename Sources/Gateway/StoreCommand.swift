@@ -266,20 +266,21 @@ public enum StoreCommand: Equatable, Sendable {
         return Report(name: "tokens", header: header, rows: rows, numeric: []).render(format)
     }
 
-    /// The devices, never their keys or receipts: the caller id their sessions have, the app,
-    /// the environment and the times.
+    /// The devices, never their keys, receipts or clients: the caller id their sessions have,
+    /// the platform, the app (an App ID or an Android package), the environment (iOS) or where
+    /// the key lives (Android: `tee`, `strongbox`), and the times.
     static func render(_ devices: [StoredDevice], format: ReportFormat) -> String {
         func time(_ milliseconds: Int64?) -> String? { milliseconds.map { Timestamp.iso8601(milliseconds: $0) } }
-        let header = ["id", "user", "app_id", "environment", "counter", "created", "last_seen", "revoked"]
+        let header = ["id", "user", "platform", "app_id", "environment", "counter", "created", "last_seen", "revoked"]
         let rows = devices.map { device in
             [
-                device.id, DeviceSessions.userID(deviceID: device.id), device.appID, device.environment,
-                String(device.counter),
+                device.id, DeviceSessions.userID(deviceID: device.id), device.platform.rawValue, device.appID,
+                device.environment, String(device.counter),
                 time(device.createdAtMilliseconds), time(device.lastSeenAtMilliseconds),
                 time(device.revokedAtMilliseconds),
             ]
         }
-        return Report(name: "devices", header: header, rows: rows, numeric: [4]).render(format)
+        return Report(name: "devices", header: header, rows: rows, numeric: [5]).render(format)
     }
 
     /// All guests' line, in a table: a label no caller's id can be (ids have no spaces). CSV

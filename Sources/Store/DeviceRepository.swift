@@ -1,7 +1,9 @@
-/// App Attest devices, their one-use challenges and their session tokens' digests.
+/// Attested devices (iPhones by App Attest, Android phones by Key Attestation), their one-use
+/// challenges and their session tokens' digests.
 ///
-/// A device registers once with an attestation (``insertDevice(_:)``), then trades assertions
-/// for short-lived sessions (``openSession(_:deviceID:counter:nowMilliseconds:)``). Every
+/// A device registers once with an attestation (``insertDevice(_:)``, or
+/// ``registerDevice(_:limits:)`` within the registration limits), then trades assertions or
+/// signed challenges for short-lived sessions (``openSession(_:deviceID:counter:nowMilliseconds:)``). Every
 /// time is milliseconds since the Unix epoch, passed in by the caller (tests drive it); the
 /// store keeps only each session token's SHA-256 digest, never the token.
 public protocol DeviceRepository: Sendable {
@@ -18,6 +20,14 @@ public protocol DeviceRepository: Sendable {
     /// ``StoreError/Code/constraint`` for a taken id or a key id, public key or environment
     /// of the wrong shape.
     func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool
+
+    /// Adds a device as ``insertDevice(_:)`` does, in one transaction with the count of the
+    /// devices registered since `limits.sinceMilliseconds`: refused (nothing written) when
+    /// `limits.perClient` of them came from `device.client` or `limits.total` from anyone. Of
+    /// registrations at once, no more than the limits allow are written, on any number of
+    /// gateways sharing the store.
+    func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+        -> DeviceRegistration
 
     /// The device with this key id (revoked ones too), or nil.
     func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice?
@@ -53,47 +63,99 @@ public protocol DeviceRepository: Sendable {
     )
 }
 
+/// The registration limits ``DeviceRepository/registerDevice(_:limits:)`` holds.
+public struct DeviceRegistrationLimits: Sendable, Equatable {
+    /// The most devices one client (``StoredDevice/client``) may register in the window; nil: no limit.
+    public var perClient: Int?
+    /// The most devices the gateway may register in the window; nil: no limit.
+    public var total: Int?
+    /// The window's start: devices created at or after it count.
+    public var sinceMilliseconds: Int64
+
+    public init(perClient: Int?, total: Int?, sinceMilliseconds: Int64) {
+        self.perClient = perClient
+        self.total = total
+        self.sinceMilliseconds = sinceMilliseconds
+    }
+
+    /// No limit.
+    public static let none = DeviceRegistrationLimits(perClient: nil, total: nil, sinceMilliseconds: 0)
+}
+
+/// How ``DeviceRepository/registerDevice(_:limits:)`` ended.
+public enum DeviceRegistration: Sendable, Equatable {
+    case registered
+    /// The key id is registered already.
+    case duplicate
+    /// The client registered as many devices as the window allows.
+    case clientLimit
+    /// The gateway registered as many devices as the window allows.
+    case totalLimit
+}
+
+/// Which kind of phone a device is.
+public enum DevicePlatform: String, Sendable, CaseIterable {
+    /// An iPhone or iPad, by App Attest.
+    case ios
+    /// An Android phone, by Key Attestation.
+    case android
+}
+
 /// A device as the store keeps it.
 public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     /// A short public id (`dev_` and random characters), made by the caller.
     public var id: String
-    /// The 32-byte key id: the SHA-256 digest of the device's public key.
+    public var platform: DevicePlatform
+    /// The 32-byte key id: the SHA-256 digest of the device's public key (iOS: of its point;
+    /// Android: of its SubjectPublicKeyInfo).
     public var keyID: [UInt8]
-    /// The device's public key: a 65-byte uncompressed P-256 point.
+    /// The device's public key. iOS: a 65-byte uncompressed P-256 point. Android: the DER
+    /// SubjectPublicKeyInfo of the attested key (P-256 or RSA).
     public var publicKey: [UInt8]
-    /// The sign counter of the device's last accepted assertion (0 after the attestation).
+    /// iOS: the sign counter of the device's last accepted assertion (0 after the
+    /// attestation). Android: the sessions opened.
     public var counter: Int64
-    /// The app it attested for: `TEAMID.bundle.id`.
+    /// The app it attested for: iOS `TEAMID.bundle.id`, Android the package name.
     public var appID: String
-    /// `production` or `development` (the attestation's AAGUID).
+    /// iOS: `production` or `development` (the attestation's AAGUID). Android: `tee` or
+    /// `strongbox`, where the key lives.
     public var environment: String
-    /// Apple's receipt from the attestation, kept to ask for the device's fraud metric later.
+    /// Android: the SHA-256 of the app's signing certificate that the configuration listed.
+    public var signingDigest: [UInt8]?
+    /// iOS: Apple's receipt from the attestation, kept to ask for the device's fraud metric
+    /// later. Android: empty.
     public var receipt: [UInt8]
+    /// The SHA-256 of the client address key (an IPv6 /64 or an IPv4 address) it registered
+    /// from, for the registration limits; never the address.
+    public var client: [UInt8]?
     public var createdAtMilliseconds: Int64
     public var lastSeenAtMilliseconds: Int64
     public var revokedAtMilliseconds: Int64?
 
     public init(
-        id: String, keyID: [UInt8], publicKey: [UInt8], counter: Int64, appID: String, environment: String,
-        receipt: [UInt8],
+        id: String, platform: DevicePlatform = .ios, keyID: [UInt8], publicKey: [UInt8], counter: Int64,
+        appID: String, environment: String, signingDigest: [UInt8]? = nil, receipt: [UInt8], client: [UInt8]? = nil,
         createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64, revokedAtMilliseconds: Int64? = nil
     ) {
         self.id = id
+        self.platform = platform
         self.keyID = keyID
         self.publicKey = publicKey
         self.counter = counter
         self.appID = appID
         self.environment = environment
+        self.signingDigest = signingDigest
         self.receipt = receipt
+        self.client = client
         self.createdAtMilliseconds = createdAtMilliseconds
         self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
         self.revokedAtMilliseconds = revokedAtMilliseconds
     }
 
-    /// Never the key material or the receipt.
+    /// Never the key material, the receipt or the client.
     public var description: String {
-        "StoredDevice(id: \(id), appID: \(appID), environment: \(environment), counter: \(counter)"
-            + (revokedAtMilliseconds == nil ? ")" : ", revoked)")
+        "StoredDevice(id: \(id), platform: \(platform.rawValue), appID: \(appID), environment: \(environment), "
+            + "counter: \(counter)" + (revokedAtMilliseconds == nil ? ")" : ", revoked)")
     }
 }
 

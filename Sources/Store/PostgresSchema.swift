@@ -7,7 +7,7 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6, version7]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -330,4 +330,26 @@ enum PostgresSchema {
             "ALTER TABLE requests ADD COLUMN upstream text, ADD COLUMN upstream_ms double precision",
             "CREATE INDEX requests_failures ON requests (seq) WHERE status >= 400",
         ] + RollupTables.create(.postgres) + RollupTables.backfill(.postgres)
+
+    /// Android devices beside iPhones, as on SQLite: the platform, a public key that may be an
+    /// Android key's SubjectPublicKeyInfo, the package's signing digest, and the client a
+    /// device registered from, with the indexes that count registrations.
+    private static let version7 = [
+        """
+        ALTER TABLE devices DROP CONSTRAINT devices_public_key_check, DROP CONSTRAINT devices_environment_check,
+            ADD COLUMN platform text NOT NULL DEFAULT 'ios' CHECK (platform IN ('ios', 'android')),
+            ADD COLUMN signing_digest bytea,
+            ADD COLUMN client bytea CHECK (client IS NULL OR length(client) = 32),
+            ADD CONSTRAINT devices_public_key_check CHECK (length(public_key) BETWEEN 65 AND 2048),
+            ADD CONSTRAINT devices_shape CHECK (
+                (platform = 'ios' AND environment IN ('production', 'development') AND length(public_key) = 65
+                    AND signing_digest IS NULL)
+                OR (platform = 'android' AND environment IN ('tee', 'strongbox')
+                    AND signing_digest IS NOT NULL AND length(signing_digest) = 32)
+            )
+        """,
+        "ALTER TABLE devices ALTER COLUMN platform DROP DEFAULT",
+        "CREATE INDEX devices_by_creation ON devices (created_at)",
+        "CREATE INDEX devices_by_client ON devices (client, created_at) WHERE client IS NOT NULL",
+    ]
 }

@@ -17,20 +17,59 @@ extension PostgresStore {
     }
 
     public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
-        try await query(
-            """
-            INSERT INTO devices
-                (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (key_id) DO NOTHING
-            """,
-            [
-                .text(device.id), .bytes(device.keyID), .bytes(device.publicKey), .int(Int(device.counter)),
-                .text(device.appID),
-                .text(device.environment), .bytes(device.receipt), .int(Int(device.createdAtMilliseconds)),
-                .int(Int(device.lastSeenAtMilliseconds)), device.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null,
-            ]
-        ).affectedRows == 1
+        try await registerDevice(device, limits: .none) == .registered
     }
+
+    /// Registrations take turns on one advisory lock (they are rare), so the counts and the
+    /// insert of one see every registration committed before it, on any gateway.
+    public func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+        -> DeviceRegistration
+    {
+        let results = try await transaction([
+            PostgresQuery("SELECT pg_advisory_xact_lock(\(Self.deviceRegistrationLock))", []),
+            PostgresQuery(
+                """
+                WITH existing AS (SELECT count(*) AS n FROM devices WHERE key_id = $2),
+                by_client AS (
+                    SELECT count(*) AS n FROM devices WHERE client = $12::bytea AND created_at >= $15
+                ),
+                by_all AS (SELECT count(*) AS n FROM devices WHERE created_at >= $15),
+                inserted AS (
+                    INSERT INTO devices (id, platform, key_id, public_key, counter, app_id, environment,
+                        signing_digest, receipt, created_at, last_seen_at, client, revoked_at)
+                    SELECT $1, $14, $2, $3, $4, $5, $6, $13::bytea, $7, $8, $9, $12::bytea, $10::bigint
+                    WHERE (SELECT n FROM existing) = 0
+                        AND ($16::bigint IS NULL OR $12::bytea IS NULL OR (SELECT n FROM by_client) < $16::bigint)
+                        AND ($11::bigint IS NULL OR (SELECT n FROM by_all) < $11::bigint)
+                    ON CONFLICT (key_id) DO NOTHING
+                    RETURNING 1
+                )
+                SELECT (SELECT n FROM existing), (SELECT n FROM by_client), (SELECT n FROM by_all),
+                    (SELECT count(*) FROM inserted)
+                """,
+                [
+                    .text(device.id), .bytes(device.keyID), .bytes(device.publicKey), .int(Int(device.counter)),
+                    .text(device.appID), .text(device.environment), .bytes(device.receipt),
+                    .int(Int(device.createdAtMilliseconds)), .int(Int(device.lastSeenAtMilliseconds)),
+                    device.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null, limits.total.map { .int($0) } ?? .null,
+                    device.client.map { .bytes($0) } ?? .null, device.signingDigest.map { .bytes($0) } ?? .null,
+                    .text(device.platform.rawValue), .int(Int(limits.sinceMilliseconds)),
+                    limits.perClient.map { .int($0) } ?? .null,
+                ]),
+        ])
+        guard let row = results.last?.rows.first else { return .duplicate }
+        if row.int(3) == 1 { return .registered }
+        if (row.int(0) ?? 0) > 0 { return .duplicate }
+        if let perClient = limits.perClient, device.client != nil, (row.int(1) ?? 0) >= perClient {
+            return .clientLimit
+        }
+        if let total = limits.total, (row.int(2) ?? 0) >= total { return .totalLimit }
+        // The key id was taken between the count and the insert.
+        return .duplicate
+    }
+
+    /// The advisory lock device registrations take turns on ("TGdevice").
+    static let deviceRegistrationLock = 0x5447_6465_7669_6365
 
     public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
         try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(
@@ -113,15 +152,18 @@ extension PostgresStore {
         return (challenges, sessions)
     }
 
-    private static let deviceColumns =
-        "id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at"
+    private static let deviceColumns = """
+        id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at, platform,
+        signing_digest, client
+        """
 
     private static func device(from row: PostgresRow) -> StoredDevice {
         StoredDevice(
-            id: row.string(0) ?? "", keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0),
-            appID: row.string(4) ?? "",
-            environment: row.string(5) ?? "", receipt: row[6] ?? [], createdAtMilliseconds: Int64(row.int(7) ?? 0),
-            lastSeenAtMilliseconds: Int64(row.int(8) ?? 0), revokedAtMilliseconds: row.int(9).map(Int64.init)
+            id: row.string(0) ?? "", platform: row.string(10).flatMap(DevicePlatform.init(rawValue:)) ?? .ios,
+            keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0), appID: row.string(4) ?? "",
+            environment: row.string(5) ?? "", signingDigest: row[11], receipt: row[6] ?? [], client: row[12],
+            createdAtMilliseconds: Int64(row.int(7) ?? 0), lastSeenAtMilliseconds: Int64(row.int(8) ?? 0),
+            revokedAtMilliseconds: row.int(9).map(Int64.init)
         )
     }
 }

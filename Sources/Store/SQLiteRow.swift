@@ -55,4 +55,8 @@ struct SQLiteRow: ~Copyable {
         let count = Int(sqlite3_column_bytes(statement, column))
         return Array(UnsafeRawBufferPointer(start: bytes, count: count))
     }
+
+    func optionalBlob(_ column: Int32) -> [UInt8]? {
+        isNull(column) ? nil : blob(column)
+    }
 }

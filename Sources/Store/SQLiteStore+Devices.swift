@@ -24,21 +24,51 @@ extension SQLiteStore {
     }
 
     public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
+        try await registerDevice(device, limits: .none) == .registered
+    }
+
+    /// On the one writer, so the counts and the insert see every registration before them.
+    public func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+        -> DeviceRegistration
+    {
         try await write { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Bool in
-                try connection.execute(
+            try connection.transaction { () throws(StoreError) -> DeviceRegistration in
+                let exists =
+                    try connection.queryFirst(
+                        "SELECT 1 FROM devices WHERE key_id = ?", [.blob(device.keyID)]
+                    ) { _ in true } ?? false
+                if exists { return .duplicate }
+                if let perClient = limits.perClient, let client = device.client {
+                    let count =
+                        try connection.queryFirst(
+                            "SELECT count(*) FROM devices WHERE client = ? AND created_at >= ?",
+                            [.blob(client), .integer(limits.sinceMilliseconds)]
+                        ) { $0.int64(0) } ?? 0
+                    if count >= Int64(perClient) { return .clientLimit }
+                }
+                if let total = limits.total {
+                    let count =
+                        try connection.queryFirst(
+                            "SELECT count(*) FROM devices WHERE created_at >= ?", [.integer(limits.sinceMilliseconds)]
+                        ) { $0.int64(0) } ?? 0
+                    if count >= Int64(total) { return .totalLimit }
+                }
+                let inserted = try connection.execute(
                     """
-                    INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at,
-                        last_seen_at, revoked_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
+                    INSERT INTO devices (id, platform, key_id, public_key, counter, app_id, environment,
+                        signing_digest, receipt, client, created_at, last_seen_at, revoked_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
                     """,
                     [
-                        .text(device.id), .blob(device.keyID), .blob(device.publicKey), .integer(device.counter),
-                        .text(device.appID),
-                        .text(device.environment), .blob(device.receipt), .integer(device.createdAtMilliseconds),
-                        .integer(device.lastSeenAtMilliseconds), .integer(device.revokedAtMilliseconds),
+                        .text(device.id), .text(device.platform.rawValue), .blob(device.keyID),
+                        .blob(device.publicKey), .integer(device.counter), .text(device.appID),
+                        .text(device.environment), device.signingDigest.map { .blob($0) } ?? .null,
+                        .blob(device.receipt), device.client.map { .blob($0) } ?? .null,
+                        .integer(device.createdAtMilliseconds), .integer(device.lastSeenAtMilliseconds),
+                        .integer(device.revokedAtMilliseconds),
                     ]
-                ) == 1
+                )
+                return inserted == 1 ? .registered : .duplicate
             }
         }
     }
@@ -146,14 +176,17 @@ extension SQLiteStore {
         return (counts[0], counts[1])
     }
 
-    private static let deviceColumns =
-        "id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at"
+    private static let deviceColumns = """
+        id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at, platform,
+        signing_digest, client
+        """
 
     private static func device(from row: borrowing SQLiteRow) -> StoredDevice {
         StoredDevice(
-            id: row.text(0), keyID: row.blob(1), publicKey: row.blob(2), counter: row.int64(3), appID: row.text(4),
-            environment: row.text(5), receipt: row.blob(6), createdAtMilliseconds: row.int64(7),
-            lastSeenAtMilliseconds: row.int64(8),
+            id: row.text(0), platform: DevicePlatform(rawValue: row.text(10)) ?? .ios, keyID: row.blob(1),
+            publicKey: row.blob(2), counter: row.int64(3), appID: row.text(4), environment: row.text(5),
+            signingDigest: row.optionalBlob(11), receipt: row.blob(6), client: row.optionalBlob(12),
+            createdAtMilliseconds: row.int64(7), lastSeenAtMilliseconds: row.int64(8),
             revokedAtMilliseconds: row.optionalInt64(9)
         )
     }

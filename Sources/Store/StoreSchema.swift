@@ -4,7 +4,7 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -298,4 +298,61 @@ enum StoreSchema {
         ALTER TABLE requests ADD COLUMN upstream_ms REAL;
         CREATE INDEX requests_failures ON requests (seq) WHERE status >= 400;
         """ + (RollupTables.create(.sqlite) + RollupTables.backfill(.sqlite)).map { $0 + ";\n" }.joined()
+
+    /// Android devices beside iPhones: the platform, a public key that may be an Android
+    /// key's SubjectPublicKeyInfo, the package's signing digest, and the client a device
+    /// registered from (a SHA-256, for the daily registration limits, with the indexes that
+    /// count them). SQLite cannot change a CHECK in place: the table is rebuilt, its sessions
+    /// moved with it (dropping the sessions first, so no cascade deletes them).
+    private static let version7 = """
+        CREATE TABLE devices_v7 (
+            id TEXT PRIMARY KEY,
+            platform TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
+            key_id BLOB NOT NULL UNIQUE CHECK (length(key_id) = 32),
+            public_key BLOB NOT NULL CHECK (length(public_key) BETWEEN 65 AND 2048),
+            counter INTEGER NOT NULL CHECK (counter >= 0),
+            app_id TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            signing_digest BLOB,
+            receipt BLOB NOT NULL,
+            client BLOB CHECK (client IS NULL OR length(client) = 32),
+            created_at INTEGER NOT NULL,
+            last_seen_at INTEGER NOT NULL,
+            revoked_at INTEGER,
+            CHECK (
+                (platform = 'ios' AND environment IN ('production', 'development') AND length(public_key) = 65
+                    AND signing_digest IS NULL)
+                OR (platform = 'android' AND environment IN ('tee', 'strongbox')
+                    AND signing_digest IS NOT NULL AND length(signing_digest) = 32)
+            )
+        ) STRICT;
+        INSERT INTO devices_v7 (id, platform, key_id, public_key, counter, app_id, environment, signing_digest,
+            receipt, client, created_at, last_seen_at, revoked_at)
+            SELECT id, 'ios', key_id, public_key, counter, app_id, environment, NULL, receipt, NULL, created_at,
+                last_seen_at, revoked_at
+            FROM devices;
+        CREATE TABLE device_sessions_v7 (
+            digest BLOB PRIMARY KEY CHECK (length(digest) = 32),
+            device_id TEXT NOT NULL REFERENCES devices_v7 (id) ON DELETE CASCADE,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO device_sessions_v7 (digest, device_id, created_at, expires_at)
+            SELECT digest, device_id, created_at, expires_at FROM device_sessions;
+        DROP TABLE device_sessions;
+        DROP TABLE devices;
+        ALTER TABLE devices_v7 RENAME TO devices;
+        ALTER TABLE device_sessions_v7 RENAME TO device_sessions;
+        CREATE INDEX device_sessions_by_expiry ON device_sessions (expires_at);
+        CREATE INDEX device_sessions_by_device ON device_sessions (device_id);
+        CREATE INDEX devices_by_creation ON devices (created_at);
+        CREATE INDEX devices_by_client ON devices (client, created_at) WHERE client IS NOT NULL;
+        CREATE TRIGGER devices_revoked AFTER UPDATE OF revoked_at ON devices
+            WHEN OLD.revoked_at IS NOT NEW.revoked_at BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
+        END;
+        CREATE TRIGGER devices_deleted AFTER DELETE ON devices BEGIN
+            UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
+        END;
+        """
 }

@@ -108,6 +108,9 @@ case .serve(let hostname, let port, let environmentName):
     if configuration.appAttest?.extraRoot != nil, environmentName != "testing" {
         fail("invalid configuration: APP_ATTEST_EXTRA_ROOT_CA_FILE is honoured only with --env testing")
     }
+    if configuration.appAttest?.android?.extraRoot != nil, environmentName != "testing" {
+        fail("invalid configuration: ANDROID_ATTEST_EXTRA_ROOT_CA_FILE is honoured only with --env testing")
+    }
     if let hostname { configuration.host = hostname }
     if let port { configuration.port = port }
 

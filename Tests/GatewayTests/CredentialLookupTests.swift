@@ -43,6 +43,9 @@ struct CredentialLookupTests {
         func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {}
         func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool { false }
         func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool { false }
+        func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+            -> DeviceRegistration
+        { .duplicate }
         func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? { nil }
         func devices() async throws(StoreError) -> [StoredDevice] { [] }
         func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool { false }

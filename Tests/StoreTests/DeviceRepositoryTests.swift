@@ -359,12 +359,117 @@ extension StoreBackends {
             }
         }
 
+        static func androidDevice(_ id: String, keyByte: UInt8, client: UInt8? = 7, at milliseconds: Int64 = 1_000)
+            -> StoredDevice
+        {
+            StoredDevice(
+                id: id, platform: .android, keyID: [UInt8](repeating: keyByte, count: 32),
+                // A DER SubjectPublicKeyInfo is longer than a point: 91 bytes for P-256.
+                publicKey: [0x30, 0x59] + [UInt8](repeating: keyByte, count: 89), counter: 0,
+                appID: "com.example.app", environment: "tee", signingDigest: [UInt8](repeating: 0xD1, count: 32),
+                receipt: [], client: client.map { [UInt8](repeating: $0, count: 32) },
+                createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds)
+        }
+
+        @Test(
+            "an Android device reads back with its platform, key, digest and client; its shape is checked",
+            arguments: Backend.allCases)
+        func androidDevice(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, _ async throws in
+                let android = Self.androidDevice("dev_android", keyByte: 2)
+                #expect(try await store.registerDevice(android, limits: .none) == .registered)
+                #expect(try await store.device(keyID: android.keyID) == android)
+                let session = Self.session(0x21, device: android.id)
+                #expect(
+                    try await store.openSession(session, deviceID: android.id, counter: 1, nowMilliseconds: 2_000))
+                #expect(try await store.session(digest: session.digest, nowMilliseconds: 3_000) == session)
+
+                var noDigest = Self.androidDevice("dev_x", keyByte: 3)
+                noDigest.signingDigest = nil
+                var iosWithDigest = Self.device("dev_y", keyByte: 4)
+                iosWithDigest.signingDigest = [UInt8](repeating: 1, count: 32)
+                var androidEnvironment = Self.androidDevice("dev_z", keyByte: 5)
+                androidEnvironment.environment = "production"
+                var iosLongKey = Self.device("dev_w", keyByte: 6)
+                iosLongKey.publicKey = android.publicKey
+                for bad in [noDigest, iosWithDigest, androidEnvironment, iosLongKey] {
+                    let error = await storeError { () throws(StoreError) in
+                        _ = try await store.registerDevice(bad, limits: .none)
+                    }
+                    #expect(error?.code == .constraint, "\(bad)")
+                }
+                let stored = try await store.devices()
+                #expect(stored.map(\.id) == [android.id] && stored.first?.counter == 1)
+                #expect(stored.first?.lastSeenAtMilliseconds == 2_000)
+            }
+        }
+
+        @Test(
+            "registrations are limited per client and in all within the window; older ones do not count",
+            arguments: Backend.allCases)
+        func registrationLimits(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, _ async throws in
+                let limits = DeviceRegistrationLimits(perClient: 2, total: 3, sinceMilliseconds: 10_000)
+                // Before the window: counts for nothing.
+                #expect(
+                    try await store.registerDevice(Self.androidDevice("old", keyByte: 1, at: 9_999), limits: limits)
+                        == .registered)
+                #expect(
+                    try await store.registerDevice(Self.androidDevice("a1", keyByte: 2, at: 10_000), limits: limits)
+                        == .registered)
+                #expect(
+                    try await store.registerDevice(Self.androidDevice("a2", keyByte: 3, at: 10_001), limits: limits)
+                        == .registered)
+                #expect(
+                    try await store.registerDevice(Self.androidDevice("a3", keyByte: 4, at: 10_002), limits: limits)
+                        == .clientLimit)
+                // The same key again is a duplicate before it is a limit.
+                #expect(
+                    try await store.registerDevice(Self.androidDevice("a4", keyByte: 2, at: 10_002), limits: limits)
+                        == .duplicate)
+                #expect(
+                    try await store.registerDevice(
+                        Self.androidDevice("b1", keyByte: 5, client: 8, at: 10_003), limits: limits) == .registered)
+                #expect(
+                    try await store.registerDevice(
+                        Self.androidDevice("b2", keyByte: 6, client: 8, at: 10_004), limits: limits) == .totalLimit)
+                // An iPhone counts in the same limits.
+                var phone = Self.device("i1", keyByte: 7, at: 10_005)
+                phone.client = [UInt8](repeating: 9, count: 32)
+                #expect(try await store.registerDevice(phone, limits: limits) == .totalLimit)
+                #expect(try await store.devices().map(\.id).sorted() == ["a1", "a2", "b1", "old"])
+            }
+        }
+
+        @Test(
+            "of registrations from one client on eight stores at once, no more than the limit are written",
+            arguments: Backend.allCases)
+        func concurrentRegistrations(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let limits = DeviceRegistrationLimits(perClient: 3, total: nil, sinceMilliseconds: 0)
+                let outcomes = try await Self.onEightStores(store, fixture) { index, each in
+                    var outcomes: [DeviceRegistration] = []
+                    for round in 0..<2 {
+                        let key = UInt8(1 + index * 2 + round)
+                        outcomes.append(
+                            try await each.registerDevice(
+                                Self.androidDevice("c\(index)-\(round)", keyByte: key, at: 1_000), limits: limits))
+                    }
+                    return outcomes
+                }.flatMap { $0 }
+                #expect(outcomes.filter { $0 == .registered }.count == 3)
+                #expect(outcomes.filter { $0 == .clientLimit }.count == 13)
+                #expect(try await store.devices().count == 3)
+            }
+        }
+
         @Test("a device's and a session's descriptions show no key, receipt or digest")
         func descriptions() {
             let device = Self.device("dev_a", keyByte: 0xAB)
             #expect(
                 device.description
-                    == "StoredDevice(id: dev_a, appID: TEAMID1234.com.example.app, environment: production, counter: 0)"
+                    == "StoredDevice(id: dev_a, platform: ios, appID: TEAMID1234.com.example.app, "
+                    + "environment: production, counter: 0)"
             )
             let session = Self.session(0xCD, device: "dev_a")
             #expect(session.description == "StoredDeviceSession(deviceID: dev_a, expiresAtMilliseconds: 10000)")
@@ -440,6 +545,36 @@ struct SQLiteDeviceMigrationTests {
             #expect(try await store.integrityCheck() == [])
             await store.close()
             #expect(try sqlite3(path, "PRAGMA user_version").output == String(SQLiteStore.schemaVersion))
+        }
+    }
+
+    @Test("a store of schema 6 with an iPhone and its session keeps both through the Android migration")
+    func migratesFromSchema6() async throws {
+        try await withPoolAndDirectory { pool, directory in
+            let path = directory.file("store.db")
+            let rows = """
+                INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at,
+                    last_seen_at, revoked_at)
+                VALUES ('dev_a', zeroblob(32), x'04\(String(repeating: "00", count: 64))', 3,
+                    'TEAMID1234.com.example.app', 'production', x'3080', 1000, 2000, NULL);
+                INSERT INTO device_sessions (digest, device_id, created_at, expires_at)
+                VALUES (randomblob(32), 'dev_a', 2000, 99000);
+                """
+            #expect(
+                try sqlite3(path, StoreSchema.migrations[0..<6].joined() + rows + "PRAGMA user_version = 6;").status
+                    == 0)
+            let store = try await SQLiteStore.open(path: path, pool: pool)
+            let devices = try await store.devices()
+            #expect(devices.map(\.id) == ["dev_a"])
+            #expect(devices.first?.platform == .ios && devices.first?.counter == 3 && devices.first?.client == nil)
+            #expect(try sqlite3(path, "SELECT device_id, expires_at FROM device_sessions").output == "dev_a|99000")
+            #expect(try await store.deviceGeneration() == 0)
+            // The sessions still follow their device.
+            #expect(try await store.revokeDevice(id: "dev_a", atMilliseconds: 3000))
+            #expect(try await store.deviceGeneration() == 1)
+            #expect(try await store.integrityCheck() == [])
+            await store.close()
+            #expect(try sqlite3(path, "PRAGMA foreign_key_check").output == "")
         }
     }
 }

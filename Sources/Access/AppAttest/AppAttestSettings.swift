@@ -1,7 +1,9 @@
 import Crypto
 
-/// The `APP_ATTEST_*` settings (docs/app-attest.md): which apps may register devices, in which
-/// App Attest environment, whether callers must be such devices, and the sessions' plan and life.
+/// The device settings (docs/app-attest.md, docs/android.md): which iPhone apps may register
+/// devices (`APP_ATTEST_APP_IDS`, in which App Attest environment), which Android apps
+/// (`ANDROID_ATTEST_*`), and, for both platforms, whether callers must be such devices, the
+/// sessions' plan and life, and how many devices may register.
 public struct AppAttestSettings: Sendable, Equatable {
     /// Which App Attest environment a device's key may come from (its attestation's AAGUID).
     public enum Environment: String, Sendable, CaseIterable {
@@ -12,7 +14,7 @@ public struct AppAttestSettings: Sendable, Equatable {
         case both
 
         /// Whether a key attested in `environment` may register.
-        func allows(_ environment: AppAttestEnvironment) -> Bool {
+        public func allows(_ environment: AppAttestEnvironment) -> Bool {
             switch self {
             case .both: return true
             case .production: return environment == .production
@@ -31,8 +33,16 @@ public struct AppAttestSettings: Sendable, Equatable {
         case all
     }
 
-    /// `APP_ATTEST_APP_IDS`: `TEAMID.bundle.identifier` values, each a device's rpId.
+    /// `APP_ATTEST_APP_IDS`: `TEAMID.bundle.identifier` values, each a device's rpId; empty:
+    /// no iPhone registers.
     public var appIDs: [String]
+    /// `ANDROID_ATTEST_*`; nil: no Android phone registers.
+    public var android: AndroidAttestSettings?
+    /// `APP_ATTEST_REGISTRATIONS_PER_ADDRESS_PER_DAY`: devices one client address (an IPv6
+    /// prefix) may register in 24 hours; nil: no limit.
+    public var registrationsPerAddressPerDay: Int? = 50
+    /// `APP_ATTEST_REGISTRATIONS_PER_DAY`: devices the gateway registers in 24 hours; nil: no limit.
+    public var registrationsPerDay: Int? = 10_000
     /// `APP_ATTEST_ENVIRONMENT`.
     public var environment = Environment.production
     /// `APP_ATTEST_REQUIRED`.
@@ -59,6 +69,8 @@ public struct AppAttestSettings: Sendable, Equatable {
             && lhs.plan == rhs.plan
             && lhs.sessionLifetime == rhs.sessionLifetime && lhs.requestsPerMinute == rhs.requestsPerMinute
             && lhs.extraRoot?.path == rhs.extraRoot?.path && lhs.extraRoot?.pem == rhs.extraRoot?.pem
+            && lhs.android == rhs.android && lhs.registrationsPerAddressPerDay == rhs.registrationsPerAddressPerDay
+            && lhs.registrationsPerDay == rhs.registrationsPerDay
     }
 
     /// Whether `text` is an App ID: a ten-character team identifier of capital letters and

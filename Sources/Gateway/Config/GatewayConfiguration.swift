@@ -329,12 +329,14 @@ public struct GatewayConfiguration: Sendable {
         ipv6ClientPrefix = try integer("IPV6_CLIENT_PREFIX", ClientAddressKey.ipv6PrefixLengths) ?? ipv6ClientPrefix
         (redis, redisFailureMode, cacheBackend) = try Self.sharedState(environment: environment, value: value)
         jwt = try Self.jwtConfiguration(value: value, integer: integer, seconds: seconds, plans: plans)
-        appAttest = try AppAttestSettings.parse(value: value, integer: integer, readFile: { DotEnv.readText(path: $0) })
+        appAttest = try AppAttestSettings.parse(
+            value: value, integer: integer, flag: flag, readFile: { DotEnv.readText(path: $0) })
         if let appAttest {
             // Devices, their counters and their sessions live in the store, shared by every instance.
             guard database != .off else {
                 throw ConfigurationError(
-                    "APP_ATTEST_APP_IDS needs a store: set DATABASE_URL (SQLite or Postgres), not off")
+                    (appAttest.appIDs.isEmpty ? "ANDROID_ATTEST_APPS" : "APP_ATTEST_APP_IDS")
+                        + " needs a store: set DATABASE_URL (SQLite or Postgres), not off")
             }
             if value("APP_ATTEST_PLAN") != nil, !plans.contains(appAttest.plan) {
                 throw ConfigurationError("APP_ATTEST_PLAN names no plan: define it in PLANS")

@@ -75,6 +75,7 @@ enum ErrorRenderer {
         object.field("reason", message)
         object.field("message", message)
         object.field("code", error.code.rawValue)
+        if let attestError = error.attestError { object.field("attestError", attestError) }
         object.field("requestId", requestID)
     }
 

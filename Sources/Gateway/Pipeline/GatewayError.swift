@@ -21,6 +21,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     var refusal: RefusalReason?
     /// How long the failed upstream call took, in nanoseconds (0 when none was made).
     var upstreamElapsed: UInt64 = 0
+    /// Why a device's registration or session was refused (the log's `attest_error`), sent
+    /// as `attestError` so an app knows what to do: fetch a new challenge, register again, give up.
+    var attestError: String?
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus
@@ -240,6 +243,27 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     static let storeUnavailable = GatewayError(
         .serviceUnavailable, .storeUnavailable, "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.",
         "The server's store is unavailable. Please try again later.")
+    /// A device's registration or session refused for `reason` (docs/app-attest.md lists them).
+    static func deviceUnauthorized(reason: String) -> GatewayError {
+        var error = GatewayError(
+            .unauthorized, .unauthorized, "تأیید دستگاه پذیرفته نشد.", "The device could not be verified.")
+        error.headers.add(name: "WWW-Authenticate", value: "Bearer")
+        error.attestError = reason
+        return error
+    }
+
+    /// A device registration past `APP_ATTEST_REGISTRATIONS_PER_ADDRESS_PER_DAY` or
+    /// `APP_ATTEST_REGISTRATIONS_PER_DAY`.
+    static func deviceRegistrationLimit(retryAfterSeconds: Int) -> GatewayError {
+        var error = GatewayError(
+            .tooManyRequests, .rateLimited,
+            "ثبت دستگاه تازه بیش از حد مجاز است. لطفاً بعداً دوباره تلاش کنید.",
+            "Too many new devices were registered. Please try again later."
+        )
+        error.headers.add(name: "Retry-After", value: String(retryAfterSeconds))
+        return error
+    }
+
     /// `POST /api/attest/register` with a key id registered already.
     static let deviceAlreadyRegistered = GatewayError(
         .conflict, .deviceAlreadyRegistered, "این دستگاه پیش‌تر ثبت شده است.",

@@ -66,7 +66,7 @@ final class RequestContext: Sendable {
         /// Why a presented JWT was refused (``JWTFailure/reason``), for the log.
         var authFailure: String?
         /// Why an App Attest attestation or assertion was refused, for the log (`attest_error`).
-        var attestFailure: AppAttestFailure.Reason?
+        var attestFailure: String?
         /// The answer's text, kept only for a history that stores results.
         var result: String?
         /// Whether the request's ledger row was handed to the store (once).

@@ -185,7 +185,7 @@ struct RequestFinisher: Sendable {
                 ("outcome", .string(outcome.label)),
                 ("error", state.protocolError.map { .string($0) }),
                 ("auth_error", state.authFailure.map { .string($0) }),
-                ("attest_error", state.attestFailure.map { .string($0.rawValue) }),
+                ("attest_error", state.attestFailure.map { .string($0) }),
                 ("upstream_ms", .milliseconds(upstreamMs)),
                 ("gateway_ms", .milliseconds(gatewayMs)),
                 ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),

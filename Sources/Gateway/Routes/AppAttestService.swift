@@ -36,7 +36,8 @@ final class AppAttestService: Sendable {
         self.sessions = sessions
         self.faults = faults
         self.clock = clock
-        let results = ["ok", "duplicate"] + AppAttestFailure.Reason.allCases.map(\.rawValue)
+        let results =
+            ["ok", "duplicate", "address_limit", "gateway_limit"] + AppAttestFailure.Reason.allCases.map(\.rawValue)
         let attestationFamily = registry.counter(
             "textgateway_app_attest_attestations_total",
             help: "Device registrations (App Attest attestations), by result.", labels: ["result"]
@@ -70,8 +71,9 @@ final class AppAttestService: Sendable {
         return (challenge, (now + lifetime) / 1000)
     }
 
-    /// Verifies a key's attestation over `challenge` and registers its device; returns the device id.
-    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, context: RequestContext)
+    /// Verifies a key's attestation over `challenge` and registers its device; returns the
+    /// device id. `client` is the caller's address key, for the daily registration limits.
+    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, client: String, context: RequestContext)
         async throws(GatewayError) -> String
     {
         do throws(Step) {
@@ -87,20 +89,30 @@ final class AppAttestService: Sendable {
                 id: "dev_" + Base64URL.encode(SecureRandom.bytes(12)), keyID: keyID, publicKey: verified.publicKey,
                 counter: 0,
                 appID: verified.appID, environment: verified.environment.rawValue, receipt: verified.receipt,
+                client: SHA256.hash(Array(client.utf8)),
                 createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds
             )
-            let inserted: Bool
+            let outcome: DeviceRegistration
             do {
-                inserted = try await repository.insertDevice(device)
+                outcome = try await repository.registerDevice(
+                    device, limits: settings.registrationLimits(at: milliseconds))
             } catch {
                 throw unavailable(error)
             }
-            guard inserted else {
+            switch outcome {
+            case .registered:
+                attestations["ok"]?.increment()
+                return device.id
+            case .duplicate:
                 attestations["duplicate"]?.increment()
                 throw Step.failed(.deviceAlreadyRegistered)
+            case .clientLimit:
+                attestations["address_limit"]?.increment()
+                throw Step.failed(.deviceRegistrationLimit(retryAfterSeconds: 86_400))
+            case .totalLimit:
+                attestations["gateway_limit"]?.increment()
+                throw Step.failed(.deviceRegistrationLimit(retryAfterSeconds: 3600))
             }
-            attestations["ok"]?.increment()
-            return device.id
         } catch {
             throw error.answer(counting: attestations, context: context)
         }
@@ -118,7 +130,15 @@ final class AppAttestService: Sendable {
             } catch {
                 throw unavailable(error)
             }
-            guard let device = stored, device.revokedAtMilliseconds == nil else { throw Step.refused(.unknownDevice) }
+            guard let device = stored, device.platform == .ios, device.revokedAtMilliseconds == nil else {
+                throw Step.refused(.unknownDevice)
+            }
+            // The configuration may have changed since the registration: an App ID or an
+            // environment taken off the list stops its devices' sessions.
+            guard settings.appIDs.contains(device.appID) else { throw Step.refused(.appID) }
+            guard let environment = AppAttestEnvironment(rawValue: device.environment),
+                settings.environment.allows(environment)
+            else { throw Step.refused(.environment) }
             let counter = try Step.refusing { () throws(AppAttestFailure) in
                 try verifier.verifyAssertion(
                     assertion, clientData: Array(challenge.utf8), publicKey: device.publicKey, appID: device.appID,
@@ -149,11 +169,8 @@ final class AppAttestService: Sendable {
     }
 
     private func consume(_ challenge: String) async throws(Step) {
-        // Issued challenges are 43 base64url characters; anything long or unprintable is not
-        // worth a lookup.
-        guard (1...128).contains(challenge.utf8.count), challenge.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw Step.refused(.challenge)
-        }
+        // Issued challenges are 43 base64url characters.
+        guard AttestChallengeFormat.isPlausible(challenge) else { throw Step.refused(.challenge) }
         let fresh: Bool
         do {
             fresh = try await challenges.consume(challenge, nowMilliseconds: nowMilliseconds)
@@ -169,29 +186,15 @@ final class AppAttestService: Sendable {
         return .failed(.storeUnavailable)
     }
 
-    /// How a step of the flow ended early: refused (`401`, with its reason in the log and the
-    /// metrics) or failed otherwise (the store away, a key registered already).
-    private enum Step: Error {
-        case refused(AppAttestFailure.Reason)
-        case failed(GatewayError)
+    private typealias Step = AttestStep<AppAttestFailure.Reason>
+}
 
-        static func refusing<T>(_ body: () throws(AppAttestFailure) -> T) throws(Step) -> T {
-            do {
-                return try body()
-            } catch {
-                throw .refused(error.reason)
-            }
-        }
-
-        func answer(counting counters: [String: Counter], context: RequestContext) -> GatewayError {
-            switch self {
-            case .refused(let reason):
-                counters[reason.rawValue]?.increment()
-                context.update { $0.attestFailure = reason }
-                return .unauthorized
-            case .failed(let error):
-                return error
-            }
+extension AttestStep where Reason == AppAttestFailure.Reason {
+    static func refusing<T>(_ body: () throws(AppAttestFailure) -> T) throws(AttestStep) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .refused(error.reason)
         }
     }
 }

@@ -23,11 +23,13 @@ struct AttestChallengeRoute: ResponseHandler {
 /// attestation and registers its device: `201 {"deviceId"}`.
 struct AttestRegisterRoute: ResponseHandler {
     let service: AppAttestService
+    let clients: ClientAddressKey
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let fields = try AttestBody.parse(request, proof: "attestation", context: context)
         let deviceID = try await service.register(
-            keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge, context: context)
+            keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge,
+            client: clients.key(for: request), context: context)
         var body = JSONWriter(capacity: 64)
         body.object { $0.field("deviceId", deviceID) }
         return AttestBody.response(.created, body)
@@ -43,13 +45,55 @@ struct AttestSessionRoute: ResponseHandler {
         let fields = try AttestBody.parse(request, proof: "assertion", context: context)
         let session = try await service.openSession(
             keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
+        return AttestBody.session(session)
+    }
+}
+
+/// `POST /api/attest/android/register` `{"chain","challenge"}`: verifies an Android key's
+/// attestation chain (DER certificates in standard base64, leaf first) and registers its
+/// device: `201 {"deviceId","keyId"}`.
+struct AndroidRegisterRoute: ResponseHandler {
+    let service: AndroidAttestService
+    let clients: ClientAddressKey
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        try AttestBody.requireJSON(request)
+        guard let members = try? JSONValue.parseMembers(of: request.body, named: ["chain", "challenge"]),
+            case .array(let items)? = members[0], let challenge = members[1]?.stringValue
+        else { throw .invalidJSON }
+        guard (1...AndroidAttestationVerifier.maximumCertificates).contains(items.count) else {
+            throw AttestBody.malformed(context)
+        }
+        var chain: [[UInt8]] = []
+        for item in items {
+            // 16 KiB of DER is at most 21,848 base64 characters.
+            guard let text = item.stringValue, text.utf8.count <= 21_848,
+                let der = Base64URL.decodeStandard(text.utf8)
+            else { throw AttestBody.malformed(context) }
+            chain.append(der)
+        }
+        let device = try await service.register(
+            chain: chain, challenge: challenge, client: clients.key(for: request), context: context)
         var body = JSONWriter(capacity: 128)
         body.object {
-            $0.field("token", session.token)
-            $0.field("expiresAt", Int(session.expiresAtSeconds))
-            $0.field("deviceId", session.deviceID)
+            $0.field("deviceId", device.id)
+            $0.field("keyId", Base64URL.encodeStandard(device.keyID))
         }
-        return AttestBody.response(.ok, body)
+        return AttestBody.response(.created, body)
+    }
+}
+
+/// `POST /api/attest/android/session` `{"keyId","signature","challenge"}`: verifies the
+/// registered key's signature over the challenge and opens a device session:
+/// `200 {"token","expiresAt","deviceId"}`.
+struct AndroidSessionRoute: ResponseHandler {
+    let service: AndroidAttestService
+
+    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let fields = try AttestBody.parse(request, proof: "signature", context: context)
+        let session = try await service.openSession(
+            keyID: fields.keyID, signature: fields.proof, challenge: fields.challenge, context: context)
+        return AttestBody.session(session)
     }
 }
 
@@ -71,9 +115,7 @@ enum AttestBody {
     static func parse(_ request: HTTPRequest, proof name: StaticString, context: RequestContext) throws(GatewayError)
         -> Fields
     {
-        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
-            throw .unsupportedMediaType
-        }
+        try requireJSON(request)
         guard let members = try? JSONValue.parseMembers(of: request.body, named: ["keyId", name, "challenge"]),
             let keyID = members[0]?.stringValue, let proof = members[1]?.stringValue,
             let challenge = members[2]?.stringValue
@@ -81,11 +123,32 @@ enum AttestBody {
         guard let key = Base64URL.decodeStandard(keyID.utf8), key.count == 32,
             proof.utf8.count <= maximumProofCharacters,
             let bytes = Base64URL.decodeStandard(proof.utf8)
-        else {
-            context.update { $0.attestFailure = .malformed }
-            throw .unauthorized
-        }
+        else { throw malformed(context) }
         return Fields(keyID: key, proof: bytes, challenge: challenge)
+    }
+
+    /// `415` unless the body, if typed, is JSON.
+    static func requireJSON(_ request: HTTPRequest) throws(GatewayError) {
+        if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
+            throw .unsupportedMediaType
+        }
+    }
+
+    /// `401` with `attest_error=malformed`: not what a device sends.
+    static func malformed(_ context: RequestContext) -> GatewayError {
+        let reason = AppAttestFailure.Reason.malformed.rawValue
+        context.update { $0.attestFailure = reason }
+        return .deviceUnauthorized(reason: reason)
+    }
+
+    static func session(_ session: AppAttestService.OpenedSession) -> HTTPResponse {
+        var body = JSONWriter(capacity: 128)
+        body.object {
+            $0.field("token", session.token)
+            $0.field("expiresAt", Int(session.expiresAtSeconds))
+            $0.field("deviceId", session.deviceID)
+        }
+        return response(.ok, body)
     }
 
     static func response(_ status: HTTPStatus, _ body: JSONWriter) -> HTTPResponse {
