@@ -172,9 +172,27 @@ cpu_ticks() {
     echo "$total"
 }
 
-# free_port: a loopback TCP port nothing listens on now (the kernel's choice).
+# free_port: a loopback TCP port nothing listens on now, below the kernel's ephemeral range
+# (21000-32767; the Swift tests take theirs from 10000-20999): no outgoing connection on the
+# machine is ever handed it, so it stays free until the server started on it binds it, however
+# many connections the other CI lanes make meanwhile.
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+top = min(low, 32768)
+for _ in range(1000):
+    port = random.randrange(21000, top) if top > 21000 else 0
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    print(s.getsockname()[1])
+    break
+else:
+    raise SystemExit("no free port")
+'
 }
 
 # libcurl_dir DIR: DIR as an absolute path (the gateways start in their own directories),

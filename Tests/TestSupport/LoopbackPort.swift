@@ -8,9 +8,51 @@ public enum LoopbackPort {
         public let description: String
     }
 
-    /// A port the kernel just handed out and released (another process could take it first;
-    /// good enough on a test machine).
+    /// A loopback port free now, in 10000-20999, below the kernel's ephemeral range
+    /// (`ip_local_port_range`, from 32768 by default): no `bind` to port 0 and no outgoing
+    /// `connect` on the machine is ever handed one, so it stays free until the caller binds
+    /// it — however many connections the other tests, CI lanes and servers make meanwhile. (A
+    /// port the kernel hands out for `bind(0)` is in that range, and the next `connect`
+    /// anywhere may take it once released.) The scripts' `free_port` takes 21000-32767.
     public static func free() throws -> Int {
+        guard ephemeralRangeStart() > 21_000 else { return try kernelAssigned() }
+        for _ in 0..<1000 {
+            let port = Int.random(in: 10_000..<21_000)
+            if isBindable(port) { return port }
+        }
+        throw Failure(description: "no free port in 10000-20999")
+    }
+
+    /// The first port of the kernel's ephemeral range; 32768 (its default) when unreadable.
+    static func ephemeralRangeStart() -> Int {
+        guard let file = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r") else { return 32_768 }
+        defer { fclose(file) }
+        var low: Int32 = 0
+        var high: Int32 = 0
+        return withUnsafeMutablePointer(to: &low) { lowPointer in
+            withUnsafeMutablePointer(to: &high) { highPointer in
+                withVaList([lowPointer, highPointer]) { vfscanf(file, "%d %d", $0) }
+            }
+        } == 2 ? Int(low) : 32_768
+    }
+
+    /// Whether 127.0.0.1:`port` can be bound now.
+    static func isBindable(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        } == 0
+    }
+
+    /// A port the kernel hands out for `bind(0)`, released at once.
+    static func kernelAssigned() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         defer { close(fd) }
