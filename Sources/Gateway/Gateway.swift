@@ -425,14 +425,18 @@ public final class Gateway: Sendable {
         var routes = [
             Route(
                 method: .POST, path: "/api/attest/challenge", middleware: middleware,
-                handler: AttestChallengeRoute(service: service)),
-            Route(
-                method: .POST, path: "/api/attest/register", middleware: middleware,
-                handler: AttestRegisterRoute(service: service, clients: clients)),
-            Route(
-                method: .POST, path: "/api/attest/session", middleware: middleware,
-                handler: AttestSessionRoute(service: service)),
+                handler: AttestChallengeRoute(service: service))
         ]
+        if !settings.appIDs.isEmpty {
+            routes += [
+                Route(
+                    method: .POST, path: "/api/attest/register", middleware: middleware,
+                    handler: AttestRegisterRoute(service: service, clients: clients)),
+                Route(
+                    method: .POST, path: "/api/attest/session", middleware: middleware,
+                    handler: AttestSessionRoute(service: service)),
+            ]
+        }
         if let android = settings.android, let revocations {
             let extraRoots = android.extraRoot.flatMap { try? X509Certificate(pem: $0.pem) }.map { [$0] } ?? []
             let androidService = AndroidAttestService(

@@ -197,11 +197,10 @@ struct AndroidAttestEndToEndTests {
         } else {
             challenge = try await Self.challenge(harness)
         }
-        let signature = try (signer ?? phone.device).sessionSignature(challenge: challenge)
+        let signature = StandardBase64.encode(try (signer ?? phone.device).sessionSignature(challenge: challenge))
         return try await post(
             harness, "/api/attest/android/session",
-            #"{"keyId":"\#(phone.keyID)","challenge":"\#(challenge)","signature":"\#(StandardBase64.encode(signature))"}"#
-        )
+            #"{"keyId":"\#(phone.keyID)","challenge":"\#(challenge)","signature":"\#(signature)"}"#)
     }
 
     static func android(_ authority: SyntheticAndroidAttestation, apps: [String: [[UInt8]]]? = nil)
@@ -334,6 +333,91 @@ struct AndroidAttestEndToEndTests {
             clock.set(Int64(Self.now.secondsSinceEpoch) + 86_401)
             #expect(try await Self.registerAndroid(harness, authority, AndroidPhone(device: try .init())).status == 201)
             #expect(try await withStore(location) { try await $0.devices() }.count == 3)
+        }
+    }
+}
+
+extension AndroidAttestEndToEndTests {
+    @Test("the revocation list: fetched from its URL at start and written to its file; kept when the URL fails")
+    func revocationList() async throws {
+        let authority = try SyntheticAndroidAttestation(notBefore: Int64(Self.now.secondsSinceEpoch) - 86_400)
+        let serial = try X509Certificate(
+            der: try authority.chain(try SyntheticAndroidAttestation.Device(), challenge: [1])[1]
+        ).serialHex
+        let listed = #"{"entries":{"\#(serial)":{"status":"REVOKED","reason":"KEY_COMPROMISE"}}}"#
+        let server = try await KeySetServer.start(#"{"entries":{}}"#)
+        let directory = storeDirectory()
+        let location = DatabaseLocation.sqlite(path: directory + "/gateway.sqlite")
+        var settings = Self.android(authority)
+        settings.revocationURL = server.url
+        settings.revocationFile = directory + "/revocations.json"
+        func metric(_ harness: GatewayHarness, _ name: String) async throws -> Double? {
+            let text = try await JWKSSourceTests.metrics(harness)
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") }
+                .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        try await GatewayHarness.with(
+            configure: { Self.configure(&$0, location: location, android: settings) }, clock: { Self.now }
+        ) { harness in
+            // At start: an empty list, so the chain registers.
+            let phone = AndroidPhone(device: try SyntheticAndroidAttestation.Device())
+            #expect(try await Self.registerAndroid(harness, authority, phone).status == 201)
+            #expect(try await metric(harness, "textgateway_android_revocation_list_entries") == 0)
+            // Google lists the phone's attestation key: the next refresh refuses its chains.
+            server.serve(listed)
+            #expect(await harness.running.gateway.androidRevocations?.refresh() == true)
+            let refused = try await Self.registerAndroid(
+                harness, authority, AndroidPhone(device: try SyntheticAndroidAttestation.Device()))
+            #expect(refused.status == 401 && Self.attestError(refused) == "revoked")
+            #expect(try await metric(harness, "textgateway_android_revocation_list_entries") == 1)
+            let age = try #require(try await metric(harness, "textgateway_android_revocation_list_age_seconds"))
+            #expect(age >= 0 && age < 5)
+            let written = try String(contentsOfFile: directory + "/revocations.json", encoding: .utf8)
+            #expect(written == listed)
+        }
+        // The URL down: the start still serves, with the file's list in force.
+        await server.stop()
+        try await GatewayHarness.with(
+            configure: { Self.configure(&$0, location: location, android: settings) }, clock: { Self.now }
+        ) { harness in
+            let refused = try await Self.registerAndroid(
+                harness, authority, AndroidPhone(device: try SyntheticAndroidAttestation.Device()))
+            #expect(refused.status == 401 && Self.attestError(refused) == "revoked")
+            let text = try await JWKSSourceTests.metrics(harness)
+            #expect(text.contains(#"textgateway_android_revocation_refreshes_total{result="failed"} 1"#))
+            #expect(await AppAttestEndToEndTests.logged(harness, "android_revocation_refresh_failed"))
+        }
+    }
+
+    @Test("an iPhone whose App ID is taken off APP_ATTEST_APP_IDS opens no session, though registered")
+    func iosConfigurationAtSession() async throws {
+        let location = DatabaseLocation.sqlite(path: storeDirectory() + "/gateway.sqlite")
+        try await GatewayHarness.with(
+            configure: { AppAttestEndToEndTests.configure(&$0, location: location) },
+            clock: { AppAttestEndToEndTests.attestedAt }
+        ) { harness in
+            try await AppAttestEndToEndTests.issueFixtureChallenge(location)
+            #expect(try await AppAttestEndToEndTests.register(harness).status == 201)
+        }
+        try await GatewayHarness.with(
+            configure: {
+                AppAttestEndToEndTests.configure(&$0, location: location)
+                $0.appAttest?.appIDs = ["ABCDE12345.com.example.other"]
+            }, clock: { AppAttestEndToEndTests.attestedAt }
+        ) { harness in
+            try await AppAttestEndToEndTests.issueFixtureChallenge(location)
+            let refused = try await AppAttestEndToEndTests.session(harness)
+            #expect(refused.status == 401 && Self.attestError(refused) == "app_id")
+        }
+        try await GatewayHarness.with(
+            configure: {
+                AppAttestEndToEndTests.configure(&$0, location: location)
+                $0.appAttest?.environment = .production
+            }, clock: { AppAttestEndToEndTests.attestedAt }
+        ) { harness in
+            try await AppAttestEndToEndTests.issueFixtureChallenge(location)
+            let refused = try await AppAttestEndToEndTests.session(harness)
+            #expect(refused.status == 401 && Self.attestError(refused) == "environment")
         }
     }
 }

@@ -25,7 +25,7 @@ struct OpenAPIDocumentTests {
     static let notConfigured = "#/components/responses/NotConfigured"
 
     /// The routes of a gateway with a SQLite store and an upstream, and with `optional`, App
-    /// Attest and the console too (so every route is there): "METHOD /path" and whether the
+    /// Attest, Android devices and the console too (so every route is there): "METHOD /path" and whether the
     /// route takes `Idempotency-Key`.
     static func routes(optional: Bool = true) async throws -> [(operation: String, idempotent: Bool)] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -38,7 +38,10 @@ struct OpenAPIDocumentTests {
         configuration.apiKey = "unused"
         configuration.defaultModel = "m"
         if optional {
-            configuration.appAttest = AppAttestSettings(appIDs: ["ABCDE12345.example.app"])
+            var devices = AppAttestSettings(appIDs: ["ABCDE12345.example.app"])
+            devices.android = AndroidAttestSettings(
+                policy: AndroidAttestationPolicy(apps: ["com.example.app": [[UInt8](repeating: 1, count: 32)]]))
+            configuration.appAttest = devices
             configuration.adminToken = "admin-0123456789abcdef0123456789"
         }
         let logger = Logger(level: .info, sink: LogSink.memory())
