@@ -4,7 +4,7 @@
 #   Fuzz/run.sh <Target> [seconds=60] [extra libFuzzer args...]
 #   Fuzz/run.sh <Target> runs=<N> [jobs=<J>] [extra libFuzzer args...]
 #
-# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR.
+# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR, AndroidKeyDescription.
 #
 # The product sources a target needs are built as the modules they belong to (HTTP1,
 # ChatAPI, Gateway, with only the files the target needs), with coverage (one
@@ -26,7 +26,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT|AppAttestCBOR [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
+target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT|AppAttestCBOR|AndroidKeyDescription [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
 shift
 seconds=60
 runs=
@@ -95,6 +95,12 @@ case "$target" in
         modules=("Access:Sources/Access/AppAttest/CBOR.swift Sources/Access/AppAttest/AuthenticatorData.swift")
         # Room for an attestation object (the real one is 5,274 bytes) and then some.
         options=(-max_len=8192)
+        ;;
+    AndroidKeyDescription)
+        # The Android Key Attestation extension's DER walker and KeyDescription reader.
+        modules=("Access:Sources/Access/AndroidAttest/AttestationDER.swift Sources/Access/AndroidAttest/KeyDescription.swift")
+        # A certificate's extension is far smaller than a certificate (16 KiB at most).
+        options=(-max_len=16384)
         ;;
     *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
