@@ -16,8 +16,11 @@ public import Foundation
 /// renewal.
 ///
 /// A key the device lost (``DeviceAttestationError/invalidKey``) or the gateway no longer
-/// knows (`401` from `/api/attest/session`) is replaced by a new, newly registered key, once
-/// per renewal; a second refusal is thrown.
+/// knows (`401` from `/api/attest/session` with `attestError` `unknown_device`, or without
+/// one from a gateway that sends none) is replaced by a new, newly registered key, once per
+/// renewal; a second refusal is thrown. A challenge that expired on the way (`challenge`) is
+/// fetched again, once; any other refusal is thrown and the key kept: a new key would not
+/// change the app, the phone or the configuration the gateway refused.
 ///
 /// ``TextGatewayClient/init(baseURL:deviceAttestor:session:retry:)`` makes one; make one
 /// yourself to share it between clients or to give it a clock.
@@ -95,6 +98,19 @@ public actor DeviceSession {
     }
 
     private func openOnce() async throws -> Grant {
+        do {
+            return try await openOnKey()
+        } catch is ChallengeRefused {
+            // Expired or used on the way (a slow network, a paused app): one more, fresh.
+            do {
+                return try await openOnKey()
+            } catch let again as ChallengeRefused {
+                throw again.cause
+            }
+        }
+    }
+
+    private func openOnKey() async throws -> Grant {
         var key = try await registeredKey()
         let challenge = try await challenge()
         let assertion: Data
@@ -109,7 +125,11 @@ public actor DeviceSession {
                 "api/attest/session",
                 SessionBody(keyId: key.id, assertion: assertion.base64EncodedString(), challenge: challenge))
         } catch let error as TextGatewayError where error.status == 401 {
-            throw KeyLost(cause: error)
+            switch error.attestError {
+            case "unknown_device", nil: throw KeyLost(cause: error)
+            case "challenge": throw ChallengeRefused(cause: error)
+            default: throw error
+            }
         }
         let wire = try JSONDecoder().decode(SessionWire.self, from: data)
         if !key.isRegistered {
@@ -206,6 +226,10 @@ extension DeviceSession {
     /// The key was lost or refused; `cause` is what said so.
     private struct KeyLost: Error {
         var cause: any Error
+    }
+
+    private struct ChallengeRefused: Error {
+        var cause: TextGatewayError
     }
 
     private struct NoBody: Encodable {}

@@ -397,7 +397,8 @@ extension TextGatewayClient {
             message: wire?.message ?? wire?.reason ?? HTTPURLResponse.localizedString(forStatusCode: status),
             requestId: wire?.requestId ?? headers.value(forHTTPHeaderField: "X-Request-Id"),
             retryAfter: retryAfter,
-            isTokenRefused: status == 401 && refusesToken(headers.value(forHTTPHeaderField: "WWW-Authenticate"))
+            isTokenRefused: status == 401 && refusesToken(headers.value(forHTTPHeaderField: "WWW-Authenticate")),
+            attestError: wire?.attestError
         )
     }
 

@@ -21,11 +21,15 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
     /// Bearer error="invalid_token"`): a sign-in that expired, a revoked token, a device
     /// session that ended. Asking again with the same token will not help.
     public var isTokenRefused: Bool
+    /// Why a device's registration or session was refused (`401` from `/api/attest/…`):
+    /// `challenge` (expired or used: a new one helps), `unknown_device` (the key is not
+    /// registered, or was revoked), or a reason the device cannot change (`app_id`, `boot`, …).
+    public var attestError: String?
 
     /// An error of the given parts.
     public init(
         status: Int, code: String, message: String, requestId: String? = nil, retryAfter: Int? = nil,
-        isTokenRefused: Bool = false
+        isTokenRefused: Bool = false, attestError: String? = nil
     ) {
         self.status = status
         self.code = code
@@ -33,6 +37,7 @@ public struct TextGatewayError: Error, Sendable, Hashable, CustomStringConvertib
         self.requestId = requestId
         self.retryAfter = retryAfter
         self.isTokenRefused = isTokenRefused
+        self.attestError = attestError
     }
 
     /// `status code: message`.
@@ -52,4 +57,5 @@ struct ErrorWire: Decodable {
     var code: String?
     var requestId: String?
     var status: Int?
+    var attestError: String?
 }

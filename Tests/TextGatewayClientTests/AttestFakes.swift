@@ -111,6 +111,10 @@ final class FakeAttestGateway: Sendable {
         var refuseCalls = 0
         /// Whether `/api/attest/register` refuses every attestation.
         var refuseAttestations = false
+        /// Sessions still to refuse as if their challenge had expired on the way (`attestError` `challenge`).
+        var expireChallenges = 0
+        /// Sessions still to refuse for a reason the device cannot change (`attestError` `app_id`).
+        var refuseApp = 0
     }
 
     /// The state the routes share, in a box they can capture.
@@ -202,11 +206,20 @@ final class FakeAttestGateway: Sendable {
             if delay > .zero { try await Task.sleep(for: delay) }
             return ledger.state.withLock { state in
                 state.sessionCalls += 1
-                guard state.unused.remove(body.challenge) != nil,
-                    let deviceId = state.devices[body.keyId],
+                guard state.unused.remove(body.challenge) != nil else { return refusal("challenge") }
+                if state.expireChallenges > 0 {
+                    state.expireChallenges -= 1
+                    return refusal("challenge")
+                }
+                guard let deviceId = state.devices[body.keyId] else { return refusal("unknown_device") }
+                if state.refuseApp > 0 {
+                    state.refuseApp -= 1
+                    return refusal("app_id")
+                }
+                guard
                     Data(base64Encoded: body.assertion)
                         == FakeAttestor.assertion(keyId: body.keyId, clientDataHash: hash(body.challenge))
-                else { return error(401, "unauthorized") }
+                else { return refusal("signature") }
                 let token = "tgd_\(state.sessionCalls)"
                 state.tokens[token] = body.keyId
                 return json([
@@ -255,6 +268,15 @@ final class FakeAttestGateway: Sendable {
     private static func json(_ object: [String: Any], status: HTTPStatus = .ok) -> HTTPResponse {
         HTTPResponse(
             status: status, headers: ["Content-Type": "application/json"], body: .bytes(Array(encoded(object))))
+    }
+
+    /// A device refusal as the gateway sends it: `401 unauthorized` with its `attestError`.
+    private static func refusal(_ attestError: String) -> HTTPResponse {
+        json(
+            [
+                "error": true, "reason": "refused", "message": "refused", "code": "unauthorized",
+                "attestError": attestError,
+            ], status: HTTPStatus(code: 401))
     }
 
     private static func error(_ status: Int, _ code: String, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {

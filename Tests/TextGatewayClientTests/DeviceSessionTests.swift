@@ -256,6 +256,55 @@ struct DeviceSessionTests {
         }
     }
 
+    @Test("a challenge that expired on the way is fetched again, once, and the key is kept")
+    func expiredChallengeKeepsKey() async throws {
+        try await FakeAttestGateway.with { gateway in
+            let attestor = FakeAttestor()
+            let client = Self.client(gateway, attestor)
+            _ = try await client.process(.summarize, text: sampleText())
+            let key = try #require(attestor.recorded.stored)
+            // The session expires; the next one's challenge expires on the way once.
+            gateway.update {
+                $0.tokens = [:]
+                $0.expireChallenges = 1
+            }
+            _ = try await client.process(.summarize, text: sampleText())
+            #expect(attestor.recorded.stored == key)
+            #expect(attestor.recorded.generated.count == 1)
+            #expect(gateway.recorded.registerCalls == 1)
+            // Twice in a row: thrown, the key still kept.
+            gateway.update {
+                $0.tokens = [:]
+                $0.expireChallenges = 2
+            }
+            let error = await #expect(throws: TextGatewayError.self) {
+                _ = try await client.process(.summarize, text: sampleText())
+            }
+            #expect(error?.attestError == "challenge")
+            #expect(attestor.recorded.stored == key && attestor.recorded.generated.count == 1)
+        }
+    }
+
+    @Test("a session refused for a reason a new key cannot change is thrown, and the key is kept")
+    func otherRefusalKeepsKey() async throws {
+        try await FakeAttestGateway.with { gateway in
+            let attestor = FakeAttestor()
+            let client = Self.client(gateway, attestor)
+            _ = try await client.process(.summarize, text: sampleText())
+            let key = try #require(attestor.recorded.stored)
+            gateway.update {
+                $0.tokens = [:]
+                $0.refuseApp = 1
+            }
+            let error = await #expect(throws: TextGatewayError.self) {
+                _ = try await client.process(.summarize, text: sampleText())
+            }
+            #expect(error?.status == 401 && error?.attestError == "app_id")
+            #expect(attestor.recorded.stored == key)
+            #expect(attestor.recorded.generated.count == 1 && gateway.recorded.registerCalls == 1)
+        }
+    }
+
     @Test("an attestation the gateway refuses is thrown as it came, with no new key")
     func refusedAttestationIsThrown() async throws {
         try await FakeAttestGateway.with { gateway in
