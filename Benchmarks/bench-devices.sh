@@ -85,8 +85,8 @@ with db:
     for i in range(users):
         key = os.urandom(65)
         device = "dev_bench%d" % i
-        db.execute("INSERT INTO devices (id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at)"
-                   " VALUES (?, ?, ?, 1, 'ABCDE12345.example.bench', 'production', x'', ?, ?)",
+        db.execute("INSERT INTO devices (id, platform, key_id, public_key, counter, app_id, environment, receipt,"
+                   " created_at, last_seen_at) VALUES (?, 'ios', ?, ?, 1, 'ABCDE12345.example.bench', 'production', x'', ?, ?)",
                    (device, hashlib.sha256(key).digest(), b"\x04" + key[1:], now, now))
         token = "tgd_" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
         db.execute("INSERT INTO device_sessions (digest, device_id, created_at, expires_at) VALUES (?, ?, ?, ?)",

@@ -104,13 +104,14 @@ public struct AndroidAttestationVerifier: Sendable {
     /// The remote-provisioning intermediate directly under a root.
     static let remoteProvisioningCommonName = "Droid CA2"
 
-    let anchors: [X509Certificate]
+    /// The trusted roots, with their key and name read once.
+    let anchors: [(certificate: X509Certificate, key: [UInt8], subject: [UInt8])]
     public let policy: AndroidAttestationPolicy
 
     /// A verifier trusting Google's hardware attestation roots, and `extraRoots` beside them
     /// (a test root: the server takes one only under `--env testing`).
     public init(policy: AndroidAttestationPolicy, extraRoots: [X509Certificate] = []) {
-        anchors = Self.googleRoots + extraRoots
+        anchors = (Self.googleRoots + extraRoots).map { ($0, $0.subjectPublicKeyInfoDER, $0.subjectNameDER) }
         self.policy = policy
     }
 
@@ -180,10 +181,10 @@ public struct AndroidAttestationVerifier: Sendable {
         // The phone's own copy of the root may have expired (the 2016 certificate): only its
         // key counts, and it must be a pinned root's that signed the certificate under it.
         let rootKey = sentRoot.subjectPublicKeyInfoDER
+        let issuer = underRoot.issuerNameDER
         guard
             anchors.contains(where: {
-                $0.subjectPublicKeyInfoDER == rootKey && $0.subjectNameDER == underRoot.issuerNameDER
-                    && underRoot.isSigned(by: $0)
+                $0.key == rootKey && $0.subject == issuer && underRoot.isSigned(by: $0.certificate)
             })
         else { throw AndroidAttestationFailure(.root) }
         for index in stride(from: count - 3, through: 0, by: -1) {
