@@ -69,14 +69,16 @@ run_schemathesis() {
 }
 
 common=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=openapi-model RATE_LIMITS=off METRICS=on LOG_LEVEL=warning)
-# The operator's console (ADMIN_TOKEN) and App Attest's routes, on in the second gateway only
-# (no schema-valid body is a genuine attestation: each is 401), with a per-address limit
+# The operator's console (ADMIN_TOKEN) and the device routes (App Attest's and Android's), on
+# in the second gateway only (no schema-valid body is a genuine attestation: each is 401), with
+# a per-address limit
 # schemathesis's thousands of cases do not reach. schemathesis sends wrong admin tokens on
 # purpose (ignored_auth): the lockout after a few would turn the rest of the run into 429s,
 # so its threshold is out of reach too.
 admin_token="admin-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
 optional=(ADMIN_TOKEN="$admin_token" ADMIN_FAILURES_PER_MINUTE=1000000
-    APP_ATTEST_APP_IDS=ABCDE12345.example.openapi APP_ATTEST_REQUESTS_PER_MINUTE=1000000)
+    APP_ATTEST_APP_IDS=ABCDE12345.example.openapi APP_ATTEST_REQUESTS_PER_MINUTE=1000000
+    ANDROID_ATTEST_APPS=com.example.openapi=$(printf '%064d' 0))
 
 # 1. The default configuration: an open gateway (guests admitted) with its SQLite store, and a
 #    caller whose token the store made. A failed credential must still be 401 there. Every

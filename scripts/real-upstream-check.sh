@@ -34,12 +34,14 @@ stop_on_exit "$work" started_pid llama_pid
 
 # The model's window: 2,048 tokens, one slot (so /metrics' requests_processing is that slot, and
 # a job asks one call at a time: JOB_CONCURRENCY=1), and a fixed seed: the same answers every run.
-# One thread: llama.cpp's threads wait for each other spinning, so beside CI's other lanes on a
-# two-core machine two threads ran 20 times slower than one (a 300-token answer past 120 s).
+# No polling (--poll 0): llama.cpp's threads otherwise wait for each other spinning, and beside
+# CI's other lanes on a two-core machine a 300-token answer took past 120 s. (One thread avoids
+# that too, but sums in another order: the fixed seed's answers change, and the 135M model's
+# JSON summary with them.)
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
-    -c "$context" -np 1 -t 1 --seed 42 --metrics >"$work/llama.log" 2>&1 &
+    -c "$context" -np 1 -t "$(nproc)" --poll 0 --seed 42 --metrics >"$work/llama.log" 2>&1 &
 llama_pid=$!
 llama=http://127.0.0.1:$llama_port
 for _ in $(seq 600); do # up to 60 s to load

@@ -12,6 +12,7 @@
 #define OPENSSL_NO_DEPRECATED
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
@@ -389,6 +390,108 @@ done:
     X509_STORE_CTX_free(context);
     sk_X509_free(untrusted); // the certificates stay with their owners
     return result;
+}
+
+// MARK: CMS signed data
+
+// Verifies the CMS SignedData `der` (its content embedded, its signer's certificates in it)
+// against `roots` only, at `at` (Unix seconds); on success the content into `*content`
+// (OPENSSL_malloc'd: free it with CCrypto_free) and its length into `*content_length`.
+// 1 when it verifies, 0 when not, -1 when libcrypto could not run the check.
+static inline int CCrypto_cms_verify(const unsigned char *der, long length, X509 *const *roots, int count, int64_t at,
+                                     unsigned char **content, long *content_length) {
+    int result = -1;
+    const unsigned char *cursor = der;
+    CMS_ContentInfo *cms = d2i_CMS_ContentInfo(NULL, &cursor, length);
+    X509_STORE *store = X509_STORE_new();
+    BIO *out = BIO_new(BIO_s_mem());
+    if (store == NULL || out == NULL) goto done;
+    if (cms == NULL || cursor != der + length) {
+        result = 0;
+        goto done;
+    }
+    for (int index = 0; index < count; index++) {
+        if (X509_STORE_add_cert(store, roots[index]) != 1) goto done;
+    }
+    X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(store), (time_t)at);
+    if (CMS_verify(cms, NULL, store, NULL, out, CMS_BINARY) != 1) {
+        result = 0;
+        goto done;
+    }
+    char *data = NULL;
+    long size = BIO_get_mem_data(out, &data);
+    unsigned char *copy = OPENSSL_malloc(size > 0 ? (size_t)size : 1);
+    if (copy == NULL) goto done;
+    if (size > 0) memcpy(copy, data, (size_t)size);
+    *content = copy;
+    *content_length = size;
+    result = 1;
+done:
+    BIO_free(out);
+    X509_STORE_free(store);
+    CMS_ContentInfo_free(cms);
+    return result;
+}
+
+// A CMS SignedData of `content` (embedded) signed by `signer` with `key`, carrying `certs`
+// too, as DER into `*der` (OPENSSL_malloc'd) and `*der_length`; 1 on success. For tests
+// and stand-ins: the gateway only verifies.
+static inline int CCrypto_cms_sign(const unsigned char *content, long length, X509 *signer, EVP_PKEY *key,
+                                   X509 *const *certs, int count, unsigned char **der, long *der_length) {
+    int result = 0;
+    STACK_OF(X509) *chain = sk_X509_new_null();
+    BIO *in = BIO_new_mem_buf(content, (int)length);
+    CMS_ContentInfo *cms = NULL;
+    if (chain == NULL || in == NULL) goto done;
+    for (int index = 0; index < count; index++) {
+        if (sk_X509_push(chain, certs[index]) <= 0) goto done;
+    }
+    cms = CMS_sign(signer, key, chain, in, CMS_BINARY | CMS_NOSMIMECAP);
+    if (cms == NULL) goto done;
+    unsigned char *buffer = NULL;
+    int written = i2d_CMS_ContentInfo(cms, &buffer);
+    if (written <= 0) goto done;
+    *der = buffer;
+    *der_length = written;
+    result = 1;
+done:
+    CMS_ContentInfo_free(cms);
+    BIO_free(in);
+    sk_X509_free(chain);
+    return result;
+}
+
+// MARK: Private keys in PEM
+
+// The private key of a PEM block ("PRIVATE KEY", PKCS #8, or "EC PRIVATE KEY"); NULL when
+// there is none or it is encrypted.
+static inline EVP_PKEY *CCrypto_private_key_from_pem(const char *text, int length) {
+    BIO *bio = BIO_new_mem_buf(text, length);
+    if (bio == NULL) return NULL;
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
+    BIO_free(bio);
+    return key;
+}
+
+// The key as unencrypted PKCS #8 PEM into `*text` (OPENSSL_malloc'd) and `*length`; 1 on success.
+static inline int CCrypto_private_key_pem(EVP_PKEY *key, char **text, long *length) {
+    BIO *bio = BIO_new(BIO_s_mem());
+    if (bio == NULL) return 0;
+    int ok = PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1;
+    if (ok) {
+        char *data = NULL;
+        long size = BIO_get_mem_data(bio, &data);
+        char *copy = OPENSSL_malloc((size_t)size + 1);
+        ok = copy != NULL;
+        if (ok) {
+            memcpy(copy, data, (size_t)size);
+            copy[size] = 0;
+            *text = copy;
+            *length = size;
+        }
+    }
+    BIO_free(bio);
+    return ok;
 }
 
 // MARK: Issuing X.509 certificates

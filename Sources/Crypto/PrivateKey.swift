@@ -28,6 +28,35 @@ public struct PrivateKey: Sendable {
         return try PrivateKey(EVPKey(generated))
     }
 
+    /// The P-256 key of an unencrypted PEM private key (PKCS #8 `PRIVATE KEY`, as Apple's
+    /// `AuthKey_….p8` files are, or `EC PRIVATE KEY`).
+    public init(pem: String) throws(CryptoError) {
+        _ = LibCrypto.shared
+        let text = Array(pem.utf8)
+        guard text.count <= 1 << 20 else { throw CryptoError("the PEM text is too long") }
+        let decoded = text.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { CCrypto_private_key_from_pem($0.baseAddress, Int32($0.count)) }
+        }
+        guard let decoded else {
+            LibCrypto.clearErrors()
+            throw CryptoError("no unencrypted PEM private key in the text")
+        }
+        let key = EVPKey(decoded)
+        guard CCrypto_is_p256(decoded) == 1 else { throw CryptoError("only P-256 private keys are read") }
+        try self.init(key)
+    }
+
+    /// The key as unencrypted PKCS #8 PEM (`-----BEGIN PRIVATE KEY-----`).
+    public var pem: String {
+        var text: UnsafeMutablePointer<CChar>?
+        var length = 0
+        guard CCrypto_private_key_pem(key.pointer, &text, &length) == 1, let text else {
+            fatalError(CryptoError("PEM_write_bio_PrivateKey failed").reason)
+        }
+        defer { CCrypto_free(text) }
+        return String(cString: text)
+    }
+
     /// A new P-256 key.
     public static func generateP256() throws(CryptoError) -> PrivateKey {
         _ = LibCrypto.shared

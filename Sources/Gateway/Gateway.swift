@@ -36,6 +36,8 @@ public final class Gateway: Sendable {
     let jobRunner: JobRunner?
     /// Google's revocation list for Android attestations, when Android devices register.
     let androidRevocations: AndroidRevocationSource?
+    /// Apple's risk metric for new iPhones, when `APP_ATTEST_RISK_*` is set.
+    let appAttestRisk: AppAttestRiskChecker?
     /// The routes this gateway serves, as method and path pattern (`/api/jobs/{id}`), in the
     /// order they were declared (`HEAD` is answered wherever `GET` is), and whether each takes
     /// `Idempotency-Key` (docs/openapi.yaml says so of the same routes).
@@ -329,7 +331,14 @@ public final class Gateway: Sendable {
             ]
         }
         var androidRevocations: AndroidRevocationSource?
+        var appAttestRisk: AppAttestRiskChecker?
         if let settings = configuration.appAttest, let store, let sessions = store.devices {
+            if let risk = settings.risk, let key = try? PrivateKey(pem: risk.privateKeyPEM) {
+                appAttestRisk = AppAttestRiskChecker(
+                    settings: risk, key: key, repository: store.backend,
+                    extraRoot: settings.extraRoot.flatMap { try? X509Certificate(pem: $0.pem) }, registry: registry,
+                    logger: logger, clock: clock)
+            }
             if let android = settings.android {
                 androidRevocations = AndroidRevocationSource(
                     file: android.revocationFile, url: android.revocationURL,
@@ -339,10 +348,11 @@ public final class Gateway: Sendable {
             routes += Self.attestRoutes(
                 settings: settings, store: store, sessions: sessions, limiter: limiter, redis: redis,
                 registry: registry, logger: logger, clock: clock,
-                clients: configuration.clientAddressKey, revocations: androidRevocations
+                clients: configuration.clientAddressKey, revocations: androidRevocations, risk: appAttestRisk
             )
         }
         self.androidRevocations = androidRevocations
+        self.appAttestRisk = appAttestRisk
         if let adminToken = configuration.adminToken {
             let access = AdminAccess(
                 token: adminToken, lockout: AdminLockout(failures: configuration.adminFailuresPerMinute),
@@ -396,7 +406,7 @@ public final class Gateway: Sendable {
         settings: AppAttestSettings, store: GatewayStore, sessions: DeviceSessions, limiter: (any RateLimiter)?,
         redis: RedisClient?,
         registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Instant,
-        clients: ClientAddressKey, revocations: AndroidRevocationSource?
+        clients: ClientAddressKey, revocations: AndroidRevocationSource?, risk: AppAttestRiskChecker?
     ) -> [Route] {
         let challenges: any AttestChallenges =
             redis.map { RedisAttestChallenges(client: $0) } ?? StoreAttestChallenges(repository: store.backend)
@@ -420,7 +430,7 @@ public final class Gateway: Sendable {
             settings: settings,
             verifier: AppAttestVerifier(appIDs: settings.appIDs, environments: settings.environment, trust: trust),
             repository: store.backend, challenges: challenges,
-            sessions: sessions, faults: store.faults, registry: registry, clock: clock
+            sessions: sessions, faults: store.faults, registry: registry, clock: clock, risk: risk
         )
         var routes = [
             Route(

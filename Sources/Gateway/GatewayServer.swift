@@ -110,6 +110,10 @@ public final class GatewayServer: Sendable {
             revocations.attach(client: httpClient)
             list.append(revocations)
         }
+        if let risk = gateway.appAttestRisk {
+            risk.attach(client: httpClient)
+            list.append(risk)
+        }
         // After the client, stopped before it: a stop aborts the jobs' calls and gives their
         // leases back while the client still runs.
         list += gateway.jobServices

@@ -29,6 +29,10 @@ public protocol DeviceRepository: Sendable {
     func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
         -> DeviceRegistration
 
+    /// Keeps the receipt Apple returned for an iPhone and the risk metric it holds (nil: the
+    /// receipt holds none); false when no device has that id.
+    func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool
+
     /// The device with this key id (revoked ones too), or nil.
     func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice?
 
@@ -128,6 +132,8 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     /// The SHA-256 of the client address key (an IPv6 /64 or an IPv4 address) it registered
     /// from, for the registration limits; never the address.
     public var client: [UInt8]?
+    /// iOS: how many keys Apple says this app attested on the device in 30 days, once asked.
+    public var riskMetric: Int64?
     public var createdAtMilliseconds: Int64
     public var lastSeenAtMilliseconds: Int64
     public var revokedAtMilliseconds: Int64?
@@ -135,7 +141,8 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     public init(
         id: String, platform: DevicePlatform = .ios, keyID: [UInt8], publicKey: [UInt8], counter: Int64,
         appID: String, environment: String, signingDigest: [UInt8]? = nil, receipt: [UInt8], client: [UInt8]? = nil,
-        createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64, revokedAtMilliseconds: Int64? = nil
+        riskMetric: Int64? = nil, createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64,
+        revokedAtMilliseconds: Int64? = nil
     ) {
         self.id = id
         self.platform = platform
@@ -147,6 +154,7 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
         self.signingDigest = signingDigest
         self.receipt = receipt
         self.client = client
+        self.riskMetric = riskMetric
         self.createdAtMilliseconds = createdAtMilliseconds
         self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
         self.revokedAtMilliseconds = revokedAtMilliseconds

@@ -332,14 +332,15 @@ enum PostgresSchema {
         ] + RollupTables.create(.postgres) + RollupTables.backfill(.postgres)
 
     /// Android devices beside iPhones, as on SQLite: the platform, a public key that may be an
-    /// Android key's SubjectPublicKeyInfo, the package's signing digest, and the client a
-    /// device registered from, with the indexes that count registrations.
+    /// Android key's SubjectPublicKeyInfo, the package's signing digest, the client a device
+    /// registered from, with the indexes that count registrations, and an iPhone's risk metric.
     private static let version7 = [
         """
         ALTER TABLE devices DROP CONSTRAINT devices_public_key_check, DROP CONSTRAINT devices_environment_check,
             ADD COLUMN platform text NOT NULL DEFAULT 'ios' CHECK (platform IN ('ios', 'android')),
             ADD COLUMN signing_digest bytea,
             ADD COLUMN client bytea CHECK (client IS NULL OR length(client) = 32),
+            ADD COLUMN risk_metric bigint,
             ADD CONSTRAINT devices_public_key_check CHECK (length(public_key) BETWEEN 65 AND 2048),
             ADD CONSTRAINT devices_shape CHECK (
                 (platform = 'ios' AND environment IN ('production', 'development') AND length(public_key) = 65

@@ -36,8 +36,8 @@ extension PostgresStore {
                 by_all AS (SELECT count(*) AS n FROM devices WHERE created_at >= $15),
                 inserted AS (
                     INSERT INTO devices (id, platform, key_id, public_key, counter, app_id, environment,
-                        signing_digest, receipt, created_at, last_seen_at, client, revoked_at)
-                    SELECT $1, $14, $2, $3, $4, $5, $6, $13::bytea, $7, $8, $9, $12::bytea, $10::bigint
+                        signing_digest, receipt, created_at, last_seen_at, client, revoked_at, risk_metric)
+                    SELECT $1, $14, $2, $3, $4, $5, $6, $13::bytea, $7, $8, $9, $12::bytea, $10::bigint, $17::bigint
                     WHERE (SELECT n FROM existing) = 0
                         AND ($16::bigint IS NULL OR $12::bytea IS NULL OR (SELECT n FROM by_client) < $16::bigint)
                         AND ($11::bigint IS NULL OR (SELECT n FROM by_all) < $11::bigint)
@@ -54,7 +54,7 @@ extension PostgresStore {
                     device.revokedAtMilliseconds.map { .int(Int($0)) } ?? .null, limits.total.map { .int($0) } ?? .null,
                     device.client.map { .bytes($0) } ?? .null, device.signingDigest.map { .bytes($0) } ?? .null,
                     .text(device.platform.rawValue), .int(Int(limits.sinceMilliseconds)),
-                    limits.perClient.map { .int($0) } ?? .null,
+                    limits.perClient.map { .int($0) } ?? .null, device.riskMetric.map { .int(Int($0)) } ?? .null,
                 ]),
         ])
         guard let row = results.last?.rows.first else { return .duplicate }
@@ -70,6 +70,13 @@ extension PostgresStore {
 
     /// The advisory lock device registrations take turns on ("TGdevice").
     static let deviceRegistrationLock = 0x5447_6465_7669_6365
+
+    public func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
+        try await query(
+            "UPDATE devices SET receipt = $1, risk_metric = $2 WHERE id = $3",
+            [.bytes(receipt), riskMetric.map { .int(Int($0)) } ?? .null, .text(deviceID)]
+        ).affectedRows == 1
+    }
 
     public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
         try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(
@@ -154,7 +161,7 @@ extension PostgresStore {
 
     private static let deviceColumns = """
         id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at, platform,
-        signing_digest, client
+        signing_digest, client, risk_metric
         """
 
     private static func device(from row: PostgresRow) -> StoredDevice {
@@ -162,6 +169,7 @@ extension PostgresStore {
             id: row.string(0) ?? "", platform: row.string(10).flatMap(DevicePlatform.init(rawValue:)) ?? .ios,
             keyID: row[1] ?? [], publicKey: row[2] ?? [], counter: Int64(row.int(3) ?? 0), appID: row.string(4) ?? "",
             environment: row.string(5) ?? "", signingDigest: row[11], receipt: row[6] ?? [], client: row[12],
+            riskMetric: row.int(13).map(Int64.init),
             createdAtMilliseconds: Int64(row.int(7) ?? 0), lastSeenAtMilliseconds: Int64(row.int(8) ?? 0),
             revokedAtMilliseconds: row.int(9).map(Int64.init)
         )

@@ -56,19 +56,31 @@ extension SQLiteStore {
                 let inserted = try connection.execute(
                     """
                     INSERT INTO devices (id, platform, key_id, public_key, counter, app_id, environment,
-                        signing_digest, receipt, client, created_at, last_seen_at, revoked_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
+                        signing_digest, receipt, client, risk_metric, created_at, last_seen_at, revoked_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING
                     """,
                     [
                         .text(device.id), .text(device.platform.rawValue), .blob(device.keyID),
                         .blob(device.publicKey), .integer(device.counter), .text(device.appID),
                         .text(device.environment), device.signingDigest.map { .blob($0) } ?? .null,
                         .blob(device.receipt), device.client.map { .blob($0) } ?? .null,
-                        .integer(device.createdAtMilliseconds), .integer(device.lastSeenAtMilliseconds),
+                        .integer(device.riskMetric), .integer(device.createdAtMilliseconds),
+                        .integer(device.lastSeenAtMilliseconds),
                         .integer(device.revokedAtMilliseconds),
                     ]
                 )
                 return inserted == 1 ? .registered : .duplicate
+            }
+        }
+    }
+
+    public func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
+        try await write { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                try connection.execute(
+                    "UPDATE devices SET receipt = ?, risk_metric = ? WHERE id = ?",
+                    [.blob(receipt), .integer(riskMetric), .text(deviceID)]
+                ) == 1
             }
         }
     }
@@ -178,7 +190,7 @@ extension SQLiteStore {
 
     private static let deviceColumns = """
         id, key_id, public_key, counter, app_id, environment, receipt, created_at, last_seen_at, revoked_at, platform,
-        signing_digest, client
+        signing_digest, client, risk_metric
         """
 
     private static func device(from row: borrowing SQLiteRow) -> StoredDevice {
@@ -186,6 +198,7 @@ extension SQLiteStore {
             id: row.text(0), platform: DevicePlatform(rawValue: row.text(10)) ?? .ios, keyID: row.blob(1),
             publicKey: row.blob(2), counter: row.int64(3), appID: row.text(4), environment: row.text(5),
             signingDigest: row.optionalBlob(11), receipt: row.blob(6), client: row.optionalBlob(12),
+            riskMetric: row.optionalInt64(13),
             createdAtMilliseconds: row.int64(7), lastSeenAtMilliseconds: row.int64(8),
             revokedAtMilliseconds: row.optionalInt64(9)
         )

@@ -300,10 +300,11 @@ enum StoreSchema {
         """ + (RollupTables.create(.sqlite) + RollupTables.backfill(.sqlite)).map { $0 + ";\n" }.joined()
 
     /// Android devices beside iPhones: the platform, a public key that may be an Android
-    /// key's SubjectPublicKeyInfo, the package's signing digest, and the client a device
+    /// key's SubjectPublicKeyInfo, the package's signing digest, the client a device
     /// registered from (a SHA-256, for the daily registration limits, with the indexes that
-    /// count them). SQLite cannot change a CHECK in place: the table is rebuilt, its sessions
-    /// moved with it (dropping the sessions first, so no cascade deletes them).
+    /// count them), and an iPhone's risk metric from Apple. SQLite cannot change a CHECK in
+    /// place: the table is rebuilt, its sessions moved with it (dropping the sessions first,
+    /// so no cascade deletes them).
     private static let version7 = """
         CREATE TABLE devices_v7 (
             id TEXT PRIMARY KEY,
@@ -316,6 +317,7 @@ enum StoreSchema {
             signing_digest BLOB,
             receipt BLOB NOT NULL,
             client BLOB CHECK (client IS NULL OR length(client) = 32),
+            risk_metric INTEGER,
             created_at INTEGER NOT NULL,
             last_seen_at INTEGER NOT NULL,
             revoked_at INTEGER,

@@ -47,6 +47,9 @@ struct CredentialLookupTests {
             -> DeviceRegistration
         { .duplicate }
         func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? { nil }
+        func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
+            false
+        }
         func devices() async throws(StoreError) -> [StoredDevice] { [] }
         func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool { false }
         func openSession(_ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64)

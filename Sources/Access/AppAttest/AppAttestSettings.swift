@@ -43,6 +43,35 @@ public struct AppAttestSettings: Sendable, Equatable {
     public var registrationsPerAddressPerDay: Int? = 50
     /// `APP_ATTEST_REGISTRATIONS_PER_DAY`: devices the gateway registers in 24 hours; nil: no limit.
     public var registrationsPerDay: Int? = 10_000
+    /// `APP_ATTEST_RISK_*`: Apple's risk metric asked for each new iPhone; nil: never asked.
+    public var risk: RiskCheck?
+
+    /// Apple's fraud-risk exchange (docs/app-attest.md, "One phone, one device").
+    public struct RiskCheck: Sendable, Equatable {
+        /// `APP_ATTEST_RISK_KEY_ID`: the App Attest (DeviceCheck) key's id in Apple's developer account.
+        public var keyID: String
+        /// `APP_ATTEST_RISK_PRIVATE_KEY_FILE` and its PEM (`AuthKey_<key id>.p8`).
+        public var privateKeyPath: String
+        public var privateKeyPEM: String
+        /// `APP_ATTEST_RISK_URL`: nil asks Apple's server of the device's environment.
+        public var url: String?
+        /// `APP_ATTEST_RISK_MAXIMUM`: a device whose metric is above it is revoked.
+        public var maximum = 10
+
+        public init(keyID: String, privateKeyPath: String, privateKeyPEM: String) {
+            self.keyID = keyID
+            self.privateKeyPath = privateKeyPath
+            self.privateKeyPEM = privateKeyPEM
+        }
+
+        /// Apple's servers, by the environment the key was attested in.
+        public static func appleURL(_ environment: AppAttestEnvironment) -> String {
+            switch environment {
+            case .production: return "https://data.appattest.apple.com/v1/attestationData"
+            case .development: return "https://data-development.appattest.apple.com/v1/attestationData"
+            }
+        }
+    }
     /// `APP_ATTEST_ENVIRONMENT`.
     public var environment = Environment.production
     /// `APP_ATTEST_REQUIRED`.
@@ -70,7 +99,7 @@ public struct AppAttestSettings: Sendable, Equatable {
             && lhs.sessionLifetime == rhs.sessionLifetime && lhs.requestsPerMinute == rhs.requestsPerMinute
             && lhs.extraRoot?.path == rhs.extraRoot?.path && lhs.extraRoot?.pem == rhs.extraRoot?.pem
             && lhs.android == rhs.android && lhs.registrationsPerAddressPerDay == rhs.registrationsPerAddressPerDay
-            && lhs.registrationsPerDay == rhs.registrationsPerDay
+            && lhs.registrationsPerDay == rhs.registrationsPerDay && lhs.risk == rhs.risk
     }
 
     /// Whether `text` is an App ID: a ten-character team identifier of capital letters and

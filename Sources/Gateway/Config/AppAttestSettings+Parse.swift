@@ -13,7 +13,10 @@ extension AppAttestSettings {
             "APP_ATTEST_REQUIRED", "APP_ATTEST_PLAN", "APP_ATTEST_SESSION_SECONDS", "APP_ATTEST_REQUESTS_PER_MINUTE",
             "APP_ATTEST_REGISTRATIONS_PER_ADDRESS_PER_DAY", "APP_ATTEST_REGISTRATIONS_PER_DAY",
         ]
-        let iosOnly = ["APP_ATTEST_ENVIRONMENT", "APP_ATTEST_EXTRA_ROOT_CA_FILE"]
+        let iosOnly = [
+            "APP_ATTEST_ENVIRONMENT", "APP_ATTEST_EXTRA_ROOT_CA_FILE", "APP_ATTEST_RISK_KEY_ID",
+            "APP_ATTEST_RISK_PRIVATE_KEY_FILE", "APP_ATTEST_RISK_URL", "APP_ATTEST_RISK_MAXIMUM",
+        ]
         let android = try AndroidAttestSettings.parse(value: value, integer: integer, flag: flag, readFile: readFile)
         guard let list = value("APP_ATTEST_APP_IDS") else {
             // A device requirement with no app to attest would refuse every guest for nothing.
@@ -50,6 +53,7 @@ extension AppAttestSettings {
             }
             settings.extraRoot = (path, pem)
         }
+        settings.risk = try RiskCheck.parse(value: value, integer: integer, readFile: readFile)
         try settings.parseShared(value: value, integer: integer)
         return settings
     }
@@ -82,6 +86,43 @@ extension AppAttestSettings {
         if let limit = try integer("APP_ATTEST_REGISTRATIONS_PER_DAY", 0...100_000_000) {
             self.registrationsPerDay = limit == 0 ? nil : limit
         }
+    }
+}
+
+extension AppAttestSettings.RiskCheck {
+    /// `APP_ATTEST_RISK_*`: nil unless the key id and the key file are both set (and then the
+    /// URL and the maximum may be).
+    static func parse(
+        value: (String) -> String?, integer: (String, ClosedRange<Int>) throws(ConfigurationError) -> Int?,
+        readFile: (String) -> String?
+    ) throws(ConfigurationError) -> AppAttestSettings.RiskCheck? {
+        let keyID = value("APP_ATTEST_RISK_KEY_ID")
+        let path = value("APP_ATTEST_RISK_PRIVATE_KEY_FILE")
+        guard let keyID, let path else {
+            for name in [
+                "APP_ATTEST_RISK_KEY_ID", "APP_ATTEST_RISK_PRIVATE_KEY_FILE", "APP_ATTEST_RISK_URL",
+                "APP_ATTEST_RISK_MAXIMUM",
+            ] where value(name) != nil {
+                throw ConfigurationError(
+                    "\(name) is set but APP_ATTEST_RISK_KEY_ID and APP_ATTEST_RISK_PRIVATE_KEY_FILE are not both: "
+                        + "Apple's risk metric needs the App Attest key's id and its .p8 file")
+            }
+            return nil
+        }
+        guard keyID.utf8.count == 10, keyID.utf8.allSatisfy({ $0 >= 0x30 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C })
+        else { throw ConfigurationError("APP_ATTEST_RISK_KEY_ID must be the key's 10-character id") }
+        guard let pem = readFile(path), (try? PrivateKey(pem: pem)) != nil else {
+            throw ConfigurationError("APP_ATTEST_RISK_PRIVATE_KEY_FILE cannot be read as an unencrypted P-256 .p8 key")
+        }
+        var risk = AppAttestSettings.RiskCheck(keyID: keyID, privateKeyPath: path, privateKeyPEM: pem)
+        if let url = value("APP_ATTEST_RISK_URL") {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                throw ConfigurationError("APP_ATTEST_RISK_URL must be an http:// or https:// URL")
+            }
+            risk.url = url
+        }
+        risk.maximum = try integer("APP_ATTEST_RISK_MAXIMUM", 1...1_000) ?? risk.maximum
+        return risk
     }
 }
 

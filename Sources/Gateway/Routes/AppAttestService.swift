@@ -20,6 +20,8 @@ final class AppAttestService: Sendable {
     let sessions: DeviceSessions
     let faults: StoreFaults
     let clock: @Sendable () -> Instant
+    /// Asks Apple for each new device's risk metric, when configured.
+    let risk: AppAttestRiskChecker?
     private let attestations: [String: Counter]
     private let assertions: [String: Counter]
 
@@ -27,8 +29,9 @@ final class AppAttestService: Sendable {
         settings: AppAttestSettings, verifier: AppAttestVerifier, repository: any DeviceRepository,
         challenges: any AttestChallenges,
         sessions: DeviceSessions, faults: StoreFaults, registry: MetricsRegistry,
-        clock: @escaping @Sendable () -> Instant
+        clock: @escaping @Sendable () -> Instant, risk: AppAttestRiskChecker? = nil
     ) {
+        self.risk = risk
         self.settings = settings
         self.verifier = verifier
         self.repository = repository
@@ -102,6 +105,7 @@ final class AppAttestService: Sendable {
             switch outcome {
             case .registered:
                 attestations["ok"]?.increment()
+                risk?.enqueue(device)
                 return device.id
             case .duplicate:
                 attestations["duplicate"]?.increment()
