@@ -136,8 +136,7 @@ struct AndroidAttestEndToEndTests {
         }
     }
 
-    @Test(
-        "variants through the route: a wrong challenge, a clock after the RKP intermediates' expiry, a revoked serial")
+    @Test("variants through the route: wrong challenge, clock after the RKP expiry, revoked serial, app not listed")
     func realChainVariants() async throws {
         let relax: (AndroidAttestationPolicy) -> AndroidAttestationPolicy = {
             var policy = $0
@@ -153,8 +152,21 @@ struct AndroidAttestEndToEndTests {
         }
         try Data(#"{"entries":{\#(entries.joined(separator: ","))}}"#.utf8).write(to: URL(fileURLWithPath: file))
         let revoked = try await Self.registerRealChains(policy: relax, revocationFile: file)
+        // Each chain's package allowed with another digest only; its digests for another package only.
+        let otherDigest = try await Self.registerRealChains(policy: {
+            var policy = relax($0)
+            policy.apps = $0.apps.mapValues { _ in [[UInt8](repeating: 0xEE, count: 32)] }
+            return policy
+        })
+        let otherPackage = try await Self.registerRealChains(policy: {
+            var policy = relax($0)
+            policy.apps = ["com.example.not.listed": $0.apps.values.flatMap { $0 }]
+            return policy
+        })
         for fixture in try AndroidChainFixture.all()
         where AndroidAttestationVerifierTests.refusals[fixture.name]?.relaxed == nil {
+            #expect(otherDigest[fixture.name]?.attestError == "app", "\(fixture.name)")
+            #expect(otherPackage[fixture.name]?.attestError == "app", "\(fixture.name)")
             #expect(wrong[fixture.name]?.attestError == "challenge", "\(fixture.name)")
             #expect(
                 expired[fixture.name]?.attestError == (fixture.provisioning == "rkp" ? "validity" : nil),
