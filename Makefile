@@ -30,7 +30,7 @@ help:
 	@echo "make bench-crypto  SHA-256 (libcrypto and the pure Swift it replaced), HMAC, RS256 and ES256 verification: ns per operation"
 	@echo "make bench-instances  what sharing costs one instance: /api/process with limits in memory, in Redis, and in Redis with the store in Postgres, interleaved (needs wrk, redis-server, postgresql)"
 	@echo "make bench-idempotency  Idempotency-Key's cost: /api/process without the field and with a fresh key per request, beside BEFORE_BIN's build when set, interleaved (needs wrk)"
-	@echo "make bench-devices App Attest's cost: one registration and one session (µs), and /api/process with device-session callers beside store-token callers, interleaved (needs wrk)"
+	@echo "make bench-devices the devices' cost: one App Attest and one Android registration and session (µs), and /api/process with device-session callers beside store-token callers, interleaved (needs wrk)"
 	@echo "make bench-jwt     sign-in's cost: one JWT verification (HS256, RS256, ES256; checked and cached), and /api/process with JWT callers beside gateway-token callers, interleaved (needs wrk)"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
 	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT, App Attest CBOR, Android Key Attestation DER), FUZZ_SECONDS each (default 60)"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# What does an App Attest device caller cost beside a store-token caller? `make bench-devices`
+# What does a device caller cost beside a store-token caller? `make bench-devices`
 # runs this.
 #
-# First bench-crypto prints what one registration and one session cost on their own (the
-# attestation's chain, nonce and key checks; the assertion's signature), in microseconds.
+# First bench-crypto prints what one registration and one session cost on their own, for an
+# iPhone (the attestation's chain, nonce and key checks; the assertion's signature) and for an
+# Android phone (the chain walked to Google's root, the extension; the session's signature),
+# in microseconds.
 # Then the gateway: mock-upstream (no latency, one loop) and two gateways configured alike
 # (a SQLite store, APP_ATTEST_APP_IDS set, RATE_LIMITS=off METRICS=off) that differ only in
 # their callers: `tokens` has USERS store tokens (`text-gateway tokens create`) and `devices`
