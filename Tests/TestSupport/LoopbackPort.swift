@@ -53,9 +53,15 @@ public enum LoopbackPort {
 
     /// A port the kernel hands out for `bind(0)`, released at once.
     static func kernelAssigned() throws -> Int {
+        let (fd, port) = try boundToKernelPort()
+        close(fd)
+        return port
+    }
+
+    /// A socket bound to a loopback port the kernel chose, and that port; the caller closes it.
+    static func boundToKernelPort() throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -66,8 +72,11 @@ public enum LoopbackPort {
                 bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw Failure(description: "bind failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw Failure(description: "bind failed")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// A loopback port that refuses connections for as long as the value lives: bound and
@@ -78,24 +87,7 @@ public enum LoopbackPort {
         private let descriptor: Int32
 
         public init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw Failure(description: "socket failed") }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-                }
-            }
-            guard bound else {
-                close(fd)
-                throw Failure(description: "bind failed")
-            }
-            descriptor = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
+            (descriptor, port) = try LoopbackPort.boundToKernelPort()
         }
 
         deinit { close(descriptor) }

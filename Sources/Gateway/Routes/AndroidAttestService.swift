@@ -11,10 +11,7 @@ final class AndroidAttestService: Sendable {
     let verifier: AndroidAttestationVerifier
     let revocations: AndroidRevocationSource
     let repository: any DeviceRepository
-    let challenges: any AttestChallenges
-    let sessions: DeviceSessions
-    let faults: StoreFaults
-    let clock: @Sendable () -> Instant
+    let flow: DeviceFlow
     private let registrations: [String: Counter]
     private let sessionCounters: [String: Counter]
 
@@ -27,10 +24,9 @@ final class AndroidAttestService: Sendable {
         self.verifier = verifier
         self.revocations = revocations
         self.repository = repository
-        self.challenges = challenges
-        self.sessions = sessions
-        self.faults = faults
-        self.clock = clock
+        flow = DeviceFlow(
+            settings: settings, repository: repository, challenges: challenges, sessions: sessions, faults: faults,
+            clock: clock)
         let results =
             ["ok", "duplicate", "address_limit", "gateway_limit"]
             + AndroidAttestationFailure.Reason.allCases.map(\.rawValue)
@@ -50,10 +46,10 @@ final class AndroidAttestService: Sendable {
         async throws(GatewayError) -> (id: String, keyID: [UInt8])
     {
         do throws(AttestStep<AndroidAttestationFailure.Reason>) {
-            try await consume(challenge)
+            try await flow.consume(challenge, refusing: AndroidAttestationFailure.Reason.challenge)
             // The app passed the decoded bytes to setAttestationChallenge.
             guard let challengeBytes = Base64URL.decode(challenge.utf8) else { throw .refused(.challenge) }
-            let now = clock()
+            let now = flow.clock()
             let verified: VerifiedAndroidKey
             do {
                 verified = try verifier.verify(
@@ -69,27 +65,12 @@ final class AndroidAttestService: Sendable {
                 environment: verified.securityLevel == .strongBox ? "strongbox" : "tee",
                 signingDigest: verified.signingDigest, receipt: [], client: SHA256.hash(Array(client.utf8)),
                 createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds)
-            let outcome: DeviceRegistration
             do {
-                outcome = try await repository.registerDevice(
-                    device, limits: settings.registrationLimits(at: milliseconds))
+                try await flow.register(device, counting: registrations)
             } catch {
-                throw .failed(faults.unavailable(error, operation: .devices))
+                throw .failed(error)
             }
-            switch outcome {
-            case .registered:
-                registrations["ok"]?.increment()
-                return (device.id, device.keyID)
-            case .duplicate:
-                registrations["duplicate"]?.increment()
-                throw .failed(.deviceAlreadyRegistered)
-            case .clientLimit:
-                registrations["address_limit"]?.increment()
-                throw .failed(.deviceRegistrationLimit(retryAfterSeconds: 86_400))
-            case .totalLimit:
-                registrations["gateway_limit"]?.increment()
-                throw .failed(.deviceRegistrationLimit(retryAfterSeconds: 3600))
-            }
+            return (device.id, device.keyID)
         } catch {
             throw error.answer(counting: registrations, context: context)
         }
@@ -100,12 +81,12 @@ final class AndroidAttestService: Sendable {
         async throws(GatewayError) -> AppAttestService.OpenedSession
     {
         do throws(AttestStep<AndroidAttestationFailure.Reason>) {
-            try await consume(challenge)
+            try await flow.consume(challenge, refusing: AndroidAttestationFailure.Reason.challenge)
             let stored: StoredDevice?
             do {
                 stored = try await repository.device(keyID: keyID)
             } catch {
-                throw .failed(faults.unavailable(error, operation: .devices))
+                throw flow.unavailable(error)
             }
             guard let device = stored, device.platform == .android, device.revokedAtMilliseconds == nil else {
                 throw .refused(.unknownDevice)
@@ -120,42 +101,15 @@ final class AndroidAttestService: Sendable {
                 AndroidAttestationVerifier.isValidSession(
                     signature: signature, challenge: challenge, subjectPublicKeyInfo: device.publicKey)
             else { throw .refused(.signature) }
-            let now = Int64(clock().secondsSinceEpoch * 1000)
-            let token = DeviceSessions.makeToken()
-            let tokenDigest = SHA256.hash(Array(token.utf8))
-            let expires = now + Int64(settings.sessionLifetime / .milliseconds(1))
-            let session = StoredDeviceSession(
-                digest: tokenDigest, deviceID: device.id, createdAtMilliseconds: now, expiresAtMilliseconds: expires)
             // No counter on Android: the one-use challenge is the replay guard; the counter
-            // counts sessions.
-            let opened: Bool
-            do {
-                opened = try await repository.openSession(
-                    session, deviceID: device.id, counter: device.counter + 1, nowMilliseconds: now)
-            } catch {
-                throw .failed(faults.unavailable(error, operation: .devices))
-            }
-            guard opened else { throw .refused(.unknownDevice) }
-            sessions.opened(
-                digest: tokenDigest, deviceID: device.id, expiresAtMilliseconds: expires, nowMilliseconds: now)
+            // counts sessions. Refused when the device was revoked meanwhile.
+            let opened = try await flow.openSession(
+                for: device, counter: device.counter + 1, refusing: AndroidAttestationFailure.Reason.unknownDevice)
             sessionCounters["ok"]?.increment()
-            return AppAttestService.OpenedSession(token: token, expiresAtSeconds: expires / 1000, deviceID: device.id)
+            return opened
         } catch {
             throw error.answer(counting: sessionCounters, context: context)
         }
-    }
-
-    private func consume(_ challenge: String) async throws(AttestStep<AndroidAttestationFailure.Reason>) {
-        guard AttestChallengeFormat.isPlausible(challenge) else { throw .refused(.challenge) }
-        let fresh: Bool
-        do {
-            fresh = try await challenges.consume(challenge, nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
-        } catch {
-            // Redis away: answered as the store's absence is, and seen in the Redis metrics.
-            if let error = error as? StoreError { throw .failed(faults.unavailable(error, operation: .devices)) }
-            throw .failed(.storeUnavailable)
-        }
-        guard fresh else { throw .refused(.challenge) }
     }
 }
 

@@ -16,12 +16,9 @@ final class AppAttestService: Sendable {
     let settings: AppAttestSettings
     let verifier: AppAttestVerifier
     let repository: any DeviceRepository
-    let challenges: any AttestChallenges
-    let sessions: DeviceSessions
-    let faults: StoreFaults
-    let clock: @Sendable () -> Instant
     /// Asks Apple for each new device's risk metric, when configured.
     let risk: AppAttestRiskChecker?
+    let flow: DeviceFlow
     private let attestations: [String: Counter]
     private let assertions: [String: Counter]
 
@@ -35,10 +32,9 @@ final class AppAttestService: Sendable {
         self.settings = settings
         self.verifier = verifier
         self.repository = repository
-        self.challenges = challenges
-        self.sessions = sessions
-        self.faults = faults
-        self.clock = clock
+        flow = DeviceFlow(
+            settings: settings, repository: repository, challenges: challenges, sessions: sessions, faults: faults,
+            clock: clock)
         let results =
             ["ok", "duplicate", "address_limit", "gateway_limit"] + AppAttestFailure.Reason.allCases.map(\.rawValue)
         let attestationFamily = registry.counter(
@@ -58,17 +54,15 @@ final class AppAttestService: Sendable {
         }
     }
 
-    private var nowMilliseconds: Int64 { Int64(clock().secondsSinceEpoch * 1000) }
-
     /// A new one-use challenge: 32 random bytes in base64url, and when it expires (Unix seconds).
     func challenge() async throws(GatewayError) -> (challenge: String, expiresAtSeconds: Int64) {
         let challenge = Base64URL.encode(SecureRandom.bytes(32))
-        let now = nowMilliseconds
+        let now = flow.nowMilliseconds
         let lifetime = Int64(AppAttestSettings.challengeLifetime / .milliseconds(1))
         do {
-            try await challenges.issue(challenge, nowMilliseconds: now, lifetimeMilliseconds: lifetime)
+            try await flow.challenges.issue(challenge, nowMilliseconds: now, lifetimeMilliseconds: lifetime)
         } catch {
-            if let error = error as? StoreError { throw faults.unavailable(error, operation: .devices) }
+            if let error = error as? StoreError { throw flow.faults.unavailable(error, operation: .devices) }
             throw .storeUnavailable
         }
         return (challenge, (now + lifetime) / 1000)
@@ -80,8 +74,8 @@ final class AppAttestService: Sendable {
         async throws(GatewayError) -> String
     {
         do throws(Step) {
-            try await consume(challenge)
-            let now = clock()
+            try await flow.consume(challenge, refusing: AppAttestFailure.Reason.challenge)
+            let now = flow.clock()
             let verified = try Step.refusing { () throws(AppAttestFailure) in
                 try verifier.verifyAttestation(
                     keyID: keyID, attestation: attestation, clientData: Array(challenge.utf8),
@@ -95,28 +89,13 @@ final class AppAttestService: Sendable {
                 client: SHA256.hash(Array(client.utf8)),
                 createdAtMilliseconds: milliseconds, lastSeenAtMilliseconds: milliseconds
             )
-            let outcome: DeviceRegistration
             do {
-                outcome = try await repository.registerDevice(
-                    device, limits: settings.registrationLimits(at: milliseconds))
+                try await flow.register(device, counting: attestations)
             } catch {
-                throw unavailable(error)
+                throw .failed(error)
             }
-            switch outcome {
-            case .registered:
-                attestations["ok"]?.increment()
-                risk?.enqueue(device)
-                return device.id
-            case .duplicate:
-                attestations["duplicate"]?.increment()
-                throw Step.failed(.deviceAlreadyRegistered)
-            case .clientLimit:
-                attestations["address_limit"]?.increment()
-                throw Step.failed(.deviceRegistrationLimit(retryAfterSeconds: 86_400))
-            case .totalLimit:
-                attestations["gateway_limit"]?.increment()
-                throw Step.failed(.deviceRegistrationLimit(retryAfterSeconds: 3600))
-            }
+            risk?.enqueue(device)
+            return device.id
         } catch {
             throw error.answer(counting: attestations, context: context)
         }
@@ -127,12 +106,12 @@ final class AppAttestService: Sendable {
         async throws(GatewayError) -> OpenedSession
     {
         do throws(Step) {
-            try await consume(challenge)
+            try await flow.consume(challenge, refusing: AppAttestFailure.Reason.challenge)
             let stored: StoredDevice?
             do {
                 stored = try await repository.device(keyID: keyID)
             } catch {
-                throw unavailable(error)
+                throw flow.unavailable(error)
             }
             guard let device = stored, device.platform == .ios, device.revokedAtMilliseconds == nil else {
                 throw Step.refused(.unknownDevice)
@@ -149,45 +128,14 @@ final class AppAttestService: Sendable {
                     counter: device.counter
                 )
             }
-            let now = nowMilliseconds
-            let token = DeviceSessions.makeToken()
-            let digest = SHA256.hash(Array(token.utf8))
-            let expires = now + Int64(settings.sessionLifetime / .milliseconds(1))
-            let session = StoredDeviceSession(
-                digest: digest, deviceID: device.id, createdAtMilliseconds: now, expiresAtMilliseconds: expires)
-            let opened: Bool
-            do {
-                opened = try await repository.openSession(
-                    session, deviceID: device.id, counter: counter, nowMilliseconds: now)
-            } catch {
-                throw unavailable(error)
-            }
-            // Another assertion with this counter won, or the device was revoked meanwhile.
-            guard opened else { throw Step.refused(.counter) }
-            sessions.opened(digest: digest, deviceID: device.id, expiresAtMilliseconds: expires, nowMilliseconds: now)
+            // Refused when another assertion with this counter won, or the device was revoked meanwhile.
+            let opened = try await flow.openSession(
+                for: device, counter: counter, refusing: AppAttestFailure.Reason.counter)
             assertions["ok"]?.increment()
-            return OpenedSession(token: token, expiresAtSeconds: expires / 1000, deviceID: device.id)
+            return opened
         } catch {
             throw error.answer(counting: assertions, context: context)
         }
-    }
-
-    private func consume(_ challenge: String) async throws(Step) {
-        // Issued challenges are 43 base64url characters.
-        guard AttestChallengeFormat.isPlausible(challenge) else { throw Step.refused(.challenge) }
-        let fresh: Bool
-        do {
-            fresh = try await challenges.consume(challenge, nowMilliseconds: nowMilliseconds)
-        } catch {
-            throw unavailable(error)
-        }
-        guard fresh else { throw Step.refused(.challenge) }
-    }
-
-    private func unavailable(_ error: any Error) -> Step {
-        // Redis away: answered as the store's absence is, and seen in the Redis metrics.
-        if let error = error as? StoreError { return .failed(faults.unavailable(error, operation: .devices)) }
-        return .failed(.storeUnavailable)
     }
 
     private typealias Step = AttestStep<AppAttestFailure.Reason>
