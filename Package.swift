@@ -27,31 +27,33 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["EventLoop", "HTTP1"], swiftSettings: strict),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
-        .target(name: "ChatAPI", swiftSettings: strict),
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "ChatAPI", dependencies: ["JSON"], swiftSettings: strict),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "Store", dependencies: ["CSQLite", "Postgres", "EventLoop"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["CSQLite", "Postgres", "EventLoop", "Telemetry"], swiftSettings: strict),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "Postgres", dependencies: ["CPostgres", "EventLoop"], swiftSettings: strict),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "Crypto", dependencies: ["CCrypto"], swiftSettings: strict),
         .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
-        .target(name: "TextTasks", dependencies: ["ChatAPI"], swiftSettings: strict),
+        .target(name: "TextTasks", dependencies: ["JSON", "ChatAPI"], swiftSettings: strict),
         .target(
-            name: "Upstream", dependencies: ["HTTPClient", "ChatAPI", "TextTasks", "Telemetry", "EventLoop"],
+            name: "Upstream", dependencies: ["HTTPClient", "JSON", "ChatAPI", "TextTasks", "Telemetry", "EventLoop"],
             swiftSettings: strict),
         .target(
             name: "Access",
-            dependencies: ["Crypto", "Redis", "Store", "HTTPClient", "ChatAPI", "EventLoop", "Telemetry"],
+            dependencies: ["Crypto", "Redis", "Store", "HTTPClient", "JSON", "EventLoop", "Telemetry"],
             swiftSettings: strict),
         .target(
-            name: "Jobs", dependencies: ["TextTasks", "Store", "ChatAPI", "EventLoop", "Telemetry"],
+            name: "Jobs", dependencies: ["TextTasks", "Store", "JSON", "ChatAPI", "EventLoop", "Telemetry"],
             swiftSettings: strict),
-        .target(name: "Telemetry", dependencies: ["EventLoop", "ChatAPI", "Store"], swiftSettings: strict),
+        .target(name: "Telemetry", dependencies: ["EventLoop", "JSON"], swiftSettings: strict),
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPServer", "HTTPClient", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry", "TextTasks",
+                "HTTPServer", "HTTPClient", "JSON", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry",
+                "TextTasks",
                 "Upstream", "Access", "Jobs", "AdminConsole",
             ],
             swiftSettings: strict),
@@ -104,7 +106,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
-                "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole",
+                "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
@@ -123,7 +125,8 @@ let package = Package(
             name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
         .testTarget(
             name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "MockUpstream"], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
+        .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "JSON", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),
         .testTarget(

@@ -7,7 +7,7 @@
 # Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR, AndroidKeyDescription.
 #
 # The product sources a target needs are built as the modules they belong to (HTTP1,
-# ChatAPI, Gateway, with only the files the target needs), with coverage (one
+# JSON, ChatAPI, Gateway, with only the files the target needs), with coverage (one
 # `-sanitize=fuzzer,address` flag: two separate -sanitize flags build a fuzzer without
 # coverage) and `-enable-testing`; the harness Fuzz/<Target>Fuzz/main.swift reaches their
 # internals with `@testable import` and is built with ASan but without coverage, so the
@@ -57,8 +57,8 @@ case "$target" in
         ;;
     JSONValue)
         # The parser with its scans, and both readings of a chat completion built on it.
-        modules=("ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift
-            Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
+        modules=("JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift"
+            "ChatAPI:Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
         ;;
     DotEnv)
         modules=("Gateway:Sources/Gateway/Config/DotEnv.swift Sources/Gateway/Config/DotEnvError.swift")
@@ -69,7 +69,7 @@ case "$target" in
     ProcessBody)
         modules=(
             "HTTP1:Sources/HTTP1/*.swift"
-            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift"
+            "JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift"
             "TextTasks:Sources/TextTasks/TextLimits.swift Sources/TextTasks/OutputFormat.swift Sources/TextTasks/TextTrim.swift Sources/TextTasks/CharacterCount.swift Sources/TextTasks/TextTask.swift Sources/TextTasks/PromptText.swift"
             "Upstream:Sources/Upstream/UpstreamFailureKind.swift"
             "Access:Sources/Access/RefusalReason.swift"
@@ -82,7 +82,7 @@ case "$target" in
         # The JWS parser, base64url, the claims checks and the JWK Set parser, over libcrypto.
         modules=(
             "Crypto:Sources/Crypto/*.swift"
-            "ChatAPI:Sources/ChatAPI/JSONValue.swift Sources/ChatAPI/JSONByteParser+Validation.swift Sources/ChatAPI/JSONMemberNames.swift Sources/ChatAPI/JSONStringScan.swift Sources/ChatAPI/UTF8Text.swift Sources/ChatAPI/JSONWriter.swift"
+            "JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift Sources/JSON/JSONWriter.swift"
             "Telemetry:Sources/Telemetry/Instant.swift"
             "Access:Sources/Access/JWT/CompactJWS.swift Sources/Access/JWT/JWTFailure.swift Sources/Access/JWT/JWTVerifier.swift Sources/Access/JWT/JWTPolicy.swift Sources/Access/JWT/JWTCache.swift Sources/Access/JWT/JWKSet.swift Sources/Access/JWT/JWTKey.swift Sources/Access/JWT/JWTAlgorithm.swift Sources/Access/Base64URL.swift Sources/Access/Caller.swift Sources/Access/Plan.swift Sources/Access/PlanCatalog.swift Sources/Access/PlanConfigError.swift"
         )

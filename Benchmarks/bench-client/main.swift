@@ -1,6 +1,7 @@
 import ChatAPI
 import EventLoop
 import HTTPClient
+import JSON
 import Synchronization
 import Upstream
 

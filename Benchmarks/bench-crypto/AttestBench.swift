@@ -1,6 +1,6 @@
 import Access
-import ChatAPI
 import Crypto
+import JSON
 
 #if canImport(Glibc)
     import Glibc

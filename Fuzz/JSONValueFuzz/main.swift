@@ -6,6 +6,7 @@
 // completion read straight from the bytes (ChatCompletionReader) against its reading
 // through a JSONValue tree.
 @testable import ChatAPI
+@testable import JSON
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -3,7 +3,7 @@
 //
 // Input: one byte picks the Content-Type (the last choices take it from the input, up to
 // the first LF), the rest is the body.
-import ChatAPI
+import JSON
 
 @testable import Gateway
 @testable import TextTasks

@@ -1,3 +1,5 @@
+import JSON
+
 extension ChatCompletion {
     /// Reads a completion from raw JSON (the hot path of every call): the usual shape straight
     /// from the bytes (``ChatCompletionReader``), anything else through ``JSONValue``;

@@ -1,3 +1,5 @@
+import JSON
+
 /// The answer to a non-streamed chat-completions request.
 ///
 /// Read with ``init(jsonBytes:)``. Every field is optional and unknown fields are ignored, so a compatible server

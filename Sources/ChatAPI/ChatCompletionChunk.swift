@@ -1,3 +1,5 @@
+import JSON
+
 /// One chunk of a streamed chat completion: the JSON in each `data:` event of the stream.
 ///
 /// Decoding is as tolerant as ``ChatCompletion``'s: every field is optional, unknown fields

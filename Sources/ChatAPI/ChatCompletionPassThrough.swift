@@ -1,3 +1,5 @@
+import JSON
+
 /// A `/v1/chat/completions` body as a client sent it: checked only where the gateway relies
 /// on it, and written upstream with every other field exactly as it came.
 ///

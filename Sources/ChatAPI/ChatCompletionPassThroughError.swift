@@ -1,3 +1,5 @@
+public import JSON
+
 /// Why a `/v1/chat/completions` body cannot be passed through. Names the field, never its
 /// value (it may be user text).
 public enum ChatCompletionPassThroughError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import JSON
+
 /// Reads the usual shape of a chat completion straight from its bytes, without building a
 /// ``JSONValue`` tree (no dictionary per object, no hashing of keys): the answer of every
 /// non-streamed upstream call goes through here.

@@ -1,3 +1,5 @@
+public import JSON
+
 /// The body of `POST /chat/completions`, as OpenAI defines it (the subset this gateway uses).
 ///
 /// Encoding writes OpenAI's snake_case keys and omits every `nil` field (never

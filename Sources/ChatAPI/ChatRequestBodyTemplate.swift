@@ -1,3 +1,5 @@
+import JSON
+
 /// The JSON body of a chat-completion request whose last message ends the same way every time
 /// but for one piece of text: the bytes before and after that text, encoded once by
 /// ``ChatCompletionRequest/jsonBytes()``, so that each call escapes only its own text rather

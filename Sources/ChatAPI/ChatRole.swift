@@ -1,3 +1,5 @@
+import JSON
+
 /// The author of a chat message: `system`, `user`, `assistant`, or any other role a client
 /// or server uses (kept verbatim, so new roles never fail decoding).
 ///

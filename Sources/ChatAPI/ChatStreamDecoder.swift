@@ -1,3 +1,5 @@
+import JSON
+
 /// Reads a streamed chat completion, the `text/event-stream` body of a chat-completions call
 /// with `"stream": true`, into chunks and its `[DONE]` terminator. Pure and incremental.
 ///

@@ -1,3 +1,5 @@
+import JSON
+
 /// The error body of an OpenAI-compatible server:
 /// `{"error": {"message": "…", "type": "…", "code": "…", "param": "…"}}`.
 ///

@@ -1,10 +1,10 @@
 public import Access
-import ChatAPI
 import Crypto
 import EventLoop
 import HTTP1
 public import HTTPClient
 public import HTTPServer
+import JSON
 import Jobs
 import Redis
 import Store

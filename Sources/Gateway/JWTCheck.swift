@@ -1,6 +1,6 @@
 import Access
-import ChatAPI
 import HTTPClient
+import JSON
 public import Telemetry
 import TextTasks
 

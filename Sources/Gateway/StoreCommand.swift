@@ -1,7 +1,7 @@
 import Access
-import ChatAPI
 import Crypto
 import EventLoop
+import JSON
 import Postgres
 import Store
 public import Telemetry

@@ -1,4 +1,5 @@
 package import ChatAPI
+package import JSON
 package import Store
 package import TextTasks
 

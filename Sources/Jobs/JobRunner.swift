@@ -1,5 +1,5 @@
-import ChatAPI
 import EventLoop
+import JSON
 package import Store
 import Synchronization
 package import Telemetry

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 
 /// What the mock answers with — text, or a call of a tool the request offered — written in
 /// OpenAI's shapes: a whole completion, or the chunks of a stream (delta shape for tool

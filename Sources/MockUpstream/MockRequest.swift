@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 
 /// What the mock reads of a chat-completion request. Read from a ``JSONValue`` rather than
 /// decoded as a ``ChatCompletionRequest``, which refuses image parts and drops `tools` and

@@ -1,4 +1,4 @@
-import ChatAPI
+import JSON
 
 /// The mock's answer to a request with a `json_schema` `response_format`: JSON made from the
 /// schema, so a round trip through a gateway that checks it passes, or broken on purpose

@@ -2,6 +2,7 @@ import ChatAPI
 public import EventLoop
 import HTTP1
 public import HTTPServer
+import JSON
 import Synchronization
 
 /// An OpenAI-compatible fake upstream on our own ``HTTPServer``, for the demo, tests and

@@ -1,5 +1,5 @@
-import ChatAPI
 import EventLoop
+import JSON
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import ChatAPI
+import JSON
 
 /// Checks a ``JSONValue`` against the small subset of JSON Schema the task schemas use:
 /// `type` (`object`, `array`, `string`), `properties`, `required`, `additionalProperties:

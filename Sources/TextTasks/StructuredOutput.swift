@@ -1,4 +1,4 @@
-package import ChatAPI
+package import JSON
 
 /// A `"format": "json"` answer that matched its task's schema: the data, and the same
 /// human-readable text `result` carries for `"format": "text"`.

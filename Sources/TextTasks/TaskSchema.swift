@@ -1,4 +1,4 @@
-package import ChatAPI
+package import JSON
 
 /// The JSON a task answers with when `"format": "json"` is asked for: its JSON Schema (strict:
 /// every property required, no other property), the schema's name upstream, and how the

@@ -1,10 +1,11 @@
 import Testing
 
 @testable import ChatAPI
+@testable import JSON
 
 @Suite("ChatCompletionPassThrough: a /v1 body passed through as it came")
 struct ChatCompletionPassThroughTests {
-    typealias Value = ChatAPI.JSONValue
+    typealias Value = JSONValue
 
     static let messages = #""messages":[{"role":"user","content":"hi"}]"#
 

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ChatAPI
+@testable import JSON
 
 @Suite("Reading a completion straight from its bytes")
 struct ChatCompletionReaderTests {

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("ChatCompletionRequest written directly")
@@ -24,7 +25,7 @@ struct ChatCompletionRequestBytesTests {
     @Test("is the same JSON document as the Codable encoding", arguments: requests)
     func sameAsCodable(request: ChatCompletionRequest) throws {
         let direct = String(decoding: request.jsonBytes(), as: UTF8.self)
-        #expect(try JSONValue(parsing: direct) == JSONValue(encoding: request))
+        #expect(try JSONTree(parsing: direct) == JSONTree(encoding: request))
         #expect(try JSON.decode(ChatCompletionRequest.self, from: request.jsonBytes()) == request)
     }
 }

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("ChatCompletionRequest")
@@ -18,14 +19,14 @@ struct ChatCompletionRequestTests {
             temperature: 0.2,
             maxTokens: 1200
         )
-        let expected = try JSONValue(
+        let expected = try JSONTree(
             parsing: #"""
                 {"model": "gpt-4o-mini",
                  "messages": [{"role": "system", "content": "شما یک دستیار هستید."},
                               {"role": "user", "content": "متن ورودی:\n\n<user_text>\nسلام\n</user_text>"}],
                  "temperature": 0.2, "max_tokens": 1200}
                 """#)
-        #expect(try JSONValue(encoding: request) == expected)
+        #expect(try JSONTree(encoding: request) == expected)
         let text = String(decoding: try JSON.encode(request), as: UTF8.self)
         #expect(!text.contains("null"))
     }
@@ -46,14 +47,14 @@ struct ChatCompletionRequestTests {
             frequencyPenalty: -0.5,
             user: "u-1"
         )
-        let expected = try JSONValue(
+        let expected = try JSONTree(
             parsing: #"""
                 {"model": "m", "messages": [{"role": "user", "content": "hi", "name": "ali"}],
                  "temperature": 0.7, "top_p": 0.9, "max_tokens": 100, "max_completion_tokens": 90,
                  "stream": true, "stream_options": {"include_usage": true}, "stop": ["\n\n", "END"],
                  "presence_penalty": 0.5, "frequency_penalty": -0.5, "user": "u-1"}
                 """#)
-        #expect(try JSONValue(encoding: request) == expected)
+        #expect(try JSONTree(encoding: request) == expected)
         #expect(try JSON.decode(ChatCompletionRequest.self, from: JSON.encode(request)) == request)
     }
 
@@ -61,7 +62,7 @@ struct ChatCompletionRequestTests {
     func singleStop() throws {
         let request = ChatCompletionRequest(model: "m", messages: [], stop: .single("END"))
         #expect(
-            try JSONValue(encoding: request) == (try JSONValue(parsing: #"{"model":"m","messages":[],"stop":"END"}"#)))
+            try JSONTree(encoding: request) == (try JSONTree(parsing: #"{"model":"m","messages":[],"stop":"END"}"#)))
         #expect(try decode(#"{"model":"m","messages":[],"stop":"END"}"#).stop == .single("END"))
         #expect(try decode(#"{"model":"m","messages":[],"stop":["a","b"]}"#).stop?.sequences == ["a", "b"])
         #expect(try decode(#"{"model":"m","messages":[],"stop":null}"#).stop == nil)
@@ -100,7 +101,7 @@ struct ChatCompletionRequestTests {
     @Test("a message with a nil content encodes without the key")
     func nilContentOmitted() throws {
         #expect(
-            try JSONValue(encoding: ChatMessage(role: .assistant, content: nil))
+            try JSONTree(encoding: ChatMessage(role: .assistant, content: nil))
                 == .object(["role": .string("assistant")]))
     }
 

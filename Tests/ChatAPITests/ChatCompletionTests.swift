@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("ChatCompletion and ChatCompletionChunk decoding")
@@ -178,10 +179,10 @@ struct ChatCompletionTests {
             choices: [.init(message: .init(content: "متن / text"), finishReason: "stop")],
             usage: Usage(promptTokens: 1, completionTokens: 2, totalTokens: 3)
         )
-        let json = try JSONValue(encoding: completion)
+        let json = try JSONTree(encoding: completion)
         #expect(
             json
-                == (try JSONValue(
+                == (try JSONTree(
                     parsing: #"""
                         {"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m",
                          "choices":[{"index":0,"message":{"role":"assistant","content":"متن / text"},\#
@@ -195,8 +196,8 @@ struct ChatCompletionTests {
     func chunkRoundTrip() throws {
         let chunk = ChatCompletionChunk(id: "c", created: 1, model: "m", choices: [.init(delta: .init(content: "hi"))])
         #expect(
-            try JSONValue(encoding: chunk)
-                == (try JSONValue(
+            try JSONTree(encoding: chunk)
+                == (try JSONTree(
                     parsing: #"""
                         {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",
                          "choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}
@@ -206,8 +207,8 @@ struct ChatCompletionTests {
         let usageChunk = ChatCompletionChunk(
             id: "c", choices: [], usage: Usage(promptTokens: 1, completionTokens: 1, totalTokens: 2))
         #expect(
-            try JSONValue(encoding: usageChunk)
-                == (try JSONValue(
+            try JSONTree(encoding: usageChunk)
+                == (try JSONTree(
                     parsing: #"""
                         {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,\#
                         "completion_tokens":1,"total_tokens":2}}

@@ -1,13 +1,14 @@
 import Testing
 
 @testable import ChatAPI
+@testable import JSON
 
 /// What clients send is read as I-JSON (RFC 7493): a repeated member name or a lone surrogate
 /// escape is an error, in the whole parse, in the members reading, in the validation and in
 /// the decoding of a chat completions request.
 @Suite("I-JSON: repeated names and lone surrogates")
 struct IJSONTests {
-    typealias Value = ChatAPI.JSONValue
+    typealias Value = JSONValue
 
     /// Seventeen distinct members and more: past the names compared one by one.
     static func manyMembers(_ count: Int, then extra: String = "") -> String {

@@ -1,10 +1,11 @@
 import Testing
 
 @testable import ChatAPI
+@testable import JSON
 
 @Suite("JSONValue parser")
 struct JSONParserTests {
-    typealias Value = ChatAPI.JSONValue
+    typealias Value = JSONValue
 
     @Test(
         "parses valid documents",

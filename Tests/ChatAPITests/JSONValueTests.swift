@@ -1,11 +1,12 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("JSON test helper and shared coders")
 struct JSONValueTests {
     @Test("booleans, numbers and null are told apart")
     func scalarKinds() throws {
-        let value = try JSONValue(parsing: #"{"t": true, "one": 1, "zero": 0, "n": null, "s": "1"}"#)
+        let value = try JSONTree(parsing: #"{"t": true, "one": 1, "zero": 0, "n": null, "s": "1"}"#)
         #expect(
             value == .object(["t": .bool(true), "one": .number(1), "zero": .number(0), "n": .null, "s": .string("1")]))
     }

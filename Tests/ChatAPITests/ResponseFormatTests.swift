@@ -1,10 +1,11 @@
 import ChatAPI
+import JSON
 import Testing
 
-/// `response_format` on ``ChatCompletionRequest`` and the ``ChatAPI/JSONValue`` it holds.
+/// `response_format` on ``ChatCompletionRequest`` and the ``ChatAPI/JSONTree`` it holds.
 @Suite("response_format and JSONValue written back")
 struct ResponseFormatTests {
-    static let format: ChatAPI.JSONValue = .object([
+    static let format: JSONValue = .object([
         "type": .string("json_schema"),
         "json_schema": .object([
             "name": .string("key-points"), "strict": .bool(true),
@@ -20,7 +21,7 @@ struct ResponseFormatTests {
         let request = ChatCompletionRequest(
             model: "m", messages: [ChatMessage(role: .user, content: "hi")], user: "u", responseFormat: Self.format)
         let direct = String(decoding: request.jsonBytes(), as: UTF8.self)
-        #expect(try JSONValue(parsing: direct) == JSONValue(encoding: request))
+        #expect(try JSONTree(parsing: direct) == JSONTree(encoding: request))
         #expect(
             direct.hasSuffix(
                 #","user":"u","response_format":{"json_schema":{"name":"key-points","schema":{"maxItems":20,"#
@@ -49,9 +50,9 @@ struct ResponseFormatTests {
         ]
     )
     func writing(input: String, expected: String) throws {
-        let value = try ChatAPI.JSONValue.parse(Array(input.utf8))
+        let value = try JSONValue.parse(Array(input.utf8))
         #expect(String(decoding: value.jsonBytes(), as: UTF8.self) == expected)
-        #expect(try ChatAPI.JSONValue.parse(value.jsonBytes()) == value)
-        #expect(try JSON.decode(ChatAPI.JSONValue.self, from: try JSON.encode(value)) == value)
+        #expect(try JSONValue.parse(value.jsonBytes()) == value)
+        #expect(try JSON.decode(JSONValue.self, from: try JSON.encode(value)) == value)
     }
 }

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("ServerSentEventWriter")

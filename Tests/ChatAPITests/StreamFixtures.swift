@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 
 /// A realistic OpenAI stream: role chunk, two text chunks (one with an escaped newline
 /// and Persian text), a finish chunk, the usage chunk with `choices: []`, a heartbeat

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import Testing
 
 @Suite("UpstreamErrorBody")
@@ -78,8 +79,8 @@ struct UpstreamErrorBodyTests {
     func encodes() throws {
         let body = UpstreamErrorBody(message: "m", code: "c")
         #expect(
-            try JSONValue(encoding: body)
-                == (try JSONValue(parsing: #"{"error":{"message":"m","type":null,"param":null,"code":"c"}}"#)))
+            try JSONTree(encoding: body)
+                == (try JSONTree(parsing: #"{"error":{"message":"m","type":null,"param":null,"code":"c"}}"#)))
         #expect(UpstreamErrorBody.decode(from: try JSON.encode(body)) == body)
     }
 }

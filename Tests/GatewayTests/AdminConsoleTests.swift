@@ -1,7 +1,7 @@
 import AdminConsole
-import ChatAPI
 import EventLoop
 import HTTPClient
+import JSON
 import Postgres
 import Store
 import TestSupport

@@ -1,5 +1,5 @@
-import ChatAPI
 import Foundation
+import JSON
 
 @testable import Access
 

@@ -1,5 +1,5 @@
-import ChatAPI
 import Foundation
+import JSON
 
 /// The real iOS 14.4 attestation and assertion in `Fixtures/app-attest/ios-14.4.json` (see the
 /// README beside it), decoded from base64.

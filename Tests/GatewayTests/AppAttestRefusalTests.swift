@@ -1,7 +1,7 @@
-import ChatAPI
 import Crypto
 import GatewayTestSupport
 import HTTPClient
+import JSON
 import Redis
 import Store
 import TestSupport

@@ -1,9 +1,9 @@
-import ChatAPI
 import Crypto
 import GatewayTestSupport
 import HTTP1
 import HTTPClient
 import HTTPServer
+import JSON
 import Store
 import Synchronization
 import TestSupport

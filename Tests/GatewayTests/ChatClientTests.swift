@@ -2,6 +2,7 @@ import ChatAPI
 import EventLoop
 import HTTPClient
 import HTTPServer
+import JSON
 import MockUpstream
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
-import ChatAPI
 import Gateway
 import HTTPClient
+import JSON
 import TestSupport
 import Testing
 
@@ -11,7 +11,7 @@ import Testing
 /// narrow, and a request's worst case is bounded before it goes upstream.
 @Suite("Closed by default: failed credentials, the guest rule, costs bounded before the call", .serialized)
 struct ClosedByDefaultTests {
-    typealias Value = ChatAPI.JSONValue
+    typealias Value = JSONValue
     static let sample = ProcessEndToEndTests.sample
     static let invalidToken = #"Bearer error="invalid_token""#
 

@@ -4,6 +4,7 @@ import Gateway
 import GatewayTestSupport
 import HTTPClient
 import HTTPServer
+import JSON
 import MockUpstream
 
 @testable import Telemetry

@@ -1,5 +1,5 @@
-import ChatAPI
 import HTTPClient
+import JSON
 import Store
 import Synchronization
 import TestSupport

@@ -1,6 +1,6 @@
-import ChatAPI
 import EventLoop
 import HTTPClient
+import JSON
 import Store
 import Synchronization
 import TestSupport

@@ -1,5 +1,5 @@
-import ChatAPI
 import HTTPClient
+import JSON
 import MockUpstream
 import TestSupport
 import Testing

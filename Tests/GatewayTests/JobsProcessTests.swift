@@ -1,7 +1,7 @@
-import ChatAPI
 import EventLoop
 import HTTPClient
 import HTTPServer
+import JSON
 import MockUpstream
 import Store
 import TestSupport

@@ -1,6 +1,7 @@
 import ChatAPI
 import Gateway
 import HTTPClient
+import JSON
 import TestSupport
 import Testing
 

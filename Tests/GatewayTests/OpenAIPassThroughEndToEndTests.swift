@@ -1,6 +1,7 @@
 import ChatAPI
 import Gateway
 import HTTPClient
+import JSON
 import MockUpstream
 import TestSupport
 import Testing
@@ -11,7 +12,7 @@ import Testing
 /// and the answer comes back as the upstream gave it.
 @Suite("OpenAI-compatible /v1 passes requests and answers through", .serialized)
 struct OpenAIPassThroughEndToEndTests {
-    typealias Value = ChatAPI.JSONValue
+    typealias Value = JSONValue
 
     static let configure = OpenAIEndToEndTests.configure // aliases fast/smart, max_tokens 500
 
@@ -246,9 +247,9 @@ struct OpenAIPassThroughEndToEndTests {
     }
 }
 
-extension ChatAPI.JSONValue {
+extension JSONValue {
     /// The first element of an array.
-    var firstElement: ChatAPI.JSONValue? {
+    var firstElement: JSONValue? {
         if case .array(let elements) = self { return elements.first }
         return nil
     }

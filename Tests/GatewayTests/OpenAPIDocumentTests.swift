@@ -1,7 +1,7 @@
-import ChatAPI
 import EventLoop
 import Foundation
 import HTTPClient
+import JSON
 import Store
 import Testing
 

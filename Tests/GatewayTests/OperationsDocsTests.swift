@@ -1,7 +1,7 @@
-import ChatAPI
 import EventLoop
 import Gateway
 import HTTPClient
+import JSON
 import Redis
 import TestSupport
 import Testing

@@ -1,5 +1,5 @@
-import ChatAPI
 import HTTPClient
+import JSON
 import Postgres
 import TestSupport
 import Testing

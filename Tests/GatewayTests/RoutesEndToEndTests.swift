@@ -1,6 +1,6 @@
-import ChatAPI
 import Gateway
 import HTTPClient
+import JSON
 import Testing
 
 @testable import Access

@@ -1,6 +1,6 @@
-import ChatAPI
 import Gateway
 import HTTPClient
+import JSON
 import TestSupport
 import Testing
 

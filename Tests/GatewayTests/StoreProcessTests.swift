@@ -1,7 +1,7 @@
-import ChatAPI
 import Gateway
 import HTTPClient
 import HTTPServer
+import JSON
 import MockUpstream
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import ChatAPI
 import EventLoop
 import Gateway
 import HTTPClient
+import JSON
 import TestSupport
 import Testing
 

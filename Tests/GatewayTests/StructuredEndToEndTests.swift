@@ -1,5 +1,6 @@
 import ChatAPI
 import HTTPClient
+import JSON
 import MockUpstream
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import ChatAPI
 import Crypto
+import JSON
 import Redis
 import Testing
 

@@ -3,6 +3,7 @@ import EventLoop
 import Gateway
 import HTTPClient
 import HTTPServer
+import JSON
 import MockUpstream
 import TestSupport
 import Testing

@@ -1,4 +1,4 @@
-import ChatAPI
+import JSON
 
 /// Google's attestation revocation list (the JSON at
 /// `https://android.googleapis.com/attestation/status`): certificates by serial number, each

@@ -1,4 +1,4 @@
-package import ChatAPI
+package import JSON
 
 /// A JWT in the JWS compact serialization (RFC 7515 §7.1): `header.payload.signature`,
 /// each part base64url without padding. Parsing reads the header only; the claims are

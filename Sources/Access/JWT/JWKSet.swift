@@ -1,5 +1,5 @@
-import ChatAPI
 import Crypto
+import JSON
 
 /// A JWK Set (RFC 7517 §5), as read from `JWT_JWKS_FILE` or `JWT_JWKS_URL`: the signing
 /// keys the gateway can use, by `kid`.

@@ -1,5 +1,5 @@
-import ChatAPI
 public import Crypto
+import JSON
 
 /// One verification key from a JWK Set (RFC 7517): its `kid`, the public key, and the
 /// one algorithm it verifies. The key decides the algorithm, never the token: an RSA key

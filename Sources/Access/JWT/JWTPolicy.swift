@@ -1,4 +1,4 @@
-import ChatAPI
+import JSON
 import Telemetry
 
 /// What a verified token's claims must say, from configuration (docs/api.md, "Sign-in with

@@ -1,7 +1,7 @@
 import Access
-import ChatAPI
 import HTTP1
 import HTTPServer
+import JSON
 import Store
 import Telemetry
 import Upstream

@@ -1,6 +1,6 @@
-import ChatAPI
 import EventLoop
 public import HTTPClient
+import JSON
 import Telemetry
 public import TextTasks
 import Upstream

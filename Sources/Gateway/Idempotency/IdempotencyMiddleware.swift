@@ -1,8 +1,8 @@
 import Access
-import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import JSON
 import Store
 
 /// `Idempotency-Key` on the routes that spend tokens (docs/api.md, "Retries"). Without the

@@ -1,6 +1,7 @@
 import ChatAPI
 import HTTP1
 import HTTPServer
+import JSON
 
 /// The two shapes a gateway error takes, one per route group.
 enum ErrorShape: Sendable {

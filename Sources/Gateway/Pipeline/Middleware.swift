@@ -3,6 +3,8 @@ import ChatAPI
 import Crypto
 import HTTP1
 import HTTPServer
+import JSON
+import Store
 import Telemetry
 
 /// What a route (with its middleware) is: a request and its context in, an answer out.

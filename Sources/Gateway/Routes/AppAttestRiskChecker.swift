@@ -1,8 +1,8 @@
 import Access
-import ChatAPI
 import Crypto
 import EventLoop
 import HTTPClient
+import JSON
 import Store
 import Synchronization
 import Telemetry

@@ -1,7 +1,7 @@
 import Access
-import ChatAPI
 import HTTP1
 import HTTPServer
+import JSON
 
 /// `POST /api/attest/challenge`: a one-use challenge for a registration or a session
 /// (docs/app-attest.md). The body, if any, is not read.

@@ -1,5 +1,5 @@
-import ChatAPI
 import HTTPServer
+import JSON
 import Telemetry
 
 /// `GET|HEAD /api/health`: liveness, with the time and the version.

@@ -1,6 +1,6 @@
-import ChatAPI
 import HTTP1
 import HTTPServer
+import JSON
 import Store
 import Telemetry
 

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 
 extension JSONWriter {
     /// `"usage": {"inputTokens","outputTokens","totalTokens"}`, or `"usage": null` when the

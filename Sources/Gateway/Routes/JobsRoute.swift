@@ -3,6 +3,7 @@ import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import JSON
 import Jobs
 import Store
 import Telemetry

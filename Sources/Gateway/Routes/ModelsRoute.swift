@@ -1,5 +1,5 @@
-import ChatAPI
 import HTTPServer
+import JSON
 
 /// `GET /v1/models`: the model aliases this gateway allows.
 struct ModelsRoute: ResponseHandler {

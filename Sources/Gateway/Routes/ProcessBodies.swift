@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 import TextTasks
 
 /// The upstream bodies of `/api/process`. Each is a pure function of the request and of the

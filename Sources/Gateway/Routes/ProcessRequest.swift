@@ -1,4 +1,4 @@
-import ChatAPI
+import JSON
 import TextTasks
 
 #if canImport(Glibc)

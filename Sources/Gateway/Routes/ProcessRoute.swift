@@ -2,6 +2,7 @@ import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import JSON
 import Telemetry
 import Upstream
 

@@ -1,6 +1,7 @@
 import ChatAPI
 import EventLoop
 import HTTPServer
+import JSON
 import Telemetry
 import TextTasks
 import Upstream

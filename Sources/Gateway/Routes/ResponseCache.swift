@@ -1,5 +1,6 @@
 import ChatAPI
 import EventLoop
+import JSON
 import Synchronization
 import TextTasks
 

@@ -1,4 +1,5 @@
 import ChatAPI
+import JSON
 
 extension ServerSentEventWriter {
     /// One event named `name` whose data is the JSON object `body` writes: the shape of every

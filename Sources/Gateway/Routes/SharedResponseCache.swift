@@ -1,6 +1,7 @@
 import ChatAPI
 import Crypto
 import EventLoop
+import JSON
 import Redis
 import Synchronization
 import Telemetry

@@ -1,6 +1,7 @@
 import Access
 import ChatAPI
 import HTTPServer
+import JSON
 import Store
 import Telemetry
 

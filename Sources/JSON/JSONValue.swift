@@ -39,7 +39,7 @@ public enum JSONValue: Sendable, Equatable {
         try parse(bytes, maximumDepth: maximumDepth, strictness: .interoperable)
     }
 
-    static func parse(
+    package static func parse(
         _ bytes: [UInt8], maximumDepth: Int = 64, strictness: JSONByteParser.Strictness
     ) throws(JSONParseError) -> JSONValue {
         var parser = JSONByteParser(maximumDepth: maximumDepth, strictness: strictness)
@@ -49,7 +49,7 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// Checks `bytes` exactly as ``parse(_:maximumDepth:)`` does, without building the value.
-    static func validate(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) {
+    package static func validate(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) {
         var parser = JSONByteParser(maximumDepth: maximumDepth)
         try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
             try parser.validateDocument(buffer)
@@ -77,13 +77,18 @@ public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible
     public let offset: Int
     public let reason: String
     public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+
+    package init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
 }
 
 /// The parser behind ``JSONValue/parse(_:maximumDepth:)``; ``ChatCompletion`` also reads
 /// with its primitives directly (see `ChatCompletion+JSONValue.swift`).
-struct JSONByteParser {
+package struct JSONByteParser {
     /// What the parser refuses beyond RFC 8259's grammar.
-    enum Strictness {
+    package enum Strictness {
         /// I-JSON (RFC 7493), for what clients send: a repeated member name and a lone
         /// surrogate escape are errors.
         case interoperable
@@ -92,25 +97,25 @@ struct JSONByteParser {
         case lenient
     }
 
-    let maximumDepth: Int
-    let strictness: Strictness
-    private(set) var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
-    var index = 0
+    package let maximumDepth: Int
+    package let strictness: Strictness
+    package private(set) var input = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    package var index = 0
     private var depth = 0
 
-    init(maximumDepth: Int, strictness: Strictness = .interoperable) {
+    package init(maximumDepth: Int, strictness: Strictness = .interoperable) {
         self.maximumDepth = maximumDepth
         self.strictness = strictness
     }
 
     /// Starts reading `buffer` from its first byte.
-    mutating func begin(_ buffer: UnsafeBufferPointer<UInt8>) {
+    package mutating func begin(_ buffer: UnsafeBufferPointer<UInt8>) {
         input = buffer
         index = 0
         depth = 0
     }
 
-    mutating func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+    package mutating func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
         begin(buffer)
         skipWhitespace()
         let value = try parseValue()
@@ -119,7 +124,7 @@ struct JSONByteParser {
         return value
     }
 
-    mutating func parseMembers(of buffer: UnsafeBufferPointer<UInt8>, named names: [StaticString])
+    package mutating func parseMembers(of buffer: UnsafeBufferPointer<UInt8>, named names: [StaticString])
         throws(JSONParseError) -> [JSONValue?]?
     {
         begin(buffer)
@@ -158,7 +163,7 @@ struct JSONByteParser {
     }
 
     /// Whether the bytes of a plain member name are `expected`.
-    static func name(_ key: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
+    package static func name(_ key: UnsafeBufferPointer<UInt8>, is expected: StaticString) -> Bool {
         guard key.count == expected.utf8CodeUnitCount else { return false }
         guard let start = key.baseAddress else { return true } // both empty
         return memcmp(start, expected.utf8Start, key.count) == 0
@@ -166,13 +171,13 @@ struct JSONByteParser {
 
     /// A member name as read: its bytes when it has no escapes (not yet checked for UTF-8: the
     /// caller keeps, compares or checks it), else the decoded string.
-    enum MemberName {
+    package enum MemberName {
         case plain(UnsafeBufferPointer<UInt8>)
         case escaped(String)
     }
 
     /// A member's name as a string: its bytes checked as UTF-8, or its unescaped text.
-    func key(of name: MemberName) throws(JSONParseError) -> String {
+    package func key(of name: MemberName) throws(JSONParseError) -> String {
         switch name {
         case .plain(let bytes):
             guard let text = UTF8Text.string(bytes) else { throw error("invalid UTF-8") }
@@ -185,7 +190,7 @@ struct JSONByteParser {
     /// Moves to the next member of the object being read — after its `{` (`first`) or after a
     /// member's value — and returns its name with the parser on its value; nil after the
     /// closing `}`, which also leaves the object's depth.
-    mutating func nextMemberName(_ first: inout Bool) throws(JSONParseError) -> MemberName? {
+    package mutating func nextMemberName(_ first: inout Bool) throws(JSONParseError) -> MemberName? {
         skipWhitespace()
         guard index < input.count else { throw error("unexpected end") }
         if input[index] == UInt8(ascii: "}") {
@@ -216,11 +221,11 @@ struct JSONByteParser {
         return name
     }
 
-    func error(_ reason: String) -> JSONParseError {
+    package func error(_ reason: String) -> JSONParseError {
         JSONParseError(offset: index, reason: reason)
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < input.count {
             switch input[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -229,7 +234,7 @@ struct JSONByteParser {
         }
     }
 
-    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    package mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < input.count else { throw error("unexpected end") }
         switch input[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -249,7 +254,7 @@ struct JSONByteParser {
         }
     }
 
-    mutating func literal(_ word: StaticString) throws(JSONParseError) {
+    package mutating func literal(_ word: StaticString) throws(JSONParseError) {
         let count = word.utf8CodeUnitCount
         guard index + count <= input.count else { throw error("unexpected end") }
         for offset in 0..<count where input[index + offset] != word.utf8Start[offset] {
@@ -258,7 +263,7 @@ struct JSONByteParser {
         index += count
     }
 
-    mutating func enter() throws(JSONParseError) {
+    package mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > maximumDepth { throw error("nested too deeply") }
     }
@@ -302,7 +307,7 @@ struct JSONByteParser {
     /// Moves to the next element of the array being read — after its `[` (`first`) or after
     /// an element — and returns true with the parser on it; false after the closing `]`, which
     /// also leaves the array's depth. The array counterpart of ``nextMemberName(_:)``.
-    mutating func nextElement(_ first: inout Bool) throws(JSONParseError) -> Bool {
+    package mutating func nextElement(_ first: inout Bool) throws(JSONParseError) -> Bool {
         skipWhitespace()
         guard index < input.count else { throw error("unexpected end") }
         if input[index] == UInt8(ascii: "]") {
@@ -320,7 +325,7 @@ struct JSONByteParser {
     }
 
     /// A string starting at the opening quote; leaves `index` after the closing one.
-    mutating func parseString() throws(JSONParseError) -> String {
+    package mutating func parseString() throws(JSONParseError) -> String {
         index += 1
         let start = index
         // Fast path: no escape before the closing quote.
@@ -371,7 +376,7 @@ struct JSONByteParser {
 
     /// The scalar of `\uXXXX` (after the `u`), joining a surrogate pair. A lone surrogate is
     /// an error, or U+FFFD when lenient.
-    mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+    package mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
         let escapeStart = index - 2
         let high = try hex4()
         if (0xD800...0xDBFF).contains(high) {
@@ -417,7 +422,7 @@ struct JSONByteParser {
         bytes.append(contentsOf: String(scalar).utf8)
     }
 
-    mutating func parseNumber() throws(JSONParseError) -> Double {
+    package mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = index
         if input[index] == UInt8(ascii: "-") { index += 1 }
         let digitsStart = index

@@ -12,7 +12,9 @@
 /// them in turn: nothing is allocated, and a plain ASCII name (the usual case) is compared
 /// byte for byte, which for ASCII is string equality. From the 17th name on, a `Set` keeps
 /// them instead, so a large object is not quadratic.
-struct JSONMemberNames {
+package struct JSONMemberNames {
+    package init() {}
+
     private enum Name {
         /// Plain ASCII bytes of the input.
         case ascii(UnsafeBufferPointer<UInt8>)
@@ -45,7 +47,7 @@ struct JSONMemberNames {
     private var overflow: Set<String>?
 
     /// Adds `name` (its bytes valid UTF-8) and returns false when an equal name came before.
-    mutating func insert(_ name: JSONByteParser.MemberName) -> Bool {
+    package mutating func insert(_ name: JSONByteParser.MemberName) -> Bool {
         let new: Name
         switch name {
         case .plain(let bytes):

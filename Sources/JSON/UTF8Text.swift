@@ -5,7 +5,7 @@
 /// Text from UTF-8 bytes that must be valid: the same verdict as
 /// `String(validating:as: UTF8.self)` at a fraction of its cost on the hot paths (that
 /// initializer is generic and looks up type metadata on every call).
-enum UTF8Text {
+package enum UTF8Text {
     /// The string of `bytes`, or nil when they are not valid UTF-8 (overlong forms, surrogates,
     /// scalars above U+10FFFF, stray or missing continuation bytes).
     ///
@@ -13,7 +13,7 @@ enum UTF8Text {
     /// U+FFFD (EF BF BD). A replacement always changes the bytes at that place (the ill-formed
     /// sequence cannot itself be EF BF BD, which is well-formed), so the bytes are valid exactly
     /// when the string's UTF-8 equals them.
-    static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    package static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         let text = String(decoding: bytes, as: UTF8.self)
         let unchanged =
             text.utf8.withContiguousStorageIfAvailable { decoded in
@@ -27,7 +27,7 @@ enum UTF8Text {
 
     /// Whether `bytes` are valid UTF-8: plain ASCII is answered eight bytes at a time, anything
     /// else by ``string(_:)``.
-    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         if let base = bytes.baseAddress {
             while index + 8 <= bytes.count,

@@ -2,7 +2,7 @@ extension JSONByteParser {
     /// Checks that `buffer` is one JSON document, with the verdict of ``parseDocument(_:)``
     /// under the same strictness, without building its value: no string, array or
     /// dictionary is made (a member name only when it must be compared as a string).
-    mutating func validateDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) {
+    package mutating func validateDocument(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) {
         begin(buffer)
         skipWhitespace()
         try skipValue()
@@ -11,7 +11,7 @@ extension JSONByteParser {
     }
 
     /// Checks and skips the value at the parser, as ``validateDocument(_:)`` checks it.
-    mutating func skipValue() throws(JSONParseError) {
+    package mutating func skipValue() throws(JSONParseError) {
         guard index < input.count else { throw error("unexpected end") }
         switch input[index] {
         case UInt8(ascii: "{"): try skipObject()

@@ -1,6 +1,6 @@
 import EventLoop
-package import Store
 import Synchronization
+package import Telemetry
 
 /// Store errors while the gateway runs: each one counted in
 /// `textgateway_store_errors_total{operation}`, and logged at most once a minute per

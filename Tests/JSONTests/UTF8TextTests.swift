@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ChatAPI
+@testable import JSON
 
 @Suite("UTF-8 validation for JSON strings")
 struct UTF8TextTests {

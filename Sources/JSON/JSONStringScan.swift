@@ -5,14 +5,14 @@
 /// non-zero exactly when some byte of `x` is zero, and with `0x20` in place of `0x01` exactly
 /// when some byte is below 0x20. A word that tests non-zero holds a byte we stop at, so the
 /// byte-by-byte loop that follows finds it within eight bytes.
-enum JSONStringScan {
+package enum JSONStringScan {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highBits: UInt64 = 0x8080_8080_8080_8080
 
     /// The index of the first byte at or after `start` that is `"`, `\`, below 0x20, or (when
     /// `delete` is set) 0x7F; `bytes.count` when there is none.
     @inline(__always)
-    static func firstSpecial(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, delete: Bool) -> Int {
+    package static func firstSpecial(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, delete: Bool) -> Int {
         var index = start
         if let base = bytes.baseAddress {
             while index + 8 <= bytes.count {

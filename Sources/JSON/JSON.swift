@@ -46,7 +46,7 @@ public enum JSON {
     }
 
     /// The nesting `JSONDecoder` itself allows, so the check refuses no deeper document.
-    static let maximumClientDepth = 512
+    package static let maximumClientDepth = 512
 }
 
 /// A type read from what clients send, held to I-JSON (RFC 7493) by

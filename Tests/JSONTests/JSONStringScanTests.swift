@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ChatAPI
+@testable import JSON
 
 @Suite("Word-at-a-time scan of JSON string bytes")
 struct JSONStringScanTests {

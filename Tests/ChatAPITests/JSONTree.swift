@@ -1,13 +1,13 @@
-import ChatAPI
+import JSON
 
 /// A decoded JSON tree, so tests compare JSON by structure rather than by spelling.
-enum JSONValue: Decodable, Equatable, CustomStringConvertible {
+enum JSONTree: Decodable, Equatable, CustomStringConvertible {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([JSONTree])
+    case object([String: JSONTree])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -19,21 +19,21 @@ enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             self = .number(number)
         } else if let string = try? container.decode(String.self) {
             self = .string(string)
-        } else if let array = try? container.decode([JSONValue].self) {
+        } else if let array = try? container.decode([JSONTree].self) {
             self = .array(array)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: JSONTree].self))
         }
     }
 
     /// Parses JSON text.
     init(parsing text: String) throws {
-        self = try JSON.decode(JSONValue.self, from: Array(text.utf8))
+        self = try JSON.decode(JSONTree.self, from: Array(text.utf8))
     }
 
     /// Encodes `value` with the module's encoder and parses the result.
     init(encoding value: some Encodable) throws {
-        self = try JSON.decode(JSONValue.self, from: JSON.encode(value))
+        self = try JSON.decode(JSONTree.self, from: JSON.encode(value))
     }
 
     var description: String {
