@@ -18,7 +18,7 @@ help:
 	@echo "make bare-check    the README's Quick start demo command, as written, in the bare swift:6.3-bookworm image"
 	@echo "make real-upstream-check  the gateway in front of llama.cpp's llama-server (SmolLM2-135M, built once into LLAMA_DIR): tasks, streams, /v1, json, context overflow, hang-up, a job, eval"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
-	@echo "make import-check  each target imports only the modules docs/architecture.md allows it"
+	@echo "make import-check  Package.swift's dependencies within docs/architecture.md's Targets table, every import within Package.swift (after the check's self-test)"
 	@echo "make console-check the operator console (/admin) in headless Chromium against the gateway and mock: login, totals, languages, tokens made and revoked from the page, CSV export, screenshots in .build/console-artefacts (installs chromium when missing)"
 	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock, open and with tokens required: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
@@ -178,7 +178,9 @@ test-openai:
 openapi-check:
 	scripts/openapi-check.sh
 
+# The self-test first: a check that passes everything proves nothing.
 import-check:
+	scripts/import-check.sh --self-test
 	scripts/import-check.sh
 
 # The operator console in headless Chromium over the DevTools protocol (Python standard library).
