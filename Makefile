@@ -148,7 +148,7 @@ mock:
 	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)
 
 drills:
-	Benchmarks/drills.sh
+	drills/drills.sh
 
 instances-check nginx-check:
 	scripts/instances-check.sh

@@ -36,8 +36,8 @@ gateway_pid=$started_pid
 echo "TextGateway jobs — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(nproc) cores; upstream latency ${latency} ms"
 python3 - "$started_port" "$mock_port" "$gateway_pid" "$characters" "$jobs" "$rounds" <<'PYTHON'
 import asyncio, json, statistics, sys, time
-sys.path.insert(0, "Benchmarks")
-from drills import long_text, job_request, rss_kib
+sys.path.insert(0, "drills")
+from common import long_text, job_request, rss_kib
 
 port, mock_port, pid, characters, jobs, rounds = (int(value) for value in sys.argv[1:])
 

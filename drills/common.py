@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault drills for TextGateway: the load and check client that Benchmarks/drills.sh runs.
+"""Fault drills for TextGateway: the load and check client that drills/drills.sh runs.
 
 Python 3.11 standard library only. Every request is one asyncio coroutine on a raw socket
 speaking HTTP/1.1 by hand (Content-Length request bodies; responses framed by
