@@ -3,7 +3,9 @@
 #
 # Builds mock-upstream and text-gateway (release), then for each drill starts a fresh mock
 # (on a port the kernel picks) and a fresh gateway (clean environment, empty directory, a
-# free port), runs drills/common.py against them and stops them:
+# free port), runs the drill's client against them and stops them. Each drill's client is
+# its own file beside this script (upstream-restart in drills/upstream_restart.py, and so on),
+# over the helpers of drills/common.py:
 #   1 upstream-restart  steady load; the mock is SIGKILLed mid-run, restarted on the same
 #                       port a few seconds later; contract statuses only, bounded latency,
 #                       no reset or hung connection, recovery without restarting the gateway
@@ -163,7 +165,7 @@ drill_upstream_restart() {
     echo "== 1. upstream killed mid-run and restarted ($clients clients, $stream_share of them streaming; mock latency 80 ms, UPSTREAM_TIMEOUT_SECONDS=$timeout)"
     start_mock upstream-restart.mock 0 --latency-ms 80
     start_gateway upstream-restart.gateway UPSTREAM_TIMEOUT_SECONDS=$timeout UPSTREAM_CONNECT_TIMEOUT_SECONDS=2 LOG_LEVEL=warning
-    python3 drills/common.py upstream-restart --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
+    python3 drills/upstream_restart.py --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
         --upstream-timeout "$timeout" --marks "$marks" --ready "$ready" --after-restart 6 &
     client_pid=$!
     for _ in $(seq 300); do # up to 30 s for the load to be steady
@@ -195,7 +197,7 @@ drill_upstream_faults() {
     echo "== 2. upstream slow, garbage, empty, failing; streams cut (UPSTREAM_TIMEOUT_SECONDS=$timeout, STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=$first_token)"
     start_mock upstream-faults.mock 0
     start_gateway upstream-faults.gateway UPSTREAM_TIMEOUT_SECONDS=$timeout STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=$first_token
-    python3 drills/common.py upstream-faults --port "$gateway_port" \
+    python3 drills/upstream_faults.py --port "$gateway_port" \
         --upstream-timeout "$timeout" --first-token-timeout "$first_token" || status=$?
     stop_all
     record upstream-faults "$status"
@@ -210,7 +212,7 @@ drill_disconnects() {
     # their last use, so "back to baseline" is checked against what is kept on purpose. The
     # store is off: its page cache filling up would read as growth here (drill 6 is the store's).
     start_gateway disconnects.gateway UPSTREAM_TIMEOUT_SECONDS=30 UPSTREAM_IDLE_TIMEOUT_SECONDS=1 LOG_LEVEL=warning DATABASE_URL=off
-    python3 drills/common.py disconnects --port "$gateway_port" --gateway-pid "$gateway_pid" \
+    python3 drills/disconnects.py --port "$gateway_port" --gateway-pid "$gateway_pid" \
         --mock-port "$mock_port" --requests "$disconnects" --rounds "$disconnect_rounds" || status=$?
     stop_all
     record disconnects "$status"
@@ -222,7 +224,7 @@ drill_sigterm() {
     echo "== 4. SIGTERM with $sigterm_requests requests in flight (mock latency 1 s, SHUTDOWN_GRACE_SECONDS=$grace)"
     start_mock sigterm.mock 0 --latency-ms 1000
     start_gateway sigterm.gateway SHUTDOWN_GRACE_SECONDS=$grace UPSTREAM_TIMEOUT_SECONDS=30
-    python3 drills/common.py sigterm --port "$gateway_port" --gateway-pid "$gateway_pid" \
+    python3 drills/sigterm.py --port "$gateway_port" --gateway-pid "$gateway_pid" \
         --requests "$sigterm_requests" --grace "$grace" --exit-file "$exit_file" &
     client_pid=$!
     # The client sends SIGTERM; reap the gateway here (SIGKILL if it outlives the grace
@@ -249,7 +251,7 @@ drill_large_bodies() {
     echo "== 5. bodies just under MAX_BODY_BYTES=1048576, each sent 10 times on one connection"
     start_mock large-bodies.mock 0
     start_gateway large-bodies.gateway MAX_BODY_BYTES=1048576 LOG_LEVEL=warning
-    python3 drills/common.py large-bodies --port "$gateway_port" --gateway-pid "$gateway_pid" --max-body-bytes 1048576 || status=$?
+    python3 drills/large_bodies.py --port "$gateway_port" --gateway-pid "$gateway_pid" --max-body-bytes 1048576 || status=$?
     stop_all
     record large-bodies "$status"
 }
@@ -262,14 +264,14 @@ drill_store_kill() {
     start_mock store-kill.mock 0
     # The same run directory both times: the same store (data/textgateway.sqlite in it).
     start_gateway store-kill.gateway LEDGER_DURABILITY=strict GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
-    python3 drills/common.py store-kill --phase load --port "$gateway_port" --gateway-pid "$gateway_pid" \
+    python3 drills/store_kill.py --phase load --port "$gateway_port" --gateway-pid "$gateway_pid" \
         --requests "$store_requests" --token "$token" --answered "$answered" || status=$?
     # Reaped quietly: the shell would report the SIGKILL the drill itself sent.
     { wait "$gateway_pid"; } 2>/dev/null || true
     gateway_pid=
     if [ "$status" -eq 0 ]; then
         start_gateway store-kill.gateway LEDGER_DURABILITY=strict GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
-        python3 drills/common.py store-kill --phase verify --port "$gateway_port" --token "$token" --answered "$answered" || status=$?
+        python3 drills/store_kill.py --phase verify --port "$gateway_port" --token "$token" --answered "$answered" || status=$?
     fi
     stop_all
     record store-kill "$status"
@@ -289,7 +291,7 @@ drill_upstream_failover() {
         UPSTREAM_A_BASE_URL="$mock_url" UPSTREAM_A_API_KEY=$mock_key UPSTREAM_A_MODEL_ID=drill-model \
         UPSTREAM_B_BASE_URL="$second_url" UPSTREAM_B_API_KEY=$mock_key UPSTREAM_B_MODEL_ID=drill-model \
         UPSTREAM_TIMEOUT_SECONDS=$timeout UPSTREAM_CONNECT_TIMEOUT_SECONDS=1 UPSTREAM_COOLDOWN_SECONDS=$cooldown LOG_LEVEL=warning
-    python3 drills/common.py upstream-failover --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
+    python3 drills/upstream_failover.py --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
         --upstream-timeout "$timeout" --cooldown "$cooldown" --marks "$marks" --ready "$ready" &
     client_pid=$!
     for _ in $(seq 300); do
@@ -328,7 +330,7 @@ drill_jobs() {
     start_gateway jobs.gateway JOB_MAX_ACTIVE_PER_USER=20 LOG_LEVEL=warning
     local ratio=()
     [ -n "${DRILL_JOBS_P99_RATIO:-}" ] && ratio=(--p99-ratio "$DRILL_JOBS_P99_RATIO")
-    python3 drills/common.py jobs --port "$gateway_port" --gateway-pid "$gateway_pid" --mock-port "$mock_port" \
+    python3 drills/jobs.py --port "$gateway_port" --gateway-pid "$gateway_pid" --mock-port "$mock_port" \
         --upstream-latency-ms "$latency" ${ratio[@]+"${ratio[@]}"} || status=$?
     stop_all
     record jobs "$status"
@@ -341,7 +343,7 @@ drill_idempotent_retries() {
     echo "== 9. $idempotent_clients clients with an Idempotency-Key each (half streaming) hang up mid-answer and retry 1-4 s later"
     start_mock idempotent-retries.mock 0
     start_gateway idempotent-retries.gateway GATEWAY_TOKENS="$hash:drill:default" LOG_LEVEL=warning
-    python3 drills/common.py idempotent-retries --port "$gateway_port" --mock-port "$mock_port" --token "$token" \
+    python3 drills/idempotent_retries.py --port "$gateway_port" --mock-port "$mock_port" --token "$token" \
         --clients "$idempotent_clients" || status=$?
     stop_all
     record idempotent-retries "$status"
