@@ -1,4 +1,4 @@
-# Shell helpers shared by scripts/demo.sh and the Benchmarks/ scripts (sourced, not run).
+# Shell helpers shared by the scripts of scripts/, Benchmarks/ and drills/ (sourced, not run).
 
 # say MESSAGE: to standard error. die MESSAGE: the same after the script's name, then exit 1.
 say() { printf '%s\n' "$*" >&2; }
