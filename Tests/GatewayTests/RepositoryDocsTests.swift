@@ -226,7 +226,7 @@ struct RepositoryDocsTests {
     /// file inside the repository and, for a Markdown file with a `#fragment`, one of its
     /// headings (`#fragment` alone: one of the page's own).
     /// Where the repository's own paths start when a page cites them from the root.
-    static let pathRoots = ["Sources/", "Tests/", "scripts/", "Benchmarks/", "deploy/", "docs/", "Fuzz/"]
+    static let pathRoots = ["Sources/", "Tests/", "scripts/", "Benchmarks/", "drills/", "deploy/", "docs/", "Fuzz/"]
 
     /// The repository paths `markdown` cites from the root, in order, wherever they are: in
     /// prose, code spans, code blocks or link targets. A path starts at a root after anything
@@ -325,7 +325,7 @@ struct RepositoryDocsTests {
     // MARK: - Walking the tree
 
     /// Every text file (no NUL byte) under the repository's source, test, script, document,
-    /// benchmark and deployment folders, and its top-level files, by relative path; build
+    /// benchmark, drill and deployment folders, and its top-level files, by relative path; build
     /// products (`.build`) are left out.
     static func repositoryTextFiles() throws -> [(path: String, text: String)] {
         let manager = FileManager.default
@@ -347,8 +347,8 @@ struct RepositoryDocsTests {
             files.append((relative, String(decoding: data, as: UTF8.self)))
         }
         for top in [
-            "Sources", "Tests", "scripts", "docs", "Benchmarks", "deploy", "README.md", "Makefile", "Dockerfile",
-            ".env.example",
+            "Sources", "Tests", "scripts", "docs", "Benchmarks", "drills", "deploy", "README.md", "Makefile",
+            "Dockerfile", ".env.example",
         ] {
             try visit(top)
         }
