@@ -53,8 +53,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "HTTPServer", "HTTPClient", "JSON", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry",
-                "TextTasks",
-                "Upstream", "Access", "Jobs", "AdminConsole",
+                "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop", "HTTP1",
             ],
             swiftSettings: strict),
         // The operator's console: its page, style and script, built into the binary.
@@ -65,18 +64,21 @@ let package = Package(
         .executableTarget(
             name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
             swiftSettings: strict),
-        .target(name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI"], swiftSettings: strict),
+        .target(
+            name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI", "EventLoop", "HTTP1", "JSON"],
+            swiftSettings: strict),
         .target(name: "TextGatewayClient", swiftSettings: strict),
-        .executableTarget(name: "mock-upstream", dependencies: ["MockUpstream"], swiftSettings: strict),
+        .executableTarget(
+            name: "mock-upstream", dependencies: ["MockUpstream", "EventLoop", "HTTPServer"], swiftSettings: strict),
         .executableTarget(
             name: "bench-server",
-            dependencies: ["HTTPServer"],
+            dependencies: ["HTTPServer", "HTTP1"],
             path: "Benchmarks/bench-server",
             swiftSettings: strict
         ),
         .executableTarget(
             name: "bench-client",
-            dependencies: ["Upstream", "ChatAPI", "HTTPClient", "EventLoop", "CEventLoop"],
+            dependencies: ["Upstream", "ChatAPI", "HTTPClient", "EventLoop", "CEventLoop", "JSON"],
             path: "Benchmarks/bench-client",
             swiftSettings: strict
         ),
@@ -88,7 +90,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-crypto",
-            dependencies: ["Crypto", "Access", "Telemetry", "ChatAPI"],
+            dependencies: ["Crypto", "Access", "Telemetry", "ChatAPI", "JSON"],
             path: "Benchmarks/bench-crypto",
             swiftSettings: strict
         ),
@@ -106,7 +108,8 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
-                "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole",
+                "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop",
+                "HTTP1", "HTTPClient", "HTTPServer",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
@@ -120,9 +123,12 @@ let package = Package(
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer"], swiftSettings: strict),
         .testTarget(
-            name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer"], swiftSettings: strict),
+            name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer", "EventLoop", "HTTP1"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "HTTPClientTests", dependencies: ["TestSupport", "HTTPClient", "HTTPServer", "EventLoop", "HTTP1"],
+            swiftSettings: strict),
         .testTarget(
             name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),

@@ -3,11 +3,7 @@ import Testing
 
 @testable import Telemetry
 
-#if canImport(Gateway)
-    @testable import Gateway
-#else
-    @testable import Metrics
-#endif
+@testable import Gateway
 
 @Suite("Metrics")
 struct MetricsTests {
