@@ -1,9 +1,8 @@
 import Synchronization
 import Testing
 
-@testable import Telemetry
-
 @testable import Gateway
+@testable import Telemetry
 
 @Suite("Metrics")
 struct MetricsTests {

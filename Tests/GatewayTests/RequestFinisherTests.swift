@@ -23,7 +23,9 @@ struct RequestFinisherTests {
     struct StreamingRoute: RouteHandler {
         static let lastEvent = Array("event: done\ndata: {}\n\n".utf8)
 
-        func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
+        func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+            async throws(GatewayError) -> RouteAnswer
+        {
             RouteAnswer(streaming: ["Content-Type": "text/event-stream"]) { writer in
                 try await writer.write(Array("event: start\ndata: {}\n\n".utf8))
                 return StreamReport(outcome: .done, lastEvent: Self.lastEvent)

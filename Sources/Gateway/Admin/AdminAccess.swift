@@ -27,17 +27,16 @@ struct AdminAccess: Middleware {
         let address = clients.key(for: request)
         let now = clock()
         if let seconds = lockout.retryAfter(address, now: now) {
-            context.update { $0.authFailure = "admin_locked_out" }
-            throw GatewayError.adminLockedOut(retryAfterSeconds: seconds)
+            throw GatewayError.adminLockedOut(retryAfterSeconds: seconds).refusing(because: "admin_locked_out")
         }
         let authorization = request.headers["Authorization"]
         guard BearerCredentials.matches(authorization: authorization, secret: token) else {
             if authorization != nil { lockout.failed(address, now: now) }
-            context.update { $0.authFailure = authorization == nil ? "admin_missing" : "admin_token" }
-            throw GatewayError.adminUnauthorized
+            throw GatewayError.adminUnauthorized.refusing(
+                because: authorization == nil ? "admin_missing" : "admin_token")
         }
         lockout.succeeded(address)
-        return try await next(request, context)
+        return await next(request, context)
     }
 
     /// The fewest different characters an `ADMIN_TOKEN` may have.

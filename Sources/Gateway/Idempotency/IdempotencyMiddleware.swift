@@ -1,5 +1,4 @@
 import Access
-import EventLoop
 import HTTP1
 import HTTPServer
 import JSON
@@ -45,7 +44,7 @@ struct IdempotencyMiddleware: Middleware {
     {
         let key: String
         switch IdempotencyKey.read(request.headers) {
-        case .absent: return try await next(request, context)
+        case .absent: return await next(request, context)
         case .invalid: throw GatewayError.invalidIdempotencyKey
         case .key(let value): key = value
         }
@@ -64,13 +63,13 @@ struct IdempotencyMiddleware: Middleware {
             service.metrics.count(.mismatch)
             throw GatewayError.idempotencyKeyReused
         case .join(let flight):
-            return try await follow(flight, await flight.decision.value, ticket: ticket, context: context)
+            return try await follow(flight, await flight.decision.value, ticket: ticket)
         case .lead(let flight):
             // From here the client hanging up no longer cancels this task: neither the records'
             // begin, the upstream call nor the keeping of the answer is cut short.
             request.keepRunningIfClientLeaves()
             let decision = await service.begin(ticket, flight: flight)
-            guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
+            guard case .run = decision else { return try await refer(decision, ticket: ticket) }
             return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
         }
     }
@@ -87,36 +86,23 @@ struct IdempotencyMiddleware: Middleware {
             case .chat: StreamTee(shape: .transcript)
             case .jobs: nil
             }
-        context.update {
-            $0.idempotency = .original
-            $0.streamTee = tee
-        }
-        let answered: Result<RouteAnswer, any Error>
-        do {
-            answered = .success(try await next(request, context))
-        } catch {
-            answered = .failure(error)
-        }
-        return try await settle(answered, flight: flight, ticket: ticket, tee: tee, context: context)
+        var answer = await next(request, tee.map { context.teeing(into: $0) } ?? context)
+        answer.report.idempotency = .original
+        return await settle(answer, flight: flight, ticket: ticket, tee: tee)
     }
 
-    /// Keeps a successful whole answer, or starts a stream's producer on the tee; a failure
-    /// gives the key back.
+    /// Keeps a successful whole answer, or has the pipeline produce a stream into the tee
+    /// apart from its client and keeps it when it ends; a failure gives the key back.
     private func settle(
-        _ answered: Result<RouteAnswer, any Error>, flight: IdempotencyService.Flight,
-        ticket: IdempotencyService.Ticket, tee: StreamTee?,
-        context: RequestContext
-    ) async throws -> RouteAnswer {
-        let answer: RouteAnswer
-        switch answered {
-        case .failure(let error):
-            await service.release(ticket, flight: flight, error: error as? GatewayError ?? .internalError)
-            throw error
-        case .success(let answered):
-            answer = answered
+        _ answer: RouteAnswer, flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, tee: StreamTee?
+    ) async -> RouteAnswer {
+        if let failure = answer.failure {
+            await service.release(ticket, flight: flight, error: failure as? GatewayError ?? .internalError)
+            return answer
         }
         let response = answer.response
-        guard let produce = answer.stream else {
+        let upstream = answer.report.upstream
+        guard answer.stream != nil else {
             guard case .bytes(let body) = response.body else {
                 // A route that streams gives a producer: this one cannot keep what it streams.
                 await service.release(ticket, flight: flight, error: .internalError)
@@ -128,8 +114,7 @@ struct IdempotencyMiddleware: Middleware {
             }
             let kept = StoredAnswer(
                 status: response.status.code, contentType: response.headers["Content-Type"] ?? "application/json",
-                upstream: context.upstream,
-                body: body, text: nil, streamed: false
+                upstream: upstream, body: body, text: nil, streamed: false
             )
             await service.complete(ticket, flight: flight, answer: kept)
             return answer
@@ -142,76 +127,50 @@ struct IdempotencyMiddleware: Middleware {
         let service = self.service
         let route = self.route
         let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
-        // Taken before the producer starts: the client gets every event, `start` included.
-        let subscription = tee.subscribe(joining: false)
-        let streamWork = Task(executorPreference: EventLoop.current) {
-            // The stream's own end (a `done` or `error` event) is what the tee keeps; nothing
-            // the producer writes to it can fail. The finisher settles the end before the
-            // last event goes out, whether or not the client stayed.
-            let report = try? await produce(tee.writer)
-            if let report {
-                await RequestFinisher.streamEnded(report, context: context)
-                if let last = report.lastEvent { try? await tee.writer.write(last) }
-            }
-            tee.finish()
+        var detached = answer
+        detached.detached = DetachedStream(tee: tee) { report in
             guard let report, report.outcome == .done else {
                 await service.release(ticket, flight: flight, error: report?.error ?? .upstreamError)
                 return
             }
             let kept = tee.kept
             let answer = StoredAnswer(
-                status: 200, contentType: contentType, upstream: context.upstream,
+                status: 200, contentType: contentType, upstream: upstream,
                 body: route == .process ? kept.last ?? [] : kept.transcript,
                 text: route == .process ? kept.text : nil, streamed: true
             )
             await service.complete(ticket, flight: flight, answer: answer)
         }
-        context.update { $0.outlivingWork = streamWork }
-        flight.answer.set(.stream(tee, upstream: context.upstream))
-        // A client gone early still ends its response only when the answer has: the row
-        // written before the end (LEDGER_DURABILITY=strict) and the finisher see it whole.
-        var forwarded = RouteAnswer(response)
-        forwarded.response.body = .stream { writer in
-            do {
-                try await subscription.forward(to: writer)
-            } catch {
-                await streamWork.value
-                throw error
-            }
-        }
-        return forwarded
+        flight.answer.set(.stream(tee, upstream: upstream))
+        return detached
     }
 
     /// A retry that came while the first request ran on this instance.
     private func follow(
         _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision,
-        ticket: IdempotencyService.Ticket,
-        context: RequestContext
+        ticket: IdempotencyService.Ticket
     ) async throws -> RouteAnswer {
-        guard case .run = decision else { return try await refer(decision, ticket: ticket, context: context) }
+        guard case .run = decision else { return try await refer(decision, ticket: ticket) }
         switch await flight.answer.value {
         case .whole(.failure(let error)):
             throw error
         case .whole(.success(let answer)):
             await service.noteReplay(ticket, role: .joined)
-            return RouteAnswer(replay(answer, requestID: flight.requestID, role: .joined, context: context))
+            return replay(answer, requestID: flight.requestID, role: .joined)
         case .stream(let tee, let upstream):
             await service.noteReplay(ticket, role: .joined)
-            context.update {
-                $0.idempotency = .joined
-                $0.replayOf = flight.requestID
-                $0.upstream = upstream
-            }
-            return RouteAnswer(
+            var answer = RouteAnswer(
                 HTTPResponse(
                     headers: Self.eventStreamHeaders,
                     body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) }))
+            answer.report.note(replayOf: flight.requestID, role: .joined, upstream: upstream)
+            return answer
         }
     }
 
     /// What the records said of a key this instance does not run.
     private func refer(
-        _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket, context: RequestContext
+        _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket
     ) async throws -> RouteAnswer {
         switch decision {
         case .run:
@@ -228,20 +187,19 @@ struct IdempotencyMiddleware: Middleware {
             throw GatewayError.idempotencyInProgress
         case .refer(.completed(let requestID, let answer)):
             await service.noteReplay(ticket, role: .replayed)
-            return RouteAnswer(replay(answer, requestID: requestID, role: .replayed, context: context))
+            return replay(answer, requestID: requestID, role: .replayed)
         }
     }
 
     /// A kept answer, as the first request's client got it (a stream as `start`, one
     /// `delta` and the same `done` on `/api/process`; its events on `/v1`), for `requestID`.
-    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole, context: RequestContext)
-        -> HTTPResponse
-    {
-        context.update {
-            $0.idempotency = role
-            $0.replayOf = requestID
-            $0.upstream = answer.upstream
-        }
+    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole) -> RouteAnswer {
+        var replayed = RouteAnswer(response(replaying: answer, requestID: requestID))
+        replayed.report.note(replayOf: requestID, role: role, upstream: answer.upstream)
+        return replayed
+    }
+
+    private func response(replaying answer: StoredAnswer, requestID: String) -> HTTPResponse {
         guard answer.streamed else {
             // A job is made once: its retry says where it is, with 200 rather than 202.
             var headers: HTTPHeaders = ["Content-Type": answer.contentType, "Idempotent-Replayed": "true"]

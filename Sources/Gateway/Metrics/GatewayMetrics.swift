@@ -45,7 +45,7 @@ final class GatewayMetrics: Sendable {
 
     /// Records one finished request.
     func finished(
-        route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestContext.State,
+        route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestSummary,
         outcome: RequestOutcome
     ) {
         slots.requests(requests, route: route, status: status).increment()

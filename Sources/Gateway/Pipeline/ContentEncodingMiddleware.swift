@@ -13,7 +13,7 @@ struct ContentEncodingMiddleware: Middleware {
         if let codings = request.headers.combinedValue("Content-Encoding"), !Self.isIdentity(codings) {
             throw GatewayError.unsupportedContentEncoding
         }
-        return try await next(request, context)
+        return await next(request, context)
     }
 
     /// Whether every coding of the list is `identity` (case-insensitive); an empty list

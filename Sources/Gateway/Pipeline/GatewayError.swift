@@ -24,6 +24,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Why a device's registration or session was refused (the log's `attest_error`), sent
     /// as `attestError` so an app knows what to do: fetch a new challenge, register again, give up.
     var attestError: String?
+    /// Why a presented credential was refused (a JWT's ``JWTFailure/reason``, an unknown
+    /// token's kind), for the log's `auth_error` only: never sent.
+    var authFailure: String?
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus
@@ -244,6 +247,13 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         .serviceUnavailable, .storeUnavailable, "ذخیره‌ساز سرور در دسترس نیست. لطفاً بعداً تلاش کنید.",
         "The server's store is unavailable. Please try again later.")
     /// A device's registration or session refused for `reason` (docs/app-attest.md lists them).
+    /// This error, refusing a credential for `reason` (the log's `auth_error`).
+    func refusing(because reason: String) -> GatewayError {
+        var error = self
+        error.authFailure = reason
+        return error
+    }
+
     static func deviceUnauthorized(reason: String) -> GatewayError {
         var error = GatewayError(
             .unauthorized, .unauthorized, "تأیید دستگاه پذیرفته نشد.", "The device could not be verified.")

@@ -12,17 +12,8 @@ struct LedgerRecorder: Sendable {
     let storesResults: Bool
     let clock: @Sendable () -> Instant
 
-    /// Records `context`'s row unless it was recorded already.
-    func record(_ context: RequestContext) async {
-        guard context.route.isLedgered else { return }
-        // The flag and the state it records, under one lock.
-        let state = context.update { state -> RequestContext.State? in
-            // A retry answered with a kept answer has no row of its own: the key's one row is the first's.
-            guard !state.ledgered, state.idempotency == nil || state.idempotency == .original else { return nil }
-            state.ledgered = true
-            return state
-        }
-        guard let state else { return }
+    /// Records `context`'s row, as `state` says it ended (the finisher hands each row over once).
+    func record(_ context: RequestContext, _ state: RequestSummary) async {
         let row = row(for: context, state: state)
         if strict {
             _ = await writer.submitAndWait(row)
@@ -33,7 +24,7 @@ struct LedgerRecorder: Sendable {
 
     /// The row as it stands now. A request still running (a strict stream about to send its
     /// last event) is recorded with the outcome it is about to end with.
-    func row(for context: RequestContext, state: RequestContext.State) -> LedgerRow {
+    func row(for context: RequestContext, state: RequestSummary) -> LedgerRow {
         let durationNanoseconds = context.start.nanoseconds(until: .now())
         let durationMilliseconds = Double(durationNanoseconds) / 1e6
         let now = clock()

@@ -7,30 +7,58 @@ import JSON
 import Store
 import Telemetry
 
-/// What a route (with its middleware) is: a request and its context in, an answer out.
-typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async throws -> RouteAnswer
+/// What a route (with its middleware) is: a request and its context in, an answer out. It
+/// never throws: a failure is an answer (``RouteAnswer/failure``) that carries its report.
+typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async -> RouteAnswer
 
 /// One concern of the request path, in the shape of Hummingbird's `MiddlewareProtocol`:
-/// it sees the request and its context, may answer itself or call `next`, and may change
-/// what `next` answered. Chains are composed once, when the gateway starts.
+/// it sees the request and its context, may answer itself (or throw, which answers with the
+/// error) or call `next` with the context the next step should see, and may add to what
+/// `next` answered. Chains are composed once, when the gateway starts.
 protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
         -> RouteAnswer
 }
 
 extension Array where Element == any Middleware {
-    /// `responder` behind these middleware, the first one outermost.
+    /// `responder` behind these middleware, the first one outermost; what one throws becomes
+    /// its answer's failure, so the steps outside it still see an answer.
     func wrapping(_ responder: @escaping RouteResponder) -> RouteResponder {
         reversed().reduce(responder) { next, middleware in
-            { request, context in try await middleware.handle(request, context: context, next: next) }
+            { request, context in
+                do {
+                    return try await middleware.handle(request, context: context, next: next)
+                } catch {
+                    return RouteAnswer(failure: error)
+                }
+            }
         }
     }
 }
 
-/// A route's handler: a struct holding what it needs, answering with a response and what
-/// happened (``RouteAnswer``), or a typed gateway error.
+/// A route's handler: a struct holding what it needs, answering with a response (``RouteAnswer``)
+/// or a typed gateway error, and noting what it learns in `report`, which the pipeline
+/// keeps whichever way the handler ends.
 protocol RouteHandler: Sendable {
-    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+}
+
+extension RouteHandler {
+    /// This handler as the innermost step of a chain: its error becomes its answer's failure,
+    /// and its report goes with either.
+    var responder: RouteResponder {
+        { request, context in
+            var report = RouteReport()
+            do {
+                var answer = try await self.answer(request, context: context, report: &report)
+                answer.report = report
+                return answer
+            } catch {
+                return RouteAnswer(failure: error, report: report)
+            }
+        }
+    }
 }
 
 /// A route whose response is all there is to say: no upstream call, no gateway stream.
@@ -39,7 +67,9 @@ protocol ResponseHandler: RouteHandler {
 }
 
 extension ResponseHandler {
-    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+    {
         RouteAnswer(try await handle(request, context: context))
     }
 }
@@ -48,11 +78,10 @@ extension ResponseHandler {
 /// was asked. Not a link of a chain: the pipeline's outermost step calls it in place, so
 /// that no async layer of its own is on every request's stack.
 struct RequestIDMiddleware {
-    func stamp(_ response: inout HTTPResponse, context: RequestContext) {
-        let (upstream, replayOf) = context.update { ($0.upstream, $0.replayOf) }
-        response.headers.replaceOrAdd(name: "X-Request-Id", value: replayOf ?? context.id)
+    func stamp(_ response: inout HTTPResponse, context: RequestContext, report: RouteReport) {
+        response.headers.replaceOrAdd(name: "X-Request-Id", value: report.replayOf ?? context.id)
         // Only the pipeline sets it, once: no route does.
-        if let upstream { response.headers.add(name: "X-Upstream", value: upstream) }
+        if let upstream = report.upstream { response.headers.add(name: "X-Upstream", value: upstream) }
     }
 }
 
@@ -115,12 +144,11 @@ struct AuthMiddleware: Middleware {
         case .none:
             if required { throw GatewayError.unauthorized }
         case .malformed:
-            context.update { $0.authFailure = "malformed bearer token" }
-            throw GatewayError.invalidToken
+            throw GatewayError.invalidToken.refusing(because: "malformed bearer token")
         case .token(let token):
             if GatewayCredential.isBarePrefix(token) {
-                context.update { $0.authFailure = GatewayCredential.failureReason(token, jwtConfigured: jwt != nil) }
-                throw GatewayError.invalidToken
+                throw GatewayError.invalidToken.refusing(
+                    because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
             if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
                 let caller: Caller?
@@ -131,35 +159,41 @@ struct AuthMiddleware: Middleware {
                     throw faults?.unavailable(error, operation: .devices) ?? GatewayError.storeUnavailable
                 }
                 guard let caller else {
-                    context.update { $0.authFailure = "unknown, expired or revoked device session" }
-                    throw GatewayError.invalidToken
+                    throw GatewayError.invalidToken.refusing(because: "unknown, expired or revoked device session")
                 }
-                context.update { $0.caller = caller }
-                return try await next(request, context)
+                return await Self.next(next, request, context, caller)
             }
             if devicesOnly {
                 // A valid token of another kind is still not a device: refused, not a guest.
-                context.update { $0.authFailure = "a device session is required" }
-                throw GatewayError.unauthorized
+                throw GatewayError.unauthorized.refusing(because: "a device session is required")
             }
             if let jwt, CompactJWS.looksLikeJWT(token) {
                 let result = await jwt.verify(token, now: clock())
                 jwtMetrics?.record(result)
                 switch result {
                 case .success(let acceptance):
-                    context.update { $0.caller = acceptance.caller }
+                    return await Self.next(next, request, context, acceptance.caller)
                 case .failure(let failure):
-                    context.update { $0.authFailure = failure.reason }
-                    throw GatewayError.invalidToken
+                    throw GatewayError.invalidToken.refusing(because: failure.reason)
                 }
             } else if let caller = caller(digest: SHA256.hash(token)) {
-                context.update { $0.caller = caller }
+                return await Self.next(next, request, context, caller)
             } else if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
-                context.update { $0.authFailure = GatewayCredential.failureReason(token, jwtConfigured: jwt != nil) }
-                throw GatewayError.invalidToken
+                throw GatewayError.invalidToken.refusing(
+                    because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
         }
-        return try await next(request, context)
+        return await next(request, context)
+    }
+
+    /// The steps after this one, for `caller`: they see it in their context, and the
+    /// finisher in the report.
+    private static func next(
+        _ next: RouteResponder, _ request: HTTPRequest, _ context: RequestContext, _ caller: Caller
+    ) async -> RouteAnswer {
+        var answer = await next(request, context.identified(as: caller))
+        answer.report.caller = caller
+        return answer
     }
 
     private func caller(digest: [UInt8]) -> Caller? {
@@ -207,18 +241,15 @@ struct RateLimitMiddleware: Middleware {
         }
         switch decision {
         case .refused(let status, let reason):
-            context.update { $0.rateStatus = status }
             var error = GatewayError.rateLimited
             error.refusal = reason
             for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
             throw error
         case .allowed(let lease, let status):
-            context.update {
-                $0.lease = RequestContext.HeldLease(lease: lease, plan: plan, limiter: limiter)
-                $0.rateStatus = status
-            }
+            var answer = await next(request, context)
+            answer.report.admission = Admission(lease: lease, plan: plan, limiter: limiter, status: status)
+            return answer
         }
-        return try await next(request, context)
     }
 
     /// What a request may use, reserved before it runs: its input at about three bytes a token

@@ -54,23 +54,22 @@ struct Pipeline: Sendable {
     ) {
         var table: [String: [HTTPMethod: RouteResponder]] = [:]
         for route in routes {
-            let handler = route.handler
-            table[route.path, default: [:]][route.method] = route.middleware.wrapping { request, context in
-                try await handler.answer(request, context: context)
-            }
+            table[route.path, default: [:]][route.method] = route.middleware.wrapping(route.handler.responder)
         }
         let routing = RoutingTable(table)
         let route: RouteResponder = { request, context in
-            if request.headers.firstRepeated(among: Self.singletonFields) != nil { throw GatewayError.repeatedField }
+            if request.headers.firstRepeated(among: Self.singletonFields) != nil {
+                return RouteAnswer(failure: GatewayError.repeatedField)
+            }
             switch routing.match(request.method, request.path) {
             case .found(let responder):
-                return try await responder(request, context)
+                return await responder(request, context)
             case .methodNotAllowed(let allow):
                 var error = GatewayError.methodNotAllowed
                 error.headers.add(name: "Allow", value: allow)
-                throw error
+                return RouteAnswer(failure: error)
             case .notFound:
-                throw GatewayError.notFound
+                return RouteAnswer(failure: GatewayError.notFound)
             }
         }
         self.groups = groups
@@ -86,22 +85,28 @@ struct Pipeline: Sendable {
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         let context = makeContext(request.head)
         finisher.started(context)
+        let answer = await responder(request, context)
         var response: HTTPResponse
-        do {
-            let answer = try await responder(request, context)
+        if let failure = answer.failure {
+            let error = errors.gatewayError(for: failure, context: context)
+            response = errors.render(error, context: context)
+            requestID.stamp(&response, context: context, report: answer.report)
+            await finisher.answered(context, &response, whole: true, report: answer.report, error: error)
+        } else {
             response = answer.response
+            requestID.stamp(&response, context: context, report: answer.report)
+            var whole = answer.stream == nil
+            if case .stream = response.body { whole = false }
+            await finisher.answered(context, &response, whole: whole, report: answer.report)
+            // After the finisher took the report in: a detached stream may end before the client reads a byte.
             if let produce = answer.stream {
-                response.body = .stream { writer in
-                    try await RequestFinisher.stream(produce, context: context, writer)
-                }
+                response.body =
+                    if let detached = answer.detached {
+                        finisher.detach(produce, into: detached, context: context)
+                    } else {
+                        .stream { writer in try await RequestFinisher.stream(produce, context: context, writer) }
+                    }
             }
-            requestID.stamp(&response, context: context)
-            await finisher.answered(context, &response, report: answer.report)
-        } catch {
-            let failure = errors.gatewayError(for: error, context: context)
-            response = errors.render(failure, context: context)
-            requestID.stamp(&response, context: context)
-            await finisher.answered(context, &response, error: failure)
         }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
@@ -115,7 +120,7 @@ struct Pipeline: Sendable {
         let error = GatewayError.protocolError(failure.status)
         finisher.refusedBeforeRouting(context, error, detail: failure.parseError.map { "\($0)" } ?? "timeout")
         var response = ErrorRenderer.response(error, shape: .gateway, requestID: context.id, language: context.language)
-        requestID.stamp(&response, context: context)
+        requestID.stamp(&response, context: context, report: RouteReport())
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
     }

@@ -2,19 +2,18 @@ import Access
 import ChatAPI
 import EventLoop
 import HTTP1
-import Synchronization
 import Upstream
 
-/// Everything the gateway knows about one request while it runs, from the moment it is
-/// read to the finished hook: made by the pipeline, filled in by the middleware and the
-/// route with what they learn (the caller, the task, the upstream tried), read once at the
-/// end. How the request ended (its status, outcome and timings) only the finisher writes,
-/// from what the route reported.
+/// What a request is to the code that answers it: its head, as the pipeline read it (id,
+/// route, language, error shape, start), and, once authentication has run, its caller.
+/// A value: each step hands the next a context of its own (authentication a narrowed one,
+/// with the caller; idempotency one whose streams are teed), in the shape of Hummingbird's
+/// request context and child contexts.
 ///
-/// A class, because a stream that ends after the handler returned settles the same record
-/// the finished hook reads; its mutable part is behind a mutex that only one task at a time
-/// ever takes in practice.
-final class RequestContext: Sendable {
+/// Nothing here is written after it is made. What a step learns goes back in its answer's
+/// ``RouteReport``, and how the request ended is the finisher's alone: the one mutable record
+/// of a request (``RequestRecord``) is opaque outside `RequestFinisher.swift`.
+struct RequestContext: Sendable {
     /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
     let id: String
     let method: HTTPMethod
@@ -29,61 +28,13 @@ final class RequestContext: Sendable {
     /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
     /// and the route keeps rows: the finisher commits through it.
     let strictLedger: LedgerRecorder?
-
-    /// A rate-limit lease, with the plan it was taken under and the limiter it goes back to.
-    struct HeldLease: Sendable {
-        let lease: RateLease
-        let plan: Plan
-        let limiter: any RateLimiter
-    }
-
-    struct State: Sendable {
-        var caller: Caller?
-        /// Held while the request runs; the finisher gives it back, once.
-        var lease: HeldLease?
-        /// The limiter's status when it admitted or refused the request: what the `RateLimit-*`
-        /// fields say, unless a whole answer's lease given back brings a newer one.
-        var rateStatus: RateStatus?
-        var task: String?
-        var tone: String?
-        var textLength: Int?
-        var model: String?
-        /// The upstream that answered, or the last one tried (`X-Upstream`).
-        var upstream: String?
-        /// Calls made upstream, retries and fallbacks included.
-        var upstreamAttempts = 0
-        // How the request ended: the finisher's to write, from the route's report or error.
-        var usage: Usage?
-        var upstreamNanoseconds: UInt64 = 0
-        /// The error the client was answered with (or, in a stream, sent as the last event).
-        var error: GatewayError?
-        var outcome: RequestOutcome?
-        /// The status the response was sent with.
-        var status: Int = 0
-        /// For a request the HTTP server refused: what was wrong with it (the parser's
-        /// finding, or `timeout`), for the log.
-        var protocolError: String?
-        /// Why a presented JWT was refused (``JWTFailure/reason``), for the log.
-        var authFailure: String?
-        /// Why an App Attest attestation or assertion was refused, for the log (`attest_error`).
-        var attestFailure: String?
-        /// The answer's text, kept only for a history that stores results.
-        var result: String?
-        /// Whether the request's ledger row was handed to the store (once).
-        var ledgered = false
-        /// What the request was to its `Idempotency-Key`, when it had one.
-        var idempotency: IdempotencyRole?
-        /// A retry's answer is the first request's: its id is the one the client is told
-        /// (`X-Request-Id`) and the log line carries.
-        var replayOf: String?
-        /// Where a keyed stream is written, so that a joining retry can read it too.
-        var streamTee: StreamTee?
-        /// A keyed stream's producer, which runs on after its client has gone: the finished
-        /// hook waits for it, so the tokens it used are charged and its row is whole.
-        var outlivingWork: Task<Void, Never>?
-    }
-
-    private let state = Mutex(State())
+    /// The finisher's record of this request: how it ends is written there, by the finisher only.
+    let record: RequestRecord
+    /// Who is asking, once authentication has run (nil for a guest, or before it).
+    private(set) var caller: Caller?
+    /// Where a keyed stream is written, so that a joining retry can read it too: set by
+    /// idempotency for the route it leads.
+    private(set) var streamTee: StreamTee?
 
     init(
         id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
@@ -97,35 +48,21 @@ final class RequestContext: Sendable {
         self.errorShape = errorShape
         self.language = language
         self.start = start
+        record = RequestRecord()
     }
 
-    /// A copy of what is known now.
-    var snapshot: State { state.withLock { $0 } }
-
-    @discardableResult
-    func update<T>(_ body: (inout State) -> T) -> T {
-        state.withLock { body(&$0) }
+    /// This context for the steps after authentication: `caller` is who asks.
+    func identified(as caller: Caller) -> RequestContext {
+        var narrowed = self
+        narrowed.caller = caller
+        return narrowed
     }
 
-    var caller: Caller? { state.withLock { $0.caller } }
-    var upstream: String? { state.withLock { $0.upstream } }
-
-    /// An upstream attempt is starting: it goes to `target`.
-    func noteAttempt(_ target: UpstreamPool.Target) {
-        state.withLock {
-            $0.upstream = target.upstream
-            $0.model = target.model
-            $0.upstreamAttempts += 1
-        }
-    }
-
-    /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
-    /// cached answer.
-    var chargeableTokens: Int {
-        state.withLock { state in
-            guard state.outcome != .cacheHit, let usage = state.usage else { return 0 }
-            return max(0, usage.promptTokens ?? 0) &+ max(0, usage.completionTokens ?? 0)
-        }
+    /// This context for a route whose stream `tee` keeps.
+    func teeing(into tee: StreamTee) -> RequestContext {
+        var narrowed = self
+        narrowed.streamTee = tee
+        return narrowed
     }
 }
 

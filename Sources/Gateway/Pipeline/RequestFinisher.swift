@@ -2,6 +2,7 @@ import Access
 import ChatAPI
 import EventLoop
 import HTTPServer
+import Synchronization
 import Telemetry
 
 /// What a finished request leaves behind, handed to each ``RequestObserver``.
@@ -52,51 +53,51 @@ struct RequestFinisher: Sendable {
     }
 
     /// The route answered with `response` and `report`, or failed with `error` (rendered as
-    /// `response`); called before the response goes out. A whole answer gives its lease back
+    /// `response`); called before the response goes out, and before a gateway stream's
+    /// producer starts (`whole` is false then). A whole answer gives its lease back
     /// now, so that its `RateLimit-Remaining` counts the request's own tokens; then the
     /// `RateLimit-*` fields go on the response, and under strict durability a whole body's
     /// row is committed.
     func answered(
-        _ context: RequestContext, _ response: inout HTTPResponse, report: AnswerReport = AnswerReport(),
+        _ context: RequestContext, _ response: inout HTTPResponse, whole: Bool, report: RouteReport = RouteReport(),
         error: GatewayError? = nil
     ) async {
         let code = response.status.code
-        let whole: Bool
-        if case .bytes = response.body { whole = true } else { whole = false }
         // One lock on the common path: the status, the outcome, and the lease a whole answer gives back.
-        let (held, current) = context.update { state -> (RequestContext.HeldLease?, RateStatus?) in
-            state.status = code
+        let held = context.record.state.withLock { entry -> Admission? in
+            entry.admission = report.admission
+            entry.summary.absorb(report)
+            entry.summary.status = code
             if let error {
-                state.error = error
-                state.outcome = .answered(with: error)
-                if error.upstreamElapsed > 0 { state.upstreamNanoseconds = error.upstreamElapsed }
-            } else if let role = state.idempotency, role != .original {
+                entry.summary.error = error
+                entry.summary.outcome = .answered(with: error)
+                if error.upstreamElapsed > 0 { entry.summary.upstreamNanoseconds = error.upstreamElapsed }
+            } else if let role = report.idempotency, role != .original {
                 // A retry's answer is the first one's: nothing of its own was done.
-                state.outcome = .replayed
+                entry.summary.outcome = .replayed
             } else if report.cacheHit {
-                state.outcome = .cacheHit
+                entry.summary.outcome = .cacheHit
             }
-            if let span = report.upstream { state.note(span) }
-            guard whole, error == nil else { return (nil, state.rateStatus) }
-            defer { state.lease = nil }
-            return (state.lease, state.rateStatus)
+            guard whole, error == nil else { return nil }
+            defer { entry.admission = nil }
+            return entry.admission
         }
-        var rateStatus = current
+        var rateStatus = report.admission?.status ?? nil
         if let held, let status = await giveBack(held, context) { rateStatus = status }
         for field in rateStatus?.headerFields ?? [] {
             response.headers.replaceOrAdd(name: field.name, value: field.value)
         }
-        if whole { await context.strictLedger?.record(context) }
+        if whole { await Self.recordStrictly(context) }
     }
 
     /// A request the HTTP server refused before routing, answered with `error`; `detail` says
     /// what was wrong with it (the parser's finding, or `timeout`), for the log.
     func refusedBeforeRouting(_ context: RequestContext, _ error: GatewayError, detail: String) {
-        context.update {
-            $0.error = error
-            $0.outcome = .rejected
-            $0.status = error.status.code
-            $0.protocolError = detail
+        context.record.state.withLock {
+            $0.summary.error = error
+            $0.summary.outcome = .rejected
+            $0.summary.status = error.status.code
+            $0.summary.protocolError = detail
         }
     }
 
@@ -115,47 +116,65 @@ struct RequestFinisher: Sendable {
     /// stayed). Under strict durability a stream that reaches its end commits its row first;
     /// one whose client left is recorded when the request finishes.
     static func streamEnded(_ report: StreamReport, context: RequestContext) async {
-        context.update { state in
-            state.outcome = report.outcome
-            if let error = report.error { state.error = error }
-            if let span = report.upstream { state.note(span) }
+        context.record.state.withLock { entry in
+            entry.summary.outcome = report.outcome
+            if let error = report.error { entry.summary.error = error }
+            if let span = report.upstream { entry.summary.note(span) }
+            if let result = report.result { entry.summary.result = result }
         }
-        if report.outcome != .cancelled { await context.strictLedger?.record(context) }
+        if report.outcome != .cancelled { await recordStrictly(context) }
+    }
+
+    /// The body of a stream that outlives its client: `produce` runs now, in a task of its own
+    /// that the client's hang-up does not cancel, into `detached`'s tee; the client reads the
+    /// tee. The stream ends through ``streamEnded(_:context:)`` like any other, its last event
+    /// goes to the tee, then `detached` is told; the request finishes only once all that is done.
+    func detach(_ produce: @escaping StreamProducer, into detached: DetachedStream, context: RequestContext)
+        -> HTTPResponse.Body
+    {
+        let tee = detached.tee
+        // Taken before the producer starts: the client gets every event, the first included.
+        let subscription = tee.subscribe(joining: false)
+        let work = Task(executorPreference: EventLoop.current) {
+            // Nothing the producer writes to the tee can fail.
+            let report = try? await produce(tee.writer)
+            if let report {
+                await Self.streamEnded(report, context: context)
+                if let last = report.lastEvent { try? await tee.writer.write(last) }
+            }
+            tee.finish()
+            await detached.ended(report)
+        }
+        context.record.state.withLock { $0.outlivingWork = work }
+        // A client gone early still ends its response only when the answer has: the row
+        // written before the end (LEDGER_DURABILITY=strict) and the finisher see it whole.
+        return .stream { writer in
+            do {
+                try await subscription.forward(to: writer)
+            } catch {
+                await work.value
+                throw error
+            }
+        }
+    }
+
+    /// Under strict durability, commits the request's row now (once), before its answer's end.
+    private static func recordStrictly(_ context: RequestContext) async {
+        guard let strict = context.strictLedger, let summary = context.record.takeRow(context) else { return }
+        await strict.record(context, summary)
     }
 
     func finish(_ context: RequestContext, _ end: ResponseEnd) async {
         // A keyed stream's answer outlives its client: the request ends when the answer does.
-        if let work = context.update({ $0.outlivingWork }) { await work.value }
-        let completedAfterClientLeft = context.update { state -> Bool in
-            // A keyed answer that completed is the key's answer, kept and charged, whether or
-            // not its client stayed to read it.
-            if end != .completed, state.idempotency == .original, (200..<300).contains(state.status),
-                state.outcome == nil || state.outcome == .done
-            {
-                state.outcome = .done
-                return true
-            }
-            // A row committed before the answer's end says how the request ended; the log agrees.
-            if state.ledgered {
-                if state.outcome == nil { state.outcome = state.status < 400 ? .done : .rejected }
-                return false
-            }
-            switch end {
-            case .completed:
-                if state.outcome == nil { state.outcome = state.status < 400 ? .done : .rejected }
-            case .connectionClosed:
-                state.outcome = .cancelled
-                state.status = 499
-                state.error = .clientClosedRequest
-            case .bodyFailed:
-                if state.outcome == nil || state.outcome == .done { state.outcome = .failed(.truncated) }
-            }
-            return false
+        if let work = context.record.state.withLock({ $0.outlivingWork }) { await work.value }
+        let (completedAfterClientLeft, held) = context.record.state.withLock { entry -> (Bool, Admission?) in
+            defer { entry.admission = nil }
+            return (entry.summary.end(end, ledgered: entry.ledgered), entry.admission)
         }
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
-        if let lease = context.takeLease() { _ = await giveBack(lease, context, warn: true) }
+        if let held { _ = await giveBack(held, context, warn: true) }
         metrics.inFlight.decrement()
-        let state = context.snapshot
+        let state = context.record.state.withLock { $0.summary }
         let totalNanoseconds = context.start.nanoseconds(until: .now())
         let outcome = state.outcome ?? .done
         if metricsEnabled {
@@ -184,14 +203,14 @@ struct RequestFinisher: Sendable {
                 ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
                 ("outcome", .string(outcome.label)),
                 ("error", state.protocolError.map { .string($0) }),
-                ("auth_error", state.authFailure.map { .string($0) }),
-                ("attest_error", state.attestFailure.map { .string($0) }),
+                ("auth_error", state.error?.authFailure.map { .string($0) }),
+                ("attest_error", state.error?.attestError.map { .string($0) }),
                 ("upstream_ms", .milliseconds(upstreamMs)),
                 ("gateway_ms", .milliseconds(gatewayMs)),
                 ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
             ])
         // After the answer: a full queue makes only this connection's next request wait.
-        if let ledger { await ledger.record(context) }
+        if let ledger, let row = context.record.takeRow(context) { await ledger.record(context, row) }
         guard !observers.isEmpty else { return }
         let finished = FinishedRequest(
             requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status,
@@ -204,10 +223,8 @@ struct RequestFinisher: Sendable {
 
     /// Gives `held` back, charging the tokens the request used: the limiter's new status, or
     /// nil when the limiter failed (said in the log when `warn`).
-    private func giveBack(_ held: RequestContext.HeldLease, _ context: RequestContext, warn: Bool = false) async
-        -> RateStatus?
-    {
-        let tokens = context.chargeableTokens
+    private func giveBack(_ held: Admission, _ context: RequestContext, warn: Bool = false) async -> RateStatus? {
+        let tokens = context.record.state.withLock { $0.summary.chargeableTokens }
         do {
             return try await held.limiter.finish(lease: held.lease, plan: held.plan, tokens: tokens, now: clock())
         } catch {
@@ -221,20 +238,121 @@ struct RequestFinisher: Sendable {
     }
 }
 
-extension RequestContext {
-    /// The lease, once: nil when it was never taken or was already given back.
-    fileprivate func takeLease() -> HeldLease? {
-        update { state in
-            defer { state.lease = nil }
-            return state.lease
+/// The finisher's record of one request: what its steps reported, how it ended, the lease
+/// it holds and whether its row went to the store. Opaque outside this file: only the
+/// finisher writes how a request ended, gives its lease back and hands its row over, and
+/// each of those once.
+final class RequestRecord: Sendable {
+    fileprivate struct Entry {
+        var summary = RequestSummary()
+        /// Held while the request runs; given back once.
+        var admission: Admission?
+        /// Whether the request's ledger row was handed to the store (once).
+        var ledgered = false
+        /// A keyed stream's producer, which runs on after its client has gone.
+        var outlivingWork: Task<Void, Never>?
+    }
+
+    fileprivate let state = Mutex(Entry())
+
+    init() {}
+
+    /// The request's row, once: nil when it was handed over already, or when it is a retry
+    /// answered with a kept answer (the key's one row is the first request's).
+    fileprivate func takeRow(_ context: RequestContext) -> RequestSummary? {
+        guard context.route.isLedgered else { return nil }
+        return state.withLock { entry in
+            guard !entry.ledgered, entry.summary.idempotency == nil || entry.summary.idempotency == .original else {
+                return nil
+            }
+            entry.ledgered = true
+            return entry.summary
         }
     }
 }
 
-extension RequestContext.State {
+/// What is known of a request when it is logged and recorded: what its steps reported and
+/// how it ended. A value: a copy, read by the metrics and the ledger's row.
+struct RequestSummary: Sendable {
+    var caller: Caller?
+    var task: String?
+    var tone: String?
+    var textLength: Int?
+    var model: String?
+    /// The upstream that answered, or the last one tried (`X-Upstream`).
+    var upstream: String?
+    /// Calls made upstream, retries and fallbacks included.
+    var upstreamAttempts = 0
+    var usage: Usage?
+    var upstreamNanoseconds: UInt64 = 0
+    /// The error the client was answered with (or, in a stream, sent as the last event).
+    var error: GatewayError?
+    var outcome: RequestOutcome?
+    /// The status the response was sent with.
+    var status: Int = 0
+    /// For a request the HTTP server refused: what was wrong with it (the parser's
+    /// finding, or `timeout`), for the log.
+    var protocolError: String?
+    /// The answer's text, kept only for a history that stores results.
+    var result: String?
+    /// What the request was to its `Idempotency-Key`, when it had one.
+    var idempotency: IdempotencyRole?
+    /// The first request's id, for a retry answered with its answer.
+    var replayOf: String?
+
+    /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
+    /// cached answer.
+    var chargeableTokens: Int {
+        guard outcome != .cacheHit, let usage else { return 0 }
+        return max(0, usage.promptTokens ?? 0) &+ max(0, usage.completionTokens ?? 0)
+    }
+
+    /// Takes in what the request's steps reported.
+    fileprivate mutating func absorb(_ report: RouteReport) {
+        caller = report.caller
+        task = report.task
+        tone = report.tone
+        textLength = report.textLength
+        model = report.model
+        upstream = report.upstream
+        upstreamAttempts = report.upstreamAttempts
+        result = report.result
+        idempotency = report.idempotency
+        replayOf = report.replayOf
+        if let span = report.span { note(span) }
+    }
+
     /// Records an upstream call's time and usage.
     fileprivate mutating func note(_ span: UpstreamSpan) {
         upstreamNanoseconds = span.nanoseconds
         if let usage = span.usage { self.usage = usage }
+    }
+
+    /// The response ended as `end` says: settles the outcome, and says whether a keyed answer
+    /// completed after its client left.
+    fileprivate mutating func end(_ end: ResponseEnd, ledgered: Bool) -> Bool {
+        // A keyed answer that completed is the key's answer, kept and charged, whether or
+        // not its client stayed to read it.
+        if end != .completed, idempotency == .original, (200..<300).contains(status), outcome == nil || outcome == .done
+        {
+            outcome = .done
+            return true
+        }
+        // A row committed before the answer's end says how the request ended; the log agrees.
+        if ledgered {
+            if outcome == nil { outcome = status < 400 ? .done : .rejected }
+            return false
+        }
+        switch end {
+        case .completed:
+            if outcome == nil { outcome = status < 400 ? .done : .rejected }
+        case .connectionClosed:
+            outcome = .cancelled
+            status = 499
+            error = .clientClosedRequest
+        case .bodyFailed:
+            if outcome == nil || outcome == .done { outcome = .failed(.truncated) }
+        }
+        return false
     }
 }

@@ -1,7 +1,10 @@
+import Access
 import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import Synchronization
+import Upstream
 
 /// An upstream call as a route reports it: how long it took, and the tokens it used.
 struct UpstreamSpan: Sendable {
@@ -15,12 +18,80 @@ struct UpstreamSpan: Sendable {
     }
 }
 
-/// What a whole answer tells the finisher beyond its response.
-struct AnswerReport: Sendable {
+/// What a request's steps learned, reported back with its answer (or its failure) for the
+/// finisher: the route's task, model, upstream attempts and call, the caller authentication
+/// found, the lease the limits took, what idempotency made of it. Written by the step that
+/// learned it, read once by the finisher; it never says how the request ended.
+struct RouteReport: Sendable {
+    /// The caller authentication identified (nil for a guest).
+    var caller: Caller?
+    /// The rate-limit lease the request holds and the limiter's status when it took it.
+    var admission: Admission?
+    var task: String?
+    var tone: String?
+    var textLength: Int?
+    var model: String?
+    /// The upstream that answered, or the last one tried (`X-Upstream`).
+    var upstream: String?
+    /// Calls made upstream, retries and fallbacks included.
+    var upstreamAttempts = 0
     /// Answered from the response cache, without an upstream call of its own.
     var cacheHit = false
     /// The upstream call the answer came from, when there was one.
-    var upstream: UpstreamSpan?
+    var span: UpstreamSpan?
+    /// The answer's text, kept only for a history that stores results.
+    var result: String?
+    /// What the request was to its `Idempotency-Key`, when it had one.
+    var idempotency: IdempotencyRole?
+    /// A retry's answer is the first request's: its id is the one the client is told
+    /// (`X-Request-Id`) and the log line carries.
+    var replayOf: String?
+
+    /// An upstream attempt is starting: it goes to `target`.
+    mutating func noteAttempt(_ target: UpstreamPool.Target) {
+        upstream = target.upstream
+        model = target.model
+        upstreamAttempts += 1
+    }
+
+    /// A retry answered with the answer of the request `requestID`, which `upstream` gave.
+    mutating func note(replayOf requestID: String, role: IdempotencyRole, upstream: String?) {
+        idempotency = role
+        replayOf = requestID
+        self.upstream = upstream
+    }
+
+    /// The attempts `attempts` recorded, made where the report itself could not be reached.
+    mutating func note(_ attempts: UpstreamAttempts) {
+        guard let last = attempts.summary else { return }
+        upstream = last.upstream
+        model = last.model
+        upstreamAttempts += last.count
+    }
+}
+
+/// A rate-limit lease, with the plan it was taken under and the limiter it goes back to, and
+/// the limiter's status when it admitted the request (what the `RateLimit-*` fields say,
+/// unless a whole answer's lease given back brings a newer one). The finisher gives it back, once.
+struct Admission: Sendable {
+    let lease: RateLease
+    let plan: Plan
+    let limiter: any RateLimiter
+    let status: RateStatus?
+}
+
+/// Upstream attempts noted from a closure that may outlive the route's own frame (a cached
+/// answer's computation): what ``RouteReport/note(_:)`` then copies.
+final class UpstreamAttempts: Sendable {
+    private let state = Mutex<(upstream: String, model: String, count: Int)?>(nil)
+
+    func note(_ target: UpstreamPool.Target) {
+        state.withLock { state in
+            state = (target.upstream, target.model, (state?.count ?? 0) + 1)
+        }
+    }
+
+    var summary: (upstream: String, model: String, count: Int)? { state.withLock { $0 } }
 }
 
 /// How a gateway stream ended, as its producer returns it: the finisher settles the request
@@ -34,6 +105,8 @@ struct StreamReport: Sendable {
     /// The stream's last event (`done` or `error`), not yet written: the finisher may have to
     /// commit the request's row first.
     var lastEvent: [UInt8]?
+    /// The answer's text, for a history that stores results.
+    var result: String?
 
     /// A stream the client left before its end.
     static func cancelled(upstream: UpstreamSpan?) -> StreamReport {
@@ -45,24 +118,44 @@ struct StreamReport: Sendable {
 /// throws only when the client went away with nothing more to report.
 typealias StreamProducer = @Sendable (ResponseBodyWriter) async throws -> StreamReport
 
-/// What a route answers with: its response and its report, or for a gateway stream its
-/// head and the producer of its body (the pipeline makes the body, so that the finisher
-/// learns how the stream ended).
+/// A stream the pipeline produces apart from its connection, so that its answer is whole
+/// however early its client leaves (an answer kept for an `Idempotency-Key`): written into
+/// `tee`, which its client and any joining retry read; `ended` is told how it ended (nil when
+/// its producer gave up without a report) once its last event is in the tee.
+struct DetachedStream: Sendable {
+    let tee: StreamTee
+    let ended: @Sendable (StreamReport?) async -> Void
+}
+
+/// What a route answers with: its response, or for a gateway stream its head and the
+/// producer of its body (the pipeline makes the body, so that the finisher learns how the
+/// stream ended), or the error it failed with; and, either way, its report. A failure is a
+/// value here, so that each step on the way back can still add what it knows (the caller,
+/// the lease) to the report of a request that failed after it.
 struct RouteAnswer: Sendable {
     var response: HTTPResponse
-    var report: AnswerReport
+    var report = RouteReport()
     /// Set for a gateway stream; `response`'s body is then the pipeline's to make.
     var stream: StreamProducer?
+    /// What the request failed with, when it did: rendered by the pipeline.
+    var failure: (any Error)?
+    /// Set when the stream must outlive its client: the pipeline runs its producer apart
+    /// from the connection (``RequestFinisher/detach(_:into:context:)``).
+    var detached: DetachedStream?
 
-    init(_ response: HTTPResponse, report: AnswerReport = AnswerReport()) {
+    init(_ response: HTTPResponse) {
         self.response = response
-        self.report = report
         stream = nil
     }
 
     init(streaming headers: HTTPHeaders, _ producer: @escaping StreamProducer) {
         response = HTTPResponse(headers: headers)
-        report = AnswerReport()
         stream = producer
+    }
+
+    init(failure: any Error, report: RouteReport = RouteReport()) {
+        response = HTTPResponse()
+        self.report = report
+        self.failure = failure
     }
 }

@@ -72,7 +72,7 @@ final class AndroidAttestService: Sendable {
             }
             return (device.id, device.keyID)
         } catch {
-            throw error.answer(counting: registrations, context: context)
+            throw error.answer(counting: registrations)
         }
     }
 
@@ -108,7 +108,7 @@ final class AndroidAttestService: Sendable {
             sessionCounters["ok"]?.increment()
             return opened
         } catch {
-            throw error.answer(counting: sessionCounters, context: context)
+            throw error.answer(counting: sessionCounters)
         }
     }
 }
@@ -126,11 +126,10 @@ enum AttestStep<Reason: RawRepresentable<String> & Sendable>: Error {
     case refused(Reason)
     case failed(GatewayError)
 
-    func answer(counting counters: [String: Counter], context: RequestContext) -> GatewayError {
+    func answer(counting counters: [String: Counter]) -> GatewayError {
         switch self {
         case .refused(let reason):
             counters[reason.rawValue]?.increment()
-            context.update { $0.attestFailure = reason.rawValue }
             return .deviceUnauthorized(reason: reason.rawValue)
         case .failed(let error):
             return error

@@ -97,7 +97,7 @@ final class AppAttestService: Sendable {
             risk?.enqueue(device)
             return device.id
         } catch {
-            throw error.answer(counting: attestations, context: context)
+            throw error.answer(counting: attestations)
         }
     }
 
@@ -134,7 +134,7 @@ final class AppAttestService: Sendable {
             assertions["ok"]?.increment()
             return opened
         } catch {
-            throw error.answer(counting: assertions, context: context)
+            throw error.answer(counting: assertions)
         }
     }
 

@@ -26,7 +26,7 @@ struct AttestRegisterRoute: ResponseHandler {
     let clients: ClientAddressKey
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let fields = try AttestBody.parse(request, proof: "attestation", context: context)
+        let fields = try AttestBody.parse(request, proof: "attestation")
         let deviceID = try await service.register(
             keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge,
             client: clients.key(for: request), context: context)
@@ -42,7 +42,7 @@ struct AttestSessionRoute: ResponseHandler {
     let service: AppAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let fields = try AttestBody.parse(request, proof: "assertion", context: context)
+        let fields = try AttestBody.parse(request, proof: "assertion")
         let session = try await service.openSession(
             keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
         return AttestBody.session(session)
@@ -62,14 +62,14 @@ struct AndroidRegisterRoute: ResponseHandler {
             case .array(let items)? = members[0], let challenge = members[1]?.stringValue
         else { throw .invalidJSON }
         guard (1...AndroidAttestationVerifier.maximumCertificates).contains(items.count) else {
-            throw AttestBody.malformed(context)
+            throw AttestBody.malformed()
         }
         var chain: [[UInt8]] = []
         for item in items {
             // 16 KiB of DER is at most 21,848 base64 characters.
             guard let text = item.stringValue, text.utf8.count <= 21_848,
                 let der = Base64URL.decodeStandard(text.utf8)
-            else { throw AttestBody.malformed(context) }
+            else { throw AttestBody.malformed() }
             chain.append(der)
         }
         let device = try await service.register(
@@ -90,7 +90,7 @@ struct AndroidSessionRoute: ResponseHandler {
     let service: AndroidAttestService
 
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let fields = try AttestBody.parse(request, proof: "signature", context: context)
+        let fields = try AttestBody.parse(request, proof: "signature")
         let session = try await service.openSession(
             keyID: fields.keyID, signature: fields.proof, challenge: fields.challenge, context: context)
         return AttestBody.session(session)
@@ -112,7 +112,7 @@ enum AttestBody {
 
     /// The three string fields: `400 invalid_json` unless the body is a JSON object with them,
     /// `401` (`attest_error=malformed`) when the key id or the proof is not what App Attest sends.
-    static func parse(_ request: HTTPRequest, proof name: StaticString, context: RequestContext) throws(GatewayError)
+    static func parse(_ request: HTTPRequest, proof name: StaticString) throws(GatewayError)
         -> Fields
     {
         try requireJSON(request)
@@ -123,7 +123,7 @@ enum AttestBody {
         guard let key = Base64URL.decodeStandard(keyID.utf8), key.count == 32,
             proof.utf8.count <= maximumProofCharacters,
             let bytes = Base64URL.decodeStandard(proof.utf8)
-        else { throw malformed(context) }
+        else { throw malformed() }
         return Fields(keyID: key, proof: bytes, challenge: challenge)
     }
 
@@ -135,10 +135,8 @@ enum AttestBody {
     }
 
     /// `401` with `attest_error=malformed`: not what a device sends.
-    static func malformed(_ context: RequestContext) -> GatewayError {
-        let reason = AppAttestFailure.Reason.malformed.rawValue
-        context.update { $0.attestFailure = reason }
-        return .deviceUnauthorized(reason: reason)
+    static func malformed() -> GatewayError {
+        .deviceUnauthorized(reason: AppAttestFailure.Reason.malformed.rawValue)
     }
 
     static func session(_ session: AppAttestService.OpenedSession) -> HTTPResponse {

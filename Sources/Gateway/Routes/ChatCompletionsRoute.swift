@@ -15,7 +15,9 @@ struct ChatCompletionsRoute: RouteHandler {
     let streams: StreamRegistry
     let logger: Logger
 
-    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+    {
         if let contentType = request.headers["Content-Type"], !ProcessRequest.isJSON(contentType) {
             throw .unsupportedMediaType
         }
@@ -30,10 +32,8 @@ struct ChatCompletionsRoute: RouteHandler {
         guard chat.choices <= configuration.maxChoices else { throw .tooManyChoices(limit: configuration.maxChoices) }
         guard let pool else { throw .keyNotConfigured }
         let choice = UpstreamModelChoice.alias(chat.model)
-        context.update {
-            $0.model = model
-            $0.task = "chat"
-        }
+        report.model = model
+        report.task = "chat"
         let requestID = context.id
         let cap = configuration.maxTokens
         // A stream always asks for usage upstream: the gateway counts its tokens.
@@ -48,7 +48,7 @@ struct ChatCompletionsRoute: RouteHandler {
             do {
                 bytes = try await pool.run(
                     choice, deadline: configuration.streamHeadDeadline, requestID: requestID,
-                    onAttempt: { context.noteAttempt($0) }, body: body
+                    onAttempt: { report.noteAttempt($0) }, body: body
                 ) { endpoint, body, limit, _ throws(ChatError) in
                     try await endpoint.streamBytes(
                         body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
@@ -72,7 +72,7 @@ struct ChatCompletionsRoute: RouteHandler {
         let answer: [UInt8]
         do {
             answer = try await pool.run(
-                choice, requestID: requestID, onAttempt: { context.noteAttempt($0) }, body: body
+                choice, requestID: requestID, onAttempt: { report.noteAttempt($0) }, body: body
             ) {
                 endpoint, body, limit, _ throws(ChatError) in
                 try await endpoint.forward(body: body, requestID: requestID, timeout: limit)
@@ -80,10 +80,8 @@ struct ChatCompletionsRoute: RouteHandler {
         } catch {
             throw fail(error, requestID: requestID, since: upstreamStart)
         }
-        let span = UpstreamSpan(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
-        return RouteAnswer(
-            HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer)),
-            report: AnswerReport(upstream: span))
+        report.span = UpstreamSpan(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
+        return RouteAnswer(HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer)))
     }
 
     /// The error to answer a failed call with, carrying the call's time.

@@ -101,22 +101,38 @@ extension JSONWriter {
 
 /// `POST /api/jobs` of a gateway with a store but no upstream key: the body is checked as
 /// ever, then the answer is `500 not_configured`, as `/api/process` gives.
-struct UnconfiguredJobsRoute: ResponseHandler {
+struct UnconfiguredJobsRoute: RouteHandler {
     let settings: JobSettings
 
-    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        _ = try ProcessRequest.parse(request, noting: context, maximumCharacters: settings.maxCharacters)
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+    {
+        RouteAnswer(try await handle(request, context: context, report: &report))
+    }
+
+    private func handle(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> HTTPResponse
+    {
+        _ = try ProcessRequest.parse(request, noting: &report, maximumCharacters: settings.maxCharacters)
         throw .keyNotConfigured
     }
 }
 
 /// `POST /api/jobs`: a long text as a job, answered at once with its id (`202`).
-struct SubmitJobRoute: ResponseHandler {
+struct SubmitJobRoute: RouteHandler {
     let jobs: JobRoutes
 
-    func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+    {
+        RouteAnswer(try await handle(request, context: context, report: &report))
+    }
+
+    private func handle(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> HTTPResponse
+    {
         let settings = jobs.settings
-        let parsed = try ProcessRequest.parse(request, noting: context, maximumCharacters: settings.maxCharacters)
+        let parsed = try ProcessRequest.parse(request, noting: &report, maximumCharacters: settings.maxCharacters)
         guard jobs.pool.firstModel(for: .task(parsed.task)) != nil else { throw .modelNotConfigured }
         // Rewritten parts are put back together in order: an overlap would repeat text.
         let chunker = TextChunker(

@@ -31,19 +31,20 @@ struct ProcessRoute: RouteHandler {
         bodies = ProcessBodies(configuration: configuration)
     }
 
-    func answer(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> RouteAnswer {
-        let parsed = try ProcessRequest.parse(request, noting: context)
+    func answer(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError) -> RouteAnswer
+    {
+        let parsed = try ProcessRequest.parse(request, noting: &report)
         guard let pool else { throw .keyNotConfigured }
         let choice = UpstreamModelChoice.task(parsed.task)
         // The first upstream's model names the answer in the cache and the log until an
         // attempt says which upstream and model it went to.
         guard let model = pool.firstModel(for: choice) else { throw .modelNotConfigured }
-        context.update { $0.model = model }
+        report.model = model
         if parsed.stream || Self.acceptsEventStream(request.headers["Accept"]) {
-            return try await streamResponse(pool: pool, request: parsed, context: context)
+            return try await streamResponse(pool: pool, request: parsed, context: context, report: &report)
         }
         let answer: ResponseCache.Answer
-        var report = AnswerReport()
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
         if let cache {
@@ -55,37 +56,41 @@ struct ProcessRoute: RouteHandler {
             let bodies = self.bodies
             let cached: ResponseCache.Answer
             let hit: Bool
+            // The computation may run apart from this frame (a flight other requests join).
+            let attempts = UpstreamAttempts()
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
                     try await TaskAnswerer.answer(
                         parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger
                     ) {
-                        context.noteAttempt($0)
+                        attempts.note($0)
                     }
                 }
             } catch {
+                report.note(attempts)
                 metrics.cache.labels("miss").increment()
                 throw fail(error, since: upstreamStart)
             }
+            report.note(attempts)
             answer = cached
             headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
             metrics.cache.labels(hit ? "hit" : "miss").increment()
             if hit {
                 report.cacheHit = true
             } else {
-                report.upstream = UpstreamSpan(since: upstreamStart, usage: answer.usage)
+                report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
             }
         } else {
             do {
                 answer = try await TaskAnswerer.answer(
                     parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger
-                ) { context.noteAttempt($0) }
+                ) { report.noteAttempt($0) }
             } catch {
                 throw fail(error, since: upstreamStart)
             }
-            report.upstream = UpstreamSpan(since: upstreamStart, usage: answer.usage)
+            report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
         }
-        context.update { $0.result = answer.result }
+        report.result = answer.result
         var body = JSONWriter(capacity: answer.result.utf8.count + 160)
         body.object {
             $0.field("success", true)
@@ -94,7 +99,7 @@ struct ProcessRoute: RouteHandler {
             $0.field("requestId", context.id)
             $0.usageField(answer.usage)
         }
-        let upstreamTime = report.upstream?.nanoseconds ?? 0
+        let upstreamTime = report.span?.nanoseconds ?? 0
         let upstreamMs = Double(upstreamTime) / 1e6
         let gatewayNanoseconds = context.start.nanoseconds(until: .now())
         var timing = "upstream;dur="
@@ -104,7 +109,7 @@ struct ProcessRoute: RouteHandler {
         JSONWriter.appendDecimal(
             Double(gatewayNanoseconds - min(gatewayNanoseconds, upstreamTime)) / 1e6, to: &timing)
         headers.add(name: "Server-Timing", value: timing)
-        return RouteAnswer(HTTPResponse(headers: headers, body: .bytes(body.bytes)), report: report)
+        return RouteAnswer(HTTPResponse(headers: headers, body: .bytes(body.bytes)))
     }
 
     /// The error to answer a failed call with, carrying the call's time.
@@ -124,9 +129,9 @@ struct ProcessRoute: RouteHandler {
     /// and fallback happen while the client has no byte yet and `X-Upstream` can name who
     /// answered; a failure then is an ordinary JSON error with its status (and the upstream's
     /// `Retry-After`): the `200` and `start` are sent only once an upstream's answer began.
-    private func streamResponse(pool: UpstreamPool, request: ProcessRequest, context: RequestContext)
-        async throws(GatewayError) -> RouteAnswer
-    {
+    private func streamResponse(
+        pool: UpstreamPool, request: ProcessRequest, context: RequestContext, report: inout RouteReport
+    ) async throws(GatewayError) -> RouteAnswer {
         let control = StreamControl(limits: StreamControl.Limits(configuration))
         let upstreamStart = MonotonicInstant.now()
         let requestID = context.id
@@ -136,7 +141,7 @@ struct ProcessRoute: RouteHandler {
         do throws(ChatError) {
             opened = try await pool.run(
                 .task(request.task), deadline: configuration.streamHeadDeadline, requestID: requestID,
-                onAttempt: { context.noteAttempt($0) },
+                onAttempt: { report.noteAttempt($0) },
                 body: { target in
                     ProcessBodies.request(
                         for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens
@@ -152,7 +157,7 @@ struct ProcessRoute: RouteHandler {
         }
         let stream = ProcessStream(
             opened: opened, upstreamStart: upstreamStart, context: context, control: control, logger: logger,
-            structured: request.format == .json ? request.task : nil, tee: context.update { $0.streamTee }
+            structured: request.format == .json ? request.task : nil, tee: context.streamTee
         )
         let headers: HTTPHeaders = [
             "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
@@ -165,19 +170,17 @@ struct ProcessRoute: RouteHandler {
 
 // Not in ProcessRequest.swift, which the body fuzzer builds on its own, without the HTTP modules.
 extension ProcessRequest {
-    /// `request`'s body parsed, with its task, tone and length noted in `context` (for the
+    /// `request`'s body parsed, with its task, tone and length noted in `report` (for the
     /// access log and the ledger, whatever the route answers next).
     static func parse(
-        _ request: HTTPRequest, noting context: RequestContext,
+        _ request: HTTPRequest, noting report: inout RouteReport,
         maximumCharacters: Int = ProcessRequest.maximumCharacters
     ) throws(GatewayError) -> ProcessRequest {
         let parsed = try parse(
             body: request.body, contentType: request.headers["Content-Type"], maximumCharacters: maximumCharacters)
-        context.update {
-            $0.task = parsed.task.rawValue
-            $0.tone = parsed.tone?.rawValue
-            $0.textLength = parsed.characterCount
-        }
+        report.task = parsed.task.rawValue
+        report.tone = parsed.tone?.rawValue
+        report.textLength = parsed.characterCount
         return parsed
     }
 }

@@ -52,14 +52,13 @@ struct ProcessStream: Sendable {
                     return fail(.invalidModelOutput, outcome: .failed(.invalidModelOutput), span)
                 }
             }
-            context.update { $0.result = result }
             let done = ServerSentEventWriter.jsonEvent("done") {
                 $0.field("requestId", context.id)
                 $0.field("result", result)
                 if let data { $0.field("data", data) }
                 $0.usageField(usage)
             }
-            return StreamReport(outcome: .done, upstream: span, lastEvent: done)
+            return StreamReport(outcome: .done, upstream: span, lastEvent: done, result: result)
         case .failed(let error):
             let span = UpstreamSpan(since: upstreamStart)
             guard let failure = UpstreamCall.failure(of: error, requestID: context.id, logger: logger) else {
