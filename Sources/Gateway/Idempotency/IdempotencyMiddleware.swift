@@ -1,7 +1,6 @@
 import Access
 import HTTP1
 import HTTPServer
-import JSON
 import Store
 
 /// `Idempotency-Key` on the routes that spend tokens (docs/api.md, "Retries"). Without the
@@ -16,6 +15,15 @@ struct IdempotencyMiddleware: Middleware {
         case process
         case chat
         case jobs
+
+        /// How the route keeps and replays its answers: its own.
+        var keeping: any AnswerKeeping {
+            switch self {
+            case .process: ProcessRoute.Keeping()
+            case .chat: ChatCompletionsRoute.Keeping()
+            case .jobs: SubmitJobRoute.Keeping()
+            }
+        }
 
         /// Where the route is served: the path in its keys' scope.
         var path: String {
@@ -34,11 +42,6 @@ struct IdempotencyMiddleware: Middleware {
     /// A guest's address as its key (a guest's idempotency keys are its address's).
     let clients: ClientAddressKey
 
-    private static let eventStreamHeaders: HTTPHeaders = [
-        "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-        "Idempotent-Replayed": "true",
-    ]
-
     func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
         -> RouteAnswer
     {
@@ -55,7 +58,7 @@ struct IdempotencyMiddleware: Middleware {
             scope: IdempotencyService.scope(caller: caller, path: route.path), key: key,
             fingerprint: IdempotencyKey.fingerprint(
                 method: request.method.rawValue, path: request.path, body: request.body,
-                eventStream: route == .process && ProcessRoute.acceptsEventStream(request.headers["Accept"])),
+                eventStream: route.keeping.asksForEventStream(request)),
             timeToLive: timeToLive
         )
         switch service.admit(ticket, requestID: context.id) {
@@ -68,8 +71,11 @@ struct IdempotencyMiddleware: Middleware {
             // From here the client hanging up no longer cancels this task: neither the records'
             // begin, the upstream call nor the keeping of the answer is cut short.
             request.keepRunningIfClientLeaves()
-            let decision = await service.begin(ticket, flight: flight)
-            guard case .run = decision else { return try await refer(decision, ticket: ticket) }
+            switch await service.begin(ticket, flight: flight) {
+            case .failed(let error): throw error
+            case .refer(let referral): return try await refer(referral, ticket: ticket)
+            case .run: break
+            }
             return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
         }
     }
@@ -80,12 +86,7 @@ struct IdempotencyMiddleware: Middleware {
         context: RequestContext,
         next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
-        let tee: StreamTee? =
-            switch route {
-            case .process: StreamTee(shape: .process(requestID: context.id))
-            case .chat: StreamTee(shape: .transcript)
-            case .jobs: nil
-            }
+        let tee = route.keeping.tee(requestID: context.id)
         var answer = await next(request, tee.map { context.teeing(into: $0) } ?? context)
         answer.report.idempotency = .original
         return await settle(answer, flight: flight, ticket: ticket, tee: tee)
@@ -125,7 +126,7 @@ struct IdempotencyMiddleware: Middleware {
             return answer
         }
         let service = self.service
-        let route = self.route
+        let keeping = route.keeping
         let contentType = response.headers["Content-Type"] ?? "text/event-stream; charset=utf-8"
         var detached = answer
         detached.detached = DetachedStream(tee: tee) { report in
@@ -133,13 +134,8 @@ struct IdempotencyMiddleware: Middleware {
                 await service.release(ticket, flight: flight, error: report?.error ?? .upstreamError)
                 return
             }
-            let kept = tee.kept
-            let answer = StoredAnswer(
-                status: 200, contentType: contentType, upstream: upstream,
-                body: route == .process ? kept.last ?? [] : kept.transcript,
-                text: route == .process ? kept.text : nil, streamed: true
-            )
-            await service.complete(ticket, flight: flight, answer: answer)
+            await service.complete(
+                ticket, flight: flight, answer: keeping.kept(tee, contentType: contentType, upstream: upstream))
         }
         flight.answer.set(.stream(tee, upstream: upstream))
         return detached
@@ -150,7 +146,11 @@ struct IdempotencyMiddleware: Middleware {
         _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision,
         ticket: IdempotencyService.Ticket
     ) async throws -> RouteAnswer {
-        guard case .run = decision else { return try await refer(decision, ticket: ticket) }
+        switch decision {
+        case .failed(let error): throw error
+        case .refer(let referral): return try await refer(referral, ticket: ticket)
+        case .run: break
+        }
         switch await flight.answer.value {
         case .whole(.failure(let error)):
             throw error
@@ -161,7 +161,7 @@ struct IdempotencyMiddleware: Middleware {
             await service.noteReplay(ticket, role: .joined)
             var answer = RouteAnswer(
                 HTTPResponse(
-                    headers: Self.eventStreamHeaders,
+                    headers: ProcessRoute.Keeping.replayedStreamHeaders,
                     body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) }))
             answer.report.note(replayOf: flight.requestID, role: .joined, upstream: upstream)
             return answer
@@ -169,23 +169,17 @@ struct IdempotencyMiddleware: Middleware {
     }
 
     /// What the records said of a key this instance does not run.
-    private func refer(
-        _ decision: IdempotencyService.Flight.Decision, ticket: IdempotencyService.Ticket
-    ) async throws -> RouteAnswer {
-        switch decision {
-        case .run:
-            throw GatewayError.internalError // not a referral
-        case .failed(let error):
-            throw error
-        case .refer(.started):
-            throw GatewayError.internalError // a start is a run
-        case .refer(.mismatch):
+    private func refer(_ referral: IdempotencyService.Flight.Referral, ticket: IdempotencyService.Ticket)
+        async throws -> RouteAnswer
+    {
+        switch referral {
+        case .mismatch:
             service.metrics.count(.mismatch)
             throw GatewayError.idempotencyKeyReused
-        case .refer(.inProgress):
+        case .inProgress:
             service.metrics.count(.conflict)
             throw GatewayError.idempotencyInProgress
-        case .refer(.completed(let requestID, let answer)):
+        case .completed(let requestID, let answer):
             await service.noteReplay(ticket, role: .replayed)
             return replay(answer, requestID: requestID, role: .replayed)
         }
@@ -194,29 +188,8 @@ struct IdempotencyMiddleware: Middleware {
     /// A kept answer, as the first request's client got it (a stream as `start`, one
     /// `delta` and the same `done` on `/api/process`; its events on `/v1`), for `requestID`.
     private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole) -> RouteAnswer {
-        var replayed = RouteAnswer(response(replaying: answer, requestID: requestID))
+        var replayed = RouteAnswer(route.keeping.replay(answer, requestID: requestID))
         replayed.report.note(replayOf: requestID, role: role, upstream: answer.upstream)
         return replayed
-    }
-
-    private func response(replaying answer: StoredAnswer, requestID: String) -> HTTPResponse {
-        guard answer.streamed else {
-            // A job is made once: its retry says where it is, with 200 rather than 202.
-            var headers: HTTPHeaders = ["Content-Type": answer.contentType, "Idempotent-Replayed": "true"]
-            var status = HTTPStatus(code: answer.status)
-            if route == .jobs, answer.status == 202 {
-                status = .ok
-                if let id = (try? JSONValue.parse(answer.body))?["jobId"]?.stringValue {
-                    headers.add(name: "Location", value: "/api/jobs/" + id)
-                }
-            }
-            return HTTPResponse(status: status, headers: headers, body: .bytes(answer.body))
-        }
-        let bytes =
-            route == .process
-            ? StreamTee.startEvent(requestID: requestID)
-                + StreamTee.deltaEvent(requestID: requestID, text: answer.text ?? "") + answer.body
-            : answer.body
-        return HTTPResponse(headers: Self.eventStreamHeaders, body: .stream { writer in try await writer.write(bytes) })
     }
 }

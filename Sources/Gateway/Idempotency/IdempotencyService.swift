@@ -53,8 +53,28 @@ final class IdempotencyService: Sendable {
             /// The records let this instance answer it.
             case run
             /// The records hold the key already (kept, running elsewhere, or another request's).
-            case refer(IdempotencyBegin)
+            case refer(Referral)
             case failed(GatewayError)
+        }
+
+        /// What the records say of a key this instance may not run.
+        enum Referral: Sendable {
+            /// Another request with the key runs, under a live lease.
+            case inProgress
+            /// The key's answer, kept and unexpired.
+            case completed(requestID: String, answer: StoredAnswer)
+            /// The key is held for another request (another fingerprint).
+            case mismatch
+
+            /// What `begun` refers a request to; nil when it lets the request run.
+            init?(_ begun: IdempotencyBegin) {
+                switch begun {
+                case .started: return nil
+                case .inProgress: self = .inProgress
+                case .completed(let requestID, let answer): self = .completed(requestID: requestID, answer: answer)
+                case .mismatch: self = .mismatch
+                }
+            }
         }
 
         enum Answer: Sendable {
@@ -162,7 +182,7 @@ final class IdempotencyService: Sendable {
             else {
                 throw StoreError(.other, message: "idempotency records: a begin without its result")
             }
-            decision = if case .started = begun { .run } else { .refer(begun) }
+            decision = Flight.Referral(begun).map(Flight.Decision.refer) ?? .run
         } catch {
             // Unrecorded, a retry could pay again: refuse rather than run unprotected.
             faults?.record(error, operation: .idempotency)

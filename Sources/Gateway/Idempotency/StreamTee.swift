@@ -9,9 +9,10 @@ import Synchronization
 final class StreamTee: Sendable {
     /// How a joining client catches up, and what is kept for a replay.
     enum Shape: Sendable {
-        /// `/api/process`: `start`, deltas that carry the text so far, one `done` or `error`.
-        /// A joiner gets `start`, one `delta` with the whole text so far, then what follows.
-        case process(requestID: String)
+        /// An opening event, deltas that carry the text so far, one last event (`/api/process`:
+        /// `start`, `delta`, `done` or `error`). A joiner gets `opening`, one delta made by
+        /// `delta` with the whole text so far, then what follows.
+        case text(opening: [UInt8], delta: @Sendable (String) -> [UInt8])
         /// `/v1/chat/completions`: chunks relayed as they came. A joiner gets every event so
         /// far, then what follows.
         case transcript
@@ -63,7 +64,7 @@ final class StreamTee: Sendable {
                 switch shape {
                 case .transcript:
                     state.transcript += bytes
-                case .process:
+                case .text:
                     if !state.sawStart {
                         state.sawStart = true
                     } else if let text = state.pendingText {
@@ -126,25 +127,12 @@ final class StreamTee: Sendable {
         switch shape {
         case .transcript:
             return state.transcript
-        case .process(let requestID):
+        case .text(let opening, let delta):
             guard state.sawStart else { return [] }
-            var bytes = Self.startEvent(requestID: requestID)
-            if !state.text.isEmpty { bytes += Self.deltaEvent(requestID: requestID, text: state.text) }
+            var bytes = opening
+            if !state.text.isEmpty { bytes += delta(state.text) }
             if let last = state.last { bytes += last }
             return bytes
-        }
-    }
-
-    static func startEvent(requestID: String) -> [UInt8] {
-        ServerSentEventWriter.jsonEvent("start") { $0.field("requestId", requestID) }
-    }
-
-    /// One `delta` that brings a client from nothing to `text`.
-    static func deltaEvent(requestID: String, text: String) -> [UInt8] {
-        ServerSentEventWriter.jsonEvent("delta") {
-            $0.field("requestId", requestID)
-            $0.field("delta", text)
-            $0.field("text", text)
         }
     }
 }

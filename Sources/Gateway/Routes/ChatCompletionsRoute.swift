@@ -206,3 +206,11 @@ struct StreamRelay: Sendable {
         return .failed(failure, usage)
     }
 }
+
+extension ChatCompletionsRoute {
+    /// How `/v1/chat/completions` keeps an answer for an `Idempotency-Key`: a stream as every
+    /// event it sent (a joining retry gets them all so far, then what follows).
+    struct Keeping: AnswerKeeping {
+        func tee(requestID: String) -> StreamTee? { StreamTee(shape: .transcript) }
+    }
+}

@@ -306,3 +306,19 @@ enum JobID {
         id.utf8.count == 32 && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 }
+
+extension SubmitJobRoute {
+    /// How `POST /api/jobs` keeps its answer for an `Idempotency-Key`: a job is made once, so
+    /// a retry is told where it is, with `200` rather than `202`.
+    struct Keeping: AnswerKeeping {
+        func replay(_ answer: StoredAnswer, requestID: String) -> HTTPResponse {
+            var response = Self.wholeReplay(answer)
+            guard answer.status == 202 else { return response }
+            response.status = .ok
+            if let id = (try? JSONValue.parse(answer.body))?["jobId"]?.stringValue {
+                response.headers.add(name: "Location", value: "/api/jobs/" + id)
+            }
+            return response
+        }
+    }
+}

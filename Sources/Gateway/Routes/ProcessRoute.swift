@@ -3,6 +3,7 @@ import EventLoop
 import HTTP1
 import HTTPServer
 import JSON
+import Store
 import Telemetry
 import Upstream
 
@@ -182,5 +183,50 @@ extension ProcessRequest {
         report.tone = parsed.tone?.rawValue
         report.textLength = parsed.characterCount
         return parsed
+    }
+}
+
+extension ProcessRoute {
+    /// How `/api/process` keeps an answer for an `Idempotency-Key`: a stream by its text and
+    /// its `done`; a joining retry gets `start`, one `delta` with the text so far, then what
+    /// follows, and a replay the same from the kept answer.
+    struct Keeping: AnswerKeeping {
+        func tee(requestID: String) -> StreamTee? {
+            StreamTee(
+                shape: .text(opening: Self.startEvent(requestID: requestID)) {
+                    Self.deltaEvent(requestID: requestID, text: $0)
+                })
+        }
+
+        func kept(_ tee: StreamTee, contentType: String, upstream: String?) -> StoredAnswer {
+            let kept = tee.kept
+            return StoredAnswer(
+                status: 200, contentType: contentType, upstream: upstream, body: kept.last ?? [], text: kept.text,
+                streamed: true)
+        }
+
+        func replay(_ answer: StoredAnswer, requestID: String) -> HTTPResponse {
+            guard answer.streamed else { return Self.wholeReplay(answer) }
+            return Self.streamReplay(
+                Self.startEvent(requestID: requestID) + Self.deltaEvent(requestID: requestID, text: answer.text ?? "")
+                    + answer.body)
+        }
+
+        func asksForEventStream(_ request: HTTPRequest) -> Bool {
+            ProcessRoute.acceptsEventStream(request.headers["Accept"])
+        }
+
+        static func startEvent(requestID: String) -> [UInt8] {
+            ServerSentEventWriter.jsonEvent("start") { $0.field("requestId", requestID) }
+        }
+
+        /// One `delta` that brings a client from nothing to `text`.
+        static func deltaEvent(requestID: String, text: String) -> [UInt8] {
+            ServerSentEventWriter.jsonEvent("delta") {
+                $0.field("requestId", requestID)
+                $0.field("delta", text)
+                $0.field("text", text)
+            }
+        }
     }
 }
