@@ -98,8 +98,8 @@ package final class UpstreamPool: Sendable {
     /// Runs `call` on the upstreams by the policy until one answers, and returns that answer.
     ///
     /// - Parameters:
-    ///   - onAttempt: told of every attempt before it starts (the last one told answered, or
-    ///     failed last).
+    ///   - attempts: every attempt, noted before it starts (the last one noted answered, or
+    ///     failed last): what the call gives back whether it answered or not.
     ///   - body: the request body for an attempt's upstream, model and structured mode.
     ///   - call: one attempt: the upstream's endpoint, the body, the most time it may take
     ///     until its answer's head, and the target.
@@ -109,7 +109,7 @@ package final class UpstreamPool: Sendable {
     ///   was cancelled.
     package func run<Answer: Sendable>(
         _ choice: UpstreamModelChoice, only: String? = nil, deadline: Duration? = nil, requestID: String,
-        onAttempt: (Target) -> Void = { _ in },
+        attempts tried: inout UpstreamAttempts,
         body: (Target) -> [UInt8],
         call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer {
@@ -129,7 +129,7 @@ package final class UpstreamPool: Sendable {
             if let answer = try await attempts(
                 member, model: model, probe: admission == .probe, retries: policy.retries,
                 isLast: index == members.count - 1,
-                end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
+                end: end, requestID: requestID, lastError: &lastError, tried: &tried, body: body, call: call
             ) {
                 return answer
             }
@@ -140,7 +140,7 @@ package final class UpstreamPool: Sendable {
         if lastError == nil, let (member, model) = resting.first,
             let answer = try await attempts(
                 member, model: model, probe: false, retries: 0, isLast: true,
-                end: end, requestID: requestID, lastError: &lastError, onAttempt: onAttempt, body: body, call: call
+                end: end, requestID: requestID, lastError: &lastError, tried: &tried, body: body, call: call
             )
         {
             return answer
@@ -154,7 +154,7 @@ package final class UpstreamPool: Sendable {
         _ member: Member, model: String, probe: Bool, retries: Int, isLast: Bool, end: MonotonicInstant,
         requestID: String,
         lastError: inout ChatError?,
-        onAttempt: (Target) -> Void, body: (Target) -> [UInt8],
+        tried: inout UpstreamAttempts, body: (Target) -> [UInt8],
         call: (any ChatUpstream, [UInt8], Duration, Target) async throws(ChatError) -> Answer
     ) async throws(ChatError) -> Answer? {
         let target = Target(upstream: member.name, model: model, structuredMode: member.settings.structuredMode)
@@ -168,7 +168,7 @@ package final class UpstreamPool: Sendable {
                 throw lastError ?? .timedOut
             }
             let limit = min(tryTimeoutNanoseconds ?? remaining, remaining)
-            onAttempt(target)
+            tried.note(target)
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
                 member.metrics.succeeded(seconds: Self.seconds(since: now))

@@ -84,19 +84,18 @@ struct UpstreamPoolTests {
 
     /// One call through the pool: the answer or the error, and the upstreams attempted in order.
     static func call(_ pool: UpstreamPool) async -> (result: Result<String, ChatError>, attempts: [String]) {
-        let attempts = Mutex<[String]>([])
+        var attempts = UpstreamAttempts()
         do throws(ChatError) {
             let answer = try await pool.run(
-                .task(.summarize), requestID: "r",
-                onAttempt: { target in attempts.withLock { $0.append(target.upstream) } },
+                .task(.summarize), requestID: "r", attempts: &attempts,
                 body: { Array("\($0.upstream):\($0.model)".utf8) },
                 call: { endpoint, body, limit, _ throws(ChatError) in
                     try await (endpoint as! ScriptedEndpoint).call(body: body, limit: limit)
                 }
             )
-            return (.success(answer), attempts.withLock { $0 })
+            return (.success(answer), attempts.targets.map(\.upstream))
         } catch {
-            return (.failure(error), attempts.withLock { $0 })
+            return (.failure(error), attempts.targets.map(\.upstream))
         }
     }
 

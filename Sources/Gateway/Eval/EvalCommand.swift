@@ -117,10 +117,11 @@ public struct EvalCommand: Sendable, Equatable {
             let request = ProcessRequest(
                 task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
             let start = MonotonicInstant.now()
+            var attempts = UpstreamAttempts()
             do {
                 let answer = try await TaskAnswerer.answer(
-                    request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger
-                ) { _ in }
+                    request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger,
+                    attempts: &attempts)
                 result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
                 result.inputTokens += max(0, answer.usage?.promptTokens ?? 0)
                 result.outputTokens += max(0, answer.usage?.completionTokens ?? 0)

@@ -47,11 +47,12 @@ struct RouteReport: Sendable {
     /// (`X-Request-Id`) and the log line carries.
     var replayOf: String?
 
-    /// An upstream attempt is starting: it goes to `target`.
-    mutating func noteAttempt(_ target: UpstreamPool.Target) {
-        upstream = target.upstream
-        model = target.model
-        upstreamAttempts += 1
+    /// The upstream call made `attempts`: the last one names the upstream and model.
+    mutating func note(_ attempts: UpstreamAttempts) {
+        guard let last = attempts.last else { return }
+        upstream = last.upstream
+        model = last.model
+        upstreamAttempts += attempts.count
     }
 
     /// A retry answered with the answer of the request `requestID`, which `upstream` gave.
@@ -59,14 +60,6 @@ struct RouteReport: Sendable {
         idempotency = role
         replayOf = requestID
         self.upstream = upstream
-    }
-
-    /// The attempts `attempts` recorded, made where the report itself could not be reached.
-    mutating func note(_ attempts: UpstreamAttempts) {
-        guard let last = attempts.summary else { return }
-        upstream = last.upstream
-        model = last.model
-        upstreamAttempts += last.count
     }
 }
 
@@ -80,18 +73,16 @@ struct Admission: Sendable {
     let status: RateStatus?
 }
 
-/// Upstream attempts noted from a closure that may outlive the route's own frame (a cached
-/// answer's computation): what ``RouteReport/note(_:)`` then copies.
-final class UpstreamAttempts: Sendable {
-    private let state = Mutex<(upstream: String, model: String, count: Int)?>(nil)
+/// Upstream attempts made in a computation that may outlive the route's own frame (a cached
+/// answer's, which other requests may join): kept here for the route to note once it returns.
+final class SharedAttempts: Sendable {
+    private let state = Mutex(UpstreamAttempts())
 
-    func note(_ target: UpstreamPool.Target) {
-        state.withLock { state in
-            state = (target.upstream, target.model, (state?.count ?? 0) + 1)
-        }
+    func keep(_ attempts: UpstreamAttempts) {
+        state.withLock { $0.append(attempts) }
     }
 
-    var summary: (upstream: String, model: String, count: Int)? { state.withLock { $0 } }
+    var attempts: UpstreamAttempts { state.withLock { $0 } }
 }
 
 /// How a gateway stream ended, as its producer returns it: the finisher settles the request

@@ -41,6 +41,8 @@ struct ChatCompletionsRoute: RouteHandler {
             chat.body(model: target.model, maxTokensCap: cap, addUsageOption: chat.stream)
         }
         let upstreamStart = MonotonicInstant.now()
+        var attempts = UpstreamAttempts()
+        defer { report.note(attempts) }
 
         if chat.stream {
             let bytes: any UpstreamBytes
@@ -48,7 +50,7 @@ struct ChatCompletionsRoute: RouteHandler {
             do {
                 bytes = try await pool.run(
                     choice, deadline: configuration.streamHeadDeadline, requestID: requestID,
-                    onAttempt: { report.noteAttempt($0) }, body: body
+                    attempts: &attempts, body: body
                 ) { endpoint, body, limit, _ throws(ChatError) in
                     try await endpoint.streamBytes(
                         body: body, requestID: requestID, timeout: totalTimeout, headTimeout: limit)
@@ -72,7 +74,7 @@ struct ChatCompletionsRoute: RouteHandler {
         let answer: [UInt8]
         do {
             answer = try await pool.run(
-                choice, requestID: requestID, onAttempt: { report.noteAttempt($0) }, body: body
+                choice, requestID: requestID, attempts: &attempts, body: body
             ) {
                 endpoint, body, limit, _ throws(ChatError) in
                 try await endpoint.forward(body: body, requestID: requestID, timeout: limit)

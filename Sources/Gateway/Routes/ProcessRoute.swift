@@ -58,21 +58,20 @@ struct ProcessRoute: RouteHandler {
             let cached: ResponseCache.Answer
             let hit: Bool
             // The computation may run apart from this frame (a flight other requests join).
-            let attempts = UpstreamAttempts()
+            let shared = SharedAttempts()
             do {
                 (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    try await TaskAnswerer.answer(
-                        parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger
-                    ) {
-                        attempts.note($0)
-                    }
+                    var attempts = UpstreamAttempts()
+                    defer { shared.keep(attempts) }
+                    return try await TaskAnswerer.answer(
+                        parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger, attempts: &attempts)
                 }
             } catch {
-                report.note(attempts)
+                report.note(shared.attempts)
                 metrics.cache.labels("miss").increment()
                 throw fail(error, since: upstreamStart)
             }
-            report.note(attempts)
+            report.note(shared.attempts)
             answer = cached
             headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
             metrics.cache.labels(hit ? "hit" : "miss").increment()
@@ -82,10 +81,11 @@ struct ProcessRoute: RouteHandler {
                 report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
             }
         } else {
+            var attempts = UpstreamAttempts()
+            defer { report.note(attempts) }
             do {
                 answer = try await TaskAnswerer.answer(
-                    parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger
-                ) { report.noteAttempt($0) }
+                    parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger, attempts: &attempts)
             } catch {
                 throw fail(error, since: upstreamStart)
             }
@@ -139,10 +139,12 @@ struct ProcessRoute: RouteHandler {
         let maxTokens = configuration.maxTokens
         let totalTimeout = configuration.streamTotalTimeout
         let opened: any UpstreamBytes
+        var attempts = UpstreamAttempts()
+        defer { report.note(attempts) }
         do throws(ChatError) {
             opened = try await pool.run(
                 .task(request.task), deadline: configuration.streamHeadDeadline, requestID: requestID,
-                onAttempt: { report.noteAttempt($0) },
+                attempts: &attempts,
                 body: { target in
                     ProcessBodies.request(
                         for: request, model: target.model, mode: target.structuredMode, maxTokens: maxTokens

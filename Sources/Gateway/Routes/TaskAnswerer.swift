@@ -18,25 +18,27 @@ struct TaskAnswerer: JobAnswering {
     let recorder: LedgerRecorder?
 
     /// The answer to `request`: its text, or for `"format": "json"` its checked data.
-    func answer(_ request: ProcessRequest, requestID: String, onAttempt: (UpstreamPool.Target) -> Void)
+    func answer(_ request: ProcessRequest, requestID: String, attempts: inout UpstreamAttempts)
         async throws(GatewayError) -> ResponseCache.Answer
     {
         try await Self.answer(
-            request, pool: pool, bodies: bodies, requestID: requestID, logger: logger, onAttempt: onAttempt)
+            request, pool: pool, bodies: bodies, requestID: requestID, logger: logger, attempts: &attempts)
     }
 
     package func answer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> JobAnswer {
         let answer: ResponseCache.Answer
+        // A job's items are not logged one by one: their attempts go nowhere.
+        var attempts = UpstreamAttempts()
         do throws(GatewayError) {
             switch question {
             case .final(let task, let tone, let format, let text):
                 let request = ProcessRequest(
                     task: task, tone: tone, text: text, characterCount: 0, stream: false, format: format)
-                answer = try await self.answer(request, requestID: requestID) { _ in }
+                answer = try await self.answer(request, requestID: requestID, attempts: &attempts)
             case .step(let prompt, let rounds):
                 let maxTokens = self.maxTokens
                 answer = try await Self.complete(
-                    .task(rounds), pool: pool, requestID: requestID, logger: logger, onAttempt: { _ in }
+                    .task(rounds), pool: pool, requestID: requestID, logger: logger, attempts: &attempts
                 ) { target in
                     ChatCompletionRequest(
                         model: target.model,
@@ -68,11 +70,11 @@ struct TaskAnswerer: JobAnswering {
     /// usage then counts both calls).
     static func answer(
         _ request: ProcessRequest, pool: UpstreamPool, bodies: ProcessBodies, requestID: String, logger: Logger,
-        onAttempt: (UpstreamPool.Target) -> Void
+        attempts: inout UpstreamAttempts
     ) async throws(GatewayError) -> ResponseCache.Answer {
         let choice = UpstreamModelChoice.task(request.task)
         let (first, target) = try await complete(
-            choice, pool: pool, requestID: requestID, logger: logger, onAttempt: onAttempt
+            choice, pool: pool, requestID: requestID, logger: logger, attempts: &attempts
         ) { target in
             bodies.body(for: request, model: target.model, mode: target.structuredMode)
         }
@@ -87,7 +89,7 @@ struct TaskAnswerer: JobAnswering {
         logInvalid(violation, attempt: 1, task: request.task, requestID: requestID, logger: logger)
         // The repair goes to the upstream and model that gave the broken answer.
         let (second, _) = try await complete(
-            choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, onAttempt: onAttempt
+            choice, pool: pool, only: target.upstream, requestID: requestID, logger: logger, attempts: &attempts
         ) { target in
             bodies.repairBody(
                 for: request, answer: first.result, violation: violation, model: target.model,
@@ -119,11 +121,11 @@ struct TaskAnswerer: JobAnswering {
     /// that gave it, or the mapped error. `only` keeps the call on one upstream.
     static func complete(
         _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, logger: Logger,
-        onAttempt: (UpstreamPool.Target) -> Void, body: (UpstreamPool.Target) -> [UInt8]
+        attempts: inout UpstreamAttempts, body: (UpstreamPool.Target) -> [UInt8]
     ) async throws(GatewayError) -> (answer: ResponseCache.Answer, target: UpstreamPool.Target) {
         let answered: (ChatCompletion, UpstreamPool.Target)
         do {
-            answered = try await pool.run(choice, only: only, requestID: requestID, onAttempt: onAttempt, body: body) {
+            answered = try await pool.run(choice, only: only, requestID: requestID, attempts: &attempts, body: body) {
                 endpoint, body, limit, target throws(ChatError) in
                 (try await endpoint.complete(body: body, requestID: requestID, timeout: limit), target)
             }
