@@ -1,97 +1,74 @@
 import EventLoop
 import HTTP1
 
-/// One accepted connection: the I/O shell around a ``RequestParser``, driven by its loop.
+/// One accepted connection: the I/O shell around a ``RequestParser`` and an
+/// ``HTTPConnectionStateMachine``, driven by its loop.
 ///
-/// A connection serves one request at a time. While a handler runs it stops reading (a
-/// pipelined request waits in the parser's buffer, so input stays bounded) but still watches
-/// for the peer hanging up, which cancels the handler's task. Responses are written with
+/// It reads, parses, runs handlers, writes and arms the timer; the machine decides what
+/// happens next (see there for how a connection serves requests). Responses are written with
 /// backpressure: a stream producer waits while more than the high watermark is unsent.
-/// Every timeout is one deadline re-armed lazily on the loop's timer queue.
 final class HTTPConnection: Selectable {
-    private enum State {
-        /// Reading a request (or waiting for the next one on a kept-alive connection).
-        case reading
-        /// A handler is producing the response; reading is paused.
-        case processing
-        /// The response is being written.
-        case responding
-        /// The last response is out and the write side is shut; input is discarded until
-        /// the peer closes or the linger time ends.
-        case lingering
-        case closed
-    }
-
-    private enum DeadlineKind {
-        case idle, header, body, writeStall, linger
-    }
+    private typealias Action = HTTPConnectionStateMachine.Action
 
     let fd: CInt
     let remoteAddress: SocketAddress?
     private let context: ServerLoopContext
     private var loop: EventLoop { context.loop }
     private var parser: RequestParser
-    private var state = State.reading
-    private var interest: SelectorInterest = [.read, .readHangup]
+    private var machine: HTTPConnectionStateMachine
 
+    /// The head of the request being read, until it is dispatched.
     private var head: RequestHead?
     private var body: [UInt8] = []
     private var handlerTask: Task<Void, Never>?
     /// Whether the current handler asked to outlive a hang-up (``HTTPRequest/keepRunningIfClientLeaves()``).
     private let hangUp = HangUpPolicy()
-    /// True while a handler runs synchronously inside ``dispatch(_:)``.
-    private var dispatching = false
-    /// Whether the connection stays open after the current response.
-    private var keepAlive = true
-    private var responseIsHead = false
-    private var chunked = false
-    /// All response bytes are queued; the response ends when they are written.
-    private var responseQueued = false
 
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
     private var writeWaiters: [CheckedContinuation<Void, any Error>] = []
 
-    private var deadline: MonotonicInstant?
-    private var deadlineKind = DeadlineKind.idle
-    private var timer: (id: TimerID, at: MonotonicInstant)?
+    private var timer: TimerID?
 
     init(fd: CInt, remoteAddress: SocketAddress?, context: ServerLoopContext) {
         self.fd = fd
         self.remoteAddress = remoteAddress
         self.context = context
         self.parser = RequestParser(limits: context.configuration.limits)
+        self.machine = HTTPConnectionStateMachine(configuration: context.configuration)
     }
 
     /// Registers with the loop and starts the idle timeout.
     func start() throws(IOError) {
-        try loop.register(fd, interest: interest, handler: self)
+        try loop.register(fd, interest: machine.interest, handler: self)
         context.add(self)
-        setDeadline(.idle, after: context.configuration.idleTimeout)
+        perform(machine.start(now: .system))
     }
+
+    private var handlerKeepsRunning: Bool { hangUp.keepsHandler.load(ordering: .relaxed) }
 
     // MARK: - Selector events
 
     func selectorEvents(_ events: SelectorEvents) {
         if events.contains(.error) || events.contains(.hangup) {
-            close()
+            perform(machine.connectionFailed(handlerKeepsRunning: handlerKeepsRunning))
             return
         }
         if events.contains(.writable) { flush() }
         if events.contains(.readable) {
             readAvailable()
-        } else if events.contains(.readHangup) && state != .reading {
-            // The peer is gone while its request is being answered: stop paying for it.
-            close()
+        } else if events.contains(.readHangup) {
+            perform(machine.readHangup(handlerKeepsRunning: handlerKeepsRunning))
         }
     }
 
     private func readAvailable() {
-        guard state == .reading || state == .lingering else {
-            // Input while a response is pending (a pipelined request): stop reading until the
-            // response is out, so input stays bounded. Dropped lazily: most clients send nothing
-            // while they wait, and then the interest never changes.
-            setInterest(interest.subtracting(.read))
+        let discard: Bool
+        switch machine.readable() {
+        case .read: discard = false
+        case .discardInput: discard = true
+        case let action:
+            perform(action)
             return
         }
         let buffer = context.readBuffer
@@ -99,20 +76,19 @@ final class HTTPConnection: Selectable {
         do {
             result = try Socket.read(fd, into: buffer)
         } catch {
-            close()
+            perform(machine.connectionFailed(handlerKeepsRunning: handlerKeepsRunning))
             return
         }
         guard case .processed(let count) = result else { return }
         if count == 0 {
-            // End of stream: a client that vanishes mid-request, or is done after its last response.
-            close()
+            perform(machine.inputEnded())
             return
         }
-        if state == .lingering { return }
+        if discard { return }
         let wasAwaiting = parser.isAwaitingRequest
         parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-        if wasAwaiting && !parser.isAwaitingRequest && head == nil {
-            setDeadline(.header, after: context.configuration.headerReadTimeout)
+        if wasAwaiting && !parser.isAwaitingRequest {
+            perform(machine.requestStarted(now: .system))
         }
         processInput()
     }
@@ -120,55 +96,51 @@ final class HTTPConnection: Selectable {
     // MARK: - Requests
 
     private func processInput() {
-        while state == .reading {
+        while machine.isReading {
             let event: RequestParser.Event?
             do {
                 event = try parser.next()
             } catch {
-                refuse(ProtocolError(status: error.status, parseError: error, head: head))
+                if case .refuse = machine.parseFailed() {
+                    refuse(ProtocolError(status: error.status, parseError: error, head: head))
+                }
                 return
             }
             guard let event else { return }
             switch event {
             case .head(let newHead):
+                let action = machine.parsedHead(newHead, now: .system)
                 head = newHead
                 body = []
-                if newHead.framing != .none {
-                    setDeadline(.body, after: context.configuration.bodyReadTimeout)
-                    if newHead.expectsContinue && newHead.version == .http1_1 && bodyFitsLimit(newHead.framing) {
-                        outbound.append(contentsOf: Self.continueBytes)
-                        flush()
-                    }
+                if case .sendContinue(let arm) = action {
+                    if let arm { armTimer(arm) }
+                    outbound.append(contentsOf: Self.continueBytes)
+                    flush()
+                } else {
+                    perform(action)
                 }
             case .body(let bytes):
                 // A body usually comes in one piece: keep that array instead of copying it.
                 if body.isEmpty { body = bytes } else { body.append(contentsOf: bytes) }
             case .end:
-                guard let head else { return }
+                guard let head = head.take(), case .dispatch = machine.requestEnded() else { return }
                 hangUp.keepsHandler.store(false, ordering: .relaxed)
-                dispatch(HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, hangUp: hangUp))
+                let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, hangUp: hangUp)
+                body = []
+                dispatch(request)
             }
         }
     }
 
     private static let continueBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    private func bodyFitsLimit(_ framing: BodyFraming) -> Bool {
-        if case .contentLength(let length) = framing { return length <= context.configuration.limits.maxBodyBytes }
-        return true
-    }
-
     private func dispatch(_ request: HTTPRequest) {
-        state = .processing
-        body = []
-        clearDeadline()
         let connection = LoopBound(self, loop: loop)
         let responder = context.responder
         let errorResponder = context.configuration.errorResponder
         // The task starts on this thread at once and runs until its first suspension, so a
         // handler that answers without waiting is served inside this read event; after a
         // suspension it resumes on this loop, its executor.
-        dispatching = true
         let task = Task.immediate(executorPreference: loop) {
             let response: HTTPResponse
             do {
@@ -179,10 +151,7 @@ final class HTTPConnection: Selectable {
             let end = await HTTPConnection.send(response, on: connection)
             if let finished = response.finished { await finished(end) }
         }
-        dispatching = false
-        if state == .processing || (state == .responding && !responseQueued) {
-            handlerTask = task
-        }
+        if machine.dispatchReturned() { handlerTask = task }
     }
 
     /// Writes `response` on the connection's loop, running a stream body to its end, and
@@ -224,21 +193,19 @@ final class HTTPConnection: Selectable {
     /// Writes the status line and fields. The handler's framing fields (`Connection`,
     /// `Content-Length`, `Transfer-Encoding`) are replaced by the server's own; a handler's
     /// `Connection: close` is honoured.
-    private func writeHead(_ response: HTTPResponse, contentLength: Int?) {
-        guard let head else { return }
-        responseIsHead = head.method == .HEAD
-        keepAlive = keepAlive && head.keepAlive && !context.quiescing
-        let status = response.status.code
-        let bodyless = status < 200 || status == 204 || status == 304
-        ResponseEncoder.writeStatusLine(status: response.status, version: head.version, into: &outbound)
+    private func writeHead(
+        _ response: HTTPResponse, for request: HTTPConnectionStateMachine.Request, contentLength: Int?
+    ) -> HTTPConnectionStateMachine.ResponseHead? {
+        ResponseEncoder.writeStatusLine(status: response.status, version: request.httpVersion, into: &outbound)
         var hasDate = false
+        var closeAsked = false
         for field in response.headers {
             switch ManagedField(field.name) {
             case .connection:
                 if field.value.split(separator: ",").contains(where: {
                     $0.lowercased().filter { $0 != " " && $0 != "\t" } == "close"
                 }) {
-                    keepAlive = false
+                    closeAsked = true
                 }
                 continue
             case .contentLength, .transferEncoding:
@@ -251,37 +218,41 @@ final class HTTPConnection: Selectable {
             ResponseEncoder.writeField(name: field.name, value: field.value, into: &outbound)
         }
         if !hasDate { ResponseEncoder.writeField(name: "Date", value: context.date, into: &outbound) }
-        if let contentLength {
-            if !bodyless { ResponseEncoder.writeField(name: "Content-Length", value: contentLength, into: &outbound) }
-        } else if head.version == .http1_1 {
-            chunked = !bodyless
-            if chunked { ResponseEncoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &outbound) }
-        } else {
-            keepAlive = false // an HTTP/1.0 stream ends when the connection closes
+        guard
+            let head = machine.respond(
+                status: response.status.code, closeAsked: closeAsked,
+                body: contentLength == nil ? .stream : .complete)
+        else { return nil }
+        switch head.framing {
+        case .contentLength:
+            ResponseEncoder.writeField(name: "Content-Length", value: contentLength ?? 0, into: &outbound)
+        case .chunked:
+            ResponseEncoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &outbound)
+        case .none:
+            break
         }
-        if !keepAlive {
-            ResponseEncoder.writeField(name: "Connection", value: "close", into: &outbound)
-        } else if head.version == .http1_0 {
-            ResponseEncoder.writeField(name: "Connection", value: "keep-alive", into: &outbound)
+        switch head.connection {
+        case .close: ResponseEncoder.writeField(name: "Connection", value: "close", into: &outbound)
+        case .keepAlive: ResponseEncoder.writeField(name: "Connection", value: "keep-alive", into: &outbound)
+        case .none: break
         }
         ResponseEncoder.writeEndOfHead(into: &outbound)
-        if bodyless { responseIsHead = true }
+        return head
     }
 
     /// Queues the whole response; false when the connection closed before it could.
     @discardableResult
     private func writeResponse(_ response: HTTPResponse, body: [UInt8]) -> Bool {
-        guard state == .processing else { return false }
-        state = .responding
+        guard let request = machine.requestAwaitingResponse,
+            let head = writeHead(response, for: request, contentLength: body.count)
+        else { return false }
         handlerTask = nil
-        writeHead(response, contentLength: body.count)
-        if !responseIsHead { outbound.append(contentsOf: body) }
-        responseQueued = true
+        if head.sendsBody { outbound.append(contentsOf: body) }
         flush()
         // Closed with this response still queued: the write failed, the client is gone. A
-        // response written whole has `responseQueued` reset, even on a connection that
-        // then closed or moved to another loop.
-        return !(state == .closed && responseQueued)
+        // response written whole is no longer unsent, even on a connection that then closed
+        // or moved to another loop.
+        return !machine.closedWithResponseUnsent
     }
 
     private enum StreamStart: Sendable {
@@ -291,22 +262,18 @@ final class HTTPConnection: Selectable {
     /// Writes the head of a streamed response: `.headOnly` for a response without a body
     /// (`HEAD`), `.closed` when the connection is already gone.
     private func beginStream(_ response: HTTPResponse) -> StreamStart {
-        guard state == .processing else { return .closed }
-        state = .responding
-        writeHead(response, contentLength: nil)
-        if responseIsHead {
-            responseQueued = true
-            flush()
-            return .headOnly
-        }
+        guard let request = machine.requestAwaitingResponse,
+            let head = writeHead(response, for: request, contentLength: nil)
+        else { return .closed }
         flush()
-        return state == .responding ? .streaming : .closed
+        if !head.sendsBody { return .headOnly }
+        return machine.isStreaming ? .streaming : .closed
     }
 
     /// Queues one piece of a streamed body; the continuation resumes once the unsent bytes
     /// are under the high watermark, or throws when the connection is gone.
     func writeBodyChunk(_ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
-        guard state == .responding, !responseQueued else {
+        guard case .writeBody(let chunked) = machine.bodyPiece() else {
             continuation.resume(throwing: ConnectionClosedError())
             return
         }
@@ -316,50 +283,37 @@ final class HTTPConnection: Selectable {
             outbound.append(contentsOf: bytes)
         }
         flush()
-        guard state == .responding else {
-            continuation.resume(throwing: ConnectionClosedError())
-            return
-        }
-        if outbound.count - outboundOffset > context.configuration.writeHighWatermark {
-            writeWaiters.append(continuation)
-        } else {
-            continuation.resume()
+        switch machine.bodyPieceQueued(unsentBytes: outbound.count - outboundOffset) {
+        case .connectionGone: continuation.resume(throwing: ConnectionClosedError())
+        case .waitForDrain: writeWaiters.append(continuation)
+        default: continuation.resume()
         }
     }
 
     /// Ends a streamed body; false when the connection closed before it could.
     private func endStream() -> Bool {
-        guard state == .responding, !responseQueued else { return false }
+        guard case .endBody(let lastChunk) = machine.bodyEnded() else { return false }
         handlerTask = nil
-        if chunked { ResponseEncoder.writeLastChunk(into: &outbound) }
-        responseQueued = true
+        if lastChunk { ResponseEncoder.writeLastChunk(into: &outbound) }
         flush()
         return true
     }
 
-    /// The producer failed: the client must not mistake the truncated body for a whole one.
-    /// False when the connection had already closed.
+    /// The producer failed: what is queued is sent, then the connection closes without the
+    /// last chunk. False when the connection had already closed.
     private func abortStream() -> Bool {
-        guard state == .responding, !responseQueued else { return false }
+        guard case .flush = machine.bodyAborted() else { return false }
         handlerTask = nil
-        keepAlive = false
-        // Send what is queued, then close without the last chunk.
-        responseQueued = true
-        chunked = false
         flush()
         return true
     }
 
-    /// Answers a request the server refuses itself, then closes.
+    /// Answers a request the server refuses itself, then closes; the machine has taken the
+    /// connection to answering it.
     private func refuse(_ error: ProtocolError) {
-        guard state == .reading else { return }
-        keepAlive = false
-        if head == nil {
-            // No head yet: answer with the request's version unknown; HTTP/1.1 is right for any client.
-            head = RequestHead.placeholder
-        }
+        head = nil
+        body = []
         let response = context.configuration.protocolErrorResponder(error)
-        state = .processing
         let written: Bool
         if case .bytes(let bytes) = response.body {
             written = writeResponse(response, body: bytes)
@@ -374,35 +328,6 @@ final class HTTPConnection: Selectable {
         }
     }
 
-    private func responseFinished() {
-        handlerTask = nil
-        responseQueued = false
-        chunked = false
-        head = nil
-        if !keepAlive {
-            linger()
-            return
-        }
-        if parser.isAwaitingRequest, let target = context.distributor.handOffTarget(from: context) {
-            handOff(to: target)
-            return
-        }
-        state = .reading
-        setInterest(interest.union(.read))
-        setDeadline(.idle, after: context.configuration.idleTimeout)
-        if !parser.isAwaitingRequest {
-            setDeadline(.header, after: context.configuration.headerReadTimeout)
-        }
-        if dispatching {
-            // Answered inside dispatch: parse the next pipelined request from the loop, not
-            // recursively, so a burst of pipelined requests cannot grow the stack.
-            let connection = LoopBound(self, loop: loop)
-            loop.execute { connection.value.processInput() }
-        } else {
-            processInput()
-        }
-    }
-
     // MARK: - Writing
 
     private func flush() {
@@ -413,31 +338,23 @@ final class HTTPConnection: Selectable {
                     try Socket.write(fd, UnsafeRawBufferPointer(rebasing: bytes[outboundOffset...]))
                 }
             } catch {
-                close()
+                perform(machine.connectionFailed(handlerKeepsRunning: handlerKeepsRunning))
                 return
             }
             switch result {
             case .processed(let written):
                 outboundOffset += written
-                if deadlineKind == .writeStall {
-                    setDeadline(.writeStall, after: context.configuration.writeStallTimeout)
-                }
+                perform(machine.wrote(now: .system))
             case .wouldBlock:
-                if !interest.contains(.write) {
-                    setInterest(interest.union(.write))
-                    setDeadline(.writeStall, after: context.configuration.writeStallTimeout)
-                }
+                perform(machine.writeWouldBlock(now: .system))
                 return
             }
         }
         if outbound.capacity > 1 << 20 { outbound = [] } else { outbound.removeAll(keepingCapacity: true) }
         outboundOffset = 0
-        if interest.contains(.write) {
-            setInterest(interest.subtracting(.write))
-            if deadlineKind == .writeStall { clearDeadline() }
-        }
+        let action = machine.flushed(parserAwaitingRequest: parser.isAwaitingRequest, now: .system)
         resumeWriters()
-        if state == .responding && responseQueued { responseFinished() }
+        perform(action)
     }
 
     private func resumeWriters() {
@@ -447,33 +364,37 @@ final class HTTPConnection: Selectable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// The response is out and the connection stays open: read the next request, here or on
+    /// another loop.
+    private func resumeReading(_ resume: HTTPConnectionStateMachine.Resume) {
+        if resume.mayHandOff, let target = context.distributor.handOffTarget(from: context) {
+            handOff(to: target)
+            return
+        }
+        if let interest = resume.interest { register(interest) }
+        if let arm = resume.arm { armTimer(arm) }
+        if resume.parseLater {
+            let connection = LoopBound(self, loop: loop)
+            loop.execute { connection.value.processInput() }
+        } else {
+            processInput()
+        }
+    }
+
     // MARK: - Closing
 
     /// The server is shutting down: close now if idle, otherwise after the current response.
     func quiesce() {
-        if state == .reading && parser.isAwaitingRequest && head == nil {
-            close()
-        } else {
-            keepAlive = false
-        }
-    }
-
-    private func linger() {
-        state = .lingering
-        Socket.shutdownWrite(fd)
-        setInterest([.read])
-        setDeadline(.linger, after: context.configuration.lingerTimeout)
+        perform(machine.drain(parserAwaitingRequest: parser.isAwaitingRequest))
     }
 
     /// Moves the connection, idle between two requests with nothing buffered either way, to
     /// `target`'s loop: this loop stops watching it and forgets it, and `target` starts it
     /// afresh (a request already on its way waits in the socket until then).
     private func handOff(to target: LoopBound<ServerLoopContext>) {
-        state = .closed
+        machine.handedOff()
         loop.deregister(fd)
-        if let timer { loop.cancelTimer(timer.id) }
-        timer = nil
-        deadline = nil
+        cancelTimer()
         context.detach(self)
         let fd = fd
         let peer = remoteAddress
@@ -482,13 +403,14 @@ final class HTTPConnection: Selectable {
 
     /// Closes the socket at once, cancelling a running handler and failing waiting writers.
     func close() {
-        guard state != .closed else { return }
-        state = .closed
+        perform(machine.closeRequested(handlerKeepsRunning: handlerKeepsRunning))
+    }
+
+    private func closeSocket(cancelHandler: Bool) {
         loop.deregister(fd)
         Socket.close(fd)
-        if let timer { loop.cancelTimer(timer.id) }
-        timer = nil
-        if !hangUp.keepsHandler.load(ordering: .relaxed) { handlerTask?.cancel() }
+        cancelTimer()
+        if cancelHandler { handlerTask?.cancel() }
         handlerTask = nil
         let waiters = writeWaiters
         writeWaiters = []
@@ -497,49 +419,64 @@ final class HTTPConnection: Selectable {
         context.remove(self)
     }
 
-    private func setInterest(_ newInterest: SelectorInterest) {
-        guard newInterest != interest, state != .closed else { return }
-        interest = newInterest
-        do {
-            try loop.reregister(fd, interest: newInterest)
-        } catch {
-            close()
+    // MARK: - Actions
+
+    /// Performs what an event asked for. Actions particular to one event are performed where
+    /// that event is fed.
+    private func perform(_ action: Action) {
+        switch action {
+        case .none:
+            break
+        case .armTimer(let deadline):
+            armTimer(deadline)
+        case .setInterest(let interest):
+            register(interest)
+        case .watchWritable(let interest, let arm):
+            register(interest)
+            if let arm { armTimer(arm) }
+        case .linger(let arm):
+            Socket.shutdownWrite(fd)
+            register(machine.interest)
+            if let arm { armTimer(arm) }
+        case .resumeReading(let resume):
+            resumeReading(resume)
+        case .close(let cancelHandler):
+            closeSocket(cancelHandler: cancelHandler)
+        case .read, .discardInput, .sendContinue, .dispatch, .refuse, .writeBody, .waitForDrain, .endBody, .flush,
+            .connectionGone:
+            assertionFailure("\(action) is performed where its event is fed")
         }
     }
 
-    // MARK: - Deadlines
-
-    private func setDeadline(_ kind: DeadlineKind, after duration: Duration) {
-        let newDeadline = MonotonicInstant.now().advanced(by: duration)
-        deadline = newDeadline
-        deadlineKind = kind
-        if let timer, timer.at <= newDeadline { return } // fires early and re-arms itself
-        if let timer { loop.cancelTimer(timer.id) }
-        armTimer(at: newDeadline)
+    private func register(_ interest: SelectorInterest) {
+        do {
+            try loop.reregister(fd, interest: interest)
+        } catch {
+            perform(machine.connectionFailed(handlerKeepsRunning: handlerKeepsRunning))
+        }
     }
 
-    private func clearDeadline() {
-        deadline = nil
+    // MARK: - Timer
+
+    private func armTimer(_ deadline: HTTPConnectionStateMachine.Deadline) {
+        // An interest change that failed has closed the connection since the deadline was set.
+        guard !machine.isClosed else { return }
+        if let timer { loop.cancelTimer(timer) }
+        timer = loop.scheduleTimer(at: deadline.at) { [unowned self] in self.timerFired() }
     }
 
-    private func armTimer(at instant: MonotonicInstant) {
-        let id = loop.scheduleTimer(at: instant) { [unowned self] in self.timerFired() }
-        timer = (id, instant)
+    private func cancelTimer() {
+        if let timer { loop.cancelTimer(timer) }
+        timer = nil
     }
 
     private func timerFired() {
         timer = nil
-        guard state != .closed, let deadline else { return }
-        if MonotonicInstant.now() < deadline {
-            armTimer(at: deadline)
-            return
-        }
-        self.deadline = nil
-        switch deadlineKind {
-        case .idle, .writeStall, .linger:
-            close()
-        case .header, .body:
+        let action = machine.timerFired(now: .system, handlerKeepsRunning: handlerKeepsRunning)
+        if case .refuse = action {
             refuse(ProtocolError(status: .requestTimeout, parseError: nil, head: head))
+        } else {
+            perform(action)
         }
     }
 }
