@@ -240,8 +240,12 @@ final class HTTPConnection: Selectable {
         return head
     }
 
+    // The four calls a handler's task makes stay out of line: inlined into `send`, their
+    // locals would take room in the task's own allocator, a second slab for every request.
+
     /// Queues the whole response; false when the connection closed before it could.
     @discardableResult
+    @inline(never)
     private func writeResponse(_ response: HTTPResponse, body: [UInt8]) -> Bool {
         guard let request = machine.requestAwaitingResponse,
             let head = writeHead(response, for: request, contentLength: body.count)
@@ -261,6 +265,7 @@ final class HTTPConnection: Selectable {
 
     /// Writes the head of a streamed response: `.headOnly` for a response without a body
     /// (`HEAD`), `.closed` when the connection is already gone.
+    @inline(never)
     private func beginStream(_ response: HTTPResponse) -> StreamStart {
         guard let request = machine.requestAwaitingResponse,
             let head = writeHead(response, for: request, contentLength: nil)
@@ -291,6 +296,7 @@ final class HTTPConnection: Selectable {
     }
 
     /// Ends a streamed body; false when the connection closed before it could.
+    @inline(never)
     private func endStream() -> Bool {
         guard case .endBody(let lastChunk) = machine.bodyEnded() else { return false }
         handlerTask = nil
@@ -301,6 +307,7 @@ final class HTTPConnection: Selectable {
 
     /// The producer failed: what is queued is sent, then the connection closes without the
     /// last chunk. False when the connection had already closed.
+    @inline(never)
     private func abortStream() -> Bool {
         guard case .flush = machine.bodyAborted() else { return false }
         handlerTask = nil
