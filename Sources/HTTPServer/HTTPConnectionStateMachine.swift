@@ -28,7 +28,9 @@ extension MonotonicInstant: InstantSource {
 ///
 /// ``HTTPConnection`` feeds it what happened (bytes, parser events, the handler's progress,
 /// writes, selector events, timers, the server's shutdown) and performs the ``Action`` each
-/// event returns. Time comes in as an ``InstantSource``; nothing here reads a clock or the socket.
+/// event returns. Nothing here touches the socket, the loop or a task, and time comes in
+/// from outside: an ``InstantSource`` asked only when a deadline moves (the connection passes
+/// the monotonic clock, the tests fixed instants).
 ///
 /// A connection serves one request at a time. While a handler runs it stops reading (a
 /// pipelined request waits in the parser's buffer, so input stays bounded) but still watches
@@ -116,7 +118,8 @@ struct HTTPConnectionStateMachine {
         /// The last response is out and the write side is shut; input is discarded until the
         /// peer closes or the linger time ends.
         case lingering
-        /// `responseUnsent`: it closed with a queued response not fully written.
+        /// `responseUnsent`: it closed with a queued response not fully written (the client
+        /// is gone; the handler's finished hook is told so).
         case closed(responseUnsent: Bool)
     }
 
@@ -167,6 +170,7 @@ struct HTTPConnectionStateMachine {
     struct Resume: Equatable {
         /// The selector interest to register, when it changed.
         var interest: SelectorInterest?
+        /// The deadline to arm the timer for, when the armed one would fire after it.
         var arm: Deadline?
         /// Idle between two requests with nothing buffered: the connection may move to
         /// another loop instead (and then none of the rest applies).

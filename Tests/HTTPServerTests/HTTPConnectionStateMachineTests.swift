@@ -162,6 +162,9 @@ struct HTTPConnectionStateMachineTests {
         var connection = processing()
         expect(connection.readable(), .setInterest([.readHangup]))
         expect(connection.readable(), .none)
+        // The connection parses nothing while it answers: the next request stays in the parser.
+        #expect(!connection.isReading)
+        expect(connection.requestEnded(), .none)
         #expect(connection.requestAwaitingResponse != nil)
         expect(connection.respond(status: 200, closeAsked: false, body: .complete), contentLengthHead)
         expect(connection.readable(), .none)
@@ -268,6 +271,8 @@ struct HTTPConnectionStateMachineTests {
         expect(connection.readable(), .discardInput)
         expect(connection.readable(), .discardInput)
         expect(connection.inputEnded(), .close(cancelHandler: false))
+        // Its response was written whole before.
+        #expect(!connection.closedWithResponseUnsent)
     }
 
     @Test("the peer leaving mid-stream closes, cancels the producer and fails its next write")
