@@ -21,9 +21,9 @@ struct AdminAccess: Middleware {
     let clients: ClientAddressKey
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
-    {
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         let address = clients.key(for: request)
         let now = clock()
         if let seconds = lockout.retryAfter(address, now: now) {
@@ -36,7 +36,7 @@ struct AdminAccess: Middleware {
                 because: authorization == nil ? "admin_missing" : "admin_token")
         }
         lockout.succeeded(address)
-        return await next(request, context)
+        return await next(request, context, &report)
     }
 
     /// The fewest different characters an `ADMIN_TOKEN` may have.

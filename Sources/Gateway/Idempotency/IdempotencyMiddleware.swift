@@ -42,12 +42,12 @@ struct IdempotencyMiddleware: Middleware {
     /// A guest's address as its key (a guest's idempotency keys are its address's).
     let clients: ClientAddressKey
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
-    {
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         let key: String
         switch IdempotencyKey.read(request.headers) {
-        case .absent: return await next(request, context)
+        case .absent: return await next(request, context, &report)
         case .invalid: throw GatewayError.invalidIdempotencyKey
         case .key(let value): key = value
         }
@@ -66,43 +66,43 @@ struct IdempotencyMiddleware: Middleware {
             service.metrics.count(.mismatch)
             throw GatewayError.idempotencyKeyReused
         case .join(let flight):
-            return try await follow(flight, await flight.decision.value, ticket: ticket)
+            return try await follow(flight, await flight.decision.value, ticket: ticket, report: &report)
         case .lead(let flight):
             // From here the client hanging up no longer cancels this task: neither the records'
             // begin, the upstream call nor the keeping of the answer is cut short.
             request.keepRunningIfClientLeaves()
             switch await service.begin(ticket, flight: flight) {
             case .failed(let error): throw error
-            case .refer(let referral): return try await refer(referral, ticket: ticket)
+            case .refer(let referral): return try await refer(referral, ticket: ticket, report: &report)
             case .run: break
             }
-            return try await lead(flight, ticket: ticket, request: request, context: context, next: next)
+            return await lead(flight, ticket: ticket, request: request, context: context, report: &report, next: next)
         }
     }
 
     /// The first request with its key, in a task its client's hang-up does not cancel.
     private func lead(
         _ flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, request: HTTPRequest,
-        context: RequestContext,
+        context: RequestContext, report: inout RouteReport,
         next: @escaping RouteResponder
-    ) async throws -> RouteAnswer {
+    ) async -> RouteAnswer {
         let tee = route.keeping.tee(requestID: context.id)
-        var answer = await next(request, tee.map { context.teeing(into: $0) } ?? context)
-        answer.report.idempotency = .original
-        return await settle(answer, flight: flight, ticket: ticket, tee: tee)
+        report.idempotency = .original
+        let answer = await next(request, tee.map { context.teeing(into: $0) } ?? context, &report)
+        return await settle(answer, upstream: report.upstream, flight: flight, ticket: ticket, tee: tee)
     }
 
     /// Keeps a successful whole answer, or has the pipeline produce a stream into the tee
     /// apart from its client and keeps it when it ends; a failure gives the key back.
     private func settle(
-        _ answer: RouteAnswer, flight: IdempotencyService.Flight, ticket: IdempotencyService.Ticket, tee: StreamTee?
+        _ answer: RouteAnswer, upstream: String?, flight: IdempotencyService.Flight,
+        ticket: IdempotencyService.Ticket, tee: StreamTee?
     ) async -> RouteAnswer {
         if let failure = answer.failure {
             await service.release(ticket, flight: flight, error: failure as? GatewayError ?? .internalError)
             return answer
         }
         let response = answer.response
-        let upstream = answer.report.upstream
         guard answer.stream != nil else {
             guard case .bytes(let body) = response.body else {
                 // A route that streams gives a producer: this one cannot keep what it streams.
@@ -144,11 +144,11 @@ struct IdempotencyMiddleware: Middleware {
     /// A retry that came while the first request ran on this instance.
     private func follow(
         _ flight: IdempotencyService.Flight, _ decision: IdempotencyService.Flight.Decision,
-        ticket: IdempotencyService.Ticket
+        ticket: IdempotencyService.Ticket, report: inout RouteReport
     ) async throws -> RouteAnswer {
         switch decision {
         case .failed(let error): throw error
-        case .refer(let referral): return try await refer(referral, ticket: ticket)
+        case .refer(let referral): return try await refer(referral, ticket: ticket, report: &report)
         case .run: break
         }
         switch await flight.answer.value {
@@ -156,22 +156,21 @@ struct IdempotencyMiddleware: Middleware {
             throw error
         case .whole(.success(let answer)):
             await service.noteReplay(ticket, role: .joined)
-            return replay(answer, requestID: flight.requestID, role: .joined)
+            return replay(answer, requestID: flight.requestID, role: .joined, report: &report)
         case .stream(let tee, let upstream):
             await service.noteReplay(ticket, role: .joined)
-            var answer = RouteAnswer(
+            report.note(replayOf: flight.requestID, role: .joined, upstream: upstream)
+            return RouteAnswer(
                 HTTPResponse(
                     headers: ProcessRoute.Keeping.replayedStreamHeaders,
                     body: .stream { writer in try await tee.subscribe(joining: true).forward(to: writer) }))
-            answer.report.note(replayOf: flight.requestID, role: .joined, upstream: upstream)
-            return answer
         }
     }
 
     /// What the records said of a key this instance does not run.
-    private func refer(_ referral: IdempotencyService.Flight.Referral, ticket: IdempotencyService.Ticket)
-        async throws -> RouteAnswer
-    {
+    private func refer(
+        _ referral: IdempotencyService.Flight.Referral, ticket: IdempotencyService.Ticket, report: inout RouteReport
+    ) async throws -> RouteAnswer {
         switch referral {
         case .mismatch:
             service.metrics.count(.mismatch)
@@ -181,15 +180,16 @@ struct IdempotencyMiddleware: Middleware {
             throw GatewayError.idempotencyInProgress
         case .completed(let requestID, let answer):
             await service.noteReplay(ticket, role: .replayed)
-            return replay(answer, requestID: requestID, role: .replayed)
+            return replay(answer, requestID: requestID, role: .replayed, report: &report)
         }
     }
 
     /// A kept answer, as the first request's client got it (a stream as `start`, one
     /// `delta` and the same `done` on `/api/process`; its events on `/v1`), for `requestID`.
-    private func replay(_ answer: StoredAnswer, requestID: String, role: IdempotencyRole) -> RouteAnswer {
-        var replayed = RouteAnswer(route.keeping.replay(answer, requestID: requestID))
-        replayed.report.note(replayOf: requestID, role: role, upstream: answer.upstream)
-        return replayed
+    private func replay(
+        _ answer: StoredAnswer, requestID: String, role: IdempotencyRole, report: inout RouteReport
+    ) -> RouteAnswer {
+        report.note(replayOf: requestID, role: role, upstream: answer.upstream)
+        return RouteAnswer(route.keeping.replay(answer, requestID: requestID))
     }
 }

@@ -7,13 +7,13 @@ import HTTPServer
 /// JSON, or relayed upstream as bytes no one can read. On the routes that take a body, after
 /// authentication and limits, where the content type is checked too.
 struct ContentEncodingMiddleware: Middleware {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
-    {
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         if let codings = request.headers.combinedValue("Content-Encoding"), !Self.isIdentity(codings) {
             throw GatewayError.unsupportedContentEncoding
         }
-        return await next(request, context)
+        return await next(request, context, &report)
     }
 
     /// Whether every coding of the list is `identity` (case-insensitive); an empty list

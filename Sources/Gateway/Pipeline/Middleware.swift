@@ -7,17 +7,21 @@ import JSON
 import Store
 import Telemetry
 
-/// What a route (with its middleware) is: a request and its context in, an answer out. It
-/// never throws: a failure is an answer (``RouteAnswer/failure``) that carries its report.
-typealias RouteResponder = nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext) async -> RouteAnswer
+/// What a route (with its middleware) is: a request and its context in, an answer out, and
+/// what the steps learned in `report` (one value the pipeline owns, which each step writes
+/// in place). It never throws: a failure is an answer (``RouteAnswer/failure``).
+typealias RouteResponder =
+    nonisolated(nonsending) @Sendable (HTTPRequest, RequestContext, inout RouteReport) async -> RouteAnswer
 
 /// One concern of the request path, in the shape of Hummingbird's `MiddlewareProtocol`:
 /// it sees the request and its context, may answer itself (or throw, which answers with the
-/// error) or call `next` with the context the next step should see, and may add to what
-/// `next` answered. Chains are composed once, when the gateway starts.
+/// error) or call `next` with the context the next step should see, notes what it learned
+/// in `report`, and may change what `next` answered. Chains are composed once, when the
+/// gateway starts.
 protocol Middleware: Sendable {
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer
 }
 
 extension Array where Element == any Middleware {
@@ -25,9 +29,9 @@ extension Array where Element == any Middleware {
     /// its answer's failure, so the steps outside it still see an answer.
     func wrapping(_ responder: @escaping RouteResponder) -> RouteResponder {
         reversed().reduce(responder) { next, middleware in
-            { request, context in
+            { request, context, report in
                 do {
-                    return try await middleware.handle(request, context: context, next: next)
+                    return try await middleware.handle(request, context: context, report: &report, next: next)
                 } catch {
                     return RouteAnswer(failure: error)
                 }
@@ -45,17 +49,14 @@ protocol RouteHandler: Sendable {
 }
 
 extension RouteHandler {
-    /// This handler as the innermost step of a chain: its error becomes its answer's failure,
-    /// and its report goes with either.
+    /// This handler as the innermost step of a chain: its error becomes its answer's failure
+    /// (what it noted in `report` stays noted either way).
     var responder: RouteResponder {
-        { request, context in
-            var report = RouteReport()
+        { request, context, report in
             do {
-                var answer = try await self.answer(request, context: context, report: &report)
-                answer.report = report
-                return answer
+                return try await self.answer(request, context: context, report: &report)
             } catch {
-                return RouteAnswer(failure: error, report: report)
+                return RouteAnswer(failure: error)
             }
         }
     }
@@ -137,9 +138,9 @@ struct AuthMiddleware: Middleware {
     let placeholderGuests: Bool
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
-    {
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
             if required { throw GatewayError.unauthorized }
@@ -161,7 +162,7 @@ struct AuthMiddleware: Middleware {
                 guard let caller else {
                     throw GatewayError.invalidToken.refusing(because: "unknown, expired or revoked device session")
                 }
-                return await Self.next(next, request, context, caller)
+                return await Self.next(next, request, context, &report, caller)
             }
             if devicesOnly {
                 // A valid token of another kind is still not a device: refused, not a guest.
@@ -172,28 +173,28 @@ struct AuthMiddleware: Middleware {
                 jwtMetrics?.record(result)
                 switch result {
                 case .success(let acceptance):
-                    return await Self.next(next, request, context, acceptance.caller)
+                    return await Self.next(next, request, context, &report, acceptance.caller)
                 case .failure(let failure):
                     throw GatewayError.invalidToken.refusing(because: failure.reason)
                 }
             } else if let caller = caller(digest: SHA256.hash(token)) {
-                return await Self.next(next, request, context, caller)
+                return await Self.next(next, request, context, &report, caller)
             } else if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
                 throw GatewayError.invalidToken.refusing(
                     because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
         }
-        return await next(request, context)
+        return await next(request, context, &report)
     }
 
     /// The steps after this one, for `caller`: they see it in their context, and the
     /// finisher in the report.
     private static func next(
-        _ next: RouteResponder, _ request: HTTPRequest, _ context: RequestContext, _ caller: Caller
+        _ next: RouteResponder, _ request: HTTPRequest, _ context: RequestContext, _ report: inout RouteReport,
+        _ caller: Caller
     ) async -> RouteAnswer {
-        var answer = await next(request, context.identified(as: caller))
-        answer.report.caller = caller
-        return answer
+        report.caller = caller
+        return await next(request, context.identified(as: caller), &report)
     }
 
     private func caller(digest: [UInt8]) -> Caller? {
@@ -218,9 +219,9 @@ struct RateLimitMiddleware: Middleware {
     var perAddress: Plan? = nil
     let clock: @Sendable () -> Instant
 
-    func handle(_ request: HTTPRequest, context: RequestContext, next: @escaping RouteResponder) async throws
-        -> RouteAnswer
-    {
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         let caller = context.caller
         let plan: Plan
         let key: String
@@ -246,9 +247,8 @@ struct RateLimitMiddleware: Middleware {
             for field in status.headerFields { error.headers.replaceOrAdd(name: field.name, value: field.value) }
             throw error
         case .allowed(let lease, let status):
-            var answer = await next(request, context)
-            answer.report.admission = Admission(lease: lease, plan: plan, limiter: limiter, status: status)
-            return answer
+            report.admission = Admission(lease: lease, plan: plan, limiter: limiter, status: status)
+            return await next(request, context, &report)
         }
     }
 

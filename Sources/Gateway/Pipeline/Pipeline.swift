@@ -57,13 +57,13 @@ struct Pipeline: Sendable {
             table[route.path, default: [:]][route.method] = route.middleware.wrapping(route.handler.responder)
         }
         let routing = RoutingTable(table)
-        let route: RouteResponder = { request, context in
+        let route: RouteResponder = { request, context, report in
             if request.headers.firstRepeated(among: Self.singletonFields) != nil {
                 return RouteAnswer(failure: GatewayError.repeatedField)
             }
             switch routing.match(request.method, request.path) {
             case .found(let responder):
-                return await responder(request, context)
+                return await responder(request, context, &report)
             case .methodNotAllowed(let allow):
                 var error = GatewayError.methodNotAllowed
                 error.headers.add(name: "Allow", value: allow)
@@ -85,19 +85,20 @@ struct Pipeline: Sendable {
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         let context = makeContext(request.head)
         finisher.started(context)
-        let answer = await responder(request, context)
+        var report = RouteReport()
+        let answer = await responder(request, context, &report)
         var response: HTTPResponse
         if let failure = answer.failure {
             let error = errors.gatewayError(for: failure, context: context)
             response = errors.render(error, context: context)
-            requestID.stamp(&response, context: context, report: answer.report)
-            await finisher.answered(context, &response, whole: true, report: answer.report, error: error)
+            requestID.stamp(&response, context: context, report: report)
+            await finisher.answered(context, &response, whole: true, report: report, error: error)
         } else {
             response = answer.response
-            requestID.stamp(&response, context: context, report: answer.report)
+            requestID.stamp(&response, context: context, report: report)
             var whole = answer.stream == nil
             if case .stream = response.body { whole = false }
-            await finisher.answered(context, &response, whole: whole, report: answer.report)
+            await finisher.answered(context, &response, whole: whole, report: report)
             // After the finisher took the report in: a detached stream may end before the client reads a byte.
             if let produce = answer.stream {
                 response.body =

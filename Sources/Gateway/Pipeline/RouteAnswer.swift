@@ -120,12 +120,10 @@ struct DetachedStream: Sendable {
 
 /// What a route answers with: its response, or for a gateway stream its head and the
 /// producer of its body (the pipeline makes the body, so that the finisher learns how the
-/// stream ended), or the error it failed with; and, either way, its report. A failure is a
-/// value here, so that each step on the way back can still add what it knows (the caller,
-/// the lease) to the report of a request that failed after it.
+/// stream ended), or the error it failed with. A failure is a value here, so that the steps
+/// outside the one that failed still answer; what each learned is in the chain's report.
 struct RouteAnswer: Sendable {
     var response: HTTPResponse
-    var report = RouteReport()
     /// Set for a gateway stream; `response`'s body is then the pipeline's to make.
     var stream: StreamProducer?
     /// What the request failed with, when it did: rendered by the pipeline.
@@ -144,9 +142,8 @@ struct RouteAnswer: Sendable {
         stream = producer
     }
 
-    init(failure: any Error, report: RouteReport = RouteReport()) {
+    init(failure: any Error) {
         response = HTTPResponse()
-        self.report = report
         self.failure = failure
     }
 }
