@@ -8,10 +8,17 @@ import Synchronization
 /// task awaiting either is not cancelled out of it: a half-stopped process is worse than a
 /// late one, and each stop is bounded anyway.
 ///
+/// Services made of what others open (a store's writer, once the store is open) come in a
+/// later stage (``init(stages:gracefulShutdownTimeout:log:)``): the group makes them when its
+/// start reaches them, and a stage that fails is a failed start like a service's.
+///
 /// Events go to `log` as (event, service name): `starting`, `started`, `start_failed`,
 /// `stopping`, `stopped`, and `stop_overran` for a service whose stop had not returned a
 /// little after the deadline (``stopOverrunMargin``); the group then goes on without it.
 public actor ServiceGroup {
+    /// Makes the services of one stage, with what the services of the stages before it opened.
+    public typealias Stage = @Sendable () async throws -> [any Service]
+
     private enum State {
         case idle
         case starting
@@ -24,7 +31,7 @@ public actor ServiceGroup {
     /// with the next one.
     public static let stopOverrunMargin: Duration = .milliseconds(100)
 
-    private let services: [any Service]
+    private let stages: [Stage]
     private let gracefulShutdownTimeout: Duration
     private let log: @Sendable (String, String) -> Void
     private var state = State.idle
@@ -41,15 +48,26 @@ public actor ServiceGroup {
         gracefulShutdownTimeout: Duration,
         log: @escaping @Sendable (String, String) -> Void = { _, _ in }
     ) {
-        self.services = services
+        self.init(stages: [{ services }], gracefulShutdownTimeout: gracefulShutdownTimeout, log: log)
+    }
+
+    /// A group whose services are made in `stages`: each is called once the services of the
+    /// stages before it have started (so it may use what they opened), and its services are
+    /// started next, in order. All of them stop in reverse order of start, as one list.
+    public init(
+        stages: [Stage],
+        gracefulShutdownTimeout: Duration,
+        log: @escaping @Sendable (String, String) -> Void = { _, _ in }
+    ) {
+        self.stages = stages
         self.gracefulShutdownTimeout = gracefulShutdownTimeout
         self.log = log
     }
 
-    /// Starts the services in order; if one fails, stops the ones already started in reverse
-    /// order and rethrows. Throws ``ServiceGroupError/stopped`` when ``stop()`` came first or
-    /// came meanwhile (that call stops what started), ``ServiceGroupError/alreadyStarted`` when
-    /// called a second time.
+    /// Starts the services in order, stage by stage; if one fails (or a stage does), stops the
+    /// ones already started in reverse order and rethrows. Throws ``ServiceGroupError/stopped``
+    /// when ``stop()`` came first or came meanwhile (that call stops what started),
+    /// ``ServiceGroupError/alreadyStarted`` when called a second time.
     public func start() async throws {
         switch state {
         case .idle: break
@@ -57,22 +75,28 @@ public actor ServiceGroup {
         case .stopping, .stopped: throw ServiceGroupError.stopped
         }
         state = .starting
-        for service in services {
+        stages: for stage in stages {
             if stopRequested { break }
-            log("starting", service.name)
+            let services: [any Service]
             do {
-                try await Self.start(service)
+                services = try await Self.make(stage)
             } catch {
-                log("start_failed", service.name)
-                state = .stopping
-                resumeAll(&startWaiters)
-                await stopStarted()
-                state = .stopped
-                resumeAll(&stopWaiters)
+                await abandonStart()
                 throw error
             }
-            started.append(service)
-            log("started", service.name)
+            for service in services {
+                if stopRequested { break stages }
+                log("starting", service.name)
+                do {
+                    try await Self.start(service)
+                } catch {
+                    log("start_failed", service.name)
+                    await abandonStart()
+                    throw error
+                }
+                started.append(service)
+                log("started", service.name)
+            }
         }
         state = .running
         resumeAll(&startWaiters)
@@ -135,6 +159,15 @@ public actor ServiceGroup {
         }
     }
 
+    /// A start that failed: what started stops, and the group is stopped.
+    private func abandonStart() async {
+        state = .stopping
+        resumeAll(&startWaiters)
+        await stopStarted()
+        state = .stopped
+        resumeAll(&stopWaiters)
+    }
+
     private func resumeAll(_ waiters: inout [CheckedContinuation<Void, Never>]) {
         for waiter in waiters { waiter.resume() }
         waiters = []
@@ -144,6 +177,11 @@ public actor ServiceGroup {
     @concurrent
     private static func start(_ service: any Service) async throws {
         try await service.start()
+    }
+
+    @concurrent
+    private static func make(_ stage: Stage) async throws -> [any Service] {
+        try await stage()
     }
 
     @concurrent

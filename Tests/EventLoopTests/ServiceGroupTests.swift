@@ -197,6 +197,70 @@ struct ServiceGroupTests {
         #expect(await recorder.events == ["start A", "start B", "stop B", "stop A"])
     }
 
+    @Test("makes a stage's services once the stages before it started, and stops every stage's in reverse")
+    func stages() async throws {
+        let recorder = self.recorder
+        let first = service("A")
+        let group = ServiceGroup(
+            stages: [
+                { [first] },
+                {
+                    // What a later stage makes may depend on what started before it.
+                    await recorder.record("make second stage")
+                    return [MockService(name: "B", recorder: recorder), MockService(name: "C", recorder: recorder)]
+                },
+            ],
+            gracefulShutdownTimeout: .seconds(5), log: { [lines] in lines.log($0, $1) })
+        try await group.start()
+        await group.stop()
+        #expect(
+            await recorder.events == [
+                "start A", "make second stage", "start B", "start C", "stop C", "stop B", "stop A",
+            ])
+        #expect(lines.all.first == "starting A" && lines.all.last == "stopped A")
+    }
+
+    @Test("a stage that fails stops what the stages before it started, and makes no more")
+    func failingStage() async throws {
+        let recorder = self.recorder
+        let group = ServiceGroup(
+            stages: [
+                { [MockService(name: "A", recorder: recorder)] },
+                { throw StartFailed() },
+                {
+                    await recorder.record("make third stage")
+                    return [MockService(name: "C", recorder: recorder)]
+                },
+            ],
+            gracefulShutdownTimeout: .seconds(5))
+        await #expect(throws: StartFailed()) { try await group.start() }
+        #expect(await recorder.events == ["start A", "stop A"])
+        await #expect(throws: ServiceGroupError.stopped) { try await group.start() }
+    }
+
+    @Test("a stop during a stage's service's start makes no later stage")
+    func stopDuringStagedStart() async throws {
+        let recorder = self.recorder
+        let gate = Gate()
+        let group = ServiceGroup(
+            stages: [
+                { [MockService(name: "A", recorder: recorder, behaviour: .startWaits(gate))] },
+                {
+                    await recorder.record("make second stage")
+                    return [MockService(name: "B", recorder: recorder)]
+                },
+            ],
+            gracefulShutdownTimeout: .seconds(5))
+        let starting = Task { try await group.start() }
+        #expect(await eventually { gate.waiterCount == 1 })
+        let stopping = Task { await group.stop() }
+        #expect(await eventually { await group.isStopRequested })
+        gate.open()
+        await #expect(throws: ServiceGroupError.stopped) { try await starting.value }
+        await stopping.value
+        #expect(await recorder.events == ["start A", "stop A"])
+    }
+
     @Test("stops an event loop group through its service, after the work queued on its loops")
     func eventLoopGroupService() async throws {
         let loops = try EventLoopGroup(loopCount: 2)
