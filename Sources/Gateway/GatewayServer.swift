@@ -20,16 +20,12 @@ public final class GatewayServer: Sendable {
     public let server: HTTPServer
     public let httpClient: HTTPClient
     private let services: ServiceGroup
-    private let keyFile: JWKSFileSource?
 
-    private init(
-        gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup, keyFile: JWKSFileSource?
-    ) {
+    private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup) {
         self.gateway = gateway
         self.server = server
         self.httpClient = httpClient
         self.services = services
-        self.keyFile = keyFile
     }
 
     /// The address the server listens on.
@@ -82,7 +78,8 @@ public final class GatewayServer: Sendable {
             configuration: configuration,
             upstreams: Gateway.upstreams(configuration: configuration, httpClient: httpClient), logger: logger,
             clock: clock, observers: observers,
-            registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:], redis: redis
+            registry: registry, store: opened?.store, tokensChargedToday: opened?.chargedToday ?? [:], redis: redis,
+            httpClient: httpClient
         )
         var serverConfiguration = gateway.serverConfiguration()
         serverConfiguration.maxConnections = descriptors.cap(serverConfiguration.maxConnections)
@@ -96,44 +93,14 @@ public final class GatewayServer: Sendable {
             throw error
         }
         // Started in this order, stopped in reverse: the loops, the store (closed after its
-        // writer has committed the last rows), its writer and pollers, the upstream client, the
-        // server (whose drain hands the writer its last rows).
+        // writer has committed the last rows), its writer and pollers, Redis and the upstream
+        // client (stopped after what calls them: the last requests' leases are given back), the
+        // gateway's services, the server (whose drain hands the writer its last rows).
         var list: [any Service] = [EventLoopGroupService(group: group)]
         if let opened { list += [opened.closer] + opened.store.services }
-        // Before the server, stopped after it: the last requests' leases are given back.
         if let redis { list.append(redis) }
-        list += gateway.services
         list.append(HTTPClientService(client: httpClient))
-        // After the client, stopped before it: a refresh in flight ends while the client runs.
-        // Before the server: the first registrations find the list read.
-        if let revocations = gateway.androidRevocations {
-            revocations.attach(client: httpClient)
-            list.append(revocations)
-        }
-        if let risk = gateway.appAttestRisk {
-            risk.attach(client: httpClient)
-            list.append(risk)
-        }
-        // After the client, stopped before it: a stop aborts the jobs' calls and gives their
-        // leases back while the client still runs.
-        list += gateway.jobServices
-        // The key set before the server: the first requests find the keys in force.
-        var keyFile: JWKSFileSource?
-        if let jwt = configuration.jwt, let verifier = gateway.jwt {
-            if let file = jwt.jwksFile {
-                let source = JWKSFileSource(
-                    path: file.path, verifier: verifier, logger: logger, metrics: gateway.jwtMetrics)
-                list.append(source.service)
-                keyFile = source
-            }
-            if let url = jwt.jwksURL {
-                list.append(
-                    JWKSURLSource(
-                        url: url, client: httpClient, verifier: verifier, refreshInterval: jwt.jwksRefresh,
-                        logger: logger, metrics: gateway.jwtMetrics
-                    ))
-            }
-        }
+        list += gateway.services
         list.append(GatewayHTTPService(server: server, gateway: gateway))
         let services = ServiceGroup(
             services: list,
@@ -263,13 +230,12 @@ public final class GatewayServer: Sendable {
                     ("effect", .string("/api/process answers 500 not_configured")),
                 ])
         }
-        return GatewayServer(
-            gateway: gateway, server: server, httpClient: httpClient, services: services, keyFile: keyFile)
+        return GatewayServer(gateway: gateway, server: server, httpClient: httpClient, services: services)
     }
 
     /// Reads `JWT_JWKS_FILE` again (SIGHUP), whether or not it looks changed.
     public func reloadKeys() {
-        keyFile?.reload(force: true)
+        gateway.keyFile?.reload(force: true)
     }
 
     /// Stops the services in reverse order of start: the server stops accepting, lets

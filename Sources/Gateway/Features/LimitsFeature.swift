@@ -1,0 +1,65 @@
+import Access
+import EventLoop
+import Telemetry
+
+/// The callers' limits (`RATE_LIMITS`, `PLANS`): the rate limiter, in this process's memory
+/// (its daily quotas starting from what the store counted today) or shared in Redis, whose
+/// lease renewal is its service.
+struct LimitsFeature: GatewayFeature {
+    private let configuration: GatewayConfiguration
+    private let clock: @Sendable () -> Instant
+    /// Nil when the configuration turns limits off.
+    let limiter: (any RateLimiter)?
+    let services: [any Service]
+
+    /// - Parameters:
+    ///   - rateLimiter: a limiter of the caller's, in place of the configured one.
+    ///   - tokensChargedToday: user id → tokens the store counted today.
+    init(_ parts: GatewayParts, rateLimiter: (any RateLimiter)?, tokensChargedToday: [String: Int]) {
+        let configuration = parts.configuration
+        self.configuration = configuration
+        clock = parts.clock
+        var limiter: (any RateLimiter)?
+        var services: [any Service] = []
+        if let redis = parts.redis { SharedRateLimiter.registerUpGauge(parts.registry, client: redis) }
+        if configuration.rateLimitsEnabled {
+            if let rateLimiter {
+                limiter = rateLimiter
+            } else {
+                let local = InMemoryRateLimiter(leaseTimeToLive: configuration.leaseTimeToLive)
+                let now = parts.clock()
+                for (userID, tokens) in tokensChargedToday {
+                    local.seed(tokensUsed: tokens, key: RateLimitMiddleware.key(userID: userID), now: now)
+                }
+                limiter = local
+                if let redis = parts.redis {
+                    let shared = RedisRateLimiter(
+                        client: redis,
+                        leaseTimeToLive: RedisRateLimiter.leaseTimeToLive(
+                            upstreamTimeout: configuration.upstreamTimeout))
+                    let limits = SharedRateLimiter(
+                        client: redis, shared: shared, local: local, mode: configuration.redisFailureMode,
+                        registry: parts.registry, logger: parts.logger
+                    )
+                    limiter = limits
+                    services.append(limits.renewalService())
+                }
+            }
+        }
+        self.limiter = limiter
+        self.services = services
+    }
+
+    /// The limits of a route whose requests cost `cost`; none when limits are off (a concern
+    /// the configuration turns off is no layer at all).
+    func middleware(_ cost: RequestCost) -> [any Middleware] {
+        guard let limiter else { return [] }
+        return [
+            RateLimitMiddleware(
+                limiter: limiter, plans: configuration.plans, clients: configuration.clientAddressKey,
+                maxTokens: configuration.maxTokens,
+                cost: cost, clock: clock
+            )
+        ]
+    }
+}

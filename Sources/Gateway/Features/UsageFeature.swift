@@ -1,0 +1,23 @@
+/// `GET /api/usage`: a caller's own day against its plan, from the store; identified callers
+/// only, whatever `AUTH_REQUIRED` says, and outside the limits (a caller over its quota can
+/// still see why).
+struct UsageFeature: GatewayFeature {
+    private let parts: GatewayParts
+    private let admission: Admission
+
+    init(_ parts: GatewayParts, admission: Admission) {
+        self.parts = parts
+        self.admission = admission
+    }
+
+    var routes: [Route] {
+        guard let store = parts.store else { return [] }
+        return [
+            Route(
+                method: .GET, path: "/api/usage", middleware: [admission.caller(required: true)],
+                handler: UsageRoute(
+                    usage: store.backend, plans: parts.configuration.plans, faults: store.faults, clock: parts.clock
+                ))
+        ]
+    }
+}
