@@ -3,7 +3,6 @@ public import HTTPClient
 public import HTTPServer
 import Redis
 public import Telemetry
-import TextTasks
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
 /// client (a request and its upstream call stay on one loop), the gateway's routes, and an
@@ -71,81 +70,13 @@ public final class GatewayServer: Sendable {
         )
         try await services.start()
         let http = served.value
-        let address = http.address
-        let descriptors = loops.descriptors
         registerMetrics(registry, server: http.server, polling: loops.polling)
         logger.info(
             "started",
             StartedLine.fields(
-                configuration: configuration, environmentName: environmentName, address: address, loops: loops))
-        if let root = configuration.appAttest?.android?.extraRoot {
-            logger.warning(
-                "android_attest_test_root",
-                [
-                    ("file", .string(root.path)),
-                    (
-                        "effect",
-                        .string(
-                            "phones attested under this root register as if Google had attested them: for tests only")
-                    ),
-                ])
-        }
-        if let root = configuration.appAttest?.extraRoot {
-            logger.warning(
-                "app_attest_test_root",
-                [
-                    ("file", .string(root.path)),
-                    (
-                        "effect",
-                        .string(
-                            "devices attested under this root register as if Apple had attested them: for tests only")
-                    ),
-                ])
-        }
-        if descriptors.cap(configuration.upstreamMaxConnections) < configuration.upstreamMaxConnections {
-            logger.warning(
-                "descriptor_limit",
-                [
-                    ("open_file_limit", .int(descriptors.limit)),
-                    ("client_connections", .int(descriptors.perSide)),
-                    ("upstream_connections", .int(descriptors.perSide)),
-                    (
-                        "effect",
-                        .string("requests beyond these wait; raise the hard open-file limit (ulimit -n) to hold more")
-                    ),
-                ])
-        }
-        // Loopback too: a local proxy, a container's published port or an SSH tunnel makes a
-        // loopback address reachable from elsewhere.
-        if !configuration.requiresTokens {
-            logger.warning(
-                "open_gateway",
-                [
-                    ("address", .string(address.description)),
-                    (
-                        "effect",
-                        .string(
-                            "no credential is needed (no GATEWAY_TOKENS, GATEWAY_TOKENS_FILE or JWT_* key, or "
-                                + "AUTH_REQUIRED=off): anyone who can reach this address spends the upstream key"
-                        )
-                    ),
-                ])
-        }
-        if configuration.apiKey == nil {
-            logger.error(
-                "not_configured",
-                [
-                    ("missing", .string("DARVAREH_API_KEY")),
-                    ("effect", .string("/api/process answers 500 not_configured")),
-                ])
-        }
-        for task in TextTask.allCases where configuration.model(for: task) == nil {
-            logger.error(
-                "not_configured",
-                [
-                    ("missing", .string("DARVAREH_MODEL_ID")), ("task", .string(task.rawValue)),
-                    ("effect", .string("/api/process answers 500 not_configured")),
-                ])
+                configuration: configuration, environmentName: environmentName, address: http.address, loops: loops))
+        for warning in StartupWarnings.of(configuration, address: http.address, descriptors: loops.descriptors) {
+            warning.log(to: logger)
         }
         return GatewayServer(gateway: http.gateway, server: http.server, httpClient: client.client, services: services)
     }
