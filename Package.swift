@@ -61,8 +61,17 @@ let package = Package(
             name: "AdminConsole",
             resources: [.embedInCode("console.html"), .embedInCode("console.css"), .embedInCode("console.js")],
             swiftSettings: strict),
+        // The command line's work, apart from the server: for text-gateway and the tests.
+        .target(
+            name: "GatewayCommandLine",
+            dependencies: [
+                "Gateway", "Access", "ChatAPI", "Crypto", "EventLoop", "HTTPClient", "JSON", "Postgres", "Store",
+                "Telemetry", "TextTasks",
+            ],
+            swiftSettings: strict),
         .executableTarget(
-            name: "text-gateway", dependencies: ["Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
+            name: "text-gateway",
+            dependencies: ["GatewayCommandLine", "Gateway", "Telemetry", "Access", "EventLoop", "HTTPClient"],
             swiftSettings: strict),
         .target(
             name: "MockUpstream", dependencies: ["HTTPServer", "ChatAPI", "EventLoop", "HTTP1", "JSON"],
@@ -107,7 +116,9 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "Crypto", "Postgres", "Redis", "Store",
+                "TestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine", "MockUpstream", "Crypto",
+                "Postgres",
+                "Redis", "Store",
                 "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop",
                 "HTTP1", "HTTPClient", "HTTPServer",
             ],
@@ -118,7 +129,9 @@ let package = Package(
         .testTarget(
             name: "TextGatewayClientTests",
             dependencies: [
-                "TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "MockUpstream", "HTTPServer",
+                "TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
+                "MockUpstream",
+                "HTTPServer",
                 "HTTP1", "Crypto", "Telemetry", "Access",
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),

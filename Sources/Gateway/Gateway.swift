@@ -78,7 +78,7 @@ public final class Gateway: Sendable {
         let authentication = AuthenticationFeature(parts)
         let limits = LimitsFeature(parts, rateLimiter: rateLimiter, tokensChargedToday: tokensChargedToday)
         let idempotency = IdempotencyFeature(parts)
-        let admission = Admission(
+        let admission = CallerFront(
             authentication: authentication, limits: limits, requiresTokens: configuration.requiresTokens)
         let attestation = AttestationFeature(parts, limiter: limits.limiter)
         // The routes in the order the gateway declares them, the services in the order they start.

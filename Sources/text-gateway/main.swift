@@ -1,6 +1,7 @@
 import Access
 import EventLoop
 import Gateway
+import GatewayCommandLine
 import HTTPClient
 import Telemetry
 

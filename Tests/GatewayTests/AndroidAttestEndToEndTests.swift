@@ -1,6 +1,7 @@
 import ChatAPI
 import Crypto
 import Foundation
+import GatewayCommandLine
 import GatewayTestSupport
 import HTTPClient
 import Store

@@ -1,4 +1,5 @@
 import Crypto
+import GatewayCommandLine
 import GatewayTestSupport
 import HTTPClient
 import JSON

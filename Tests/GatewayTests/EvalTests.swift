@@ -4,6 +4,7 @@ import MockUpstream
 import Testing
 
 @testable import Gateway
+@testable import GatewayCommandLine
 @testable import TextTasks
 
 @Suite("text-gateway eval: the corpus, the checks, and a run against mock-upstream")

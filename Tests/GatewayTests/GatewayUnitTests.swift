@@ -1,3 +1,4 @@
+import GatewayCommandLine
 import JSON
 import Testing
 

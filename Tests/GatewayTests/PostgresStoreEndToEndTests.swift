@@ -1,3 +1,4 @@
+import GatewayCommandLine
 import HTTPClient
 import JSON
 import Postgres

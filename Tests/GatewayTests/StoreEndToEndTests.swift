@@ -1,4 +1,5 @@
 import Gateway
+import GatewayCommandLine
 import HTTPClient
 import JSON
 import TestSupport

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gateway
+import GatewayCommandLine
 import GatewayTestSupport
 import Synchronization
 import Testing

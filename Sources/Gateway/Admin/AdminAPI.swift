@@ -331,12 +331,12 @@ struct AdminAPI: Sendable {
         case .string(let text)?: label = text.isEmpty ? nil : text
         default: throw GatewayError.adminInvalidToken(field: "label")
         }
-        if let problem = StoreCommand.tokenProblem(user: user, plan: plan, label: label, plans: plans) {
+        if let problem = TokenIssuer.problem(user: user, plan: plan, label: label, plans: plans) {
             throw GatewayError.adminInvalidToken(field: problem.field == "user" ? "userId" : problem.field)
         }
         let created: (String, StoredToken)
         do {
-            created = try await StoreCommand.createToken(user: user, plan: plan, label: label, in: store, now: clock())
+            created = try await TokenIssuer.issue(user: user, plan: plan, label: label, in: store, now: clock())
         } catch {
             faults?.record(error, operation: .tokens)
             throw GatewayError.storeUnavailable

@@ -3,10 +3,10 @@
 /// outside the limits, as ``UsageFeature`` is.
 struct HistoryFeature: GatewayFeature {
     private let parts: GatewayParts
-    private let admission: Admission
+    private let admission: CallerFront
     private let idempotency: IdempotencyFeature
 
-    init(_ parts: GatewayParts, admission: Admission, idempotency: IdempotencyFeature) {
+    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature) {
         self.parts = parts
         self.admission = admission
         self.idempotency = idempotency

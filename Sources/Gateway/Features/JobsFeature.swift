@@ -10,13 +10,13 @@ import Telemetry
 /// A gateway with a store and no upstream key only says that a job could never run.
 struct JobsFeature: GatewayFeature {
     private let parts: GatewayParts
-    private let admission: Admission
+    private let admission: CallerFront
     private let idempotency: IdempotencyFeature
     /// This instance's job runner, when there is a store and an upstream.
     private let runner: JobRunner?
     let services: [any Service]
 
-    init(_ parts: GatewayParts, admission: Admission, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?) {
+    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?) {
         self.parts = parts
         self.admission = admission
         self.idempotency = idempotency

@@ -2,10 +2,10 @@
 /// an SDK's placeholder key as a guest on an open gateway.
 struct OpenAIFeature: GatewayFeature {
     private let parts: GatewayParts
-    private let admission: Admission
+    private let admission: CallerFront
     private let idempotency: IdempotencyFeature
 
-    init(_ parts: GatewayParts, admission: Admission, idempotency: IdempotencyFeature) {
+    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature) {
         self.parts = parts
         self.admission = admission
         self.idempotency = idempotency

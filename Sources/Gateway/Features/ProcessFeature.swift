@@ -2,11 +2,11 @@
 /// upstream calls (`CACHE_*`: in this process, or shared in Redis).
 struct ProcessFeature: GatewayFeature {
     private let parts: GatewayParts
-    private let admission: Admission
+    private let admission: CallerFront
     private let idempotency: IdempotencyFeature
     private let cache: (any AnswerCache)?
 
-    init(_ parts: GatewayParts, admission: Admission, idempotency: IdempotencyFeature) {
+    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature) {
         self.parts = parts
         self.admission = admission
         self.idempotency = idempotency

@@ -3,9 +3,9 @@
 /// still see why).
 struct UsageFeature: GatewayFeature {
     private let parts: GatewayParts
-    private let admission: Admission
+    private let admission: CallerFront
 
-    init(_ parts: GatewayParts, admission: Admission) {
+    init(_ parts: GatewayParts, admission: CallerFront) {
         self.parts = parts
         self.admission = admission
     }

@@ -1,6 +1,7 @@
 import Access
 import Crypto
 import EventLoop
+public import Gateway
 import JSON
 import Postgres
 import Store
@@ -8,7 +9,7 @@ public import Telemetry
 
 /// The command line's work on the store (`text-gateway tokens|usage|db …`), against the
 /// file or Postgres database `DATABASE_URL` names — the same one a running gateway uses,
-/// which sees a token made or revoked here within ``GatewayStore/tokenPollInterval``.
+/// which sees a token made or revoked here within a second (its token watcher's poll).
 public enum StoreCommand: Equatable, Sendable {
     /// `tokens create --user U [--plan P] [--label L]`: prints the new token and nothing else.
     case createToken(user: String, plan: String, label: String?)
@@ -52,7 +53,7 @@ public enum StoreCommand: Equatable, Sendable {
     public func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
         if configuration.database == .off { return Self.noStore }
         if case .createToken(let user, let plan, let label) = self,
-            let problem = Self.tokenProblem(user: user, plan: plan, label: label, plans: configuration.plans)
+            let problem = TokenIssuer.problem(user: user, plan: plan, label: label, plans: configuration.plans)
         {
             return Result(error: "--" + problem.field + " " + problem.message + "\n", status: 2)
         }
@@ -149,7 +150,7 @@ public enum StoreCommand: Equatable, Sendable {
     {
         switch self {
         case .createToken(let user, let plan, let label):
-            let (token, stored) = try await Self.createToken(user: user, plan: plan, label: label, in: store, now: now)
+            let (token, stored) = try await TokenIssuer.issue(user: user, plan: plan, label: label, in: store, now: now)
             result.output = token + "\n"
             result.error = "token \(stored.id) for \(user) (plan \(plan)) created; it is shown only now\n"
         case .listTokens(let format):
@@ -197,58 +198,8 @@ public enum StoreCommand: Equatable, Sendable {
         }
     }
 
-    // MARK: Tokens
-
-    /// What is wrong with a token's user, plan or label, if anything: the field and why. The
-    /// command line and the console ask the same.
-    static func tokenProblem(user: String, plan: String, label: String?, plans: PlanCatalog)
-        -> (field: String, message: String)?
-    {
-        guard CallerToken.isValidUserID(user) else { return ("user", "must be 1-128 of A-Z a-z 0-9 . _ @ + -") }
-        guard plans.contains(plan) else {
-            let known = plans.all.map(\.name).joined(separator: ", ")
-            return ("plan", "\(plan) is not a plan of this gateway (PLANS has: \(known))")
-        }
-        if let label, !isPrintable(label, maximum: 100) { return ("label", "must be 1-100 printable characters") }
-        return nil
-    }
-
-    /// Makes a token and stores its digest: the secret is returned, and kept nowhere.
-    static func createToken(
-        user: String, plan: String, label: String?, in store: any TokenRepository, now: Instant
-    ) async throws(StoreError) -> (String, StoredToken) {
-        var attempt = 0
-        while true {
-            let (token, stored) = newToken(user: user, plan: plan, label: label, now: now)
-            do {
-                try await store.insertToken(stored)
-                return (token, stored)
-            } catch {
-                // A random id or digest that is taken already: draw again.
-                attempt += 1
-                if error.code != .constraint || attempt == 3 { throw error }
-            }
-        }
-    }
-
-    /// A new token (`tgk_` and 32 random bytes in base64url) and the record the store keeps of it.
-    static func newToken(user: String, plan: String, label: String?, now: Instant) -> (String, StoredToken) {
-        let token = "tgk_" + Base64URL.encode(SecureRandom.bytes(32))
-        let id = SHA256.hexString(SecureRandom.bytes(6))
-        let stored = StoredToken(
-            id: id, digest: SHA256.hash(Array(token.utf8)), userID: user, plan: plan, label: label,
-            createdAtMilliseconds: milliseconds(now)
-        )
-        return (token, stored)
-    }
-
     private static func milliseconds(_ instant: Instant) -> Int64 {
         Int64((instant.secondsSinceEpoch * 1000).rounded(.down))
-    }
-
-    private static func isPrintable(_ text: String, maximum: Int) -> Bool {
-        !text.isEmpty && text.count <= maximum
-            && text.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
     }
 
     // MARK: Rendering

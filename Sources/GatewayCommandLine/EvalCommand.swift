@@ -1,9 +1,10 @@
+import ChatAPI
 import EventLoop
+public import Gateway
 public import HTTPClient
 import JSON
 import Telemetry
 public import TextTasks
-import Upstream
 
 /// `text-gateway eval`: the fixed corpus (``EvalCorpus``) through each task against the
 /// configured upstreams, as `/api/process` would ask them, every answer checked
@@ -57,8 +58,8 @@ public struct EvalCommand: Sendable, Equatable {
     public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (
         output: String, error: String, status: Int32
     ) {
-        let upstreams = Gateway.upstreams(configuration: configuration, httpClient: client)
-        guard !upstreams.isEmpty else {
+        let logger = Logger(level: .error)
+        guard let answers = TaskAnswers(configuration: configuration, client: client, logger: logger) else {
             return ("", "eval: no upstream has an API key (DARVAREH_API_KEY or UPSTREAM_<NAME>_API_KEY)\n", 2)
         }
         let tasks = tasks ?? TextTask.allCases
@@ -69,12 +70,6 @@ public struct EvalCommand: Sendable, Equatable {
                 "", "eval: no upstream has a model for \(task.rawValue) (DARVAREH_MODEL_ID or a per-task MODEL_ID)\n", 2
             )
         }
-        let logger = Logger(level: .error)
-        let pool = UpstreamPool(
-            members: upstreams, policy: configuration.upstreamPolicy, deadline: configuration.upstreamTimeout,
-            metrics: UpstreamMetrics(registry: MetricsRegistry()), logger: logger
-        )
-        let bodies = ProcessBodies(configuration: configuration)
         let work = tasks.flatMap { task in EvalCorpus.texts.map { (task, $0) } }
         var cases: [Case] = []
         var next = 0
@@ -84,7 +79,7 @@ public struct EvalCommand: Sendable, Equatable {
                 let (task, text) = work[next]
                 next += 1
                 group.addTask {
-                    await Self.evaluate(task: task, text: text, pool: pool, bodies: bodies, logger: logger)
+                    await Self.evaluate(task: task, text: text, answers: answers)
                 }
             }
             for _ in 0..<max(1, concurrency) { add() }
@@ -109,19 +104,12 @@ public struct EvalCommand: Sendable, Equatable {
         return (output, "", 0)
     }
 
-    private static func evaluate(
-        task: TextTask, text: EvalText, pool: UpstreamPool, bodies: ProcessBodies, logger: Logger
-    ) async -> Case {
+    private static func evaluate(task: TextTask, text: EvalText, answers: TaskAnswers) async -> Case {
         var result = Case(task: task, textID: text.id, checks: [])
         for format in OutputFormat.allCases {
-            let request = ProcessRequest(
-                task: task, tone: nil, text: text.text, characterCount: text.text.count, stream: false, format: format)
             let start = MonotonicInstant.now()
-            var attempts = UpstreamAttempts()
             do {
-                let answer = try await TaskAnswerer.answer(
-                    request, pool: pool, bodies: bodies, requestID: RequestID.make(), logger: logger,
-                    attempts: &attempts)
+                let answer = try await answers.answer(task: task, text: text.text, format: format)
                 result.milliseconds.append(Double(start.nanoseconds(until: .now())) / 1e6)
                 result.inputTokens += max(0, answer.usage?.promptTokens ?? 0)
                 result.outputTokens += max(0, answer.usage?.completionTokens ?? 0)

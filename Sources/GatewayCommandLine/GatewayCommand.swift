@@ -1,4 +1,5 @@
 import Access
+import Gateway
 import TextTasks
 
 /// The `text-gateway` command line.

@@ -1,4 +1,5 @@
 import Access
+public import Gateway
 import HTTPClient
 import JSON
 public import Telemetry

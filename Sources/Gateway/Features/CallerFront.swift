@@ -1,6 +1,6 @@
 /// The middleware in front of a caller's routes, in this order: who the caller is
 /// (``AuthenticationFeature``), then the caller's limits (``LimitsFeature``).
-struct Admission: Sendable {
+struct CallerFront: Sendable {
     private let authentication: AuthenticationFeature
     private let rateLimits: LimitsFeature
     /// `AUTH_REQUIRED`, or tokens configured.
