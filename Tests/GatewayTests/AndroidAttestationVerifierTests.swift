@@ -1,5 +1,6 @@
 import Crypto
 import GatewayTestSupport
+import TestSupport
 import Testing
 
 @testable import Access

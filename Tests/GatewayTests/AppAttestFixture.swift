@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import TestSupport
 
 /// The real iOS 14.4 attestation and assertion in `Fixtures/app-attest/ios-14.4.json` (see the
 /// README beside it), decoded from base64.

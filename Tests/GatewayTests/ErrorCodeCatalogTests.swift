@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import TestSupport
 import Testing
 
 @testable import Gateway

@@ -3,6 +3,7 @@ import Foundation
 import HTTPClient
 import JSON
 import Store
+import TestSupport
 import Testing
 
 @testable import Access
