@@ -108,19 +108,17 @@ let package = Package(
             name: "TestSupport", dependencies: ["EventLoop", "Postgres", "CTestSupport"], path: "Tests/TestSupport",
             swiftSettings: strict),
         .target(
-            name: "GatewayTestSupport",
-            dependencies: [
-                "Gateway", "MockUpstream", "Crypto", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
-            ],
-            path: "Tests/GatewayTestSupport", swiftSettings: strict),
+            name: "AccessTestSupport", dependencies: ["Access", "Crypto", "JSON", "TestSupport"],
+            path: "Tests/AccessTestSupport", swiftSettings: strict),
+        .target(
+            name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream"], path: "Tests/GatewayTestSupport",
+            swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "TestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine", "MockUpstream", "Crypto",
-                "Postgres",
-                "Redis", "Store",
-                "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop",
-                "HTTP1", "HTTPClient", "HTTPServer",
+                "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine", "MockUpstream", "Crypto",
+                "Postgres", "Redis", "Store", "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
+                "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
@@ -129,10 +127,8 @@ let package = Package(
         .testTarget(
             name: "TextGatewayClientTests",
             dependencies: [
-                "TextGatewayClient", "TestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
-                "MockUpstream",
-                "HTTPServer",
-                "HTTP1", "Crypto", "Telemetry", "Access",
+                "TextGatewayClient", "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
+                "MockUpstream", "HTTPServer", "HTTP1", "Crypto", "Telemetry", "Access",
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),

@@ -1,8 +1,8 @@
+import AccessTestSupport
 import ChatAPI
 import Crypto
 import Foundation
 import GatewayCommandLine
-import GatewayTestSupport
 import HTTPClient
 import Store
 import Synchronization

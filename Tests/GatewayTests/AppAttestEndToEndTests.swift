@@ -1,3 +1,4 @@
+import AccessTestSupport
 import ChatAPI
 import EventLoop
 import HTTPClient

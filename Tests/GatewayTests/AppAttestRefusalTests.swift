@@ -1,6 +1,6 @@
+import AccessTestSupport
 import Crypto
 import GatewayCommandLine
-import GatewayTestSupport
 import HTTPClient
 import JSON
 import Redis

@@ -1,5 +1,5 @@
+import AccessTestSupport
 import Crypto
-import GatewayTestSupport
 import HTTP1
 import HTTPClient
 import HTTPServer

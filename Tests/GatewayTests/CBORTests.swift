@@ -1,3 +1,4 @@
+import AccessTestSupport
 import Testing
 
 @testable import Access

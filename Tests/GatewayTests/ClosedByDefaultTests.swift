@@ -1,3 +1,4 @@
+import AccessTestSupport
 import Gateway
 import HTTPClient
 import JSON

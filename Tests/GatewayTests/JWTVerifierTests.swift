@@ -1,3 +1,4 @@
+import AccessTestSupport
 import Crypto
 import Testing
 

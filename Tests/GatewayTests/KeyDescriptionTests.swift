@@ -1,4 +1,4 @@
-import GatewayTestSupport
+import AccessTestSupport
 import Testing
 
 @testable import Access

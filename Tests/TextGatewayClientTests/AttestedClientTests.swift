@@ -1,8 +1,8 @@
+import AccessTestSupport
 import Crypto
 import Foundation
 import Gateway
 import GatewayCommandLine
-import GatewayTestSupport
 import Synchronization
 import Testing
 import TextGatewayClient

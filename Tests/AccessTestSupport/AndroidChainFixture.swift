@@ -1,43 +1,43 @@
+public import Access
 import Foundation
 import JSON
 import TestSupport
 
-@testable import Access
-
-/// One real chain of `Fixtures/android-key-attestation/chains/` (see the README beside them).
-struct AndroidChainFixture: Sendable, CustomStringConvertible {
-    let name: String
+/// One real chain of `Tests/GatewayTests/Fixtures/android-key-attestation/chains/` (see the README
+/// beside them).
+public struct AndroidChainFixture: Sendable, CustomStringConvertible {
+    public let name: String
     /// DER, leaf first, as the phone sent it.
-    let chain: [[UInt8]]
+    public let chain: [[UInt8]]
     /// What the app passed to `setAttestationChallenge`.
-    let challenge: [UInt8]
+    public let challenge: [UInt8]
     /// An instant at which the chain's intermediates are valid, in Unix seconds.
-    let verifyAt: Int64
+    public let verifyAt: Int64
     /// The chain's own packages and signing digests: the reference policy allows them.
-    let packages: [String]
-    let digests: [[UInt8]]
+    public let packages: [String]
+    public let digests: [[UInt8]]
     /// `accept` or `reject` under the reference policy.
-    let verdict: String
-    let provisioning: String
+    public let verdict: String
+    public let provisioning: String
     /// `serialHex` of each certificate, leaf first.
-    let serials: [String]
+    public let serials: [String]
 
-    var description: String { name }
+    public var description: String { name }
 
-    static let directory = "Tests/GatewayTests/Fixtures/android-key-attestation/chains"
+    public static let directory = "Tests/GatewayTests/Fixtures/android-key-attestation/chains"
 
-    static let names = [
+    public static let names = [
         "emulator-a11-software-rsa", "pixel3-a9-tee-ec-factory-unlocked", "pixel3-a9-tee-rsa-factory-device-ids",
         "pixel6-a13-tee-ec-rkp", "pixel8a-a14-tee-ec-rkp-unlocked", "pixel8a-a14-tee-rsa-rkp-unlocked",
         "pixel8a-a15-tee-ec-rkp-webauthn", "pixel9pro-a16-tee-ec-rkp", "pixelxl-a10-software-ec",
         "unknown-2018-tee-rsa-factory-shareduid",
     ]
 
-    struct Missing: Error, CustomStringConvertible {
-        let description: String
+    public struct Missing: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    static func load(_ name: String) throws -> AndroidChainFixture {
+    public static func load(_ name: String) throws -> AndroidChainFixture {
         let text = try RepositoryFile.text("\(directory)/\(name).json")
         let document = try JSONValue.parse(Array(text.utf8))
         guard case .array(let pems)? = document["chainPem"] else { throw Missing(description: "\(name): chainPem") }
@@ -75,14 +75,14 @@ struct AndroidChainFixture: Sendable, CustomStringConvertible {
             packages: packages, digests: digests, verdict: verdict, provisioning: provisioning, serials: serials)
     }
 
-    static func all() throws -> [AndroidChainFixture] { try names.map(load) }
+    public static func all() throws -> [AndroidChainFixture] { try names.map(load) }
 
     /// The reference policy: this chain's own packages and digests allowed.
-    var referencePolicy: AndroidAttestationPolicy {
+    public var referencePolicy: AndroidAttestationPolicy {
         AndroidAttestationPolicy(apps: Dictionary(packages.map { ($0, digests) }, uniquingKeysWith: { a, _ in a }))
     }
 
-    static func hexBytes(_ text: String) -> [UInt8]? {
+    public static func hexBytes(_ text: String) -> [UInt8]? {
         let characters = Array(text.utf8)
         guard characters.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []

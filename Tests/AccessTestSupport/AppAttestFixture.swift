@@ -2,28 +2,29 @@ import Foundation
 import JSON
 import TestSupport
 
-/// The real iOS 14.4 attestation and assertion in `Fixtures/app-attest/ios-14.4.json` (see the
-/// README beside it), decoded from base64.
-enum AppAttestFixture {
+/// The real iOS 14.4 attestation and assertion in
+/// `Tests/GatewayTests/Fixtures/app-attest/ios-14.4.json` (see the README beside it), decoded
+/// from base64.
+public enum AppAttestFixture {
     /// `6MURL8TA57.de.vincent-haupert.apple-appattest-poc`: team identifier and bundle identifier.
-    static let appID = "6MURL8TA57.de.vincent-haupert.apple-appattest-poc"
+    public static let appID = "6MURL8TA57.de.vincent-haupert.apple-appattest-poc"
 
-    struct Values {
+    public struct Values {
         /// The CBOR attestation object.
-        let attestation: [UInt8]
+        public let attestation: [UInt8]
         /// The key identifier: SHA-256 of the device key.
-        let keyID: [UInt8]
+        public let keyID: [UInt8]
         /// The device key's SubjectPublicKeyInfo, from its PEM.
-        let publicKeyInfo: [UInt8]
+        public let publicKeyInfo: [UInt8]
         /// The CBOR assertion object.
-        let assertion: [UInt8]
+        public let assertion: [UInt8]
     }
 
-    struct Missing: Error, CustomStringConvertible {
-        let description: String
+    public struct Missing: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    static func load() throws -> Values {
+    public static func load() throws -> Values {
         let text = try RepositoryFile.text("Tests/GatewayTests/Fixtures/app-attest/ios-14.4.json")
         let document = try JSONValue.parse(Array(text.utf8))
         func base64(_ object: String, _ member: String) throws -> [UInt8] {
