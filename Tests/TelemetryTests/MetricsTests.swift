@@ -1,7 +1,6 @@
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import Telemetry
 
 @Suite("Metrics")

@@ -1,6 +1,6 @@
+import JSON
 import Testing
 
-@testable import Gateway
 @testable import Telemetry
 
 #if canImport(Glibc)
@@ -56,6 +56,49 @@ struct LoggerTests {
         #expect(lines.count == 51, "50 lines, each ending in a newline")
         for (number, line) in lines.dropLast().enumerated() {
             #expect(line.hasSuffix(#" INFO request number=\#(number) route="a b""#), "\(line)")
+        }
+    }
+
+    @Test("writes JSON with escaped strings and log values that cannot break a line")
+    func escaping() {
+        var writer = JSONWriter()
+        writer.object {
+            $0.field("s", "a\"b\\c\nd\u{1}")
+            $0.field("n", 3)
+            $0.nullField("z")
+            $0.field("ms", milliseconds: 1.23456)
+        }
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"s":"a\"b\\c\nd\u0001","n":3,"z":null,"ms":1.235}"#)
+        for value in [0, 7, 10, 99, 100, 65_536, -3, -100, Int.max, Int.min] {
+            var numbers = JSONWriter()
+            numbers.object {
+                $0.field("n", value)
+                $0.field("m", Optional(value))
+                $0.field("z", Int?.none)
+            }
+            #expect(String(decoding: numbers.bytes, as: UTF8.self) == #"{"n":\#(value),"m":\#(value),"z":null}"#)
+        }
+        var escapes = JSONWriter()
+        escapes.object { $0.field("e", "\r\t\u{1F}\u{7F}\u{0}x\"\\") }
+        #expect(String(decoding: escapes.bytes, as: UTF8.self) == #"{"e":"\r\t\u001f\u007f\u0000x\"\\"}"#)
+        #expect(Logger.textValue("plain") == "plain")
+        #expect(Logger.textValue("two words\nnext=line") == #""two words\nnext=line""#)
+        #expect(
+            JSONWriter.decimal(0.0004) == "0" && JSONWriter.decimal(12) == "12" && JSONWriter.decimal(0.05) == "0.05")
+        #expect(
+            JSONWriter.decimal(-1) == "0" && JSONWriter.decimal(.nan) == "0" && JSONWriter.decimal(.infinity) == "0")
+        #expect(JSONWriter.decimal(1e300) == "9000000000000000")
+        // Against the plain definition: thousandths rounded, trailing zeros of the fraction dropped.
+        for thousandths in Array(0...2_100) + [9_999, 10_001, 123_456_789] {
+            let value = Double(thousandths) / 1000
+            var expected = String(thousandths / 1000)
+            if thousandths % 1000 != 0 {
+                var fraction = String(thousandths % 1000)
+                while fraction.count < 3 { fraction = "0" + fraction }
+                while fraction.hasSuffix("0") { fraction.removeLast() }
+                expected += "." + fraction
+            }
+            #expect(JSONWriter.decimal(value) == expected)
         }
     }
 }
