@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Gateway
 @testable import Jobs
 @testable import TextTasks
 
