@@ -146,6 +146,7 @@ let package = Package(
         .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TextTasksTests", dependencies: ["TextTasks", "JSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "TextTasks"], swiftSettings: strict),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "JSON"], swiftSettings: strict),
     ],

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import Gateway
 @testable import TextTasks
 
 @Suite("A job's prompts")

@@ -1,7 +1,6 @@
 import TestSupport
 import Testing
 
-@testable import Gateway
 @testable import TextTasks
 
 @Suite("Trimming the text")

@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Gateway
 @testable import TextTasks
 
 @Suite("Character count")
