@@ -147,6 +147,13 @@ let package = Package(
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TextTasksTests", dependencies: ["TextTasks", "JSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "UpstreamTests",
+            dependencies: [
+                "Upstream", "ChatAPI", "JSON", "HTTPClient", "EventLoop", "Telemetry", "MockUpstream", "HTTPServer",
+                "TestSupport",
+            ],
+            swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "TextTasks"], swiftSettings: strict),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "JSON"], swiftSettings: strict),
     ],

@@ -7,7 +7,6 @@ import MockUpstream
 import TestSupport
 import Testing
 
-@testable import Gateway
 @testable import Upstream
 
 #if canImport(Glibc)

@@ -4,7 +4,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-@testable import Gateway
 @testable import Telemetry
 @testable import Upstream
 
