@@ -108,7 +108,7 @@ let package = Package(
             name: "TestSupport", dependencies: ["EventLoop", "Postgres", "CTestSupport"], path: "Tests/TestSupport",
             swiftSettings: strict),
         .target(
-            name: "AccessTestSupport", dependencies: ["Access", "Crypto", "JSON", "TestSupport"],
+            name: "AccessTestSupport", dependencies: ["Access", "Crypto", "JSON", "Store", "TestSupport"],
             path: "Tests/AccessTestSupport", swiftSettings: strict),
         .target(
             name: "GatewayTestSupport", dependencies: ["Gateway", "MockUpstream"], path: "Tests/GatewayTestSupport",
@@ -152,6 +152,13 @@ let package = Package(
             dependencies: [
                 "Upstream", "ChatAPI", "JSON", "HTTPClient", "EventLoop", "Telemetry", "MockUpstream", "HTTPServer",
                 "TestSupport",
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "AccessTests",
+            dependencies: [
+                "Access", "Crypto", "Store", "Redis", "EventLoop", "Telemetry", "HTTP1", "TestSupport",
+                "AccessTestSupport",
             ],
             swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "TextTasks"], swiftSettings: strict),

@@ -33,6 +33,18 @@ public struct AndroidChainFixture: Sendable, CustomStringConvertible {
         "unknown-2018-tee-rsa-factory-shareduid",
     ]
 
+    /// The reason each real chain is refused under the reference policy, and with the boot rule relaxed.
+    public static let refusals:
+        [String: (reference: AndroidAttestationFailure.Reason, relaxed: AndroidAttestationFailure.Reason?)] = [
+            "emulator-a11-software-rsa": (.root, .root),
+            "pixel3-a9-tee-ec-factory-unlocked": (.boot, nil),
+            "pixel3-a9-tee-rsa-factory-device-ids": (.app, .app),
+            "pixel8a-a14-tee-ec-rkp-unlocked": (.boot, nil),
+            "pixel8a-a14-tee-rsa-rkp-unlocked": (.boot, nil),
+            "pixelxl-a10-software-ec": (.root, .root),
+            "unknown-2018-tee-rsa-factory-shareduid": (.boot, nil),
+        ]
+
     public struct Missing: Error, CustomStringConvertible {
         public let description: String
     }

@@ -114,7 +114,7 @@ struct AndroidAttestEndToEndTests {
             } else {
                 #expect(answer.status == 401, "\(fixture.name): \(answer)")
                 #expect(
-                    answer.attestError == AndroidAttestationVerifierTests.refusals[fixture.name]?.reference.rawValue,
+                    answer.attestError == AndroidChainFixture.refusals[fixture.name]?.reference.rawValue,
                     "\(fixture.name): \(answer)")
             }
         }
@@ -129,7 +129,7 @@ struct AndroidAttestEndToEndTests {
         })
         for fixture in try AndroidChainFixture.all() {
             let answer = try #require(answers[fixture.name])
-            if let relaxed = AndroidAttestationVerifierTests.refusals[fixture.name]?.relaxed {
+            if let relaxed = AndroidChainFixture.refusals[fixture.name]?.relaxed {
                 #expect(answer.status == 401 && answer.attestError == relaxed.rawValue, "\(fixture.name): \(answer)")
             } else {
                 #expect(answer.status == 201, "\(fixture.name): \(answer)")
@@ -165,7 +165,7 @@ struct AndroidAttestEndToEndTests {
             return policy
         })
         for fixture in try AndroidChainFixture.all()
-        where AndroidAttestationVerifierTests.refusals[fixture.name]?.relaxed == nil {
+        where AndroidChainFixture.refusals[fixture.name]?.relaxed == nil {
             #expect(otherDigest[fixture.name]?.attestError == "app", "\(fixture.name)")
             #expect(otherPackage[fixture.name]?.attestError == "app", "\(fixture.name)")
             #expect(wrong[fixture.name]?.attestError == "challenge", "\(fixture.name)")

@@ -191,7 +191,7 @@ struct AppAttestRiskTests {
         let key = try PrivateKey.generateP256()
         let checker = AppAttestRiskChecker(
             settings: AppAttestSettings.RiskCheck(keyID: Self.keyID, privateKeyPath: "k.p8", privateKeyPEM: key.pem),
-            key: key, repository: CredentialLookupTests.CountingDevices(), extraRoot: nil,
+            key: key, repository: CountingDevices(), extraRoot: nil,
             registry: MetricsRegistry(), logger: Logger(level: .info, sink: LogSink.memory()), clock: { .now })
         let token = try checker.authorization(team: "ABCDE12345")
         #expect(AppleRiskStandIn.isValid(token: token, key: key.publicKey, keyID: Self.keyID, team: "ABCDE12345"))

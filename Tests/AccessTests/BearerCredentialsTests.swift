@@ -1,7 +1,6 @@
 import Testing
 
 @testable import Access
-@testable import Gateway
 
 /// `Authorization: Bearer <token>`, read one way for callers' tokens and `METRICS_TOKEN`.
 @Suite("Bearer credentials")

@@ -1,3 +1,4 @@
+import AccessTestSupport
 import Crypto
 import Store
 import Synchronization
@@ -10,56 +11,6 @@ import Testing
 /// ``DeviceSessions/unknownTimeToLive`` however often it is presented.
 @Suite("Credential lookups: bare prefixes, store reads for unknown tokens")
 struct CredentialLookupTests {
-    /// Device sessions in memory, counting the session reads.
-    final class CountingDevices: DeviceRepository {
-        private struct State {
-            var sessions: [[UInt8]: StoredDeviceSession] = [:]
-            var reads = 0
-            var generation: Int64 = 1
-        }
-
-        private let state = Mutex(State())
-        var reads: Int { state.withLock { $0.reads } }
-
-        func add(_ session: StoredDeviceSession) { state.withLock { $0.sessions[session.digest] = session } }
-
-        func revoke(digest: [UInt8]) {
-            state.withLock {
-                $0.sessions[digest] = nil
-                $0.generation += 1
-            }
-        }
-
-        func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
-            state.withLock { state in
-                state.reads += 1
-                return state.sessions[digest].flatMap { $0.expiresAtMilliseconds > nowMilliseconds ? $0 : nil }
-            }
-        }
-
-        func deviceGeneration() async throws(StoreError) -> Int64 { state.withLock { $0.generation } }
-
-        // Not used by the lookups.
-        func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {}
-        func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool { false }
-        func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool { false }
-        func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
-            -> DeviceRegistration
-        { .duplicate }
-        func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? { nil }
-        func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
-            false
-        }
-        func devices() async throws(StoreError) -> [StoredDevice] { [] }
-        func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool { false }
-        func openSession(_ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64)
-            async throws(StoreError) -> Bool
-        { false }
-        func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
-            challenges: Int, sessions: Int
-        ) { (0, 0) }
-    }
-
     /// Store tokens in memory, counting every read.
     final class CountingTokens: TokenRepository {
         private struct State {

@@ -3,12 +3,7 @@ import Testing
 @testable import Access
 @testable import Telemetry
 
-#if canImport(Gateway)
-    @testable import Gateway
-#else
-#endif
-
-/// Authentication, rate limits and client addresses: the pure parts under `Gateway/Access`.
+/// Authentication, rate limits and client addresses: the pure parts of `Access`.
 @Suite("Access")
 struct AccessTests {
     // Digests computed with Python's hashlib.

@@ -3,7 +3,6 @@ import Crypto
 import Testing
 
 @testable import Access
-@testable import Gateway
 
 @Suite("App Attest authenticator data")
 struct AuthenticatorDataTests {

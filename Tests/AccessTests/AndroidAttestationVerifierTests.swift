@@ -9,18 +9,6 @@ import Testing
 /// changed) and over synthetic chains under a test root (every refusal).
 @Suite("Android Key Attestation verifier")
 struct AndroidAttestationVerifierTests {
-    /// The reason each real chain is refused under the reference policy, and with the boot rule relaxed.
-    static let refusals:
-        [String: (reference: AndroidAttestationFailure.Reason, relaxed: AndroidAttestationFailure.Reason?)] = [
-            "emulator-a11-software-rsa": (.root, .root),
-            "pixel3-a9-tee-ec-factory-unlocked": (.boot, nil),
-            "pixel3-a9-tee-rsa-factory-device-ids": (.app, .app),
-            "pixel8a-a14-tee-ec-rkp-unlocked": (.boot, nil),
-            "pixel8a-a14-tee-rsa-rkp-unlocked": (.boot, nil),
-            "pixelxl-a10-software-ec": (.root, .root),
-            "unknown-2018-tee-rsa-factory-shareduid": (.boot, nil),
-        ]
-
     static func verify(
         _ fixture: AndroidChainFixture, policy: AndroidAttestationPolicy? = nil, challenge: [UInt8]? = nil,
         at time: Int64? = nil, revocations: AndroidRevocationList = .empty
@@ -54,10 +42,10 @@ struct AndroidAttestationVerifierTests {
             #expect(key.securityLevel >= .trustedEnvironment)
             #expect(key.bootState == .verified && key.deviceLocked)
             #expect(key.provisioning.rawValue == (fixture.provisioning == "rkp" ? "remote" : "factory"))
-            #expect(Self.refusals[name] == nil)
+            #expect(AndroidChainFixture.refusals[name] == nil)
         } else {
             #expect(fixture.verdict == "reject")
-            #expect(Self.reason(result) == Self.refusals[name]?.reference)
+            #expect(Self.reason(result) == AndroidChainFixture.refusals[name]?.reference)
         }
     }
 
@@ -69,7 +57,7 @@ struct AndroidAttestationVerifierTests {
         var policy = fixture.referencePolicy
         policy.requireLockedBootloader = false
         let result = Self.verify(fixture, policy: policy)
-        if let refusal = Self.refusals[name], let relaxed = refusal.relaxed {
+        if let refusal = AndroidChainFixture.refusals[name], let relaxed = refusal.relaxed {
             #expect(Self.reason(result) == relaxed)
         } else {
             let key = try result.get()
@@ -82,7 +70,7 @@ struct AndroidAttestationVerifierTests {
         let fixture = try AndroidChainFixture.load(name)
         var policy = fixture.referencePolicy
         policy.requireLockedBootloader = false
-        guard Self.refusals[name]?.relaxed == nil else { return }
+        guard AndroidChainFixture.refusals[name]?.relaxed == nil else { return }
         #expect(Self.reason(Self.verify(fixture, policy: policy, challenge: fixture.challenge + [0])) == .challenge)
         #expect(
             Self.reason(Self.verify(fixture, policy: policy, challenge: Array(fixture.challenge.reversed())))
@@ -92,7 +80,7 @@ struct AndroidAttestationVerifierTests {
     @Test("on 2026-12-15 remotely provisioned chains have expired intermediates; factory chains still verify")
     func clockAfterExpiry() throws {
         let later: Int64 = 1_797_292_800 // 2026-12-15T00:00:00Z
-        for fixture in try AndroidChainFixture.all() where Self.refusals[fixture.name]?.relaxed == nil {
+        for fixture in try AndroidChainFixture.all() where AndroidChainFixture.refusals[fixture.name]?.relaxed == nil {
             var policy = fixture.referencePolicy
             policy.requireLockedBootloader = false
             let result = Self.verify(fixture, policy: policy, at: later)

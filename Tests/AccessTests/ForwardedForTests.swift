@@ -2,7 +2,6 @@ import HTTP1
 import Testing
 
 @testable import Access
-@testable import Gateway
 
 /// `X-Forwarded-For` sent as several field lines, read as their combined value.
 @Suite("X-Forwarded-For over several lines")

@@ -3,7 +3,6 @@ import TestSupport
 import Testing
 
 @testable import Access
-@testable import Gateway
 
 /// The pinned Apple App Attestation Root CA against a real attestation's chain (the
 /// certificates kept with the Crypto tests, `Tests/CryptoTests/Fixtures/app-attest`).

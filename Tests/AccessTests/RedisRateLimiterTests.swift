@@ -6,7 +6,6 @@ import TestSupport
 import Testing
 
 @testable import Access
-@testable import Gateway
 @testable import Telemetry
 
 /// The limiter's Lua, through ``RedisRateLimiter``, against a redis-server of the suite's own.

@@ -2,7 +2,6 @@ import AccessTestSupport
 import Testing
 
 @testable import Access
-@testable import Gateway
 
 @Suite("CBOR reader")
 struct CBORTests {
