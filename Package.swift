@@ -130,7 +130,7 @@ let package = Package(
                 "TextGatewayClient", "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
                 "MockUpstream", "HTTPServer", "HTTP1", "Crypto", "Telemetry", "Access",
             ], swiftSettings: strict),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"], swiftSettings: strict),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer", "EventLoop", "HTTP1"],

@@ -25,8 +25,7 @@ struct RedisRateLimiterTests {
         try await client.start()
         // The connection is made in the background: a loaded machine can take longer than the
         // first command's wait, so the test waits until the server answers.
-        let connected = await eventually { (try? await client.send("PING")) != nil }
-        #expect(connected, "redis-server did not answer PING")
+        await eventually("redis-server answers PING") { (try? await client.send("PING")) != nil }
         let limiters = (0..<instances).map { _ in RedisRateLimiter(client: client, leaseTimeToLive: leaseTimeToLive) }
         let outcome: Result<Void, any Error>
         do {
@@ -135,11 +134,10 @@ struct RedisRateLimiterTests {
             }
             // Left alone (its instance gone), it expires and the other takes the slot.
             var taken: RateLease?
-            #expect(
-                await eventually {
-                    taken = try? await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now).lease
-                    return taken != nil
-                })
+            await eventually("the second limiter takes the slot of the expired lease") {
+                taken = try? await limiters[1].acquire(key: "user:l", plan: plan, now: Self.now).lease
+                return taken != nil
+            }
             // The late finish of the expired lease frees nothing: the slot stays the other's.
             if let lease = held.lease {
                 _ = try await limiters[0].finish(lease: lease, plan: plan, tokens: 0, now: Self.now)
@@ -234,7 +232,7 @@ struct RedisRateLimiterTests {
                 try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 300, now: Self.now).lease)
             limiters[0].settle(
                 lease: first, plan: plan, tokens: 100, failed: { _ in failures.add(1, ordering: .relaxed) })
-            #expect(await eventually { limiters[0].pendingSettlements == 0 })
+            await eventually("the first limiter has no settlement left") { limiters[0].pendingSettlements == 0 }
             let second = try await limiters[1].acquire(key: "user:s", plan: plan, reservingTokens: 0, now: Self.now)
             #expect(second.status?.remaining == 900)
             let lease = try #require(second.lease)
@@ -243,10 +241,10 @@ struct RedisRateLimiterTests {
             server.signal(SIGSTOP)
             limiters[1].settle(
                 lease: lease, plan: plan, tokens: 200, failed: { _ in failures.add(1, ordering: .relaxed) })
-            #expect(await eventually { failures.load(ordering: .relaxed) > 0 })
+            await eventually("a failure is counted") { failures.load(ordering: .relaxed) > 0 }
             #expect(limiters[1].pendingSettlements == 1)
             server.signal(SIGCONT)
-            #expect(await eventually { limiters[1].pendingSettlements == 0 })
+            await eventually("the second limiter has no settlement left") { limiters[1].pendingSettlements == 0 }
             let third = try await limiters[0].acquire(key: "user:s", plan: plan, reservingTokens: 0, now: Self.now)
             #expect(third.lease != nil)
             #expect(third.status?.remaining == 700)

@@ -1,5 +1,6 @@
 import EventLoop
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -59,11 +60,10 @@ struct BatchedWriterTests {
 
         writer.append(Array("first\n".utf8))
         var received: [UInt8] = []
-        #expect(
-            await eventually {
-                received += pipe.readAvailable()
-                return received.count == 6
-            })
+        await eventually("the first line arrives") {
+            received += pipe.readAvailable()
+            return received.count == 6
+        }
         #expect(received == Array("first\n".utf8))
 
         for number in 0..<100 { writer.append(Array("line \(number)\n".utf8)) }
@@ -86,7 +86,7 @@ struct BatchedWriterTests {
             for _ in 0..<total { writer.append(line) }
             appended.store(true, ordering: .releasing)
         }
-        #expect(await eventually { appended.load(ordering: .acquiring) }, "append blocked")
+        await eventually("the append returns instead of blocking") { appended.load(ordering: .acquiring) }
         let dropped = writer.droppedLineCount
         // At most the pipe, the batch in write(2) and a full buffer can have been taken.
         let kept = (4096 + 2 * limit) / line.count + 1

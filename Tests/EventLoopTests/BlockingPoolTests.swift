@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import EventLoop
@@ -75,7 +76,7 @@ struct BlockingPoolTests {
                 return blockingUntil { gate.value }
             }
         }
-        #expect(await eventually { running.value })
+        await eventually("the first job runs") { running.value }
         let answered = Locked(0)
         for index in 1...5 {
             // One at a time, so the queue's order is known.
@@ -83,17 +84,17 @@ struct BlockingPoolTests {
                 try await pool.run { ran.update { $0.append(index) } }
                 answered.update { $0 += 1 }
             }
-            #expect(await eventually { pool.queuedCount == index })
+            await eventually("\(index) jobs are queued") { pool.queuedCount == index }
         }
         let shutdown = Task { await pool.shutdown() }
-        #expect(await eventually { !pool.isAcceptingWork })
+        await eventually("the pool stops accepting work") { !pool.isAcceptingWork }
         #expect(pool.queuedCount == 5)
         gate.update { $0 = true }
         await shutdown.value
         #expect(ran.value == [1, 2, 3, 4, 5])
         #expect(try await first.value)
         // Polled rather than awaited: work dropped by a broken pool would never answer.
-        #expect(await eventually { answered.value == 5 })
+        await eventually("the 5 queued jobs are answered") { answered.value == 5 }
     }
 
     @Test("refuses work after shutdown, and a second shutdown does nothing")
@@ -119,7 +120,7 @@ struct BlockingPoolTests {
         _ = await (one, two)
         let ranByShutdown = ran.value
         // Polled rather than awaited: work dropped by a broken pool would never answer.
-        #expect(await eventually { answer.value != nil })
+        await eventually("the work is answered") { answer.value != nil }
         // Work the pool accepted has run by the time either shutdown returns.
         #expect(ranByShutdown == (answer.value == true))
     }

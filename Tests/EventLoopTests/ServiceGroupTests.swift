@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import EventLoop
@@ -129,7 +130,9 @@ struct ServiceGroupTests {
         // (A may overrun its margin too on a loaded machine: then it finishes a little later).
         #expect(lines.all.contains("stop_overran B"))
         #expect(lines.all.firstIndex(of: "stop_overran B")! < lines.all.firstIndex(of: "stopping A")!)
-        #expect(await eventually { await recorder.events == ["start A", "start B", "stop A"] })
+        await eventually("A and B started, then A stopped") {
+            await recorder.events == ["start A", "start B", "stop A"]
+        }
     }
 
     @Test("a stop during start waits for the service being started, starts no more, then stops those started")
@@ -137,9 +140,9 @@ struct ServiceGroupTests {
         let gate = Gate()
         let group = group([service("A"), service("B", .startWaits(gate)), service("C")])
         let starting = Task { try await group.start() }
-        #expect(await eventually { gate.waiterCount == 1 })
+        await eventually("the service waits at its gate") { gate.waiterCount == 1 }
         let stopping = Task { await group.stop() }
-        #expect(await eventually { await group.isStopRequested })
+        await eventually("the group's stop is requested") { await group.isStopRequested }
         #expect(await recorder.events == ["start A"])
         gate.open()
         await stopping.value
@@ -155,12 +158,12 @@ struct ServiceGroupTests {
         let group = group([service("A", .stopWaits(gate))], timeout: .seconds(600))
         try await group.start()
         let first = Task { await group.stop() }
-        #expect(await eventually { gate.waiterCount == 1 })
+        await eventually("the service waits at its gate") { gate.waiterCount == 1 }
         let second = Task {
             await group.stop()
             await recorder.record("second stop returned")
         }
-        #expect(await eventually { await group.waitingStopCount == 1 })
+        await eventually("one stop waits") { await group.waitingStopCount == 1 }
         gate.open()
         await second.value
         await first.value
@@ -190,7 +193,7 @@ struct ServiceGroupTests {
         let trigger = Gate()
         let group = group([service("A"), service("B")])
         let running = Task { try await group.run(until: { await trigger.wait() }) }
-        #expect(await eventually { trigger.waiterCount == 1 })
+        await eventually("the service waits for its trigger") { trigger.waiterCount == 1 }
         #expect(await recorder.events == ["start A", "start B"])
         trigger.open()
         try await running.value

@@ -5,19 +5,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// Polls `condition` until it holds or `seconds` pass; these tests wait this way, never by
-/// sleeping for a guessed time. The bound is generous: it is only reached when a test fails,
-/// and CI runs every suite at once on two cores.
-func eventually(within seconds: Int = 60, _ condition: () async -> Bool) async -> Bool {
-    let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
-    while MonotonicInstant.now() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return await condition()
-}
-
-/// The same for a thread that must block (work on a pool thread): yields the CPU between looks.
+/// Polls `condition` until it holds or `seconds` pass, for a thread that must block (work on a
+/// pool thread), which cannot await TestSupport's `eventually`: yields the CPU between looks.
 func blockingUntil(within seconds: Int = 60, _ condition: () -> Bool) -> Bool {
     let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
     while MonotonicInstant.now() < deadline {

@@ -90,7 +90,7 @@ struct AccessEndToEndTests {
                 try await harness.process(
                     task: "summarize", text: Self.sample + " [mock:latency-ms=500]", headers: Self.bearer())
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             let refused = try await harness.process(task: "summarize", text: Self.sample, headers: Self.bearer())
             #expect(refused.status == 429)
             #expect(refused.header("Retry-After") != nil)

@@ -92,13 +92,13 @@ struct AppAttestRefusalTests {
     ) async throws {
         #expect(response.status == 401, "\(what)")
         let id = response.header("X-Request-Id") ?? "?"
-        #expect(
-            await eventually {
-                harness.logs.lines.contains {
-                    $0.contains("request_id=\(id) ") && $0.contains("attest_error=\(reason)")
-                }
-            },
-            "\(what): \(harness.logs.lines.suffix(1))")
+        await eventually(
+            "\(what): the line of request \(id) with attest_error=\(reason); the last: \(harness.logs.lines.suffix(1))"
+        ) {
+            harness.logs.lines.contains {
+                $0.contains("request_id=\(id) ") && $0.contains("attest_error=\(reason)")
+            }
+        }
     }
 
     @Test(
@@ -323,15 +323,16 @@ struct AppAttestRefusalTests {
                 let listed = await StoreCommand.listDevices(format: .json).run(configuration: configuration)
                 #expect(listed.output.contains(alphaID) && !listed.output.contains("receipt"))
                 // Both instances come to refuse it (each follows the store by its device poll); beta is unaffected.
-                #expect(
-                    await eventually {
-                        let there = try? await peer.process(
-                            task: "titles", text: ProcessEndToEndTests.sample,
-                            headers: StoreEndToEndTests.bearer(alphaToken))
-                        return there?.status == 401
-                            && there?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
-                    })
-                #expect(await eventually { (try? await process(alphaToken)) == 401 })
+                await eventually("the other instance refuses alpha's revoked device session") {
+                    let there = try? await peer.process(
+                        task: "titles", text: ProcessEndToEndTests.sample,
+                        headers: StoreEndToEndTests.bearer(alphaToken))
+                    return there?.status == 401
+                        && there?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
+                }
+                await eventually("the first instance refuses alpha's revoked device session") {
+                    (try? await process(alphaToken)) == 401
+                }
                 let betaThere = try await peer.process(
                     task: "titles", text: ProcessEndToEndTests.sample, headers: StoreEndToEndTests.bearer(betaToken))
                 #expect(betaThere.status == 200)

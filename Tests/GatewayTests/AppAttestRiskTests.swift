@@ -146,7 +146,7 @@ struct AppAttestRiskTests {
             let first = try SyntheticAppAttest.Device()
             standIn.answer(.receipt(metric: 2, devicePublicKey: first.key.publicKey))
             let firstID = try await AppAttestRefusalTests.enrol(harness, authority, first)
-            #expect(await eventually { (try? await device(firstID))??.riskMetric == 2 })
+            await eventually("the first device's risk metric is 2") { (try? await device(firstID))??.riskMetric == 2 }
             let kept = try #require(try await device(firstID))
             #expect(kept.revokedAtMilliseconds == nil)
             #expect(
@@ -162,24 +162,25 @@ struct AppAttestRiskTests {
             let second = try SyntheticAppAttest.Device()
             standIn.answer(.receipt(metric: 7, devicePublicKey: second.key.publicKey))
             let secondID = try await AppAttestRefusalTests.enrol(harness, authority, second)
-            #expect(await eventually { (try? await device(secondID))??.revokedAtMilliseconds != nil })
+            await eventually("the second device is revoked") {
+                (try? await device(secondID))??.revokedAtMilliseconds != nil
+            }
             #expect((try await device(secondID))?.riskMetric == 7)
-            #expect(await AppAttestEndToEndTests.logged(harness, "app_attest_risk_over_limit device_id=\(secondID)"))
+            await AppAttestEndToEndTests.logged(harness, "app_attest_risk_over_limit device_id=\(secondID)")
 
             // A receipt for another key than the device's is not believed: nothing kept.
             let third = try SyntheticAppAttest.Device()
             standIn.answer(.receipt(metric: 1, devicePublicKey: try PrivateKey.generateP256().publicKey))
             standIn.answer(.status(304))
             let thirdID = try await AppAttestRefusalTests.enrol(harness, authority, third)
-            #expect(await AppAttestEndToEndTests.logged(harness, "app_attest_risk_failed device_id=\(thirdID)"))
+            await AppAttestEndToEndTests.logged(harness, "app_attest_risk_failed device_id=\(thirdID)")
             let metrics = try await JWKSSourceTests.metrics(harness)
             #expect(metrics.contains(#"textgateway_app_attest_risk_checks_total{result="ok"} 1"#))
             #expect(metrics.contains(#"textgateway_app_attest_risk_checks_total{result="over_limit"} 1"#))
-            #expect(
-                await eventually {
-                    (try? await JWKSSourceTests.metrics(harness))?.contains(
-                        #"textgateway_app_attest_risk_checks_total{result="not_modified"} 1"#) == true
-                })
+            await eventually("a not_modified risk check is counted") {
+                (try? await JWKSSourceTests.metrics(harness))?.contains(
+                    #"textgateway_app_attest_risk_checks_total{result="not_modified"} 1"#) == true
+            }
             #expect((try await device(thirdID))?.riskMetric == nil)
             #expect(standIn.refusedTokens == 0)
         }

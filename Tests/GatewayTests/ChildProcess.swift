@@ -1,5 +1,6 @@
 import EventLoop
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -81,31 +82,30 @@ final class ChildProcess {
 
     func signal(_ number: Int32) { kill(pid, number) }
 
-    /// Waits up to `seconds` for the child to exit; returns its exit code (or 128+signal).
-    /// The child is looked at once more after the deadline: while other suites keep every
-    /// thread of the test process busy, this task can wake only after its deadline, and a
-    /// child that exited meanwhile must not count as hung.
+    /// Waits up to `seconds` for the child to exit; returns its exit code (or 128+signal), nil
+    /// when it has not exited. The caller decides what a child still running means.
     func waitForExit(seconds: Double) async -> Int32? {
-        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
-        while true {
+        var code: Int32?
+        await eventually("child \(pid) exits", within: .seconds(seconds), onTimeout: .returnsFalse) {
             var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-                exitStatus = code
-                return code
-            }
-            if MonotonicInstant.now() >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
+            guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+            code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            return true
         }
+        if let code { exitStatus = code }
+        return code
     }
 
-    /// Waits up to `seconds` until the output contains `text`.
-    func waitForOutput(_ text: String, seconds: Double = 10) async -> Bool {
-        let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
-        while MonotonicInstant.now() < deadline {
-            if output.contains(text) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return output.contains(text)
+    /// Waits up to `seconds` until the output contains `text`, and says whether it does; unless
+    /// told otherwise, a test issue at the caller's line when it does not.
+    @discardableResult
+    func waitForOutput(
+        _ text: String, seconds: Double = 10, onTimeout: PollTimeout = .fails,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> Bool {
+        await eventually(
+            "the output of child \(pid) contains \(text)", within: .seconds(seconds), onTimeout: onTimeout,
+            sourceLocation: sourceLocation
+        ) { output.contains(text) }
     }
 }

@@ -148,8 +148,9 @@ struct ClosedByDefaultTests {
                 headers: [("Authorization", "Bearer " + AccessEndToEndTests.token), ("X-Request-Id", "token-erin")])
             #expect(viaToken.status == 200)
             // The access line is written just after the answer.
-            #expect(
-                await eventually { harness.logs.lines.contains { $0.contains("request_id=token-erin ") } })
+            await eventually("the access line of request token-erin is written") {
+                harness.logs.lines.contains { $0.contains("request_id=token-erin ") }
+            }
             let lines = harness.logs.lines
             #expect(lines.first { $0.contains("request_id=jwt-erin ") }?.contains("user_id=jwt:erin ") == true)
             #expect(lines.first { $0.contains("request_id=token-erin ") }?.contains("user_id=erin ") == true)

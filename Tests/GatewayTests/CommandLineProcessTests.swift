@@ -234,7 +234,7 @@ struct CommandLineProcessTests {
             ]) { $1 },
             workingDirectory: directory
         )
-        #expect(await child.waitForOutput("started"))
+        await child.waitForOutput("started")
         let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
         let port =
             Int(line.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last ?? "") ?? 0
@@ -249,7 +249,7 @@ struct CommandLineProcessTests {
                     method: "POST", url: "http://127.0.0.1:\(port)/api/process",
                     headers: [("Content-Type", "application/json")], body: body))
         }
-        #expect(await eventually { mock.stats.inFlight == 1 })
+        await eventually("the upstream has the call") { mock.stats.inFlight == 1 }
         child.signal(SIGTERM)
         let response = try await inFlight.value
         #expect(response.status == 200)
@@ -267,9 +267,9 @@ struct CommandLineProcessTests {
         let child = try ChildProcess(
             "text-gateway", arguments: ["serve", "--port", "0"], environment: Self.baseEnvironment,
             workingDirectory: Self.emptyDirectory())
-        #expect(await child.waitForOutput("started"))
+        await child.waitForOutput("started")
         // Logged right after `started`, possibly a moment later: waited for, not just looked up.
-        #expect(await child.waitForOutput("ERROR not_configured missing=DARVAREH_API_KEY"))
+        await child.waitForOutput("ERROR not_configured missing=DARVAREH_API_KEY")
         let line = child.output.split(separator: "\n").first { $0.contains("started") } ?? ""
         // Open, and said so even on loopback.
         #expect(line.contains("access=open"))

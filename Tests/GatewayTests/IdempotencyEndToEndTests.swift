@@ -130,12 +130,11 @@ enum IdempotencyScenarios {
                     body, port: port, extraHeaders: "Idempotency-Key: \(key)\r\nX-Request-Id: \(requestID)\r\n"))
             return client
         }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
-        #expect(
-            await eventually {
-                harness.logs.lines.contains {
-                    $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original")
-                }
-            })
+        await eventually("the line of request \(requestID) says idempotency=original") {
+            harness.logs.lines.contains {
+                $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original")
+            }
+        }
         let line =
             harness.logs.lines.first { $0.contains("request_id=\(requestID)") && $0.contains("idempotency=original") }
             ?? ""
@@ -158,7 +157,7 @@ enum IdempotencyScenarios {
             line.contains("request_id=\(requestID)")
                 && (line.contains("idempotency=replayed") || line.contains("idempotency=joined"))
         }
-        #expect(await eventually { harness.logs.lines.contains(where: isRetry) })
+        await eventually("a retry's line is written") { harness.logs.lines.contains(where: isRetry) }
         let replayLine = harness.logs.lines.last(where: isRetry) ?? ""
         #expect(
             replayLine.contains("outcome=idempotent_replay") && !replayLine.contains("output_tokens="), "\(replayLine)")
@@ -171,7 +170,7 @@ enum IdempotencyScenarios {
         let body = body(sample + " [mock:latency-ms=1000]")
         let before = harness.mock.stats.requests
         async let first = post(harness, body, key: key)
-        #expect(await eventually { harness.mock.stats.requests == before + 1 })
+        await eventually("the upstream has one more request") { harness.mock.stats.requests == before + 1 }
         let joined = try await post(harness, body, key: key)
         let original = try await first
         #expect(original.status == 200 && joined.status == 200)
@@ -304,11 +303,12 @@ struct IdempotencyEndToEndTests {
                         IdempotencyScenarios.body(IdempotencyScenarios.sample + " [mock:latency-ms=3000]"), port: port))
                 return client
             }.closeWhen { harness.mock.stats.requests == before.requests + 1 }
-            #expect(await eventually { harness.mock.stats.cancelled == before.cancelled + 1 })
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
-                })
+            await eventually("the upstream sees its call cancelled") {
+                harness.mock.stats.cancelled == before.cancelled + 1
+            }
+            await eventually("a line says status=499 outcome=cancelled") {
+                harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
+            }
         }
     }
 }
@@ -410,7 +410,7 @@ extension IdempotencyScenarios {
         let body = body(sample + " [mock:latency-ms=1500]")
         let before = harness.mock.stats.requests
         async let first = post(harness, body, key: key)
-        #expect(await eventually { harness.mock.stats.requests == before + 1 })
+        await eventually("the upstream has one more request") { harness.mock.stats.requests == before + 1 }
         let busy = try await post(peer, body, key: key)
         #expect(busy.status == 409)
         #expect(busy.header("Retry-After") == "1")

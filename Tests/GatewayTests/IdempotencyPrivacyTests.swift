@@ -82,12 +82,14 @@ extension IdempotencyScenarios {
     }
 
     /// Sends the retry until one is answered from the store (logged `replayed`, not `joined`
-    /// to the first while its answer is written).
+    /// to the first while its answer is written); a test issue at the caller's line when none is.
     static func waitUntilKept(
         _ harness: GatewayHarness, _ body: String, key: String, requestID: String,
-        headers: [(name: String, value: String)]
-    ) async -> Bool {
-        await eventually(within: 10) {
+        headers: [(name: String, value: String)], sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        await eventually(
+            "a retry of request \(requestID) is replayed", within: .seconds(10), sourceLocation: sourceLocation
+        ) {
             _ = try? await post(harness, body, key: key, headers: headers)
             return harness.logs.lines.contains {
                 $0.contains("request_id=\(requestID)") && $0.contains("idempotency=replayed")
@@ -106,11 +108,10 @@ extension IdempotencyScenarios {
             let body = body(sample + " forget \(index) \(key)")
             let first = try await post(harness, body, key: key, headers: auth + [("X-Request-Id", id)])
             #expect(first.status == 200)
-            #expect(await waitUntilKept(harness, body, key: key, requestID: id, headers: auth))
-            #expect(
-                await eventually {
-                    (try? await StoreEndToEndTests.get(harness, "/api/history/" + id))?.status == 200
-                })
+            await waitUntilKept(harness, body, key: key, requestID: id, headers: auth)
+            await eventually("the history has request \(id)") {
+                (try? await StoreEndToEndTests.get(harness, "/api/history/" + id))?.status == 200
+            }
             requests.append((key, body, id))
         }
         // Another caller cannot delete them.
@@ -173,12 +174,14 @@ struct IdempotencyPrivacyTests {
             #expect(within.header("Idempotent-Replayed") == "true")
             #expect(harness.mock.stats.requests == calls)
             if sqlite {
-                #expect(await eventually { (try? await IdempotencyScenarios.keptRows(path))?.count == 1 })
+                await eventually("one answer is kept") { (try? await IdempotencyScenarios.keptRows(path))?.count == 1 }
             }
             clock.advance(1)
             if sqlite {
                 // The purge runs on its own: the answer leaves the file, not only the replies.
-                #expect(await eventually { (try? await IdempotencyScenarios.keptRows(path))?.isEmpty == true })
+                await eventually("no answer is kept") {
+                    (try? await IdempotencyScenarios.keptRows(path))?.isEmpty == true
+                }
             }
             let after = try await IdempotencyScenarios.post(harness, body, key: key)
             #expect(after.status == 200)

@@ -116,7 +116,7 @@ struct JWKSSourceTests {
             harness async throws in
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 200)
             await keys.stop()
-            #expect(await eventually { await Self.failedFetches(harness) > 0 })
+            await eventually("a failed fetch of the key set is counted") { await Self.failedFetches(harness) > 0 }
             // A new token (not from the cache) of the last good set still gets in.
             #expect(
                 try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1", sub: "another-user")) == 200)
@@ -153,18 +153,16 @@ struct JWKSSourceTests {
             harness async throws in
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 200)
             try writeFile(file, try TestJWT.jwks([("ec-2", Self.second)]))
-            #expect(
-                await eventually {
-                    (try? await Self.status(
-                        harness, try Self.token(Self.second, kid: "ec-2", sub: "u\(Int.random(in: 0...1_000_000))")))
-                        == 200
-                })
+            await eventually("a token of the key written to the file is accepted") {
+                (try? await Self.status(
+                    harness, try Self.token(Self.second, kid: "ec-2", sub: "u\(Int.random(in: 0...1_000_000))")))
+                    == 200
+            }
             #expect(try await Self.status(harness, try Self.token(Self.first, kid: "rsa-1")) == 401)
             try writeFile(file, #"{"keys":[{"kty":"RSA","n":"!!","e":"AQAB"}]}"#)
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains { $0.contains("jwks_load_failed") && $0.contains("source=file") }
-                })
+            await eventually("the broken key file is logged as jwks_load_failed") {
+                harness.logs.lines.contains { $0.contains("jwks_load_failed") && $0.contains("source=file") }
+            }
             #expect(
                 try await Self.status(harness, try Self.token(Self.second, kid: "ec-2", sub: "after-broken")) == 200)
         }

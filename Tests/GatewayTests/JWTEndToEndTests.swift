@@ -213,10 +213,9 @@ struct JWTEndToEndTests {
                     headers: [("Authorization", "Bearer \(token)"), ("X-Request-Id", id)])
                 // The access line is written when the request has finished, just after its answer.
                 let marker = "request_id=\(id) "
-                #expect(
-                    await eventually {
-                        harness.logs.lines.contains { $0.contains(marker) && $0.contains(" request ") }
-                    }, "\(testCase)")
+                await eventually("the access line of \(testCase)") {
+                    harness.logs.lines.contains { $0.contains(marker) && $0.contains(" request ") }
+                }
                 let line = try #require(
                     harness.logs.lines.first { $0.contains(marker) && $0.contains(" request ") }, "\(testCase)")
                 if let refusal = testCase.refusal {
@@ -283,8 +282,9 @@ struct JWTEndToEndTests {
                 try await harness.process(
                     task: "summarize", text: Self.sample, headers: [("Authorization", "Bearer \(confused)")]
                 ).status == 401)
-            #expect(
-                await eventually { harness.logs.lines.contains { $0.contains("auth_error=algorithm") } })
+            await eventually("a line says auth_error=algorithm") {
+                harness.logs.lines.contains { $0.contains("auth_error=algorithm") }
+            }
         }
     }
 
@@ -308,14 +308,13 @@ struct JWTEndToEndTests {
                 task: "summarize", text: Self.sample,
                 headers: [("Authorization", "Bearer \(mine)"), ("X-Request-Id", "jwt-row-1")])
             #expect(answered.status == 200)
-            #expect(
-                await eventually {
-                    let response = try? await harness.client.send(
-                        HTTPClientRequest(
-                            url: harness.base + "/api/history/jwt-row-1", headers: [("Authorization", "Bearer \(mine)")]
-                        ))
-                    return response?.status == 200
-                })
+            await eventually("the history has jwt-row-1") {
+                let response = try? await harness.client.send(
+                    HTTPClientRequest(
+                        url: harness.base + "/api/history/jwt-row-1", headers: [("Authorization", "Bearer \(mine)")]
+                    ))
+                return response?.status == 200
+            }
             let usage = try await harness.client.send(
                 HTTPClientRequest(url: harness.base + "/api/usage", headers: [("Authorization", "Bearer \(mine)")]))
             let body = String(decoding: usage.body, as: UTF8.self)

@@ -60,11 +60,10 @@ struct JWTProcessTests {
         let (after, sizeAfter) = Self.modification(file)
         try #require(sizeAfter == size && after.tv_sec == modified.tv_sec && after.tv_nsec == modified.tv_nsec)
         gateway.child.signal(SIGHUP)
-        #expect(await gateway.child.waitForOutput("reloading", seconds: 10))
-        #expect(
-            await eventually {
-                (try? await status(try Self.token(second, kid: "key-2", sub: "after"))) == 200
-            })
+        await gateway.child.waitForOutput("reloading", seconds: 10)
+        await eventually("a token of the new key is accepted after SIGHUP") {
+            (try? await status(try Self.token(second, kid: "key-2", sub: "after"))) == 200
+        }
         #expect(try await status(try Self.token(first, kid: "key-1", sub: "old-key")) == 401)
         // SIGHUP does not stop it.
         #expect(try await status(try Self.token(second, kid: "key-2", sub: "still")) == 200)

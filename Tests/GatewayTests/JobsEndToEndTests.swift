@@ -63,12 +63,11 @@ struct JobsEndToEndTests {
     static func finished(_ harness: GatewayHarness, _ id: String, within seconds: Double = 30) async throws -> JSONValue
     {
         var last: JSONValue?
-        let ended = await eventually(within: seconds) {
+        await eventually("job \(id) ends; its last state: \(String(describing: last))", within: .seconds(seconds)) {
             last = try? await job(harness, id)
             let status = last?["status"]?.stringValue
             return status == "succeeded" || status == "failed" || status == "cancelled"
         }
-        #expect(ended, "job \(id) did not end: \(String(describing: last))")
         return try #require(last)
     }
 
@@ -174,15 +173,14 @@ struct JobsEndToEndTests {
         try await GatewayHarness.with(configure: { Self.configure(&$0) }) { harness in
             let text = Self.longText(sentences: 60, extra: " [mock:latency-ms=20000]")
             let id = try await Self.submitted(harness, task: "summarize", text: text)
-            #expect(await eventually { harness.mock.stats.inFlight >= 1 })
+            await eventually("the upstream has a call") { harness.mock.stats.inFlight >= 1 }
             let cancelledBefore = harness.mock.stats.cancelled
             let response = try await StoreEndToEndTests.delete(harness, "/api/jobs/" + id)
             #expect(response.status == 202)
             #expect(try JSONValue.parse(response.body)["status"]?.stringValue == "cancelled")
-            #expect(
-                await eventually {
-                    harness.mock.stats.inFlight == 0 && harness.mock.stats.cancelled > cancelledBefore
-                })
+            await eventually("the upstream's call is cancelled and none is in flight") {
+                harness.mock.stats.inFlight == 0 && harness.mock.stats.cancelled > cancelledBefore
+            }
             let job = try await Self.job(harness, id)
             #expect(job["status"]?.stringValue == "cancelled")
             #expect(job["error"]?["code"]?.stringValue == "cancelled")
@@ -280,11 +278,10 @@ struct JobsEndToEndTests {
             let job = try await Self.finished(harness, id)
             let total = try #require(job["usage"]?["totalTokens"]?.doubleValue)
             var usage: JSONValue?
-            let charged = await eventually {
+            await eventually("today's usage counts the job's \(total) tokens: \(String(describing: usage))") {
                 usage = try? StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/usage"))
                 return usage?["today"]?["totalTokens"]?.doubleValue == total
             }
-            #expect(charged, "\(String(describing: usage))")
             try await StoreEndToEndTests.waitForHistory(harness, count: 1)
             let history = try StoreEndToEndTests.json(try await StoreEndToEndTests.get(harness, "/api/history"))
             #expect(history["items"]?.arrayValue?.first?["route"]?.stringValue == "/api/jobs")

@@ -77,10 +77,9 @@ struct JobsProcessTests {
 
         let first = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         let id = try await Self.submit(client, first.base, text: text)
-        let underWay = await eventually {
+        await eventually("at least 4 of the job's items are done") {
             ((try? await Self.job(client, first.base, id))?["progress"]?["done"]?.doubleValue ?? 0) >= 4
         }
-        #expect(underWay)
         first.child.signal(signal)
         #expect(await first.child.waitForExit(seconds: 15) != nil)
         let stored = try await Self.storedChunkStarts(database: database, job: id)
@@ -89,11 +88,10 @@ struct JobsProcessTests {
 
         let second = try await StoreProcessTests.Gateway.start(environment, directory: directory)
         var last: JSONValue?
-        let ended = await eventually {
+        await eventually("the job succeeds after the restart: \(String(describing: last))") {
             last = try? await Self.job(client, second.base, id)
             return last?["status"]?.stringValue == "succeeded"
         }
-        #expect(ended, "\(String(describing: last))")
         let calls = Int(last?["progress"]?["done"]?.doubleValue ?? 0)
         #expect(calls > chunks.count)
         #expect(last?["progress"]?["total"]?.doubleValue == Double(calls))

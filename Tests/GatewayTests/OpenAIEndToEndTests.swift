@@ -162,13 +162,12 @@ struct OpenAIEndToEndTests {
             #expect(harness.lastUpstreamRequest?.model == "upstream-fast")
             #expect(harness.lastUpstreamRequest?.streamOptions?.includeUsage == true)
             // The gateway counts the usage whatever the client asked.
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains {
-                        $0.contains("/v1/chat/completions") && $0.contains("outcome=done")
-                            && $0.contains("output_tokens=")
-                    }
-                })
+            await eventually("the /v1 access line says outcome=done with output_tokens") {
+                harness.logs.lines.contains {
+                    $0.contains("/v1/chat/completions") && $0.contains("outcome=done")
+                        && $0.contains("output_tokens=")
+                }
+            }
         }
     }
 
@@ -192,10 +191,9 @@ struct OpenAIEndToEndTests {
             let error = try JSON.decode(OpenAIError.self, from: Array(last.data.utf8)).error
             #expect(error.code == "upstream_error")
             #expect(error.message == "The AI service did not return a successful response.")
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=stream_error") }
-                })
+            await eventually("a stream_error upstream failure is logged") {
+                harness.logs.lines.contains { $0.contains("upstream_failure") && $0.contains("kind=stream_error") }
+            }
         }
     }
 

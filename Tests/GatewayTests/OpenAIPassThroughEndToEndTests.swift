@@ -91,13 +91,12 @@ struct OpenAIPassThroughEndToEndTests {
             #expect(text == expected)
             // The client did not ask for usage: the usage-only chunk stays with the gateway.
             #expect(!chunks.contains { $0["usage"].map { !$0.isNull } ?? false })
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains {
-                        $0.contains("/v1/chat/completions") && $0.contains("outcome=done")
-                            && $0.contains("output_tokens=")
-                    }
-                })
+            await eventually("the /v1 access line says outcome=done with output_tokens") {
+                harness.logs.lines.contains {
+                    $0.contains("/v1/chat/completions") && $0.contains("outcome=done")
+                        && $0.contains("output_tokens=")
+                }
+            }
         }
     }
 
@@ -137,13 +136,12 @@ struct OpenAIPassThroughEndToEndTests {
             #expect(call["function"]?["name"] == .string("get_weather"))
             #expect(call["function"]?["arguments"] == .string("{}"))
             #expect(try ChatCompletion(jsonBytes: response.body).usage?.completionTokens != nil)
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains {
-                        $0.contains("/v1/chat/completions") && $0.contains("status=200")
-                            && $0.contains("output_tokens=")
-                    }
-                })
+            await eventually("the /v1 access line says status=200 with output_tokens") {
+                harness.logs.lines.contains {
+                    $0.contains("/v1/chat/completions") && $0.contains("status=200")
+                        && $0.contains("output_tokens=")
+                }
+            }
         }
     }
 

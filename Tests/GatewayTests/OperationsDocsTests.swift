@@ -282,16 +282,15 @@ struct OperationsDocsTests {
             redis.signal(SIGCONT)
 
             var exposition = (types: [String: String](), labels: [String: Set<String>]())
-            #expect(
-                await eventually {
-                    guard
-                        let response = try? await harness.client.send(
-                            HTTPClientRequest(url: harness.base + "/metrics")), response.status == 200
-                    else { return false }
-                    exposition = Self.exposition(String(decoding: response.body, as: UTF8.self))
-                    return exposition.labels["textgateway_jobs_finished_total"]?.contains("status") == true
-                        && (exposition.labels["textgateway_ledger_rows_committed_total"] != nil)
-                })
+            await eventually("/metrics serves the jobs' and the ledger's families") {
+                guard
+                    let response = try? await harness.client.send(
+                        HTTPClientRequest(url: harness.base + "/metrics")), response.status == 200
+                else { return false }
+                exposition = Self.exposition(String(decoding: response.body, as: UTF8.self))
+                return exposition.labels["textgateway_jobs_finished_total"]?.contains("status") == true
+                    && (exposition.labels["textgateway_ledger_rows_committed_total"] != nil)
+            }
             for name in names.sorted() {
                 #expect(exposition.types[name] != nil, "\(name) is named in docs/ but /metrics has no # TYPE \(name)")
             }

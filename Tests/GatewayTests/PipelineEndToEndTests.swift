@@ -55,13 +55,14 @@ struct PipelineEndToEndTests {
                         Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=60000]"), port: port))
                     return client
                 }.closeWhen { harness.mock.stats.requests == index + 1 }
-                #expect(await eventually { harness.mock.stats.inFlight == 0 })
+                await eventually("no upstream call is in flight") { harness.mock.stats.inFlight == 0 }
             }
-            #expect(
-                await eventually {
-                    harness.logs.lines.filter { $0.contains("status=499") && $0.contains("outcome=cancelled") }.count
-                        == 8
-                }, "\(harness.logs.lines.filter { $0.contains(" request ") })")
+            await eventually(
+                "8 lines say status=499 outcome=cancelled: \(harness.logs.lines.filter { $0.contains(" request ") })"
+            ) {
+                harness.logs.lines.filter { $0.contains("status=499") && $0.contains("outcome=cancelled") }.count
+                    == 8
+            }
             #expect(
                 !harness.logs.lines.contains {
                     $0.contains("status=502") || $0.contains("code=upstream_error") || $0.contains("upstream_failure")
@@ -72,7 +73,7 @@ struct PipelineEndToEndTests {
                 try await Self.metric(harness, #"textgateway_requests_total{route="/api/process",status="502"}"#) == nil
             )
             #expect(try await Self.metric(harness, #"textgateway_upstream_errors_total{kind="cancelled"}"#) == nil)
-            #expect(await eventually { harness.mock.stats.inFlight == 0 })
+            await eventually("no upstream call is in flight") { harness.mock.stats.inFlight == 0 }
         }
     }
 
@@ -100,7 +101,7 @@ struct PipelineEndToEndTests {
                         Self.rawRequest(Self.processBody(Self.sample + " [mock:latency-ms=2000]"), port: port))
                     return client
                 }.closeWhen { harness.mock.stats.requests > before }
-                #expect(await eventually { harness.mock.stats.inFlight == 0 })
+                await eventually("no upstream call is in flight") { harness.mock.stats.inFlight == 0 }
             }
             // Hang-ups in the middle of a stream.
             for _ in 0..<6 {
@@ -122,8 +123,8 @@ struct PipelineEndToEndTests {
                     client.abort()
                 }
             }
-            #expect(await eventually { gauge.value == 0 })
-            #expect(await eventually { harness.mock.stats.inFlight == 0 })
+            await eventually("the in-flight gauge is back at 0") { gauge.value == 0 }
+            await eventually("no upstream call is in flight") { harness.mock.stats.inFlight == 0 }
             // The plan's two concurrent requests are both free; a third is still refused.
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<2 {
@@ -141,11 +142,11 @@ struct PipelineEndToEndTests {
             async let slow = harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=600]")
             async let slower = harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=600]")
             // Both admitted: their calls are upstream.
-            #expect(await eventually { harness.mock.stats.requests == before + 2 })
+            await eventually("the upstream has both requests") { harness.mock.stats.requests == before + 2 }
             let third = try await harness.process(task: "summarize", text: Self.sample)
             #expect(third.status == 429)
             #expect(try await [slow.status, slower.status] == [200, 200])
-            #expect(await eventually { gauge.value == 0 })
+            await eventually("the in-flight gauge is back at 0") { gauge.value == 0 }
         }
     }
 
@@ -161,7 +162,7 @@ struct PipelineEndToEndTests {
                 try client.send(Self.rawRequest(Self.processBody(text), port: port))
                 return client
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             let followers = Task {
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for _ in 0..<3 { group.addTask { try await harness.process(task: "summarize", text: text).status } }
@@ -171,15 +172,14 @@ struct PipelineEndToEndTests {
                 }
             }
             // Every request has joined the flight once all four are in flight.
-            #expect(await eventually { harness.running.gateway.metrics.inFlight.value == 4 })
+            await eventually("4 requests are in flight") { harness.running.gateway.metrics.inFlight.value == 4 }
             leader.abort()
             #expect(try await followers.value == [200, 200, 200])
             #expect(harness.mock.stats.requests == 1)
             #expect(harness.mock.stats.cancelled == 0)
-            #expect(
-                await eventually {
-                    harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
-                })
+            await eventually("a line says status=499 outcome=cancelled") {
+                harness.logs.lines.contains { $0.contains("status=499") && $0.contains("outcome=cancelled") }
+            }
         }
     }
 
@@ -198,10 +198,9 @@ struct PipelineEndToEndTests {
                             return client
                         })
                 }
-                #expect(
-                    await eventually {
-                        harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3
-                    })
+                await eventually("one upstream call for the 3 requests in flight") {
+                    harness.mock.stats.inFlight == 1 && harness.running.gateway.metrics.inFlight.value == 3
+                }
                 return clients
             }
             // Two of three gone: the call goes on, and the one left gets its answer. The calls last
@@ -209,7 +208,7 @@ struct PipelineEndToEndTests {
             let stayed = try await threeWaiting(Self.sample + " [mock:latency-ms=15000]")
             stayed[0].abort()
             stayed[1].abort()
-            #expect(await eventually { harness.running.gateway.metrics.inFlight.value == 1 })
+            await eventually("1 request is in flight") { harness.running.gateway.metrics.inFlight.value == 1 }
             #expect(harness.mock.stats.cancelled == 0)
             let last = stayed[2]
             #expect(try await onThread { try last.readResponse() }.status == 200)
@@ -217,7 +216,7 @@ struct PipelineEndToEndTests {
             // All three gone: the call is aborted.
             let gone = try await threeWaiting(Self.sample + " [mock:latency-ms=60000]")
             for client in gone { client.abort() }
-            #expect(await eventually { harness.mock.stats.cancelled == 1 })
+            await eventually("the upstream's call is cancelled") { harness.mock.stats.cancelled == 1 }
             #expect(harness.mock.stats.requests == 2)
         }
     }
@@ -328,7 +327,7 @@ struct PipelineEndToEndTests {
             let upstreamCalls = harness.mock.stats.requests
             async let running = harness.process(
                 task: "rewrite", text: Self.sample + " [mock:latency-ms=500]", headers: id(100))
-            #expect(await eventually { harness.mock.stats.requests == upstreamCalls + 1 })
+            await eventually("the upstream has one more call") { harness.mock.stats.requests == upstreamCalls + 1 }
             sent += 1
             #expect(try await harness.process(task: "titles", text: Self.sample, headers: id(sent)).status == 429)
             _ = try await running
@@ -341,7 +340,7 @@ struct PipelineEndToEndTests {
                         extraHeaders: "X-Request-Id: req-200\r\n"))
                 return client
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             goneDuringCall.abort()
             try await onThread {
                 let client = try TestClient(port: port)
@@ -364,10 +363,9 @@ struct PipelineEndToEndTests {
             }
             // req-202's reset may beat its request to the server; then it never began.
             let required = Array(1...sent) + [100, 200, 201]
-            #expect(
-                await eventually {
-                    required.allSatisfy { observer.all["req-\($0)"] != nil } && observer.total >= required.count + 1
-                })
+            await eventually("each request that must have reached the server has ended, and the refused one too") {
+                required.allSatisfy { observer.all["req-\($0)"] != nil } && observer.total >= required.count + 1
+            }
             // A second call for a request would come after its first, and nothing marks that
             // none came: the counts are read again after a pause.
             try await Task.sleep(for: .milliseconds(200))
@@ -386,7 +384,7 @@ struct PipelineEndToEndTests {
 extension TestClient {
     /// Closes the connection (a reset) once `condition` holds, e.g. the upstream has the call.
     func closeWhen(_ condition: @escaping () -> Bool) async {
-        _ = await eventually { condition() }
+        await eventually("the moment to close the connection", onTimeout: .returnsFalse) { condition() }
         abort()
     }
 }

@@ -43,13 +43,12 @@ struct PostgresStoreEndToEndTests {
                     task: "summarize", text: Self.sample, headers: headers + [("X-Request-Id", "pg-\(index)")])
                 #expect(response.status == 200)
             }
-            let complete = await eventually {
+            await eventually("the history has the 3 rows") {
                 guard let response = try? await StoreEndToEndTests.get(harness, "/api/history?limit=100", token: token),
                     let body = try? StoreEndToEndTests.json(response)
                 else { return false }
                 return body["items"]?.arrayValue?.count == 3
             }
-            #expect(complete)
             let page = try StoreEndToEndTests.json(
                 try await StoreEndToEndTests.get(harness, "/api/history?limit=2", token: token))
             #expect(page["items"]?.arrayValue?.map { $0["id"]?.stringValue } == ["pg-2", "pg-1"])
@@ -135,11 +134,12 @@ struct PostgresStoreEndToEndTests {
                 let chunks = JobsEndToEndTests.chunks(text, first.running.gateway.configuration, overlap: false)
                 let id = try await JobsEndToEndTests.submitted(first, task: "summarize", text: text, token: nil)
                 var job: JSONValue?
-                let ended = await eventually(within: 60) {
+                await eventually(
+                    "the job succeeds on the second instance: \(String(describing: job))", within: .seconds(60)
+                ) {
                     job = try? await JobsEndToEndTests.job(second, id, token: nil)
                     return job?["status"]?.stringValue == "succeeded"
                 }
-                #expect(ended, "\(String(describing: job))")
                 #expect((job?["progress"]?["done"]?.intValue ?? 0) > chunks.count)
                 #expect(job?["progress"]?["done"]?.intValue == job?["progress"]?["total"]?.intValue)
                 let sent = first.mock.receivedUserTexts

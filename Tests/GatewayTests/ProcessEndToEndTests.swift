@@ -366,13 +366,14 @@ struct ProcessEndToEndTests {
             let call = Task {
                 try await harness.process(task: "summarize", text: Self.sample + " [mock:latency-ms=10000]")
             }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             call.cancel()
-            #expect(
-                await eventually {
-                    harness.mock.stats.cancelled == 1 && harness.mock.stats.openConnections == 0
-                })
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("outcome=cancelled") } })
+            await eventually("the upstream's call is cancelled and its connection closed") {
+                harness.mock.stats.cancelled == 1 && harness.mock.stats.openConnections == 0
+            }
+            await eventually("a line says outcome=cancelled") {
+                harness.logs.lines.contains { $0.contains("outcome=cancelled") }
+            }
         }
     }
 }

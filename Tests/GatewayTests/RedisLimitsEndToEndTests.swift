@@ -180,7 +180,7 @@ struct RedisLimitsEndToEndTests {
                         headers: AccessEndToEndTests.bearer())
                 }
             }
-            #expect(await eventually { survivor.mock.stats.inFlight == 2 })
+            await eventually("the survivor's upstream has both calls") { survivor.mock.stats.inFlight == 2 }
             doomed.child.signal(SIGKILL)
             #expect(await doomed.child.waitForExit(seconds: 10) == 128 + SIGKILL)
             for task in held { _ = await task.value }
@@ -189,13 +189,12 @@ struct RedisLimitsEndToEndTests {
                 task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(refused.status == 429)
             var status = 0
-            #expect(
-                await eventually {
-                    status =
-                        (try? await survivor.process(
-                            task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
-                    return status == 200
-                })
+            await eventually("the survivor answers 200 (last: \(status))") {
+                status =
+                    (try? await survivor.process(
+                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
+                return status == 200
+            }
         }
         redis.kill()
     }
@@ -212,7 +211,7 @@ struct RedisLimitsEndToEndTests {
                     "{\"task\":\"summarize\",\"stream\":true,\"text\":\(jsonString(text))}",
                     headers: [("Content-Type", "application/json")] + AccessEndToEndTests.bearer())
             }
-            #expect(await eventually { instances[0].mock.stats.inFlight == 1 })
+            await eventually("the first instance's upstream has the call") { instances[0].mock.stats.inFlight == 1 }
             // Past the lease's time to live (1 s and a margin of 1 s): the slot is still the stream's.
             // Redis's own clock has to pass it; none can be injected there.
             try await Task.sleep(for: .seconds(3))
@@ -224,11 +223,10 @@ struct RedisLimitsEndToEndTests {
             #expect(streamed.status == 200)
             #expect(String(decoding: streamed.body, as: UTF8.self).contains("event: done"))
             // The lease is given back by the finished hook, just after the stream's last bytes.
-            #expect(
-                await eventually {
-                    (try? await instances[1].process(
-                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
-                })
+            await eventually("the second instance answers 200 once the lease is given back") {
+                (try? await instances[1].process(
+                    task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status == 200
+            }
         }
         redis.kill()
     }
@@ -242,7 +240,7 @@ struct RedisLimitsEndToEndTests {
             #expect(try await Self.burst(2, over: instances).allSatisfy { $0.status == 200 })
             redis.kill()
             for instance in instances {
-                #expect(await eventually { await Self.redisUp(instance) == false })
+                await eventually("the instance sees Redis down") { await Self.redisUp(instance) == false }
             }
             for index in 0..<6 {
                 let started = MonotonicInstant.now()
@@ -259,7 +257,9 @@ struct RedisLimitsEndToEndTests {
                         "textgateway_rate_limit_decisions_total{backend=\"local\"} 3"))
             }
             try await redis.start()
-            for instance in instances { #expect(await eventually { await Self.redisUp(instance) == true }) }
+            for instance in instances {
+                await eventually("the instance sees Redis up again") { await Self.redisUp(instance) == true }
+            }
             // The restarted server holds no counts: 10 of the next 30, across both, as before.
             let responses = try await Self.burst(30, over: instances)
             #expect(responses.filter { $0.status == 200 }.count == 10)
@@ -295,12 +295,11 @@ struct RedisLimitsEndToEndTests {
                     == 1)
             #expect(try await Self.metrics(gateway).contains("textgateway_redis_errors_total{kind=\"timeout\"} 1"))
             redis.signal(SIGCONT)
-            #expect(
-                await eventually {
-                    _ = try? await gateway.process(
-                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
-                    return gateway.logs.lines.contains { $0.contains("redis_available") }
-                })
+            await eventually("a line says redis_available") {
+                _ = try? await gateway.process(
+                    task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
+                return gateway.logs.lines.contains { $0.contains("redis_available") }
+            }
         }
         redis.kill()
     }
@@ -315,20 +314,19 @@ struct RedisLimitsEndToEndTests {
                 try await gateway.process(task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
                     .status == 200)
             redis.kill()
-            #expect(await eventually { await Self.redisUp(gateway) == false })
+            await eventually("the gateway sees Redis down") { await Self.redisUp(gateway) == false }
             let refused = try await gateway.process(
                 task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer())
             #expect(refused.status == 503)
             #expect(try Body(refused).code == "upstream_busy")
             try await redis.start()
             var status = 0
-            #expect(
-                await eventually {
-                    status =
-                        (try? await gateway.process(
-                            task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
-                    return status == 200
-                })
+            await eventually("the gateway answers 200 again (last: \(status))") {
+                status =
+                    (try? await gateway.process(
+                        task: "summarize", text: Self.sample, headers: AccessEndToEndTests.bearer()))?.status ?? 0
+                return status == 200
+            }
         }
         redis.kill()
     }

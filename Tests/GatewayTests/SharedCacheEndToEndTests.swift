@@ -22,8 +22,7 @@ private struct RedisProbe {
         // Connected in the background: wait until the server answers, as a loaded machine can
         // take longer than a first command's wait.
         let client = client
-        let connected = await eventually { (try? await client.send("PING")) != nil }
-        #expect(connected, "redis-server did not answer PING")
+        await eventually("redis-server answers PING") { (try? await client.send("PING")) != nil }
     }
 
     func stop() async {
@@ -136,11 +135,13 @@ struct SharedCacheEndToEndTests {
                 ResponseCache.Key(task: "summarize", tone: nil, model: "test-model", text: text)) + ":lock")
         try await GatewayHarness.with(configure: Self.shared(redis)) { harness async throws in
             let call = Task { try await harness.process(task: "summarize", text: text) }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             #expect(try await probe.client.send(["EXISTS", lock]).integer == 1)
             call.cancel()
-            #expect(await eventually { harness.mock.stats.cancelled == 1 })
-            #expect(await eventually { (try? await probe.client.send(["EXISTS", lock]).integer) == 0 })
+            await eventually("the upstream's call is cancelled") { harness.mock.stats.cancelled == 1 }
+            await eventually("the call's lock is gone from Redis") {
+                (try? await probe.client.send(["EXISTS", lock]).integer) == 0
+            }
         }
         await probe.stop()
     }
@@ -162,13 +163,12 @@ struct SharedCacheEndToEndTests {
 
                 try await redis.start()
                 var attempt = 0
-                let sharedAgain = await eventually {
+                await eventually("the second instance answers from the shared cache again") {
                     attempt += 1
                     let text = Self.sample + " \(attempt)"
                     guard (try? await first.process(task: "rewrite", text: text).status) == 200 else { return false }
                     return (try? await second.process(task: "rewrite", text: text).header("X-Cache")) == "HIT"
                 }
-                #expect(sharedAgain)
             }
         }
     }
@@ -187,10 +187,9 @@ struct SharedCacheEndToEndTests {
                 let remaining = try await probe.client.send(["PTTL", RedisArgument(keys.first ?? "")]).integer ?? 0
                 #expect(remaining > 0 && remaining <= 1000)
                 #expect(try await second.process(task: "key-points", text: Self.sample).header("X-Cache") == "HIT")
-                let expired = await eventually {
+                await eventually("the entry expires: a MISS") {
                     (try? await second.process(task: "key-points", text: Self.sample).header("X-Cache")) == "MISS"
                 }
-                #expect(expired)
                 #expect(first.mock.stats.requests == 2)
             }
         }
@@ -244,7 +243,7 @@ struct SharedCacheLockTests {
         }
         async let one = first.answer(for: Self.key, compute: compute)
         // The second asks once the first holds the lock, so it waits on a held lock.
-        #expect(await eventually { holding.load(ordering: .relaxed) })
+        await eventually("the lock is held") { holding.load(ordering: .relaxed) }
         async let two = second.answer(for: Self.key, compute: compute)
         let answers = try await [one, two]
         #expect(calls.load(ordering: .relaxed) == 1)
@@ -267,7 +266,7 @@ struct SharedCacheLockTests {
                 throw GatewayError.upstreamTimeout
             }
         }
-        #expect(await eventually { holding.load(ordering: .relaxed) })
+        await eventually("the lock is held") { holding.load(ordering: .relaxed) }
         let own = try await second.answer(for: Self.key) { () throws(GatewayError) in
             ResponseCache.Answer(result: "own", usage: nil)
         }

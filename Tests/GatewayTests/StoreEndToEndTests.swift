@@ -72,12 +72,11 @@ struct StoreEndToEndTests {
 
     /// Waits until the writer has committed `count` rows for alice.
     static func waitForHistory(_ harness: GatewayHarness, count: Int) async throws {
-        let reached = await eventually {
+        await eventually("the history has \(count) rows") {
             guard let response = try? await get(harness, "/api/history?limit=100"), let body = try? json(response)
             else { return false }
             return body["items"]?.arrayValue?.count == count
         }
-        #expect(reached)
     }
 
     @Test("/api/usage and /api/history answer in docs/api.md's shapes, newest first, page by page")
@@ -162,10 +161,9 @@ struct StoreEndToEndTests {
             }
             try await Self.waitForHistory(harness, count: 2)
             // Bob's row is written by the same writer, but maybe in a later batch: waited for too.
-            #expect(
-                await eventually {
-                    (try? await Self.get(harness, "/api/history/own-b1", token: Self.bob))?.status == 200
-                })
+            await eventually("bob's row own-b1 is in his history") {
+                (try? await Self.get(harness, "/api/history/own-b1", token: Self.bob))?.status == 200
+            }
             let item = try await Self.get(harness, "/api/history/own-a1")
             #expect(item.status == 200)
             #expect(try Self.json(item)["id"]?.stringValue == "own-a1")
@@ -268,10 +266,9 @@ struct StoreEndToEndTests {
             #expect(refused.status == 429)
             #expect(try Body(refused).code == "rate_limited")
             // The refusal's row comes within a batch interval.
-            #expect(
-                await eventually {
-                    (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
-                })
+            await eventually("today's usage counts 3 requests") {
+                (try? Self.json(try await Self.get(harness, "/api/usage")))?["today"]?["requests"]?.intValue == 3
+            }
             let usage = try Self.json(try await Self.get(harness, "/api/usage"))
             #expect((usage["remaining"]?["tokensToday"]?.intValue ?? 300) < 100) // less than a request's worst case
             let history = try Self.json(try await Self.get(harness, "/api/history"))
@@ -375,10 +372,9 @@ struct StoreEndToEndTests {
         // 31 days on, the start's first retention pass removes the row; the day's usage stays (400 days).
         clock.advance(31 * 86_400)
         try await GatewayHarness.with(configure: { Self.configure(&$0, path: path) }, clock: { clock.now }) { harness in
-            #expect(
-                await eventually {
-                    (try? Self.json(try await Self.get(harness, "/api/history")))?["items"]?.arrayValue?.isEmpty == true
-                })
+            await eventually("the old rows are gone from the history") {
+                (try? Self.json(try await Self.get(harness, "/api/history")))?["items"]?.arrayValue?.isEmpty == true
+            }
             #expect(try await Self.get(harness, "/api/history/old-row").status == 404)
             let usage = try Self.json(try await Self.get(harness, "/api/usage"))
             #expect(usage["today"]?["requests"]?.intValue == 0)
@@ -414,8 +410,9 @@ struct StoreEndToEndTests {
                 try await harness.process(
                     task: "titles", text: Self.sample, headers: Self.bearer(token) + [("X-Request-Id", "dana-1")]
                 ).status == 200)
-            #expect(
-                await eventually { (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200 })
+            await eventually("dana's row dana-1 is in her history") {
+                (try? await Self.get(harness, "/api/history/dana-1", token: token))?.status == 200
+            }
             #expect(try await Self.get(harness, "/api/history", token: "sk-placeholder").status == 401)
             let usage = try Self.json(try await Self.get(harness, "/api/usage", token: token))
             #expect(usage["userId"]?.stringValue == "dana")
@@ -427,14 +424,13 @@ struct StoreEndToEndTests {
             #expect(await StoreCommand.revokeToken(id: id).run(configuration: configuration).status == 0)
             // Refused within the token poll, as invalid_token: never served as a guest meanwhile.
             var statuses: [Int] = []
-            #expect(
-                await eventually {
-                    let response = try? await harness.process(
-                        task: "titles", text: Self.sample, headers: Self.bearer(token))
-                    statuses.append(response?.status ?? 0)
-                    return response?.status == 401
-                        && response?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
-                })
+            await eventually("the revoked token is refused as invalid_token") {
+                let response = try? await harness.process(
+                    task: "titles", text: Self.sample, headers: Self.bearer(token))
+                statuses.append(response?.status ?? 0)
+                return response?.status == 401
+                    && response?.header("WWW-Authenticate") == #"Bearer error="invalid_token""#
+            }
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 401 })
         }
     }

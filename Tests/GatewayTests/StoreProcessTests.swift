@@ -51,7 +51,7 @@ struct StoreProcessTests {
             let child = try ChildProcess(
                 "text-gateway", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "0"],
                 environment: environment, workingDirectory: directory, fileSizeLimitKiB: fileSizeLimitKiB, umask: umask)
-            guard await child.waitForOutput("started", seconds: 20) else {
+            guard await child.waitForOutput("started", seconds: 20, onTimeout: .returnsFalse) else {
                 throw ChildProcess.Failure(description: "the gateway did not start: \(child.output)")
             }
             let line =
@@ -152,10 +152,9 @@ struct StoreProcessTests {
         }
         // Their rows committed (history reads what is), then a last few answers and the kill
         // right after them.
-        #expect(
-            await eventually {
-                (try? await Self.historyIDs(client, first))?.isSuperset(of: settled) == true
-            })
+        await eventually("the history has every settled request") {
+            (try? await Self.historyIDs(client, first))?.isSuperset(of: settled) == true
+        }
         for index in 0..<5 { #expect(try await Self.process(client, first.base, id: "fast-last-\(index)") == 200) }
         first.child.signal(SIGKILL)
         #expect(await first.child.waitForExit(seconds: 10) == 128 + SIGKILL)
@@ -190,10 +189,9 @@ struct StoreProcessTests {
         #expect(created.status == 0)
         let token = try #require(created.output.split(separator: "\n").first { $0.hasPrefix("tgk_") }.map(String.init))
         #expect(token.count >= 4 + 43)
-        #expect(
-            await eventually {
-                (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200
-            })
+        await eventually("the new token is accepted") {
+            (try? await Self.process(client, gateway.base, id: "carol-1", token: token)) == 200
+        }
 
         let listed = try await Self.command(["tokens", "list"], environment, directory: directory)
         #expect(listed.status == 0)
@@ -204,12 +202,11 @@ struct StoreProcessTests {
             Array((json.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "").utf8))
         let carol = try #require(tokens["tokens"]?.arrayValue?.first { $0["user"]?.stringValue == "carol" })
         let id = try #require(carol["id"]?.stringValue)
-        #expect(
-            await eventually {
-                let again = try? await Self.command(
-                    ["tokens", "list", "--format", "json"], environment, directory: directory)
-                return again?.output.contains("\"last_used\":\"") == true
-            })
+        await eventually("tokens list shows when the token was last used") {
+            let again = try? await Self.command(
+                ["tokens", "list", "--format", "json"], environment, directory: directory)
+            return again?.output.contains("\"last_used\":\"") == true
+        }
 
         let usage = try await Self.command(
             ["usage", "--format", "csv", "--user", "carol"], environment, directory: directory)
@@ -231,10 +228,9 @@ struct StoreProcessTests {
 
         let revoked = try await Self.command(["tokens", "revoke", id], environment, directory: directory)
         #expect(revoked.status == 0)
-        #expect(
-            await eventually {
-                (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401
-            })
+        await eventually("the revoked token is refused") {
+            (try? await Self.process(client, gateway.base, id: "carol-2", token: token)) == 401
+        }
         #expect(try await Self.command(["tokens", "revoke", id], environment, directory: directory).status == 1)
         #expect(
             try await Self.command(["tokens", "create", "--user", "bad user"], environment, directory: directory).status
@@ -272,13 +268,12 @@ struct StoreProcessTests {
         }
         #expect(try await Self.process(client, gateway.base, id: "alice-1") == 200)
         // Committed within a batch interval; the report reads the file.
-        #expect(
-            await eventually {
-                let csv =
-                    (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output
-                    ?? ""
-                return csv.contains(",alice,1,") && csv.contains(",,3,")
-            })
+        await eventually("the usage report has alice's row and the guests'") {
+            let csv =
+                (try? await Self.command(["usage", "--format", "csv"], environment, directory: directory))?.output
+                ?? ""
+            return csv.contains(",alice,1,") && csv.contains(",,3,")
+        }
         let csv = try await Self.command(["usage", "--format", "csv"], environment, directory: directory).output
         let lines = csv.split(separator: "\r\n")
         #expect(lines.count == 3, "\(csv)")
@@ -406,7 +401,9 @@ struct StoreProcessTests {
         let gateway = try await Gateway.start(environment, directory: directory, umask: "000")
         let client = try HTTPClient()
         #expect(try await Self.process(client, gateway.base, id: "private-1") == 200)
-        #expect(await eventually { mode(database + "-wal") != nil && mode(database + "-shm") != nil })
+        await eventually("the WAL and shared-memory files exist") {
+            mode(database + "-wal") != nil && mode(database + "-shm") != nil
+        }
         #expect(mode(directory + "/data") == 0o700)
         for path in [database, database + "-wal", database + "-shm"] {
             #expect(mode(path) == 0o600, "\(path): \(String(mode(path) ?? 0, radix: 8))")
@@ -502,7 +499,7 @@ struct StoreProcessTests {
                     + "c.execute('BEGIN IMMEDIATE'); print('holding', flush=True); time.sleep(60)",
                 locked,
             ], environment: [:])
-        #expect(await holder.waitForOutput("holding"))
+        await holder.waitForOutput("holding")
         let child = try ChildProcess(
             "text-gateway", arguments: ["serve", "--port", "0"], environment: upstream.environment(database: locked),
             workingDirectory: directory)

@@ -184,12 +184,14 @@ struct StreamingEndToEndTests {
                 var iterator = response.body.makeAsyncIterator()
                 _ = try await iterator.next()
                 _ = try await iterator.next()
-                #expect(await eventually { harness.mock.stats.inFlight == 1 })
+                await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
                 response.body.cancel()
             }
-            #expect(await eventually { harness.mock.stats.cancelled == 1 })
-            #expect(await eventually { harness.mock.stats.inFlight == 0 })
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("outcome=cancelled") } })
+            await eventually("the upstream's call is cancelled") { harness.mock.stats.cancelled == 1 }
+            await eventually("no upstream call is in flight") { harness.mock.stats.inFlight == 0 }
+            await eventually("a line says outcome=cancelled") {
+                harness.logs.lines.contains { $0.contains("outcome=cancelled") }
+            }
         }
     }
 
@@ -197,7 +199,7 @@ struct StreamingEndToEndTests {
     func shutdownEndsStreams() async throws {
         try await GatewayHarness.with(configure: { $0.shutdownGrace = .milliseconds(300) }) { harness in
             let task = Task { try await harness.streamProcess(Self.sample + " [mock:deltas=100,delta-delay-ms=100]") }
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             await harness.running.stop()
             let answer = try await task.value
             #expect(answer.events.last?.event == "error")

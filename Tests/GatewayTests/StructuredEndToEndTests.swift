@@ -130,7 +130,7 @@ struct StructuredEndToEndTests {
             #expect(body.code == "invalid_model_output")
             #expect(body.message == "پاسخ مدل با قالب خواسته‌شده سازگار نبود.")
             #expect(harness.mock.stats.requests == 2)
-            #expect(await eventually { harness.logs.lines.contains { $0.contains("status=502") } })
+            await eventually("a line says status=502") { harness.logs.lines.contains { $0.contains("status=502") } }
             let reasons = harness.logs.lines.filter {
                 $0.contains("invalid_model_output") && $0.contains("$.points: missing")
             }

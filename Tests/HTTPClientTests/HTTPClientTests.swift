@@ -279,7 +279,7 @@ struct HTTPClientTests {
                 slowStarted.set()
                 // Answers only once the fast request has its answer (or after 30 s, when that
                 // request was queued behind this one).
-                _ = await eventually { fastAnswered.isSet }
+                await eventually("the fast request has its answer", onTimeout: .returnsFalse) { fastAnswered.isSet }
                 return .text("slow")
             }
             router.get("/fast") { _ in .text("fast") }
@@ -289,7 +289,7 @@ struct HTTPClientTests {
                     defer { slowAnswered.set() }
                     return try await client.send(HTTPClientRequest(url: base + "/slow"))
                 }
-                #expect(await eventually { slowStarted.isSet })
+                await eventually("the slow request reaches its handler") { slowStarted.isSet }
                 let fast = try await client.send(HTTPClientRequest(url: base + "/fast"))
                 #expect(fast.status == 200)
                 #expect(!slowAnswered.isSet, "the fast request waited for the slow one's answer")
@@ -343,7 +343,7 @@ struct HTTPClientTests {
                     }
                 }
                 #expect(seenBeforeReturning)
-                #expect(await eventually { await client.activeTransferCount() == 0 })
+                await eventually("the client has no transfer left") { await client.activeTransferCount() == 0 }
             }
         }
     }
@@ -445,7 +445,9 @@ struct HTTPClientTests {
                     try await group.waitForAll()
                 }
                 #expect(openSockets(toPort: port) >= 12) // kept for reuse at first
-                #expect(await eventually { openSockets(toPort: port) == 0 })
+                await eventually("the client has closed its connections to the upstream") {
+                    openSockets(toPort: port) == 0
+                }
                 // And the client still works afterwards, on a fresh connection.
                 #expect(try await client.send(HTTPClientRequest(url: base + "/slow")).status == 200)
             }
@@ -526,7 +528,9 @@ struct HTTPClientTests {
                     try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .seconds(8)))
                 }
                 // The 8 s deadline is the loop timer's once its transfer is in.
-                #expect(await eventually { await client.activeTransferCount() == 1 })
+                await eventually("the stalled request's transfer is in the client") {
+                    await client.activeTransferCount() == 1
+                }
                 let start = MonotonicInstant.now()
                 await expectClientError(.timedOut) {
                     _ = try await client.send(HTTPClientRequest(url: base + "/stall", timeout: .milliseconds(300)))
@@ -557,10 +561,10 @@ struct HTTPClientTests {
         }) { _, base in
             try await withClient { client in
                 let task = Task { try await client.send(HTTPClientRequest(url: base + "/stall")) }
-                #expect(await eventually { upstreamStarted.isSet })
+                await eventually("the upstream has the request") { upstreamStarted.isSet }
                 task.cancel()
                 await expectClientError(.cancelled) { _ = try await task.value }
-                #expect(await eventually { upstreamSawDrop.isSet })
+                await eventually("the upstream sees the connection dropped") { upstreamSawDrop.isSet }
                 #expect(await client.activeTransferCount() == 0)
             }
         }
@@ -623,7 +627,7 @@ struct HTTPClientTests {
                     var iterator = response.body.makeAsyncIterator()
                     _ = try await iterator.next()
                 }
-                #expect(await eventually { upstreamSawDrop.isSet })
+                await eventually("the upstream sees the connection dropped") { upstreamSawDrop.isSet }
             }
         }
     }
@@ -637,7 +641,9 @@ struct HTTPClientTests {
             router.get("/slow") { _ in
                 slowStarted.set()
                 // In flight until the old stream has been cancelled.
-                _ = await eventually { oldStreamCancelled.isSet }
+                await eventually("the old stream has been cancelled", onTimeout: .returnsFalse) {
+                    oldStreamCancelled.isSet
+                }
                 return .text("slow answer")
             }
         }) { _, base in
@@ -651,11 +657,11 @@ struct HTTPClientTests {
                     defer { answered.set() }
                     return try await client.send(HTTPClientRequest(url: base + "/slow"))
                 }
-                #expect(await eventually { slowStarted.isSet })
+                await eventually("the slow request reaches its handler") { slowStarted.isSet }
                 finished.body.cancel()
                 oldStreamCancelled.set()
                 // Bounded: before the fix the request was dropped by curl and never answered.
-                try #require(await eventually { answered.isSet })
+                guard await eventually("the next request is answered", { answered.isSet }) else { return }
                 let response = try await next.value
                 #expect(response.status == 200)
                 #expect(String(decoding: response.body, as: UTF8.self) == "slow answer")
@@ -691,7 +697,7 @@ struct HTTPClientTests {
             #expect(openSockets(toPort: port) > 0) // kept-alive connections are pooled, and visible
             #expect(await client.activeTransferCount() == 0)
             await client.shutdown()
-            #expect(await eventually { openSockets(toPort: port) == 0 })
+            await eventually("the client has closed its connections to the upstream") { openSockets(toPort: port) == 0 }
         }
     }
 }

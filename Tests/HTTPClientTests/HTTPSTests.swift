@@ -154,11 +154,10 @@ struct HTTPSTests {
                     // Each answers only once all 1,000 are in flight together: requests queued
                     // behind too few streams never are, and answer "queued" after the wait.
                     arrived.add(1, ordering: .relaxed)
-                    let deadline = MonotonicInstant.now().advanced(by: .seconds(60))
                     // Looks every 50 ms: a thousand waiters polling faster would load the machine.
-                    while arrived.load(ordering: .relaxed) < 1000, MonotonicInstant.now() < deadline {
-                        try await Task.sleep(for: .milliseconds(50))
-                    }
+                    await eventually(
+                        "all 1,000 requests are in flight", every: .milliseconds(50), onTimeout: .returnsFalse
+                    ) { arrived.load(ordering: .relaxed) >= 1000 }
                     return .text(arrived.load(ordering: .relaxed) == 1000 ? "done" : "queued")
                 }
             }) { base, proxy, certificates in
@@ -178,7 +177,7 @@ struct HTTPSTests {
                     }
                     #expect(versions.count == 1000)
                     #expect(versions.allSatisfy { $0 == .http2 })
-                    #expect(await eventually { proxy.accessLogLines().count == 1000 })
+                    await eventually("the proxy's access log has 1,000 lines") { proxy.accessLogLines().count == 1000 }
                     // At most the client's per-host cap, however many streams nginx allows on each.
                     let connections = proxy.connectionsLogged()
                     #expect(connections <= 8, "\(connections) connections")
@@ -213,7 +212,7 @@ struct HTTPSTests {
                     }
                     try await group.waitForAll()
                 }
-                #expect(await eventually { proxy.accessLogLines().count == 41 })
+                await eventually("the proxy's access log has 41 lines") { proxy.accessLogLines().count == 41 }
                 #expect(
                     proxy.connectionsLogged() >= 40, "one connection per request in flight, far past the HTTP/2 cap")
             }
@@ -246,7 +245,7 @@ struct HTTPSTests {
                     }
                     try await group.waitForAll()
                 }
-                #expect(await eventually { proxy.accessLogLines().count == 64 })
+                await eventually("the proxy's access log has 64 lines") { proxy.accessLogLines().count == 64 }
                 // Held to the HTTP/2 cap, the burst would have waited for those few connections in turn.
                 let connections = proxy.connectionsLogged()
                 #expect(connections >= 32, "\(connections) connections")
@@ -287,9 +286,8 @@ struct HTTPSTests {
             router.get("/stall") { _ in
                 // An upstream whose head comes only once the test is done with it (or after a
                 // minute): with a client timeout of two minutes, a .timedOut can only be the head's.
-                let deadline = MonotonicInstant.now().advanced(by: .seconds(60))
-                while !released.load(ordering: .relaxed), MonotonicInstant.now() < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
+                await eventually("the test is done with the stalled head", onTimeout: .returnsFalse) {
+                    released.load(ordering: .relaxed)
                 }
                 return .text("late")
             }
@@ -380,7 +378,7 @@ struct HTTPSTests {
                 }
                 #expect(error?.kind == .transport)
                 #expect(error?.beforeResponse == true)
-                #expect(await eventually { proxy.accessLogLines().count >= 3 })
+                await eventually("the proxy's access log has at least 3 lines") { proxy.accessLogLines().count >= 3 }
                 let resets = proxy.accessLogLines().filter { $0.hasSuffix(" /nginx/reset") }
                 #expect(resets.count == 2, "tried on the warm connection, then once on a new one: \(resets)")
                 let connections = Set(resets.compactMap { $0.split(separator: " ").first })
@@ -389,7 +387,7 @@ struct HTTPSTests {
                 #expect(
                     try await client.send(HTTPClientRequest(url: base + "/hello", caFile: certificates.caFile)).status
                         == 200)
-                #expect(await eventually { proxy.accessLogLines().count == 4 })
+                await eventually("the proxy's access log has 4 lines") { proxy.accessLogLines().count == 4 }
                 #expect(proxy.connectionsLogged() == 2)
             }
         }

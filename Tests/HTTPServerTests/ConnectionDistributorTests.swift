@@ -1,6 +1,7 @@
 import EventLoop
 import HTTP1
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import HTTPServer
@@ -57,9 +58,9 @@ struct ConnectionDistributorTests {
     func packsWhileIdle() async throws {
         let loops = try await PlacementLoops(maxConnections: 1000)
         for _ in 0..<6 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [6, 0])
+        await loops.waitFor(open: [6, 0])
         for _ in 0..<3 { try await loops.place(acceptedOn: 1) }
-        try await loops.waitFor(open: [9, 0])
+        await loops.waitFor(open: [9, 0])
         await loops.close()
     }
 
@@ -67,7 +68,7 @@ struct ConnectionDistributorTests {
     func fullLoopPassesOn() async throws {
         let loops = try await PlacementLoops(maxConnections: 8)
         for _ in 0..<6 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [4, 2])
+        await loops.waitFor(open: [4, 2])
         await loops.close()
     }
 
@@ -76,7 +77,7 @@ struct ConnectionDistributorTests {
         let loops = try await PlacementLoops(maxConnections: 100_000)
         let limit = ConnectionDistributor.packLimit
         for _ in 0..<(limit + 10) { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [limit + 5, 5])
+        await loops.waitFor(open: [limit + 5, 5])
         await loops.close()
     }
 
@@ -84,7 +85,7 @@ struct ConnectionDistributorTests {
     func busyLoopPassesOn() async throws {
         let loops = try await PlacementLoops(maxConnections: 1000)
         try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 3)
-        try await loops.waitFor(open: [0, 3])
+        await loops.waitFor(open: [0, 3])
         await loops.close()
     }
 
@@ -98,7 +99,7 @@ struct ConnectionDistributorTests {
         do {
             defer { placed.set() }
             try await loops.placeAfterWork(on: 0, for: .milliseconds(300), count: 2)
-            try await loops.waitFor(open: [1, 1])
+            await loops.waitFor(open: [1, 1])
         }
         await loops.close()
     }
@@ -146,13 +147,13 @@ struct ConnectionHandOffTests {
         let loops = try await PlacementLoops(
             maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
         for _ in 0..<4 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [4, 0])
+        await loops.waitFor(open: [4, 0])
         for peer in 0..<4 { #expect(try await loops.exchange(on: peer, path: "/compute") == "ok") }
-        try await loops.waitFor(open: [2, 2])
+        await loops.waitFor(open: [2, 2])
         #expect(loops.movedCount == 2)
         // Moved connections go on serving, from their new loop.
         for peer in 0..<4 { #expect(try await loops.exchange(on: peer, path: "/") == "ok") }
-        try await loops.waitFor(open: [2, 2])
+        await loops.waitFor(open: [2, 2])
         await loops.close()
     }
 
@@ -168,7 +169,7 @@ struct ConnectionHandOffTests {
         let loops = try await PlacementLoops(
             maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { idleCPUs }))
         for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [2, 0])
+        await loops.waitFor(open: [2, 0])
         for _ in 0..<rounds {
             for peer in 0..<2 { #expect(try await loops.exchange(on: peer, path: path) == "ok") }
         }
@@ -182,10 +183,10 @@ struct ConnectionHandOffTests {
         let loops = try await PlacementLoops(
             maxConnections: 1000, distributor: ConnectionDistributor(idleCPUs: { 1000 }))
         for _ in 0..<2 { try await loops.place(acceptedOn: 0) }
-        try await loops.waitFor(open: [2, 0])
+        await loops.waitFor(open: [2, 0])
         let answers = try await loops.exchange(on: 0, paths: ["/compute", "/", "/"])
         #expect(answers == ["ok", "ok", "ok"])
-        try await loops.waitFor(open: [1, 1])
+        await loops.waitFor(open: [1, 1])
         #expect(try await loops.exchange(on: 0, path: "/") == "ok")
         await loops.close()
     }
@@ -259,16 +260,17 @@ private final class PlacementLoops: Sendable {
         var bodies: [String] = []
         // Answers come in milliseconds; the bound only ends a failing test, and is long
         // because a CI machine running every suite at once can stall this process for seconds.
-        let deadline = MonotonicInstant.now().advanced(by: Self.patience)
+        // The caller checks the bodies it gets.
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while bodies.count < paths.count && MonotonicInstant.now() < deadline {
+        await eventually(
+            "the answers to \(paths)", within: Self.patience, every: .milliseconds(1), onTimeout: .returnsFalse
+        ) {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 received += buffer[0..<count]
                 bodies = Self.bodies(in: received)
-            } else {
-                try await Task.sleep(for: .milliseconds(1))
             }
+            return bodies.count >= paths.count
         }
         return bodies
     }
@@ -308,7 +310,7 @@ private final class PlacementLoops: Sendable {
         let context = contexts[index]
         let distributor = distributor
         await Self.run(on: context.loop) { distributor.place(fd: fd, peer: nil, acceptedOn: context.value) }
-        try await waitUntilStarted()
+        await waitUntilStarted()
     }
 
     /// Keeps loop `index` working for `duration`, then, on its very next turn (while its
@@ -330,7 +332,7 @@ private final class PlacementLoops: Sendable {
                 }
             }
         }
-        try await waitUntilStarted()
+        await waitUntilStarted()
     }
 
     /// Starts loop `index` working until `stop` is set (30 s at most) and returns once it has begun.
@@ -359,34 +361,31 @@ private final class PlacementLoops: Sendable {
 
     /// A connection handed to the other loop starts there a moment later: waits until every
     /// connection made so far is counted on some loop.
-    private func waitUntilStarted() async throws {
+    private func waitUntilStarted() async {
         let placed = peers.value.count
-        try await poll { self.openCounts.reduce(0, +) >= placed }
+        await eventually(
+            "the \(placed) connections made so far are counted on a loop", within: Self.patience,
+            every: .milliseconds(1), onTimeout: .returnsFalse
+        ) { self.openCounts.reduce(0, +) >= placed }
     }
 
     /// How long a wait for the loops may take before the test fails.
     static let patience: Duration = .seconds(30)
 
-    /// Polls `condition` every millisecond until it holds or ``patience`` has passed.
-    private func poll(until condition: () -> Bool) async throws {
-        let deadline = MonotonicInstant.now().advanced(by: Self.patience)
-        while !condition() && MonotonicInstant.now() < deadline {
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     var openCounts: [Int] { occupancies.map { $0.open.load(ordering: .relaxed) } }
 
     /// Waits (up to ``patience``) until the loops hold `open` connections, and checks they do.
-    func waitFor(open expected: [Int]) async throws {
-        try await poll { self.openCounts == expected }
-        #expect(openCounts == expected)
+    func waitFor(open expected: [Int], sourceLocation: SourceLocation = #_sourceLocation) async {
+        await eventually(
+            "the loops hold \(expected) connections, not \(openCounts)", within: Self.patience,
+            every: .milliseconds(1), sourceLocation: sourceLocation
+        ) { self.openCounts == expected }
     }
 
     /// Closes the test's ends, waits for the loops to drop their connections, stops the loops.
     func close() async {
         for fd in peers.value { Glibc.close(fd) }
-        try? await waitFor(open: [0, 0])
+        await waitFor(open: [0, 0])
         group.shutdown()
     }
 

@@ -71,10 +71,9 @@ struct FinishedHookTests {
                 try client.send("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try client.readResponse(head: true)
             }
-            #expect(
-                await eventually {
-                    ends.value["/bytes"] == [.completed] && ends.value["/stream"] == [.completed, .completed]
-                })
+            await eventually("/bytes ended once and /stream twice, completed") {
+                ends.value["/bytes"] == [.completed] && ends.value["/stream"] == [.completed, .completed]
+            }
         }
     }
 
@@ -87,7 +86,7 @@ struct FinishedHookTests {
                 try client.send("GET /failing HTTP/1.1\r\nHost: x\r\n\r\n")
                 _ = try? client.readResponse()
             }
-            #expect(await eventually { ends.value["/failing"] == [.bodyFailed] })
+            await eventually("/failing ended with bodyFailed") { ends.value["/failing"] == [.bodyFailed] }
         }
     }
 
@@ -104,7 +103,7 @@ struct FinishedHookTests {
                     try client.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
                     return client
                 }
-                #expect(await eventually { started.value["/slow"] == index + 1 })
+                await eventually("/slow has started \(index + 1) times") { started.value["/slow"] == index + 1 }
                 client.abort()
             }
             try await onThread {
@@ -120,14 +119,16 @@ struct FinishedHookTests {
                     client.abort()
                 }
             }
-            #expect(
-                await eventually { ends.value["/slow"]?.count == 10 && ends.value["/endless"]?.count == 10 },
-                "\(ends.value)")
+            await eventually("10 ends of /slow and of /endless: \(ends.value)") {
+                ends.value["/slow"]?.count == 10 && ends.value["/endless"]?.count == 10
+            }
             #expect(ends.value["/slow"]?.allSatisfy { $0 == .connectionClosed } == true)
             #expect(ends.value["/endless"]?.allSatisfy { $0 == .connectionClosed } == true)
             // A reset can beat the request to the server; every request that reached its
             // handler ends exactly once, whichever way.
-            #expect(await eventually { (ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0) })
+            await eventually("every /stream that started has ended") {
+                (ends.value["/stream"]?.count ?? 0) == (started.value["/stream"] ?? 0)
+            }
             // A second end would come after the first, and nothing marks that none came: the
             // counts are read again after a pause.
             try await Task.sleep(for: .milliseconds(100))

@@ -234,7 +234,7 @@ struct ServerEndToEndTests {
                 #expect(response.status == 408)
                 #expect(slow.readsEndOfStream())
             }
-            #expect(await eventually { server.openConnectionCount == 0 })
+            await eventually("the server has no connection open") { server.openConnectionCount == 0 }
         }
     }
 
@@ -272,7 +272,7 @@ struct ServerEndToEndTests {
                 try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
                 client.abort()
             }
-            #expect(await eventually { server.openConnectionCount == 0 })
+            await eventually("the server has no connection open") { server.openConnectionCount == 0 }
             #expect(handled.value == 0)
         }
     }
@@ -299,9 +299,9 @@ struct ServerEndToEndTests {
                 try client.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
                 return client
             }
-            #expect(await eventually { started.value })
+            await eventually("the handler has started") { started.value }
             client.abort()
-            #expect(await eventually { cancelled.value })
+            await eventually("the handler is cancelled") { cancelled.value }
         }
     }
 
@@ -345,8 +345,8 @@ struct ServerEndToEndTests {
                 usleep(200_000)
                 endless.abort()
             }
-            #expect(await eventually { writerFailed.value })
-            #expect(await eventually { server.openConnectionCount == 0 })
+            await eventually("the write to the client that hung up fails") { writerFailed.value }
+            await eventually("the server has no connection open") { server.openConnectionCount == 0 }
         }
     }
 
@@ -361,7 +361,7 @@ struct ServerEndToEndTests {
         router.get("/slow") { _ in
             started.update { $0 = true }
             // In flight until the shutdown has been seen refusing connections.
-            _ = await eventually { release.value }
+            await eventually("the test releases the request", onTimeout: .returnsFalse) { release.value }
             return .text("finished")
         }
         let responder = router.buildResponder()
@@ -373,12 +373,11 @@ struct ServerEndToEndTests {
             try client.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
             return try client.readResponse()
         }
-        #expect(await eventually { started.value })
+        await eventually("the handler has started") { started.value }
         async let stopped: Void = server.shutdown(gracePeriod: .seconds(5))
-        let refused = await eventually {
+        await eventually("the shutting-down server refuses new connections") {
             (try? TestClient(port: port)) == nil
         }
-        #expect(refused)
         release.update { $0 = true }
         let response = try await inFlight
         #expect(response.status == 200)
@@ -415,9 +414,9 @@ struct ServerEndToEndTests {
             try client.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
             // The stalled write is closed after 400 ms; until then the producer is held back, so
             // what it wrote is bounded by the watermark plus the kernel's socket buffers.
-            #expect(await eventually { failed.value })
+            await eventually("the stalled write fails") { failed.value }
             #expect(produced.value < 32 * 1024 * 1024)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            await eventually("the server has no connection open") { server.openConnectionCount == 0 }
             withExtendedLifetime(client) {}
         }
     }
@@ -431,7 +430,7 @@ struct ServerEndToEndTests {
                 #expect(try client.readResponse().status == 200)
                 #expect(client.readsEndOfStream())
             }
-            #expect(await eventually { server.openConnectionCount == 0 })
+            await eventually("the server has no connection open") { server.openConnectionCount == 0 }
         }
     }
 

@@ -256,14 +256,13 @@ struct PostgresClientTests {
         try await withClient(try cluster.configuration()) { (client: PostgresClient) async throws -> Void in
             let task = Task { try await client.query("SELECT pg_sleep(60), 'cancel me'") }
             try await withClient(try cluster.configuration()) { (other: PostgresClient) async throws -> Void in
-                let running = await eventually {
+                await eventually("the query to cancel is running") {
                     let sql = """
                         SELECT count(*) FROM pg_stat_activity
                         WHERE state = 'active' AND query LIKE '%cancel me%' AND pid <> pg_backend_pid()
                         """
                     return (try? await other.query(sql))?.rows.first?.int(0) == 1
                 }
-                #expect(running)
             }
             task.cancel()
             let result = await task.result
@@ -281,14 +280,13 @@ struct PostgresClientTests {
             let sleeper = Task { try await client.query("SELECT pg_sleep(60)") }
             try await withClient(configuration) { (other: PostgresClient) async throws -> Void in
                 // Only once the sleep runs: terminating the idle session would test something else.
-                let terminated = await eventually {
+                await eventually("the sleeping session is terminated") {
                     let sql = """
                         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                         WHERE pid = $1::int4 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
                         """
                     return (try? await other.query(sql, [.int(pid)]))?.rows.first?.bool(0) == true
                 }
-                #expect(terminated)
             }
             let result = await sleeper.result
             if case .failure(let error as PostgresError) = result {
@@ -297,8 +295,9 @@ struct PostgresClientTests {
             } else {
                 Issue.record("the query on a terminated session did not fail: \(result)")
             }
-            let back = await eventually { (try? await client.query("SELECT 1"))?.rows.count == 1 }
-            #expect(back)
+            await eventually("the client answers again after its session was terminated") {
+                (try? await client.query("SELECT 1"))?.rows.count == 1
+            }
         }
     }
 
@@ -315,14 +314,13 @@ struct PostgresClientTests {
             (other: PostgresClient) async throws -> PostgresResult in
             _ = try await other.query("SELECT pg_advisory_lock(48001)")
             let inFlight = Task { try await client.query("SELECT pg_advisory_xact_lock(48001), 7") }
-            let waiting = await eventually {
+            await eventually("the query in flight waits for the advisory lock") {
                 let seen = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query = $1::text"
                 return (try? await other.query(seen, [.text("SELECT pg_advisory_xact_lock(48001), 7")]))?.rows.first?
                     .int(0) == 1
             }
-            #expect(waiting)
             let stopping = Task { await client.stop(deadline: MonotonicInstant.now().advanced(by: .seconds(60))) }
-            #expect(await eventually { client.isStopping })
+            await eventually("the client is stopping") { client.isStopping }
             _ = try await other.query("SELECT pg_advisory_unlock(48001)")
             let answered = try await inFlight.value
             await stopping.value
@@ -353,14 +351,14 @@ struct PostgresReconnectTests {
                     #expect(error.code == .connection)
                 }
                 try await cluster.startServer()
-                let connected = await eventually { (try? await client.query("SELECT 1"))?.rows.count == 1 }
-                #expect(connected)
-                let before = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
-                try await cluster.restart()
-                let reconnected = await eventually {
+                await eventually("the client connects once the server is back") {
                     (try? await client.query("SELECT 1"))?.rows.count == 1
                 }
-                #expect(reconnected)
+                let before = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
+                try await cluster.restart()
+                await eventually("the client reconnects after the restart") {
+                    (try? await client.query("SELECT 1"))?.rows.count == 1
+                }
                 let after = try await client.query("SELECT pg_backend_pid()").rows.first?.int(0)
                 #expect(before != after)
             }

@@ -158,12 +158,13 @@ struct RedisClientTests {
             try await withClient(server.url) { client, group in
                 for _ in 0..<20 {
                     _ = try await killer.send("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-                    let back = await eventually { (try? await client.send("PING")) != nil }
-                    #expect(back)
+                    await eventually("the client answers PING again after CLIENT KILL") {
+                        (try? await client.send("PING")) != nil
+                    }
                 }
                 // Only this test connects to its server: the killer's socket and the client's
                 // one. A descriptor kept per reconnect would stay in CLOSE_WAIT, 20 of them.
-                #expect(await eventually { socketsConnected(toPort: server.port) == 2 })
+                await eventually("2 sockets are connected to the server") { socketsConnected(toPort: server.port) == 2 }
                 let loop = group.loops[0]
                 let registered = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
                     loop.execute { continuation.resume(returning: loop.registrationCount) }
@@ -194,8 +195,7 @@ struct RedisClientTests {
                 #expect(codes.allSatisfy { $0 == .timeout || $0 == .connectionClosed || $0 == .connectionFailed })
                 // Bounded, not hung: generous, since a loaded machine may take seconds.
                 #expect(started.nanoseconds(until: .now()) < 20_000_000_000)
-                let recovered = await eventually { (try? await client.send("GET", "k"))?.string == "v" }
-                #expect(recovered)
+                await eventually("GET k answers v again") { (try? await client.send("GET", "k"))?.string == "v" }
                 #expect(client.isUp)
             }
         }
@@ -216,8 +216,7 @@ struct RedisClientTests {
                 let second = Task(executorPreference: loop) { () async throws(RedisError) -> RedisValue in
                     try await client.send("INCR", "n")
                 }
-                let bothSent = await eventually { await client.pendingCount() == 2 }
-                #expect(bothSent)
+                await eventually("both commands are sent") { await client.pendingCount() == 2 }
                 first.cancel()
                 let firstError: RedisError?
                 do {
@@ -245,8 +244,7 @@ struct RedisClientTests {
         try await withClient(server.url, loops: 2, timeout: .milliseconds(200)) { client, _ in
             _ = try await client.send("SET", "k", "v")
             server.kill()
-            let down = await eventually { !client.isUp }
-            #expect(down)
+            await eventually("the client sees the server down") { !client.isUp }
             for _ in 0..<5 {
                 let started = MonotonicInstant.now()
                 let error = await redisError { () async throws(RedisError) in try await client.send("PING") }
@@ -256,8 +254,7 @@ struct RedisClientTests {
                 #expect(started.nanoseconds(until: .now()) < 20_000_000_000)
             }
             try await server.start()
-            let up = await eventually { client.isUp }
-            #expect(up)
+            await eventually("the client is up again") { client.isUp }
             #expect(try await client.send("PING") == .simpleString("PONG"))
         }
     }
@@ -311,8 +308,7 @@ struct RedisClientTests {
             let error = await redisError { () async throws(RedisError) in try await client.send("PING") }
             #expect(error?.code == .connectionFailed)
             let server = try await RedisServer(port: port)
-            let up = await eventually { client.isUp }
-            #expect(up)
+            await eventually("the client connects to the server started late") { client.isUp }
             #expect(try await client.send("PING") == .simpleString("PONG"))
             server.kill()
         }
@@ -330,8 +326,7 @@ struct RedisClientTests {
             // Long enough for the command to be seen pending on a loaded machine (200 ms was not).
             _ = try await pauser.send("CLIENT", "PAUSE", "3000", "WRITE")
             let pending = Task { () async throws(RedisError) -> RedisValue in try await client.send("INCR", "drained") }
-            let sent = await eventually { await client.pendingCount() == 1 }
-            #expect(sent)
+            await eventually("the command is sent") { await client.pendingCount() == 1 }
             await client.stop(deadline: .now().advanced(by: .seconds(30)))
             #expect(try await pending.value == .integer(1))
             await group.shutdownGracefully()

@@ -1,6 +1,7 @@
 import EventLoop
 import Store
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -101,7 +102,9 @@ struct LedgerWriterTests {
         for index in 0..<50 { await writer.submit(ledgerRow("f\(index)")) }
         let committed = await writer.submitAndWait(ledgerRow("f50"))
         #expect(!committed)
-        try await waitUntil { ledger.state.withLock { $0.attempts } >= 3 }
+        await eventually("the ledger has been tried 3 times", within: .seconds(30)) {
+            ledger.state.withLock { $0.attempts } >= 3
+        }
         #expect(ledger.committedIDs.isEmpty)
         #expect(writer.queueDepth == 51)
         ledger.state.withLock { $0.failure = nil }
@@ -147,7 +150,7 @@ struct LedgerWriterTests {
         let writer = writer(ledger, capacity: 10, batch: 10)
         try await writer.start()
         for index in 0..<10 { await writer.submit(ledgerRow("k\(index)")) }
-        try await waitUntil { writer.statistics.failedCommits >= 1 }
+        await eventually("a commit has failed", within: .seconds(30)) { writer.statistics.failedCommits >= 1 }
         for index in 10..<15 { await writer.submit(ledgerRow("k\(index)")) }
         #expect(writer.statistics.dropped == 5)
         #expect(writer.queueDepth == 10)
@@ -182,18 +185,5 @@ struct LedgerWriterTests {
         // After the stop, a row is refused and counted, not lost silently.
         await writer.submit(ledgerRow("late"))
         #expect(writer.statistics.dropped == 6)
-    }
-}
-
-/// Polls `condition` until it holds, for at most 30 seconds (the whole suite in parallel can
-/// keep a task from running for many seconds).
-func waitUntil(_ condition: () -> Bool) async throws {
-    let deadline = MonotonicInstant.now().advanced(by: .seconds(30))
-    while !condition() {
-        if MonotonicInstant.now() >= deadline {
-            Issue.record("condition not met within 30 s")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(2))
     }
 }

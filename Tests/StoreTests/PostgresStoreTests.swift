@@ -170,9 +170,11 @@ struct PostgresStoreRestartTests {
                     if index % 20 == 19 { try? await Task.sleep(for: .milliseconds(1)) }
                 }
             }
-            #expect(await eventually(within: 60) { ledger.statistics.committed >= 300 })
+            await eventually("the ledger has committed 300 rows", within: .seconds(60)) {
+                ledger.statistics.committed >= 300
+            }
             try await cluster.stopServer()
-            #expect(await eventually(within: 60) { failures.count > 0 })
+            await eventually("a failure is seen", within: .seconds(60)) { failures.count > 0 }
             try await cluster.startServer()
             await submitting.value
             await ledger.flush()

@@ -214,13 +214,3 @@ func sqlite3(_ path: String, _ sql: String) throws -> (status: Int32, output: St
 func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
     try Subprocess(executable, arguments).wait()
 }
-
-/// Polls `condition` until it holds or `seconds` pass; whether it held.
-func eventually(seconds: Double = 60, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return try condition()
-}

@@ -1,12 +1,43 @@
 import EventLoop
+public import Testing
 
-/// Polls `condition` every few milliseconds until it holds or `seconds` pass; tests wait
-/// for servers this way instead of sleeping.
-public func eventually(within seconds: Double = 60, _ condition: () async -> Bool) async -> Bool {
-    let deadline = MonotonicInstant.now().advanced(by: .milliseconds(Int(seconds * 1000)))
-    while MonotonicInstant.now() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
+/// What ``eventually(_:within:every:onTimeout:sourceLocation:_:)`` does when its condition
+/// never holds.
+public enum PollTimeout: Sendable {
+    /// An issue of the test at the caller's line, naming the condition and the time waited;
+    /// the test goes on, as after a failed `#expect`.
+    case fails
+    /// Only `false`: the caller decides (a wait that may give up, a child it then kills, a
+    /// server that throws its own error).
+    case returnsFalse
+}
+
+/// Polls `condition` every `interval` until it holds or `limit` passes, and answers whether it
+/// held. Tests wait for other threads, servers and processes this way, never by sleeping for a
+/// guessed time. The limit is generous: it is only reached when a test fails, and CI runs every
+/// suite at once on two cores. The condition is looked at once more after the deadline, since a
+/// busy machine may wake this task only after it, and a condition that held meanwhile must not
+/// fail. `description` says what is waited for ("the upstream has the call"); it is read only
+/// for the issue, so it may show the state the wait ended on. A cancelled task stops waiting and
+/// looks once more.
+@discardableResult
+public func eventually(
+    _ description: @autoclosure () -> String,
+    within limit: Duration = .seconds(60),
+    every interval: Duration = .milliseconds(5),
+    onTimeout: PollTimeout = .fails,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = MonotonicInstant.now().advanced(by: limit)
+    while MonotonicInstant.now() < deadline, !Task.isCancelled {
+        if try await condition() { return true }
+        try? await Task.sleep(for: interval)
     }
-    return await condition()
+    if try await condition() { return true }
+    if case .fails = onTimeout {
+        let ended = Task.isCancelled ? "Cancelled while waiting" : "Not within \(limit)"
+        Issue.record("\(ended): \(description())", sourceLocation: sourceLocation)
+    }
+    return false
 }

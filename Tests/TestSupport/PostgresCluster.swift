@@ -162,7 +162,9 @@ public func withClient<T>(
     try await client.start()
     do {
         if waitForConnection {
-            let connected = await eventually { await client.connectedCount() == loops * connectionsPerLoop }
+            let connected = await eventually(
+                "the client has its \(loops * connectionsPerLoop) connections", onTimeout: .returnsFalse
+            ) { await client.connectedCount() == loops * connectionsPerLoop }
             try #require(connected, "the client did not connect")
         }
         let result = try await body(client)

@@ -1,4 +1,5 @@
 import EventLoop
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -33,7 +34,10 @@ public final class RedisServer {
         let child = try spawnChild(words, searchPath: true)
         pid = child
         let port = self.port
-        guard await eventually({ LoopbackPort.accepts(port) }) else {
+        guard
+            await eventually(
+                "redis-server listens on \(port)", onTimeout: .returnsFalse, { LoopbackPort.accepts(port) })
+        else {
             kill()
             throw Failure(description: "redis-server did not listen on \(port)")
         }

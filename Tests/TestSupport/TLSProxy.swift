@@ -1,4 +1,5 @@
 import EventLoop
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -80,7 +81,8 @@ public final class TLSProxy: Sendable {
             return (port, directory, pid)
         }
         let proxy = TLSProxy(port: port, directory: directory, pid: pid)
-        guard await eventually({ LoopbackPort.accepts(port) }) else {
+        guard await eventually("nginx listens on \(port)", onTimeout: .returnsFalse, { LoopbackPort.accepts(port) })
+        else {
             let log = proxy.read("error.log") + proxy.read("nginx.out")
             await proxy.stop()
             throw Failure(description: "nginx did not listen on \(port): \(log)")

@@ -107,15 +107,14 @@ struct TextGatewayClientTests {
             }
             // The upstream call is under way (the mock holds it for a minute before its first
             // byte, so only the cancel can end it while the test waits).
-            #expect(await eventually { harness.mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { harness.mock.stats.inFlight == 1 }
             consumer.cancel()
             // A cancelled iteration ends (as every AsyncThrowingStream's does) without a `done`.
             let events = (try? await consumer.value) ?? []
             #expect(!events.contains { if case .done = $0 { true } else { false } })
-            #expect(
-                await eventually {
-                    harness.mock.stats.cancelled > before && harness.mock.stats.inFlight == 0
-                })
+            await eventually("the upstream's call is cancelled and none is in flight") {
+                harness.mock.stats.cancelled > before && harness.mock.stats.inFlight == 0
+            }
         }
     }
 
@@ -246,11 +245,10 @@ struct TextGatewayClientTests {
             let second = try await client.process(.rewrite, text: sampleText(), tone: .friendly)
 
             var page = try await client.history(limit: 20)
-            #expect(
-                await eventually {
-                    page = (try? await client.history(limit: 20)) ?? page
-                    return page.items.count == 2
-                })
+            await eventually("the history has both requests") {
+                page = (try? await client.history(limit: 20)) ?? page
+                return page.items.count == 2
+            }
             #expect(page.items.map(\.id) == [second.requestId, first.requestId])
             #expect(page.items.first?.task == "rewrite")
             #expect(page.items.first?.tone == "friendly")
@@ -313,14 +311,13 @@ struct TextGatewayClientTests {
             let client = harness.client()
             let submission = try await client.submitJob(
                 .summarize, text: sampleText(directive: "[mock:latency-ms=5000]"))
-            #expect(await eventually { harness.mock.stats.inFlight >= 1 })
+            await eventually("the upstream has a call") { harness.mock.stats.inFlight >= 1 }
             _ = try await client.cancelJob(id: submission.jobId)
             var job = try await client.job(id: submission.jobId)
-            #expect(
-                await eventually {
-                    job = (try? await client.job(id: submission.jobId)) ?? job
-                    return job.status == .cancelled
-                })
+            await eventually("the job is cancelled") {
+                job = (try? await client.job(id: submission.jobId)) ?? job
+                return job.status == .cancelled
+            }
             let error = await #expect(throws: TextGatewayError.self) {
                 for try await _ in client.jobEvents(id: submission.jobId) {}
             }

@@ -187,7 +187,7 @@ struct ChatClientTests {
             let task = Task { () throws(ChatError) -> ChatCompletion in
                 try await client.complete(request("[mock:latency-ms=10000]"))
             }
-            #expect(await eventually { mock.stats.inFlight == 1 })
+            await eventually("the upstream has the call") { mock.stats.inFlight == 1 }
             task.cancel()
             do {
                 _ = try await task.value
@@ -200,7 +200,9 @@ struct ChatClientTests {
             }
             // Half the upstream's 10 s: a transfer that was not aborted would still be open,
             // and the margin holds while the other suites keep both cores busy.
-            #expect(await eventually { mock.stats.cancelled == 1 && mock.stats.openConnections == 0 })
+            await eventually("the upstream's call is cancelled and its connection closed") {
+                mock.stats.cancelled == 1 && mock.stats.openConnections == 0
+            }
         }
     }
 

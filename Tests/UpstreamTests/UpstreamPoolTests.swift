@@ -271,11 +271,10 @@ struct UpstreamPoolTests {
         #expect(skipping == ["b"])
         #expect(first.callCount == 3)
 
-        let recovered = await eventually {
+        await eventually("a call goes to a again, alone") {
             let (_, attempts) = await Self.call(pool)
             return attempts == ["a"]
         }
-        #expect(recovered)
         #expect(pool.members[0].breaker.state == .closed)
         #expect(registry.exposition().contains(#"textgateway_upstream_circuit_state{upstream="a"} 0"#))
         #expect(logs.lines.contains { $0.contains("upstream_circuit_closed") && $0.contains("upstream=a") })
@@ -292,8 +291,7 @@ struct UpstreamPoolTests {
         let pool = Self.pool([("a", first), ("b", second)], policy: policy)
         _ = await Self.call(pool)
         #expect(pool.members[0].breaker.state == .open)
-        let probed = await eventually { pool.members[0].breaker.admit() == .probe }
-        #expect(probed)
+        await eventually("the open circuit lets a probe through") { pool.members[0].breaker.admit() == .probe }
         pool.members[0].breaker.failed()
         #expect(pool.members[0].breaker.state == .open)
         let (_, attempts) = await Self.call(pool)
@@ -338,8 +336,7 @@ struct UpstreamPoolTests {
             logger: Logger(level: .info, sink: .memory())
         )
         let task = Task { await Self.call(pool) }
-        let waiting = await eventually { endpoint.callCount == 1 }
-        #expect(waiting)
+        await eventually("the endpoint has the call") { endpoint.callCount == 1 }
         task.cancel()
         let (result, _) = await task.value
         guard case .failure(.cancelled) = result else {
