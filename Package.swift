@@ -116,7 +116,8 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine", "MockUpstream", "Crypto",
+                "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
+                "MockUpstream", "Crypto",
                 "Postgres", "Redis", "Store", "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
                 "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer",
             ],
@@ -127,7 +128,8 @@ let package = Package(
         .testTarget(
             name: "TextGatewayClientTests",
             dependencies: [
-                "TextGatewayClient", "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
+                "TextGatewayClient", "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway",
+                "GatewayCommandLine",
                 "MockUpstream", "HTTPServer", "HTTP1", "Crypto", "Telemetry", "Access",
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"], swiftSettings: strict),

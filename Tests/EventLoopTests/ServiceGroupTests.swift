@@ -255,9 +255,9 @@ struct ServiceGroupTests {
             ],
             gracefulShutdownTimeout: .seconds(5))
         let starting = Task { try await group.start() }
-        #expect(await eventually { gate.waiterCount == 1 })
+        await eventually("the first stage waits at its gate") { gate.waiterCount == 1 }
         let stopping = Task { await group.stop() }
-        #expect(await eventually { await group.isStopRequested })
+        await eventually("the stop is requested") { await group.isStopRequested }
         gate.open()
         await #expect(throws: ServiceGroupError.stopped) { try await starting.value }
         await stopping.value
