@@ -1,6 +1,6 @@
 /// Base64url without padding (RFC 4648 §5): store tokens are written in it, and every part
 /// of a JWT (RFC 7515 §2) is read with it.
-public enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Each byte's 6-bit value, or 0xFF for a byte outside the alphabet.
@@ -10,7 +10,7 @@ public enum Base64URL {
         return table
     }()
 
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         let bytes = Array(bytes)
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
@@ -32,7 +32,7 @@ public enum Base64URL {
 
     /// Standard base64 with padding (RFC 4648 §4): what App Attest's and Android's key ids are
     /// sent in.
-    public static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+    package static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
         var text = Array(encode(bytes).utf8).map { byte -> UInt8 in
             switch byte {
             case UInt8(ascii: "-"): return UInt8(ascii: "+")
@@ -48,7 +48,7 @@ public enum Base64URL {
     /// alphabet (no `=`, `+`, `/` or blanks), a length that is not 1 more than a multiple
     /// of 4, and the unused low bits of the last character zero — so every byte string has
     /// exactly one spelling, and a JWT cannot be altered without changing its signature input.
-    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+    package static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         let count = text.count
         guard count % 4 != 1 else { return nil }
         var out: [UInt8] = []
@@ -74,7 +74,7 @@ public enum Base64URL {
     /// The bytes `text` spells in standard, padded base64 (RFC 4648 §4), as Foundation's
     /// `base64EncodedString()` writes it; nil for anything else (base64url, blanks, missing
     /// or extra padding, non-zero unused bits).
-    public static func decodeStandard(_ text: some Collection<UInt8>) -> [UInt8]? {
+    package static func decodeStandard(_ text: some Collection<UInt8>) -> [UInt8]? {
         guard text.count % 4 == 0 else { return nil }
         var body = Array(text)
         var padding = 0

@@ -4,19 +4,19 @@
 /// An IPv4 range also contains the IPv4-mapped forms of its addresses (`::ffff:10.1.2.3` is
 /// in `10.0.0.0/8`): both are held as 128 bits (see ``IPAddress``). Host bits after the
 /// prefix are ignored (`10.1.2.3/8` is `10.0.0.0/8`).
-public struct CIDR: Sendable, Hashable, CustomStringConvertible {
+package struct CIDR: Sendable, Hashable, CustomStringConvertible {
     /// The first address of the range.
-    public let network: IPAddress
+    package let network: IPAddress
     /// The prefix length as written: 0–32 for IPv4, 0–128 for IPv6.
-    public let prefixLength: Int
+    package let prefixLength: Int
     /// Whether the range was written as IPv4.
-    public let isIPv4: Bool
+    package let isIPv4: Bool
 
     private let highMask: UInt64
     private let lowMask: UInt64
 
     /// The range written in `text`, or `nil` when it is not one.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let parts = text.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 1 || parts.count == 2 else { return nil }
         guard let address = IPAddress(parts[0]) else { return nil }
@@ -43,10 +43,10 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `address` is in the range.
-    public func contains(_ address: IPAddress) -> Bool {
+    package func contains(_ address: IPAddress) -> Bool {
         address.high & highMask == network.high && address.low & lowMask == network.low
     }
 
     /// `10.0.0.0/8`, `::1/128`.
-    public var description: String { "\(network)/\(prefixLength)" }
+    package var description: String { "\(network)/\(prefixLength)" }
 }

@@ -6,17 +6,17 @@ import Crypto
 /// The token itself is a secret the gateway never stores or logs; configuration only ever
 /// holds its digest (`text-gateway token hash` prints it). Even the digest stays out of
 /// ``description``, so a configured entry can be printed or logged as it is.
-public struct CallerToken: Sendable, Hashable, CustomStringConvertible {
+package struct CallerToken: Sendable, Hashable, CustomStringConvertible {
     /// The 32-byte SHA-256 digest of the token.
     let digest: [UInt8]
     /// The user the token was issued to: 1–128 of `[A-Za-z0-9._@+-]`.
-    public let userID: String
+    package let userID: String
     /// The plan name: 1–64 of `[A-Za-z0-9._-]`.
-    public let plan: String
+    package let plan: String
 
     /// An entry from the hex digest of a token (64 hexadecimal digits, either case), or `nil`
     /// when the digest, the user id or the plan name is malformed.
-    public init?(hexDigest: String, userID: String, plan: String) {
+    package init?(hexDigest: String, userID: String, plan: String) {
         guard let digest = Self.decodeHexDigest(hexDigest),
             Self.isValidUserID(userID),
             Plan.isValidName(plan)
@@ -31,16 +31,16 @@ public struct CallerToken: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `CallerToken(userID: alice, plan: pro)`, never the digest.
-    public var description: String {
+    package var description: String {
         "CallerToken(userID: \(userID), plan: \(plan))"
     }
 
     /// The longest user id accepted.
-    public static let maximumUserIDLength = 128
+    package static let maximumUserIDLength = 128
 
     /// Whether `text` is 1–128 of `[A-Za-z0-9._@+-]`: safe in a log line, and free of the
     /// separators the configuration formats use (`,`, `:`, blanks, `#`).
-    public static func isValidUserID(_ text: String) -> Bool {
+    package static func isValidUserID(_ text: String) -> Bool {
         let bytes = text.utf8
         guard !bytes.isEmpty, bytes.count <= maximumUserIDLength else { return false }
         return bytes.allSatisfy { byte in

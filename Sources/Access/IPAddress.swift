@@ -6,7 +6,7 @@ import EventLoop
 ///
 /// Parsed with `inet_pton`, after checking the text holds nothing but hex digits, `.` and
 /// `:` (no zone id, no embedded NUL) and is at most 45 bytes long.
-public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The first 64 bits, network order as an integer.
     let high: UInt64
     /// The last 64 bits.
@@ -19,7 +19,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The address written in `text` (`10.1.2.3`, `2001:db8::1`, `::ffff:10.1.2.3`), or `nil`.
     /// No brackets, port or blanks.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let utf8 = text.utf8
         guard !utf8.isEmpty, utf8.count <= 45,
             utf8.allSatisfy({ Self.isAddressByte($0) })
@@ -47,7 +47,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether this is an IPv4 address (IPv4-mapped, `::ffff:0:0/96`).
-    public var isIPv4: Bool {
+    package var isIPv4: Bool {
         high == 0 && low >> 32 == 0xFFFF
     }
 
@@ -83,7 +83,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The canonical text: dotted quad for IPv4 (also when it was written mapped), the
     /// RFC 5952 form from `inet_ntop` for IPv6 (`2001:db8::1`). Equal addresses always give
     /// equal text, so it can key rate limits.
-    public var description: String {
+    package var description: String {
         if isIPv4 {
             return (0..<4).map { String(UInt8(truncatingIfNeeded: low >> UInt64(24 - 8 * $0))) }.joined(separator: ".")
         }

@@ -1,5 +1,5 @@
 import Synchronization
-public import Telemetry
+package import Telemetry
 
 /// A ``RateLimiter`` for one gateway process: all counts in a dictionary behind one mutex.
 ///
@@ -25,12 +25,12 @@ public import Telemetry
 /// quarters of `maximumKeys`; those keys lose their counts, which is the price of the bound.
 /// Keys holding a lease are never dropped; a lease never released expires after
 /// `leaseTimeToLive` (longer than any request may run), and then frees its slot and its key.
-public final class InMemoryRateLimiter: RateLimiter {
+package final class InMemoryRateLimiter: RateLimiter {
     private let state: Mutex<State>
 
     /// A limiter that keeps at most about `maximumKeys` keys (more only while that many hold
     /// leases) and looks for idle keys at least every `sweepInterval` calls.
-    public init(maximumKeys: Int = 100_000, sweepInterval: Int = 1_024, leaseTimeToLive: Duration = .seconds(3600)) {
+    package init(maximumKeys: Int = 100_000, sweepInterval: Int = 1_024, leaseTimeToLive: Duration = .seconds(3600)) {
         let seconds =
             Double(leaseTimeToLive.components.seconds) + Double(leaseTimeToLive.components.attoseconds) * 1e-18
         state = Mutex(
@@ -39,22 +39,22 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     /// How many keys have state now (for metrics and tests).
-    public var keyCount: Int {
+    package var keyCount: Int {
         state.withLock { $0.keys.count }
     }
 
-    public func acquire(key: String, plan: Plan, now: Instant) async -> RateDecision {
+    package func acquire(key: String, plan: Plan, now: Instant) async -> RateDecision {
         state.withLock { $0.acquire(key: key, plan: plan, reserving: 0, now: now) }
     }
 
-    public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async -> RateDecision {
+    package func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async -> RateDecision {
         state.withLock {
             $0.acquire(
                 key: key, plan: plan, reserving: plan.tokensPerDay == nil ? 0 : max(0, reservingTokens), now: now)
         }
     }
 
-    public func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async -> RateStatus? {
+    package func finish(lease: RateLease, plan: Plan, tokens: Int, now: Instant) async -> RateStatus? {
         state.withLock { state in
             state.record(tokens: tokens, key: lease.key, plan: plan, now: now)
             if lease.holdsSlot { state.release(lease) }
@@ -63,26 +63,26 @@ public final class InMemoryRateLimiter: RateLimiter {
     }
 
     /// Charges `tokens` to `key` without a lease (tests and tools; requests use ``finish(lease:plan:tokens:now:)``).
-    public func record(tokens: Int, key: String, plan: Plan, now: Instant) async {
+    package func record(tokens: Int, key: String, plan: Plan, now: Instant) async {
         state.withLock { $0.record(tokens: tokens, key: key, plan: plan, now: now) }
     }
 
     /// Starts `key`'s count for the UTC day of `now` at `tokensUsed` (what the store counted
     /// before a restart), whatever its plan.
-    public func seed(tokensUsed: Int, key: String, now: Instant) {
+    package func seed(tokensUsed: Int, key: String, now: Instant) {
         guard tokensUsed > 0 else { return }
         state.withLock { $0.seed(tokens: tokensUsed, key: key, now: now) }
     }
 
     /// Gives back a lease without charging anything.
-    public func release(_ lease: RateLease) async {
+    package func release(_ lease: RateLease) async {
         guard lease.holdsSlot else { return }
         state.withLock { $0.release(lease) }
     }
 
     /// Drops idle keys now, and the least recently seen ones beyond `maximumKeys`, as the
     /// periodic sweep does. Calling it is never needed; a timer may.
-    public func sweep(now: Instant) {
+    package func sweep(now: Instant) {
         state.withLock { $0.sweep(now: now) }
     }
 

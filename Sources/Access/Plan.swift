@@ -2,19 +2,19 @@
 ///
 /// Plans come from `PLANS` through ``PlanCatalog``; a caller's plan is named by its token
 /// entry, and callers without a token get ``PlanCatalog/guest``.
-public struct Plan: Sendable, Hashable {
+package struct Plan: Sendable, Hashable {
     /// The plan's name: 1–64 of `[A-Za-z0-9._-]`.
-    public let name: String
+    package let name: String
     /// Requests a key may start in any 60-second window (sliding, one-second resolution).
-    public let requestsPerMinute: Int?
+    package let requestsPerMinute: Int?
     /// Requests a key may have running at once.
-    public let concurrentRequests: Int?
+    package let concurrentRequests: Int?
     /// Upstream tokens a key may use per UTC day. A request is refused once the quota is
     /// used up; one that starts under it may finish over it.
-    public let tokensPerDay: Int?
+    package let tokensPerDay: Int?
 
     /// A plan. Limits below zero count as zero (every request refused).
-    public init(name: String, requestsPerMinute: Int?, concurrentRequests: Int?, tokensPerDay: Int?) {
+    package init(name: String, requestsPerMinute: Int?, concurrentRequests: Int?, tokensPerDay: Int?) {
         self.name = name
         self.requestsPerMinute = requestsPerMinute.map { max(0, $0) }
         self.concurrentRequests = concurrentRequests.map { max(0, $0) }
@@ -22,15 +22,15 @@ public struct Plan: Sendable, Hashable {
     }
 
     /// Whether the plan limits nothing (a limiter keeps no state for it).
-    public var isUnlimited: Bool {
+    package var isUnlimited: Bool {
         requestsPerMinute == nil && concurrentRequests == nil && tokensPerDay == nil
     }
 
     /// The longest plan name accepted.
-    public static let maximumNameLength = 64
+    package static let maximumNameLength = 64
 
     /// Whether `text` is 1–64 of `[A-Za-z0-9._-]`.
-    public static func isValidName(_ text: some StringProtocol) -> Bool {
+    package static func isValidName(_ text: some StringProtocol) -> Bool {
         let bytes = text.utf8
         guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
         return bytes.allSatisfy { byte in

@@ -9,62 +9,62 @@
 ///
 /// Two plans always exist: ``guest``, for callers without a token, and ``default``, for
 /// tokens whose plan is not listed. `PLANS` may redefine either by listing its name.
-public struct PlanCatalog: Sendable {
+package struct PlanCatalog: Sendable {
     /// The name of the plan callers without a token get.
-    public static let guestName = "guest"
+    package static let guestName = "guest"
     /// The name of the plan for tokens whose plan is not listed.
-    public static let defaultName = "default"
+    package static let defaultName = "default"
 
     /// The built-in guest plan: 30 requests a minute, 4 at once, 200,000 tokens a day.
-    public static let builtInGuest = Plan(
+    package static let builtInGuest = Plan(
         name: guestName, requestsPerMinute: 30, concurrentRequests: 4, tokensPerDay: 200_000)
     /// The built-in default plan: 60 requests a minute, 8 at once, 1,000,000 tokens a day.
-    public static let builtInDefault = Plan(
+    package static let builtInDefault = Plan(
         name: defaultName, requestsPerMinute: 60, concurrentRequests: 8, tokensPerDay: 1_000_000)
 
     /// The largest limit `PLANS` accepts (far above any real plan; keeps arithmetic safe).
-    public static let maximumLimit = 1_000_000_000
+    package static let maximumLimit = 1_000_000_000
 
     private let plans: [String: Plan]
 
     /// A catalog of the built-in plans and `plans`; a listed plan named `guest` or `default`
     /// replaces the built-in one, and of two plans with the same name the last one wins.
-    public init(plans: [Plan] = []) {
+    package init(plans: [Plan] = []) {
         var table = [Self.guestName: Self.builtInGuest, Self.defaultName: Self.builtInDefault]
         for plan in plans { table[plan.name] = plan }
         self.plans = table
     }
 
     /// The plan for callers without a token.
-    public var guest: Plan { plans[Self.guestName] ?? Self.builtInGuest }
+    package var guest: Plan { plans[Self.guestName] ?? Self.builtInGuest }
 
     /// The plan for tokens whose plan is not listed.
-    public var `default`: Plan { plans[Self.defaultName] ?? Self.builtInDefault }
+    package var `default`: Plan { plans[Self.defaultName] ?? Self.builtInDefault }
 
     /// The plan called `name`, or ``default`` when none is.
-    public func plan(named name: String) -> Plan {
+    package func plan(named name: String) -> Plan {
         plans[name] ?? self.default
     }
 
     /// Whether a plan called `name` exists, built in or listed.
-    public func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         plans[name] != nil
     }
 
     /// The plan `caller` runs under: its own plan, or ``guest`` when there is no caller.
-    public func plan(for caller: Caller?) -> Plan {
+    package func plan(for caller: Caller?) -> Plan {
         guard let caller else { return guest }
         return plan(named: caller.plan)
     }
 
     /// Every plan, by name.
-    public var all: [Plan] {
+    package var all: [Plan] {
         plans.values.sorted { $0.name < $1.name }
     }
 
     /// Parses `PLANS`. Blanks around entries and fields are ignored, and so are empty
     /// entries; an empty text gives the built-in plans only.
-    public static func parse(_ text: String) throws(PlanConfigError) -> PlanCatalog {
+    package static func parse(_ text: String) throws(PlanConfigError) -> PlanCatalog {
         var parsed: [Plan] = []
         var firstPosition: [String: Int] = [:]
         for (offset, piece) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {

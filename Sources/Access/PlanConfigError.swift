@@ -5,16 +5,16 @@
 /// entry 2: expected 4 fields (name:rpm:concurrent:tokensPerDay), found 3
 /// entry 3: tokensPerDay is not a whole number from 1 to 1000000000 or -
 /// ```
-public struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A numeric field of an entry.
-    public enum Field: String, Hashable, Sendable {
+    package enum Field: String, Hashable, Sendable {
         case requestsPerMinute = "rpm"
         case concurrentRequests = "concurrent"
         case tokensPerDay
     }
 
     /// What is wrong with the entry.
-    public enum Problem: Hashable, Sendable {
+    package enum Problem: Hashable, Sendable {
         /// The entry does not have exactly four `:`-separated fields.
         case wrongFieldCount(found: Int)
         /// The name is not 1–64 of `[A-Za-z0-9._-]`.
@@ -26,16 +26,16 @@ public struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     /// The 1-based position of the entry among the comma-separated pieces (empty ones counted).
-    public let position: Int
-    public let problem: Problem
+    package let position: Int
+    package let problem: Problem
 
-    public init(_ problem: Problem, position: Int) {
+    package init(_ problem: Problem, position: Int) {
         self.problem = problem
         self.position = position
     }
 
     /// What went wrong, without the position.
-    public var reason: String {
+    package var reason: String {
         switch problem {
         case .wrongFieldCount(let found): "expected 4 fields (name:rpm:concurrent:tokensPerDay), found \(found)"
         case .invalidName: "the plan name is not 1-\(Plan.maximumNameLength) of [A-Za-z0-9._-]"
@@ -46,5 +46,5 @@ public struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     /// `entry 2: expected 4 fields …`.
-    public var description: String { "entry \(position): \(reason)" }
+    package var description: String { "entry \(position): \(reason)" }
 }

@@ -1,5 +1,5 @@
 /// The answer of ``RateLimiter/acquire(key:plan:now:)``.
-public enum RateDecision: Sendable {
+package enum RateDecision: Sendable {
     /// The request may run. The lease must be released when it ends; the status is `nil`
     /// when the plan has neither a per-minute nor a daily limit to report.
     case allowed(RateLease, RateStatus?)
@@ -8,13 +8,13 @@ public enum RateDecision: Sendable {
     case refused(RateStatus, reason: RefusalReason)
 
     /// The lease of an allowed request.
-    public var lease: RateLease? {
+    package var lease: RateLease? {
         if case .allowed(let lease, _) = self { return lease }
         return nil
     }
 
     /// The status to report, allowed or refused.
-    public var status: RateStatus? {
+    package var status: RateStatus? {
         switch self {
         case .allowed(_, let status): status
         case .refused(let status, _): status

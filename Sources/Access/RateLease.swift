@@ -4,16 +4,16 @@
 /// however it ends. Finishing is idempotent: a second finish of the same lease frees nothing,
 /// so a copy of the value can never free someone else's slot. A lease never finished (a
 /// fault) expires after the limiter's lease time to live instead of holding its slot forever.
-public struct RateLease: Sendable, Hashable {
+package struct RateLease: Sendable, Hashable {
     /// The key the lease was taken for.
-    public let key: String
+    package let key: String
     /// Unique per limiter; 0 for a lease that holds no slot (the plan has no concurrency limit).
-    public let id: UInt64
+    package let id: UInt64
     /// Tokens set aside against the daily quota when the lease was taken (a shared limiter's
     /// estimate), settled against the real count when it is finished; 0 for none.
-    public let reservedTokens: Int
+    package let reservedTokens: Int
     /// The UTC day (days since the epoch) the lease's tokens count for.
-    public let day: Int64
+    package let day: Int64
     /// Which limiter took the lease, so one that falls back to another finishes each lease
     /// where it was taken.
     let origin: Origin
@@ -26,7 +26,7 @@ public struct RateLease: Sendable, Hashable {
 
     /// A lease, as a ``RateLimiter`` implementation makes them: `id` unique among the leases
     /// it has handed out, or 0 for one that holds no slot.
-    public init(key: String, id: UInt64) {
+    package init(key: String, id: UInt64) {
         self.init(key: key, id: id, reservedTokens: 0, day: 0, origin: .local)
     }
 
@@ -39,5 +39,5 @@ public struct RateLease: Sendable, Hashable {
     }
 
     /// Whether the lease holds a concurrency slot that releasing frees.
-    public var holdsSlot: Bool { id != 0 }
+    package var holdsSlot: Bool { id != 0 }
 }

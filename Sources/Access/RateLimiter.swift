@@ -1,4 +1,4 @@
-public import Telemetry
+package import Telemetry
 
 /// Decides whether a request may run under its plan, and keeps the counts that decide it.
 ///
@@ -9,7 +9,7 @@ public import Telemetry
 ///
 /// The time is a parameter: tests drive it, the gateway passes ``Instant/now``. Both calls
 /// may throw when the limiter's store cannot be reached; the gateway then answers `503`.
-public protocol RateLimiter: Sendable {
+package protocol RateLimiter: Sendable {
     /// Called before a request runs. On success returns a lease that MUST be finished when
     /// the request ends; a lease that never is expires by itself. A refused request is not
     /// counted against any limit.
@@ -32,11 +32,11 @@ public protocol RateLimiter: Sendable {
 }
 
 extension RateLimiter {
-    public func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
+    package func charge(key: String, plan: Plan, tokens: Int, now: Instant) async throws {
         _ = try await finish(lease: RateLease(key: key, id: 0), plan: plan, tokens: tokens, now: now)
     }
 
-    public func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {
+    package func acquire(key: String, plan: Plan, reservingTokens: Int, now: Instant) async throws -> RateDecision {
         try await acquire(key: key, plan: plan, now: now)
     }
 }

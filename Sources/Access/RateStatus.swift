@@ -8,9 +8,9 @@
 /// - when it is refused, the limit that refused it; a concurrency refusal speaks of the same
 ///   limit as an allowed request would (or of the concurrency limit when the plan has no
 ///   other), with `Retry-After: 1`.
-public struct RateStatus: Sendable, Equatable {
+package struct RateStatus: Sendable, Equatable {
     /// The limits a status can speak of.
-    public enum Quota: Sendable, Hashable {
+    package enum Quota: Sendable, Hashable {
         /// Requests in any 60-second window; ``resetSeconds`` is when the window is empty.
         case requestsPerMinute
         /// Upstream tokens per UTC day; ``resetSeconds`` is the time to UTC midnight.
@@ -20,18 +20,18 @@ public struct RateStatus: Sendable, Equatable {
     }
 
     /// Which limit this is.
-    public var quota: Quota
+    package var quota: Quota
     /// The limit: requests a minute, tokens a day or requests at once.
-    public var limit: Int
+    package var limit: Int
     /// How much of it is left now, after the request this status answers.
-    public var remaining: Int
+    package var remaining: Int
     /// Seconds until the full limit is available again.
-    public var resetSeconds: Int
+    package var resetSeconds: Int
     /// On a refusal, seconds until a retry can succeed (as far as this limit goes); `nil`
     /// when the request was allowed.
-    public var retryAfterSeconds: Int?
+    package var retryAfterSeconds: Int?
 
-    public init(quota: Quota, limit: Int, remaining: Int, resetSeconds: Int, retryAfterSeconds: Int? = nil) {
+    package init(quota: Quota, limit: Int, remaining: Int, resetSeconds: Int, retryAfterSeconds: Int? = nil) {
         self.quota = quota
         self.limit = limit
         self.remaining = remaining
@@ -41,7 +41,7 @@ public struct RateStatus: Sendable, Equatable {
 
     /// The response header fields for this status, in order: `RateLimit-Limit`,
     /// `RateLimit-Remaining`, `RateLimit-Reset` and, on a refusal, `Retry-After`.
-    public var headerFields: [(name: String, value: String)] {
+    package var headerFields: [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = [
             ("RateLimit-Limit", String(limit)),
             ("RateLimit-Remaining", String(remaining)),

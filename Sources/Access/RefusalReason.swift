@@ -1,5 +1,5 @@
 /// Which limit refused a request.
-public enum RefusalReason: Sendable, Hashable, CustomStringConvertible {
+package enum RefusalReason: Sendable, Hashable, CustomStringConvertible {
     /// The plan's ``Plan/requestsPerMinute`` are used up in the last 60 seconds.
     case requestsPerMinute
     /// The plan's ``Plan/concurrentRequests`` are all running.
@@ -8,7 +8,7 @@ public enum RefusalReason: Sendable, Hashable, CustomStringConvertible {
     case dailyTokens
 
     /// A stable name for logs and metrics: `requests_per_minute`, `concurrency`, `daily_tokens`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .requestsPerMinute: "requests_per_minute"
         case .concurrency: "concurrency"

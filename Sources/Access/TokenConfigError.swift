@@ -9,15 +9,15 @@
 /// entry 3: the token hash is not 64 hexadecimal digits
 /// line 7: expected 3 fields (hash, user id, plan), found 2
 /// ```
-public struct TokenConfigError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct TokenConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Where in the configuration the problem is.
-    public enum Location: Hashable, Sendable, CustomStringConvertible {
+    package enum Location: Hashable, Sendable, CustomStringConvertible {
         /// The n-th comma-separated entry of `GATEWAY_TOKENS` (1-based, empty ones counted).
         case entry(Int)
         /// The n-th line of a tokens file (1-based).
         case line(Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .entry(let position): "entry \(position)"
             case .line(let number): "line \(number)"
@@ -26,7 +26,7 @@ public struct TokenConfigError: Error, Hashable, Sendable, CustomStringConvertib
     }
 
     /// What is wrong with the entry.
-    public enum Problem: Hashable, Sendable {
+    package enum Problem: Hashable, Sendable {
         /// The entry does not have exactly three fields.
         case wrongFieldCount(found: Int)
         /// The first field is not 64 hexadecimal digits.
@@ -39,16 +39,16 @@ public struct TokenConfigError: Error, Hashable, Sendable, CustomStringConvertib
         case duplicateToken(first: Location)
     }
 
-    public let location: Location
-    public let problem: Problem
+    package let location: Location
+    package let problem: Problem
 
-    public init(_ problem: Problem, at location: Location) {
+    package init(_ problem: Problem, at location: Location) {
         self.problem = problem
         self.location = location
     }
 
     /// What went wrong, without the location.
-    public var reason: String {
+    package var reason: String {
         switch problem {
         case .wrongFieldCount(let found): "expected 3 fields (hash, user id, plan), found \(found)"
         case .invalidHash: "the token hash is not 64 hexadecimal digits"
@@ -59,5 +59,5 @@ public struct TokenConfigError: Error, Hashable, Sendable, CustomStringConvertib
     }
 
     /// `entry 3: the token hash is not 64 hexadecimal digits`.
-    public var description: String { "\(location): \(reason)" }
+    package var description: String { "\(location): \(reason)" }
 }

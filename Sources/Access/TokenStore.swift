@@ -12,24 +12,24 @@ import Crypto
 /// ``authenticate(authorization:)`` hashes the presented token and compares the digest
 /// with every configured digest in constant time, so neither the time taken nor a lookup
 /// structure says how close a guess came.
-public struct TokenStore: Sendable {
+package struct TokenStore: Sendable {
     /// The configured callers, in configuration order.
-    public let entries: [CallerToken]
+    package let entries: [CallerToken]
 
     /// The longest token accepted in an `Authorization` header, in bytes.
-    public static let maximumTokenLength = 512
+    package static let maximumTokenLength = 512
 
     /// A store of `entries`. When two entries share a digest, the first one wins
     /// (the parsers reject such configurations).
-    public init(entries: [CallerToken]) {
+    package init(entries: [CallerToken]) {
         self.entries = entries
     }
 
     /// How many callers are configured.
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// Whether no caller is configured (every token is refused).
-    public var isEmpty: Bool { entries.isEmpty }
+    package var isEmpty: Bool { entries.isEmpty }
 
     // MARK: Authenticating
 
@@ -38,7 +38,7 @@ public struct TokenStore: Sendable {
     ///
     /// The value is read by ``BearerCredentials``: `Bearer` in any case, one or more spaces,
     /// then 1–512 printable ASCII characters without spaces.
-    public func authenticate(authorization: String?) -> Caller? {
+    package func authenticate(authorization: String?) -> Caller? {
         guard let authorization, let token = BearerCredentials.token(in: authorization) else { return nil }
         return caller(digest: SHA256.hash(token))
     }
@@ -59,7 +59,7 @@ public struct TokenStore: Sendable {
 
     /// Whether `token` is one ``authenticate(authorization:)`` could ever accept: 1–512
     /// printable ASCII characters without spaces.
-    public static func isAcceptableToken(_ token: String) -> Bool {
+    package static func isAcceptableToken(_ token: String) -> Bool {
         let bytes = token.utf8
         return !bytes.isEmpty && bytes.count <= maximumTokenLength && bytes.allSatisfy(BearerCredentials.isTokenByte)
     }
@@ -68,7 +68,7 @@ public struct TokenStore: Sendable {
     /// and line breaks around it dropped (the newline `echo` adds). Nil when that is not one
     /// token ``isAcceptableToken(_:)`` allows (1–512 printable ASCII characters without
     /// spaces), or when a second line follows: a hash of it could never match.
-    public static func token(fromInput input: [UInt8]) -> String? {
+    package static func token(fromInput input: [UInt8]) -> String? {
         let blanks: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")]
         var bytes = input[...]
         while let first = bytes.first, blanks.contains(first) { bytes.removeFirst() }
@@ -81,7 +81,7 @@ public struct TokenStore: Sendable {
     /// The hex digest configuration holds for `token`: what `text-gateway token hash` prints
     /// for a token read from standard input. Leading and trailing blanks and line breaks
     /// (the newline `echo` adds) are not part of the token and are dropped first.
-    public static func hashLine(forToken token: String) -> String {
+    package static func hashLine(forToken token: String) -> String {
         let blanks: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")]
         var bytes = token.utf8[...]
         while let first = bytes.first, blanks.contains(first) { bytes.removeFirst() }
@@ -95,7 +95,7 @@ public struct TokenStore: Sendable {
     ///
     /// Blanks around an entry are ignored, and so are empty entries (a trailing comma).
     /// Positions in errors count every comma-separated piece from 1.
-    public static func parse(inline text: String) throws(TokenConfigError) -> TokenStore {
+    package static func parse(inline text: String) throws(TokenConfigError) -> TokenStore {
         var builder = Builder()
         for (offset, piece) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
             let entry = trimmingBlanks(piece)
@@ -109,7 +109,7 @@ public struct TokenStore: Sendable {
     /// Parses a tokens file: one `sha256hex userId plan` entry a line, fields separated by
     /// spaces or tabs. A `#` starts a comment that runs to the end of the line (no field
     /// can contain one); blank lines are ignored; `\n`, `\r\n` and `\r` end a line.
-    public static func parse(file text: String) throws(TokenConfigError) -> TokenStore {
+    package static func parse(file text: String) throws(TokenConfigError) -> TokenStore {
         var builder = Builder()
         // `\r\n` is one `Character`, so line breaks are matched as characters, not as `\n`.
         let lines = text.split(

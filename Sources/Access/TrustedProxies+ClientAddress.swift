@@ -1,6 +1,6 @@
 extension TrustedProxies {
     /// The most entries of an `X-Forwarded-For` header looked at, from the right.
-    public static let maximumForwardedEntries = 32
+    package static let maximumForwardedEntries = 32
 
     /// The address of the client behind the connection from `peer` (the connected socket's
     /// host), given the request's `X-Forwarded-For` value.
@@ -16,7 +16,7 @@ extension TrustedProxies {
     /// carry a port (`1.2.3.4:5678`, `[2001:db8::1]:443`). Addresses come back in canonical
     /// form (``IPAddress/description``: `::ffff:1.2.3.4` is `1.2.3.4`); a peer that is not
     /// an IP address comes back unchanged.
-    public func clientAddress(peer: String, forwardedFor: String?) -> String {
+    package func clientAddress(peer: String, forwardedFor: String?) -> String {
         client(peer: peer, forwardedFor: forwardedFor)?.description ?? peer
     }
 

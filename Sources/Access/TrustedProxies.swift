@@ -7,20 +7,20 @@
 ///
 /// With no trusted proxies, the client address is always the peer's; see
 /// ``clientAddress(peer:forwardedFor:)``.
-public struct TrustedProxies: Sendable {
+package struct TrustedProxies: Sendable {
     /// The trusted ranges.
-    public let ranges: [CIDR]
+    package let ranges: [CIDR]
 
-    public init(ranges: [CIDR]) {
+    package init(ranges: [CIDR]) {
         self.ranges = ranges
     }
 
     /// No proxy is trusted.
-    public static let none = TrustedProxies(ranges: [])
+    package static let none = TrustedProxies(ranges: [])
 
     /// Parses `TRUSTED_PROXIES`. Blanks around entries are ignored, and so are empty
     /// entries; an empty text trusts nothing.
-    public static func parse(_ text: String) throws(TrustedProxiesError) -> TrustedProxies {
+    package static func parse(_ text: String) throws(TrustedProxiesError) -> TrustedProxies {
         var ranges: [CIDR] = []
         for (offset, piece) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
             let entry = piece.trimmingBlanks()
@@ -32,7 +32,7 @@ public struct TrustedProxies: Sendable {
     }
 
     /// Whether `address` is in a trusted range.
-    public func isTrusted(_ address: IPAddress) -> Bool {
+    package func isTrusted(_ address: IPAddress) -> Bool {
         ranges.contains { $0.contains(address) }
     }
 }

@@ -5,7 +5,7 @@ extension ChatCompletion {
     /// from the bytes (``ChatCompletionReader``), anything else through ``JSONValue``;
     /// the same result and the same leniency as the `Decodable` conformance: every field is
     /// optional, `choices` missing or null is empty, a field of the wrong type fails.
-    public init(jsonBytes bytes: [UInt8]) throws(JSONShapeError) {
+    package init(jsonBytes bytes: [UInt8]) throws(JSONShapeError) {
         do throws(ChatCompletionReader.Failure) {
             self = try ChatCompletionReader.read(bytes)
         } catch .syntax {
@@ -95,8 +95,8 @@ extension Usage {
 }
 
 /// A JSON document that does not have the expected shape.
-public struct JSONShapeError: Error, Hashable, Sendable {
-    public init() {}
+package struct JSONShapeError: Error, Hashable, Sendable {
+    package init() {}
 }
 
 extension Optional where Wrapped == JSONValue {

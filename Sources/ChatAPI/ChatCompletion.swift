@@ -6,22 +6,22 @@ import JSON
 /// that omits `id`, `usage` or `finish_reason`, or adds fields of its own, still decodes;
 /// only JSON of the wrong shape fails. A missing or `null` `choices` decodes as `[]`.
 /// Encoding omits `nil` fields and always writes `choices`.
-public struct ChatCompletion: Encodable, Hashable, Sendable {
+package struct ChatCompletion: Encodable, Hashable, Sendable {
     /// The completion id, e.g. `chatcmpl-…`.
-    public var id: String?
+    package var id: String?
     /// The object type, `chat.completion`.
-    public var object: String?
+    package var object: String?
     /// Creation time in Unix seconds.
-    public var created: Int?
+    package var created: Int?
     /// The model that answered.
-    public var model: String?
+    package var model: String?
     /// The generated alternatives; normally one.
-    public var choices: [Choice]
+    package var choices: [Choice]
     /// Token counts, when the server reports them.
-    public var usage: Usage?
+    package var usage: Usage?
 
     /// Creates a completion.
-    public init(
+    package init(
         id: String? = nil,
         object: String? = "chat.completion",
         created: Int? = nil,
@@ -38,21 +38,21 @@ public struct ChatCompletion: Encodable, Hashable, Sendable {
     }
 
     /// The text of the first choice, `choices[0].message.content`, if there is one.
-    public var firstContent: String? {
+    package var firstContent: String? {
         choices.first?.message?.content
     }
 
     /// One generated alternative.
-    public struct Choice: Encodable, Hashable, Sendable {
+    package struct Choice: Encodable, Hashable, Sendable {
         /// The position of this choice among `choices`.
-        public var index: Int?
+        package var index: Int?
         /// The generated message.
-        public var message: Message?
+        package var message: Message?
         /// Why generation stopped: `stop`, `length`, `content_filter`, `tool_calls`, ….
-        public var finishReason: String?
+        package var finishReason: String?
 
         /// Creates a choice.
-        public init(index: Int? = 0, message: Message?, finishReason: String? = nil) {
+        package init(index: Int? = 0, message: Message?, finishReason: String? = nil) {
             self.index = index
             self.message = message
             self.finishReason = finishReason
@@ -64,7 +64,7 @@ public struct ChatCompletion: Encodable, Hashable, Sendable {
             case finishReason = "finish_reason"
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(index, forKey: .index)
             try container.encodeIfPresent(message, forKey: .message)
@@ -74,14 +74,14 @@ public struct ChatCompletion: Encodable, Hashable, Sendable {
 
     /// The message of a choice. `content` is `nil` when the server sent `null` (a refusal
     /// or tool call) or nothing; an array of text parts is flattened as in ``ChatMessage``.
-    public struct Message: Encodable, Hashable, Sendable {
+    package struct Message: Encodable, Hashable, Sendable {
         /// Normally `assistant`.
-        public var role: ChatRole?
+        package var role: ChatRole?
         /// The generated text.
-        public var content: String?
+        package var content: String?
 
         /// Creates a message.
-        public init(role: ChatRole? = .assistant, content: String?) {
+        package init(role: ChatRole? = .assistant, content: String?) {
             self.role = role
             self.content = content
         }
@@ -91,7 +91,7 @@ public struct ChatCompletion: Encodable, Hashable, Sendable {
             case content
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(role, forKey: .role)
             try container.encodeIfPresent(content, forKey: .content)
@@ -107,7 +107,7 @@ public struct ChatCompletion: Encodable, Hashable, Sendable {
         case usage
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(id, forKey: .id)
         try container.encodeIfPresent(object, forKey: .object)

@@ -7,22 +7,22 @@ import JSON
 /// With `stream_options.include_usage` the last chunk before `[DONE]` has `choices: []` and
 /// carries ``usage``. Encoding omits `nil` fields except `finish_reason`, which is written
 /// as `null` as OpenAI does.
-public struct ChatCompletionChunk: Codable, Hashable, Sendable {
+package struct ChatCompletionChunk: Codable, Hashable, Sendable {
     /// The completion id, the same in every chunk of a stream.
-    public var id: String?
+    package var id: String?
     /// The object type, `chat.completion.chunk`.
-    public var object: String?
+    package var object: String?
     /// Creation time in Unix seconds.
-    public var created: Int?
+    package var created: Int?
     /// The model that answers.
-    public var model: String?
+    package var model: String?
     /// The increments of each alternative; empty in the usage chunk.
-    public var choices: [Choice]
+    package var choices: [Choice]
     /// Token counts, in the final chunk when usage was asked for.
-    public var usage: Usage?
+    package var usage: Usage?
 
     /// Creates a chunk.
-    public init(
+    package init(
         id: String? = nil,
         object: String? = "chat.completion.chunk",
         created: Int? = nil,
@@ -39,27 +39,27 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
     }
 
     /// The text this chunk adds to the first choice, if any.
-    public var firstDeltaContent: String? {
+    package var firstDeltaContent: String? {
         choices.first?.delta.content
     }
 
     /// Whether the chunk adds to the answer of any choice: text or a tool call (a chunk with
     /// only a role, a finish reason or usage does not).
-    public var carriesOutput: Bool {
+    package var carriesOutput: Bool {
         choices.contains { !($0.delta.content ?? "").isEmpty || $0.delta.hasToolCalls }
     }
 
     /// The increment of one alternative.
-    public struct Choice: Codable, Hashable, Sendable {
+    package struct Choice: Codable, Hashable, Sendable {
         /// The position of the alternative among `choices`.
-        public var index: Int?
+        package var index: Int?
         /// What this chunk adds.
-        public var delta: Delta
+        package var delta: Delta
         /// Set in the alternative's last chunk: `stop`, `length`, ….
-        public var finishReason: String?
+        package var finishReason: String?
 
         /// Creates a choice increment.
-        public init(index: Int? = 0, delta: Delta, finishReason: String? = nil) {
+        package init(index: Int? = 0, delta: Delta, finishReason: String? = nil) {
             self.index = index
             self.delta = delta
             self.finishReason = finishReason
@@ -71,14 +71,14 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
             case finishReason = "finish_reason"
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.index = try container.decodeIfPresent(Int.self, forKey: .index)
             self.delta = try container.decodeIfPresent(Delta.self, forKey: .delta) ?? Delta()
             self.finishReason = try container.decodeIfPresent(String.self, forKey: .finishReason)
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(index, forKey: .index)
             try container.encode(delta, forKey: .delta)
@@ -91,17 +91,17 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
     }
 
     /// The part of a message one chunk adds: the role in the first chunk, then text.
-    public struct Delta: Codable, Hashable, Sendable {
+    package struct Delta: Codable, Hashable, Sendable {
         /// Set in the first chunk, normally `assistant`.
-        public var role: ChatRole?
+        package var role: ChatRole?
         /// The text added; flattened like ``ChatMessage/content`` if sent as parts.
-        public var content: String?
+        package var content: String?
         /// Whether the chunk carries `tool_calls` (not null). Read only, never encoded: the
         /// gateway relays the calls as they came and only needs to know the stream is alive.
-        public var hasToolCalls: Bool
+        package var hasToolCalls: Bool
 
         /// Creates a delta.
-        public init(role: ChatRole? = nil, content: String? = nil, hasToolCalls: Bool = false) {
+        package init(role: ChatRole? = nil, content: String? = nil, hasToolCalls: Bool = false) {
             self.role = role
             self.content = content
             self.hasToolCalls = hasToolCalls
@@ -113,14 +113,14 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
             case toolCalls = "tool_calls"
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.role = try container.decodeIfPresent(ChatRole.self, forKey: .role)
             self.content = try MessageContent.decode(from: container, forKey: .content)
             self.hasToolCalls = try container.contains(.toolCalls) && !container.decodeNil(forKey: .toolCalls)
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(role, forKey: .role)
             try container.encodeIfPresent(content, forKey: .content)
@@ -136,7 +136,7 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
         case usage
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.id = try container.decodeIfPresent(String.self, forKey: .id)
         self.object = try container.decodeIfPresent(String.self, forKey: .object)
@@ -146,7 +146,7 @@ public struct ChatCompletionChunk: Codable, Hashable, Sendable {
         self.usage = try container.decodeIfPresent(Usage.self, forKey: .usage)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(id, forKey: .id)
         try container.encodeIfPresent(object, forKey: .object)

@@ -8,19 +8,19 @@ import JSON
 /// of each top-level member's value, so what a client's SDK sends is what the provider gets.
 /// The whole body is held to I-JSON (RFC 7493) as ``JSONValue/parse(_:maximumDepth:)`` holds
 /// it; `null` for an optional field the gateway reads counts as absent.
-public struct ChatCompletionPassThrough: Sendable {
+package struct ChatCompletionPassThrough: Sendable {
     /// The model the client asked for (an alias, on the gateway).
-    public let model: String
+    package let model: String
     /// Whether the client asked for a streamed answer, `stream: true`.
-    public let stream: Bool
+    package let stream: Bool
     /// Whether the client asked for the usage chunk, `stream_options.include_usage: true`.
-    public let includeUsage: Bool
+    package let includeUsage: Bool
     /// `max_tokens`, when present.
-    public let maxTokens: Int?
+    package let maxTokens: Int?
     /// `max_completion_tokens`, when present.
-    public let maxCompletionTokens: Int?
+    package let maxCompletionTokens: Int?
     /// `n`, the number of answers asked for: 1 when absent.
-    public let choices: Int
+    package let choices: Int
 
     private let bytes: [UInt8]
     /// The top-level members in the order they came; each value as its range of `bytes`.
@@ -36,7 +36,7 @@ public struct ChatCompletionPassThrough: Sendable {
     /// `maximumMessages` objects in `messages`, each with a string `role`; `stream` a
     /// boolean, `max_tokens` and `max_completion_tokens` whole numbers from 0, `n` one from 1, and
     /// `stream_options` an object, when present.
-    public init(jsonBytes bytes: [UInt8], maximumMessages: Int) throws(ChatCompletionPassThroughError) {
+    package init(jsonBytes bytes: [UInt8], maximumMessages: Int) throws(ChatCompletionPassThroughError) {
         let reading: JSONByteParser.PassThroughReading?
         do {
             reading = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
@@ -110,7 +110,7 @@ public struct ChatCompletionPassThrough: Sendable {
     /// when present; when `max_completion_tokens` is not, `max_tokens` is the cap if absent.
     /// `addUsageOption` merges `include_usage: true` into `stream_options` (the gateway
     /// counts a stream's tokens whatever the client asked), keeping its other members.
-    public func body(model: String, maxTokensCap: Int, addUsageOption: Bool) -> [UInt8] {
+    package func body(model: String, maxTokensCap: Int, addUsageOption: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + model.utf8.count + 64)
         out.append(UInt8(ascii: "{"))

@@ -1,8 +1,8 @@
-public import JSON
+package import JSON
 
 /// Why a `/v1/chat/completions` body cannot be passed through. Names the field, never its
 /// value (it may be user text).
-public enum ChatCompletionPassThroughError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum ChatCompletionPassThroughError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The bytes are not an I-JSON document.
     case invalidJSON(JSONParseError)
     /// A JSON document, but not an object.
@@ -13,7 +13,7 @@ public enum ChatCompletionPassThroughError: Error, Hashable, Sendable, CustomStr
     /// `messages` holds no message, or more than the caller allows.
     case messageCount(Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidJSON(let error): return error.description
         case .notAnObject: return "the body is not a JSON object"

@@ -1,4 +1,4 @@
-public import JSON
+package import JSON
 
 /// The body of `POST /chat/completions`, as OpenAI defines it (the subset this gateway uses).
 ///
@@ -6,38 +6,38 @@ public import JSON
 /// `"temperature": null`). Decoding, for requests from OpenAI SDK clients, requires `model`
 /// and `messages`, accepts every other field as absent or `null`, and ignores fields it
 /// does not know (`tools`, `n`, `logprobs`, …).
-public struct ChatCompletionRequest: Codable, Hashable, Sendable {
+package struct ChatCompletionRequest: Codable, Hashable, Sendable {
     /// The model id.
-    public var model: String
+    package var model: String
     /// The conversation so far.
-    public var messages: [ChatMessage]
+    package var messages: [ChatMessage]
     /// Sampling temperature, 0–2.
-    public var temperature: Double?
+    package var temperature: Double?
     /// Nucleus sampling mass, `top_p`.
-    public var topP: Double?
+    package var topP: Double?
     /// The most tokens to generate, `max_tokens`.
-    public var maxTokens: Int?
+    package var maxTokens: Int?
     /// The newer spelling of the token limit, `max_completion_tokens`; kept so that a client
     /// using it is not silently unlimited.
-    public var maxCompletionTokens: Int?
+    package var maxCompletionTokens: Int?
     /// Whether the answer is streamed as server-sent events.
-    public var stream: Bool?
+    package var stream: Bool?
     /// Options for a streamed answer, `stream_options`.
-    public var streamOptions: StreamOptions?
+    package var streamOptions: StreamOptions?
     /// Up to four sequences where generation stops: a string or an array of strings.
-    public var stop: Stop?
+    package var stop: Stop?
     /// `presence_penalty`, −2–2.
-    public var presencePenalty: Double?
+    package var presencePenalty: Double?
     /// `frequency_penalty`, −2–2.
-    public var frequencyPenalty: Double?
+    package var frequencyPenalty: Double?
     /// An end-user id for abuse monitoring.
-    public var user: String?
+    package var user: String?
     /// `response_format`: `{"type":"json_schema","json_schema":{…}}`, `{"type":"json_object"}`
     /// or `{"type":"text"}`, kept as the JSON it is.
-    public var responseFormat: JSONValue?
+    package var responseFormat: JSONValue?
 
     /// Creates a request; every optional field defaults to absent.
-    public init(
+    package init(
         model: String,
         messages: [ChatMessage],
         temperature: Double? = nil,
@@ -68,12 +68,12 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
     }
 
     /// `stream_options`: `{"include_usage": true}` asks for a final chunk with token usage.
-    public struct StreamOptions: Codable, Hashable, Sendable {
+    package struct StreamOptions: Codable, Hashable, Sendable {
         /// Whether the stream ends with a usage chunk (`include_usage`).
-        public var includeUsage: Bool?
+        package var includeUsage: Bool?
 
         /// Creates stream options.
-        public init(includeUsage: Bool?) {
+        package init(includeUsage: Bool?) {
             self.includeUsage = includeUsage
         }
 
@@ -81,33 +81,33 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
             case includeUsage = "include_usage"
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.includeUsage = try container.decodeIfPresent(Bool.self, forKey: .includeUsage)
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encodeIfPresent(includeUsage, forKey: .includeUsage)
         }
     }
 
     /// `stop`: one string or an array of strings, encoded back in the shape it came in.
-    public enum Stop: Codable, Hashable, Sendable {
+    package enum Stop: Codable, Hashable, Sendable {
         /// `"stop": "…"`.
         case single(String)
         /// `"stop": ["…", "…"]`.
         case multiple([String])
 
         /// The stop sequences, whichever shape they came in.
-        public var sequences: [String] {
+        package var sequences: [String] {
             switch self {
             case .single(let sequence): [sequence]
             case .multiple(let sequences): sequences
             }
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let sequence = try? container.decode(String.self) {
                 self = .single(sequence)
@@ -116,7 +116,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             switch self {
             case .single(let sequence): try container.encode(sequence)
@@ -141,7 +141,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         case responseFormat = "response_format"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.model = try container.decode(String.self, forKey: .model)
         self.messages = try container.decode([ChatMessage].self, forKey: .messages)
@@ -158,7 +158,7 @@ public struct ChatCompletionRequest: Codable, Hashable, Sendable {
         self.responseFormat = try container.decodeIfPresent(JSONValue.self, forKey: .responseFormat)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(model, forKey: .model)
         try container.encode(messages, forKey: .messages)
@@ -182,7 +182,7 @@ extension ChatCompletionRequest: IJSONDecodable {}
 extension ChatCompletionRequest {
     /// The request as OpenAI JSON, written directly (the hot path of every upstream call);
     /// the same document as `JSON.encode(self)`: snake_case keys, nil fields left out.
-    public func jsonBytes() -> [UInt8] {
+    package func jsonBytes() -> [UInt8] {
         var writer = JSONWriter(capacity: messages.reduce(256) { $0 + ($1.content?.utf8.count ?? 0) + 48 })
         writer.object { body in
             body.field("model", model)

@@ -1,7 +1,7 @@
 /// Why a chat-completions call failed, in the terms the gateway maps to statuses.
 /// Never carries the upstream's error text in its description (it can hold internals);
 /// the text is in ``UpstreamErrorBody/message`` for the log only.
-public enum ChatError: Error, Sendable, CustomStringConvertible {
+package enum ChatError: Error, Sendable, CustomStringConvertible {
     /// The upstream could not be reached (DNS, refused, unreachable).
     case couldNotConnect(detail: String)
     /// The TLS handshake failed: a certificate not trusted, expired or for another host.
@@ -22,7 +22,7 @@ public enum ChatError: Error, Sendable, CustomStringConvertible {
     /// The connection failed mid-answer, or a stream was malformed or cut short.
     case transport(detail: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .couldNotConnect(let detail): return "could not connect: \(detail)"
         case .timedOut: return "timed out"

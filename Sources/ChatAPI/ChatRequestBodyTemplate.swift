@@ -4,10 +4,10 @@ import JSON
 /// but for one piece of text: the bytes before and after that text, encoded once by
 /// ``ChatCompletionRequest/jsonBytes()``, so that each call escapes only its own text rather
 /// than the whole conversation (a task's system prompt is most of the body).
-public struct ChatRequestBodyTemplate: Sendable {
+package struct ChatRequestBodyTemplate: Sendable {
     /// Stands for the text in the request the template is made from. The writer escapes it as
     /// `\u0000`, so it is found among the body's escapes, where no other text can look like it.
-    public static let placeholder = "\u{0}"
+    package static let placeholder = "\u{0}"
     private static let escapedPlaceholder = Array(#"\u0000"#.utf8)
 
     private let head: [UInt8]
@@ -15,7 +15,7 @@ public struct ChatRequestBodyTemplate: Sendable {
 
     /// The template of `request`, whose strings hold ``placeholder`` once in all; nil when
     /// they hold it more than once or not at all.
-    public init?(_ request: ChatCompletionRequest) {
+    package init?(_ request: ChatCompletionRequest) {
         let bytes = request.jsonBytes()
         let marker = Self.escapedPlaceholder
         var found: Int?
@@ -41,7 +41,7 @@ public struct ChatRequestBodyTemplate: Sendable {
 
     /// The body with `text` where the placeholder was: byte for byte what `jsonBytes()` gives
     /// for the request with `text` in its place.
-    public func body(filling text: String) -> [UInt8] {
+    package func body(filling text: String) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(head.count + text.utf8.count + text.utf8.count / 8 + tail.count)
         body.append(contentsOf: head)

@@ -10,7 +10,7 @@ import JSON
 /// else is ignored, unread.
 ///
 /// Any error is final: the decoder then throws it again on every call.
-public struct ChatStreamDecoder: Sendable {
+package struct ChatStreamDecoder: Sendable {
     private enum State: Sendable {
         case streaming
         case done
@@ -21,7 +21,7 @@ public struct ChatStreamDecoder: Sendable {
     private var state = State.streaming
 
     /// Creates a decoder whose event-stream reader has the given bounds (in bytes).
-    public init(
+    package init(
         maximumLineLength: Int = ServerSentEventReader.defaultMaximumLineLength,
         maximumEventLength: Int = ServerSentEventReader.defaultMaximumEventLength
     ) {
@@ -30,12 +30,12 @@ public struct ChatStreamDecoder: Sendable {
     }
 
     /// Whether `[DONE]` has been read.
-    public var isDone: Bool {
+    package var isDone: Bool {
         if case .done = state { true } else { false }
     }
 
     /// How many comments (heartbeats) the stream has had so far.
-    public var commentCount: Int {
+    package var commentCount: Int {
         reader.commentCount
     }
 
@@ -43,7 +43,7 @@ public struct ChatStreamDecoder: Sendable {
     /// ``ChatStreamEvent/done`` it returns nothing more.
     /// - Throws: ``ChatStreamError/malformedChunk(length:)``,
     ///   ``ChatStreamError/upstreamError(_:)`` or ``ChatStreamError/eventStream(_:)``.
-    public mutating func feed(_ bytes: some Collection<UInt8>) throws(ChatStreamError) -> [ChatStreamEvent] {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(ChatStreamError) -> [ChatStreamEvent] {
         switch state {
         case .done: return []
         case .failed(let error): throw error
@@ -62,7 +62,7 @@ public struct ChatStreamDecoder: Sendable {
     /// it (see ``ServerSentEventReader/finish()``).
     /// - Throws: ``ChatStreamError/truncated`` when `[DONE]` was never read, including when
     ///   the last block is an incomplete chunk; or the error of an earlier call.
-    public mutating func finish() throws(ChatStreamError) -> [ChatStreamEvent] {
+    package mutating func finish() throws(ChatStreamError) -> [ChatStreamEvent] {
         switch state {
         case .done: return []
         case .failed(let error): throw error
@@ -105,7 +105,7 @@ public struct ChatStreamDecoder: Sendable {
 
     /// What one event of the stream holds: `[DONE]`, a chunk, or nothing of interest (nil);
     /// throws for an error object or a malformed chunk.
-    public static func interpret(_ event: ServerSentEvent) throws(ChatStreamError) -> ChatStreamEvent? {
+    package static func interpret(_ event: ServerSentEvent) throws(ChatStreamError) -> ChatStreamEvent? {
         switch event.event {
         case nil, "message":
             guard let payload = trimmed(event.data) else { return nil }

@@ -1,7 +1,7 @@
 /// Why a streamed chat completion could not be read to its end.
 ///
 /// Descriptions never contain the stream's data, which may hold user text or model output.
-public enum ChatStreamError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum ChatStreamError: Error, Hashable, Sendable, CustomStringConvertible {
     /// An event's data was neither `[DONE]` nor a chunk; `length` is its size in bytes.
     case malformedChunk(length: Int)
     /// The server sent an error object (`data: {"error": {…}}` or `event: error`) in the
@@ -12,7 +12,7 @@ public enum ChatStreamError: Error, Hashable, Sendable, CustomStringConvertible 
     /// The event stream broke its memory bounds.
     case eventStream(ServerSentEventError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformedChunk(let length):
             "malformed stream chunk (\(length) bytes)"

@@ -26,18 +26,18 @@ import JSON
 /// last line and of the last event and dispatches it. Servers that close right after their
 /// last `data:` line are thus read in full; a stream cut in the middle of a line yields a
 /// partial event, which a consumer of JSON data detects because the JSON is incomplete.
-public struct ServerSentEventReader: Sendable {
+package struct ServerSentEventReader: Sendable {
     /// The default ``maximumLineLength``: 1 MiB.
-    public static let defaultMaximumLineLength = 1 << 20
+    package static let defaultMaximumLineLength = 1 << 20
     /// The default ``maximumEventLength``: 4 MiB.
-    public static let defaultMaximumEventLength = 4 << 20
+    package static let defaultMaximumEventLength = 4 << 20
 
     /// The longest line accepted, in bytes, without its line break.
-    public let maximumLineLength: Int
+    package let maximumLineLength: Int
     /// The most `data:` bytes accepted in one event, counting the `"\n"` between lines.
-    public let maximumEventLength: Int
+    package let maximumEventLength: Int
     /// How many comment lines (`: ping`, heartbeats) have been read.
-    public private(set) var commentCount = 0
+    package private(set) var commentCount = 0
 
     private enum ByteOrderMark {
         /// At the start of the stream, having matched this many bytes of the BOM.
@@ -67,7 +67,7 @@ public struct ServerSentEventReader: Sendable {
     private var failure: ServerSentEventError?
 
     /// Creates a reader with the given bounds (in bytes).
-    public init(
+    package init(
         maximumLineLength: Int = ServerSentEventReader.defaultMaximumLineLength,
         maximumEventLength: Int = ServerSentEventReader.defaultMaximumEventLength
     ) {
@@ -79,7 +79,7 @@ public struct ServerSentEventReader: Sendable {
     /// - Throws: ``ServerSentEventError/lineTooLong`` or
     ///   ``ServerSentEventError/eventTooLarge``; after that, every call throws the same error
     ///   until ``finish()``.
-    public mutating func feed(_ bytes: some Collection<UInt8>) throws(ServerSentEventError) -> [ServerSentEvent] {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(ServerSentEventError) -> [ServerSentEvent] {
         if let failure { throw failure }
         // The parser works on one concrete type, so that it is fully optimised whatever
         // collection the caller has.
@@ -108,7 +108,7 @@ public struct ServerSentEventReader: Sendable {
     /// new stream, with the last event id cleared; ``commentCount`` keeps counting.
     ///
     /// A failed reader returns no events, as does a final line or event over the bounds.
-    public mutating func finish() -> [ServerSentEvent] {
+    package mutating func finish() -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         if failure == nil {
             do throws(ServerSentEventError) {

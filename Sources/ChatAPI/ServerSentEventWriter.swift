@@ -7,14 +7,14 @@
 /// - CR and LF are removed from an event name and from an id, and NUL from an id, since
 ///   they cannot be carried in those fields;
 /// - every field is written as `name: value`, so a value starting with a space keeps it.
-public enum ServerSentEventWriter {
+package enum ServerSentEventWriter {
     private static let lineFeed = UInt8(ascii: "\n")
     private static let carriageReturn = UInt8(ascii: "\r")
 
     /// One event: `event: name` (omitted when `name` is `nil` or empty after removing line
     /// breaks), `id: id` (when not `nil`), one `data:` line per line of `data`, then a blank
     /// line.
-    public static func event(name: String?, data: String, id: String? = nil) -> [UInt8] {
+    package static func event(name: String?, data: String, id: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(data.utf8.count + 16)
         if let name {
@@ -33,7 +33,7 @@ public enum ServerSentEventWriter {
 
     /// A comment, which readers ignore; used as a heartbeat (`comment("ping")` is
     /// `": ping\n\n"`). Each line of `text` becomes its own comment line.
-    public static func comment(_ text: String) -> [UInt8] {
+    package static func comment(_ text: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count + 4)
         forEachLine(of: text) { appendField("", $0, to: &bytes) }
@@ -42,7 +42,7 @@ public enum ServerSentEventWriter {
     }
 
     /// The terminator of an OpenAI stream: `data: [DONE]` and a blank line.
-    public static func done() -> [UInt8] {
+    package static func done() -> [UInt8] {
         Array("data: [DONE]\n\n".utf8)
     }
 

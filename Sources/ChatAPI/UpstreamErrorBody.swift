@@ -17,18 +17,18 @@ import JSON
 ///
 /// The texts come from the upstream and may hold internals: log them, never show them to a
 /// client.
-public struct UpstreamErrorBody: Codable, Hashable, Sendable {
+package struct UpstreamErrorBody: Codable, Hashable, Sendable {
     /// A human-readable description.
-    public var message: String?
+    package var message: String?
     /// The error class, e.g. `invalid_request_error`.
-    public var type: String?
+    package var type: String?
     /// A machine-readable code, e.g. `context_length_exceeded` or `"429"`.
-    public var code: String?
+    package var code: String?
     /// The request parameter at fault, if any.
-    public var param: String?
+    package var param: String?
 
     /// Creates an error body.
-    public init(message: String?, type: String? = nil, code: String? = nil, param: String? = nil) {
+    package init(message: String?, type: String? = nil, code: String? = nil, param: String? = nil) {
         self.message = message
         self.type = type
         self.code = code
@@ -40,7 +40,7 @@ public struct UpstreamErrorBody: Codable, Hashable, Sendable {
     /// too), llama.cpp's type `exceed_context_size_error` (answered `400`, or `500` by some
     /// builds), and vLLM's message "This model's maximum context length is N tokens…" or "…is
     /// longer than the maximum model length of N".
-    public var saysContextExceeded: Bool {
+    package var saysContextExceeded: Bool {
         if code == "context_length_exceeded" || type == "exceed_context_size_error" { return true }
         guard let message = message?.lowercased() else { return false }
         return message.contains("maximum context length") || message.contains("maximum model length")
@@ -48,7 +48,7 @@ public struct UpstreamErrorBody: Codable, Hashable, Sendable {
 
     /// Reads an error body from a response body; `nil` when the bytes are not one.
     /// Never throws.
-    public static func decode(from bytes: [UInt8]) -> UpstreamErrorBody? {
+    package static func decode(from bytes: [UInt8]) -> UpstreamErrorBody? {
         try? JSON.decode(UpstreamErrorBody.self, from: bytes)
     }
 
@@ -68,7 +68,7 @@ public struct UpstreamErrorBody: Codable, Hashable, Sendable {
         case param
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         guard let body = UpstreamErrorBody(ifErrorIn: decoder) else {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "Not an error body.")
@@ -106,7 +106,7 @@ public struct UpstreamErrorBody: Codable, Hashable, Sendable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         var detail = container.nestedContainer(keyedBy: DetailKeys.self, forKey: .error)
         try detail.encode(message, forKey: .message)

@@ -3,16 +3,16 @@
 ///
 /// Each count is optional, because compatible servers omit some of them; extra fields
 /// (`prompt_tokens_details`, …) are ignored. Encoding omits `nil` counts.
-public struct Usage: Codable, Hashable, Sendable {
+package struct Usage: Codable, Hashable, Sendable {
     /// Tokens in the prompt, `prompt_tokens`.
-    public var promptTokens: Int?
+    package var promptTokens: Int?
     /// Tokens generated, `completion_tokens`.
-    public var completionTokens: Int?
+    package var completionTokens: Int?
     /// `total_tokens` as reported.
-    public var totalTokens: Int?
+    package var totalTokens: Int?
 
     /// Creates a usage report.
-    public init(promptTokens: Int?, completionTokens: Int?, totalTokens: Int?) {
+    package init(promptTokens: Int?, completionTokens: Int?, totalTokens: Int?) {
         self.promptTokens = promptTokens
         self.completionTokens = completionTokens
         self.totalTokens = totalTokens
@@ -20,7 +20,7 @@ public struct Usage: Codable, Hashable, Sendable {
 
     /// `total_tokens`, or the sum of prompt and completion tokens when the server reported
     /// both of those but no total; `nil` when neither is possible.
-    public var effectiveTotalTokens: Int? {
+    package var effectiveTotalTokens: Int? {
         if let totalTokens { return totalTokens }
         guard let promptTokens, let completionTokens else { return nil }
         let (sum, overflow) = promptTokens.addingReportingOverflow(completionTokens)
@@ -33,14 +33,14 @@ public struct Usage: Codable, Hashable, Sendable {
         case totalTokens = "total_tokens"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.promptTokens = try container.decodeIfPresent(Int.self, forKey: .promptTokens)
         self.completionTokens = try container.decodeIfPresent(Int.self, forKey: .completionTokens)
         self.totalTokens = try container.decodeIfPresent(Int.self, forKey: .totalTokens)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(promptTokens, forKey: .promptTokens)
         try container.encodeIfPresent(completionTokens, forKey: .completionTokens)

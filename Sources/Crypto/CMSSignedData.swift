@@ -1,11 +1,11 @@
 import CCrypto
 
 /// CMS SignedData (RFC 5652) with its content embedded: what App Attest receipts are.
-public enum CMSSignedData {
+package enum CMSSignedData {
     /// The content of `der` when its signature verifies and its signer's certificate chains to
     /// one of `roots` (and to nothing else: no system store) with every certificate valid at
     /// `unixSeconds`. The signer's certificate and intermediates come from `der` itself.
-    public static func verifiedContent(_ der: [UInt8], roots: [X509Certificate], at unixSeconds: Int64)
+    package static func verifiedContent(_ der: [UInt8], roots: [X509Certificate], at unixSeconds: Int64)
         throws(CryptoError) -> [UInt8]
     {
         _ = LibCrypto.shared
@@ -35,7 +35,7 @@ public enum CMSSignedData {
 
     /// `content` signed by `signer`'s key in its certificate's name, carrying `certificates`
     /// (the intermediates) too. For tests and stand-ins: the gateway only verifies.
-    public static func sign(_ content: [UInt8], signer: CertificateIssuer, certificates: [X509Certificate])
+    package static func sign(_ content: [UInt8], signer: CertificateIssuer, certificates: [X509Certificate])
         throws(CryptoError) -> [UInt8]
     {
         _ = LibCrypto.shared

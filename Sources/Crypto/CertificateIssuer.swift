@@ -15,31 +15,32 @@ import CCrypto
 ///     key: rootKey)
 /// let leaf = try root.issue(CertificateFields(commonName: "device", serialNumber: 2, ...), for: deviceKey.publicKey)
 /// ```
-public struct CertificateIssuer: Sendable {
+package struct CertificateIssuer: Sendable {
     /// The issuer's certificate: its subject is the issuer name of what it signs.
-    public let certificate: X509Certificate
+    package let certificate: X509Certificate
     /// The key that signs.
-    public let key: PrivateKey
+    package let key: PrivateKey
 
     /// The issuer whose certificate is `certificate` and whose signing key is `key`.
     ///
     /// The key is not checked against the certificate, so that a test can make certificates
     /// whose signatures do not verify (a leaf signed by another key in an intermediate's name).
-    public init(certificate: X509Certificate, key: PrivateKey) {
+    package init(certificate: X509Certificate, key: PrivateKey) {
         self.certificate = certificate
         self.key = key
     }
 
     /// A root: the certificate of `fields` for `key`'s public key, signed by `key` itself,
     /// its issuer name its own subject name.
-    public static func selfSigned(_ fields: CertificateFields, key: PrivateKey) throws(CryptoError) -> CertificateIssuer
+    package static func selfSigned(_ fields: CertificateFields, key: PrivateKey) throws(CryptoError)
+        -> CertificateIssuer
     {
         let certificate = try make(fields, subjectKey: key.publicKey, issuer: nil, signingKey: key)
         return CertificateIssuer(certificate: certificate, key: key)
     }
 
     /// The certificate of `fields` for `subjectKey`, in this issuer's name and signed by its key.
-    public func issue(_ fields: CertificateFields, for subjectKey: PublicKey) throws(CryptoError) -> X509Certificate {
+    package func issue(_ fields: CertificateFields, for subjectKey: PublicKey) throws(CryptoError) -> X509Certificate {
         try Self.make(fields, subjectKey: subjectKey, issuer: certificate, signingKey: key)
     }
 
@@ -154,23 +155,23 @@ public struct CertificateIssuer: Sendable {
 /// common name, the serial number, the validity, basicConstraints (always, critical), keyUsage
 /// (critical, when not empty) and any other extensions. The issuer adds the subject key
 /// identifier, and the authority key identifier to what is not self-signed.
-public struct CertificateFields: Sendable, Hashable {
+package struct CertificateFields: Sendable, Hashable {
     /// The subject's common name (the subject name has no other attribute).
-    public var commonName: String
-    public var serialNumber: UInt64
+    package var commonName: String
+    package var serialNumber: UInt64
     /// The start of the validity period, in seconds since the Unix epoch.
-    public var notBefore: Int64
+    package var notBefore: Int64
     /// The end of the validity period, in seconds since the Unix epoch (see
     /// ``X509Certificate/notAfter``).
-    public var notAfter: Int64
+    package var notAfter: Int64
     /// The basicConstraints cA flag: whether the subject may issue certificates (no path
     /// length limit).
-    public var isCertificateAuthority: Bool
-    public var keyUsage: CertificateKeyUsage
+    package var isCertificateAuthority: Bool
+    package var keyUsage: CertificateKeyUsage
     /// Extensions after basicConstraints, keyUsage and the key identifiers, in this order.
-    public var extensions: [CertificateExtension]
+    package var extensions: [CertificateExtension]
 
-    public init(
+    package init(
         commonName: String, serialNumber: UInt64, notBefore: Int64, notAfter: Int64,
         isCertificateAuthority: Bool, keyUsage: CertificateKeyUsage, extensions: [CertificateExtension] = []
     ) {
@@ -186,15 +187,15 @@ public struct CertificateFields: Sendable, Hashable {
 
 /// A certificate extension given by its parts: what ``X509Certificate/extensionValue(oid:)``
 /// reads back.
-public struct CertificateExtension: Sendable, Hashable {
+package struct CertificateExtension: Sendable, Hashable {
     /// The extension's object identifier in dotted decimal, such as `"1.2.840.113635.100.8.2"`.
-    public var oid: String
+    package var oid: String
     /// The DER of what the extension holds (the content of its `extnValue` OCTET STRING).
-    public var value: [UInt8]
+    package var value: [UInt8]
     /// A verifier refuses a certificate with a critical extension it does not know.
-    public var isCritical: Bool
+    package var isCritical: Bool
 
-    public init(oid: String, value: [UInt8], isCritical: Bool = false) {
+    package init(oid: String, value: [UInt8], isCritical: Bool = false) {
         self.oid = oid
         self.value = value
         self.isCritical = isCritical
@@ -202,21 +203,21 @@ public struct CertificateExtension: Sendable, Hashable {
 }
 
 /// The purposes of a certificate's key (RFC 5280 §4.2.1.3), each the bit of its number.
-public struct CertificateKeyUsage: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt16
+package struct CertificateKeyUsage: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt16
 
-    public init(rawValue: UInt16) {
+    package init(rawValue: UInt16) {
         self.rawValue = rawValue
     }
 
-    public static let digitalSignature = CertificateKeyUsage(rawValue: 1 << 0)
-    public static let contentCommitment = CertificateKeyUsage(rawValue: 1 << 1)
-    public static let keyEncipherment = CertificateKeyUsage(rawValue: 1 << 2)
-    public static let dataEncipherment = CertificateKeyUsage(rawValue: 1 << 3)
-    public static let keyAgreement = CertificateKeyUsage(rawValue: 1 << 4)
+    package static let digitalSignature = CertificateKeyUsage(rawValue: 1 << 0)
+    package static let contentCommitment = CertificateKeyUsage(rawValue: 1 << 1)
+    package static let keyEncipherment = CertificateKeyUsage(rawValue: 1 << 2)
+    package static let dataEncipherment = CertificateKeyUsage(rawValue: 1 << 3)
+    package static let keyAgreement = CertificateKeyUsage(rawValue: 1 << 4)
     /// Signing certificates: a certificate authority's key needs it when keyUsage is present.
-    public static let keyCertSign = CertificateKeyUsage(rawValue: 1 << 5)
-    public static let cRLSign = CertificateKeyUsage(rawValue: 1 << 6)
-    public static let encipherOnly = CertificateKeyUsage(rawValue: 1 << 7)
-    public static let decipherOnly = CertificateKeyUsage(rawValue: 1 << 8)
+    package static let keyCertSign = CertificateKeyUsage(rawValue: 1 << 5)
+    package static let cRLSign = CertificateKeyUsage(rawValue: 1 << 6)
+    package static let encipherOnly = CertificateKeyUsage(rawValue: 1 << 7)
+    package static let decipherOnly = CertificateKeyUsage(rawValue: 1 << 8)
 }

@@ -1,11 +1,11 @@
 import CCrypto
 
 /// Why a key could not be built, generated or used.
-public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What failed, followed by libcrypto's own messages when it left any.
-    public let reason: String
+    package let reason: String
 
-    public var description: String { reason }
+    package var description: String { reason }
 
     /// `reason`, then the messages on this thread's libcrypto error queue, which this empties
     /// (so they are not reported again with a later error).

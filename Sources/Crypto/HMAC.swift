@@ -1,11 +1,11 @@
 import CCrypto
 
 /// HMAC (RFC 2104), from libcrypto.
-public enum HMAC {
+package enum HMAC {
     /// The 32-byte HMAC-SHA-256 of `message` under `key` (a key of any length, as RFC 2104
     /// allows: longer than 64 bytes it is hashed first).
     @inlinable
-    public static func sha256(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
+    package static func sha256(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
         key.withContiguousBytes { key in message.withContiguousBytes { tag(key: key, message: $0) } }
     }
 

@@ -2,10 +2,10 @@ import CCrypto
 
 /// A private key that signs: for tests, benchmarks and operators' tools (the gateway itself
 /// only verifies).
-public struct PrivateKey: Sendable {
+package struct PrivateKey: Sendable {
     let key: EVPKey
     /// The public half, on a key of its own.
-    public let publicKey: PublicKey
+    package let publicKey: PublicKey
 
     private init(_ key: EVPKey) throws(CryptoError) {
         self.key = key
@@ -17,7 +17,7 @@ public struct PrivateKey: Sendable {
     }
 
     /// A new RSA key of `bits` bits (2048 to 16384), public exponent 65537.
-    public static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
+    package static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
         guard (2048...16384).contains(bits) else {
             throw CryptoError("an RSA key of \(bits) bits: 2048 to 16384 are made")
         }
@@ -30,7 +30,7 @@ public struct PrivateKey: Sendable {
 
     /// The P-256 key of an unencrypted PEM private key (PKCS #8 `PRIVATE KEY`, as Apple's
     /// `AuthKey_….p8` files are, or `EC PRIVATE KEY`).
-    public init(pem: String) throws(CryptoError) {
+    package init(pem: String) throws(CryptoError) {
         _ = LibCrypto.shared
         let text = Array(pem.utf8)
         guard text.count <= 1 << 20 else { throw CryptoError("the PEM text is too long") }
@@ -47,7 +47,7 @@ public struct PrivateKey: Sendable {
     }
 
     /// The key as unencrypted PKCS #8 PEM (`-----BEGIN PRIVATE KEY-----`).
-    public var pem: String {
+    package var pem: String {
         var text: UnsafeMutablePointer<CChar>?
         var length = 0
         guard CCrypto_private_key_pem(key.pointer, &text, &length) == 1, let text else {
@@ -58,7 +58,7 @@ public struct PrivateKey: Sendable {
     }
 
     /// A new P-256 key.
-    public static func generateP256() throws(CryptoError) -> PrivateKey {
+    package static func generateP256() throws(CryptoError) -> PrivateKey {
         _ = LibCrypto.shared
         guard let generated = CCrypto_generate_p256() else { throw CryptoError("generating a P-256 key failed") }
         return try PrivateKey(EVPKey(generated))
@@ -69,7 +69,7 @@ public struct PrivateKey: Sendable {
     /// ``SignatureAlgorithm/ecdsaP256SHA256DER`` a DER ECDSA-Sig-Value of 8 to 72 bytes.
     ///
     /// Throws when the algorithm is not this key's kind.
-    public func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError)
+    package func signature(for message: some Collection<UInt8>, algorithm: SignatureAlgorithm) throws(CryptoError)
         -> [UInt8]
     {
         switch (algorithm, publicKey.kind) {

@@ -4,9 +4,9 @@ import CCrypto
 ///
 /// Built once (from a JWK's numbers, a PEM file or a ``PrivateKey``) and then shared: any
 /// number of tasks may verify with one key at once.
-public struct PublicKey: Sendable {
+package struct PublicKey: Sendable {
     /// What kind of key this is.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// RSA with a modulus of `bits` bits.
         case rsa(bits: Int)
         /// ECDSA on NIST P-256.
@@ -14,7 +14,7 @@ public struct PublicKey: Sendable {
     }
 
     /// What kind of key this is.
-    public let kind: Kind
+    package let kind: Kind
     let key: EVPKey
 
     private init(key: EVPKey, kind: Kind) {
@@ -28,7 +28,7 @@ public struct PublicKey: Sendable {
     /// Throws for a modulus under 2048 bits (RFC 7518 §3.3) or over 16384, an even modulus,
     /// and an exponent that is even, below 3 or of more than 32 bits (a huge exponent would
     /// make every verification slow).
-    public init(rsaModulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
+    package init(rsaModulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
         let modulus = Array(rsaModulus.drop { $0 == 0 })
         let exponent = Array(exponent.drop { $0 == 0 })
         try Self.checkRSA(modulus: modulus, exponent: exponent)
@@ -46,7 +46,7 @@ public struct PublicKey: Sendable {
     /// 32 bytes each, as a JWK's `x` and `y`).
     ///
     /// Throws unless both are 32 bytes and the point is on the curve.
-    public init(p256X x: [UInt8], y: [UInt8]) throws(CryptoError) {
+    package init(p256X x: [UInt8], y: [UInt8]) throws(CryptoError) {
         guard x.count == 32, y.count == 32 else {
             throw CryptoError("a P-256 coordinate has 32 bytes, not \(x.count) and \(y.count)")
         }
@@ -62,7 +62,7 @@ public struct PublicKey: Sendable {
     /// (65 bytes; what App Attest's key identifier is the SHA-256 of).
     ///
     /// Throws for any other length or form and for a point not on the curve.
-    public init(p256Point point: [UInt8]) throws(CryptoError) {
+    package init(p256Point point: [UInt8]) throws(CryptoError) {
         guard point.count == 65, point[0] == 0x04 else {
             throw CryptoError(
                 "a P-256 point is 65 bytes, 0x04 then x and y: not \(point.count) bytes beginning "
@@ -75,7 +75,7 @@ public struct PublicKey: Sendable {
     /// The public key of a PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`, what
     /// `openssl pkey -pubout` writes): RSA, with the same limits as
     /// ``init(rsaModulus:exponent:)``, or P-256.
-    public init(pem: String) throws(CryptoError) {
+    package init(pem: String) throws(CryptoError) {
         _ = LibCrypto.shared
         let text = Array(pem.utf8)
         guard text.count <= Int(Int32.max) else { throw CryptoError("the PEM text is too long") }
@@ -87,7 +87,7 @@ public struct PublicKey: Sendable {
     }
 
     /// The public key of a DER SubjectPublicKeyInfo, with the checks ``init(pem:)`` makes.
-    public init(derSubjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
+    package init(derSubjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
         let decoded = der.withUnsafeBufferPointer { CCrypto_public_key_from_der($0.baseAddress, $0.count) }
         guard let decoded else { throw CryptoError("not a DER SubjectPublicKeyInfo") }
         try self.init(validating: EVPKey(decoded))
@@ -128,7 +128,7 @@ public struct PublicKey: Sendable {
     }
 
     /// The key's numbers, as a JWK would carry them.
-    public var components: PublicKeyComponents {
+    package var components: PublicKeyComponents {
         switch kind {
         case .rsa:
             if let (modulus, exponent) = Self.rsaNumbers(of: key) { return .rsa(modulus: modulus, exponent: exponent) }
@@ -175,7 +175,7 @@ public struct PublicKey: Sendable {
     }
 
     /// The key as DER SubjectPublicKeyInfo (what a PEM public key holds in base64).
-    public var derSubjectPublicKeyInfo: [UInt8] {
+    package var derSubjectPublicKeyInfo: [UInt8] {
         guard let der = key.derSubjectPublicKeyInfo else {
             // Encoding a key that libcrypto built fails only when it cannot allocate.
             fatalError(CryptoError("i2d_PUBKEY failed").reason)
@@ -197,7 +197,7 @@ public struct PublicKey: Sendable {
     /// Safe to call from any number of tasks at once on one key: each call has its own
     /// libcrypto context.
     @inlinable
-    public func isValidSignature(
+    package func isValidSignature(
         _ signature: [UInt8], for message: some Collection<UInt8>, algorithm: SignatureAlgorithm
     ) -> Bool {
         message.withContiguousBytes { isValidSignature(signature, forBytes: $0, algorithm: algorithm) }

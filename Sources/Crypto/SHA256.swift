@@ -6,22 +6,22 @@ import CCrypto
 /// SHA256.hexDigest("abc".utf8)
 /// // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 /// ```
-public enum SHA256 {
+package enum SHA256 {
     /// The length of a digest in bytes.
-    public static let digestByteCount = 32
+    package static let digestByteCount = 32
 
     /// The 32-byte digest of `bytes`.
     ///
     /// Bytes in contiguous memory (an array, a native string's UTF-8) are hashed in place;
     /// any other sequence is copied first.
     @inlinable
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         bytes.withContiguousBytes { digest(of: $0) }
     }
 
     /// The digest of `bytes` as 64 lower-case hexadecimal digits.
     @inlinable
-    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
         hexString(hash(bytes))
     }
 
@@ -41,7 +41,7 @@ public enum SHA256 {
     }
 
     /// `bytes` as lower-case hexadecimal, two digits a byte.
-    public static func hexString(_ bytes: [UInt8]) -> String {
+    package static func hexString(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(bytes.count * 2)

@@ -1,9 +1,9 @@
 import CCrypto
 
 /// Random bytes for secrets, from libcrypto's CSPRNG (seeded and reseeded from the kernel).
-public enum SecureRandom {
+package enum SecureRandom {
     /// `count` random bytes from `RAND_bytes`.
-    public static func bytes(_ count: Int) -> [UInt8] {
+    package static func bytes(_ count: Int) -> [UInt8] {
         precondition(count >= 0, "a negative count of random bytes")
         _ = LibCrypto.shared
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in

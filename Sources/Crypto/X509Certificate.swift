@@ -5,19 +5,19 @@ import CCrypto
 ///
 /// Reading a certificate checks its encoding only: whether it is valid, and for whom, is what
 /// ``X509TrustStore/verify(leaf:intermediates:at:)`` decides.
-public struct X509Certificate: Sendable {
+package struct X509Certificate: Sendable {
     let certificate: X509Handle
 
     /// The certificate's DER, as it was read (or as ``CertificateIssuer`` made it).
-    public let der: [UInt8]
+    package let der: [UInt8]
     /// The start of the validity period, in seconds since the Unix epoch.
-    public let notBefore: Int64
+    package let notBefore: Int64
     /// The end of the validity period, in seconds since the Unix epoch. libcrypto counts the
     /// certificate expired from this second on (RFC 5280 would count it valid through it).
-    public let notAfter: Int64
+    package let notAfter: Int64
 
     /// The certificate whose DER is `der`, which must hold that certificate and nothing after it.
-    public init(der: [UInt8]) throws(CryptoError) {
+    package init(der: [UInt8]) throws(CryptoError) {
         _ = LibCrypto.shared
         let decoded = der.withUnsafeBufferPointer { CCrypto_certificate_from_der($0.baseAddress, $0.count) }
         guard let decoded else { throw CryptoError("not a DER certificate, or bytes after it") }
@@ -35,7 +35,7 @@ public struct X509Certificate: Sendable {
 
     /// The certificate of the first `-----BEGIN CERTIFICATE-----` block of `pem` (text and
     /// other blocks before it are skipped), whose content must be exactly one DER certificate.
-    public init(pem: String) throws(CryptoError) {
+    package init(pem: String) throws(CryptoError) {
         _ = LibCrypto.shared
         let text = Array(pem.utf8)
         guard text.count <= Int(Int32.max) else { throw CryptoError("the PEM text is too long") }
@@ -54,7 +54,7 @@ public struct X509Certificate: Sendable {
 
     /// The certificate as PEM: `-----BEGIN CERTIFICATE-----`, the DER in base64 in lines of
     /// 64 characters, `-----END CERTIFICATE-----`, each line ending in a line feed.
-    public var pem: String {
+    package var pem: String {
         var text = "-----BEGIN CERTIFICATE-----\n"
         // 48 bytes a line become 64 characters, and EVP_EncodeBlock's closing NUL.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65) { line in
@@ -78,7 +78,7 @@ public struct X509Certificate: Sendable {
     /// nil when the certificate has no such extension, when it has two of them (RFC 5280
     /// §4.2 allows one; which one a reader took would be a guess), and when `oid` is not an
     /// object identifier in dotted decimal (no space, no trailing dot, no leading zero).
-    public func extensionValue(oid: String) -> [UInt8]? {
+    package func extensionValue(oid: String) -> [UInt8]? {
         _ = LibCrypto.shared
         guard let object = asn1Object(dottedDecimal: oid) else { return nil }
         defer { ASN1_OBJECT_free(object) }
@@ -94,7 +94,7 @@ public struct X509Certificate: Sendable {
 
     /// The subject's public key, when it is one that ``PublicKey`` takes (RSA of 2048 to
     /// 16384 bits, or P-256); throws for any other (such as the P-384 key of a root).
-    public var publicKey: PublicKey {
+    package var publicKey: PublicKey {
         get throws(CryptoError) {
             guard let key = X509_get0_pubkey(certificate.pointer) else {
                 throw CryptoError("the certificate's public key cannot be read")
@@ -112,7 +112,7 @@ public struct X509Certificate: Sendable {
 
     /// The subject's P-256 public point in SEC 1's uncompressed form, 0x04 ‖ x ‖ y (65
     /// bytes), whatever form the certificate carries it in; nil when the key is not P-256.
-    public var p256PublicPoint: [UInt8]? {
+    package var p256PublicPoint: [UInt8]? {
         guard let key = X509_get0_pubkey(certificate.pointer) else {
             LibCrypto.clearErrors()
             return nil
@@ -133,26 +133,26 @@ public struct X509Certificate: Sendable {
 
 extension X509Certificate {
     /// The DER of the subject name, as the certificate holds it.
-    public var subjectNameDER: [UInt8] { nameDER(which: 0) }
+    package var subjectNameDER: [UInt8] { nameDER(which: 0) }
 
     /// The DER of the issuer name, as the certificate holds it: a chain links where it is
     /// byte for byte the subject name of the certificate above.
-    public var issuerNameDER: [UInt8] { nameDER(which: 1) }
+    package var issuerNameDER: [UInt8] { nameDER(which: 1) }
 
     /// Whether the issuer name is the subject name: a root's, or a certificate that claims to be one.
-    public var isSelfIssued: Bool { subjectNameDER == issuerNameDER }
+    package var isSelfIssued: Bool { subjectNameDER == issuerNameDER }
 
     /// Whether the subject name has a serialNumber attribute (2.5.4.5).
-    public var subjectHasSerialNumber: Bool { CCrypto_subject_has_serial_number(certificate.pointer) == 1 }
+    package var subjectHasSerialNumber: Bool { CCrypto_subject_has_serial_number(certificate.pointer) == 1 }
 
     /// The DER SubjectPublicKeyInfo, as the certificate holds it; empty when it cannot be encoded.
-    public var subjectPublicKeyInfoDER: [UInt8] {
+    package var subjectPublicKeyInfoDER: [UInt8] {
         read { CCrypto_certificate_spki_der(certificate.pointer, $0) }
     }
 
     /// The serial number in lowercase hexadecimal without leading zeros (`"0"` for zero, a
     /// leading `-` when negative): how revocation lists name certificates.
-    public var serialHex: String {
+    package var serialHex: String {
         // RFC 5280 allows 20 octets; a certificate in the wild may have more, never 1,024.
         var text = [CChar](repeating: 0, count: 1024)
         let length = CCrypto_certificate_serial_hex(certificate.pointer, &text, Int32(text.count))
@@ -165,7 +165,7 @@ extension X509Certificate {
 
     /// Whether `issuer`'s public key verifies this certificate's signature, whatever their
     /// names, dates and extensions say.
-    public func isSigned(by issuer: X509Certificate) -> Bool {
+    package func isSigned(by issuer: X509Certificate) -> Bool {
         let verified = withExtendedLifetime(issuer) {
             CCrypto_certificate_signed_by(certificate.pointer, issuer.certificate.pointer) == 1
         }
@@ -175,7 +175,7 @@ extension X509Certificate {
 
     /// How many extensions `oid` (dotted decimal) the certificate has; 0 for an `oid` that is
     /// not one.
-    public func extensionCount(oid: String) -> Int {
+    package func extensionCount(oid: String) -> Int {
         guard let object = asn1Object(dottedDecimal: oid) else { return 0 }
         defer { ASN1_OBJECT_free(object) }
         return Int(CCrypto_extension_count(certificate.pointer, object))

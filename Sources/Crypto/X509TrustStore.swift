@@ -7,11 +7,11 @@ import CCrypto
 /// parameter, so a test or an injected clock decides what is expired.
 ///
 /// Built once and then shared: any number of tasks may verify against one store at once.
-public struct X509TrustStore: Sendable {
+package struct X509TrustStore: Sendable {
     let store: X509StoreHandle
 
     /// A store that trusts `roots` and nothing else (none: it verifies no chain).
-    public init(roots: [X509Certificate]) {
+    package init(roots: [X509Certificate]) {
         _ = LibCrypto.shared
         // Without a lookup method the store finds issuers among the certificates added here
         // only: no directory and no file is ever read.
@@ -35,7 +35,7 @@ public struct X509TrustStore: Sendable {
     ///
     /// Throws a ``CryptoError`` naming the check that failed and the place of the certificate
     /// in the chain (0 is the leaf), never any certificate's content.
-    public func verify(leaf: X509Certificate, intermediates: [X509Certificate], at unixSeconds: Int64)
+    package func verify(leaf: X509Certificate, intermediates: [X509Certificate], at unixSeconds: Int64)
         throws(CryptoError)
     {
         let pointers: [OpaquePointer?] = intermediates.map { $0.certificate.pointer }

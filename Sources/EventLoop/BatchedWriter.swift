@@ -27,7 +27,7 @@ import Synchronization
 ///
 /// The descriptor stays the caller's and is never closed here. The thread keeps the writer
 /// alive until ``shutdown(timeout:)``.
-public final class BatchedWriter: Sendable {
+package final class BatchedWriter: Sendable {
     private struct State {
         /// Lines not yet taken by the writer thread.
         var pending: [UInt8] = []
@@ -62,7 +62,7 @@ public final class BatchedWriter: Sendable {
     /// `bufferLimit` bytes are dropped. Once a line arrives, the writer waits up to
     /// `batchInterval` for more before it writes (at once for a full batch, a `flush` or a
     /// shutdown): one wake-up and one `write` for many lines, not one of each per line.
-    public init(fileDescriptor: CInt, bufferLimit: Int = 8 << 20, batchInterval: Duration = .milliseconds(20)) {
+    package init(fileDescriptor: CInt, bufferLimit: Int = 8 << 20, batchInterval: Duration = .milliseconds(20)) {
         fd = fileDescriptor
         self.bufferLimit = bufferLimit
         self.batchInterval = batchInterval
@@ -72,11 +72,11 @@ public final class BatchedWriter: Sendable {
 
     /// How many lines were dropped so far: appended while the buffer was full or after
     /// ``shutdown(timeout:)`` began, or lost to a write error.
-    public var droppedLineCount: Int { state.withLock { $0.droppedLines } }
+    package var droppedLineCount: Int { state.withLock { $0.droppedLines } }
 
     /// Queues one line (a newline-terminated run of bytes) for writing and returns at once.
     /// Safe from any thread; the line is dropped and counted when the buffer is full.
-    public func append(_ line: some Collection<UInt8>) {
+    package func append(_ line: some Collection<UInt8>) {
         let wake = state.withLock { state -> Bool in
             guard !state.stopping, state.pending.count + line.count <= bufferLimit else {
                 state.droppedLines += 1
@@ -97,7 +97,7 @@ public final class BatchedWriter: Sendable {
     /// write error), for at most `timeout`, so a dead descriptor cannot hang the caller.
     /// Returns false when the time ran out first.
     @discardableResult
-    public func flush(timeout: Duration = .seconds(2)) -> Bool {
+    package func flush(timeout: Duration = .seconds(2)) -> Bool {
         flush(until: MonotonicInstant.now().advanced(by: timeout))
     }
 
@@ -106,7 +106,7 @@ public final class BatchedWriter: Sendable {
     /// left to finish on its own (detached). Returns true when everything was written and the
     /// thread has ended; later calls return at once.
     @discardableResult
-    public func shutdown(timeout: Duration = .seconds(2)) -> Bool {
+    package func shutdown(timeout: Duration = .seconds(2)) -> Bool {
         let deadline = MonotonicInstant.now().advanced(by: timeout)
         let flushed = flush(until: deadline)
         let thread = state.withLock { state -> pthread_t? in

@@ -13,17 +13,17 @@ import Synchronization
 ///
 /// Cancelling the task that awaits ``run(_:)`` neither removes its work from the queue nor
 /// interrupts it: the work runs to the end and the task gets its result.
-public final class BlockingPool: Sendable {
+package final class BlockingPool: Sendable {
     /// A short name for logs; the threads are named `<name>-<index>`.
-    public let name: String
+    package let name: String
     /// How many threads run the work.
-    public let threadCount: Int
+    package let threadCount: Int
     private let core: Core
     // Emptied once joined, so a second shutdown does not join again.
     private let threads: Mutex<[pthread_t]>
 
     /// Starts `threadCount` threads (at least one).
-    public init(threadCount: Int, name: String) throws(IOError) {
+    package init(threadCount: Int, name: String) throws(IOError) {
         self.name = name
         self.threadCount = max(1, threadCount)
         let core = try Core()
@@ -51,7 +51,7 @@ public final class BlockingPool: Sendable {
     /// Runs `work` on one of the pool's threads, after the work queued before it, and returns
     /// its result or throws its error. Throws ``BlockingPoolError/shutDown`` without running
     /// `work` once ``shutdown()`` has been called.
-    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         let result: Result<T, any Error> = await withCheckedContinuation { continuation in
             let queued = core.enqueue {
                 continuation.resume(returning: Result { try work() })
@@ -70,7 +70,7 @@ public final class BlockingPool: Sendable {
     /// Refuses new work, lets the threads finish what is queued, then waits for them to end
     /// (on a thread of its own, see ``DetachedThread/run(_:)``). A second call waits for the
     /// first and does nothing more. Not from the pool's own work.
-    public func shutdown() async {
+    package func shutdown() async {
         core.stopAccepting(wakeThreads: threadCount)
         await DetachedThread.run { [self] in
             // Held while joining, so a concurrent second call returns only once all have ended.
@@ -83,7 +83,7 @@ public final class BlockingPool: Sendable {
 }
 
 /// Why ``BlockingPool/run(_:)`` did not run the work.
-public struct BlockingPoolError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct BlockingPoolError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case shutDown
     }
@@ -93,9 +93,9 @@ public struct BlockingPoolError: Error, Hashable, Sendable, CustomStringConverti
     private init(_ code: Code) { self.code = code }
 
     /// The pool was shut down before the work was submitted.
-    public static let shutDown = BlockingPoolError(.shutDown)
+    package static let shutDown = BlockingPoolError(.shutDown)
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .shutDown: "the blocking pool is shut down"
         }

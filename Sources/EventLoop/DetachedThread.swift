@@ -1,14 +1,14 @@
 #if canImport(Glibc)
-    public import CEventLoop
+    package import CEventLoop
     import Glibc
 #endif
 
 /// Starts plain POSIX threads: the loops' own, and short helpers for blocking work such as
 /// joining loops.
-public enum DetachedThread {
+package enum DetachedThread {
     /// Runs `body` on a new thread and returns its handle (joinable).
     @discardableResult
-    public static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    package static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(ThreadBody(body))
         var tid = pthread_t()
         let rc = pthread_create(
@@ -23,7 +23,7 @@ public enum DetachedThread {
     }
 
     /// Runs `body` on a new thread that cleans up after itself.
-    public static func detach(_ body: @escaping @Sendable () -> Void) {
+    package static func detach(_ body: @escaping @Sendable () -> Void) {
         pthread_detach(start(body))
     }
 
@@ -33,7 +33,7 @@ public enum DetachedThread {
     /// The calling task's cancellation does not interrupt `body`. The caller must not need a
     /// thread that `body` waits for to end: a task running on an event loop that `body`
     /// stops could never be resumed.
-    public static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    package static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             detach {
                 do throws(E) {

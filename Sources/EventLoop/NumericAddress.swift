@@ -4,10 +4,10 @@
 
 /// Numeric IP addresses to and from their bytes, through libc's `inet_pton` and
 /// `inet_ntop`, so that code above the event loop needs no C structures of its own.
-public enum NumericAddress {
+package enum NumericAddress {
     /// The bytes of `text` in network order: 4 for an IPv4 dotted quad, 16 for IPv6 (any
     /// form `inet_pton` takes); nil for anything else.
-    public static func bytes(of text: String) -> [UInt8]? {
+    package static func bytes(of text: String) -> [UInt8]? {
         if text.utf8.contains(UInt8(ascii: ":")) {
             var address = in6_addr()
             guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
@@ -20,7 +20,7 @@ public enum NumericAddress {
     }
 
     /// The RFC 5952 text of 16 IPv6 bytes in network order (`2001:db8::1`).
-    public static func ipv6Text(_ bytes: [UInt8]) -> String? {
+    package static func ipv6Text(_ bytes: [UInt8]) -> String? {
         guard bytes.count == 16 else { return nil }
         var address = in6_addr()
         withUnsafeMutableBytes(of: &address) { raw in

@@ -1,6 +1,6 @@
 /// A long-lived part of the process (the loops, the HTTP client, the server, a store's writer)
 /// that a ``ServiceGroup`` starts in order and stops in reverse.
-public protocol Service: Sendable {
+package protocol Service: Sendable {
     /// A name for logs.
     var name: String { get }
     /// Starts the service; returns once it is serving (or throws).
@@ -16,19 +16,19 @@ public protocol Service: Sendable {
 ///
 /// A loop cannot be stopped halfway: each runs the work queued on it, then ends, whatever the
 /// deadline. Put it first in the group, so that it stops after everything that uses it.
-public struct EventLoopGroupService: Service {
-    public let name: String
+package struct EventLoopGroupService: Service {
+    package let name: String
     /// The loops this service stops.
-    public let group: EventLoopGroup
+    package let group: EventLoopGroup
 
-    public init(group: EventLoopGroup, name: String = "event_loops") {
+    package init(group: EventLoopGroup, name: String = "event_loops") {
         self.group = group
         self.name = name
     }
 
-    public func start() async throws {}
+    package func start() async throws {}
 
-    public func stop(deadline: MonotonicInstant) async {
+    package func stop(deadline: MonotonicInstant) async {
         await group.shutdownGracefully()
     }
 }

@@ -15,9 +15,9 @@ import Synchronization
 /// Events go to `log` as (event, service name): `starting`, `started`, `start_failed`,
 /// `stopping`, `stopped`, and `stop_overran` for a service whose stop had not returned a
 /// little after the deadline (``stopOverrunMargin``); the group then goes on without it.
-public actor ServiceGroup {
+package actor ServiceGroup {
     /// Makes the services of one stage, with what the services of the stages before it opened.
-    public typealias Stage = @Sendable () async throws -> [any Service]
+    package typealias Stage = @Sendable () async throws -> [any Service]
 
     private enum State {
         case idle
@@ -29,7 +29,7 @@ public actor ServiceGroup {
 
     /// How long past the deadline the group still waits for a service's stop before it goes on
     /// with the next one.
-    public static let stopOverrunMargin: Duration = .milliseconds(100)
+    package static let stopOverrunMargin: Duration = .milliseconds(100)
 
     private let stages: [Stage]
     private let gracefulShutdownTimeout: Duration
@@ -43,7 +43,7 @@ public actor ServiceGroup {
 
     /// A group of `services`, started in this order. Stopping all of them may take up to
     /// `gracefulShutdownTimeout`, plus ``stopOverrunMargin`` for each that overruns it.
-    public init(
+    package init(
         services: [any Service],
         gracefulShutdownTimeout: Duration,
         log: @escaping @Sendable (String, String) -> Void = { _, _ in }
@@ -54,7 +54,7 @@ public actor ServiceGroup {
     /// A group whose services are made in `stages`: each is called once the services of the
     /// stages before it have started (so it may use what they opened), and its services are
     /// started next, in order. All of them stop in reverse order of start, as one list.
-    public init(
+    package init(
         stages: [Stage],
         gracefulShutdownTimeout: Duration,
         log: @escaping @Sendable (String, String) -> Void = { _, _ in }
@@ -68,7 +68,7 @@ public actor ServiceGroup {
     /// ones already started in reverse order and rethrows. Throws ``ServiceGroupError/stopped``
     /// when ``stop()`` came first or came meanwhile (that call stops what started),
     /// ``ServiceGroupError/alreadyStarted`` when called a second time.
-    public func start() async throws {
+    package func start() async throws {
         switch state {
         case .idle: break
         case .starting, .running: throw ServiceGroupError.alreadyStarted
@@ -106,7 +106,7 @@ public actor ServiceGroup {
     /// Stops the started services in reverse order of start, one at a time, each with the time
     /// left until the group's deadline (now + the graceful shutdown timeout). A service still
     /// stopping ``stopOverrunMargin`` after the deadline is logged and left to finish alone.
-    public func stop() async {
+    package func stop() async {
         while true {
             switch state {
             case .idle:
@@ -133,7 +133,7 @@ public actor ServiceGroup {
     /// ``start()``, then waits until `trigger` (an async function such as waiting for a signal)
     /// returns, then ``stop()``. A stop that comes during start ends the run without waiting for
     /// `trigger`; one that comes later does not end the wait.
-    public func run(until trigger: @Sendable () async -> Void) async throws {
+    package func run(until trigger: @Sendable () async -> Void) async throws {
         do {
             try await start()
         } catch let error as ServiceGroupError where error == .stopped {
@@ -210,7 +210,7 @@ public actor ServiceGroup {
 }
 
 /// Why a ``ServiceGroup`` did not start.
-public struct ServiceGroupError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct ServiceGroupError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case alreadyStarted
         case stopped
@@ -221,11 +221,11 @@ public struct ServiceGroupError: Error, Hashable, Sendable, CustomStringConverti
     private init(_ code: Code) { self.code = code }
 
     /// ``ServiceGroup/start()`` was called a second time.
-    public static let alreadyStarted = ServiceGroupError(.alreadyStarted)
+    package static let alreadyStarted = ServiceGroupError(.alreadyStarted)
     /// ``ServiceGroup/stop()`` was called before the start finished.
-    public static let stopped = ServiceGroupError(.stopped)
+    package static let stopped = ServiceGroupError(.stopped)
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .alreadyStarted: "the service group was already started"
         case .stopped: "the service group was stopped before all its services started"

@@ -5,18 +5,18 @@
 
 /// Turns process signals into values a task can await: the handler only writes the signal
 /// number to a pipe, and a thread of its own reads it. No work happens in the handler.
-public final class SignalStream: Sendable {
+package final class SignalStream: Sendable {
     private let readFD: CInt
 
     /// Installs handlers for `signals` (e.g. `SIGTERM`, `SIGINT`). Call once, early.
-    public init(_ signals: [Int32]) throws(IOError) {
+    package init(_ signals: [Int32]) throws(IOError) {
         let fd = signals.withUnsafeBufferPointer { CEventLoop_signalPipe($0.baseAddress, Int32($0.count)) }
         guard fd >= 0 else { throw IOError(errnoCode: errno, reason: "sigaction") }
         readFD = fd
     }
 
     /// Waits for the next signal and returns its number.
-    public func next() async -> Int32 {
+    package func next() async -> Int32 {
         let fd = readFD
         return await DetachedThread.run {
             var byte: UInt8 = 0

@@ -4,9 +4,9 @@
 
 /// Reads small files whole, the one reader for them: `/proc` and cgroup entries, read once
 /// or now and then, and configuration files (`.env`, token files) read at start.
-public enum SmallFile {
+package enum SmallFile {
     /// Why a file could not be read.
-    public enum Failure: Error, Hashable, Sendable {
+    package enum Failure: Error, Hashable, Sendable {
         /// `open`, `fstat` or `read` failed with this errno.
         case system(errno: CInt)
         /// The path names a directory, a FIFO, a device…
@@ -17,14 +17,14 @@ public enum SmallFile {
 
     /// The file's first `limit` bytes (all of it when shorter, what was read before a read
     /// fails); nil when it cannot be opened.
-    public static func read(_ path: String, upTo limit: Int) -> [UInt8]? {
+    package static func read(_ path: String, upTo limit: Int) -> [UInt8]? {
         try? read(path, limit: limit, wholeRegularFile: false)
     }
 
     /// The whole of the regular file at `path`, at most `maximumSize` bytes; nil when it does
     /// not exist. A path with a NUL byte is `EINVAL` (a C path would end there and name
     /// another file); a FIFO cannot hang the caller (it is opened non-blocking, then refused).
-    public static func readRegularFile(_ path: String, maximumSize: Int) throws(Failure) -> [UInt8]? {
+    package static func readRegularFile(_ path: String, maximumSize: Int) throws(Failure) -> [UInt8]? {
         try read(path, limit: maximumSize, wholeRegularFile: true)
     }
 

@@ -5,12 +5,12 @@
 
 /// Thin, typed wrappers over the socket calls the servers and clients use. Every call goes
 /// through ``syscall(blocking:_:_:)``; the file descriptors are plain `CInt`s owned by the caller.
-public enum Socket {
+package enum Socket {
     /// Creates a non-blocking listening socket bound to `address`.
     ///
     /// IPv6 wildcard sockets accept IPv4 too (`IPV6_V6ONLY` off). `SO_REUSEADDR` is set so a
     /// restart does not wait for `TIME_WAIT`.
-    public static func listen(on resolved: ResolvedAddress, backlog: Int32) throws(IOError) -> CInt {
+    package static func listen(on resolved: ResolvedAddress, backlog: Int32) throws(IOError) -> CInt {
         let family: CInt
         switch resolved.address {
         case .v4: family = AF_INET
@@ -39,7 +39,7 @@ public enum Socket {
     }
 
     /// The address a socket is bound to.
-    public static func localAddress(_ fd: CInt) throws(IOError) -> SocketAddress {
+    package static func localAddress(_ fd: CInt) throws(IOError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try syscall("getsockname") {
@@ -54,7 +54,7 @@ public enum Socket {
     }
 
     /// Accepts one pending connection as a non-blocking socket, or `.wouldBlock`.
-    public static func accept(_ listener: CInt) throws(IOError) -> IOResult<(fd: CInt, peer: SocketAddress?)> {
+    package static func accept(_ listener: CInt) throws(IOError) -> IOResult<(fd: CInt, peer: SocketAddress?)> {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try syscall(blocking: false, "accept4") {
@@ -72,39 +72,39 @@ public enum Socket {
 
     /// Reads into `buffer`; `.processed(0)` is end of stream.
     @inline(__always)
-    public static func read(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(IOError) -> IOResult<Int> {
+    package static func read(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(IOError) -> IOResult<Int> {
         try syscall(blocking: false, "read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes as much of `bytes` as the socket takes, without raising `SIGPIPE`.
     @inline(__always)
-    public static func write(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> IOResult<Int> {
+    package static func write(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> IOResult<Int> {
         try syscall(blocking: false, "send") { send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sets an integer socket option.
-    public static func setOption(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: CInt) throws(IOError) {
+    package static func setOption(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: CInt) throws(IOError) {
         var value = value
         _ = try syscall("setsockopt") { setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<CInt>.size)) }
     }
 
     /// Disables Nagle's algorithm, so small responses leave at once.
-    public static func setNoDelay(_ fd: CInt) {
+    package static func setNoDelay(_ fd: CInt) {
         _ = try? setOption(fd, CInt(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 
     /// Half-closes the sending side: the peer reads end of stream after what was sent.
-    public static func shutdownWrite(_ fd: CInt) {
+    package static func shutdownWrite(_ fd: CInt) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
     /// Closes `fd`. `close` must not be retried on `EINTR` on Linux, so it is called once.
-    public static func close(_ fd: CInt) {
+    package static func close(_ fd: CInt) {
         _ = Glibc.close(fd)
     }
 
     /// Closes `fd` at once with a reset instead of a FIN (`SO_LINGER` 0), dropping unread input.
-    public static func abort(_ fd: CInt) {
+    package static func abort(_ fd: CInt) {
         var value = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
         _ = Glibc.close(fd)
@@ -112,7 +112,7 @@ public enum Socket {
 
     /// Raises the soft open-file limit to the hard limit; returns the new soft limit.
     @discardableResult
-    public static func raiseOpenFileLimit() -> Int {
+    package static func raiseOpenFileLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
         if limit.rlim_cur < limit.rlim_max {

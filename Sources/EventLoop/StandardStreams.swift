@@ -4,11 +4,11 @@
 
 /// Whole writes to and bounded reads from a descriptor, for command-line tools (standard
 /// input, output and error), so that they need no pointers of their own.
-public enum StandardStreams {
+package enum StandardStreams {
     /// Writes all of `text`'s UTF-8 to `fd`, going on after short and interrupted writes;
     /// false when a write failed (a closed pipe, say).
     @discardableResult
-    public static func write(_ text: String, to fd: CInt) -> Bool {
+    package static func write(_ text: String, to fd: CInt) -> Bool {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
@@ -23,7 +23,7 @@ public enum StandardStreams {
 
     /// Reads `fd` until its end, or until more than `limit` bytes came (then the first
     /// `limit + 1`, so a caller can tell the input was too long).
-    public static func read(_ fd: CInt, upTo limit: Int) -> [UInt8] {
+    package static func read(_ fd: CInt, upTo limit: Int) -> [UInt8] {
         var input: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while input.count <= limit {

@@ -4,13 +4,13 @@
 #endif
 
 /// The system-call helpers other targets use instead of writing their own `EINTR` loops.
-public enum Syscall {
+package enum Syscall {
     /// Calls `body` again while it fails with `EINTR`, and returns its first other result.
     ///
     /// A failure (a negative result) leaves `errno` as the call set it, for the caller to read
     /// right away. Not for `close`, which must not be retried on Linux (``Socket/close(_:)``).
     @inline(__always)
-    public static func retryingInterrupts<T: FixedWidthInteger>(_ body: () -> T) -> T {
+    package static func retryingInterrupts<T: FixedWidthInteger>(_ body: () -> T) -> T {
         while true {
             let result = body()
             if result >= 0 || errno != EINTR { return result }
@@ -20,7 +20,7 @@ public enum Syscall {
     /// Runs a call that succeeds with a result of 0 or more, retrying `EINTR`; any other
     /// failure throws ``IOError`` naming the call.
     @inline(__always)
-    public static func call<T: FixedWidthInteger>(
+    package static func call<T: FixedWidthInteger>(
         _ name: @autoclosure () -> String,
         _ body: () -> T
     ) throws(IOError) -> T {

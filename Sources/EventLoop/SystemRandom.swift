@@ -4,9 +4,9 @@
 #endif
 
 /// The kernel's random source, many bytes per system call.
-public enum SystemRandom {
+package enum SystemRandom {
     /// Fills `buffer` completely; false when the kernel could not (the caller falls back).
-    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+    package static func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
         guard let base = buffer.baseAddress else { return true }
         var filled = 0
         while filled < buffer.count {
@@ -19,7 +19,7 @@ public enum SystemRandom {
 
     /// `count` random bytes from the kernel, or from the standard library's generator when
     /// the kernel cannot give them.
-    public static func bytes(_ count: Int) -> [UInt8] {
+    package static func bytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let filled = bytes.withUnsafeMutableBytes { fill($0) }
         if !filled {

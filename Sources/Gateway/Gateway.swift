@@ -1,18 +1,18 @@
-public import Access
+package import Access
 import EventLoop
 import HTTP1
-public import HTTPClient
-public import HTTPServer
+package import HTTPClient
+package import HTTPServer
 import Redis
-public import Telemetry
+package import Telemetry
 import Upstream
 
 /// The product, composed once at start: the routes of docs/api.md (`/api/health`,
 /// `/api/process`, `/v1/models`, `/v1/chat/completions`, `/metrics`) with their middleware,
 /// behind one ``Pipeline`` whose finished hook sees every request end.
-public final class Gateway: Sendable {
-    public let configuration: GatewayConfiguration
-    public let logger: Logger
+package final class Gateway: Sendable {
+    package let configuration: GatewayConfiguration
+    package let logger: Logger
     let metrics: GatewayMetrics
     private let pipeline: Pipeline
     private let streams: StreamRegistry
@@ -31,7 +31,7 @@ public final class Gateway: Sendable {
     /// - Parameters:
     ///   - httpClient: the upstream client (sharing the server's loops, ideally).
     ///   - observers: told of every finished request, after the access log.
-    public convenience init(
+    package convenience init(
         configuration: GatewayConfiguration, httpClient: HTTPClient, logger: Logger,
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current
@@ -138,7 +138,7 @@ public final class Gateway: Sendable {
     }
 
     /// The server settings this gateway needs: address, body limit, JSON protocol errors.
-    public func serverConfiguration() -> ServerConfiguration {
+    package func serverConfiguration() -> ServerConfiguration {
         var server = ServerConfiguration()
         server.host = configuration.host
         server.port = configuration.port
@@ -150,18 +150,18 @@ public final class Gateway: Sendable {
     }
 
     /// Answers any request (the HTTP server's responder).
-    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+    package func respond(to request: HTTPRequest) async -> HTTPResponse {
         await pipeline.respond(to: request)
     }
 
     /// Ends every stream in flight with an `error` event (`shutting_down`), for the end of a
     /// shutdown's grace period.
-    public func endStreams() {
+    package func endStreams() {
         streams.endAll()
     }
 }
 
 /// The version `--version` and `/api/health` report.
-public enum TextGatewayVersion {
-    public static let current = "0.1.0"
+package enum TextGatewayVersion {
+    package static let current = "0.1.0"
 }

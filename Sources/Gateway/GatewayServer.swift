@@ -1,16 +1,16 @@
-public import EventLoop
-public import HTTPClient
-public import HTTPServer
+package import EventLoop
+package import HTTPClient
+package import HTTPServer
 import Redis
-public import Telemetry
+package import Telemetry
 
 /// The running gateway: one group of event loops shared by the HTTP server and the upstream
 /// client (a request and its upstream call stay on one loop), the gateway's routes, and an
 /// orderly stop.
-public final class GatewayServer: Sendable {
-    public let gateway: Gateway
-    public let server: HTTPServer
-    public let httpClient: HTTPClient
+package final class GatewayServer: Sendable {
+    package let gateway: Gateway
+    package let server: HTTPServer
+    package let httpClient: HTTPClient
     private let services: ServiceGroup
 
     private init(gateway: Gateway, server: HTTPServer, httpClient: HTTPClient, services: ServiceGroup) {
@@ -21,10 +21,10 @@ public final class GatewayServer: Sendable {
     }
 
     /// The address the server listens on.
-    public var address: SocketAddress? { server.localAddress }
+    package var address: SocketAddress? { server.localAddress }
 
     /// Starts loops, client and server, and logs the start (loudly when the key or model is missing).
-    public static func start(
+    package static func start(
         configuration: GatewayConfiguration, logger: Logger, environmentName: String = "development",
         clock: @escaping @Sendable () -> Instant = { .now }, observers: [any RequestObserver] = []
     ) async throws -> GatewayServer {
@@ -97,14 +97,14 @@ public final class GatewayServer: Sendable {
     }
 
     /// Reads `JWT_JWKS_FILE` again (SIGHUP), whether or not it looks changed.
-    public func reloadKeys() {
+    package func reloadKeys() {
         gateway.keyFile?.reload(force: true)
     }
 
     /// Stops the services in reverse order of start: the server stops accepting, lets
     /// requests in flight finish within the configured grace period (then ends streams with
     /// a last event) and closes every connection; then the client and the loops stop.
-    public func stop() async {
+    package func stop() async {
         await services.stop()
     }
 }

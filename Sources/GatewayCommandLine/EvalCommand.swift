@@ -1,34 +1,34 @@
 import ChatAPI
 import EventLoop
-public import Gateway
-public import HTTPClient
+package import Gateway
+package import HTTPClient
 import JSON
 import Telemetry
-public import TextTasks
+package import TextTasks
 
 /// `text-gateway eval`: the fixed corpus (``EvalCorpus``) through each task against the
 /// configured upstreams, as `/api/process` would ask them, every answer checked
 /// (``EvalChecks``); a table per task, or JSON. For comparing models and prompts before a
 /// change ships.
-public struct EvalCommand: Sendable, Equatable {
-    public enum Format: String, Sendable, Equatable {
+package struct EvalCommand: Sendable, Equatable {
+    package enum Format: String, Sendable, Equatable {
         case table, json
     }
 
-    public var format = Format.table
+    package var format = Format.table
     /// Exit 1 when the share of cases that pass all their checks is below this (0...1;
     /// `--min-pass 0` never fails).
-    public var minimumPassRate = Self.defaultMinimumPassRate
+    package var minimumPassRate = Self.defaultMinimumPassRate
     /// Calls in flight at once.
-    public var concurrency = 4
+    package var concurrency = 4
     /// Only these tasks; nil: all four.
-    public var tasks: [TextTask]?
+    package var tasks: [TextTask]?
 
     /// `--min-pass` when not given: a run must pass four cases in five, so a change that
     /// breaks answers fails a script or CI step that runs eval without choosing a bar.
-    public static let defaultMinimumPassRate = 0.8
+    package static let defaultMinimumPassRate = 0.8
 
-    public init(
+    package init(
         format: Format = .table, minimumPassRate: Double = defaultMinimumPassRate, concurrency: Int = 4,
         tasks: [TextTask]? = nil
     ) {
@@ -55,7 +55,7 @@ public struct EvalCommand: Sendable, Equatable {
 
     /// Runs the corpus; the report, and the exit status (0, 1 under ``minimumPassRate``, 2
     /// when no upstream is configured).
-    public func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (
+    package func run(configuration: GatewayConfiguration, client: HTTPClient) async -> (
         output: String, error: String, status: Int32
     ) {
         let logger = Logger(level: .error)

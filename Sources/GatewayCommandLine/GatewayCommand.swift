@@ -3,7 +3,7 @@ import Gateway
 import TextTasks
 
 /// The `text-gateway` command line.
-public enum GatewayCommand: Equatable, Sendable {
+package enum GatewayCommand: Equatable, Sendable {
     /// `serve [--hostname H] [--port P] [--env E]` (also the default with no subcommand).
     case serve(hostname: String?, port: Int?, environment: String)
     /// `healthcheck [--port P]`: GET /api/health on loopback; exit 0 when it answers 200.
@@ -24,7 +24,7 @@ public enum GatewayCommand: Equatable, Sendable {
     case help
     case version
 
-    public static let usage = """
+    package static let usage = """
         usage: text-gateway [serve] [--hostname H] [--port P] [--env NAME]
                text-gateway healthcheck [--port P]
                text-gateway token hash < token.txt
@@ -82,7 +82,7 @@ public enum GatewayCommand: Equatable, Sendable {
         """
 
     /// Parses the arguments after the program name.
-    public static func parse(_ arguments: [String]) throws(CommandLineError) -> GatewayCommand {
+    package static func parse(_ arguments: [String]) throws(CommandLineError) -> GatewayCommand {
         var rest = arguments[...]
         if rest.first == "help" || asksForHelp(arguments) { return .help }
         if rest.first == "--version" || rest.first == "version" { return .version }
@@ -296,8 +296,8 @@ extension GatewayCommand {
 }
 
 /// A command line that cannot be run.
-public struct CommandLineError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+package struct CommandLineError: Error, Hashable, Sendable, CustomStringConvertible {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }

@@ -1,8 +1,8 @@
 import HTTPClient
 
 /// `text-gateway healthcheck`: one GET of /api/health on loopback.
-public enum Healthcheck {
-    public static func run(port: Int) async -> Bool {
+package enum Healthcheck {
+    package static func run(port: Int) async -> Bool {
         guard let client = try? HTTPClient() else { return false }
         let request = HTTPClientRequest(
             url: "http://127.0.0.1:\(port)/api/health", timeout: .seconds(3), connectTimeout: .seconds(2))

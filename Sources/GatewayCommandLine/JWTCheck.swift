@@ -1,17 +1,17 @@
 import Access
-public import Gateway
+package import Gateway
 import HTTPClient
 import JSON
-public import Telemetry
+package import Telemetry
 import TextTasks
 
 /// `text-gateway jwt check`: what the gateway, as configured, decides about one token, in
 /// words an operator setting up sign-in can act on. It prints the header, the claims the
 /// gateway reads (marked unverified until the signature is checked), the key used and the
 /// decision; never the token, its signature or a secret.
-public enum JWTCheck {
+package enum JWTCheck {
     /// The report for `token` and the exit status: 0 accepted, 1 refused, 2 not configured.
-    public static func run(token input: [UInt8], configuration: GatewayConfiguration, now: Instant = .now) async -> (
+    package static func run(token input: [UInt8], configuration: GatewayConfiguration, now: Instant = .now) async -> (
         output: String, status: Int32
     ) {
         guard let jwtConfiguration = configuration.jwt else {

@@ -2,9 +2,9 @@ import EventLoop
 
 /// The process environment as a dictionary, read once from `/proc/self/environ` (the
 /// gateway never calls `setenv`, so this is the whole environment).
-public enum ProcessEnvironment {
+package enum ProcessEnvironment {
     /// Nil when `/proc` is not mounted: better to refuse to start than to run on defaults.
-    public static func read() -> [String: String]? {
+    package static func read() -> [String: String]? {
         guard let bytes = SmallFile.read("/proc/self/environ", upTo: 4 * 1024 * 1024) else { return nil }
         var environment: [String: String] = [:]
         for entry in bytes.split(separator: 0) {

@@ -1,16 +1,16 @@
 import Access
 import Crypto
 import EventLoop
-public import Gateway
+package import Gateway
 import JSON
 import Postgres
 import Store
-public import Telemetry
+package import Telemetry
 
 /// The command line's work on the store (`text-gateway tokens|usage|db …`), against the
 /// file or Postgres database `DATABASE_URL` names — the same one a running gateway uses,
 /// which sees a token made or revoked here within a second (its token watcher's poll).
-public enum StoreCommand: Equatable, Sendable {
+package enum StoreCommand: Equatable, Sendable {
     /// `tokens create --user U [--plan P] [--label L]`: prints the new token and nothing else.
     case createToken(user: String, plan: String, label: String?)
     /// `tokens list [--format table|json]`: never a token, never a digest.
@@ -33,24 +33,24 @@ public enum StoreCommand: Equatable, Sendable {
     /// `devices revoke <id>`: a device's sessions stop on every instance within 2 s.
     case revokeDevice(id: String)
 
-    public enum ReportFormat: String, Sendable, Equatable {
+    package enum ReportFormat: String, Sendable, Equatable {
         case table
         case csv
         case json
     }
 
     /// What a command printed and its exit status.
-    public struct Result: Sendable, Equatable {
-        public var output = ""
-        public var error = ""
-        public var status: Int32 = 0
+    package struct Result: Sendable, Equatable {
+        package var output = ""
+        package var error = ""
+        package var status: Int32 = 0
     }
 
     /// How many days `usage` reports without `--since`, today included.
     static let defaultUsageDays: Int64 = 30
 
     /// Runs the command against the configured store.
-    public func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
+    package func run(configuration: GatewayConfiguration, clock: @Sendable () -> Instant = { .now }) async -> Result {
         if configuration.database == .off { return Self.noStore }
         if case .createToken(let user, let plan, let label) = self,
             let problem = TokenIssuer.problem(user: user, plan: plan, label: label, plans: configuration.plans)

@@ -1,5 +1,5 @@
 /// The IMF-fixdate format of HTTP dates (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
-public enum HTTPDate {
+package enum HTTPDate {
     /// Earliest formatted time, 0001-01-01T00:00:00Z; earlier times are clamped to it.
     static let minimumSeconds = -62_135_596_800
     /// Latest formatted time, 9999-12-31T23:59:59Z; later times are clamped to it.
@@ -12,7 +12,7 @@ public enum HTTPDate {
 
     /// The IMF-fixdate for a Unix time in seconds (UTC). Times outside years 1–9999 are
     /// clamped to that range.
-    public static func format(unixSeconds: Int) -> String {
+    package static func format(unixSeconds: Int) -> String {
         let seconds = min(max(unixSeconds, minimumSeconds), maximumSeconds)
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = seconds - days * 86400

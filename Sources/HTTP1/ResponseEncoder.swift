@@ -3,11 +3,11 @@
 /// The encoder writes exactly the fields it is given (it adds no `Date`, `Content-Length`
 /// or `Connection`). So that no value can split a response, CR, LF and NUL in the reason
 /// phrase, field names and field values are written as spaces.
-public enum ResponseEncoder {
+package enum ResponseEncoder {
     /// Appends `"HTTP/1.1 200 OK\r\n"`, one `"Name: value\r\n"` per field in order, and `"\r\n"`.
     ///
     /// The status code is written as a decimal number and should be in `100...599`.
-    public static func writeHead(
+    package static func writeHead(
         status: HTTPStatus,
         version: HTTPVersion,
         headers: HTTPHeaders,
@@ -21,7 +21,7 @@ public enum ResponseEncoder {
     }
 
     /// Appends the status line, `"HTTP/1.1 200 OK\r\n"`.
-    public static func writeStatusLine(status: HTTPStatus, version: HTTPVersion, into buffer: inout [UInt8]) {
+    package static func writeStatusLine(status: HTTPStatus, version: HTTPVersion, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: "HTTP/".utf8)
         writeDecimal(version.major, into: &buffer)
         buffer.append(UInt8(ascii: "."))
@@ -35,7 +35,7 @@ public enum ResponseEncoder {
     }
 
     /// Appends one field line, `"Name: value\r\n"`.
-    public static func writeField(name: String, value: String, into buffer: inout [UInt8]) {
+    package static func writeField(name: String, value: String, into buffer: inout [UInt8]) {
         writeSafe(name, into: &buffer)
         buffer.append(ASCII.colon)
         buffer.append(ASCII.space)
@@ -45,7 +45,7 @@ public enum ResponseEncoder {
     }
 
     /// Appends one field line with a decimal value, `"Content-Length: 42\r\n"`.
-    public static func writeField(name: String, value: Int, into buffer: inout [UInt8]) {
+    package static func writeField(name: String, value: Int, into buffer: inout [UInt8]) {
         writeSafe(name, into: &buffer)
         buffer.append(ASCII.colon)
         buffer.append(ASCII.space)
@@ -55,14 +55,14 @@ public enum ResponseEncoder {
     }
 
     /// Appends the empty line that ends a head.
-    public static func writeEndOfHead(into buffer: inout [UInt8]) {
+    package static func writeEndOfHead(into buffer: inout [UInt8]) {
         buffer.append(ASCII.cr)
         buffer.append(ASCII.lf)
     }
 
     /// Appends one chunk: the size in lower-case hexadecimal, CRLF, the bytes, CRLF.
     /// An empty collection writes nothing, since a zero-size chunk would end the body.
-    public static func writeChunk(_ bytes: some Collection<UInt8>, into buffer: inout [UInt8]) {
+    package static func writeChunk(_ bytes: some Collection<UInt8>, into buffer: inout [UInt8]) {
         let count = bytes.count
         guard count > 0 else { return }
         let digits = (Int.bitWidth - count.leadingZeroBitCount + 3) / 4
@@ -78,7 +78,7 @@ public enum ResponseEncoder {
     }
 
     /// Appends the last chunk with an empty trailer section: `"0\r\n\r\n"`.
-    public static func writeLastChunk(into buffer: inout [UInt8]) {
+    package static func writeLastChunk(into buffer: inout [UInt8]) {
         buffer.append(contentsOf: "0\r\n\r\n".utf8)
     }
 

@@ -1,5 +1,5 @@
 import CCurl
-public import EventLoop
+package import EventLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,14 +15,14 @@ import Synchronization
 ///
 /// Cancelling the calling task removes the transfer from curl at once and closes its
 /// connection. All errors thrown are ``HTTPClientError``.
-public final class HTTPClient: Sendable {
+package final class HTTPClient: Sendable {
     private let group: EventLoopGroup
     private let ownsGroup: Bool
     private let multis: [LoopBound<CurlMulti>]
     private let cursor = Atomic<Int>(0)
     private let isShutdown = Atomic<Bool>(false)
     /// The configuration the client was created with.
-    public let configuration: HTTPClientConfiguration
+    package let configuration: HTTPClientConfiguration
 
     private static let globalInit: Bool = {
         // Once per process, before any handle exists. SIGPIPE is ignored because every
@@ -35,12 +35,13 @@ public final class HTTPClient: Sendable {
     /// thread-safe: call this first thing in `main`, before any thread starts; a client
     /// calls it too, and a second call does nothing. False when libcurl failed to start.
     @discardableResult
-    public static func initializeGlobally() -> Bool {
+    package static func initializeGlobally() -> Bool {
         globalInit
     }
 
     /// Creates a client on `group`'s loops, or on one loop of its own when no group is given.
-    public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration(), group: EventLoopGroup? = nil) throws
+    package init(configuration: HTTPClientConfiguration = HTTPClientConfiguration(), group: EventLoopGroup? = nil)
+        throws
     {
         guard Self.globalInit else { throw HTTPClientError(.invalidRequest, "curl_global_init failed") }
         self.configuration = configuration
@@ -62,7 +63,7 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request` and returns the whole response (up to ``HTTPClientConfiguration/maxResponseBytes``).
     /// Any status is a response; only transport failures throw.
-    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+    package func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         let token = TransferToken(multi: pickMulti())
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation {
@@ -86,7 +87,7 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and returns once the response head has arrived; the body follows as
     /// an async sequence of byte chunks. When the consumer falls behind, the transfer pauses.
     /// Dropping the stream or cancelling the consuming task aborts the transfer.
-    public func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
+    package func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
         let token = TransferToken(multi: pickMulti())
         let head = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation {
@@ -114,7 +115,7 @@ public final class HTTPClient: Sendable {
 
     /// Fails requests in flight with `.shutdown`, closes every upstream connection and frees
     /// curl's handles. A group the client made itself is stopped too.
-    public func shutdown() async {
+    package func shutdown() async {
         guard !isShutdown.exchange(true, ordering: .relaxed) else { return }
         for multi in multis {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -128,7 +129,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// Transfers in flight across loops (for tests and metrics).
-    public func activeTransferCount() async -> Int {
+    package func activeTransferCount() async -> Int {
         var total = 0
         for multi in multis {
             total += await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in

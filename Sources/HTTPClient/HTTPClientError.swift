@@ -1,8 +1,8 @@
 /// Why an upstream request failed. Details are curl's generic error text: never a header,
 /// a body or a key.
-public struct HTTPClientError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HTTPClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure, stable for mapping to statuses.
-    public enum Kind: String, Hashable, Sendable {
+    package enum Kind: String, Hashable, Sendable {
         /// The host could not be resolved or the connection was refused or unreachable.
         case connectFailed
         /// The connect timeout, the response-head timeout or the total timeout passed.
@@ -22,21 +22,21 @@ public struct HTTPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case shutdown
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// A short description for logs.
-    public var detail: String
+    package var detail: String
     /// True when the failure came before any byte of the response arrived: the client saw no
     /// answer, so sending the request again cannot duplicate one it saw. (The upstream may
     /// still have acted on the request.)
-    public var beforeResponse: Bool
+    package var beforeResponse: Bool
 
     /// `beforeResponse` nil means what `kind` implies: true for `connectFailed`, `tls` and
     /// `invalidRequest` (nothing was answered), false otherwise.
-    public init(_ kind: Kind, _ detail: String = "", beforeResponse: Bool? = nil) {
+    package init(_ kind: Kind, _ detail: String = "", beforeResponse: Bool? = nil) {
         self.kind = kind
         self.detail = detail
         self.beforeResponse = beforeResponse ?? [.connectFailed, .tls, .invalidRequest].contains(kind)
     }
 
-    public var description: String { detail.isEmpty ? kind.rawValue : "\(kind.rawValue): \(detail)" }
+    package var description: String { detail.isEmpty ? kind.rawValue : "\(kind.rawValue): \(detail)" }
 }

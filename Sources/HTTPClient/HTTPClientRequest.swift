@@ -1,26 +1,26 @@
 /// A request to send upstream.
-public struct HTTPClientRequest: Sendable {
+package struct HTTPClientRequest: Sendable {
     /// `GET`, `POST`, ...
-    public var method: String
+    package var method: String
     /// An absolute `http://` or `https://` URL.
-    public var url: String
+    package var url: String
     /// Header fields, sent in order.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body, sent with `Content-Length`.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// The total time allowed for this request; nil for the client's default.
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// The time allowed to connect; nil for the client's default.
-    public var connectTimeout: Duration?
+    package var connectTimeout: Duration?
     /// The time allowed from the start until the response head has arrived; past it the
     /// request fails with ``HTTPClientError/Kind/timedOut``. Nil: only `timeout` applies.
-    public var headTimeout: Duration?
+    package var headTimeout: Duration?
     /// A PEM bundle of the CA certificates an https upstream's certificate must chain to,
     /// instead of the system's store (a private CA). Certificates and host names are always
     /// verified; there is no way to turn that off.
-    public var caFile: String?
+    package var caFile: String?
 
-    public init(
+    package init(
         method: String = "GET",
         url: String,
         headers: [(name: String, value: String)] = [],
@@ -43,30 +43,30 @@ public struct HTTPClientRequest: Sendable {
 
 /// The status line and header fields of a response. The fields are kept as received and
 /// decoded when asked for.
-public struct HTTPClientResponseHead: Sendable {
+package struct HTTPClientResponseHead: Sendable {
     /// The HTTP version a response came in (`1.1`, `2`), from its status line.
-    public struct Version: Hashable, Sendable, CustomStringConvertible {
-        public var major: Int
-        public var minor: Int
+    package struct Version: Hashable, Sendable, CustomStringConvertible {
+        package var major: Int
+        package var minor: Int
 
-        public init(major: Int, minor: Int) {
+        package init(major: Int, minor: Int) {
             self.major = major
             self.minor = minor
         }
 
-        public static let http1_0 = Version(major: 1, minor: 0)
-        public static let http1_1 = Version(major: 1, minor: 1)
-        public static let http2 = Version(major: 2, minor: 0)
+        package static let http1_0 = Version(major: 1, minor: 0)
+        package static let http1_1 = Version(major: 1, minor: 1)
+        package static let http2 = Version(major: 2, minor: 0)
 
-        public var description: String { major >= 2 && minor == 0 ? "\(major)" : "\(major).\(minor)" }
+        package var description: String { major >= 2 && minor == 0 ? "\(major)" : "\(major).\(minor)" }
     }
 
-    public var status: Int
+    package var status: Int
     /// The version the upstream answered in: `.http2` when the connection multiplexes.
-    public var httpVersion: Version
+    package var httpVersion: Version
     var fields: ResponseFields
 
-    public init(status: Int, headers: [(name: String, value: String)], httpVersion: Version = .http1_1) {
+    package init(status: Int, headers: [(name: String, value: String)], httpVersion: Version = .http1_1) {
         self.status = status
         self.httpVersion = httpVersion
         fields = ResponseFields(headers)
@@ -79,27 +79,27 @@ public struct HTTPClientResponseHead: Sendable {
     }
 
     /// Header fields in the order received, names as sent.
-    public var headers: [(name: String, value: String)] {
+    package var headers: [(name: String, value: String)] {
         get { fields.fields }
         set { fields = ResponseFields(newValue) }
     }
 
     /// The first value of the header named `name`, compared ignoring ASCII case.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         fields.value(of: name)
     }
 }
 
 /// A complete response.
-public struct HTTPClientResponse: Sendable {
-    public var head: HTTPClientResponseHead
-    public var body: [UInt8]
+package struct HTTPClientResponse: Sendable {
+    package var head: HTTPClientResponseHead
+    package var body: [UInt8]
 
-    public init(head: HTTPClientResponseHead, body: [UInt8]) {
+    package init(head: HTTPClientResponseHead, body: [UInt8]) {
         self.head = head
         self.body = body
     }
 
-    public var status: Int { head.status }
-    public func header(_ name: String) -> String? { head.header(name) }
+    package var status: Int { head.status }
+    package func header(_ name: String) -> String? { head.header(name) }
 }

@@ -9,7 +9,7 @@
 /// The wire types spell out their own snake_case keys, so the coders use no key strategy;
 /// the encoder leaves `/` unescaped (as OpenAI does) and does not sort keys. Both coders are
 /// created once and shared: they are safe to use from any thread.
-public enum JSON {
+package enum JSON {
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
@@ -21,13 +21,13 @@ public enum JSON {
     /// Encodes `value` as compact UTF-8 JSON.
     /// - Throws: `EncodingError` when the value cannot be represented in JSON
     ///   (for example a non-finite `Double`).
-    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+    package static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         Array(try encoder.encode(value))
     }
 
     /// Decodes a value of type `T` from UTF-8 JSON.
     /// - Throws: `DecodingError` when the bytes are not JSON or do not have the shape of `T`.
-    public static func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
         try decoder.decode(type, from: Data(bytes))
     }
 
@@ -35,7 +35,7 @@ public enum JSON {
     /// checked as ``JSONValue/parse(_:maximumDepth:)`` checks them, because `JSONDecoder`
     /// keeps the first of a repeated member name where other readers keep the last.
     /// - Throws: `DecodingError` when the bytes are not I-JSON or do not have the shape of `T`.
-    public static func decode<T: IJSONDecodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
+    package static func decode<T: IJSONDecodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
         do {
             try JSONValue.validate(bytes, maximumDepth: maximumClientDepth)
         } catch {
@@ -52,4 +52,4 @@ public enum JSON {
 /// A type read from what clients send, held to I-JSON (RFC 7493) by
 /// `JSON.decode(_:from:)`: no repeated member name in any object,
 /// no lone surrogate escape.
-public protocol IJSONDecodable: Decodable {}
+package protocol IJSONDecodable: Decodable {}

@@ -2,7 +2,7 @@
 /// (`response_format` of ``ChatCompletionRequest``, a cached structured answer) and be
 /// coded with the rest of it.
 extension JSONValue: Codable, Hashable {
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -19,7 +19,7 @@ extension JSONValue: Codable, Hashable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -31,7 +31,7 @@ extension JSONValue: Codable, Hashable {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value):

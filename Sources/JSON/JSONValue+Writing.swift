@@ -4,14 +4,14 @@ extension JSONValue {
     /// names' bytes, so the same value always gives the same bytes (a `Dictionary` has no
     /// order of its own); whole numbers within ±2⁵³ are written without a fraction (`10`,
     /// not `10.0`); a non-finite number, which JSON cannot hold, as `null`.
-    public func jsonBytes() -> [UInt8] {
+    package func jsonBytes() -> [UInt8] {
         var bytes: [UInt8] = []
         append(to: &bytes)
         return bytes
     }
 
     /// Appends ``jsonBytes()`` to `bytes`.
-    public func append(to bytes: inout [UInt8]) {
+    package func append(to bytes: inout [UInt8]) {
         switch self {
         case .null:
             bytes.append(contentsOf: "null".utf8)
@@ -57,7 +57,7 @@ extension JSONValue {
 
 extension JSONWriter {
     /// A member whose value is a ``JSONValue`` (``JSONValue/jsonBytes()``).
-    public mutating func field(_ name: String, _ value: JSONValue) {
+    package mutating func field(_ name: String, _ value: JSONValue) {
         field(name, json: value.jsonBytes())
     }
 }

@@ -4,7 +4,7 @@
 
 /// A parsed JSON document, for the hot paths that read a few fields of a small document
 /// (the request body, the upstream's answer) several times faster than `JSONDecoder`.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -13,29 +13,29 @@ public enum JSONValue: Sendable, Equatable {
     case object([String: JSONValue])
 
     /// The member `key` of an object, nil for anything else or a missing member.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }
         return nil
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// A whole number that fits `Int`.
-    public var intValue: Int? {
+    package var intValue: Int? {
         guard case .number(let value) = self, value.rounded() == value, abs(value) < 9.0e15 else { return nil }
         return Int(value)
     }
 
-    public var isNull: Bool { self == .null }
+    package var isNull: Bool { self == .null }
 
     /// Parses `bytes` as one I-JSON value (RFC 7493, the strict profile of RFC 8259): strict
     /// syntax, valid UTF-8 only, nesting bounded by `maximumDepth`, and neither a member name
     /// repeated in an object nor a `\u` escape of a lone surrogate. Names are compared as
     /// strings, so canonically equivalent names are the same name.
-    public static func parse(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         try parse(bytes, maximumDepth: maximumDepth, strictness: .interoperable)
     }
 
@@ -62,7 +62,7 @@ extension JSONValue {
     /// absent — without building the rest of the tree.
     /// The whole document is checked as ``parse(_:maximumDepth:)`` checks it, and fails
     /// exactly when that fails; a valid document that is not an object gives nil.
-    public static func parseMembers(
+    package static func parseMembers(
         of bytes: [UInt8], named names: [StaticString], maximumDepth: Int = 64
     ) throws(JSONParseError) -> [JSONValue?]? {
         var parser = JSONByteParser(maximumDepth: maximumDepth)
@@ -73,10 +73,10 @@ extension JSONValue {
 }
 
 /// Why bytes are not a JSON document. Says where, never what (it may be user text).
-public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let offset: Int
-    public let reason: String
-    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+package struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    package let offset: Int
+    package let reason: String
+    package var description: String { "invalid JSON at byte \(offset): \(reason)" }
 
     package init(offset: Int, reason: String) {
         self.offset = offset

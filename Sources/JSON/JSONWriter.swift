@@ -1,15 +1,15 @@
 /// Builds JSON documents straight into bytes — for hot paths (the upstream request, the
 /// gateway's answers, log lines) where it is several times faster than `JSONEncoder`, and
 /// the field order is exactly as written.
-public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
     private var needsComma = false
 
-    public init(capacity: Int = 256) {
+    package init(capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
     }
 
-    public mutating func object(_ body: (inout JSONWriter) -> Void) {
+    package mutating func object(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -18,28 +18,28 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    public mutating func field(_ name: String, _ value: String) {
+    package mutating func field(_ name: String, _ value: String) {
         key(name)
         string(value)
     }
 
-    public mutating func field(_ name: String, _ value: String?) {
+    package mutating func field(_ name: String, _ value: String?) {
         key(name)
         if let value { string(value) } else { null() }
     }
 
-    public mutating func field(_ name: String, _ value: Bool) {
+    package mutating func field(_ name: String, _ value: Bool) {
         key(name)
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
         needsComma = true
     }
 
-    public mutating func field(_ name: String, _ value: Int) {
+    package mutating func field(_ name: String, _ value: Int) {
         key(name)
         integer(value)
     }
 
-    public mutating func field(_ name: String, _ value: Int?) {
+    package mutating func field(_ name: String, _ value: Int?) {
         key(name)
         if let value { integer(value) } else { null() }
     }
@@ -57,13 +57,13 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    public mutating func field(_ name: String, object body: (inout JSONWriter) -> Void) {
+    package mutating func field(_ name: String, object body: (inout JSONWriter) -> Void) {
         key(name)
         needsComma = false
         object(body)
     }
 
-    public mutating func field<Element>(
+    package mutating func field<Element>(
         _ name: String, array elements: [Element], _ body: (inout JSONWriter, Element) -> Void
     ) {
         key(name)
@@ -78,7 +78,7 @@ public struct JSONWriter {
 
     /// A finite number in Swift's shortest round-tripping form (`0.2`, `1e-05`); a
     /// non-finite one, which JSON cannot hold, as `null`.
-    public mutating func field(_ name: String, _ value: Double) {
+    package mutating func field(_ name: String, _ value: Double) {
         key(name)
         if value.isFinite {
             bytes.append(contentsOf: value.description.utf8)
@@ -88,7 +88,7 @@ public struct JSONWriter {
         }
     }
 
-    public mutating func field(_ name: String, strings values: [String]) {
+    package mutating func field(_ name: String, strings values: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))
         needsComma = false
@@ -101,19 +101,19 @@ public struct JSONWriter {
     }
 
     /// A member whose value is already encoded JSON, written as it is.
-    public mutating func field(_ name: String, json encoded: [UInt8]) {
+    package mutating func field(_ name: String, json encoded: [UInt8]) {
         key(name)
         bytes.append(contentsOf: encoded)
         needsComma = true
     }
 
-    public mutating func nullField(_ name: String) {
+    package mutating func nullField(_ name: String) {
         key(name)
         null()
     }
 
     /// A number with up to three decimals (milliseconds).
-    public mutating func field(_ name: String, milliseconds value: Double) {
+    package mutating func field(_ name: String, milliseconds value: Double) {
         key(name)
         bytes.append(contentsOf: Self.decimal(value).utf8)
         needsComma = true
@@ -144,7 +144,7 @@ public struct JSONWriter {
 
     /// Appends what goes between the quotes of `value` as a JSON string: its UTF-8 bytes with
     /// `"`, `\`, control characters and DEL escaped, exactly as the writer writes strings.
-    public static func appendStringContents(of value: String, to bytes: inout [UInt8]) {
+    package static func appendStringContents(of value: String, to bytes: inout [UInt8]) {
         var value = value
         value.withUTF8 { utf8 in
             // Copy runs of plain bytes in bulk; escape only what JSON requires.
@@ -183,7 +183,7 @@ public struct JSONWriter {
     }
 
     /// `12.345` style: at most three decimals, no exponent.
-    public static func decimal(_ value: Double) -> String {
+    package static func decimal(_ value: Double) -> String {
         var text = ""
         appendDecimal(value, to: &text)
         return text
@@ -191,7 +191,7 @@ public struct JSONWriter {
 
     /// Appends ``decimal(_:)`` of `value` to `text`: the digits are written into a small
     /// buffer from the last one back and appended at once (a small string, no allocation).
-    public static func appendDecimal(_ value: Double, to text: inout String) {
+    package static func appendDecimal(_ value: Double, to text: inout String) {
         guard value.isFinite, value >= 0 else {
             text += "0"
             return

@@ -1,4 +1,4 @@
-public import HTTP1
+package import HTTP1
 
 /// How the mock answers one request. Defaults come from the command line; each request can
 /// override them with `X-Mock-*` headers or with a `[mock:key=value,...]` directive inside
@@ -30,36 +30,36 @@ public import HTTP1
 /// Beside these, the request itself shapes the answer as a provider's would: `n` choices,
 /// and a call of the first tool (or the one `tool_choice` names) when it offers `tools`
 /// and `tool_choice` is not `"none"`.
-public struct MockBehaviour: Sendable, Hashable {
-    public enum BodyKind: String, Sendable, Hashable {
+package struct MockBehaviour: Sendable, Hashable {
+    package enum BodyKind: String, Sendable, Hashable {
         case normal, garbage, empty
         case noContent = "no-content"
         case noChoices = "no-choices"
     }
 
-    public enum StreamCut: String, Sendable, Hashable {
+    package enum StreamCut: String, Sendable, Hashable {
         case clean, abort
     }
 
-    public var latencyMilliseconds = 0
-    public var status = 200
-    public var errorCode: String?
-    public var retryAfter: String?
-    public var body = BodyKind.normal
-    public var deltas = 5
-    public var deltaDelayMilliseconds = 10
-    public var cutStream: StreamCut?
-    public var streamErrorAfter: Int?
-    public var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
-    public var providerHeaders = false
-    public var json = MockStructuredAnswer.Mode.valid
-    public var echoRequest = false
-    public var failFirst: Int?
-    public var cutBody = false
+    package var latencyMilliseconds = 0
+    package var status = 200
+    package var errorCode: String?
+    package var retryAfter: String?
+    package var body = BodyKind.normal
+    package var deltas = 5
+    package var deltaDelayMilliseconds = 10
+    package var cutStream: StreamCut?
+    package var streamErrorAfter: Int?
+    package var content = "این یک پاسخ آزمایشی از سرویس شبیه‌سازی‌شده است که برای آزمون دروازه ساخته شده است."
+    package var providerHeaders = false
+    package var json = MockStructuredAnswer.Mode.valid
+    package var echoRequest = false
+    package var failFirst: Int?
+    package var cutBody = false
 
     /// What a hosted OpenAI-compatible API sends beside `Content-Type` (values made up, sizes
     /// typical): its request id and processing time, rate-limit counters, and its CDN's fields.
-    public static let providerHeaderFields: [(name: String, value: String)] = [
+    package static let providerHeaderFields: [(name: String, value: String)] = [
         ("x-request-id", "req_5f0c9a7e2b3d4c1a8e6f7b9d0a1c2e3f"),
         ("openai-processing-ms", "412"),
         ("openai-version", "2020-10-01"),
@@ -82,10 +82,10 @@ public struct MockBehaviour: Sendable, Hashable {
         ("alt-svc", "h3=\":443\"; ma=86400"),
     ]
 
-    public init() {}
+    package init() {}
 
     /// Applies one `key=value` override; unknown keys and bad values are ignored.
-    public mutating func apply(key: String, value: String) {
+    package mutating func apply(key: String, value: String) {
         switch key.lowercased() {
         case "latency-ms": latencyMilliseconds = max(0, Int(value) ?? latencyMilliseconds)
         case "status": status = Int(value).flatMap { (100...599).contains($0) ? $0 : nil } ?? status
@@ -107,7 +107,7 @@ public struct MockBehaviour: Sendable, Hashable {
     }
 
     /// This behaviour with the request's `X-Mock-*` headers applied.
-    public func applying(headers: HTTPHeaders) -> MockBehaviour {
+    package func applying(headers: HTTPHeaders) -> MockBehaviour {
         var copy = self
         for field in headers where field.name.lowercased().hasPrefix("x-mock-") {
             copy.apply(key: String(field.name.dropFirst("x-mock-".count)), value: field.value)
@@ -116,7 +116,7 @@ public struct MockBehaviour: Sendable, Hashable {
     }
 
     /// This behaviour with a `[mock:key=value,...]` directive in `text` applied.
-    public func applying(directivesIn text: String) -> MockBehaviour {
+    package func applying(directivesIn text: String) -> MockBehaviour {
         guard let start = text.firstRange(of: "[mock:"), let end = text[start.upperBound...].firstIndex(of: "]") else {
             return self
         }

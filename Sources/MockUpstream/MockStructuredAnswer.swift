@@ -3,9 +3,9 @@ import JSON
 /// The mock's answer to a request with a `json_schema` `response_format`: JSON made from the
 /// schema, so a round trip through a gateway that checks it passes, or broken on purpose
 /// (the `json` behaviour key).
-public enum MockStructuredAnswer {
+package enum MockStructuredAnswer {
     /// The `json` behaviour key.
-    public enum Mode: String, Sendable, Hashable {
+    package enum Mode: String, Sendable, Hashable {
         /// JSON that matches the schema.
         case valid
         /// `{"unexpected": …}`: no required member, one the schema does not list.

@@ -1,7 +1,7 @@
 import ChatAPI
-public import EventLoop
+package import EventLoop
 import HTTP1
-public import HTTPServer
+package import HTTPServer
 import JSON
 import Synchronization
 
@@ -9,19 +9,19 @@ import Synchronization
 /// benchmarks: `POST /v1/chat/completions` (JSON, or SSE with `stream: true`),
 /// `GET /v1/models`, and `GET /mock/stats` with its counters. Behaviour is scriptable per
 /// request (see ``MockBehaviour``).
-public final class MockUpstream: Sendable {
+package final class MockUpstream: Sendable {
     /// What the mock has seen.
-    public struct Stats: Sendable, Hashable, Codable {
+    package struct Stats: Sendable, Hashable, Codable {
         /// Chat-completion requests received.
-        public var requests = 0
+        package var requests = 0
         /// Requests whose client went away before the answer ended.
-        public var cancelled = 0
+        package var cancelled = 0
         /// Requests being answered now.
-        public var inFlight = 0
+        package var inFlight = 0
         /// TCP connections accepted.
-        public var connections = 0
+        package var connections = 0
         /// Connections open now.
-        public var openConnections = 0
+        package var openConnections = 0
     }
 
     private let server: HTTPServer
@@ -30,7 +30,7 @@ public final class MockUpstream: Sendable {
     /// - Parameters:
     ///   - defaults: the behaviour of a request that overrides nothing.
     ///   - apiKey: when set, requests must carry `Authorization: Bearer <apiKey>` (else 401).
-    public init(configuration: ServerConfiguration, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
+    package init(configuration: ServerConfiguration, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
         throws
     {
         var configuration = configuration
@@ -59,13 +59,13 @@ public final class MockUpstream: Sendable {
 
     /// Starts listening; returns the bound address.
     @discardableResult
-    public func start() async throws -> SocketAddress {
+    package func start() async throws -> SocketAddress {
         try await server.start()
     }
 
     /// A mock listening on `port` of loopback (`0`: any free one) with one event loop, as
     /// tests and drills start it.
-    public static func started(port: Int = 0, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
+    package static func started(port: Int = 0, defaults: MockBehaviour = MockBehaviour(), apiKey: String? = nil)
         async throws -> MockUpstream
     {
         var configuration = ServerConfiguration()
@@ -77,12 +77,12 @@ public final class MockUpstream: Sendable {
     }
 
     /// Stops the server (requests in flight are cut after `gracePeriod`).
-    public func shutdown(gracePeriod: Duration = .zero) async {
+    package func shutdown(gracePeriod: Duration = .zero) async {
         await server.shutdown(gracePeriod: gracePeriod)
     }
 
     /// `http://host:port/v1` once started.
-    public var baseURL: String {
+    package var baseURL: String {
         guard let address = server.localAddress else { return "" }
         switch address {
         case .v4(let host, let port): return "http://\(host):\(port)/v1"
@@ -91,7 +91,7 @@ public final class MockUpstream: Sendable {
     }
 
     /// The counters so far.
-    public var stats: Stats { Self.stats(handler, server) }
+    package var stats: Stats { Self.stats(handler, server) }
 
     private static func stats(_ handler: MockHandler, _ server: HTTPServer) -> Stats {
         var stats = handler.counters.withLock { $0 }
@@ -101,11 +101,11 @@ public final class MockUpstream: Sendable {
     }
 
     /// The body of the last chat-completion request (for tests that check what was sent).
-    public var lastRequestBody: [UInt8] { handler.lastRequestBody }
+    package var lastRequestBody: [UInt8] { handler.lastRequestBody }
 
     /// The last user message of every chat-completion request so far, in arrival order (the
     /// most recent ``MockHandler/journalLimit``): what a test checks was, or was not, asked.
-    public var receivedUserTexts: [String] { handler.journal.withLock { $0 } }
+    package var receivedUserTexts: [String] { handler.journal.withLock { $0 } }
 }
 
 /// The mock's request handling and counters, shared by its routes.

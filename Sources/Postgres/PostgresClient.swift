@@ -1,4 +1,4 @@
-public import EventLoop
+package import EventLoop
 import Synchronization
 
 /// An asynchronous Postgres client over libpq's non-blocking API, driven by event loops.
@@ -14,18 +14,18 @@ import Synchronization
 /// finish up to the deadline, then fails the rest with ``PostgresError/Code/closed``.
 ///
 /// Every error thrown is a ``PostgresError``.
-public final class PostgresClient: Service {
-    public let name: String
-    public let configuration: PostgresConfiguration
+package final class PostgresClient: Service {
+    package let name: String
+    package let configuration: PostgresConfiguration
     /// Connections each loop holds.
-    public let connectionsPerLoop: Int
+    package let connectionsPerLoop: Int
     private let connections: [LoopBound<PostgresConnection>]
     private let cursor = Atomic<Int>(0)
     private let nextJobID = Atomic<UInt64>(1)
     private let isStopped = Atomic<Bool>(false)
 
     /// A client on `group`'s loops; it connects at ``start()``.
-    public init(
+    package init(
         configuration: PostgresConfiguration, group: EventLoopGroup, connectionsPerLoop: Int = 1,
         name: String = "postgres"
     ) {
@@ -42,16 +42,16 @@ public final class PostgresClient: Service {
         self.connections = connections
     }
 
-    public func start() async throws {
+    package func start() async throws {
         for connection in connections {
             connection.withValue { $0.start() }
         }
     }
 
     /// Whether ``stop(deadline:)`` has begun: from then on every new query is refused.
-    public var isStopping: Bool { isStopped.load(ordering: .relaxed) }
+    package var isStopping: Bool { isStopped.load(ordering: .relaxed) }
 
-    public func stop(deadline: MonotonicInstant) async {
+    package func stop(deadline: MonotonicInstant) async {
         isStopped.store(true, ordering: .relaxed)
         await withTaskGroup(of: Void.self) { group in
             for connection in connections {
@@ -66,14 +66,14 @@ public final class PostgresClient: Service {
 
     /// Runs `sql` with `parameters` bound to `$1`, `$2`, … and returns its result.
     /// `timeout` (the configuration's query timeout when nil) counts from this call.
-    public func query(_ sql: String, _ parameters: [PostgresValue] = [], timeout: Duration? = nil)
+    package func query(_ sql: String, _ parameters: [PostgresValue] = [], timeout: Duration? = nil)
         async throws(PostgresError) -> PostgresResult
     {
         try await query(PostgresQuery(sql, parameters), timeout: timeout)
     }
 
     /// Runs `query` and returns its result.
-    public func query(_ query: PostgresQuery, timeout: Duration? = nil) async throws(PostgresError) -> PostgresResult {
+    package func query(_ query: PostgresQuery, timeout: Duration? = nil) async throws(PostgresError) -> PostgresResult {
         let results = try await run([query], transactional: false, timeout: timeout)
         guard let result = results.first else {
             throw PostgresError(.connection, message: "the server returned no result", query: query.sql)
@@ -86,14 +86,14 @@ public final class PostgresClient: Service {
     /// together in libpq's pipeline mode, so the transaction costs one round trip whatever
     /// its length. When one fails, the server skips the rest, the transaction is rolled back
     /// and that error thrown; nothing of it is kept. `timeout` bounds the whole transaction.
-    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+    package func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
         -> [PostgresResult]
     {
         try await run(queries, transactional: true, timeout: timeout)
     }
 
     /// How many connections are up now (for tests, health and metrics).
-    public func connectedCount() async -> Int {
+    package func connectedCount() async -> Int {
         var count = 0
         for connection in connections {
             let up = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in

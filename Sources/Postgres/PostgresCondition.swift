@@ -1,6 +1,6 @@
 /// A server error's SQLSTATE as a condition the code can switch over (PostgreSQL's
 /// Appendix A). Only the ones callers act on are named; the rest are ``other(_:)``.
-public enum PostgresCondition: Sendable, Hashable {
+package enum PostgresCondition: Sendable, Hashable {
     /// 23505: a row with the same key exists.
     case uniqueViolation
     /// 23503
@@ -30,7 +30,7 @@ public enum PostgresCondition: Sendable, Hashable {
     /// Any other SQLSTATE.
     case other(String)
 
-    public init(sqlState: String) {
+    package init(sqlState: String) {
         switch sqlState {
         case "23505": self = .uniqueViolation
         case "23503": self = .foreignKeyViolation
@@ -55,7 +55,7 @@ public enum PostgresCondition: Sendable, Hashable {
     }
 
     /// Whether trying again later may succeed.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch self {
         case .serializationFailure, .deadlockDetected, .serverUnavailable, .insufficientResources, .connectionException:
             true

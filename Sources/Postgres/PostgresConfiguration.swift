@@ -3,38 +3,38 @@ import EventLoop
 /// Where and how a ``PostgresClient`` connects, and the time it gives each step.
 ///
 /// Neither ``description`` nor any error made while parsing a URL carries the password.
-public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+package struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// libpq's `sslmode`.
-    public enum SSLMode: String, Sendable, Hashable, CaseIterable {
+    package enum SSLMode: String, Sendable, Hashable, CaseIterable {
         case disable, allow, prefer, require
         case verifyCA = "verify-ca"
         case verifyFull = "verify-full"
     }
 
     /// A host name, a numeric IPv4 or IPv6 address, or the directory of a Unix socket (`/…`).
-    public var host: String
-    public var port: Int
+    package var host: String
+    package var port: Int
     /// nil: libpq's default (the operating system's user name).
-    public var user: String?
-    public var password: String?
+    package var user: String?
+    package var password: String?
     /// nil: the user's name.
-    public var database: String?
-    public var sslMode: SSLMode
+    package var database: String?
+    package var sslMode: SSLMode
     /// Shown in `pg_stat_activity`.
-    public var applicationName: String
+    package var applicationName: String
     /// How long one connection attempt may take, TLS and authentication included.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// How long a query may take from the call, waiting for a connection included, unless
     /// the call gives its own.
-    public var queryTimeout: Duration
+    package var queryTimeout: Duration
     /// The first wait before reconnecting after a failure; each further failure doubles it
     /// up to ``maxReconnectDelay``, with jitter.
-    public var minReconnectDelay: Duration
-    public var maxReconnectDelay: Duration
+    package var minReconnectDelay: Duration
+    package var maxReconnectDelay: Duration
 
-    public init(
+    package init(
         host: String, port: Int = 5432, user: String? = nil, password: String? = nil, database: String? = nil,
         sslMode: SSLMode = .prefer, applicationName: String = "text-gateway",
         connectTimeout: Duration = .seconds(10), queryTimeout: Duration = .seconds(30),
@@ -57,7 +57,7 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// `postgresql://`). Every part but the host may be left out; user, password, host and
     /// database are percent-decoded; an IPv6 host is written in brackets. The query may set
     /// `sslmode`, `application_name` and `connect_timeout` (seconds); anything else is refused.
-    public init(url: String) throws(PostgresError) {
+    package init(url: String) throws(PostgresError) {
         func fail(_ reason: String) -> PostgresError {
             PostgresError(.invalidConfiguration, message: "DATABASE_URL: " + reason)
         }
@@ -200,15 +200,15 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
         return parameters
     }
 
-    public var description: String {
+    package var description: String {
         let who = user.map { $0 + (password == nil ? "" : ":***") + "@" } ?? ""
         let where_ = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(who)\(where_):\(port)/\(database ?? "")?sslmode=\(sslMode.rawValue)"
     }
 
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
 
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["url": description], displayStyle: .struct)
     }
 }

@@ -3,8 +3,8 @@
 /// Its ``description`` is generic (the code and the SQLSTATE), safe for any log line; the
 /// server's primary message and the query's text are in ``debugDescription``
 /// (`String(reflecting:)`), never a bound value nor a password.
-public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
-    public enum Code: String, Sendable, Hashable {
+package struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    package enum Code: String, Sendable, Hashable {
         /// The configuration or URL cannot be used.
         case invalidConfiguration
         /// No connection to the server: it could not be made, or was lost with the query in
@@ -22,15 +22,15 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible,
         case closed
     }
 
-    public let code: Code
+    package let code: Code
     /// The server's five-character SQLSTATE for ``Code/server`` errors, nil otherwise.
-    public let sqlState: String?
+    package let sqlState: String?
     /// What happened: the server's primary message, or libpq's, or ours.
-    public let message: String
+    package let message: String
     /// The SQL text of the query that failed, when there was one (bound values are never in it).
-    public let query: String?
+    package let query: String?
 
-    public init(_ code: Code, sqlState: String? = nil, message: String, query: String? = nil) {
+    package init(_ code: Code, sqlState: String? = nil, message: String, query: String? = nil) {
         self.code = code
         self.sqlState = sqlState
         self.message = message
@@ -38,14 +38,14 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible,
     }
 
     /// The condition named by ``sqlState``, for the codes the gateway acts on.
-    public var condition: PostgresCondition? {
+    package var condition: PostgresCondition? {
         sqlState.map(PostgresCondition.init(sqlState:))
     }
 
     /// Whether the same call may succeed later: a connection failure, a timeout, a server
     /// that is starting or shutting down, a serialization failure or a deadlock. A unique
     /// violation or a syntax error fails the same way every time.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch code {
         case .connection, .timeout: return true
         case .server: return condition?.isTransient ?? false
@@ -58,12 +58,12 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible,
         PostgresError(code, sqlState: sqlState, message: message, query: query)
     }
 
-    public var description: String {
+    package var description: String {
         if let sqlState { return "postgres \(code.rawValue) \(sqlState)" }
         return "postgres \(code.rawValue)"
     }
 
-    public var debugDescription: String {
+    package var debugDescription: String {
         var text = description + ": " + message
         if let query { text += " (query: \(query))" }
         return text

@@ -4,14 +4,14 @@
 /// with every row's values in order — so a batch costs one round trip;
 /// ``PostgresClient/transaction(_:timeout:)`` runs several queries as one unit, also in one
 /// round trip.
-public struct PostgresQuery: Sendable, Hashable {
+package struct PostgresQuery: Sendable, Hashable {
     /// The most parameters one statement can carry (the protocol counts them in 16 bits).
-    public static let maxParameters = 65_535
+    package static let maxParameters = 65_535
 
-    public var sql: String
-    public var parameters: [PostgresValue]
+    package var sql: String
+    package var parameters: [PostgresValue]
 
-    public init(_ sql: String, _ parameters: [PostgresValue] = []) {
+    package init(_ sql: String, _ parameters: [PostgresValue] = []) {
         self.sql = sql
         self.parameters = parameters
     }

@@ -2,30 +2,30 @@
 ///
 /// Values arrive in the server's text format (`42`, `t`, `2026-12-01 06:00:00+00`) except
 /// `bytea`, which arrives as its raw bytes.
-public struct PostgresRow: Sendable, Hashable {
-    public let values: [[UInt8]?]
+package struct PostgresRow: Sendable, Hashable {
+    package let values: [[UInt8]?]
 
-    public init(values: [[UInt8]?]) {
+    package init(values: [[UInt8]?]) {
         self.values = values
     }
 
     /// The raw value of column `index`; nil for NULL.
-    public subscript(index: Int) -> [UInt8]? {
+    package subscript(index: Int) -> [UInt8]? {
         values[index]
     }
 
     /// Column `index` as text; nil for NULL.
-    public func string(_ index: Int) -> String? {
+    package func string(_ index: Int) -> String? {
         values[index].map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Column `index` as an integer; nil for NULL or text that is not one.
-    public func int(_ index: Int) -> Int? {
+    package func int(_ index: Int) -> Int? {
         string(index).flatMap { Int($0) }
     }
 
     /// Column `index` as a boolean (`t` or `f`); nil for NULL or anything else.
-    public func bool(_ index: Int) -> Bool? {
+    package func bool(_ index: Int) -> Bool? {
         switch string(index) {
         case "t": true
         case "f": false
@@ -34,7 +34,7 @@ public struct PostgresRow: Sendable, Hashable {
     }
 
     /// Column `index` as a floating-point number; nil for NULL or text that is not one.
-    public func double(_ index: Int) -> Double? {
+    package func double(_ index: Int) -> Double? {
         string(index).flatMap { Double($0) }
     }
 }

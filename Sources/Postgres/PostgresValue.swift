@@ -4,7 +4,7 @@
 /// Text-like values are sent in text format with no declared type, so the server infers it
 /// from where the parameter stands (a `timestamptz` column, a `jsonb` cast); bytes are sent
 /// in binary as `bytea`.
-public enum PostgresValue: Sendable, Hashable {
+package enum PostgresValue: Sendable, Hashable {
     case null
     case text(String)
     /// Sent as `bytea`, in binary.
@@ -47,12 +47,12 @@ public enum PostgresValue: Sendable, Hashable {
 }
 
 extension PostgresValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
-    public init(stringLiteral value: String) { self = .text(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
-    public init(nilLiteral: ()) { self = .null }
+    package init(stringLiteral value: String) { self = .text(value) }
+    package init(integerLiteral value: Int) { self = .int(value) }
+    package init(nilLiteral: ()) { self = .null }
 }
 
 extension Optional where Wrapped == String {
     /// `.text` or `.null`.
-    public var postgresValue: PostgresValue { map(PostgresValue.text) ?? .null }
+    package var postgresValue: PostgresValue { map(PostgresValue.text) ?? .null }
 }

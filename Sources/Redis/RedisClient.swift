@@ -1,4 +1,4 @@
-public import EventLoop
+package import EventLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,10 +18,10 @@ import Synchronization
 ///
 /// Cancelling the calling task answers it with `.cancelled` at once; the command already
 /// sent still has its reply read (and dropped), so the other commands are not disturbed.
-public final class RedisClient: Service {
-    public let name: String
+package final class RedisClient: Service {
+    package let name: String
     /// The settings the client was made with.
-    public let configuration: RedisConfiguration
+    package let configuration: RedisConfiguration
     private let connections: [LoopBound<RedisConnection>]
     private let status = RedisStatus()
     private let cursor = Atomic<Int>(0)
@@ -32,7 +32,7 @@ public final class RedisClient: Service {
 
     /// Creates a client with one connection on each of `group`'s loops; nothing connects
     /// before ``start()``. `scripts` are loaded at every connect.
-    public init(
+    package init(
         configuration: RedisConfiguration, group: EventLoopGroup, scripts: [RedisScript] = [], name: String = "redis"
     ) {
         _ = Self.ignoreBrokenPipes
@@ -49,15 +49,15 @@ public final class RedisClient: Service {
     }
 
     /// True while every loop's connection is up (for a metric and the failure mode's log).
-    public var isUp: Bool { status.connectedCount == connections.count }
+    package var isUp: Bool { status.connectedCount == connections.count }
 
     /// How many of the loops' connections are up now.
-    public var connectedCount: Int { status.connectedCount }
+    package var connectedCount: Int { status.connectedCount }
 
     /// Connects every loop's connection and returns once each first attempt has succeeded or
     /// failed (bounded by the connect timeout). Does not throw when Redis is down: the
     /// connections keep trying in the background.
-    public func start() async throws {
+    package func start() async throws {
         await withTaskGroup(of: Void.self) { group in
             for connection in connections {
                 group.addTask {
@@ -71,7 +71,7 @@ public final class RedisClient: Service {
 
     /// Stops taking commands, lets those pending finish until `deadline`, then closes
     /// every connection; commands still pending then fail with `.shutdown`.
-    public func stop(deadline: MonotonicInstant) async {
+    package func stop(deadline: MonotonicInstant) async {
         for connection in connections {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 connection.withValue { $0.stop(deadline: deadline) { continuation.resume() } }
@@ -81,13 +81,13 @@ public final class RedisClient: Service {
 
     /// Sends one command (`["SET", "key", "value"]`) and returns its reply. A server error
     /// reply throws ``RedisError`` with code `.server` and the server's message.
-    public func send(_ arguments: [RedisArgument]) async throws(RedisError) -> RedisValue {
+    package func send(_ arguments: [RedisArgument]) async throws(RedisError) -> RedisValue {
         guard !arguments.isEmpty else { throw RedisError(.protocol, "empty command") }
         return try await perform { connection, call in connection.send(arguments, call: call) }
     }
 
     /// ``send(_:)`` with the arguments written out: `send("GET", "key")`.
-    public func send(_ arguments: RedisArgument...) async throws(RedisError) -> RedisValue {
+    package func send(_ arguments: RedisArgument...) async throws(RedisError) -> RedisValue {
         try await send(arguments)
     }
 
@@ -97,7 +97,7 @@ public final class RedisClient: Service {
     /// commands bounded by the timeout).
     /// With `writeNow`, the command is written to the socket before this call first waits
     /// (when it runs on one of the client's loops), not after the loop's turn.
-    public func evalSHA(
+    package func evalSHA(
         _ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = [], writeNow: Bool = false
     ) async throws(RedisError) -> RedisValue {
         try await perform { connection, call in

@@ -1,24 +1,24 @@
 /// Where Redis is and how long to wait for it: `REDIS_URL`, `REDIS_TIMEOUT_MS` and the rest.
-public struct RedisConfiguration: Sendable, Equatable {
+package struct RedisConfiguration: Sendable, Equatable {
     /// A host name or numeric address (IPv6 without brackets).
-    public var host: String
-    public var port: Int
+    package var host: String
+    package var port: Int
     /// Sent as `AUTH` at each connect when set. Never in any description.
-    public var password: String?
+    package var password: String?
     /// An ACL user name for `AUTH user password` (`redis://user:password@…`).
-    public var username: String?
+    package var username: String?
     /// Selected at each connect when not 0.
-    public var database: Int
+    package var database: Int
     /// How long one command may wait for its reply (`REDIS_TIMEOUT_MS`, default 50 ms). A
     /// timeout means a dead link: the connection is closed and made again.
-    public var timeout: Duration
+    package var timeout: Duration
     /// How long connecting, with AUTH, SELECT and the scripts loaded, may take.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// The delay before reconnecting: full jitter up to a cap that doubles from the first
     /// value to the last after each failed attempt.
-    public var reconnectBackoff: ClosedRange<Duration>
+    package var reconnectBackoff: ClosedRange<Duration>
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, username: String? = nil,
         database: Int = 0,
         timeout: Duration = .milliseconds(50), connectTimeout: Duration = .milliseconds(1000),
@@ -36,7 +36,7 @@ public struct RedisConfiguration: Sendable, Equatable {
 
     /// Parses `redis://[[user]:password@]host[:port][/db]`. `rediss://` is refused: no TLS yet.
     /// Errors name the part that is wrong, never the URL (it may hold a password).
-    public init(url: String) throws(RedisError) {
+    package init(url: String) throws(RedisError) {
         self.init()
         func invalid(_ reason: String) -> RedisError { RedisError(.invalidConfiguration, "REDIS_URL: \(reason)") }
         var rest: Substring
@@ -106,7 +106,7 @@ public struct RedisConfiguration: Sendable, Equatable {
     }
 
     /// The settings from the environment: nil without `REDIS_URL` (Redis is not used).
-    public init?(environment: [String: String]) throws(RedisError) {
+    package init?(environment: [String: String]) throws(RedisError) {
         guard let url = environment["REDIS_URL"], !url.isEmpty else { return nil }
         try self.init(url: url)
         if let text = environment["REDIS_TIMEOUT_MS"] {
@@ -146,7 +146,7 @@ public struct RedisConfiguration: Sendable, Equatable {
 
 extension RedisConfiguration: CustomStringConvertible {
     /// The URL with the password masked.
-    public var description: String {
+    package var description: String {
         let auth = password == nil ? "" : "\(username ?? ""):***@"
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "redis://\(auth)\(shownHost):\(port)/\(database)"

@@ -1,7 +1,7 @@
 /// Every error the Redis client throws. Its text never carries the URL's password.
-public struct RedisError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, to switch on.
-    public enum Code: Sendable, Hashable {
+    package enum Code: Sendable, Hashable {
         /// No connection could be made, or none is up right now (the command was not sent).
         case connectionFailed
         /// The connection closed while the command was pending: it may or may not have run.
@@ -20,22 +20,22 @@ public struct RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         case shutdown
     }
 
-    public let code: Code
+    package let code: Code
     /// The server's message for ``Code/server``; otherwise a short reason, possibly empty.
-    public let message: String
+    package let message: String
 
-    public init(_ code: Code, _ message: String = "") {
+    package init(_ code: Code, _ message: String = "") {
         self.code = code
         self.message = message
     }
 
     /// The server error's first word (`ERR`, `NOSCRIPT`, `WRONGPASS`); nil for other codes.
-    public var serverErrorPrefix: Substring? {
+    package var serverErrorPrefix: Substring? {
         guard code == .server else { return nil }
         return message.split(separator: " ", maxSplits: 1).first
     }
 
-    public var description: String {
+    package var description: String {
         message.isEmpty ? "redis: \(code)" : "redis: \(code): \(message)"
     }
 }

@@ -1,8 +1,8 @@
 /// A Lua script the client loads on every connection (`SCRIPT LOAD`) and runs by the SHA the
 /// server gave back (`EVALSHA`), loading it again when the server has forgotten it (`NOSCRIPT`).
-public struct RedisScript: Sendable, Hashable {
+package struct RedisScript: Sendable, Hashable {
     /// The Lua source.
-    public let source: String
+    package let source: String
 
-    public init(source: String) { self.source = source }
+    package init(source: String) { self.source = source }
 }

@@ -1,7 +1,7 @@
 import CRedis
 
 /// A reply from Redis (RESP2), as a value.
-public enum RedisValue: Sendable, Hashable {
+package enum RedisValue: Sendable, Hashable {
     /// `+OK`
     case simpleString(String)
     /// `-ERR …` inside an array (a top-level error is thrown as ``RedisError``).
@@ -14,7 +14,7 @@ public enum RedisValue: Sendable, Hashable {
     case array([RedisValue]?)
 
     /// The text of a simple or bulk string (bulk bytes decoded as UTF-8); nil otherwise.
-    public var string: String? {
+    package var string: String? {
         switch self {
         case .simpleString(let text): return text
         case .bulkString(let bytes?): return String(decoding: bytes, as: UTF8.self)
@@ -23,7 +23,7 @@ public enum RedisValue: Sendable, Hashable {
     }
 
     /// The integer, or a bulk or simple string holding one; nil otherwise.
-    public var integer: Int64? {
+    package var integer: Int64? {
         switch self {
         case .integer(let value): return value
         case .simpleString, .bulkString: return string.flatMap { Int64($0) }
@@ -32,13 +32,13 @@ public enum RedisValue: Sendable, Hashable {
     }
 
     /// The elements of an array; nil otherwise.
-    public var array: [RedisValue]? {
+    package var array: [RedisValue]? {
         if case .array(let elements) = self { return elements }
         return nil
     }
 
     /// True for the null bulk string (and null array).
-    public var isNull: Bool {
+    package var isNull: Bool {
         switch self {
         case .bulkString(nil), .array(nil): return true
         default: return false

@@ -3,7 +3,7 @@
 /// `usage_rollup_latency`, `usage_daily` by UTC day and caller), the latest failures and the
 /// jobs in flight. Every answer costs a
 /// range scan of a roll-up or an index, whatever the number of requests behind it.
-public protocol AdminStore: Sendable {
+package protocol AdminStore: Sendable {
     /// Totals over the slots [fromSlot, toSlot) (a slot is 15 minutes: `created_at / 900000`).
     func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals
     /// Use per local day and task over the slots [fromSlot, toSlot), oldest day first, tasks in
@@ -22,20 +22,20 @@ public protocol AdminStore: Sendable {
     func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord]
 }
 
-public struct RollupTotals: Sendable, Equatable {
-    public var requests: Int
-    public var cacheHits: Int
+package struct RollupTotals: Sendable, Equatable {
+    package var requests: Int
+    package var cacheHits: Int
     /// Tokens of the requests that were not cache hits.
-    public var inputTokens: Int
-    public var outputTokens: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
     /// Requests answered with a status of 400 or more.
-    public var errors: Int
+    package var errors: Int
     /// What the gateway added (duration less the upstream call), requests below 400 only.
-    public var added: LatencyHistogram
+    package var added: LatencyHistogram
     /// The upstream calls' durations, every request that made one.
-    public var upstream: LatencyHistogram
+    package var upstream: LatencyHistogram
 
-    public init(
+    package init(
         requests: Int = 0, cacheHits: Int = 0, inputTokens: Int = 0, outputTokens: Int = 0, errors: Int = 0,
         added: LatencyHistogram = LatencyHistogram(), upstream: LatencyHistogram = LatencyHistogram()
     ) {
@@ -49,17 +49,17 @@ public struct RollupTotals: Sendable, Equatable {
     }
 }
 
-public struct RollupDayTask: Sendable, Equatable {
+package struct RollupDayTask: Sendable, Equatable {
     /// The local day (days since the epoch, shifted by the offset asked for).
-    public var day: Int64
+    package var day: Int64
     /// "" for requests without a task (e.g. /v1 chat).
-    public var task: String
-    public var requests: Int
-    public var inputTokens: Int
-    public var outputTokens: Int
-    public var errors: Int
+    package var task: String
+    package var requests: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
+    package var errors: Int
 
-    public init(day: Int64, task: String, requests: Int, inputTokens: Int, outputTokens: Int, errors: Int) {
+    package init(day: Int64, task: String, requests: Int, inputTokens: Int, outputTokens: Int, errors: Int) {
         self.day = day
         self.task = task
         self.requests = requests
@@ -69,33 +69,33 @@ public struct RollupDayTask: Sendable, Equatable {
     }
 }
 
-public struct RollupDayCode: Sendable, Equatable {
-    public var day: Int64
+package struct RollupDayCode: Sendable, Equatable {
+    package var day: Int64
     /// "" for a failure that had no code.
-    public var code: String
-    public var count: Int
+    package var code: String
+    package var count: Int
 
-    public init(day: Int64, code: String, count: Int) {
+    package init(day: Int64, code: String, count: Int) {
         self.day = day
         self.code = code
         self.count = count
     }
 }
 
-public struct RollupCaller: Sendable, Equatable {
+package struct RollupCaller: Sendable, Equatable {
     /// "" for all guests together.
-    public var userID: String
+    package var userID: String
     /// The plan the caller was last seen with, nil when no row said.
-    public var plan: String?
-    public var requests: Int
-    public var cacheHits: Int
-    public var inputTokens: Int
-    public var outputTokens: Int
-    public var errors: Int
+    package var plan: String?
+    package var requests: Int
+    package var cacheHits: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
+    package var errors: Int
     /// The caller's latest request in the range.
-    public var lastSeenMilliseconds: Int64?
+    package var lastSeenMilliseconds: Int64?
 
-    public init(
+    package init(
         userID: String, plan: String?, requests: Int, cacheHits: Int, inputTokens: Int, outputTokens: Int, errors: Int,
         lastSeenMilliseconds: Int64?
     ) {
@@ -110,18 +110,18 @@ public struct RollupCaller: Sendable, Equatable {
     }
 }
 
-public struct FailedRequest: Sendable, Equatable {
-    public var sequence: Int64
-    public var requestID: String
-    public var createdAtMilliseconds: Int64
-    public var status: Int
-    public var code: String?
-    public var route: String
-    public var upstream: String?
-    public var task: String?
-    public var userID: String?
+package struct FailedRequest: Sendable, Equatable {
+    package var sequence: Int64
+    package var requestID: String
+    package var createdAtMilliseconds: Int64
+    package var status: Int
+    package var code: String?
+    package var route: String
+    package var upstream: String?
+    package var task: String?
+    package var userID: String?
 
-    public init(
+    package init(
         sequence: Int64, requestID: String, createdAtMilliseconds: Int64, status: Int, code: String?, route: String,
         upstream: String?, task: String?, userID: String?
     ) {

@@ -6,7 +6,7 @@
 /// signed challenges for short-lived sessions (``openSession(_:deviceID:counter:nowMilliseconds:)``). Every
 /// time is milliseconds since the Unix epoch, passed in by the caller (tests drive it); the
 /// store keeps only each session token's SHA-256 digest, never the token.
-public protocol DeviceRepository: Sendable {
+package protocol DeviceRepository: Sendable {
     /// Keeps a one-use challenge until `expiresAtMilliseconds`. Throws
     /// ``StoreError/Code/constraint`` when the same challenge is kept already.
     func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError)
@@ -68,26 +68,26 @@ public protocol DeviceRepository: Sendable {
 }
 
 /// The registration limits ``DeviceRepository/registerDevice(_:limits:)`` holds.
-public struct DeviceRegistrationLimits: Sendable, Equatable {
+package struct DeviceRegistrationLimits: Sendable, Equatable {
     /// The most devices one client (``StoredDevice/client``) may register in the window; nil: no limit.
-    public var perClient: Int?
+    package var perClient: Int?
     /// The most devices the gateway may register in the window; nil: no limit.
-    public var total: Int?
+    package var total: Int?
     /// The window's start: devices created at or after it count.
-    public var sinceMilliseconds: Int64
+    package var sinceMilliseconds: Int64
 
-    public init(perClient: Int?, total: Int?, sinceMilliseconds: Int64) {
+    package init(perClient: Int?, total: Int?, sinceMilliseconds: Int64) {
         self.perClient = perClient
         self.total = total
         self.sinceMilliseconds = sinceMilliseconds
     }
 
     /// No limit.
-    public static let none = DeviceRegistrationLimits(perClient: nil, total: nil, sinceMilliseconds: 0)
+    package static let none = DeviceRegistrationLimits(perClient: nil, total: nil, sinceMilliseconds: 0)
 }
 
 /// How ``DeviceRepository/registerDevice(_:limits:)`` ended.
-public enum DeviceRegistration: Sendable, Equatable {
+package enum DeviceRegistration: Sendable, Equatable {
     case registered
     /// The key id is registered already.
     case duplicate
@@ -98,7 +98,7 @@ public enum DeviceRegistration: Sendable, Equatable {
 }
 
 /// Which kind of phone a device is.
-public enum DevicePlatform: String, Sendable, CaseIterable {
+package enum DevicePlatform: String, Sendable, CaseIterable {
     /// An iPhone or iPad, by App Attest.
     case ios
     /// An Android phone, by Key Attestation.
@@ -106,39 +106,39 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
 }
 
 /// A device as the store keeps it.
-public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
+package struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     /// A short public id (`dev_` and random characters), made by the caller.
-    public var id: String
-    public var platform: DevicePlatform
+    package var id: String
+    package var platform: DevicePlatform
     /// The 32-byte key id: the SHA-256 digest of the device's public key (iOS: of its point;
     /// Android: of its SubjectPublicKeyInfo).
-    public var keyID: [UInt8]
+    package var keyID: [UInt8]
     /// The device's public key. iOS: a 65-byte uncompressed P-256 point. Android: the DER
     /// SubjectPublicKeyInfo of the attested key (P-256 or RSA).
-    public var publicKey: [UInt8]
+    package var publicKey: [UInt8]
     /// iOS: the sign counter of the device's last accepted assertion (0 after the
     /// attestation). Android: the sessions opened.
-    public var counter: Int64
+    package var counter: Int64
     /// The app it attested for: iOS `TEAMID.bundle.id`, Android the package name.
-    public var appID: String
+    package var appID: String
     /// iOS: `production` or `development` (the attestation's AAGUID). Android: `tee` or
     /// `strongbox`, where the key lives.
-    public var environment: String
+    package var environment: String
     /// Android: the SHA-256 of the app's signing certificate that the configuration listed.
-    public var signingDigest: [UInt8]?
+    package var signingDigest: [UInt8]?
     /// iOS: Apple's receipt from the attestation, kept to ask for the device's fraud metric
     /// later. Android: empty.
-    public var receipt: [UInt8]
+    package var receipt: [UInt8]
     /// The SHA-256 of the client address key (an IPv6 /64 or an IPv4 address) it registered
     /// from, for the registration limits; never the address.
-    public var client: [UInt8]?
+    package var client: [UInt8]?
     /// iOS: how many keys Apple says this app attested on the device in 30 days, once asked.
-    public var riskMetric: Int64?
-    public var createdAtMilliseconds: Int64
-    public var lastSeenAtMilliseconds: Int64
-    public var revokedAtMilliseconds: Int64?
+    package var riskMetric: Int64?
+    package var createdAtMilliseconds: Int64
+    package var lastSeenAtMilliseconds: Int64
+    package var revokedAtMilliseconds: Int64?
 
-    public init(
+    package init(
         id: String, platform: DevicePlatform = .ios, keyID: [UInt8], publicKey: [UInt8], counter: Int64,
         appID: String, environment: String, signingDigest: [UInt8]? = nil, receipt: [UInt8], client: [UInt8]? = nil,
         riskMetric: Int64? = nil, createdAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64,
@@ -161,7 +161,7 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Never the key material, the receipt or the client.
-    public var description: String {
+    package var description: String {
         "StoredDevice(id: \(id), platform: \(platform.rawValue), appID: \(appID), environment: \(environment), "
             + "counter: \(counter)" + (revokedAtMilliseconds == nil ? ")" : ", revoked)")
     }
@@ -169,14 +169,14 @@ public struct StoredDevice: Sendable, Equatable, CustomStringConvertible {
 
 /// A device's session as the store keeps it: the SHA-256 digest of its `tgd_` token, never
 /// the token.
-public struct StoredDeviceSession: Sendable, Equatable, CustomStringConvertible {
+package struct StoredDeviceSession: Sendable, Equatable, CustomStringConvertible {
     /// The 32-byte SHA-256 digest of the token.
-    public var digest: [UInt8]
-    public var deviceID: String
-    public var createdAtMilliseconds: Int64
-    public var expiresAtMilliseconds: Int64
+    package var digest: [UInt8]
+    package var deviceID: String
+    package var createdAtMilliseconds: Int64
+    package var expiresAtMilliseconds: Int64
 
-    public init(digest: [UInt8], deviceID: String, createdAtMilliseconds: Int64, expiresAtMilliseconds: Int64) {
+    package init(digest: [UInt8], deviceID: String, createdAtMilliseconds: Int64, expiresAtMilliseconds: Int64) {
         self.digest = digest
         self.deviceID = deviceID
         self.createdAtMilliseconds = createdAtMilliseconds
@@ -184,7 +184,7 @@ public struct StoredDeviceSession: Sendable, Equatable, CustomStringConvertible 
     }
 
     /// Never the digest.
-    public var description: String {
+    package var description: String {
         "StoredDeviceSession(deviceID: \(deviceID), expiresAtMilliseconds: \(expiresAtMilliseconds))"
     }
 }

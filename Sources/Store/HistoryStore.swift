@@ -1,6 +1,6 @@
 /// A caller's own rows, newest first (`/api/history`). Every call is scoped to one user: a
 /// row of another user is exactly as absent as a missing one.
-public protocol HistoryStore: Sendable {
+package protocol HistoryStore: Sendable {
     /// Up to `limit` rows of `userID` older than `before` (a cursor from an earlier page),
     /// newest first, and the cursor of the next page when there may be more.
     func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError) -> HistoryPage
@@ -19,33 +19,33 @@ public protocol HistoryStore: Sendable {
 /// Where a history page ends: the row sequence number of its last item. The number counts
 /// every caller's rows, so a client never sees it as it is: the gateway hands it out sealed
 /// with ``HistoryStore/historyCursorKey``.
-public struct HistoryCursor: Sendable, Hashable {
-    public let sequence: Int64
+package struct HistoryCursor: Sendable, Hashable {
+    package let sequence: Int64
 
-    public init(sequence: Int64) {
+    package init(sequence: Int64) {
         self.sequence = sequence
     }
 }
 
 /// One page of history.
-public struct HistoryPage: Sendable, Equatable {
-    public var items: [HistoryItem]
+package struct HistoryPage: Sendable, Equatable {
+    package var items: [HistoryItem]
     /// Set when a full page was returned (there may be more).
-    public var nextCursor: HistoryCursor?
+    package var nextCursor: HistoryCursor?
 
-    public init(items: [HistoryItem], nextCursor: HistoryCursor?) {
+    package init(items: [HistoryItem], nextCursor: HistoryCursor?) {
         self.items = items
         self.nextCursor = nextCursor
     }
 }
 
 /// One row as a caller reads it back.
-public struct HistoryItem: Sendable, Equatable {
+package struct HistoryItem: Sendable, Equatable {
     /// The store's sequence number of the row (cursors are made of it).
-    public var sequence: Int64
-    public var row: LedgerRow
+    package var sequence: Int64
+    package var row: LedgerRow
 
-    public init(sequence: Int64, row: LedgerRow) {
+    package init(sequence: Int64, row: LedgerRow) {
         self.sequence = sequence
         self.row = row
     }

@@ -6,7 +6,7 @@
 /// expires. The primary key on (scope, key) is what makes gateways sharing one store agree on
 /// who runs a request. Every time is milliseconds since the Unix epoch, passed in by the
 /// caller (tests drive it).
-public protocol IdempotencyRepository: Sendable {
+package protocol IdempotencyRepository: Sendable {
     /// In one transaction, for (start.scope, start.key):
     /// - no row, or a completed row expired at nowMilliseconds (expires_at <= now), or a running
     ///   row whose lease_until <= now (its owner died): (re)write it as running with start's
@@ -54,7 +54,7 @@ public protocol IdempotencyRepository: Sendable {
 }
 
 /// One write of ``IdempotencyRepository/applyIdempotent(_:nowMilliseconds:)``.
-public enum IdempotencyWrite: Sendable {
+package enum IdempotencyWrite: Sendable {
     case begin(IdempotencyStart)
     case complete(scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64)
     case release(scope: String, key: String, owner: String)
@@ -69,7 +69,7 @@ public enum IdempotencyWrite: Sendable {
 }
 
 /// What one ``IdempotencyWrite`` did.
-public enum IdempotencyWritten: Sendable, Equatable {
+package enum IdempotencyWritten: Sendable, Equatable {
     case begun(IdempotencyBegin)
     /// Whether the answer was kept
     /// (``IdempotencyRepository/completeIdempotent(scope:key:owner:answer:expiresAtMilliseconds:)``).
@@ -80,7 +80,7 @@ public enum IdempotencyWritten: Sendable, Equatable {
 extension IdempotencyRepository {
     /// One write at a time, in order: for a store whose writes run side by side on a pool of
     /// connections (Postgres), where one transaction for all would serialize them.
-    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
+    package func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
         -> [IdempotencyWritten]
     {
         var results: [IdempotencyWritten] = []
@@ -112,22 +112,22 @@ extension IdempotencyRepository {
 
 /// What ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` writes when the key is
 /// free.
-public struct IdempotencyStart: Sendable, Equatable {
+package struct IdempotencyStart: Sendable, Equatable {
     /// Whose keys these are and where they apply, e.g. `user:alice /api/process`: one client's
     /// key never answers another's request.
-    public var scope: String
+    package var scope: String
     /// The client's Idempotency-Key: 1–255 printable ASCII characters.
-    public var key: String
+    package var key: String
     /// The 32-byte digest of the request, so that a key sent again with another request is
     /// refused rather than answered with the first one's answer.
-    public var fingerprint: [UInt8]
-    public var requestID: String
+    package var fingerprint: [UInt8]
+    package var requestID: String
     /// The gateway instance's id: only it completes or releases the row.
-    public var owner: String
+    package var owner: String
     /// Until when the row is the owner's; after, another gateway may take the key over.
-    public var leaseUntilMilliseconds: Int64
+    package var leaseUntilMilliseconds: Int64
 
-    public init(
+    package init(
         scope: String, key: String, fingerprint: [UInt8], requestID: String, owner: String,
         leaseUntilMilliseconds: Int64
     ) {
@@ -141,7 +141,7 @@ public struct IdempotencyStart: Sendable, Equatable {
 }
 
 /// What ``IdempotencyRepository/beginIdempotent(_:nowMilliseconds:)`` found.
-public enum IdempotencyBegin: Sendable, Equatable {
+package enum IdempotencyBegin: Sendable, Equatable {
     /// The key is the caller's: run the request, then complete or release it.
     case started
     /// Another request with the key runs, under a live lease.
@@ -153,19 +153,19 @@ public enum IdempotencyBegin: Sendable, Equatable {
 }
 
 /// A kept answer. Never printed with its body or text (CustomStringConvertible shows status, content type, sizes only).
-public struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
-    public var status: Int
-    public var contentType: String
+package struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
+    package var status: Int
+    package var contentType: String
     /// The upstream that answered, when one did.
-    public var upstream: String?
-    public var body: [UInt8]
+    package var upstream: String?
+    package var body: [UInt8]
     /// For a streamed answer, the whole text its deltas carried.
-    public var text: String?
-    public var streamed: Bool
+    package var text: String?
+    package var streamed: Bool
     /// How many retries were answered from it.
-    public var replays: Int
+    package var replays: Int
 
-    public init(
+    package init(
         status: Int, contentType: String, upstream: String?, body: [UInt8], text: String?, streamed: Bool,
         replays: Int = 0
     ) {
@@ -179,7 +179,7 @@ public struct StoredAnswer: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Sizes only: the body and text are a user's.
-    public var description: String {
+    package var description: String {
         "StoredAnswer(status: \(status), contentType: \(contentType), body: \(body.count) bytes"
             + (text.map { ", text: \($0.utf8.count) bytes" } ?? "") + (streamed ? ", streamed" : "")
             + ", replays: \(replays))"

@@ -12,7 +12,7 @@
 /// items are claimed by another once its lease has passed.
 ///
 /// Every time is milliseconds since the Unix epoch, passed in by the caller (tests drive it).
-public protocol JobStore: Sendable {
+package protocol JobStore: Sendable {
     /// Creates `job` with its level-0 items, unless its caller already has `maxActive` jobs
     /// queued or running (counted and inserted in one transaction, so two submissions at once
     /// cannot both pass the cap).
@@ -80,11 +80,11 @@ public protocol JobStore: Sendable {
 }
 
 /// A job's state (`status` in the API).
-public enum JobStatus: String, Sendable, CaseIterable {
+package enum JobStatus: String, Sendable, CaseIterable {
     case queued, running, succeeded, failed, cancelled
 
     /// Whether the job has ended (nothing more will change it).
-    public var isFinished: Bool {
+    package var isFinished: Bool {
         switch self {
         case .queued, .running: false
         case .succeeded, .failed, .cancelled: true
@@ -93,7 +93,7 @@ public enum JobStatus: String, Sendable, CaseIterable {
 }
 
 /// What an item of a job does with its input.
-public enum JobItemKind: String, Sendable, CaseIterable {
+package enum JobItemKind: String, Sendable, CaseIterable {
     /// A chunk of the source text, with the task's map prompt.
     case map
     /// Partial answers combined into one (a reduce round).
@@ -103,12 +103,12 @@ public enum JobItemKind: String, Sendable, CaseIterable {
 }
 
 /// Where an item is: its job, level and place in the level.
-public struct JobItemKey: Sendable, Hashable {
-    public var jobID: String
-    public var level: Int
-    public var index: Int
+package struct JobItemKey: Sendable, Hashable {
+    package var jobID: String
+    package var level: Int
+    package var index: Int
 
-    public init(jobID: String, level: Int, index: Int) {
+    package init(jobID: String, level: Int, index: Int) {
         self.jobID = jobID
         self.level = level
         self.index = index
@@ -116,16 +116,16 @@ public struct JobItemKey: Sendable, Hashable {
 }
 
 /// An item as it is created.
-public struct NewJobItem: Sendable, Equatable {
-    public var kind: JobItemKind
+package struct NewJobItem: Sendable, Equatable {
+    package var kind: JobItemKind
     /// What is sent upstream (a chunk of the source, or the partial answers it combines).
-    public var input: String
+    package var input: String
     /// The part of the source text the item stands for, in characters (grapheme clusters)
     /// from the start of the cleaned text: the link from an answer back to its source.
-    public var sourceStart: Int
-    public var sourceEnd: Int
+    package var sourceStart: Int
+    package var sourceEnd: Int
 
-    public init(kind: JobItemKind, input: String, sourceStart: Int, sourceEnd: Int) {
+    package init(kind: JobItemKind, input: String, sourceStart: Int, sourceEnd: Int) {
         self.kind = kind
         self.input = input
         self.sourceStart = sourceStart
@@ -134,31 +134,31 @@ public struct NewJobItem: Sendable, Equatable {
 }
 
 /// A job as it is submitted, with its first level (the map, or a single final item).
-public struct NewJob: Sendable {
+package struct NewJob: Sendable {
     /// At least 128 random bits, made by the gateway.
-    public var id: String
+    package var id: String
     /// The identified caller who owns it, nil for a guest.
-    public var ownerID: String?
+    package var ownerID: String?
     /// What the cap on jobs in flight counts by: the user id, or a guest's client address.
-    public var callerKey: String
+    package var callerKey: String
     /// The caller's plan when it was submitted (its answers are charged under it).
-    public var plan: String?
+    package var plan: String?
     /// The request id of the `POST` that made it (sent upstream with every call of the job).
-    public var requestID: String
-    public var task: String
-    public var tone: String?
+    package var requestID: String
+    package var task: String
+    package var tone: String?
     /// `text` or `json`.
-    public var format: String
+    package var format: String
     /// The source's length in characters after trimming.
-    public var inputLength: Int
-    public var createdAtMilliseconds: Int64
+    package var inputLength: Int
+    package var createdAtMilliseconds: Int64
     /// The upstream calls expected so far (shown as the progress's total; a level added later
     /// adds its items).
-    public var total: Int
+    package var total: Int
     /// Level 0, in order.
-    public var items: [NewJobItem]
+    package var items: [NewJobItem]
 
-    public init(
+    package init(
         id: String, ownerID: String?, callerKey: String, plan: String? = nil, requestID: String, task: String,
         tone: String?, format: String,
         inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem]
@@ -179,44 +179,44 @@ public struct NewJob: Sendable {
 }
 
 /// What ``JobStore/createJob(_:maxActive:)`` did.
-public enum JobCreation: Sendable, Equatable {
+package enum JobCreation: Sendable, Equatable {
     case created
     /// The caller has this many jobs queued or running already; nothing was written.
     case tooManyActive(Int)
 }
 
 /// A job as the store has it.
-public struct JobRecord: Sendable, Equatable {
-    public var id: String
-    public var ownerID: String?
-    public var callerKey: String
-    public var requestID: String
-    public var task: String
-    public var tone: String?
-    public var format: String
-    public var inputLength: Int
-    public var status: JobStatus
+package struct JobRecord: Sendable, Equatable {
+    package var id: String
+    package var ownerID: String?
+    package var callerKey: String
+    package var requestID: String
+    package var task: String
+    package var tone: String?
+    package var format: String
+    package var inputLength: Int
+    package var status: JobStatus
     /// Items answered, and the calls expected (``NewJob/total`` plus every level added since).
-    public var done: Int
-    public var total: Int
+    package var done: Int
+    package var total: Int
     /// Set when `succeeded`.
-    public var result: String?
+    package var result: String?
     /// The `data` of `format: json`, as JSON text, when `succeeded`.
-    public var data: String?
+    package var data: String?
     /// Tokens of every answered item so far.
-    public var inputTokens: Int
-    public var outputTokens: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
     /// Set when `failed`.
-    public var errorCode: String?
-    public var errorMessage: String?
-    public var createdAtMilliseconds: Int64
-    public var updatedAtMilliseconds: Int64
+    package var errorCode: String?
+    package var errorMessage: String?
+    package var createdAtMilliseconds: Int64
+    package var updatedAtMilliseconds: Int64
     /// When it ended (succeeded, failed or cancelled).
-    public var endedAtMilliseconds: Int64?
+    package var endedAtMilliseconds: Int64?
     /// ``NewJob/plan``.
-    public var plan: String?
+    package var plan: String?
 
-    public init(
+    package init(
         id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
         inputLength: Int,
         status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
@@ -249,18 +249,18 @@ public struct JobRecord: Sendable, Equatable {
 }
 
 /// One claim of a worker.
-public struct JobClaim: Sendable {
+package struct JobClaim: Sendable {
     /// The worker's id, unique per running gateway.
-    public var worker: String
+    package var worker: String
     /// Items to claim at most.
-    public var limit: Int
+    package var limit: Int
     /// Items of one job leased at once at most, by all workers together.
-    public var perJob: Int
-    public var nowMilliseconds: Int64
+    package var perJob: Int
+    package var nowMilliseconds: Int64
     /// The lease's end.
-    public var leaseUntil: Int64
+    package var leaseUntil: Int64
 
-    public init(worker: String, limit: Int, perJob: Int, nowMilliseconds: Int64, leaseUntil: Int64) {
+    package init(worker: String, limit: Int, perJob: Int, nowMilliseconds: Int64, leaseUntil: Int64) {
         self.worker = worker
         self.limit = limit
         self.perJob = perJob
@@ -270,17 +270,17 @@ public struct JobClaim: Sendable {
 }
 
 /// An item a worker holds the lease of, with what it needs to run it.
-public struct ClaimedJobItem: Sendable, Equatable {
-    public var key: JobItemKey
-    public var kind: JobItemKind
-    public var input: String
+package struct ClaimedJobItem: Sendable, Equatable {
+    package var key: JobItemKey
+    package var kind: JobItemKind
+    package var input: String
     /// How many items the item's level has (a map prompt says "part i of n").
-    public var levelCount: Int
+    package var levelCount: Int
     /// Times the item was claimed, this claim included (more than 1: a worker before lost it).
-    public var attempts: Int
-    public var job: JobRecord
+    package var attempts: Int
+    package var job: JobRecord
 
-    public init(key: JobItemKey, kind: JobItemKind, input: String, levelCount: Int, attempts: Int, job: JobRecord) {
+    package init(key: JobItemKey, kind: JobItemKind, input: String, levelCount: Int, attempts: Int, job: JobRecord) {
         self.key = key
         self.kind = kind
         self.input = input
@@ -291,21 +291,21 @@ public struct ClaimedJobItem: Sendable, Equatable {
 }
 
 /// An answer to store (``JobStore/completeItem(_:)``).
-public struct JobItemCompletion: Sendable {
-    public var key: JobItemKey
-    public var worker: String
-    public var answer: String
+package struct JobItemCompletion: Sendable {
+    package var key: JobItemKey
+    package var worker: String
+    package var answer: String
     /// The `data` of a final item of `format: json`, as JSON text.
-    public var data: String?
-    public var inputTokens: Int
-    public var outputTokens: Int
+    package var data: String?
+    package var inputTokens: Int
+    package var outputTokens: Int
     /// The job's owner, whose usage of the UTC day `day` the tokens are added to (nil for a
     /// guest: they are added to all guests' day, ``DailyUsage/guestUserID``).
-    public var ownerID: String?
-    public var day: Int64
-    public var nowMilliseconds: Int64
+    package var ownerID: String?
+    package var day: Int64
+    package var nowMilliseconds: Int64
 
-    public init(
+    package init(
         key: JobItemKey, worker: String, answer: String, data: String?, inputTokens: Int, outputTokens: Int,
         ownerID: String?, day: Int64,
         nowMilliseconds: Int64
@@ -323,15 +323,16 @@ public struct JobItemCompletion: Sendable {
 }
 
 /// An answered item of a level.
-public struct JobItemAnswer: Sendable, Equatable {
-    public var index: Int
-    public var kind: JobItemKind
-    public var answer: String
-    public var data: String?
-    public var sourceStart: Int
-    public var sourceEnd: Int
+package struct JobItemAnswer: Sendable, Equatable {
+    package var index: Int
+    package var kind: JobItemKind
+    package var answer: String
+    package var data: String?
+    package var sourceStart: Int
+    package var sourceEnd: Int
 
-    public init(index: Int, kind: JobItemKind = .map, answer: String, data: String?, sourceStart: Int, sourceEnd: Int) {
+    package init(index: Int, kind: JobItemKind = .map, answer: String, data: String?, sourceStart: Int, sourceEnd: Int)
+    {
         self.index = index
         self.kind = kind
         self.answer = answer
@@ -342,33 +343,33 @@ public struct JobItemAnswer: Sendable, Equatable {
 }
 
 /// The answers of one level (``JobStore/levelAnswers(jobID:level:)``).
-public struct JobLevelAnswers: Sendable, Equatable {
+package struct JobLevelAnswers: Sendable, Equatable {
     /// The items the level has, answered or not.
-    public var count: Int
+    package var count: Int
     /// The answered ones, by index.
-    public var answers: [JobItemAnswer]
+    package var answers: [JobItemAnswer]
 
-    public init(count: Int, answers: [JobItemAnswer]) {
+    package init(count: Int, answers: [JobItemAnswer]) {
         self.count = count
         self.answers = answers
     }
 
     /// Every item of the level is answered (and it has at least one).
-    public var isComplete: Bool { count > 0 && answers.count == count }
+    package var isComplete: Bool { count > 0 && answers.count == count }
 }
 
 /// A level to add (``JobStore/addLevel(_:)``).
-public struct NewJobLevel: Sendable {
-    public var jobID: String
+package struct NewJobLevel: Sendable {
+    package var jobID: String
     /// At least 1.
-    public var level: Int
-    public var items: [NewJobItem]
+    package var level: Int
+    package var items: [NewJobItem]
     /// What the level adds to the job's total of calls: its items, less any already
     /// expected (the final pass is counted from the submission on).
-    public var addedCalls: Int
-    public var nowMilliseconds: Int64
+    package var addedCalls: Int
+    package var nowMilliseconds: Int64
 
-    public init(jobID: String, level: Int, items: [NewJobItem], addedCalls: Int? = nil, nowMilliseconds: Int64) {
+    package init(jobID: String, level: Int, items: [NewJobItem], addedCalls: Int? = nil, nowMilliseconds: Int64) {
         self.jobID = jobID
         self.level = level
         self.items = items
@@ -378,17 +379,17 @@ public struct NewJobLevel: Sendable {
 }
 
 /// How a job ends (``JobStore/finishJob(_:)``).
-public struct JobFinish: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package struct JobFinish: Sendable {
+    package enum Outcome: Sendable, Equatable {
         case succeeded(result: String, data: String?)
         case failed(code: String, message: String)
     }
 
-    public var jobID: String
-    public var outcome: Outcome
-    public var nowMilliseconds: Int64
+    package var jobID: String
+    package var outcome: Outcome
+    package var nowMilliseconds: Int64
 
-    public init(jobID: String, outcome: Outcome, nowMilliseconds: Int64) {
+    package init(jobID: String, outcome: Outcome, nowMilliseconds: Int64) {
         self.jobID = jobID
         self.outcome = outcome
         self.nowMilliseconds = nowMilliseconds
@@ -396,13 +397,13 @@ public struct JobFinish: Sendable {
 }
 
 /// What `/metrics` shows of the jobs (``JobStore/jobStatistics()``).
-public struct JobStatistics: Sendable, Equatable {
+package struct JobStatistics: Sendable, Equatable {
     /// Jobs per status (every status present, 0 when none).
-    public var jobs: [JobStatus: Int]
+    package var jobs: [JobStatus: Int]
     /// Unanswered items of queued and running jobs.
-    public var pendingItems: Int
+    package var pendingItems: Int
 
-    public init(jobs: [JobStatus: Int], pendingItems: Int) {
+    package init(jobs: [JobStatus: Int], pendingItems: Int) {
         self.jobs = jobs
         self.pendingItems = pendingItems
     }

@@ -1,8 +1,8 @@
 /// Latencies counted in 16 fixed buckets (the operator's roll-ups keep one column per bucket):
 /// cheap to add up across rows and slots, and good enough for a p50 or a p95 on a console.
-public struct LatencyHistogram: Sendable, Equatable {
+package struct LatencyHistogram: Sendable, Equatable {
     /// Each bucket's upper bound in milliseconds, inclusive; the last is open.
-    public static let bounds: [Double] = [
+    package static let bounds: [Double] = [
         0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, .infinity,
     ]
 
@@ -10,28 +10,28 @@ public struct LatencyHistogram: Sendable, Equatable {
     static let openBucketValue = 30_000.0
 
     /// How many values fell in each bucket, in the order of ``bounds``.
-    public var counts: [Int]
+    package var counts: [Int]
 
-    public init(counts: [Int] = Array(repeating: 0, count: 16)) {
+    package init(counts: [Int] = Array(repeating: 0, count: 16)) {
         self.counts = counts
     }
 
     /// The first bucket whose bound is at or above `milliseconds` (a value that is not a
     /// number goes to the open bucket).
-    public static func bucket(ofMilliseconds milliseconds: Double) -> Int {
+    package static func bucket(ofMilliseconds milliseconds: Double) -> Int {
         bounds.firstIndex { milliseconds <= $0 } ?? bounds.count - 1
     }
 
-    public mutating func add(milliseconds: Double) {
+    package mutating func add(milliseconds: Double) {
         counts[Self.bucket(ofMilliseconds: milliseconds)] += 1
     }
 
     /// The values counted.
-    public var total: Int { counts.reduce(0, +) }
+    package var total: Int { counts.reduce(0, +) }
 
     /// The bound of the bucket where the running count first reaches `ceil(p * total)` (at
     /// least one value), 30000 for the open bucket; nil when nothing was counted.
-    public func percentile(_ p: Double) -> Double? {
+    package func percentile(_ p: Double) -> Double? {
         let total = total
         guard total > 0 else { return nil }
         let rank = max(1, min(total, Int((p * Double(total)).rounded(.up))))

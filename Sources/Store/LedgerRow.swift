@@ -1,48 +1,48 @@
 /// One finished request as the store keeps it (docs/api.md, "Usage and history"): what was asked,
 /// of which model, what it cost and how it ended — never the input text. The result text only
 /// when the operator keeps results (`HISTORY_STORE_RESULTS=on`).
-public struct LedgerRow: Sendable, Equatable {
+package struct LedgerRow: Sendable, Equatable {
     /// The request id (`X-Request-Id`). A client may send its own, so it is not unique: the
     /// store gives every row its own sequence number as well.
-    public var requestID: String
+    package var requestID: String
     /// The identified caller, nil for a guest (a guest's rows show in no history, and count
     /// in the usage report only as all guests' use, ``DailyUsage/guestUserID``).
-    public var userID: String?
+    package var userID: String?
     /// The id of the store token that authenticated the request (its last use is updated).
-    public var tokenID: String?
-    public var task: String?
-    public var tone: String?
+    package var tokenID: String?
+    package var task: String?
+    package var tone: String?
     /// The route path, e.g. `/api/process`.
-    public var route: String
-    public var model: String?
+    package var route: String
+    package var model: String?
     /// The input's length in characters (after trimming), never the text.
-    public var inputLength: Int?
-    public var inputTokens: Int?
-    public var outputTokens: Int?
+    package var inputLength: Int?
+    package var inputTokens: Int?
+    package var outputTokens: Int?
     /// The status the client got (`499` when it went away first).
-    public var status: Int
+    package var status: Int
     /// The error code the client got, nil for a success.
-    public var code: String?
+    package var code: String?
     /// The outcome label: `done`, `cache_hit`, `cancelled`, `rate_limited`, …
-    public var outcome: String
-    public var cacheHit: Bool
-    public var durationMilliseconds: Double
+    package var outcome: String
+    package var cacheHit: Bool
+    package var durationMilliseconds: Double
     /// When the request started, in milliseconds since the Unix epoch (UTC).
-    public var createdAtMilliseconds: Int64
+    package var createdAtMilliseconds: Int64
     /// The answer's text, only when results are kept.
-    public var result: String?
+    package var result: String?
     /// Whether the row's tokens are added to the caller's day. A job's row is not: its items
     /// added theirs as each was answered (``JobStore/completeItem(_:)``).
-    public var chargesTokens: Bool
+    package var chargesTokens: Bool
     /// The caller's plan, for the operator's roll-ups (the latest one a caller was seen with).
-    public var plan: String?
+    package var plan: String?
     /// The upstream that answered (its configured name), nil when no upstream was called.
-    public var upstream: String?
+    package var upstream: String?
     /// How long the upstream call took, nil when there was none: the rest of the duration is
     /// what the gateway added.
-    public var upstreamMilliseconds: Double?
+    package var upstreamMilliseconds: Double?
 
-    public init(
+    package init(
         requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String,
         model: String?,
         inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String,

@@ -1,4 +1,4 @@
-public import EventLoop
+package import EventLoop
 import Synchronization
 
 /// The one writer of the ledger: finished requests go into a bounded queue, and one task
@@ -20,23 +20,23 @@ import Synchronization
 ///   is dropped and counted.
 /// - **Stop** commits everything queued, within the deadline; what is still queued then
 ///   (a store that keeps failing) is dropped, counted and reported.
-public final class LedgerWriter: Service {
-    public struct Configuration: Sendable {
+package final class LedgerWriter: Service {
+    package struct Configuration: Sendable {
         /// How long rows may gather before a batch is committed.
-        public var batchInterval: Duration = .milliseconds(10)
+        package var batchInterval: Duration = .milliseconds(10)
         /// The most rows one transaction carries.
-        public var maximumBatch = 500
+        package var maximumBatch = 500
         /// The most rows the queue holds.
-        public var capacity = 100_000
+        package var capacity = 100_000
         /// The first pause after a failed commit; each further failure doubles it.
-        public var initialRetryDelay: Duration = .milliseconds(50)
-        public var maximumRetryDelay: Duration = .seconds(5)
+        package var initialRetryDelay: Duration = .milliseconds(50)
+        package var maximumRetryDelay: Duration = .seconds(5)
 
-        public init() {}
+        package init() {}
     }
 
     /// What the writer tells its owner (metrics, the log).
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         /// A batch committed: its rows and how long the transaction took.
         case committed(rows: Int, seconds: Double)
         /// A commit failed; its rows stay queued (unless the error can only repeat).
@@ -46,28 +46,28 @@ public final class LedgerWriter: Service {
         case dropped(rows: Int, reason: DropReason)
     }
 
-    public enum DropReason: String, Sendable {
+    package enum DropReason: String, Sendable {
         case queueFull = "queue_full"
         case rejected
         case shutdown
     }
 
     /// Counts since the writer was made.
-    public struct Statistics: Sendable, Equatable {
-        public var committed = 0
-        public var dropped = 0
-        public var failedCommits = 0
-        public var batches = 0
+    package struct Statistics: Sendable, Equatable {
+        package var committed = 0
+        package var dropped = 0
+        package var failedCommits = 0
+        package var batches = 0
     }
 
-    public var name: String { "ledger_writer" }
+    package var name: String { "ledger_writer" }
 
     private let store: any LedgerStore
     private let configuration: Configuration
     private let report: @Sendable (Event) -> Void
     private let state: Mutex<State>
 
-    public init(
+    package init(
         store: any LedgerStore, configuration: Configuration = Configuration(),
         report: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
@@ -84,23 +84,23 @@ public final class LedgerWriter: Service {
 
     /// Queues `row` for the next batch. Waits only when the queue is full and the store is
     /// taking rows; drops (and counts) the row when the queue is full and the store is failing.
-    public func submit(_ row: LedgerRow) async {
+    package func submit(_ row: LedgerRow) async {
         _ = await enqueue(row, waitForCommit: false)
     }
 
     /// Queues `row` and returns once its batch is committed (true) or its commit failed or
     /// it was dropped (false; a row whose commit failed stays queued and is retried).
-    public func submitAndWait(_ row: LedgerRow) async -> Bool {
+    package func submitAndWait(_ row: LedgerRow) async -> Bool {
         await enqueue(row, waitForCommit: true)
     }
 
     /// Rows waiting to be committed now.
-    public var queueDepth: Int { state.withLock { $0.count } }
+    package var queueDepth: Int { state.withLock { $0.count } }
 
-    public var statistics: Statistics { state.withLock { $0.statistics } }
+    package var statistics: Statistics { state.withLock { $0.statistics } }
 
     /// Returns once every row queued before the call has been committed or given up on (tests, tools).
-    public func flush() async {
+    package func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let wake = state.withLock { state -> CheckedContinuation<Bool, Never>? in
                 if state.count == 0 && !state.committing {
@@ -160,7 +160,7 @@ public final class LedgerWriter: Service {
 
     // MARK: Running
 
-    public func start() async throws {
+    package func start() async throws {
         let alreadyRunning = state.withLock { state -> Bool in
             guard state.phase == .idle else { return true }
             state.phase = .running
@@ -172,7 +172,7 @@ public final class LedgerWriter: Service {
     }
 
     /// Commits what is queued, until `deadline`; then drops what is left.
-    public func stop(deadline: MonotonicInstant) async {
+    package func stop(deadline: MonotonicInstant) async {
         let (task, wake) = state.withLock { state -> (Task<Void, Never>?, CheckedContinuation<Bool, Never>?) in
             if state.phase == .running { state.phase = .stopping }
             state.deadline = deadline

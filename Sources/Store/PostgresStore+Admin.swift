@@ -8,7 +8,7 @@ extension PostgresStore {
         set { rollupSwitch.store(newValue, ordering: .relaxed) }
     }
 
-    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals {
+    package func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals {
         let rows = try await query(
             RollupQueries.totals(placeholders: "$1", "$2"), [.int(Int(fromSlot)), .int(Int(toSlot))]
         ).rows
@@ -21,7 +21,7 @@ extension PostgresStore {
         )
     }
 
-    public func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+    package func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
         -> [RollupDayTask]
     {
         let rows = try await query(
@@ -36,7 +36,7 @@ extension PostgresStore {
             })
     }
 
-    public func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+    package func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
         -> [RollupDayCode]
     {
         let rows = try await query(
@@ -47,7 +47,7 @@ extension PostgresStore {
             rows.map { RollupDayCode(day: Int64($0.int(0) ?? 0), code: $0.string(1) ?? "", count: $0.int(2) ?? 0) })
     }
 
-    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
+    package func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
         let rows = try await query(
             RollupQueries.callers(placeholders: "$1", "$2"), [.int(Int(fromDay)), .int(Int(toDay))]
         ).rows
@@ -60,7 +60,7 @@ extension PostgresStore {
             })
     }
 
-    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] {
+    package func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] {
         guard limit > 0 else { return [] }
         return try await query(RollupQueries.failures(placeholder: "$1"), [.int(limit)]).rows.map {
             FailedRequest(
@@ -70,7 +70,7 @@ extension PostgresStore {
         }
     }
 
-    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
+    package func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
         guard limit > 0 else { return [] }
         return try await query(RollupQueries.activeJobs(placeholder: "$1"), [.int(limit)]).rows.map {
             JobsTable.record(from: $0)

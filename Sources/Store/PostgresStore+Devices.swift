@@ -1,7 +1,7 @@
 import Postgres
 
 extension PostgresStore {
-    public func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
+    package func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
         try await query(
             "INSERT INTO attest_challenges (challenge, expires_at) VALUES ($1, $2)",
             [.text(challenge), .int(Int(expiresAtMilliseconds))]
@@ -9,20 +9,20 @@ extension PostgresStore {
     }
 
     /// A second delete of the row waits for the first's commit, then finds it gone.
-    public func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
             "DELETE FROM attest_challenges WHERE challenge = $1 AND expires_at > $2",
             [.text(challenge), .int(Int(nowMilliseconds))]
         ).affectedRows == 1
     }
 
-    public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
+    package func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
         try await registerDevice(device, limits: .none) == .registered
     }
 
     /// Registrations take turns on one advisory lock (they are rare), so the counts and the
     /// insert of one see every registration committed before it, on any gateway.
-    public func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+    package func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
         -> DeviceRegistration
     {
         let results = try await transaction([
@@ -71,26 +71,26 @@ extension PostgresStore {
     /// The advisory lock device registrations take turns on ("TGdevice").
     static let deviceRegistrationLock = 0x5447_6465_7669_6365
 
-    public func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
+    package func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
         try await query(
             "UPDATE devices SET receipt = $1, risk_metric = $2 WHERE id = $3",
             [.bytes(receipt), riskMetric.map { .int(Int($0)) } ?? .null, .text(deviceID)]
         ).affectedRows == 1
     }
 
-    public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
+    package func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
         try await query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)]).rows.first.map(
             Self.device(from:))
     }
 
     /// Ids in byte order (`COLLATE "C"`), as SQLite orders them.
-    public func devices() async throws(StoreError) -> [StoredDevice] {
+    package func devices() async throws(StoreError) -> [StoredDevice] {
         try await query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id COLLATE \"C\"").rows.map(
             Self.device(from:))
     }
 
     /// The generation moves by trigger, in the same transaction.
-    public func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
             "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
             [.int(Int(atMilliseconds)), .text(id)]
@@ -100,7 +100,7 @@ extension PostgresStore {
     /// One statement: the insert takes its row from the update, so it happens only when the
     /// update did. Of two at once with one counter, the second waits on the row's lock, then
     /// reads the raised counter again and updates nothing.
-    public func openSession(
+    package func openSession(
         _ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
         guard session.deviceID == deviceID else { throw .sessionOfAnotherDevice(store: name) }
@@ -119,7 +119,7 @@ extension PostgresStore {
         ).affectedRows == 1
     }
 
-    public func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
+    package func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
         try await query(
             """
             SELECT s.digest, s.device_id, s.created_at, s.expires_at
@@ -135,11 +135,11 @@ extension PostgresStore {
         }
     }
 
-    public func deviceGeneration() async throws(StoreError) -> Int64 {
+    package func deviceGeneration() async throws(StoreError) -> Int64 {
         Int64(try await query("SELECT value FROM store_meta WHERE key = 'device_generation'").rows.first?.int(0) ?? 0)
     }
 
-    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
+    package func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
         challenges: Int, sessions: Int
     ) {
         let challenges = try await deleteInBatches(

@@ -5,7 +5,7 @@ extension PostgresStore {
     /// row locks (and the ledger writer's usage upserts) for long.
     static let deletionBatch = 5_000
 
-    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
+    package func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
         -> HistoryPage
     {
         let limit = min(max(limit, 1), 100)
@@ -23,7 +23,7 @@ extension PostgresStore {
         return HistoryPage(items: items, nextCursor: next)
     }
 
-    public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
+    package func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await query(
             """
             SELECT \(RequestsTable.selection) FROM requests
@@ -33,12 +33,12 @@ extension PostgresStore {
         ).rows.first.map(RequestsTable.item(from:))
     }
 
-    public func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
+    package func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
         try await query("DELETE FROM requests WHERE request_id = $1 AND user_id = $2", [.text(id), .text(userID)])
             .affectedRows > 0
     }
 
-    public func deleteHistory(userID: String) async throws(StoreError) -> Int {
+    package func deleteHistory(userID: String) async throws(StoreError) -> Int {
         try await deleteInBatches(
             """
             DELETE FROM requests

@@ -14,7 +14,7 @@ extension PostgresStore {
     ///    row's lock already.
     /// Started when 1 or 3 wrote; otherwise 2's row decides. A row deleted (released or
     /// purged) between 1 and 2 leaves nothing to decide on: the begin runs again.
-    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
+    package func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
         -> IdempotencyBegin
     {
         let now = PostgresValue.int(Int(nowMilliseconds))
@@ -58,7 +58,7 @@ extension PostgresStore {
     }
 
     /// The replay count stays the row's own (0 since the begin), whatever `answer` carries.
-    public func completeIdempotent(
+    package func completeIdempotent(
         scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
         try await query(
@@ -75,14 +75,14 @@ extension PostgresStore {
         ).affectedRows == 1
     }
 
-    public func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
+    package func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
         try await query(
             "DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND state = 'running' AND owner = $3",
             [.text(scope), .text(key), .text(owner)]
         )
     }
 
-    public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
+    package func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
         try await query(
             """
             UPDATE idempotency_keys SET replays = replays + 1
@@ -94,7 +94,7 @@ extension PostgresStore {
 
     /// The outer `WHERE` repeats the subquery's condition: a row a begin took over while the
     /// delete waited on its lock is live again and must stay.
-    public func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int {
+    package func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int {
         let answers = try await deleteInBatches(
             """
             DELETE FROM idempotency_keys WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM idempotency_keys
@@ -117,7 +117,7 @@ extension PostgresStore {
     /// Found through the primary key's first column: only the caller's own keys are read. The
     /// outer `WHERE` repeats the subquery's, as the purge's does: a row a begin took over
     /// while the delete waited is another request's now.
-    public func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
+    package func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
         guard !scopes.isEmpty else { return 0 }
         let parameters = scopes.map { PostgresValue.text($0) } + (requestID.map { [.text($0)] } ?? [])
         let condition =

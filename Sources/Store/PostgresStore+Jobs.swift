@@ -9,7 +9,7 @@ import Postgres
 /// Lock order is the job row first, then its items, everywhere, so no two of these
 /// operations wait on each other in a circle.
 extension PostgresStore {
-    public func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
+    package func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
         let results = try await transaction([
             // Two submissions of one caller take turns; other callers' do not wait.
             PostgresQuery(
@@ -42,13 +42,13 @@ extension PostgresStore {
         return active < maxActive ? .created : .tooManyActive(active)
     }
 
-    public func job(id: String) async throws(StoreError) -> JobRecord? {
+    package func job(id: String) async throws(StoreError) -> JobRecord? {
         try await query("SELECT \(JobsTable.record()) FROM jobs WHERE id = $1", [.text(id)]).rows.first.map {
             JobsTable.record(from: $0)
         }
     }
 
-    public func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord? {
+    package func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord? {
         let results = try await transaction([
             Self.end(jobID: id, .cancelled, nowMilliseconds: nowMilliseconds),
             PostgresQuery("SELECT \(JobsTable.record()) FROM jobs WHERE id = $1", [.text(id)]),
@@ -62,7 +62,7 @@ extension PostgresStore {
     /// counts each job's leases again, leases its free items in (level, index) order within
     /// the room and the limit, starts the jobs it took from and takes the marks off. The item
     /// update checks again that each item is free, against its newest version.
-    public func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem] {
+    package func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem] {
         guard claim.limit > 0, claim.perJob > 0 else { return [] }
         let claimID = Self.newBatchID()
         let isFree = "i.answer IS NULL AND (i.lease_until IS NULL OR i.lease_until <= $2)"
@@ -134,7 +134,7 @@ extension PostgresStore {
         }
     }
 
-    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
+    package func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
         async throws(StoreError) -> [JobItemKey]
     {
         let keys = JobsTable.distinct(items)
@@ -161,7 +161,7 @@ extension PostgresStore {
     /// One statement: the job row is locked first (and its status checked on its newest
     /// version), then the item is answered only if its worker still holds it, and only then
     /// are the job's progress and the owner's day counted.
-    public func completeItem(_ completion: JobItemCompletion) async throws(StoreError) -> Bool {
+    package func completeItem(_ completion: JobItemCompletion) async throws(StoreError) -> Bool {
         let key = completion.key
         let result = try await query(
             """
@@ -201,7 +201,7 @@ extension PostgresStore {
         return (result.rows.first?.int(0) ?? 0) > 0
     }
 
-    public func releaseItem(_ item: JobItemKey, worker: String) async throws(StoreError) {
+    package func releaseItem(_ item: JobItemKey, worker: String) async throws(StoreError) {
         try await query(
             """
             UPDATE job_items SET lease_owner = NULL, lease_until = NULL
@@ -211,7 +211,7 @@ extension PostgresStore {
         )
     }
 
-    public func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
+    package func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
         let rows = try await query(
             """
             SELECT idx, answer, data, source_start, source_end, kind FROM job_items
@@ -231,7 +231,7 @@ extension PostgresStore {
 
     /// The job row is locked by a statement of its own, so the checks, in the next one, see a
     /// level another worker added while this one waited.
-    public func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool {
+    package func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool {
         guard level.level > 0, !level.items.isEmpty else { return false }
         let results = try await transaction([
             PostgresQuery("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", [.text(level.jobID)]),
@@ -256,14 +256,14 @@ extension PostgresStore {
         return (results.last?.rows.first?.int(0) ?? 0) > 0
     }
 
-    public func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
+    package func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
         let results = try await transaction([
             Self.end(jobID: finish.jobID, JobsTable.Ending(finish.outcome), nowMilliseconds: finish.nowMilliseconds)
         ])
         return (results.first?.rows.first?.int(0) ?? 0) > 0
     }
 
-    public func stalledJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
+    package func stalledJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
         guard limit > 0 else { return [] }
         return try await query(
             """
@@ -277,7 +277,7 @@ extension PostgresStore {
     }
 
     /// Items go with their jobs (`ON DELETE CASCADE`).
-    public func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int {
+    package func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int {
         try await deleteInBatches(
             "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE ended_at < $1 LIMIT \(Self.jobDeletionBatch))",
             [.int(Int(endedBeforeMilliseconds))],
@@ -285,7 +285,7 @@ extension PostgresStore {
         )
     }
 
-    public func jobStatistics() async throws(StoreError) -> JobStatistics {
+    package func jobStatistics() async throws(StoreError) -> JobStatistics {
         let results = try await transaction([
             PostgresQuery("SELECT status, count(*) FROM jobs GROUP BY status"),
             PostgresQuery(

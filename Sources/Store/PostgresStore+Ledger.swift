@@ -23,7 +23,7 @@ extension PostgresStore {
         let rows: ArraySlice<LedgerRow>
     }
 
-    public func append(_ rows: [LedgerRow]) async throws(StoreError) {
+    package func append(_ rows: [LedgerRow]) async throws(StoreError) {
         guard !rows.isEmpty else { return }
         let batches = unresolved.withLock { remembered -> [LedgerBatch] in
             var batches: [LedgerBatch] = []

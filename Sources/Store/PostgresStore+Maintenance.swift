@@ -7,7 +7,7 @@ extension PostgresStore {
 
     /// Deletes in bounded batches, each statement a transaction of its own, and forgets ledger
     /// batch ids past ``batchIDRetention``. Returns what was deleted of history and usage.
-    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
+    package func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
         history: Int, usageDays: Int
     ) {
         let history = try await deleteInBatches(
@@ -45,14 +45,14 @@ extension PostgresStore {
     }
 
     /// Nothing to do: the server checkpoints its own write-ahead log.
-    public func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
+    package func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
         (0, 0)
     }
 
     /// Refused: a consistent copy of a Postgres database is the server's business (`pg_dump`,
     /// or its base backups and WAL archive), made with the server's credentials, not a file
     /// the gateway writes.
-    public func backup(to path: String) async throws(StoreError) {
+    package func backup(to path: String) async throws(StoreError) {
         throw StoreError(
             .rejected,
             message: "\(name): the gateway does not back up a Postgres store; "
@@ -62,7 +62,7 @@ extension PostgresStore {
 
     /// The server guards its own pages (checksums, WAL); this checks what is the gateway's:
     /// the schema version and counters it needs, and the sums it keeps. Empty when all is well.
-    public func integrityCheck() async throws(StoreError) -> [String] {
+    package func integrityCheck() async throws(StoreError) -> [String] {
         let result = try await query(
             """
             SELECT (SELECT value FROM store_meta WHERE key = 'schema_version'),

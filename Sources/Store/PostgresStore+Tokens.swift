@@ -2,7 +2,7 @@ import Postgres
 
 extension PostgresStore {
     /// The generation moves by trigger, in the same transaction as the insert.
-    public func insertToken(_ token: StoredToken) async throws(StoreError) {
+    package func insertToken(_ token: StoredToken) async throws(StoreError) {
         try await query(
             """
             INSERT INTO tokens (id, digest, user_id, plan, label, created_at, last_used_at, revoked_at)
@@ -17,22 +17,22 @@ extension PostgresStore {
         )
     }
 
-    public func tokens() async throws(StoreError) -> [StoredToken] {
+    package func tokens() async throws(StoreError) -> [StoredToken] {
         try await tokens(where: "true")
     }
 
-    public func revokeToken(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func revokeToken(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await query(
             "UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
             [.int(Int(atMilliseconds)), .text(id)]
         ).affectedRows > 0
     }
 
-    public func activeTokens() async throws(StoreError) -> [StoredToken] {
+    package func activeTokens() async throws(StoreError) -> [StoredToken] {
         try await tokens(where: "revoked_at IS NULL")
     }
 
-    public func tokenGeneration() async throws(StoreError) -> Int64 {
+    package func tokenGeneration() async throws(StoreError) -> Int64 {
         Int64(try await query("SELECT value FROM store_meta WHERE key = 'token_generation'").rows.first?.int(0) ?? 0)
     }
 

@@ -1,18 +1,18 @@
 import Postgres
 
 extension PostgresStore {
-    public func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage] {
+    package func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage] {
         try await usage(where: "user_id = $1 AND day >= $2 ORDER BY day DESC", [.text(userID), .int(Int(fromDay))])
     }
 
-    public func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
+    package func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
         let days = try await usage(
             where: "day = $1 AND user_id <> $2", [.int(Int(day)), .text(DailyUsage.guestUserID)])
         return Dictionary(days.map { ($0.userID, $0.totalTokens) }, uniquingKeysWith: +)
     }
 
     /// Users in byte order (`COLLATE "C"`), as SQLite orders them, whatever the database's locale.
-    public func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage] {
+    package func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage] {
         if let userID {
             return try await usage(
                 where: "user_id = $1 AND day >= $2 ORDER BY day, user_id COLLATE \"C\"",

@@ -1,5 +1,5 @@
 import EventLoop
-public import Postgres
+package import Postgres
 import Synchronization
 
 /// The shared store: one PostgreSQL database that several gateways (and the command line)
@@ -11,13 +11,13 @@ import Synchronization
 /// ``StoreError/Code/unavailable`` (transient) until the client has reconnected.
 ///
 /// History read back has no token id: the store keeps only each token's last use.
-public final class PostgresStore: StoreBackend, Sendable {
+package final class PostgresStore: StoreBackend, Sendable {
     /// The schema version this binary writes (`store_meta`'s `schema_version`).
-    public static let schemaVersion = PostgresSchema.latestVersion
+    package static let schemaVersion = PostgresSchema.latestVersion
 
     /// `postgres host:port/database`, for messages: never the user's password.
-    public let name: String
-    public let historyCursorKey: [UInt8]
+    package let name: String
+    package let historyCursorKey: [UInt8]
     let client: PostgresClient
     /// The sub-batches of the last ``append(_:)`` that threw, whose commits may have happened
     /// (see `PostgresStore+Ledger.swift`).
@@ -41,7 +41,7 @@ public final class PostgresStore: StoreBackend, Sendable {
     ///
     /// - Parameter readOnly: for tools that only read: the database must already be at the
     ///   current schema, and nothing is written at open.
-    public static func open(client: PostgresClient, readOnly: Bool = false, startTimeout: Duration = .seconds(10))
+    package static func open(client: PostgresClient, readOnly: Bool = false, startTimeout: Duration = .seconds(10))
         async throws(StoreError) -> PostgresStore
     {
         let store = PostgresStore(client: client)

@@ -6,7 +6,7 @@ extension SQLiteStore {
         set { rollupSwitch.store(newValue, ordering: .relaxed) }
     }
 
-    public func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals {
+    package func rollupTotals(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> RollupTotals {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
                 RollupQueries.totals(placeholders: "?1", "?2"), [.integer(fromSlot), .integer(toSlot)]
@@ -21,7 +21,7 @@ extension SQLiteStore {
         }
     }
 
-    public func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+    package func rollupDayTasks(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
         -> [RollupDayTask]
     {
         try await read { connection throws(StoreError) in
@@ -39,7 +39,7 @@ extension SQLiteStore {
         }
     }
 
-    public func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
+    package func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
         -> [RollupDayCode]
     {
         try await read { connection throws(StoreError) in
@@ -52,7 +52,7 @@ extension SQLiteStore {
         }
     }
 
-    public func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
+    package func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
         try await read { connection throws(StoreError) in
             var parts: [RollupCaller] = []
             try connection.query(RollupQueries.callers(placeholders: "?", "?"), [.integer(fromDay), .integer(toDay)]) {
@@ -66,7 +66,7 @@ extension SQLiteStore {
         }
     }
 
-    public func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] {
+    package func recentFailures(limit: Int) async throws(StoreError) -> [FailedRequest] {
         guard limit > 0 else { return [] }
         return try await read { connection throws(StoreError) in
             var failures: [FailedRequest] = []
@@ -81,7 +81,7 @@ extension SQLiteStore {
         }
     }
 
-    public func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
+    package func activeJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
         guard limit > 0 else { return [] }
         return try await read { connection throws(StoreError) in
             var jobs: [JobRecord] = []

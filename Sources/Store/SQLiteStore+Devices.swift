@@ -1,5 +1,5 @@
 extension SQLiteStore {
-    public func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
+    package func insertChallenge(_ challenge: String, expiresAtMilliseconds: Int64) async throws(StoreError) {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Void in
                 try connection.execute(
@@ -12,7 +12,7 @@ extension SQLiteStore {
 
     /// On the one writer, and across processes under the file's write lock: of two deletes of
     /// one row, the second finds nothing.
-    public func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func consumeChallenge(_ challenge: String, nowMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 try connection.execute(
@@ -23,12 +23,12 @@ extension SQLiteStore {
         }
     }
 
-    public func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
+    package func insertDevice(_ device: StoredDevice) async throws(StoreError) -> Bool {
         try await registerDevice(device, limits: .none) == .registered
     }
 
     /// On the one writer, so the counts and the insert see every registration before them.
-    public func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
+    package func registerDevice(_ device: StoredDevice, limits: DeviceRegistrationLimits) async throws(StoreError)
         -> DeviceRegistration
     {
         try await write { connection throws(StoreError) in
@@ -74,7 +74,7 @@ extension SQLiteStore {
         }
     }
 
-    public func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
+    package func recordRisk(deviceID: String, receipt: [UInt8], riskMetric: Int64?) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 try connection.execute(
@@ -85,7 +85,7 @@ extension SQLiteStore {
         }
     }
 
-    public func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
+    package func device(keyID: [UInt8]) async throws(StoreError) -> StoredDevice? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)]) {
                 Self.device(from: $0)
@@ -93,7 +93,7 @@ extension SQLiteStore {
         }
     }
 
-    public func devices() async throws(StoreError) -> [StoredDevice] {
+    package func devices() async throws(StoreError) -> [StoredDevice] {
         try await read { connection throws(StoreError) in
             var devices: [StoredDevice] = []
             try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, id") {
@@ -104,7 +104,7 @@ extension SQLiteStore {
     }
 
     /// The generation moves by trigger, in the same statement.
-    public func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func revokeDevice(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
@@ -115,7 +115,7 @@ extension SQLiteStore {
         }
     }
 
-    public func openSession(
+    package func openSession(
         _ session: StoredDeviceSession, deviceID: String, counter: Int64, nowMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
         guard session.deviceID == deviceID else { throw .sessionOfAnotherDevice(store: path) }
@@ -141,7 +141,7 @@ extension SQLiteStore {
         }
     }
 
-    public func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
+    package func session(digest: [UInt8], nowMilliseconds: Int64) async throws(StoreError) -> StoredDeviceSession? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
                 """
@@ -158,14 +158,14 @@ extension SQLiteStore {
         }
     }
 
-    public func deviceGeneration() async throws(StoreError) -> Int64 {
+    package func deviceGeneration() async throws(StoreError) -> Int64 {
         try await read { connection throws(StoreError) in
             try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'device_generation'") { $0.int64(0) }
                 ?? 0
         }
     }
 
-    public func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
+    package func purgeExpiredChallengesAndSessions(nowMilliseconds: Int64) async throws(StoreError) -> (
         challenges: Int, sessions: Int
     ) {
         let counts = try await onPool { () throws(StoreError) -> [Int] in

@@ -1,5 +1,5 @@
 extension SQLiteStore {
-    public func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
+    package func history(userID: String, limit: Int, before cursor: HistoryCursor?) async throws(StoreError)
         -> HistoryPage
     {
         let limit = min(max(limit, 1), 100)
@@ -23,7 +23,7 @@ extension SQLiteStore {
         }
     }
 
-    public func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
+    package func historyItem(userID: String, id: String) async throws(StoreError) -> HistoryItem? {
         try await read { connection throws(StoreError) in
             try connection.queryFirst(
                 """
@@ -35,7 +35,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
+    package func deleteHistoryItem(userID: String, id: String) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
@@ -46,7 +46,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteHistory(userID: String) async throws(StoreError) -> Int {
+    package func deleteHistory(userID: String) async throws(StoreError) -> Int {
         try await onPool { () throws(StoreError) -> Int in
             try self.deleteInBatches(
                 """

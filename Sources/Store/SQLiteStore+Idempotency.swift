@@ -2,7 +2,7 @@ extension SQLiteStore {
     /// One `BEGIN IMMEDIATE` transaction: the read and the write that follows it happen under
     /// the file's write lock, so of two begins at once (in this process or another) the second
     /// reads the first's row.
-    public func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
+    package func beginIdempotent(_ start: IdempotencyStart, nowMilliseconds: Int64) async throws(StoreError)
         -> IdempotencyBegin
     {
         guard
@@ -14,7 +14,7 @@ extension SQLiteStore {
     }
 
     /// The replay count stays the row's own (0 since the begin), whatever `answer` carries.
-    public func completeIdempotent(
+    package func completeIdempotent(
         scope: String, key: String, owner: String, answer: StoredAnswer, expiresAtMilliseconds: Int64
     ) async throws(StoreError) -> Bool {
         let written = try await applyIdempotent(
@@ -26,17 +26,17 @@ extension SQLiteStore {
         return written.first == .completed(true)
     }
 
-    public func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
+    package func releaseIdempotent(scope: String, key: String, owner: String) async throws(StoreError) {
         _ = try await applyIdempotent([.release(scope: scope, key: key, owner: owner)], nowMilliseconds: 0)
     }
 
-    public func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
+    package func noteIdempotentReplay(scope: String, key: String) async throws(StoreError) {
         _ = try await applyIdempotent([.replay(scope: scope, key: key)], nowMilliseconds: 0)
     }
 
     /// All of `writes` in one transaction on the writer: one commit (one write of the pages
     /// they touch) for however many requests' keys.
-    public func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
+    package func applyIdempotent(_ writes: [IdempotencyWrite], nowMilliseconds: Int64) async throws(StoreError)
         -> [IdempotencyWritten]
     {
         try await write { connection throws(StoreError) in
@@ -134,7 +134,7 @@ extension SQLiteStore {
 
     /// Two kinds of dead rows, each found by `idempotency_keys_by_expiry`: a running row has
     /// no expiry (the table's check holds it so).
-    public func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int {
+    package func purgeExpiredIdempotent(nowMilliseconds: Int64) async throws(StoreError) -> Int {
         try await onPool { () throws(StoreError) -> Int in
             let answers = try self.deleteInBatches(
                 """
@@ -155,7 +155,7 @@ extension SQLiteStore {
     }
 
     /// Found through the primary key's first column: only the caller's own keys are read.
-    public func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
+    package func deleteKeptIdempotent(scopes: [String], requestID: String?) async throws(StoreError) -> Int {
         guard !scopes.isEmpty else { return 0 }
         let values = scopes.map { SQLiteValue.text($0) } + (requestID.map { [.text($0)] } ?? [])
         let condition =
@@ -192,7 +192,7 @@ extension SQLiteStore {
     /// Calls `body` with the scope and key of every answer kept (completed and unexpired at
     /// `nowMilliseconds`), in one read: a gateway that owns the store builds the filter that
     /// lets a new key run without a look in the store.
-    public func forEachKeptIdempotencyKey(nowMilliseconds: Int64, _ body: @escaping @Sendable (String, String) -> Void)
+    package func forEachKeptIdempotencyKey(nowMilliseconds: Int64, _ body: @escaping @Sendable (String, String) -> Void)
         async throws(StoreError)
     {
         try await read { connection throws(StoreError) in

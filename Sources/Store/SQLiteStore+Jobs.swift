@@ -2,7 +2,7 @@
 /// shares: what a statement read stays true until the commit, so the checks can be plain
 /// reads before the writes.
 extension SQLiteStore {
-    public func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
+    package func createJob(_ job: NewJob, maxActive: Int) async throws(StoreError) -> JobCreation {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> JobCreation in
                 let active =
@@ -31,11 +31,11 @@ extension SQLiteStore {
         }
     }
 
-    public func job(id: String) async throws(StoreError) -> JobRecord? {
+    package func job(id: String) async throws(StoreError) -> JobRecord? {
         try await read { connection throws(StoreError) in try Self.job(id: id, on: connection) }
     }
 
-    public func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord? {
+    package func cancelJob(id: String, nowMilliseconds: Int64) async throws(StoreError) -> JobRecord? {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> JobRecord? in
                 _ = try Self.end(jobID: id, .cancelled, nowMilliseconds: nowMilliseconds, on: connection)
@@ -44,7 +44,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem] {
+    package func claimItems(_ claim: JobClaim) async throws(StoreError) -> [ClaimedJobItem] {
         guard claim.limit > 0, claim.perJob > 0 else { return [] }
         // Idle, every poll finds nothing: a reader says so without taking the writer's lock,
         // which the ledger's batches wait on.
@@ -86,7 +86,7 @@ extension SQLiteStore {
         return jobs
     }
 
-    public func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
+    package func renewLeases(worker: String, items: [JobItemKey], until: Int64, nowMilliseconds: Int64)
         async throws(StoreError) -> [JobItemKey]
     {
         let keys = JobsTable.distinct(items)
@@ -113,7 +113,7 @@ extension SQLiteStore {
         }
     }
 
-    public func completeItem(_ completion: JobItemCompletion) async throws(StoreError) -> Bool {
+    package func completeItem(_ completion: JobItemCompletion) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 let key = completion.key
@@ -163,7 +163,7 @@ extension SQLiteStore {
         }
     }
 
-    public func releaseItem(_ item: JobItemKey, worker: String) async throws(StoreError) {
+    package func releaseItem(_ item: JobItemKey, worker: String) async throws(StoreError) {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Void in
                 try connection.execute(
@@ -177,7 +177,7 @@ extension SQLiteStore {
         }
     }
 
-    public func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
+    package func levelAnswers(jobID: String, level: Int) async throws(StoreError) -> JobLevelAnswers {
         try await read { connection throws(StoreError) in
             var count = 0
             var answers: [JobItemAnswer] = []
@@ -199,7 +199,7 @@ extension SQLiteStore {
         }
     }
 
-    public func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool {
+    package func addLevel(_ level: NewJobLevel) async throws(StoreError) -> Bool {
         guard level.level > 0, !level.items.isEmpty else { return false }
         return try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
@@ -226,7 +226,7 @@ extension SQLiteStore {
         }
     }
 
-    public func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
+    package func finishJob(_ finish: JobFinish) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
                 try Self.end(
@@ -236,7 +236,7 @@ extension SQLiteStore {
         }
     }
 
-    public func stalledJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
+    package func stalledJobs(limit: Int) async throws(StoreError) -> [JobRecord] {
         guard limit > 0 else { return [] }
         return try await read { connection throws(StoreError) in
             var jobs: [JobRecord] = []
@@ -253,7 +253,7 @@ extension SQLiteStore {
         }
     }
 
-    public func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int {
+    package func purgeJobs(endedBeforeMilliseconds: Int64) async throws(StoreError) -> Int {
         try await onPool { () throws(StoreError) -> Int in
             try self.deleteInBatches(
                 """
@@ -266,7 +266,7 @@ extension SQLiteStore {
         }
     }
 
-    public func jobStatistics() async throws(StoreError) -> JobStatistics {
+    package func jobStatistics() async throws(StoreError) -> JobStatistics {
         try await read { connection throws(StoreError) in
             var jobs = Dictionary(uniqueKeysWithValues: JobStatus.allCases.map { ($0, 0) })
             try connection.query("SELECT status, count(*) FROM jobs GROUP BY status") {

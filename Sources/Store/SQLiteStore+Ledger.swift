@@ -1,5 +1,5 @@
 extension SQLiteStore {
-    public func append(_ rows: [LedgerRow]) async throws(StoreError) {
+    package func append(_ rows: [LedgerRow]) async throws(StoreError) {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try Self.insert(rows, into: connection)

@@ -5,7 +5,7 @@ import EventLoop
 #endif
 
 extension SQLiteStore {
-    public func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
+    package func purge(historyBeforeMilliseconds: Int64, usageBeforeDay: Int64) async throws(StoreError) -> (
         history: Int, usageDays: Int
     ) {
         let counts = try await onPool { () throws(StoreError) -> [Int] in
@@ -42,7 +42,7 @@ extension SQLiteStore {
     /// Copies the store into a new file at `path` with SQLite's online backup API, from one
     /// snapshot, while the ledger goes on writing. Refuses a `path` that exists; a copy
     /// that fails is removed.
-    public func backup(to path: String) async throws(StoreError) {
+    package func backup(to path: String) async throws(StoreError) {
         try await onPool { () throws(StoreError) in
             try Self.createNewFile(path)
             do throws(StoreError) {
@@ -58,7 +58,7 @@ extension SQLiteStore {
         }
     }
 
-    public func integrityCheck() async throws(StoreError) -> [String] {
+    package func integrityCheck() async throws(StoreError) -> [String] {
         try await read { connection throws(StoreError) in
             var findings: [String] = []
             try connection.query("PRAGMA integrity_check") { findings.append($0.text(0)) }

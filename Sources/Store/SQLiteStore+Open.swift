@@ -1,4 +1,4 @@
-public import EventLoop
+package import EventLoop
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +18,7 @@ extension SQLiteStore {
     ///   - busyTimeout: how long a statement waits for another connection's lock.
     ///   - readOnly: for tools that only read: the file must exist at the current schema, and
     ///     every write throws ``StoreError/Code/readOnly``.
-    public static func open(
+    package static func open(
         path: String, pool: BlockingPool, busyTimeout: Duration = .seconds(5), readOnly: Bool = false
     ) async throws(StoreError) -> SQLiteStore {
         try await onPool(pool, path: path) { () throws(StoreError) -> SQLiteStore in

@@ -1,5 +1,5 @@
 extension SQLiteStore {
-    public func insertToken(_ token: StoredToken) async throws(StoreError) {
+    package func insertToken(_ token: StoredToken) async throws(StoreError) {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Void in
                 try connection.execute(
@@ -18,11 +18,11 @@ extension SQLiteStore {
         }
     }
 
-    public func tokens() async throws(StoreError) -> [StoredToken] {
+    package func tokens() async throws(StoreError) -> [StoredToken] {
         try await tokens(where: "1")
     }
 
-    public func revokeToken(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
+    package func revokeToken(id: String, atMilliseconds: Int64) async throws(StoreError) -> Bool {
         try await write { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try connection.execute(
@@ -33,11 +33,11 @@ extension SQLiteStore {
         }
     }
 
-    public func activeTokens() async throws(StoreError) -> [StoredToken] {
+    package func activeTokens() async throws(StoreError) -> [StoredToken] {
         try await tokens(where: "revoked_at IS NULL")
     }
 
-    public func tokenGeneration() async throws(StoreError) -> Int64 {
+    package func tokenGeneration() async throws(StoreError) -> Int64 {
         try await read { connection throws(StoreError) in
             try connection.queryFirst("SELECT value FROM store_meta WHERE key = 'token_generation'") { $0.int64(0) }
                 ?? 0

@@ -1,14 +1,14 @@
 extension SQLiteStore {
-    public func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage] {
+    package func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage] {
         try await usage(where: "user_id = ? AND day >= ? ORDER BY day DESC", [.text(userID), .integer(fromDay)])
     }
 
-    public func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
+    package func tokensCharged(onDay day: Int64) async throws(StoreError) -> [String: Int] {
         let days = try await usage(where: "day = ? AND user_id <> ?", [.integer(day), .text(DailyUsage.guestUserID)])
         return Dictionary(days.map { ($0.userID, $0.totalTokens) }, uniquingKeysWith: +)
     }
 
-    public func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage] {
+    package func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage] {
         if let userID {
             return try await usage(
                 where: "user_id = ? AND day >= ? ORDER BY day, user_id", [.text(userID), .integer(fromDay)])

@@ -14,15 +14,15 @@ import Synchronization
 /// caller's thread.
 ///
 /// History read back has no token id: the store keeps only each token's last use.
-public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository,
+package final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepository, DeviceRepository,
     IdempotencyRepository, StoreMaintenance, JobStore, AdminStore, Sendable
 {
     /// The schema version this binary writes (`PRAGMA user_version`).
-    public static let schemaVersion = StoreSchema.latestVersion
+    package static let schemaVersion = StoreSchema.latestVersion
 
     /// The database file.
-    public let path: String
-    public let historyCursorKey: [UInt8]
+    package let path: String
+    package let historyCursorKey: [UInt8]
     let pool: BlockingPool
     let busyTimeout: Duration
     let writer: ConnectionSlot
@@ -56,7 +56,7 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
 
     /// Closes every connection once the work using it is done. Later calls throw
     /// ``StoreError/Code/closed``.
-    public func close() async {
+    package func close() async {
         do {
             try await pool.run { self.closeConnections() }
         } catch {
@@ -93,7 +93,7 @@ public final class SQLiteStore: LedgerStore, HistoryStore, UsageStore, TokenRepo
     /// Copies what the write-ahead log holds back into the database file, without waiting for
     /// (or holding up) the writer or readers (`PASSIVE`); returns the frames in the log and
     /// those copied. The gateway runs it every second.
-    public func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
+    package func checkpoint() async throws(StoreError) -> (logFrames: Int, checkpointed: Int) {
         try await onPool { () throws(StoreError) -> (logFrames: Int, checkpointed: Int) in
             try self.checkpointer.withConnection { connection throws(StoreError) in
                 try connection.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") {

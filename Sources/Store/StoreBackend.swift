@@ -1,4 +1,4 @@
 /// Everything a gateway asks of its store, as both backends (``SQLiteStore``,
 /// ``PostgresStore``) provide it.
-public typealias StoreBackend = LedgerStore & HistoryStore & UsageStore & TokenRepository & DeviceRepository
+package typealias StoreBackend = LedgerStore & HistoryStore & UsageStore & TokenRepository & DeviceRepository
     & IdempotencyRepository & StoreMaintenance & JobStore & AdminStore

@@ -1,8 +1,8 @@
 /// A store that could not do what was asked. Its description names the store (a file, or a
 /// Postgres server and database) and the finding, never a value bound into a statement
 /// (user ids, results, digests).
-public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Code: Sendable, Equatable {
         /// The file cannot be opened or created (a missing directory, permissions).
         case cannotOpen
         /// The file exists but is not a database.
@@ -31,14 +31,14 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case other
     }
 
-    public let code: Code
+    package let code: Code
     /// SQLite's extended result code, 0 when the error is not SQLite's (Postgres errors carry
     /// their SQLSTATE in ``message``).
-    public let resultCode: Int32
+    package let resultCode: Int32
     /// What failed and where, without bound values.
-    public let message: String
+    package let message: String
 
-    public init(_ code: Code, resultCode: Int32 = 0, message: String) {
+    package init(_ code: Code, resultCode: Int32 = 0, message: String) {
         self.code = code
         self.resultCode = resultCode
         self.message = message
@@ -47,14 +47,14 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether trying the same write again later may succeed (busy, full, read-only, I/O, a
     /// server away): the writer keeps such rows and retries. A constraint or a misuse fails
     /// the same way every time.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch code {
         case .busy, .full, .readOnly, .cannotOpen, .other, .closed, .unavailable: true
         case .notADatabase, .corrupt, .newerSchema, .constraint, .rejected: false
         }
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// A statement on one line and short enough for a log line (a multi-row insert runs to
     /// many kilobytes).

@@ -1,5 +1,5 @@
 /// What keeps a store healthy: retention, backups, checks.
-public protocol StoreMaintenance: Sendable {
+package protocol StoreMaintenance: Sendable {
     /// Deletes history rows created before `historyBeforeMilliseconds` and daily usage of
     /// days before `usageBeforeDay`, in bounded batches so the writer is never held long.
     /// Returns the rows and days deleted.

@@ -1,6 +1,6 @@
 /// Caller tokens kept in the store (`text-gateway tokens …`): only each token's SHA-256
 /// digest, never the token.
-public protocol TokenRepository: Sendable {
+package protocol TokenRepository: Sendable {
     /// Adds a token. Throws when its id or digest is taken.
     func insertToken(_ token: StoredToken) async throws(StoreError)
     /// Every token, revoked ones too, oldest first.
@@ -15,19 +15,19 @@ public protocol TokenRepository: Sendable {
 }
 
 /// A token as the store keeps it.
-public struct StoredToken: Sendable, Equatable, CustomStringConvertible {
+package struct StoredToken: Sendable, Equatable, CustomStringConvertible {
     /// A short public id (`text-gateway tokens revoke <id>`).
-    public var id: String
+    package var id: String
     /// The 32-byte SHA-256 digest of the token.
-    public var digest: [UInt8]
-    public var userID: String
-    public var plan: String
-    public var label: String?
-    public var createdAtMilliseconds: Int64
-    public var lastUsedAtMilliseconds: Int64?
-    public var revokedAtMilliseconds: Int64?
+    package var digest: [UInt8]
+    package var userID: String
+    package var plan: String
+    package var label: String?
+    package var createdAtMilliseconds: Int64
+    package var lastUsedAtMilliseconds: Int64?
+    package var revokedAtMilliseconds: Int64?
 
-    public init(
+    package init(
         id: String, digest: [UInt8], userID: String, plan: String, label: String?, createdAtMilliseconds: Int64,
         lastUsedAtMilliseconds: Int64? = nil, revokedAtMilliseconds: Int64? = nil
     ) {
@@ -42,5 +42,5 @@ public struct StoredToken: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Never the digest.
-    public var description: String { "StoredToken(id: \(id), userID: \(userID), plan: \(plan))" }
+    package var description: String { "StoredToken(id: \(id), userID: \(userID), plan: \(plan))" }
 }

@@ -1,5 +1,5 @@
 /// Token usage per user and UTC day, as the ledger adds it up.
-public protocol UsageStore: Sendable {
+package protocol UsageStore: Sendable {
     /// The days of `userID` from `fromDay` on (days since the Unix epoch, UTC) with any
     /// use, newest first.
     func dailyUsage(userID: String, fromDay: Int64) async throws(StoreError) -> [DailyUsage]
@@ -13,15 +13,15 @@ public protocol UsageStore: Sendable {
 }
 
 /// What one user used on one UTC day.
-public struct DailyUsage: Sendable, Equatable {
-    public var userID: String
+package struct DailyUsage: Sendable, Equatable {
+    package var userID: String
     /// Days since the Unix epoch (UTC).
-    public var day: Int64
-    public var requests: Int
-    public var inputTokens: Int
-    public var outputTokens: Int
+    package var day: Int64
+    package var requests: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
 
-    public init(userID: String, day: Int64, requests: Int, inputTokens: Int, outputTokens: Int) {
+    package init(userID: String, day: Int64, requests: Int, inputTokens: Int, outputTokens: Int) {
         self.userID = userID
         self.day = day
         self.requests = requests
@@ -29,12 +29,12 @@ public struct DailyUsage: Sendable, Equatable {
         self.outputTokens = outputTokens
     }
 
-    public var totalTokens: Int { inputTokens &+ outputTokens }
+    package var totalTokens: Int { inputTokens &+ outputTokens }
 
     /// The user id that every guest's use (requests without a user id, from any address) is
     /// added up under: the empty string, which no caller's id can be.
-    public static let guestUserID = ""
+    package static let guestUserID = ""
 
     /// Whether this is all guests' use of the day.
-    public var isGuests: Bool { userID == Self.guestUserID }
+    package var isGuests: Bool { userID == Self.guestUserID }
 }

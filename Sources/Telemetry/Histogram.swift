@@ -6,7 +6,7 @@ import Synchronization
 /// sum of the buckets, so buckets and count always agree; the sum may lag an observation
 /// being recorded at that instant, as in Prometheus's own clients. Look the histogram up
 /// once with `HistogramFamily.labels(_:)` and keep it.
-public final class Histogram: Sendable {
+package final class Histogram: Sendable {
     /// What a scrape reads: per-bucket (not cumulative) counts, the last one for `+Inf`.
     struct Snapshot: Sendable {
         var buckets: [UInt64]
@@ -36,25 +36,25 @@ public final class Histogram: Sendable {
 
     /// Records `value` (seconds, by convention, for durations). NaN is ignored: it would
     /// turn the sum into NaN for good.
-    public func observe(_ value: Double) {
+    package func observe(_ value: Double) {
         guard !value.isNaN else { return }
         buckets[bucketIndex(value)].value.wrappingAdd(1, ordering: .relaxed)
         AtomicDouble.add(value, to: sumBits)
     }
 
     /// Records `duration` in seconds.
-    public func observe(_ duration: Duration) {
+    package func observe(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         observe(Double(seconds) + Double(attoseconds) * 1e-18)
     }
 
     /// How many values were observed.
-    public var count: UInt64 {
+    package var count: UInt64 {
         buckets.reduce(0) { $0 &+ $1.value.load(ordering: .relaxed) }
     }
 
     /// The sum of the observed values.
-    public var sum: Double {
+    package var sum: Double {
         Double(bitPattern: sumBits.load(ordering: .relaxed))
     }
 

@@ -1,12 +1,12 @@
 /// A histogram metric and its children, one per tuple of label values, all with the same
 /// buckets.
-public final class HistogramFamily: MetricFamily {
+package final class HistogramFamily: MetricFamily {
     /// The metric name; samples are `name_bucket`, `name_sum` and `name_count`.
-    public let name: String
+    package let name: String
     /// The label names, in the order `labels(_:)` takes their values.
-    public let labelNames: [String]
+    package let labelNames: [String]
     /// The finite bucket upper bounds, strictly increasing; `+Inf` is implied.
-    public let upperBounds: [Double]
+    package let upperBounds: [Double]
     let help: String
     let children: LabelledChildren<Histogram>
     /// `le="…"` for each finite bound, then for `+Inf`, rendered once.
@@ -29,12 +29,12 @@ public final class HistogramFamily: MetricFamily {
 
     /// The histogram for these label values, one per label name in order (none for a family
     /// without labels). Look it up once and keep it when the values are fixed.
-    public func labels(_ values: String...) -> Histogram {
+    package func labels(_ values: String...) -> Histogram {
         children.child(values)
     }
 
     /// The histogram for these label values, one per label name in order.
-    public func labels(_ values: [String]) -> Histogram {
+    package func labels(_ values: [String]) -> Histogram {
         children.child(values)
     }
 

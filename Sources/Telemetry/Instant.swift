@@ -11,27 +11,27 @@
 /// Rate limits take the time as a parameter, so tests drive it; the gateway passes ``now``.
 /// Wall-clock time is what a daily quota needs (it resets at UTC midnight); a clock step
 /// backwards is tolerated by the limiters, never trusted to undo counts.
-public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Seconds since 1970-01-01T00:00:00Z, always finite and within ±10¹⁵.
-    public let secondsSinceEpoch: Double
+    package let secondsSinceEpoch: Double
 
     /// The instant `secondsSinceEpoch` after the epoch. A value that is not finite counts as
     /// zero and one beyond ±10¹⁵ (some 30 million years) is clamped, so that arithmetic on
     /// instants never traps.
-    public init(secondsSinceEpoch: Double) {
+    package init(secondsSinceEpoch: Double) {
         let bound = 1e15
         self.secondsSinceEpoch = secondsSinceEpoch.isFinite ? min(max(secondsSinceEpoch, -bound), bound) : 0
     }
 
     /// The current wall-clock time (`CLOCK_REALTIME`).
-    public static var now: Instant {
+    package static var now: Instant {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return Instant(secondsSinceEpoch: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9)
     }
 
     /// The instant `seconds` later (earlier, when negative).
-    public func advanced(by seconds: Double) -> Instant {
+    package func advanced(by seconds: Double) -> Instant {
         Instant(secondsSinceEpoch: secondsSinceEpoch + seconds)
     }
 
@@ -47,9 +47,9 @@ public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
         return max(1, Int((midnight - secondsSinceEpoch).rounded(.up)))
     }
 
-    public static func < (lhs: Instant, rhs: Instant) -> Bool {
+    package static func < (lhs: Instant, rhs: Instant) -> Bool {
         lhs.secondsSinceEpoch < rhs.secondsSinceEpoch
     }
 
-    public var description: String { "Instant(\(secondsSinceEpoch))" }
+    package var description: String { "Instant(\(secondsSinceEpoch))" }
 }

@@ -10,16 +10,16 @@ import Synchronization
 ///
 /// Callers pass only what may be logged: never a key, a token, an `Authorization` header,
 /// user text or model output. Values are escaped so a value cannot start a new line.
-public struct Logger: Sendable {
-    public enum Level: Int, Comparable, Sendable, CaseIterable {
+package struct Logger: Sendable {
+    package enum Level: Int, Comparable, Sendable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
 
-        public init?(name: String) {
+        package init?(name: String) {
             guard let level = Level.allCases.first(where: { $0.name == name.lowercased() }) else { return nil }
             self = level
         }
 
-        public var name: String {
+        package var name: String {
             switch self {
             case .trace: return "trace"
             case .debug: return "debug"
@@ -31,26 +31,26 @@ public struct Logger: Sendable {
             }
         }
 
-        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    public enum Format: String, Sendable {
+    package enum Format: String, Sendable {
         case text, json
     }
 
     /// A field value.
-    public enum Value: Sendable, Equatable {
+    package enum Value: Sendable, Equatable {
         case string(String)
         case int(Int)
         case milliseconds(Double)
         case bool(Bool)
     }
 
-    public let level: Level
-    public let format: Format
+    package let level: Level
+    package let format: Format
     private let sink: LogSink
 
-    public init(level: Level = .info, format: Format = .text, sink: LogSink = .standardError) {
+    package init(level: Level = .info, format: Format = .text, sink: LogSink = .standardError) {
         self.level = level
         self.format = format
         self.sink = sink
@@ -59,7 +59,7 @@ public struct Logger: Sendable {
     /// Writes one event at `level` with its fields in order; fields with nil values are left out.
     /// The fields are built only when the event is written: an access log line that the level
     /// leaves out costs nothing per request.
-    public func log(_ level: Level, _ event: String, _ fields: @autoclosure () -> [(String, Value?)] = []) {
+    package func log(_ level: Level, _ event: String, _ fields: @autoclosure () -> [(String, Value?)] = []) {
         guard level >= self.level else { return }
         let fields = fields()
         let timestamp = Timestamp.iso8601(now: Timestamp.realtime())
@@ -102,11 +102,11 @@ public struct Logger: Sendable {
 
     /// Waits until the lines logged before the call have been written; see ``LogSink/flush(timeout:)``.
     @discardableResult
-    public func flush(timeout: Duration = .seconds(2)) -> Bool { sink.flush(timeout: timeout) }
+    package func flush(timeout: Duration = .seconds(2)) -> Bool { sink.flush(timeout: timeout) }
 
-    public func info(_ event: String, _ fields: [(String, Value?)] = []) { log(.info, event, fields) }
-    public func warning(_ event: String, _ fields: [(String, Value?)] = []) { log(.warning, event, fields) }
-    public func error(_ event: String, _ fields: [(String, Value?)] = []) { log(.error, event, fields) }
+    package func info(_ event: String, _ fields: [(String, Value?)] = []) { log(.info, event, fields) }
+    package func warning(_ event: String, _ fields: [(String, Value?)] = []) { log(.warning, event, fields) }
+    package func error(_ event: String, _ fields: [(String, Value?)] = []) { log(.error, event, fields) }
 
     /// Bare when safe, otherwise quoted with `"`, `\` and control characters escaped.
     static func textValue(_ value: String) -> String {
@@ -126,7 +126,7 @@ public struct Logger: Sendable {
 /// writes it: logging never waits for the descriptor, lines are written whole, and a stalled
 /// descriptor costs dropped lines rather than stalled loops. Call ``flush(timeout:)`` before
 /// the process exits.
-public final class LogSink: Sendable {
+package final class LogSink: Sendable {
     private enum Target {
         case descriptor(BatchedWriter)
         case memory
@@ -143,25 +143,25 @@ public final class LogSink: Sendable {
     }
 
     /// Standard error; its writer thread starts with the first use.
-    public static let standardError = LogSink.descriptor(2)
+    package static let standardError = LogSink.descriptor(2)
 
     /// A sink that writes to `fd` through a writer thread of its own. The descriptor stays the
     /// caller's and must stay open while the sink lives; two sinks for one descriptor write
     /// independently, so share one sink per descriptor (as `standardError` is shared).
-    public static func descriptor(_ fd: CInt) -> LogSink {
+    package static func descriptor(_ fd: CInt) -> LogSink {
         LogSink(.descriptor(BatchedWriter(fileDescriptor: fd)))
     }
 
     /// A sink that keeps lines for inspection.
-    public static func memory() -> LogSink { LogSink(.memory) }
+    package static func memory() -> LogSink { LogSink(.memory) }
 
     /// The lines a memory sink received.
-    public var lines: [String] { captured.withLock { $0 } }
+    package var lines: [String] { captured.withLock { $0 } }
 
     /// Waits until the lines logged before the call have been written, for at most `timeout`
     /// so that a dead descriptor cannot hang exit; false if the time ran out.
     @discardableResult
-    public func flush(timeout: Duration = .seconds(2)) -> Bool {
+    package func flush(timeout: Duration = .seconds(2)) -> Bool {
         switch target {
         case .descriptor(let writer): return writer.flush(timeout: timeout)
         case .memory: return true

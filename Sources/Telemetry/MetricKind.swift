@@ -1,5 +1,5 @@
 /// The Prometheus metric types this registry exposes, spelled as on a `# TYPE` line.
-public enum MetricKind: String, Sendable {
+package enum MetricKind: String, Sendable {
     case counter
     case gauge
     case histogram

@@ -8,12 +8,12 @@ import Synchronization
 /// of label values: those are programming errors. On the hot path look a labelled child up
 /// once and keep it when its labels are fixed; its updates are lock-free (a histogram's
 /// take one brief lock).
-public final class MetricsRegistry: Sendable {
+package final class MetricsRegistry: Sendable {
     /// The `Content-Type` of `exposition()`.
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     /// Histogram buckets for request latencies, in seconds: 0.5 ms to 2 minutes.
-    public static let latencyBuckets: [Double] = [
+    package static let latencyBuckets: [Double] = [
         0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
     ]
 
@@ -32,13 +32,13 @@ public final class MetricsRegistry: Sendable {
     /// - Parameter maxChildrenPerFamily: the number of distinct label-value tuples each
     ///   family keeps; beyond it, new tuples are counted together in one child whose label
     ///   values are all `"_other"`.
-    public init(maxChildrenPerFamily: Int = 10_000) {
+    package init(maxChildrenPerFamily: Int = 10_000) {
         precondition(maxChildrenPerFamily >= 1, "maxChildrenPerFamily must be at least 1")
         self.childLimit = maxChildrenPerFamily
     }
 
     /// Registers (or returns the already registered) counter `name`.
-    public func counter(_ name: String, help: String, labels: [String] = []) -> CounterFamily {
+    package func counter(_ name: String, help: String, labels: [String] = []) -> CounterFamily {
         register(name) {
             MetricName.validate(name, labels: labels)
             return CounterFamily(name: name, help: help, labelNames: labels, childLimit: childLimit)
@@ -48,7 +48,7 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Registers (or returns the already registered) gauge `name`.
-    public func gauge(_ name: String, help: String, labels: [String] = []) -> GaugeFamily {
+    package func gauge(_ name: String, help: String, labels: [String] = []) -> GaugeFamily {
         register(name) {
             MetricName.validate(name, labels: labels)
             return GaugeFamily(name: name, help: help, labelNames: labels, childLimit: childLimit)
@@ -59,7 +59,7 @@ public final class MetricsRegistry: Sendable {
 
     /// Registers (or returns the already registered) histogram `name`, with the finite upper
     /// bounds `buckets` in increasing order (`+Inf` is always added).
-    public func histogram(
+    package func histogram(
         _ name: String,
         help: String,
         labels: [String] = [],
@@ -78,14 +78,14 @@ public final class MetricsRegistry: Sendable {
     /// registry lock, and must be quick. Registering the same name again replaces `read`
     /// (so a server restarted in the same process reports its own value), keeping the
     /// gauge's place in the output.
-    public func gaugeFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+    package func gaugeFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
         registerFunction(name, help: help, kind: .gauge, read)
     }
 
     /// Registers a counter without labels whose running total `read` returns at each scrape
     /// (a total kept elsewhere, such as the event loops' polling), as ``gaugeFunction(_:help:_:)``
     /// does for a gauge. The name ends in `_total`.
-    public func counterFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+    package func counterFunction(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
         precondition(name.hasSuffix("_total"), "counter \(name) must end in _total")
         registerFunction(name, help: help, kind: .counter, read)
     }
@@ -110,7 +110,7 @@ public final class MetricsRegistry: Sendable {
 
     /// Every family in registration order, each as `# HELP`, `# TYPE` and its samples,
     /// children sorted by their label values.
-    public func exposition() -> String {
+    package func exposition() -> String {
         // Gauge functions run user code: read the list under the lock, render outside it.
         let families = state.withLock { $0.families }
         var text = ""

@@ -1,5 +1,5 @@
 /// A metric whose children each hold one value: a counter or a gauge.
-public protocol ScalarMetric: AnyObject, Sendable {
+package protocol ScalarMetric: AnyObject, Sendable {
     /// `# TYPE` of the family.
     static var kind: MetricKind { get }
     init(labelValues: [String], renderedLabels: String)
@@ -9,16 +9,16 @@ public protocol ScalarMetric: AnyObject, Sendable {
 }
 
 /// A counter metric and its children, one per tuple of label values.
-public typealias CounterFamily = ScalarMetricFamily<Counter>
+package typealias CounterFamily = ScalarMetricFamily<Counter>
 /// A gauge metric and its children, one per tuple of label values.
-public typealias GaugeFamily = ScalarMetricFamily<Gauge>
+package typealias GaugeFamily = ScalarMetricFamily<Gauge>
 
 /// A counter or gauge metric and its children, one per tuple of label values.
-public final class ScalarMetricFamily<Child: ScalarMetric>: MetricFamily {
+package final class ScalarMetricFamily<Child: ScalarMetric>: MetricFamily {
     /// The metric name.
-    public let name: String
+    package let name: String
     /// The label names, in the order `labels(_:)` takes their values.
-    public let labelNames: [String]
+    package let labelNames: [String]
     let help: String
     let children: LabelledChildren<Child>
 
@@ -34,12 +34,12 @@ public final class ScalarMetricFamily<Child: ScalarMetric>: MetricFamily {
 
     /// The child for these label values, one per label name in order (none for a family
     /// without labels). Look it up once and keep it when the values are fixed.
-    public func labels(_ values: String...) -> Child {
+    package func labels(_ values: String...) -> Child {
         children.child(values)
     }
 
     /// The child for these label values, one per label name in order.
-    public func labels(_ values: [String]) -> Child {
+    package func labels(_ values: [String]) -> Child {
         children.child(values)
     }
 

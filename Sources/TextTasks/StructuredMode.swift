@@ -1,5 +1,5 @@
 /// How an upstream is asked for `format: json` output (`UPSTREAM_<NAME>_STRUCTURED`).
-public enum StructuredMode: String, Sendable, Equatable {
+package enum StructuredMode: String, Sendable, Equatable {
     /// `response_format` with the task's JSON schema, strict (the default).
     case jsonSchema = "json_schema"
     /// `response_format: {"type": "json_object"}`, the shape described in the prompt.

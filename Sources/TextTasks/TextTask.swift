@@ -1,5 +1,5 @@
 /// The text tasks a client can ask for (`task` in the request body).
-public enum TextTask: String, CaseIterable, Sendable {
+package enum TextTask: String, CaseIterable, Sendable {
     case summarize
     case rewrite
     case keyPoints = "key-points"
@@ -27,7 +27,7 @@ public enum TextTask: String, CaseIterable, Sendable {
 }
 
 /// The optional tone (`tone` in the request body); each adds one line to the instruction.
-public enum Tone: String, CaseIterable, Sendable {
+package enum Tone: String, CaseIterable, Sendable {
     case formal, friendly, academic, short, promotional, social
 
     var instructionLine: String {

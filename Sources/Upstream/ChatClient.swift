@@ -1,11 +1,11 @@
-public import ChatAPI
-public import HTTPClient
+package import ChatAPI
+package import HTTPClient
 
 /// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key,
 /// over the project's libcurl client: the gateway's ``ChatUpstream``.
-public struct ChatClient: Sendable {
+package struct ChatClient: Sendable {
     /// The base URL without a trailing slash, e.g. `https://api.darvareh.ir/v1`.
-    public let baseURL: String
+    package let baseURL: String
     /// `Bearer <key>` and `<baseURL>/chat/completions`, built once rather than per call.
     private let authorization: String
     private let completionsURL: String
@@ -17,7 +17,7 @@ public struct ChatClient: Sendable {
     ///   - timeout: the total time per call; nil for the HTTP client's default.
     ///   - caFile: a PEM bundle of the CAs an https upstream's certificate must chain to; nil
     ///     for the system's store.
-    public init(
+    package init(
         httpClient: HTTPClient, baseURL: String, apiKey: String, timeout: Duration? = nil, caFile: String? = nil
     ) {
         var base = baseURL
@@ -31,7 +31,7 @@ public struct ChatClient: Sendable {
     }
 
     /// The completion and the raw answer's usage; throws ``ChatError`` only.
-    public func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError)
+    package func complete(_ request: ChatCompletionRequest, requestID: String? = nil) async throws(ChatError)
         -> ChatCompletion
     {
         try await complete(body: request.jsonBytes(), requestID: requestID)
@@ -39,7 +39,7 @@ public struct ChatClient: Sendable {
 
     /// ``complete(_:requestID:)`` for a request already encoded, such as a
     /// ``ChatRequestBodyTemplate``'s body; `stream` must not be set in it.
-    public func complete(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
+    package func complete(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
         -> ChatCompletion
     {
         let response = try await send(body: body, requestID: requestID, timeout: timeout)
@@ -60,14 +60,14 @@ public struct ChatClient: Sendable {
 
     /// Starts a streamed completion and returns the upstream's raw event-stream bytes once it
     /// answered 2xx (for relaying them as they come). `stream` and `stream_options` are set.
-    public func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil)
+    package func streamBody(_ request: ChatCompletionRequest, requestID: String? = nil, timeout: Duration? = nil)
         async throws(ChatError) -> HTTPClientBodyStream
     {
         try await streamBody(body: request.streamingBody(), requestID: requestID, timeout: timeout)
     }
 
     /// ``streamBody(_:requestID:timeout:)`` for a body already encoded that asks for a stream.
-    public func streamBody(
+    package func streamBody(
         body: [UInt8], requestID: String? = nil, timeout: Duration? = nil, headTimeout: Duration? = nil
     ) async throws(ChatError) -> HTTPClientBodyStream {
         let streaming: HTTPClientStreamingResponse
@@ -93,7 +93,7 @@ public struct ChatClient: Sendable {
 
     /// Sends a body as it is and returns the upstream's 2xx body unread (for relaying);
     /// a non-2xx answer throws ``ChatError/httpStatus(_:error:retryAfter:)``.
-    public func forward(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
+    package func forward(body: [UInt8], requestID: String? = nil, timeout: Duration? = nil) async throws(ChatError)
         -> [UInt8]
     {
         let response = try await send(body: body, requestID: requestID, timeout: timeout)

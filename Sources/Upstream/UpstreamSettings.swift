@@ -1,28 +1,28 @@
-public import TextTasks
+package import TextTasks
 
 /// One upstream provider as the configuration names it: `UPSTREAM_<NAME>_*`, or the
 /// `DARVAREH_*` variables as the one upstream `darvareh` when `UPSTREAMS` is unset.
-public struct UpstreamSettings: Sendable, Equatable {
+package struct UpstreamSettings: Sendable, Equatable {
     /// The name in `UPSTREAMS` (lower-cased), and in `X-Upstream` and the metrics' labels.
-    public var name: String
+    package var name: String
     /// The base URL without a trailing slash, e.g. `https://api.darvareh.ir/v1`.
-    public var baseURL: String
-    public var apiKey: String?
+    package var baseURL: String
+    package var apiKey: String?
     /// `_MODEL_ID`: the model of every task without an override, and of every `/v1` alias
     /// this upstream has no mapping for.
-    public var defaultModel: String?
+    package var defaultModel: String?
     /// Per-task overrides (`_SUMMARY_MODEL_ID`, …), by task raw value.
-    public var taskModels: [String: String] = [:]
+    package var taskModels: [String: String] = [:]
     /// `_MODELS`: `/v1` aliases mapped to this upstream's model ids (for the first upstream,
     /// `GATEWAY_MODELS` as well).
-    public var aliasModels: [String: String] = [:]
+    package var aliasModels: [String: String] = [:]
     /// `UPSTREAM_CA_FILE`, or this upstream's own `_CA_FILE`: a PEM bundle trusted besides
     /// the system store.
-    public var caFile: String?
+    package var caFile: String?
     /// `_STRUCTURED`: how `format: json` is asked of this upstream.
-    public var structuredMode = StructuredMode.jsonSchema
+    package var structuredMode = StructuredMode.jsonSchema
 
-    public init(name: String, baseURL: String, apiKey: String? = nil, defaultModel: String? = nil) {
+    package init(name: String, baseURL: String, apiKey: String? = nil, defaultModel: String? = nil) {
         self.name = name
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -32,39 +32,39 @@ public struct UpstreamSettings: Sendable, Equatable {
     }
 
     /// The model this upstream is asked for `task`.
-    public func model(for task: TextTask) -> String? {
+    package func model(for task: TextTask) -> String? {
         taskModels[task.rawValue] ?? defaultModel
     }
 
     /// The model this upstream is asked for a `/v1` alias the gateway allows.
-    public func model(forAlias alias: String) -> String? {
+    package func model(forAlias alias: String) -> String? {
         aliasModels[alias] ?? defaultModel
     }
 
     /// The name of the default upstream the `DARVAREH_*` variables describe.
-    public static let defaultName = "darvareh"
+    package static let defaultName = "darvareh"
 }
 
 /// How a pool of upstreams retries, falls back and rests an upstream that keeps failing.
-public struct UpstreamPolicy: Sendable, Equatable {
+package struct UpstreamPolicy: Sendable, Equatable {
     /// `UPSTREAM_RETRIES`: further attempts on the same upstream after a retryable failure,
     /// before the next upstream.
-    public var retries = 2
+    package var retries = 2
     /// `UPSTREAM_BACKOFF_MS`: the first backoff's ceiling; each retry doubles it, up to
     /// ``maxBackoff``, and the wait is drawn uniformly below it (full jitter).
-    public var backoff: Duration = .milliseconds(100)
-    public var maxBackoff: Duration = .seconds(2)
+    package var backoff: Duration = .milliseconds(100)
+    package var maxBackoff: Duration = .seconds(2)
     /// `UPSTREAM_RETRY_AFTER_MAX_SECONDS`: the longest `Retry-After` waited for; a longer
     /// one moves to the next upstream at once.
-    public var retryAfterLimit: Duration = .seconds(5)
+    package var retryAfterLimit: Duration = .seconds(5)
     /// `UPSTREAM_TRY_TIMEOUT_SECONDS`: the most one attempt may wait for the answer's head;
     /// nil lets an attempt use what is left of `UPSTREAM_TIMEOUT_SECONDS`.
-    public var tryTimeout: Duration?
+    package var tryTimeout: Duration?
     /// `UPSTREAM_BREAKER_FAILURES`: consecutive failures that open an upstream's circuit.
-    public var breakerFailures = 5
+    package var breakerFailures = 5
     /// `UPSTREAM_COOLDOWN_SECONDS`: how long an open circuit skips its upstream before one
     /// probe is let through.
-    public var cooldown: Duration = .seconds(10)
+    package var cooldown: Duration = .seconds(10)
 
-    public init() {}
+    package init() {}
 }

@@ -1,32 +1,32 @@
-public import Access
+package import Access
 import Foundation
 import JSON
 import TestSupport
 
 /// One real chain of `Tests/GatewayTests/Fixtures/android-key-attestation/chains/` (see the README
 /// beside them).
-public struct AndroidChainFixture: Sendable, CustomStringConvertible {
-    public let name: String
+package struct AndroidChainFixture: Sendable, CustomStringConvertible {
+    package let name: String
     /// DER, leaf first, as the phone sent it.
-    public let chain: [[UInt8]]
+    package let chain: [[UInt8]]
     /// What the app passed to `setAttestationChallenge`.
-    public let challenge: [UInt8]
+    package let challenge: [UInt8]
     /// An instant at which the chain's intermediates are valid, in Unix seconds.
-    public let verifyAt: Int64
+    package let verifyAt: Int64
     /// The chain's own packages and signing digests: the reference policy allows them.
-    public let packages: [String]
-    public let digests: [[UInt8]]
+    package let packages: [String]
+    package let digests: [[UInt8]]
     /// `accept` or `reject` under the reference policy.
-    public let verdict: String
-    public let provisioning: String
+    package let verdict: String
+    package let provisioning: String
     /// `serialHex` of each certificate, leaf first.
-    public let serials: [String]
+    package let serials: [String]
 
-    public var description: String { name }
+    package var description: String { name }
 
-    public static let directory = "Tests/GatewayTests/Fixtures/android-key-attestation/chains"
+    package static let directory = "Tests/GatewayTests/Fixtures/android-key-attestation/chains"
 
-    public static let names = [
+    package static let names = [
         "emulator-a11-software-rsa", "pixel3-a9-tee-ec-factory-unlocked", "pixel3-a9-tee-rsa-factory-device-ids",
         "pixel6-a13-tee-ec-rkp", "pixel8a-a14-tee-ec-rkp-unlocked", "pixel8a-a14-tee-rsa-rkp-unlocked",
         "pixel8a-a15-tee-ec-rkp-webauthn", "pixel9pro-a16-tee-ec-rkp", "pixelxl-a10-software-ec",
@@ -34,7 +34,7 @@ public struct AndroidChainFixture: Sendable, CustomStringConvertible {
     ]
 
     /// The reason each real chain is refused under the reference policy, and with the boot rule relaxed.
-    public static let refusals:
+    package static let refusals:
         [String: (reference: AndroidAttestationFailure.Reason, relaxed: AndroidAttestationFailure.Reason?)] = [
             "emulator-a11-software-rsa": (.root, .root),
             "pixel3-a9-tee-ec-factory-unlocked": (.boot, nil),
@@ -45,11 +45,11 @@ public struct AndroidChainFixture: Sendable, CustomStringConvertible {
             "unknown-2018-tee-rsa-factory-shareduid": (.boot, nil),
         ]
 
-    public struct Missing: Error, CustomStringConvertible {
-        public let description: String
+    package struct Missing: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public static func load(_ name: String) throws -> AndroidChainFixture {
+    package static func load(_ name: String) throws -> AndroidChainFixture {
         let text = try RepositoryFile.text("\(directory)/\(name).json")
         let document = try JSONValue.parse(Array(text.utf8))
         guard case .array(let pems)? = document["chainPem"] else { throw Missing(description: "\(name): chainPem") }
@@ -87,14 +87,14 @@ public struct AndroidChainFixture: Sendable, CustomStringConvertible {
             packages: packages, digests: digests, verdict: verdict, provisioning: provisioning, serials: serials)
     }
 
-    public static func all() throws -> [AndroidChainFixture] { try names.map(load) }
+    package static func all() throws -> [AndroidChainFixture] { try names.map(load) }
 
     /// The reference policy: this chain's own packages and digests allowed.
-    public var referencePolicy: AndroidAttestationPolicy {
+    package var referencePolicy: AndroidAttestationPolicy {
         AndroidAttestationPolicy(apps: Dictionary(packages.map { ($0, digests) }, uniquingKeysWith: { a, _ in a }))
     }
 
-    public static func hexBytes(_ text: String) -> [UInt8]? {
+    package static func hexBytes(_ text: String) -> [UInt8]? {
         let characters = Array(text.utf8)
         guard characters.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []

@@ -5,26 +5,26 @@ import TestSupport
 /// The real iOS 14.4 attestation and assertion in
 /// `Tests/GatewayTests/Fixtures/app-attest/ios-14.4.json` (see the README beside it), decoded
 /// from base64.
-public enum AppAttestFixture {
+package enum AppAttestFixture {
     /// `6MURL8TA57.de.vincent-haupert.apple-appattest-poc`: team identifier and bundle identifier.
-    public static let appID = "6MURL8TA57.de.vincent-haupert.apple-appattest-poc"
+    package static let appID = "6MURL8TA57.de.vincent-haupert.apple-appattest-poc"
 
-    public struct Values {
+    package struct Values {
         /// The CBOR attestation object.
-        public let attestation: [UInt8]
+        package let attestation: [UInt8]
         /// The key identifier: SHA-256 of the device key.
-        public let keyID: [UInt8]
+        package let keyID: [UInt8]
         /// The device key's SubjectPublicKeyInfo, from its PEM.
-        public let publicKeyInfo: [UInt8]
+        package let publicKeyInfo: [UInt8]
         /// The CBOR assertion object.
-        public let assertion: [UInt8]
+        package let assertion: [UInt8]
     }
 
-    public struct Missing: Error, CustomStringConvertible {
-        public let description: String
+    package struct Missing: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public static func load() throws -> Values {
+    package static func load() throws -> Values {
         let text = try RepositoryFile.text("Tests/GatewayTests/Fixtures/app-attest/ios-14.4.json")
         let document = try JSONValue.parse(Array(text.utf8))
         func base64(_ object: String, _ member: String) throws -> [UInt8] {

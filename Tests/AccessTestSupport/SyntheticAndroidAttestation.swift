@@ -1,23 +1,23 @@
-public import Crypto
+package import Crypto
 
 /// An Android phone's Key Attestation under a test root: the shape of a remotely provisioned
 /// chain (root → "Droid CA2" → "Droid CA3" → attestation key → leaf) with a KeyDescription
 /// extension written here, so that every refusal can be shown with one thing changed at a time.
-public struct SyntheticAndroidAttestation: Sendable {
+package struct SyntheticAndroidAttestation: Sendable {
     /// The test root, trusted beside Google's by `ANDROID_ATTEST_EXTRA_ROOT_CA_FILE` (or directly).
-    public let root: CertificateIssuer
+    package let root: CertificateIssuer
     let ca2: CertificateIssuer
     let ca3: CertificateIssuer
     /// The phone's attestation key, which signs its leaves.
     let attestationKey: CertificateIssuer
     let notBefore: Int64
 
-    public static let package = "com.example.synthetic"
+    package static let package = "com.example.synthetic"
     /// The SHA-256 of the app's signing certificate.
-    public static let signingDigest = SHA256.hash(Array("synthetic signing certificate".utf8))
+    package static let signingDigest = SHA256.hash(Array("synthetic signing certificate".utf8))
 
     /// A root and three intermediates valid from `notBefore` for a year.
-    public init(notBefore: Int64, name: String = "Synthetic Android Attestation Root") throws {
+    package init(notBefore: Int64, name: String = "Synthetic Android Attestation Root") throws {
         let year: Int64 = 365 * 86_400
         func fields(_ commonName: String, _ serial: UInt64) -> CertificateFields {
             CertificateFields(
@@ -37,15 +37,15 @@ public struct SyntheticAndroidAttestation: Sendable {
     }
 
     /// One phone's app key.
-    public struct Device: Sendable {
-        public let key: PrivateKey
+    package struct Device: Sendable {
+        package let key: PrivateKey
 
-        public init(rsa: Bool = false) throws {
+        package init(rsa: Bool = false) throws {
             key = rsa ? try PrivateKey.generateRSA() : try PrivateKey.generateP256()
         }
 
         /// What the app sends to open a session.
-        public func sessionSignature(challenge: String) throws -> [UInt8] {
+        package func sessionSignature(challenge: String) throws -> [UInt8] {
             let message = Array("textgateway-android-session:".utf8) + Array(challenge.utf8)
             switch key.publicKey.kind {
             case .p256: return try key.signature(for: message, algorithm: .ecdsaP256SHA256DER)
@@ -53,33 +53,33 @@ public struct SyntheticAndroidAttestation: Sendable {
             }
         }
 
-        public var keyID: [UInt8] { SHA256.hash(key.publicKey.derSubjectPublicKeyInfo) }
+        package var keyID: [UInt8] { SHA256.hash(key.publicKey.derSubjectPublicKeyInfo) }
     }
 
     /// What to change in an attestation.
-    public struct Changes: Sendable {
-        public var attestationSecurityLevel: Int64 = 1
-        public var keyMintSecurityLevel: Int64 = 1
-        public var origin: Int64 = 0
-        public var packages = [SyntheticAndroidAttestation.package]
-        public var digests = [SyntheticAndroidAttestation.signingDigest]
-        public var bootState: Int64 = 0
-        public var deviceLocked = true
+    package struct Changes: Sendable {
+        package var attestationSecurityLevel: Int64 = 1
+        package var keyMintSecurityLevel: Int64 = 1
+        package var origin: Int64 = 0
+        package var packages = [SyntheticAndroidAttestation.package]
+        package var digests = [SyntheticAndroidAttestation.signingDigest]
+        package var bootState: Int64 = 0
+        package var deviceLocked = true
         /// The root of trust in the software list instead of the hardware one (an emulator's).
-        public var rootOfTrustInSoftware = false
-        public var osPatchLevel: Int64 = 202_510
+        package var rootOfTrustInSoftware = false
+        package var osPatchLevel: Int64 = 202_510
         /// The extension's value as given, instead of the one written from these fields.
-        public var rawExtension: [UInt8]?
+        package var rawExtension: [UInt8]?
         /// A copy of the extension in the attestation key's certificate too.
-        public var extensionInIntermediate = false
+        package var extensionInIntermediate = false
         /// Another issuer for the whole chain above the leaf.
-        public var otherAuthority: SyntheticAndroidAttestation?
+        package var otherAuthority: SyntheticAndroidAttestation?
 
-        public init() {}
+        package init() {}
     }
 
     /// The chain (DER, leaf first) of `device`'s key made with `challenge`.
-    public func chain(_ device: Device, challenge: [UInt8], changes: Changes = Changes()) throws -> [[UInt8]] {
+    package func chain(_ device: Device, challenge: [UInt8], changes: Changes = Changes()) throws -> [[UInt8]] {
         if let other = changes.otherAuthority {
             var changes = changes
             changes.otherAuthority = nil
@@ -109,7 +109,7 @@ public struct SyntheticAndroidAttestation: Sendable {
 
     /// A chain extended past `chain`'s leaf: a certificate signed by the attested key itself,
     /// with an extension of the attacker's choosing.
-    public func extended(_ chain: [[UInt8]], by device: Device, challenge: [UInt8]) throws -> [[UInt8]] {
+    package func extended(_ chain: [[UInt8]], by device: Device, challenge: [UInt8]) throws -> [[UInt8]] {
         let attested = CertificateIssuer(certificate: try X509Certificate(der: chain[0]), key: device.key)
         let fake = try attested.issue(
             CertificateFields(
@@ -125,7 +125,7 @@ public struct SyntheticAndroidAttestation: Sendable {
     }
 
     /// The KeyDescription DER of `changes`, as a TEE of attestation version 300 writes it.
-    public static func keyDescription(challenge: [UInt8], changes: Changes) -> [UInt8] {
+    package static func keyDescription(challenge: [UInt8], changes: Changes) -> [UInt8] {
         let applicationID = DER.sequence(
             DER.set(
                 changes.packages.map { DER.sequence(DER.octetString(Array($0.utf8)) + DER.integer(1)) }.joined()
@@ -154,8 +154,8 @@ public struct SyntheticAndroidAttestation: Sendable {
     }
 
     /// Just enough of a DER writer for the extension.
-    public enum DER {
-        public static func tlv(_ tag: [UInt8], _ content: [UInt8]) -> [UInt8] {
+    package enum DER {
+        package static func tlv(_ tag: [UInt8], _ content: [UInt8]) -> [UInt8] {
             var length: [UInt8]
             if content.count < 0x80 {
                 length = [UInt8(content.count)]
@@ -171,14 +171,14 @@ public struct SyntheticAndroidAttestation: Sendable {
             return tag + length + content
         }
 
-        public static func sequence(_ content: [UInt8]) -> [UInt8] { tlv([0x30], content) }
-        public static func set(_ content: [UInt8]) -> [UInt8] { tlv([0x31], content) }
-        public static func octetString(_ content: [UInt8]) -> [UInt8] { tlv([0x04], content) }
-        public static func integer(_ value: Int64) -> [UInt8] { tlv([0x02], twosComplement(value)) }
-        public static func enumerated(_ value: Int64) -> [UInt8] { tlv([0x0A], twosComplement(value)) }
+        package static func sequence(_ content: [UInt8]) -> [UInt8] { tlv([0x30], content) }
+        package static func set(_ content: [UInt8]) -> [UInt8] { tlv([0x31], content) }
+        package static func octetString(_ content: [UInt8]) -> [UInt8] { tlv([0x04], content) }
+        package static func integer(_ value: Int64) -> [UInt8] { tlv([0x02], twosComplement(value)) }
+        package static func enumerated(_ value: Int64) -> [UInt8] { tlv([0x0A], twosComplement(value)) }
 
         /// `[number] EXPLICIT`, in the high-tag-number form from 31 on.
-        public static func explicit(_ number: UInt32, _ content: [UInt8]) -> [UInt8] {
+        package static func explicit(_ number: UInt32, _ content: [UInt8]) -> [UInt8] {
             if number < 31 { return tlv([0xA0 | UInt8(number)], content) }
             var digits: [UInt8] = []
             var rest = number

@@ -1,17 +1,17 @@
 import Access
-public import Crypto
+package import Crypto
 
 /// An App Attest "device" under a test root: what a real iPhone and Apple's CA make, built
 /// here so that every refusal can be shown (a wrong app, environment, nonce, counter, chain,
 /// key, signature) with one thing changed at a time.
-public struct SyntheticAppAttest: Sendable {
+package struct SyntheticAppAttest: Sendable {
     /// The test root, trusted beside Apple's by `APP_ATTEST_EXTRA_ROOT_CA_FILE` (or directly).
-    public let root: CertificateIssuer
-    public let intermediate: CertificateIssuer
-    public static let appID = "ABCDE12345.example.synthetic"
+    package let root: CertificateIssuer
+    package let intermediate: CertificateIssuer
+    package static let appID = "ABCDE12345.example.synthetic"
 
     /// A root and an intermediate valid from `notBefore` for a year.
-    public init(notBefore: Int64, name: String = "Synthetic App Attestation Root") throws {
+    package init(notBefore: Int64, name: String = "Synthetic App Attestation Root") throws {
         let rootKey = try PrivateKey.generateP256()
         let year: Int64 = 365 * 86_400
         root = try CertificateIssuer.selfSigned(
@@ -31,12 +31,12 @@ public struct SyntheticAppAttest: Sendable {
     }
 
     /// One device: its key, and what it sends.
-    public struct Device: Sendable {
-        public let key: PrivateKey
-        public let point: [UInt8]
-        public var keyID: [UInt8] { SHA256.hash(point) }
+    package struct Device: Sendable {
+        package let key: PrivateKey
+        package let point: [UInt8]
+        package var keyID: [UInt8] { SHA256.hash(point) }
 
-        public init() throws {
+        package init() throws {
             key = try PrivateKey.generateP256()
             guard let point = try Self.point(of: key) else { throw SyntheticError() }
             self.point = point
@@ -50,28 +50,28 @@ public struct SyntheticAppAttest: Sendable {
     }
 
     /// What to change in an attestation.
-    public struct Changes: Sendable {
-        public var appID = SyntheticAppAttest.appID
-        public var aaguid = AppAttestVerifier.developmentAAGUID
-        public var counter: UInt32 = 0
+    package struct Changes: Sendable {
+        package var appID = SyntheticAppAttest.appID
+        package var aaguid = AppAttestVerifier.developmentAAGUID
+        package var counter: UInt32 = 0
         /// Client data the nonce is made over instead of the challenge's.
-        public var nonceOver: [UInt8]?
-        public var credentialID: [UInt8]?
-        public var leafNotBefore: Int64?
-        public var leafNotAfter: Int64?
-        public var fmt = "apple-appattest"
+        package var nonceOver: [UInt8]?
+        package var credentialID: [UInt8]?
+        package var leafNotBefore: Int64?
+        package var leafNotAfter: Int64?
+        package var fmt = "apple-appattest"
         /// Extension data after the credential (flag ED), as newer iOS versions append.
-        public var extensionData = false
+        package var extensionData = false
         /// Another issuer for the leaf (a chain to another root).
-        public var issuer: CertificateIssuer?
+        package var issuer: CertificateIssuer?
         /// A key for the leaf other than the device's.
-        public var leafKey: PublicKey?
+        package var leafKey: PublicKey?
 
-        public init() {}
+        package init() {}
     }
 
     /// The attestation object of `device` over `challenge` (its UTF-8 bytes, as an app's client data) at `now`.
-    public func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws
+    package func attestation(_ device: Device, challenge: String, now: Int64, changes: Changes = Changes()) throws
         -> [UInt8]
     {
         try attestation(
@@ -80,7 +80,7 @@ public struct SyntheticAppAttest: Sendable {
 
     /// The attestation object of `device` over the client data whose SHA-256 is `clientDataHash`,
     /// as `DCAppAttestService.attestKey` makes it.
-    public func attestation(_ device: Device, clientDataHash: [UInt8], now: Int64, changes: Changes = Changes()) throws
+    package func attestation(_ device: Device, clientDataHash: [UInt8], now: Int64, changes: Changes = Changes()) throws
         -> [UInt8]
     {
         var authData = SHA256.hash(Array(changes.appID.utf8))
@@ -122,7 +122,7 @@ public struct SyntheticAppAttest: Sendable {
     }
 
     /// An assertion by `signer` (the device's key unless given) over `challenge` with `counter`.
-    public func assertion(
+    package func assertion(
         _ device: Device, challenge: String, counter: UInt32, appID: String = SyntheticAppAttest.appID,
         signedOver: [UInt8]? = nil, signer: PrivateKey? = nil
     ) throws -> [UInt8] {
@@ -133,7 +133,7 @@ public struct SyntheticAppAttest: Sendable {
 
     /// An assertion over the client data whose SHA-256 is `clientDataHash`, as
     /// `DCAppAttestService.generateAssertion` makes it.
-    public func assertion(
+    package func assertion(
         _ device: Device, clientDataHash: [UInt8], counter: UInt32, appID: String = SyntheticAppAttest.appID,
         signer: PrivateKey? = nil
     ) throws -> [UInt8] {
@@ -150,8 +150,8 @@ public struct SyntheticAppAttest: Sendable {
 }
 
 /// Just enough CBOR writing for the synthetic attestations (definite lengths, shortest form).
-public enum CBORWriter {
-    public indirect enum Item: Sendable {
+package enum CBORWriter {
+    package indirect enum Item: Sendable {
         case unsigned(UInt64)
         /// -1 - n.
         case negative(UInt64)
@@ -161,7 +161,7 @@ public enum CBORWriter {
         case map([(Item, Item)])
     }
 
-    public static func encode(_ item: Item) -> [UInt8] {
+    package static func encode(_ item: Item) -> [UInt8] {
         switch item {
         case .unsigned(let value): return head(0, value)
         case .negative(let value): return head(1, value)
@@ -186,4 +186,4 @@ public enum CBORWriter {
 }
 
 /// A generated key that is not P-256, which cannot happen.
-public struct SyntheticError: Error {}
+package struct SyntheticError: Error {}

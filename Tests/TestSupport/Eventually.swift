@@ -1,9 +1,9 @@
 import EventLoop
-public import Testing
+package import Testing
 
 /// What ``eventually(_:within:every:onTimeout:sourceLocation:_:)`` does when its condition
 /// never holds.
-public enum PollTimeout: Sendable {
+package enum PollTimeout: Sendable {
     /// An issue of the test at the caller's line, naming the condition and the time waited;
     /// the test goes on, as after a failed `#expect`.
     case fails
@@ -21,7 +21,7 @@ public enum PollTimeout: Sendable {
 /// for the issue, so it may show the state the wait ended on. A cancelled task stops waiting and
 /// looks once more.
 @discardableResult
-public func eventually(
+package func eventually(
     _ description: @autoclosure () -> String,
     within limit: Duration = .seconds(60),
     every interval: Duration = .milliseconds(5),

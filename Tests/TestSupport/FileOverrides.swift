@@ -5,12 +5,12 @@ internal import CTestSupport
 /// override them. For a pool thread of a test's own, so what the pool does next on it meets the
 /// modes a deployment's unprivileged user meets. Needs no privilege: a thread may always drop
 /// its own capabilities. Throws the errno when the kernel refuses.
-public func dropFileOverridesOnThisThread() throws {
+package func dropFileOverridesOnThisThread() throws {
     let status = tg_test_drop_file_overrides_on_this_thread()
     guard status == 0 else { throw FileOverridesError(errno: status) }
 }
 
-public struct FileOverridesError: Error, CustomStringConvertible {
-    public let errno: Int32
-    public var description: String { "capset on this thread failed: errno \(errno)" }
+package struct FileOverridesError: Error, CustomStringConvertible {
+    package let errno: Int32
+    package var description: String { "capset on this thread failed: errno \(errno)" }
 }

@@ -6,8 +6,8 @@ import EventLoop
 
 /// Runs tests that open a thousand connections at once one at a time across every suite
 /// (the suites run in parallel on a 2-core machine), through an exclusive `flock`.
-public enum HeavyLoad {
-    public static func exclusive<T>(_ body: () async throws -> T) async throws -> T {
+package enum HeavyLoad {
+    package static func exclusive<T>(_ body: () async throws -> T) async throws -> T {
         let fd = open("/tmp/textgateway-heavy-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return try await body() }
         defer { close(fd) }

@@ -3,9 +3,9 @@
 #endif
 
 /// Loopback ports for servers the tests start themselves (redis-server, Postgres).
-public enum LoopbackPort {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+package enum LoopbackPort {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// A loopback port free now, in 10000-20999, below the kernel's ephemeral range
@@ -14,7 +14,7 @@ public enum LoopbackPort {
     /// it — however many connections the other tests, CI lanes and servers make meanwhile. (A
     /// port the kernel hands out for `bind(0)` is in that range, and the next `connect`
     /// anywhere may take it once released.) The scripts' `free_port` takes 21000-32767.
-    public static func free() throws -> Int {
+    package static func free() throws -> Int {
         guard ephemeralRangeStart() > 21_000 else { return try kernelAssigned() }
         for _ in 0..<1000 {
             let port = Int.random(in: 10_000..<21_000)
@@ -82,11 +82,11 @@ public enum LoopbackPort {
     /// A loopback port that refuses connections for as long as the value lives: bound and
     /// never listened on, so no other server of the run (a mock on port 0) can be given it,
     /// as it could a port from ``free()``. For an upstream that is down.
-    public final class Refusing: Sendable {
-        public let port: Int
+    package final class Refusing: Sendable {
+        package let port: Int
         private let descriptor: Int32
 
-        public init() throws {
+        package init() throws {
             (descriptor, port) = try LoopbackPort.boundToKernelPort()
         }
 
@@ -94,7 +94,7 @@ public enum LoopbackPort {
     }
 
     /// Whether something accepts connections on 127.0.0.1:`port` now.
-    public static func accepts(_ port: Int) -> Bool {
+    package static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

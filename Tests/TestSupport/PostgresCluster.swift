@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
-public import Postgres
-public import Testing
+package import Postgres
+package import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -10,20 +10,20 @@ public import Testing
 /// A PostgreSQL 15 cluster of a test's own: initdb into a temporary directory, the server on
 /// a free loopback port, removed at the end. Postgres refuses to run as root, so as root
 /// (CI) the server runs as the `postgres` user.
-public final class PostgresCluster: Sendable {
+package final class PostgresCluster: Sendable {
     static let binaries = "/usr/lib/postgresql/15/bin"
     /// The user the cluster is made for, with trust authentication on loopback.
-    public static let user = "textgateway"
+    package static let user = "textgateway"
 
     /// The cluster the suite's trait made, for the tests inside it.
-    @TaskLocal public static var shared: PostgresCluster?
+    @TaskLocal package static var shared: PostgresCluster?
 
-    public let directory: String
-    public let port: Int
-    public var dataDirectory: String { directory + "/data" }
+    package let directory: String
+    package let port: Int
+    package var dataDirectory: String { directory + "/data" }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     private init(directory: String, port: Int) {
@@ -32,7 +32,7 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Makes and starts a cluster; blocking steps run on a thread of their own.
-    public static func start() async throws -> PostgresCluster {
+    package static func start() async throws -> PostgresCluster {
         try await DetachedThread.run { () throws -> PostgresCluster in
             var template = Array("/tmp/tgpg-XXXXXX".utf8CString)
             guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
@@ -60,7 +60,7 @@ public final class PostgresCluster: Sendable {
     }
 
     /// A configuration for this cluster's database `database`.
-    public func configuration(database: String = "postgres", queryTimeout: Duration = .seconds(10))
+    package func configuration(database: String = "postgres", queryTimeout: Duration = .seconds(10))
         -> PostgresConfiguration
     {
         PostgresConfiguration(
@@ -70,24 +70,24 @@ public final class PostgresCluster: Sendable {
         )
     }
 
-    public func restart() async throws {
+    package func restart() async throws {
         try await DetachedThread.run { () throws in
             try self.pgctl(["restart", "-m", "fast", "-w", "-t", "180", "-o", self.serverOptions])
         }
     }
 
-    public func stopServer() async throws {
+    package func stopServer() async throws {
         try await DetachedThread.run { () throws in try self.pgctl(["stop", "-m", "fast", "-w", "-t", "180"]) }
     }
 
-    public func startServer() async throws {
+    package func startServer() async throws {
         try await DetachedThread.run { () throws in
             try self.pgctl(["start", "-w", "-t", "180", "-o", self.serverOptions])
         }
     }
 
     /// Stops the server and removes the directory.
-    public func remove() async {
+    package func remove() async {
         await DetachedThread.run { self.removeNow() }
     }
 
@@ -122,12 +122,12 @@ public final class PostgresCluster: Sendable {
 /// Gives a suite one cluster for all its tests (and the suites inside it), removed once they
 /// have run: started at once (``PostgresCluster/shared``), or by the first test that asks
 /// (``LazyPostgresCluster/current``), so that a run that needs none starts none.
-public struct PostgresClusterTrait: SuiteTrait, TestScoping {
+package struct PostgresClusterTrait: SuiteTrait, TestScoping {
     let lazy: Bool
 
-    public var isRecursive: Bool { false }
+    package var isRecursive: Bool { false }
 
-    public func provideScope(
+    package func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void
     ) async throws {
         let holder = LazyPostgresCluster()
@@ -146,14 +146,14 @@ public struct PostgresClusterTrait: SuiteTrait, TestScoping {
 
 extension Trait where Self == PostgresClusterTrait {
     /// A cluster for the suite: ``PostgresCluster/shared`` inside its tests.
-    public static var postgresCluster: Self { PostgresClusterTrait(lazy: false) }
+    package static var postgresCluster: Self { PostgresClusterTrait(lazy: false) }
 
     /// A cluster started on first use: ``LazyPostgresCluster/current`` inside the suite's tests.
-    public static var lazyPostgresCluster: Self { PostgresClusterTrait(lazy: true) }
+    package static var lazyPostgresCluster: Self { PostgresClusterTrait(lazy: true) }
 }
 
 /// Runs `body` with a started client on a group of its own, then stops both.
-public func withClient<T>(
+package func withClient<T>(
     _ configuration: PostgresConfiguration, loops: Int = 1, connectionsPerLoop: Int = 1, waitForConnection: Bool = true,
     _ body: (PostgresClient) async throws -> T
 ) async throws -> T {
@@ -180,16 +180,16 @@ public func withClient<T>(
 
 /// A cluster started by the first test that asks for one (``cluster()``), shared by every
 /// test of the suite that carries ``PostgresClusterTrait``, and removed after the suite.
-public actor LazyPostgresCluster {
+package actor LazyPostgresCluster {
     /// The lazy cluster of the suite around the running test.
-    @TaskLocal public static var current: LazyPostgresCluster?
+    @TaskLocal package static var current: LazyPostgresCluster?
 
     private var starting: Task<PostgresCluster, any Error>?
     private var databases = 0
 
     init() {}
 
-    public func cluster() async throws -> PostgresCluster {
+    package func cluster() async throws -> PostgresCluster {
         if let starting { return try await starting.value }
         let task = Task { try await PostgresCluster.start() }
         starting = task
@@ -197,7 +197,7 @@ public actor LazyPostgresCluster {
     }
 
     /// A new, empty database of the cluster (each test its own); returns its name.
-    public func createDatabase() async throws -> (PostgresCluster, String) {
+    package func createDatabase() async throws -> (PostgresCluster, String) {
         let cluster = try await cluster()
         databases += 1
         let name = "test_\(databases)_\(UInt32.random(in: 0...UInt32.max))"

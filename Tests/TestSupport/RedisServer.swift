@@ -6,18 +6,18 @@ import Testing
 #endif
 
 /// A `redis-server` of a test's own on 127.0.0.1, with no persistence, stopped by its pid.
-public final class RedisServer {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        public init(description: String) { self.description = description }
+package final class RedisServer {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 
-    public let port: Int
+    package let port: Int
     private let extraArguments: [String]
     private var pid: pid_t?
 
     /// Starts a server on `port` (a free one when nil) and waits until it accepts connections.
-    public init(port: Int? = nil, arguments: [String] = []) async throws {
+    package init(port: Int? = nil, arguments: [String] = []) async throws {
         self.port = try port ?? LoopbackPort.free()
         extraArguments = arguments
         try await start()
@@ -26,7 +26,7 @@ public final class RedisServer {
     deinit { kill() }
 
     /// (Re)starts the server on the same port.
-    public func start() async throws {
+    package func start() async throws {
         precondition(pid == nil, "already running")
         let words =
             ["redis-server", "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -44,7 +44,7 @@ public final class RedisServer {
     }
 
     /// SIGKILL, and waits for it to be gone.
-    public func kill() {
+    package func kill() {
         guard let pid else { return }
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
@@ -53,9 +53,9 @@ public final class RedisServer {
     }
 
     /// Sends `number` to the server (SIGSTOP: a server that hangs; SIGCONT: back).
-    public func signal(_ number: Int32) {
+    package func signal(_ number: Int32) {
         if let pid { Glibc.kill(pid, number) }
     }
 
-    public var url: String { "redis://127.0.0.1:\(port)" }
+    package var url: String { "redis://127.0.0.1:\(port)" }
 }

@@ -1,13 +1,13 @@
-public import Foundation
+package import Foundation
 
 /// A file of this repository read by its path from the package root: the documents the tests
 /// keep true to the code, and the fixtures they read.
-public enum RepositoryFile {
+package enum RepositoryFile {
     /// The package root: three components above this file (`Tests/TestSupport/…`).
-    public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    package static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    public static func text(_ relativePath: String) throws -> String {
+    package static func text(_ relativePath: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(relativePath), encoding: .utf8)
     }
 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-    public import Glibc
+    package import Glibc
 #endif
 
 /// Where a spawned child's standard input, or its standard output and error, are.
-public enum ChildStream {
+package enum ChildStream {
     case devNull
     /// A descriptor of this process's, duplicated onto the child's.
     case descriptor(Int32)
@@ -11,8 +11,8 @@ public enum ChildStream {
     case file(String)
 }
 
-public struct SpawnFailure: Error, CustomStringConvertible {
-    public let description: String
+package struct SpawnFailure: Error, CustomStringConvertible {
+    package let description: String
 }
 
 /// Starts the program `words[0]` names (a path; with `searchPath`, a name looked up in PATH)
@@ -20,7 +20,7 @@ public struct SpawnFailure: Error, CustomStringConvertible {
 /// child of the tests starts: with no signal blocked, whatever the test runner's threads
 /// block (servers are stopped by signals), and no descriptor above standard error inherited.
 /// With `processGroup`, in a process group of its own.
-public func spawnChild(
+package func spawnChild(
     _ words: [String], searchPath: Bool = false, environment: [String: String]? = nil,
     input: ChildStream = .devNull, output: ChildStream = .devNull, processGroup: Bool = false
 ) throws -> pid_t {

@@ -1,23 +1,23 @@
 #if canImport(Glibc)
-    public import Glibc
+    package import Glibc
 #endif
 
 /// A command the tests run (`sqlite3`, say), spawned with `posix_spawn` and reaped with
 /// `waitpid` by whoever waits for it. Not Foundation's `Process`: its reaping races the test
 /// runner's own watch over child processes (exit tests), and a test waiting for it can hang.
-public final class Subprocess {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+package final class Subprocess {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public let pid: Int32
+    package let pid: Int32
     private var input: Int32 = -1
     private var output: Int32 = -1
 
     /// Starts `executable` with `arguments`; with `input`, its standard input is a pipe this
     /// side writes (``write(_:)``, ``closeInput()``); with `captureOutput`, its standard output
     /// and error are a pipe ``readOutputToEnd()`` reads; otherwise they are /dev/null.
-    public init(
+    package init(
         _ executable: String, _ arguments: [String], input wantsInput: Bool = false, captureOutput: Bool = false
     ) throws {
         var inPipe: [Int32] = [-1, -1]
@@ -54,7 +54,7 @@ public final class Subprocess {
     }
 
     /// Writes `text` to the command's standard input.
-    public func write(_ text: String) {
+    package func write(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty, input >= 0 {
             let written = bytes.withUnsafeBytes { Glibc.write(input, $0.baseAddress, $0.count) }
@@ -65,13 +65,13 @@ public final class Subprocess {
     }
 
     /// Ends the command's standard input.
-    public func closeInput() {
+    package func closeInput() {
         if input >= 0 { close(input) }
         input = -1
     }
 
     /// Everything the command writes to its standard output and error, until it closes them.
-    public func readOutputToEnd() -> String {
+    package func readOutputToEnd() -> String {
         guard output >= 0 else { return "" }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -86,7 +86,7 @@ public final class Subprocess {
 
     /// Waits for the command to end: its exit status, or 128 plus the signal that ended it.
     @discardableResult
-    public func wait() -> Int32 {
+    package func wait() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let signal = status & 0x7f
@@ -94,7 +94,7 @@ public final class Subprocess {
     }
 
     /// Runs a command to its end: its exit status and what it printed (output and error).
-    public static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    package static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = try Subprocess(executable, arguments, captureOutput: true)
         let text = process.readOutputToEnd()
         return (process.wait(), text)
@@ -106,7 +106,7 @@ public final class Subprocess {
 /// parallel, and not every socket is opened with CLOEXEC). glibc's
 /// `posix_spawn_file_actions_addclosefrom_np` is not visible to Swift, so it is looked up;
 /// without it the child inherits them as before.
-public func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+package func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
     typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
     guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
     _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)

@@ -12,15 +12,15 @@ import Testing
 /// the request's number on it, the protocol, the status and the URI, so a test can count
 /// the connections a client opened. `/nginx/reset` is nginx's own: it ends the request
 /// without a byte of answer (`return 444`: an HTTP/2 stream is reset, HTTP/1.1 closed).
-public final class TLSProxy: Sendable {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+package final class TLSProxy: Sendable {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public let port: Int
-    public let directory: String
+    package let port: Int
+    package let directory: String
     private let pid: pid_t
-    public var accessLog: String { directory + "/access.log" }
+    package var accessLog: String { directory + "/access.log" }
 
     private init(port: Int, directory: String, pid: pid_t) {
         self.port = port
@@ -30,7 +30,7 @@ public final class TLSProxy: Sendable {
 
     /// Starts nginx with `certificate` in front of 127.0.0.1:`upstreamPort`; `http2` false
     /// serves HTTP/1.1 only. Waits until it accepts connections.
-    public static func start(
+    package static func start(
         upstreamPort: Int, certificate: (certificate: String, key: String), http2: Bool = true
     ) async throws -> TLSProxy {
         let (port, directory, pid) = try await DetachedThread.run { () throws -> (Int, String, pid_t) in
@@ -92,7 +92,7 @@ public final class TLSProxy: Sendable {
 
     /// Stops nginx (master and workers, by the master's pid as their process group), waits
     /// for the master, and removes the directory.
-    public func stop() async {
+    package func stop() async {
         let pid = self.pid
         let directory = self.directory
         await DetachedThread.run {
@@ -104,12 +104,12 @@ public final class TLSProxy: Sendable {
     }
 
     /// The access log's lines so far (nginx writes each as its request ends).
-    public func accessLogLines() -> [String] {
+    package func accessLogLines() -> [String] {
         read("access.log").split(separator: "\n").map(String.init)
     }
 
     /// Distinct client connections in the access log.
-    public func connectionsLogged() -> Int {
+    package func connectionsLogged() -> Int {
         Set(accessLogLines().compactMap { $0.split(separator: " ").first }).count
     }
 

@@ -7,22 +7,22 @@ import EventLoop
 /// Certificates for TLS tests, made with the `openssl` command into a temporary directory:
 /// a CA, a server certificate for `localhost` and 127.0.0.1 signed by it, one for another
 /// host name, an expired one, and a second CA that signed none of them.
-public final class TestCertificates: Sendable {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+package final class TestCertificates: Sendable {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public let directory: String
+    package let directory: String
     /// The CA's certificate (a PEM bundle of one), what a client trusts.
-    public var caFile: String { directory + "/ca.pem" }
+    package var caFile: String { directory + "/ca.pem" }
     /// A CA that signed nothing here: trusting it alone, every server certificate fails.
-    public var otherCAFile: String { directory + "/other-ca.pem" }
+    package var otherCAFile: String { directory + "/other-ca.pem" }
     /// For `localhost` and 127.0.0.1, valid now.
-    public let server: (certificate: String, key: String)
+    package let server: (certificate: String, key: String)
     /// For `other.invalid` only: right CA, wrong name.
-    public let wrongHost: (certificate: String, key: String)
+    package let wrongHost: (certificate: String, key: String)
     /// For `localhost` and 127.0.0.1, no longer valid.
-    public let expired: (certificate: String, key: String)
+    package let expired: (certificate: String, key: String)
 
     private init(directory: String) {
         self.directory = directory
@@ -32,7 +32,7 @@ public final class TestCertificates: Sendable {
     }
 
     /// Makes every certificate; blocking, so it runs on a thread of its own.
-    public static func make() async throws -> TestCertificates {
+    package static func make() async throws -> TestCertificates {
         try await DetachedThread.run { () throws -> TestCertificates in
             var template = Array("/tmp/tgtls-XXXXXX".utf8CString)
             guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
@@ -89,7 +89,7 @@ public final class TestCertificates: Sendable {
     }
 
     /// Removes the directory and everything in it.
-    public func remove() {
+    package func remove() {
         _ = try? Subprocess.run("/bin/rm", ["-rf", directory])
     }
 }

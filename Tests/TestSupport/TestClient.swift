@@ -7,26 +7,26 @@ import EventLoop
 /// A blocking loopback client for end-to-end tests: raw bytes out, parsed responses in,
 /// every read bounded by a receive timeout (generous: it is reached only when a test fails,
 /// and a loaded machine may take seconds to answer).
-public final class TestClient {
-    public struct Response: Sendable {
-        public var status: Int
-        public var headers: [(String, String)]
-        public var body: [UInt8]
-        public var text: String { String(decoding: body, as: UTF8.self) }
-        public func header(_ name: String) -> String? {
+package final class TestClient {
+    package struct Response: Sendable {
+        package var status: Int
+        package var headers: [(String, String)]
+        package var body: [UInt8]
+        package var text: String { String(decoding: body, as: UTF8.self) }
+        package func header(_ name: String) -> String? {
             headers.first { $0.0.lowercased() == name.lowercased() }?.1
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public let fd: CInt
+    package let fd: CInt
     private var buffer: [UInt8] = []
 
     /// Connects to `host`:`port` (127.0.0.1 or ::1); throws when refused.
-    public init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 30) throws {
+    package init(port: Int, host: String = "127.0.0.1", timeoutSeconds: Int = 30) throws {
         let v6 = host.contains(":")
         fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
@@ -64,9 +64,9 @@ public final class TestClient {
 
     deinit { close(fd) }
 
-    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+    package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    public func send(_ bytes: [UInt8]) throws {
+    package func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -76,7 +76,7 @@ public final class TestClient {
     }
 
     /// Closes the connection abruptly.
-    public func abort() {
+    package func abort() {
         var value = linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
         shutdown(fd, Int32(SHUT_RDWR))
@@ -115,7 +115,7 @@ public final class TestClient {
 
     /// Whether the server has sent something not yet read, or closed the connection: a look
     /// that does not wait.
-    public var hasInput: Bool {
+    package var hasInput: Bool {
         if !buffer.isEmpty { return true }
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) > 0
@@ -123,7 +123,7 @@ public final class TestClient {
 
     /// True when the server closed the connection (reads end of stream) before the receive
     /// timeout.
-    public func readsEndOfStream() -> Bool {
+    package func readsEndOfStream() -> Bool {
         do {
             while try fill() { buffer.removeAll() }
             return true
@@ -133,7 +133,7 @@ public final class TestClient {
     }
 
     /// Reads one response head only (for `100 Continue`).
-    public func readHead() throws -> Response {
+    package func readHead() throws -> Response {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, let status = Int(parts[1]) else {
@@ -151,7 +151,7 @@ public final class TestClient {
     }
 
     /// Reads one response; `head: true` for a response to HEAD (no body).
-    public func readResponse(head: Bool = false) throws -> Response {
+    package func readResponse(head: Bool = false) throws -> Response {
         var response = try readHead()
         if head || response.status == 204 || response.status == 304 || response.status < 200 { return response }
         if let length = response.header("Content-Length"), let count = Int(length) {
@@ -183,7 +183,7 @@ public final class TestClient {
 extension TestClient: @unchecked Sendable {}
 
 /// Runs blocking client code on a thread of its own so the cooperative pool stays free.
-public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     let result: Result<T, any Error> = await withCheckedContinuation { continuation in
         DetachedThread.detach {
             continuation.resume(returning: Result { try body() })

@@ -1,29 +1,29 @@
 /// The `ANDROID_ATTEST_*` settings (docs/android.md): which apps' Android phones may register
 /// devices, on what state of the phone, and where the revocation list comes from.
-public struct AndroidAttestSettings: Sendable, Equatable {
+package struct AndroidAttestSettings: Sendable, Equatable {
     /// `ANDROID_ATTEST_APPS`, `ANDROID_ATTEST_ALLOW_UNLOCKED`, `ANDROID_ATTEST_REQUIRE_STRONGBOX`
     /// and `ANDROID_ATTEST_MIN_PATCH_LEVEL`.
-    public var policy: AndroidAttestationPolicy
+    package var policy: AndroidAttestationPolicy
     /// `ANDROID_ATTEST_REVOCATION_FILE`: Google's revocation list as a file, read at start and
     /// rewritten by each refresh from the URL.
-    public var revocationFile: String?
+    package var revocationFile: String?
     /// `ANDROID_ATTEST_REVOCATION_URL`: where the gateway refreshes the list from (Google's
     /// `https://android.googleapis.com/attestation/status`); never fetched per request.
-    public var revocationURL: String?
+    package var revocationURL: String?
     /// `ANDROID_ATTEST_REVOCATION_REFRESH_SECONDS`.
-    public var revocationRefresh: Duration = .seconds(3600)
+    package var revocationRefresh: Duration = .seconds(3600)
     /// `ANDROID_ATTEST_EXTRA_ROOT_CA_FILE` and its PEM: a root trusted beside Google's, for
     /// chains made in tests. The server refuses to start with it outside `--env testing`.
-    public var extraRoot: (path: String, pem: String)?
+    package var extraRoot: (path: String, pem: String)?
 
     /// Google's list, the default of `ANDROID_ATTEST_REVOCATION_URL` in docs/android.md.
-    public static let googleRevocationURL = "https://android.googleapis.com/attestation/status"
+    package static let googleRevocationURL = "https://android.googleapis.com/attestation/status"
 
-    public init(policy: AndroidAttestationPolicy) {
+    package init(policy: AndroidAttestationPolicy) {
         self.policy = policy
     }
 
-    public static func == (lhs: AndroidAttestSettings, rhs: AndroidAttestSettings) -> Bool {
+    package static func == (lhs: AndroidAttestSettings, rhs: AndroidAttestSettings) -> Bool {
         lhs.policy == rhs.policy && lhs.revocationFile == rhs.revocationFile && lhs.revocationURL == rhs.revocationURL
             && lhs.revocationRefresh == rhs.revocationRefresh && lhs.extraRoot?.path == rhs.extraRoot?.path
             && lhs.extraRoot?.pem == rhs.extraRoot?.pem
@@ -31,7 +31,7 @@ public struct AndroidAttestSettings: Sendable, Equatable {
 
     /// Whether `text` is an Android package name: two or more segments of letters, digits and
     /// `_` joined by dots, each starting with a letter, at most 255 characters.
-    public static func isValidPackage(_ text: String) -> Bool {
+    package static func isValidPackage(_ text: String) -> Bool {
         guard (3...255).contains(text.utf8.count) else { return false }
         let segments = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         return segments.count >= 2
@@ -49,7 +49,7 @@ public struct AndroidAttestSettings: Sendable, Equatable {
 
     /// The 32 bytes of a SHA-256 signing-certificate digest written as 64 hexadecimal digits,
     /// with or without the colons Play Console and `keytool` put between bytes; nil otherwise.
-    public static func digest(_ text: String) -> [UInt8]? {
+    package static func digest(_ text: String) -> [UInt8]? {
         let digits = Array(text.utf8.filter { $0 != UInt8(ascii: ":") })
         let colons = text.utf8.count - digits.count
         guard digits.count == 64, colons == 0 || colons == 31 else { return nil }

@@ -1,9 +1,9 @@
-public import Crypto
+package import Crypto
 
 /// Why an Android attestation or session was refused: the log's `attest_error`. Never holds
 /// the bytes it was about.
-public struct AndroidAttestationFailure: Error, Hashable, Sendable {
-    public enum Reason: String, Sendable, CaseIterable {
+package struct AndroidAttestationFailure: Error, Hashable, Sendable {
+    package enum Reason: String, Sendable, CaseIterable {
         /// Not base64, not DER certificates, too many or too large, or a chain too short.
         case malformed
         /// A link whose issuer name is not the subject above it or whose signature does not
@@ -39,30 +39,30 @@ public struct AndroidAttestationFailure: Error, Hashable, Sendable {
         case unknownDevice = "unknown_device"
     }
 
-    public let reason: Reason
-    public init(_ reason: Reason) { self.reason = reason }
+    package let reason: Reason
+    package init(_ reason: Reason) { self.reason = reason }
 }
 
 /// What an operator accepts from an Android phone (docs/android.md).
-public struct AndroidAttestationPolicy: Sendable, Equatable {
+package struct AndroidAttestationPolicy: Sendable, Equatable {
     /// Each allowed package with the SHA-256 digests of the signing certificates its builds
     /// carry (Google Play's re-signing key and the developer's own for other stores).
-    public var apps: [String: [[UInt8]]]
+    package var apps: [String: [[UInt8]]]
     /// Whether a verified boot and a locked bootloader are required. Off accepts unverified
     /// and self-signed boots and unlocked bootloaders (custom ROMs, test phones), never a failed boot.
-    public var requireLockedBootloader = true
+    package var requireLockedBootloader = true
     /// Whether the key and the attestation must both be in StrongBox.
-    public var requireStrongBox = false
+    package var requireStrongBox = false
     /// The lowest OS patch level accepted (YYYYMM), if any.
-    public var minimumPatchLevel: Int64?
+    package var minimumPatchLevel: Int64?
 
-    public init(apps: [String: [[UInt8]]]) {
+    package init(apps: [String: [[UInt8]]]) {
         self.apps = apps
     }
 }
 
 /// How a chain's keys were provisioned: the intermediate under the root says.
-public enum AndroidProvisioning: String, Sendable {
+package enum AndroidProvisioning: String, Sendable {
     /// Remote key provisioning: root → Droid CA2 → Droid CA3 → attestation key → leaf; the
     /// intermediates live days to weeks.
     case remote
@@ -72,21 +72,21 @@ public enum AndroidProvisioning: String, Sendable {
 }
 
 /// What a verified Android attestation tells about a device key.
-public struct VerifiedAndroidKey: Sendable, Equatable {
+package struct VerifiedAndroidKey: Sendable, Equatable {
     /// The leaf's DER SubjectPublicKeyInfo: the key that signs the device's sessions.
-    public var subjectPublicKeyInfo: [UInt8]
+    package var subjectPublicKeyInfo: [UInt8]
     /// SHA-256 of ``subjectPublicKeyInfo``: the device's key id.
-    public var keyID: [UInt8]
-    public var package: String
+    package var keyID: [UInt8]
+    package var package: String
     /// The signing-certificate digest that matched the configuration.
-    public var signingDigest: [UInt8]
+    package var signingDigest: [UInt8]
     /// The lower of the attestation's and the key's security levels.
-    public var securityLevel: KeyDescription.SecurityLevel
-    public var bootState: KeyDescription.RootOfTrust.BootState
-    public var deviceLocked: Bool
-    public var osPatchLevel: Int64?
-    public var attestationVersion: Int64
-    public var provisioning: AndroidProvisioning
+    package var securityLevel: KeyDescription.SecurityLevel
+    package var bootState: KeyDescription.RootOfTrust.BootState
+    package var deviceLocked: Bool
+    package var osPatchLevel: Int64?
+    package var attestationVersion: Int64
+    package var provisioning: AndroidProvisioning
 }
 
 /// Android Key Attestation verified offline, as pure functions of the chain, the challenge,
@@ -96,34 +96,34 @@ public struct VerifiedAndroidKey: Sendable, Equatable {
 /// above), not by libcrypto's path validation: genuine chains break RFC 5280 rules (batch
 /// certificates without `cA`, expired factory intermediates, leaves dated 2106) that Google's
 /// own verifier does not apply either.
-public struct AndroidAttestationVerifier: Sendable {
+package struct AndroidAttestationVerifier: Sendable {
     /// At most this many certificates in a chain (RKP chains have 5, factory ones 4).
-    public static let maximumCertificates = 8
+    package static let maximumCertificates = 8
     /// At most this many bytes in one certificate.
-    public static let maximumCertificateBytes = 16_384
+    package static let maximumCertificateBytes = 16_384
     /// The remote-provisioning intermediate directly under a root.
     static let remoteProvisioningCommonName = "Droid CA2"
 
     /// The trusted roots, with their key and name read once.
     let anchors: [(certificate: X509Certificate, key: [UInt8], subject: [UInt8])]
-    public let policy: AndroidAttestationPolicy
+    package let policy: AndroidAttestationPolicy
 
     /// A verifier trusting Google's hardware attestation roots, and `extraRoots` beside them
     /// (a test root: the server takes one only under `--env testing`).
-    public init(policy: AndroidAttestationPolicy, extraRoots: [X509Certificate] = []) {
+    package init(policy: AndroidAttestationPolicy, extraRoots: [X509Certificate] = []) {
         anchors = (Self.googleRoots + extraRoots).map { ($0, $0.subjectPublicKeyInfoDER, $0.subjectNameDER) }
         self.policy = policy
     }
 
     /// Google's hardware attestation roots.
-    public static let googleRoots: [X509Certificate] = GoogleHardwareAttestationRoots.pems.map {
+    package static let googleRoots: [X509Certificate] = GoogleHardwareAttestationRoots.pems.map {
         // The PEMs are part of the binary; one that does not read is a build defect.
         do { return try X509Certificate(pem: $0) } catch { fatalError("a pinned Google root does not read: \(error)") }
     }
 
     /// Verifies `chain` (DER, leaf first, as `KeyStore.getCertificateChain` gives it) made with
     /// `setAttestationChallenge(challenge)`, at `unixSeconds`.
-    public func verify(
+    package func verify(
         chain derChain: [[UInt8]], challenge: [UInt8], at unixSeconds: Int64, revocations: AndroidRevocationList
     ) throws(AndroidAttestationFailure) -> VerifiedAndroidKey {
         guard (3...Self.maximumCertificates).contains(derChain.count),
@@ -155,7 +155,7 @@ public struct AndroidAttestationVerifier: Sendable {
 
     /// Whether `signature` (X9.62 DER for EC keys, PKCS #1 v1.5 for RSA) is the key's over
     /// ``sessionMessage(challenge:)``.
-    public static func isValidSession(signature: [UInt8], challenge: String, subjectPublicKeyInfo: [UInt8]) -> Bool {
+    package static func isValidSession(signature: [UInt8], challenge: String, subjectPublicKeyInfo: [UInt8]) -> Bool {
         guard let key = try? PublicKey(derSubjectPublicKeyInfo: subjectPublicKeyInfo) else { return false }
         let algorithm: SignatureAlgorithm
         switch key.kind {
@@ -167,7 +167,7 @@ public struct AndroidAttestationVerifier: Sendable {
 
     /// What a device signs to open a session: a fixed label, so the signature means nothing
     /// anywhere else, then the challenge as the gateway gave it.
-    public static func sessionMessage(challenge: String) -> [UInt8] {
+    package static func sessionMessage(challenge: String) -> [UInt8] {
         Array("textgateway-android-session:".utf8) + Array(challenge.utf8)
     }
 

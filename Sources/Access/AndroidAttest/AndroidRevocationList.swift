@@ -11,23 +11,23 @@ import JSON
 /// Serials are lowercase hexadecimal without leading zeros, as ``Crypto/X509Certificate/serialHex``
 /// writes them. Both statuses refuse a chain, and so does a status this reader does not know:
 /// an entry is on the list for a reason.
-public struct AndroidRevocationList: Sendable, Equatable {
+package struct AndroidRevocationList: Sendable, Equatable {
     /// The listed serials.
-    public let serials: Set<String>
+    package let serials: Set<String>
 
     /// The most a list may weigh: Google's holds a few thousand entries in well under this.
-    public static let maximumBytes = 16 << 20
+    package static let maximumBytes = 16 << 20
 
     /// No certificate revoked.
-    public static let empty = AndroidRevocationList(serials: [])
+    package static let empty = AndroidRevocationList(serials: [])
 
-    public init(serials: Set<String>) {
+    package init(serials: Set<String>) {
         self.serials = serials
     }
 
     /// The list of the JSON `bytes`; throws unless it is an object whose `entries` is an
     /// object of objects, each with a string `status`, and no larger than ``maximumBytes``.
-    public init(json bytes: [UInt8]) throws(RevocationListError) {
+    package init(json bytes: [UInt8]) throws(RevocationListError) {
         guard bytes.count <= Self.maximumBytes else { throw RevocationListError("the list is larger than 16 MiB") }
         guard let document = try? JSONValue.parse(bytes) else { throw RevocationListError("the list is not JSON") }
         guard case .object(let entries)? = document["entries"] else {
@@ -52,11 +52,11 @@ public struct AndroidRevocationList: Sendable, Equatable {
     }
 
     /// Whether a certificate with this serial is refused.
-    public func refuses(serialHex: String) -> Bool { serials.contains(serialHex) }
+    package func refuses(serialHex: String) -> Bool { serials.contains(serialHex) }
 }
 
 /// Why a revocation list was not taken; never holds the list's content.
-public struct RevocationListError: Error, Equatable, CustomStringConvertible {
-    public let description: String
+package struct RevocationListError: Error, Equatable, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

@@ -6,7 +6,7 @@
 /// integers with a redundant leading byte. It refuses what would make a structure ambiguous:
 /// an indefinite length, a length past its container, a tag number of more than three bytes,
 /// and a long-form length of more than four bytes.
-public struct AttestationDER {
+package struct AttestationDER {
     /// The class of a tag: the two high bits of its first byte.
     enum TagClass: UInt8 {
         case universal = 0
@@ -37,7 +37,7 @@ public struct AttestationDER {
         static let set: UInt32 = 17
     }
 
-    public struct Malformed: Error, Equatable { public init() {} }
+    package struct Malformed: Error, Equatable { package init() {} }
 
     let bytes: [UInt8]
     private var offset: Int

@@ -13,36 +13,36 @@
 /// Strict on structure (a wrong universal type, a length past its container, bytes after a
 /// structure, a repeated tag: refused) and tolerant of what real TEEs emit (BOOLEAN 0x01, SET
 /// OF out of order, tags out of order, tags of later Android versions: skipped when well formed).
-public struct KeyDescription: Sendable, Equatable {
+package struct KeyDescription: Sendable, Equatable {
     /// Where a key lives: the keystore's SecurityLevel.
-    public enum SecurityLevel: Int64, Sendable, Comparable {
+    package enum SecurityLevel: Int64, Sendable, Comparable {
         case software = 0
         case trustedEnvironment = 1
         case strongBox = 2
 
-        public static func < (lhs: SecurityLevel, rhs: SecurityLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: SecurityLevel, rhs: SecurityLevel) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// The phone's boot state when the key was made.
-    public struct RootOfTrust: Sendable, Equatable {
-        public enum BootState: Int64, Sendable {
+    package struct RootOfTrust: Sendable, Equatable {
+        package enum BootState: Int64, Sendable {
             case verified = 0
             case selfSigned = 1
             case unverified = 2
             case failed = 3
         }
 
-        public var deviceLocked: Bool
-        public var verifiedBootState: BootState
+        package var deviceLocked: Bool
+        package var verifiedBootState: BootState
     }
 
     /// The app that asked for the key: the packages of its user id and their signing
     /// certificates' SHA-256 digests.
-    public struct ApplicationID: Sendable, Equatable {
-        public var packages: [(name: String, version: Int64)]
-        public var signatureDigests: [[UInt8]]
+    package struct ApplicationID: Sendable, Equatable {
+        package var packages: [(name: String, version: Int64)]
+        package var signatureDigests: [[UInt8]]
 
-        public static func == (lhs: ApplicationID, rhs: ApplicationID) -> Bool {
+        package static func == (lhs: ApplicationID, rhs: ApplicationID) -> Bool {
             lhs.packages.map(\.name) == rhs.packages.map(\.name)
                 && lhs.packages.map(\.version) == rhs.packages.map(\.version)
                 && lhs.signatureDigests == rhs.signatureDigests
@@ -50,41 +50,41 @@ public struct KeyDescription: Sendable, Equatable {
     }
 
     /// The tags of an AuthorizationList the gateway reads.
-    public struct AuthorizationList: Sendable, Equatable {
+    package struct AuthorizationList: Sendable, Equatable {
         /// Tag 2: 1 RSA, 3 EC.
-        public var algorithm: Int64?
+        package var algorithm: Int64?
         /// Tag 10: 1 P-256.
-        public var ecCurve: Int64?
+        package var ecCurve: Int64?
         /// Tag 702: 0 GENERATED (made in the keystore), others imported or derived.
-        public var origin: Int64?
+        package var origin: Int64?
         /// Tag 704.
-        public var rootOfTrust: RootOfTrust?
+        package var rootOfTrust: RootOfTrust?
         /// Tag 705: e.g. 130000 for Android 13.
-        public var osVersion: Int64?
+        package var osVersion: Int64?
         /// Tag 706: YYYYMM.
-        public var osPatchLevel: Int64?
+        package var osPatchLevel: Int64?
         /// Tag 709.
-        public var applicationID: ApplicationID?
+        package var applicationID: ApplicationID?
 
-        public init() {}
+        package init() {}
     }
 
-    public var attestationVersion: Int64
-    public var attestationSecurityLevel: SecurityLevel
-    public var keyMintVersion: Int64
-    public var keyMintSecurityLevel: SecurityLevel
-    public var challenge: [UInt8]
-    public var softwareEnforced: AuthorizationList
-    public var hardwareEnforced: AuthorizationList
+    package var attestationVersion: Int64
+    package var attestationSecurityLevel: SecurityLevel
+    package var keyMintVersion: Int64
+    package var keyMintSecurityLevel: SecurityLevel
+    package var challenge: [UInt8]
+    package var softwareEnforced: AuthorizationList
+    package var hardwareEnforced: AuthorizationList
 
     /// The extension's OID.
-    public static let oid = "1.3.6.1.4.1.11129.2.1.17"
+    package static let oid = "1.3.6.1.4.1.11129.2.1.17"
     /// The most packages or digests an application id may list: a shared user id lists a
     /// dozen; far more is not a phone's.
     static let maximumListed = 256
 
     /// Reads the extension's value (the DER inside its OCTET STRING).
-    public static func parse(_ der: [UInt8]) throws(AttestationDER.Malformed) -> KeyDescription {
+    package static func parse(_ der: [UInt8]) throws(AttestationDER.Malformed) -> KeyDescription {
         var outer = AttestationDER(der)
         let sequence = try outer.required(universal: AttestationDER.Universal.sequence, constructed: true)
         try outer.finish()

@@ -1,4 +1,4 @@
-public import Crypto
+package import Crypto
 
 /// An App Attest receipt: the CMS SignedData Apple returns with an attestation (type
 /// `ATTEST`) and, exchanged with Apple's server, with the device's risk metric (type
@@ -9,24 +9,24 @@ public import Crypto
 /// type, 7 the environment, 12 the creation time, 17 the risk metric (ASCII digits), 19 not
 /// before, 21 the expiry. Signed under Apple Root CA - G3, which the receipt carries and the
 /// gateway pins.
-public struct AppAttestReceipt: Sendable, Equatable {
-    public var appID: String
+package struct AppAttestReceipt: Sendable, Equatable {
+    package var appID: String
     /// The attested key's certificate (DER), whose key must be the device's.
-    public var attestedCertificate: [UInt8]
+    package var attestedCertificate: [UInt8]
     /// `ATTEST` or `RECEIPT`.
-    public var type: String
+    package var type: String
     /// The risk metric, on a `RECEIPT`.
-    public var riskMetric: Int?
+    package var riskMetric: Int?
 
     /// Why a receipt was not taken; never holds its bytes.
-    public struct Failure: Error, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, Equatable, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// The receipt `der` when it is signed under one of `roots` at `unixSeconds`, names
     /// `appID`, and attests the device key `point` (65-byte uncompressed P-256).
-    public static func verified(
+    package static func verified(
         _ der: [UInt8], roots: [X509Certificate], at unixSeconds: Int64, appID: String, point: [UInt8]
     ) throws(Failure) -> AppAttestReceipt {
         let content: [UInt8]
@@ -82,7 +82,7 @@ public struct AppAttestReceipt: Sendable, Equatable {
     /// Integration CA 5 - G1). From Apple's PKI page; SHA-256 of its DER
     /// `63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179`; valid 2014-04-30
     /// to 2039-04-30.
-    public static let appleRootG3PEM = """
+    package static let appleRootG3PEM = """
         -----BEGIN CERTIFICATE-----
         MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwS
         QXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9u

@@ -4,9 +4,9 @@ import Crypto
 /// devices (`APP_ATTEST_APP_IDS`, in which App Attest environment), which Android apps
 /// (`ANDROID_ATTEST_*`), and, for both platforms, whether callers must be such devices, the
 /// sessions' plan and life, and how many devices may register.
-public struct AppAttestSettings: Sendable, Equatable {
+package struct AppAttestSettings: Sendable, Equatable {
     /// Which App Attest environment a device's key may come from (its attestation's AAGUID).
-    public enum Environment: String, Sendable, CaseIterable {
+    package enum Environment: String, Sendable, CaseIterable {
         /// AAGUID `appattest` followed by seven zero bytes: App Store, TestFlight, enterprise builds.
         case production
         /// AAGUID `appattestdevelop`: builds run from Xcode with the development entitlement.
@@ -14,7 +14,7 @@ public struct AppAttestSettings: Sendable, Equatable {
         case both
 
         /// Whether a key attested in `environment` may register.
-        public func allows(_ environment: AppAttestEnvironment) -> Bool {
+        package func allows(_ environment: AppAttestEnvironment) -> Bool {
             switch self {
             case .both: return true
             case .production: return environment == .production
@@ -24,7 +24,7 @@ public struct AppAttestSettings: Sendable, Equatable {
     }
 
     /// Who must come as an attested device.
-    public enum Requirement: String, Sendable, CaseIterable {
+    package enum Requirement: String, Sendable, CaseIterable {
         /// Nobody: devices are one more way in.
         case off
         /// A caller without a gateway token, a JWT or a device session is refused; tokens and JWTs work as before.
@@ -35,37 +35,37 @@ public struct AppAttestSettings: Sendable, Equatable {
 
     /// `APP_ATTEST_APP_IDS`: `TEAMID.bundle.identifier` values, each a device's rpId; empty:
     /// no iPhone registers.
-    public var appIDs: [String]
+    package var appIDs: [String]
     /// `ANDROID_ATTEST_*`; nil: no Android phone registers.
-    public var android: AndroidAttestSettings?
+    package var android: AndroidAttestSettings?
     /// `APP_ATTEST_REGISTRATIONS_PER_ADDRESS_PER_DAY`: devices one client address (an IPv6
     /// prefix) may register in 24 hours; nil: no limit.
-    public var registrationsPerAddressPerDay: Int? = 50
+    package var registrationsPerAddressPerDay: Int? = 50
     /// `APP_ATTEST_REGISTRATIONS_PER_DAY`: devices the gateway registers in 24 hours; nil: no limit.
-    public var registrationsPerDay: Int? = 10_000
+    package var registrationsPerDay: Int? = 10_000
     /// `APP_ATTEST_RISK_*`: Apple's risk metric asked for each new iPhone; nil: never asked.
-    public var risk: RiskCheck?
+    package var risk: RiskCheck?
 
     /// Apple's fraud-risk exchange (docs/app-attest.md, "One phone, one device").
-    public struct RiskCheck: Sendable, Equatable {
+    package struct RiskCheck: Sendable, Equatable {
         /// `APP_ATTEST_RISK_KEY_ID`: the App Attest (DeviceCheck) key's id in Apple's developer account.
-        public var keyID: String
+        package var keyID: String
         /// `APP_ATTEST_RISK_PRIVATE_KEY_FILE` and its PEM (`AuthKey_<key id>.p8`).
-        public var privateKeyPath: String
-        public var privateKeyPEM: String
+        package var privateKeyPath: String
+        package var privateKeyPEM: String
         /// `APP_ATTEST_RISK_URL`: nil asks Apple's server of the device's environment.
-        public var url: String?
+        package var url: String?
         /// `APP_ATTEST_RISK_MAXIMUM`: a device whose metric is above it is revoked.
-        public var maximum = 10
+        package var maximum = 10
 
-        public init(keyID: String, privateKeyPath: String, privateKeyPEM: String) {
+        package init(keyID: String, privateKeyPath: String, privateKeyPEM: String) {
             self.keyID = keyID
             self.privateKeyPath = privateKeyPath
             self.privateKeyPEM = privateKeyPEM
         }
 
         /// Apple's servers, by the environment the key was attested in.
-        public static func appleURL(_ environment: AppAttestEnvironment) -> String {
+        package static func appleURL(_ environment: AppAttestEnvironment) -> String {
             switch environment {
             case .production: return "https://data.appattest.apple.com/v1/attestationData"
             case .development: return "https://data-development.appattest.apple.com/v1/attestationData"
@@ -73,27 +73,27 @@ public struct AppAttestSettings: Sendable, Equatable {
         }
     }
     /// `APP_ATTEST_ENVIRONMENT`.
-    public var environment = Environment.production
+    package var environment = Environment.production
     /// `APP_ATTEST_REQUIRED`.
-    public var requirement = Requirement.off
+    package var requirement = Requirement.off
     /// `APP_ATTEST_PLAN`: the plan a device's session gets.
-    public var plan = "device"
+    package var plan = "device"
     /// `APP_ATTEST_SESSION_SECONDS`: how long a session token lives.
-    public var sessionLifetime: Duration = .seconds(3600)
+    package var sessionLifetime: Duration = .seconds(3600)
     /// `APP_ATTEST_REQUESTS_PER_MINUTE`: challenges, registrations and sessions a client address may ask for.
-    public var requestsPerMinute = 60
+    package var requestsPerMinute = 60
     /// `APP_ATTEST_EXTRA_ROOT_CA_FILE` and its PEM: a root trusted beside Apple's, for chains
     /// made in tests. The server refuses to start with it outside `--env testing`.
-    public var extraRoot: (path: String, pem: String)?
+    package var extraRoot: (path: String, pem: String)?
 
     /// How long a challenge may wait for its registration or session.
-    public static let challengeLifetime: Duration = .seconds(300)
+    package static let challengeLifetime: Duration = .seconds(300)
 
-    public init(appIDs: [String]) {
+    package init(appIDs: [String]) {
         self.appIDs = appIDs
     }
 
-    public static func == (lhs: AppAttestSettings, rhs: AppAttestSettings) -> Bool {
+    package static func == (lhs: AppAttestSettings, rhs: AppAttestSettings) -> Bool {
         lhs.appIDs == rhs.appIDs && lhs.environment == rhs.environment && lhs.requirement == rhs.requirement
             && lhs.plan == rhs.plan
             && lhs.sessionLifetime == rhs.sessionLifetime && lhs.requestsPerMinute == rhs.requestsPerMinute
@@ -104,7 +104,7 @@ public struct AppAttestSettings: Sendable, Equatable {
 
     /// Whether `text` is an App ID: a ten-character team identifier of capital letters and
     /// digits, a dot, and a bundle identifier of letters, digits, `-` and `.`.
-    public static func isValidAppID(_ text: String) -> Bool {
+    package static func isValidAppID(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count > 11, bytes.count <= 255, bytes[10] == UInt8(ascii: ".") else { return false }
         let team = bytes[..<10]
@@ -123,7 +123,7 @@ public struct AppAttestSettings: Sendable, Equatable {
 }
 
 /// The App Attest environment a key was attested in, from its AAGUID.
-public enum AppAttestEnvironment: String, Sendable {
+package enum AppAttestEnvironment: String, Sendable {
     case production
     case development
 }

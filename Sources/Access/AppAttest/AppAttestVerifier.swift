@@ -1,9 +1,9 @@
-public import Crypto
+package import Crypto
 
 /// Why an attestation or an assertion was refused: the log's `attest_error`. Never holds the
 /// bytes it was about.
-public struct AppAttestFailure: Error, Hashable, Sendable {
-    public enum Reason: String, Sendable, CaseIterable {
+package struct AppAttestFailure: Error, Hashable, Sendable {
+    package enum Reason: String, Sendable, CaseIterable {
         /// Not the CBOR, the base64 or the structure App Attest sends.
         case malformed
         /// The attestation's `fmt` is not `apple-appattest`.
@@ -28,48 +28,48 @@ public struct AppAttestFailure: Error, Hashable, Sendable {
         case unknownDevice = "unknown_device"
     }
 
-    public let reason: Reason
+    package let reason: Reason
     init(_ reason: Reason) { self.reason = reason }
 }
 
 /// What a verified attestation tells about a device.
-public struct VerifiedAttestation: Sendable {
+package struct VerifiedAttestation: Sendable {
     /// The device key: a 65-byte uncompressed P-256 point.
-    public var publicKey: [UInt8]
-    public var appID: String
-    public var environment: AppAttestEnvironment
+    package var publicKey: [UInt8]
+    package var appID: String
+    package var environment: AppAttestEnvironment
     /// Apple's receipt, kept for a later fraud-metric check.
-    public var receipt: [UInt8]
+    package var receipt: [UInt8]
 }
 
 /// Apple's steps for "Validating apps that connect to your server", as pure functions of the
 /// bytes, the allowed apps, the trusted roots and the time: no store, no clock of its own.
-public struct AppAttestVerifier: Sendable {
+package struct AppAttestVerifier: Sendable {
     /// The extension of the leaf certificate that holds the attestation's nonce.
-    public static let nonceExtension = "1.2.840.113635.100.8.2"
-    public static let productionAAGUID: [UInt8] = Array("appattest".utf8) + [UInt8](repeating: 0, count: 7)
-    public static let developmentAAGUID: [UInt8] = Array("appattestdevelop".utf8)
+    package static let nonceExtension = "1.2.840.113635.100.8.2"
+    package static let productionAAGUID: [UInt8] = Array("appattest".utf8) + [UInt8](repeating: 0, count: 7)
+    package static let developmentAAGUID: [UInt8] = Array("appattestdevelop".utf8)
 
     /// Each allowed App ID with its SHA-256 (authData's rpIdHash).
     let apps: [(id: String, hash: [UInt8])]
     let environments: AppAttestSettings.Environment
     let trust: X509TrustStore
 
-    public init(appIDs: [String], environments: AppAttestSettings.Environment, trust: X509TrustStore) {
+    package init(appIDs: [String], environments: AppAttestSettings.Environment, trust: X509TrustStore) {
         apps = appIDs.map { ($0, SHA256.hash(Array($0.utf8))) }
         self.environments = environments
         self.trust = trust
     }
 
     /// The trust store of Apple's App Attestation root, and `extraRootPEM`'s root beside it.
-    public static func trustStore(extraRootPEM: String?) throws(CryptoError) -> X509TrustStore {
+    package static func trustStore(extraRootPEM: String?) throws(CryptoError) -> X509TrustStore {
         var roots = [try X509Certificate(pem: AppleAppAttestationRoot.pem)]
         if let extraRootPEM { roots.append(try X509Certificate(pem: extraRootPEM)) }
         return X509TrustStore(roots: roots)
     }
 
     /// Verifies a key's attestation object over `clientData` (the challenge's UTF-8 bytes).
-    public func verifyAttestation(keyID: [UInt8], attestation: [UInt8], clientData: [UInt8], at unixSeconds: Int64)
+    package func verifyAttestation(keyID: [UInt8], attestation: [UInt8], clientData: [UInt8], at unixSeconds: Int64)
         throws(AppAttestFailure) -> VerifiedAttestation
     {
         guard let object = try? CBORReader.decode(attestation).map else { throw AppAttestFailure(.malformed) }
@@ -115,7 +115,7 @@ public struct AppAttestVerifier: Sendable {
 
     /// Verifies an assertion over `clientData` by the device whose key is `publicKey`,
     /// registered for `appID` with its last counter `counter`; returns the new counter.
-    public func verifyAssertion(
+    package func verifyAssertion(
         _ assertion: [UInt8], clientData: [UInt8], publicKey: [UInt8], appID: String, counter: Int64
     ) throws(AppAttestFailure) -> Int64 {
         guard let object = try? CBORReader.decode(assertion).map, let signature = object["signature"]?.bytes,

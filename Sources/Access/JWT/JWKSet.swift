@@ -9,19 +9,19 @@ import JSON
 /// error, so a provider adding one does not take sign-in down. An entry of a supported
 /// type that is broken (a bad modulus, a point off the curve, a `kid` used twice) makes
 /// the whole set invalid: a set that is half read would refuse tokens it should accept.
-public struct JWKSet: Sendable {
+package struct JWKSet: Sendable {
     /// The usable keys, in document order.
-    public let keys: [JWTKey]
+    package let keys: [JWTKey]
     /// Entries that are not RSA or P-256 signing keys for RS256 / ES256.
-    public let skipped: Int
+    package let skipped: Int
     private let byID: [String: Int]
 
     /// The most bytes a key set may have (a provider's set is a few KiB).
-    public static let maximumBytes = 1 << 20
+    package static let maximumBytes = 1 << 20
     /// The most keys a set may hold.
-    public static let maximumKeys = 100
+    package static let maximumKeys = 100
 
-    public init(keys: [JWTKey], skipped: Int = 0) {
+    package init(keys: [JWTKey], skipped: Int = 0) {
         self.keys = keys
         self.skipped = skipped
         var byID: [String: Int] = [:]
@@ -48,7 +48,7 @@ public struct JWKSet: Sendable {
     package func contains(id kid: String) -> Bool { byID[kid] != nil }
 
     /// Parses a JWK Set document: strict JSON, an object with a `keys` array.
-    public static func parse(_ bytes: [UInt8]) throws(JWKSetError) -> JWKSet {
+    package static func parse(_ bytes: [UInt8]) throws(JWKSetError) -> JWKSet {
         guard bytes.count <= maximumBytes else { throw JWKSetError("the key set is larger than \(maximumBytes) bytes") }
         let document: JSONValue
         do {
@@ -124,8 +124,8 @@ public struct JWKSet: Sendable {
 }
 
 /// Why a key set cannot be used. Says where, never a key's bytes.
-public struct JWKSetError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let message: String
+package struct JWKSetError: Error, Sendable, Hashable, CustomStringConvertible {
+    package let message: String
     init(_ message: String) { self.message = message }
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -2,7 +2,7 @@ import Crypto
 
 /// The JWS algorithms the gateway verifies (RFC 7518 §3.1). Anything else — `none`, the
 /// other HMAC and RSA sizes, PS256, EdDSA — is refused by name, before any key is looked at.
-public enum JWTAlgorithm: String, Sendable, Hashable, CaseIterable {
+package enum JWTAlgorithm: String, Sendable, Hashable, CaseIterable {
     case hs256 = "HS256"
     case rs256 = "RS256"
     case es256 = "ES256"

@@ -1,22 +1,22 @@
 /// Sign-in with the app's own JWTs (docs/api.md, "Sign-in with the app's JWTs"): the keys
 /// and the policy, as the `JWT_*` variables set them.
-public struct JWTConfiguration: Sendable {
-    public var policy = JWTPolicy()
+package struct JWTConfiguration: Sendable {
+    package var policy = JWTPolicy()
     /// `JWT_HS256_SECRET`'s bytes (at least ``minimumSecretBytes``).
-    public var hs256Secret: [UInt8]?
+    package var hs256Secret: [UInt8]?
     /// `JWT_JWKS_FILE`, and the key set it held when the configuration was read.
-    public var jwksFile: (path: String, keys: JWKSet)?
+    package var jwksFile: (path: String, keys: JWKSet)?
     /// `JWT_JWKS_URL`.
-    public var jwksURL: String?
+    package var jwksURL: String?
     /// `JWT_JWKS_REFRESH_SECONDS`.
-    public var jwksRefresh: Duration = .seconds(600)
+    package var jwksRefresh: Duration = .seconds(600)
     /// `JWT_CACHE_ENTRIES`: most verified tokens remembered.
-    public var cacheEntries = 10_000
+    package var cacheEntries = 10_000
 
     /// The shortest HS256 secret accepted: 256 bits, the hash's size (RFC 7518 §3.2).
-    public static let minimumSecretBytes = 32
+    package static let minimumSecretBytes = 32
 
-    public init() {}
+    package init() {}
 
     /// What the start log says: the key sources, never a secret or a URL's query.
     package var logDescription: String {

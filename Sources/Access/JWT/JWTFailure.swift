@@ -1,7 +1,7 @@
 /// Why a JWT was refused. Every case is answered alike (`401 unauthorized` with
 /// `WWW-Authenticate: Bearer error="invalid_token"`); the reason is for the log and for
 /// `text-gateway jwt check`, and never holds the token or a claim's value.
-public enum JWTFailure: Error, Sendable, Hashable, CustomStringConvertible {
+package enum JWTFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// Longer than ``JWTVerifier/maximumTokenBytes``: refused before any decoding.
     case oversized
     /// Not three base64url parts, a part that is not canonical base64url, or a header or
@@ -35,7 +35,7 @@ public enum JWTFailure: Error, Sendable, Hashable, CustomStringConvertible {
     case subject
 
     /// One word for logs and metrics: `expired`, `signature`, `audience`, …
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .oversized: "oversized"
         case .malformed: "malformed"
@@ -60,7 +60,7 @@ public enum JWTFailure: Error, Sendable, Hashable, CustomStringConvertible {
         "no_expiry", "expired", "not_yet_valid", "issuer", "audience", "subject",
     ]
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .oversized: "the token is longer than \(JWTVerifier.maximumTokenBytes) bytes"
         case .malformed(let why): "the token is malformed: \(why)"

@@ -1,14 +1,14 @@
-public import Crypto
+package import Crypto
 import JSON
 
 /// One verification key from a JWK Set (RFC 7517): its `kid`, the public key, and the
 /// one algorithm it verifies. The key decides the algorithm, never the token: an RSA key
 /// verifies RS256 only and a P-256 key ES256 only, whatever a header asks for.
-public struct JWTKey: Sendable {
+package struct JWTKey: Sendable {
     /// The JWK's `kid`; nil when it has none.
-    public let id: String?
+    package let id: String?
     /// RS256 for an RSA key, ES256 for a P-256 key.
-    public let algorithm: JWTAlgorithm
+    package let algorithm: JWTAlgorithm
     let publicKey: PublicKey
 
     init(id: String?, algorithm: JWTAlgorithm, publicKey: PublicKey) {
@@ -18,7 +18,7 @@ public struct JWTKey: Sendable {
     }
 
     /// The key from public components (for tests, benchmarks and tools that make key sets).
-    public init(id: String?, components: PublicKeyComponents) throws(CryptoError) {
+    package init(id: String?, components: PublicKeyComponents) throws(CryptoError) {
         switch components {
         case .rsa(let modulus, let exponent):
             self.init(id: id, algorithm: .rs256, publicKey: try PublicKey(rsaModulus: modulus, exponent: exponent))
@@ -28,7 +28,7 @@ public struct JWTKey: Sendable {
     }
 
     /// The key as a public JWK object: `kty`, `kid`, `use`, `alg` and its components.
-    public var jwk: String {
+    package var jwk: String {
         var writer = JSONWriter()
         writer.object { object in
             switch publicKey.components {

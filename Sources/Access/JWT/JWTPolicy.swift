@@ -3,26 +3,26 @@ import Telemetry
 
 /// What a verified token's claims must say, from configuration (docs/api.md, "Sign-in with
 /// the app's JWTs"), and who the caller then is.
-public struct JWTPolicy: Sendable {
+package struct JWTPolicy: Sendable {
     /// `JWT_ISSUER`: when set, `iss` must equal it.
-    public var issuer: String?
+    package var issuer: String?
     /// `JWT_AUDIENCE` (a comma-separated list): when set, `aud` (a string or an array of
     /// them) must name one of these.
-    public var audiences: [String] = []
+    package var audiences: [String] = []
     /// `JWT_LEEWAY_SECONDS`: the clock skew allowed on `exp`, `nbf` and `iat`.
-    public var leewaySeconds: Double = 30
+    package var leewaySeconds: Double = 30
     /// `JWT_PLAN_CLAIM`: the claim naming the caller's plan, a dotted path into nested
     /// objects (`app_metadata.plan`). A plan the catalog does not have is `default`.
-    public var planClaim = ["plan"]
+    package var planClaim = ["plan"]
     /// The plans a token may name.
-    public var plans = PlanCatalog()
+    package var plans = PlanCatalog()
     /// `JWT_ALGORITHMS`: the algorithms accepted at all (each also needs its key).
-    public var algorithms: Set<JWTAlgorithm> = Set(JWTAlgorithm.allCases)
+    package var algorithms: Set<JWTAlgorithm> = Set(JWTAlgorithm.allCases)
 
     /// The longest `sub` accepted.
-    public static let maximumSubjectLength = 128
+    package static let maximumSubjectLength = 128
 
-    public init() {}
+    package init() {}
 
     /// The caller the claims name, or why they are refused at `now`.
     func caller(for claims: JWTClaims, now: Instant) throws(JWTFailure) -> (caller: Caller, expiresAt: Double) {

@@ -1,6 +1,6 @@
 import Crypto
 import Synchronization
-public import Telemetry
+package import Telemetry
 
 /// Verifies the JWTs an app's identity service issues (docs/api.md, "Sign-in with the app's
 /// JWTs") and says who the caller is.
@@ -13,20 +13,20 @@ public import Telemetry
 ///
 /// A token that passed is cached by its SHA-256 until it expires (``JWTCache``), for the
 /// key set that verified it.
-public final class JWTVerifier: Sendable {
+package final class JWTVerifier: Sendable {
     /// The longest token verified, in bytes; a longer one is refused before any work.
-    public static let maximumTokenBytes = 8192
+    package static let maximumTokenBytes = 8192
 
     /// A token the verifier accepted.
-    public struct Acceptance: Sendable, Equatable {
-        public let caller: Caller
+    package struct Acceptance: Sendable, Equatable {
+        package let caller: Caller
         /// Whether it came from the cache (no signature was checked).
-        public let cached: Bool
+        package let cached: Bool
         /// When it stops being accepted: its `exp` plus the leeway, in seconds since the epoch.
-        public let expiresAt: Double
+        package let expiresAt: Double
     }
 
-    public let policy: JWTPolicy
+    package let policy: JWTPolicy
     private let secret: [UInt8]?
 
     private struct Keys {
@@ -43,7 +43,7 @@ public final class JWTVerifier: Sendable {
     ///   - hs256Secret: `JWT_HS256_SECRET`'s bytes; nil: HS256 is refused.
     ///   - keySet: the RS256 / ES256 keys to start with (replaced by ``install(_:)``).
     ///   - cacheCapacity: most verified tokens remembered.
-    public init(
+    package init(
         policy: JWTPolicy, hs256Secret: [UInt8]?, keySet: JWKSet = JWKSet(keys: []), cacheCapacity: Int = 10_000
     ) {
         self.policy = policy
@@ -53,7 +53,7 @@ public final class JWTVerifier: Sendable {
     }
 
     /// The key set in force.
-    public var keySet: JWKSet { keys.withLock { $0.set } }
+    package var keySet: JWKSet { keys.withLock { $0.set } }
 
     /// How many verified tokens are cached now.
     var cachedCount: Int { cache.count }
@@ -61,7 +61,7 @@ public final class JWTVerifier: Sendable {
     /// Puts `set` in force; returns whether it differs from the set in force. A different set
     /// ends every cached verification the old one made.
     @discardableResult
-    public func install(_ set: JWKSet) -> Bool {
+    package func install(_ set: JWKSet) -> Bool {
         let fingerprint = set.keys.map(\.jwk)
         return keys.withLock { keys in
             guard keys.fingerprint != fingerprint else { return false }
@@ -80,7 +80,7 @@ public final class JWTVerifier: Sendable {
     /// whenever the key set in force decides; only a token naming an unknown `kid` waits, for
     /// the key set's source to fetch the set again (it decides whether it may, now), and is
     /// checked once more if the set changed.
-    public func verify(_ token: [UInt8], now: Instant) async -> Result<Acceptance, JWTFailure> {
+    package func verify(_ token: [UInt8], now: Instant) async -> Result<Acceptance, JWTFailure> {
         let first = verifyNow(token, now: now)
         guard case .failure(.unknownKey) = first, let handler = unknownKeyHandler.withLock({ $0 }) else { return first }
         let before = keys.withLock { $0.generation }
@@ -91,7 +91,7 @@ public final class JWTVerifier: Sendable {
 
     /// ``verify(_:now:)`` without waiting for a key set: what a request gets when the set in
     /// force is all there is. `useCache: false` always checks the signature (benchmarks).
-    public func verifyNow(_ token: [UInt8], now: Instant, useCache: Bool = true) -> Result<Acceptance, JWTFailure> {
+    package func verifyNow(_ token: [UInt8], now: Instant, useCache: Bool = true) -> Result<Acceptance, JWTFailure> {
         guard token.count <= Self.maximumTokenBytes else { return .failure(.oversized) }
         let digest = useCache ? JWTCache.Digest(SHA256.hash(token)) : nil
         if let digest {

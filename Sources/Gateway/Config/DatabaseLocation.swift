@@ -1,7 +1,7 @@
-public import Postgres
+package import Postgres
 
 /// `DATABASE_URL`: where the gateway keeps what must outlive the process.
-public enum DatabaseLocation: Sendable, Equatable {
+package enum DatabaseLocation: Sendable, Equatable {
     /// Stateless: no history, no usage API, quotas in memory only.
     case off
     /// A SQLite file (relative paths are from the working directory); its directory is made
@@ -11,7 +11,7 @@ public enum DatabaseLocation: Sendable, Equatable {
     case postgres(PostgresConfiguration)
 
     /// The default: `sqlite:data/textgateway.sqlite`.
-    public static let standard = DatabaseLocation.sqlite(path: "data/textgateway.sqlite")
+    package static let standard = DatabaseLocation.sqlite(path: "data/textgateway.sqlite")
 
     /// For the start's log line: `off`, `sqlite:<path>` or the Postgres URL with its password
     /// masked.
@@ -26,7 +26,7 @@ public enum DatabaseLocation: Sendable, Equatable {
     /// Reads `off`, `sqlite:<path>` or `sqlite://<path>` (`sqlite:///abs/path` for an absolute
     /// one), or `postgres://user:password@host:port/database` (`postgresql://` too; see
     /// ``PostgresConfiguration/init(url:)`` for the query it may carry).
-    public init(url text: String) throws(ConfigurationError) {
+    package init(url text: String) throws(ConfigurationError) {
         let lower = text.lowercased()
         if lower == "off" {
             self = .off
@@ -59,7 +59,7 @@ public enum DatabaseLocation: Sendable, Equatable {
 }
 
 /// `LEDGER_DURABILITY`: when a finished request's row is safe.
-public enum LedgerDurability: String, Sendable, Equatable {
+package enum LedgerDurability: String, Sendable, Equatable {
     /// The row is committed within a batch interval of the answer; `kill -9` may lose the
     /// last interval, `SIGTERM` loses nothing.
     case fast

@@ -8,7 +8,7 @@ extension DotEnv {
     ///   when there is no file at `path` (`ENOENT`).
     /// - Throws: ``DotEnvError`` with `path` set when the file cannot be read, is not a regular
     ///   file, is larger than ``maximumFileSize``, or does not parse.
-    public static func load(path: String) throws(DotEnvError) -> [String: String]? {
+    package static func load(path: String) throws(DotEnvError) -> [String: String]? {
         guard let bytes = try readFile(path: path) else { return nil }
         do throws(DotEnvError) {
             return dictionary(try parse(bytes: bytes))

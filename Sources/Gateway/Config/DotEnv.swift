@@ -42,22 +42,22 @@
 ///
 /// Parsing is one linear pass. A line longer than ``maximumLineLength`` bytes is an error, and
 /// ``load(path:)`` refuses a file larger than ``maximumFileSize`` bytes.
-public enum DotEnv {
+package enum DotEnv {
     /// The largest file ``load(path:)`` reads: 1 MiB.
-    public static let maximumFileSize = 1 << 20
+    package static let maximumFileSize = 1 << 20
     /// The longest line, in bytes without its line break, the parser accepts: 64 KiB.
-    public static let maximumLineLength = 1 << 16
+    package static let maximumLineLength = 1 << 16
 
     /// Parses `.env` text into its entries, in file order.
     ///
     /// A key may appear more than once; every occurrence is returned, and a dictionary made
     /// from the result (as ``parseDictionary(_:)`` does) keeps the last one.
-    public static func parse(_ text: String) throws(DotEnvError) -> [(key: String, value: String)] {
+    package static func parse(_ text: String) throws(DotEnvError) -> [(key: String, value: String)] {
         try parse(bytes: Array(text.utf8))
     }
 
     /// Parses `.env` text into a dictionary; of a duplicated key, the last value wins.
-    public static func parseDictionary(_ text: String) throws(DotEnvError) -> [String: String] {
+    package static func parseDictionary(_ text: String) throws(DotEnvError) -> [String: String] {
         dictionary(try parse(text))
     }
 
@@ -66,7 +66,7 @@ public enum DotEnv {
     ///
     /// Typically `merged(environment: env, files: [dotEnv, dotEnvProduction])` for `.env`
     /// and then `.env.production`.
-    public static func merged(environment: [String: String], files: [[String: String]]) -> [String: String] {
+    package static func merged(environment: [String: String], files: [[String: String]]) -> [String: String] {
         var result: [String: String] = [:]
         for file in files {
             result.merge(file) { _, later in later }

@@ -16,7 +16,7 @@
 /// .env:7: unterminated double-quoted value for DB_PASSWORD
 /// line 3: expected KEY=VALUE
 /// ```
-public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case expectedKeyValue
         case invalidKey
@@ -34,11 +34,11 @@ public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The 1-based line the error is about, or `nil` for an error about the whole file.
     ///
     /// For an unterminated quoted value this is the line where the value started.
-    public let line: Int?
+    package let line: Int?
     /// The key of the offending entry, when the line had a valid one.
-    public let key: String?
+    package let key: String?
     /// The file the error is about, or `nil` when the text came from ``DotEnv/parse(_:)``.
-    public let path: String?
+    package let path: String?
 
     private init(_ code: Code, line: Int?, key: String? = nil, path: String? = nil) {
         self.code = code
@@ -48,56 +48,56 @@ public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A non-blank, non-comment line without `=`.
-    public static func expectedKeyValue(line: Int) -> DotEnvError {
+    package static func expectedKeyValue(line: Int) -> DotEnvError {
         DotEnvError(.expectedKeyValue, line: line)
     }
 
     /// The text before `=` is not a key matching `[A-Za-z_][A-Za-z0-9_.]*`.
     ///
     /// The offending text is not kept: a malformed line may well be a pasted secret.
-    public static func invalidKey(line: Int) -> DotEnvError {
+    package static func invalidKey(line: Int) -> DotEnvError {
         DotEnvError(.invalidKey, line: line)
     }
 
     /// A value opened with `'` has no closing `'` on the same line.
-    public static func unterminatedSingleQuote(line: Int, key: String) -> DotEnvError {
+    package static func unterminatedSingleQuote(line: Int, key: String) -> DotEnvError {
         DotEnvError(.unterminatedSingleQuote, line: line, key: key)
     }
 
     /// A value opened with `"` on `line` has no closing `"` before the end of the text.
-    public static func unterminatedDoubleQuote(line: Int, key: String) -> DotEnvError {
+    package static func unterminatedDoubleQuote(line: Int, key: String) -> DotEnvError {
         DotEnvError(.unterminatedDoubleQuote, line: line, key: key)
     }
 
     /// Something other than blanks or a ` # comment` follows the closing quote on `line`
     /// (for a multi-line double-quoted value, the line of the closing quote).
-    public static func unexpectedTextAfterQuote(line: Int, key: String) -> DotEnvError {
+    package static func unexpectedTextAfterQuote(line: Int, key: String) -> DotEnvError {
         DotEnvError(.unexpectedTextAfterQuote, line: line, key: key)
     }
 
     /// The value of `key` is not valid UTF-8.
-    public static func invalidUTF8(line: Int, key: String) -> DotEnvError {
+    package static func invalidUTF8(line: Int, key: String) -> DotEnvError {
         DotEnvError(.invalidUTF8, line: line, key: key)
     }
 
     /// A line is longer than ``DotEnv/maximumLineLength`` bytes.
-    public static func lineTooLong(line: Int) -> DotEnvError {
+    package static func lineTooLong(line: Int) -> DotEnvError {
         DotEnvError(.lineTooLong, line: line)
     }
 
     /// The file is larger than ``DotEnv/maximumFileSize`` bytes; nothing of it was parsed.
-    public static func fileTooLarge(path: String) -> DotEnvError {
+    package static func fileTooLarge(path: String) -> DotEnvError {
         DotEnvError(.fileTooLarge, line: nil, path: path)
     }
 
     /// The path exists but is not a regular file (a directory, FIFO, device or socket).
-    public static func notRegularFile(path: String) -> DotEnvError {
+    package static func notRegularFile(path: String) -> DotEnvError {
         DotEnvError(.notRegularFile, line: nil, path: path)
     }
 
     /// Opening or reading the file failed with `errno` (anything but `ENOENT`, which
     /// ``DotEnv/load(path:)`` reports as a missing file).
-    public static func readFailed(path: String, errno: Int32) -> DotEnvError {
+    package static func readFailed(path: String, errno: Int32) -> DotEnvError {
         DotEnvError(.readFailed(errno: errno), line: nil, path: path)
     }
 
@@ -107,7 +107,7 @@ public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// What went wrong, without the location: `unterminated double-quoted value for DB_PASSWORD`.
-    public var reason: String {
+    package var reason: String {
         let what: String
         switch code {
         case .expectedKeyValue: what = "expected KEY=VALUE"
@@ -126,7 +126,7 @@ public struct DotEnvError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `path:line: reason`, `path: reason`, `line N: reason` or just the reason.
-    public var description: String {
+    package var description: String {
         switch (path, line) {
         case (let path?, let line?): "\(path):\(line): \(reason)"
         case (let path?, nil): "\(path): \(reason)"

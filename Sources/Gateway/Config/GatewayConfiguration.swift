@@ -1,29 +1,29 @@
-public import Access
+package import Access
 import EventLoop
-public import Jobs
-public import Redis
-public import Telemetry
-public import TextTasks
-public import Upstream
+package import Jobs
+package import Redis
+package import Telemetry
+package import TextTasks
+package import Upstream
 
 /// The gateway's settings, read from environment variables (docs/configuration.md).
 /// Empty values count as unset. Invalid values are a ``ConfigurationError``, and the server
 /// does not start; a missing key or model is not (then `/api/process` answers 500).
-public struct GatewayConfiguration: Sendable {
+package struct GatewayConfiguration: Sendable {
     /// The first upstream's key, model, per-task models and base URL (the `DARVAREH_*`
     /// variables without `UPSTREAMS`); with ``upstreams`` empty, they are the one upstream.
-    public var apiKey: String?
-    public var defaultModel: String?
-    public var taskModels: [String: String] = [:]
-    public var baseURL = "https://api.darvareh.ir/v1"
+    package var apiKey: String?
+    package var defaultModel: String?
+    package var taskModels: [String: String] = [:]
+    package var baseURL = "https://api.darvareh.ir/v1"
     /// `UPSTREAMS` in fallback order, each with its `UPSTREAM_<NAME>_*` settings; empty: the
     /// one upstream ``apiKey``, ``defaultModel``, ``taskModels`` and ``baseURL`` describe.
-    public var upstreams: [UpstreamSettings] = []
+    package var upstreams: [UpstreamSettings] = []
     /// Retries, backoff, fallback and cooldown (`UPSTREAM_RETRIES`, …).
-    public var upstreamPolicy = UpstreamPolicy()
+    package var upstreamPolicy = UpstreamPolicy()
 
     /// The upstreams in force, in fallback order.
-    public var effectiveUpstreams: [UpstreamSettings] {
+    package var effectiveUpstreams: [UpstreamSettings] {
         if !upstreams.isEmpty { return upstreams }
         var upstream = UpstreamSettings(
             name: UpstreamSettings.defaultName, baseURL: baseURL, apiKey: apiKey, defaultModel: defaultModel)
@@ -32,124 +32,124 @@ public struct GatewayConfiguration: Sendable {
         for (alias, model) in modelAliases { upstream.aliasModels[alias] = model }
         return [upstream]
     }
-    public var host = "127.0.0.1"
-    public var port = 8080
-    public var upstreamTimeout: Duration = .seconds(60)
-    public var upstreamConnectTimeout: Duration = .seconds(10)
+    package var host = "127.0.0.1"
+    package var port = 8080
+    package var upstreamTimeout: Duration = .seconds(60)
+    package var upstreamConnectTimeout: Duration = .seconds(10)
     /// Most upstream connections open at once; calls beyond it wait for a free one.
-    public var upstreamMaxConnections = 16_384
+    package var upstreamMaxConnections = 16_384
     /// Idle upstream connections are closed this long after their last use.
-    public var upstreamIdleTimeout: Duration = .seconds(60)
-    public var maxTokens = 1200
+    package var upstreamIdleTimeout: Duration = .seconds(60)
+    package var maxTokens = 1200
     /// How the first upstream is asked for `"format": "json"` answers (its `_STRUCTURED`),
     /// which `/api/process` uses until it asks through the pool, each upstream in its own.
-    public var structuredMode = StructuredMode.jsonSchema
-    public var maxBodyBytes = 1_048_576
-    public var logLevel = Logger.Level.info
-    public var logFormat = Logger.Format.text
+    package var structuredMode = StructuredMode.jsonSchema
+    package var maxBodyBytes = 1_048_576
+    package var logLevel = Logger.Level.info
+    package var logFormat = Logger.Format.text
     /// How long in-flight requests may run after SIGTERM before connections are closed.
-    public var shutdownGrace: Duration = .seconds(10)
+    package var shutdownGrace: Duration = .seconds(10)
     /// Event loops; 0 (the default) is one per CPU the process may use (``EventLoopGroup/processorCount``).
-    public var loopCount = 0
+    package var loopCount = 0
     /// `EVENT_LOOP_POLL_MICROSECONDS`: the longest a loop whose events come quickly polls for
     /// them before it sleeps (``LoopPolling``); 0 turns polling off. Nil (the default) is
     /// ``defaultLoopPollMicroseconds``, or 0 under a cgroup CPU quota, which polling would spend.
-    public var loopPollMicroseconds: Int?
-    public static let defaultLoopPollMicroseconds = 500
+    package var loopPollMicroseconds: Int?
+    package static let defaultLoopPollMicroseconds = 500
 
     /// The polling limit in force, given the CPUs the cgroup's quota allows (nil: no quota).
-    public func loopPollLimit(cpuQuota: Int?) -> Duration {
+    package func loopPollLimit(cpuQuota: Int?) -> Duration {
         .microseconds(loopPollMicroseconds ?? (cpuQuota == nil ? Self.defaultLoopPollMicroseconds : 0))
     }
     /// `GATEWAY_MODELS`: the `/v1` model aliases a client may name, in order (alias →
     /// upstream model id). When empty, the one alias `default` names `DARVAREH_MODEL_ID`.
-    public var modelAliases: [(alias: String, model: String)] = []
+    package var modelAliases: [(alias: String, model: String)] = []
 
     /// The aliases in force.
-    public var effectiveModelAliases: [(alias: String, model: String)] {
+    package var effectiveModelAliases: [(alias: String, model: String)] {
         if !modelAliases.isEmpty { return modelAliases }
         return defaultModel.map { [("default", $0)] } ?? []
     }
     /// A stream whose first upstream token takes longer ends with `upstream_timeout`.
-    public var streamFirstTokenTimeout: Duration = .seconds(30)
+    package var streamFirstTokenTimeout: Duration = .seconds(30)
     /// A stream whose upstream stays silent this long between chunks ends with `upstream_timeout`.
-    public var streamIdleTimeout: Duration = .seconds(30)
+    package var streamIdleTimeout: Duration = .seconds(30)
     /// The longest a whole stream may run.
-    public var streamTotalTimeout: Duration = .seconds(300)
+    package var streamTotalTimeout: Duration = .seconds(300)
     /// A comment line (`: ping`) is sent when a stream has been quiet this long.
-    public var heartbeatInterval: Duration = .seconds(15)
+    package var heartbeatInterval: Duration = .seconds(15)
     /// Most messages a `/v1/chat/completions` request may carry.
-    public var maxMessages = 256
+    package var maxMessages = 256
     /// `MAX_CHOICES`: the most answers (`n`) one `/v1/chat/completions` request may ask
     /// for; each may take `MAX_TOKENS`, so this bounds what one request can spend.
-    public var maxChoices = 4
+    package var maxChoices = 4
     /// How long identical `/api/process` answers are served from memory; nil (the default,
     /// `CACHE_TTL_SECONDS=0`) turns the cache off.
-    public var cacheTimeToLive: Duration?
+    package var cacheTimeToLive: Duration?
     /// Most answers the cache holds.
-    public var cacheMaxEntries = 1000
+    package var cacheMaxEntries = 1000
     /// The clock the cache's time to live runs on (tests advance their own).
     var cacheClock: @Sendable () -> MonotonicInstant = { .now() }
     /// `IDEMPOTENCY_TTL_SECONDS`: how long an answer given to a request with an
     /// `Idempotency-Key` is kept for its retries (a job's always; an answer's text only with
     /// ``historyStoresResults``: ``idempotencyAnswerTimeToLive``).
-    public var idempotencyTimeToLive: Duration = .seconds(86_400)
+    package var idempotencyTimeToLive: Duration = .seconds(86_400)
     /// `IDEMPOTENCY_RETRY_WINDOW_SECONDS`: with `HISTORY_STORE_RESULTS=off`, the longest an
     /// answer's text is kept for a retry. Five minutes: a client retries a lost answer within
     /// seconds (the Swift client's back-off waits at most 10 s between attempts), and a phone
     /// back on the network or an app back in the foreground within minutes.
-    public var idempotencyRetryWindow: Duration = .seconds(300)
+    package var idempotencyRetryWindow: Duration = .seconds(300)
     /// How often expired idempotency records are deleted (tests make it short).
     var idempotencyPurgeInterval: Duration = .seconds(60)
 
     /// How long an answer of `/api/process` or `/v1/chat/completions` is kept for its
     /// retries. Its body is the answer's text: an operator who promised not to keep answers
     /// (`HISTORY_STORE_RESULTS=off`) gets only the retry window, however long the TTL is.
-    public var idempotencyAnswerTimeToLive: Duration {
+    package var idempotencyAnswerTimeToLive: Duration {
         historyStoresResults ? idempotencyTimeToLive : min(idempotencyTimeToLive, idempotencyRetryWindow)
     }
     /// When set, `GET /metrics` needs `Authorization: Bearer <this>`.
-    public var metricsToken: String?
+    package var metricsToken: String?
     /// `ADMIN_TOKEN`: when set, the operator's console (`/admin`, `/api/admin/…`) is served
     /// to a bearer of it; unset, those paths do not exist.
-    public var adminToken: String?
+    package var adminToken: String?
     /// `ADMIN_FAILURES_PER_MINUTE`: wrong admin tokens one client address may send within a
     /// minute; the next admin calls from it are `429` for a minute.
-    public var adminFailuresPerMinute = 5
+    package var adminFailuresPerMinute = 5
     /// Caller tokens (`GATEWAY_TOKENS` or `GATEWAY_TOKENS_FILE`); nil: the gateway is open.
-    public var tokens: TokenStore?
+    package var tokens: TokenStore?
     /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
-    public var plans = PlanCatalog()
+    package var plans = PlanCatalog()
     /// Per-user (or per-address) rate limits and token quotas; `RATE_LIMITS=off` disables them.
-    public var rateLimitsEnabled = true
+    package var rateLimitsEnabled = true
     /// Request metrics for `/metrics`; `METRICS=off` stops recording them.
-    public var metricsEnabled = true
+    package var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
-    public var trustedProxies = TrustedProxies(ranges: [])
+    package var trustedProxies = TrustedProxies(ranges: [])
     /// `IPV6_CLIENT_PREFIX`: the bits of an IPv6 client's address that name it, for every
     /// count and key kept per address (``ClientAddressKey``).
-    public var ipv6ClientPrefix = ClientAddressKey.defaultIPv6PrefixLength
+    package var ipv6ClientPrefix = ClientAddressKey.defaultIPv6PrefixLength
 
     /// How a client's address keys what is kept per address.
-    public var clientAddressKey: ClientAddressKey {
+    package var clientAddressKey: ClientAddressKey {
         ClientAddressKey(trustedProxies: trustedProxies, ipv6PrefixLength: ipv6ClientPrefix)
     }
     /// `ERROR_LANGUAGE`; nil (unset): Persian on `/api`, negotiated on `/v1`.
-    public var errorLanguage: ErrorLanguage?
+    package var errorLanguage: ErrorLanguage?
     /// `AUTH_REQUIRED`: whether every request to `/api/process` and `/v1` needs a valid
     /// token; nil (unset): when ``tokens`` are configured. Off, a request without a valid
     /// token is a guest (a valid one still names its caller).
-    public var authRequired: Bool?
+    package var authRequired: Bool?
 
     /// Sign-in with the app's JWTs (`JWT_*`); nil: no JWT is accepted.
-    public var jwt: JWTConfiguration?
+    package var jwt: JWTConfiguration?
 
     /// App Attest devices (`APP_ATTEST_*`); nil: no device registers.
-    public var appAttest: AppAttestSettings?
+    package var appAttest: AppAttestSettings?
 
     /// Whether `/api/process` and `/v1` refuse a request without a valid token (or, with
     /// `APP_ATTEST_REQUIRED`, a device session).
-    public var requiresTokens: Bool {
+    package var requiresTokens: Bool {
         if let appAttest, appAttest.requirement != .off { return true }
         return authRequired ?? (tokens != nil || jwt != nil)
     }
@@ -158,7 +158,7 @@ public struct GatewayConfiguration: Sendable {
     /// needed; else what a caller may present, `tokens` (`GATEWAY_TOKENS`,
     /// `GATEWAY_TOKENS_FILE`, or the store's from `text-gateway tokens create`), `jwt`, or
     /// `tokens+jwt`; `none` when nothing can be (which the reading refuses).
-    public var access: String {
+    package var access: String {
         guard requiresTokens else { return "open" }
         var ways: [String] = []
         if tokens != nil || database != .off { ways.append("tokens") }
@@ -168,24 +168,24 @@ public struct GatewayConfiguration: Sendable {
         return ways.isEmpty ? "none" : ways.joined(separator: "+")
     }
     /// `DATABASE_URL`.
-    public var database = DatabaseLocation.standard
+    package var database = DatabaseLocation.standard
     /// `REDIS_URL` and `REDIS_TIMEOUT_MS`: the limits, quotas and cache every instance
     /// shares; nil keeps them in this process.
-    public var redis: RedisConfiguration?
+    package var redis: RedisConfiguration?
     /// `REDIS_FAILURE_MODE`.
-    public var redisFailureMode = RedisFailureMode.local
+    package var redisFailureMode = RedisFailureMode.local
     /// `CACHE_BACKEND`: `redis` by default when ``redis`` is set.
-    public var cacheBackend = CacheBackend.memory
+    package var cacheBackend = CacheBackend.memory
     /// `LEDGER_DURABILITY`.
-    public var ledgerDurability = LedgerDurability.fast
+    package var ledgerDurability = LedgerDurability.fast
     /// `HISTORY_STORE_RESULTS`: whether history keeps the answer's text.
-    public var historyStoresResults = false
+    package var historyStoresResults = false
     /// `HISTORY_RETENTION_DAYS`: how long history rows are kept.
-    public var historyRetentionDays = 30
+    package var historyRetentionDays = 30
     /// `USAGE_RETENTION_DAYS`: how long daily usage is kept.
-    public var usageRetentionDays = 400
+    package var usageRetentionDays = 400
     /// `JOB_*`: long texts as durable jobs (served when there is a store).
-    public var jobs = JobSettings()
+    package var jobs = JobSettings()
 
     /// The longest a stream's upstream calls may take, all attempts together, until an
     /// answer's head: a head must come before the first token.
@@ -193,15 +193,15 @@ public struct GatewayConfiguration: Sendable {
 
     /// How long a rate-limit lease lives if its request never gives it back: longer than
     /// any request or stream may run.
-    public var leaseTimeToLive: Duration {
+    package var leaseTimeToLive: Duration {
         max(upstreamTimeout, streamTotalTimeout) + .seconds(60)
     }
 
-    public init() {}
+    package init() {}
 
     /// Reads every variable of docs/configuration.md from `environment`. A variable that looks
     /// like a setting and is not one (``SettingNames``) is an error too.
-    public init(environment: [String: String]) throws(ConfigurationError) {
+    package init(environment: [String: String]) throws(ConfigurationError) {
         try self.init(environment: environment, reads: nil)
     }
 
@@ -473,19 +473,19 @@ public struct GatewayConfiguration: Sendable {
     }
 
     /// The upstream model id for a `/v1` alias, nil when the alias is not allowed.
-    public func upstreamModel(forAlias alias: String) -> String? {
+    package func upstreamModel(forAlias alias: String) -> String? {
         effectiveModelAliases.first { $0.alias == alias }?.model
     }
 
     /// The model for `task`: its override when set, else `DARVAREH_MODEL_ID`.
-    public func model(for task: TextTask) -> String? {
+    package func model(for task: TextTask) -> String? {
         taskModels[task.rawValue] ?? defaultModel
     }
 }
 
 /// A configuration value that cannot be used. The message names the variable, never its value.
-public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+package struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }

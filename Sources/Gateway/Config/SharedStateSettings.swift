@@ -2,7 +2,7 @@ import Access
 import Redis
 
 /// `CACHE_BACKEND`: where `/api/process` answers are cached.
-public enum CacheBackend: String, Sendable, Equatable {
+package enum CacheBackend: String, Sendable, Equatable {
     /// In this process only.
     case memory
     /// In Redis, shared by every instance (the default when `REDIS_URL` is set).

@@ -1,17 +1,17 @@
 import Access
-public import HTTP1
+package import HTTP1
 import Upstream
 
 /// An error the gateway answers with: a status, a stable machine-readable code and a human
 /// message in Persian (default) and English. The one place errors become HTTP is
 /// ``ErrorRenderer``.
-public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let status: HTTPStatus
-    public let code: Code
+package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let status: HTTPStatus
+    package let code: Code
     let persian: String
     let english: String
     /// Extra response fields (`Allow`, `Retry-After`).
-    public var headers: HTTPHeaders = HTTPHeaders()
+    package var headers: HTTPHeaders = HTTPHeaders()
     /// How OpenAI's API says the same thing, where it differs: `/v1` clients get this status,
     /// code and `param` (their SDKs branch on them).
     var openAI: OpenAIForm?
@@ -40,7 +40,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// docs/openapi.yaml's `ErrorCode` lists them but for ``clientClosedRequest``, which no
     /// answer carries. The raw values are what the wire, the log and the ledger carry; they
     /// are spelled out so that renaming a case never changes one.
-    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
+    package enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         case invalidJSON = "invalid_json"
         case invalidTask = "invalid_task"
         case invalidTone = "invalid_tone"
@@ -85,12 +85,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case idempotencyKeyReused = "idempotency_key_reused"
 
         // The wire's spelling wherever a code is interpolated, never the case's name.
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
-    public var description: String { "\(status.code) \(code)" }
+    package var description: String { "\(status.code) \(code)" }
 
-    public static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
+    package static func == (lhs: GatewayError, rhs: GatewayError) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.persian == rhs.persian
     }
 
@@ -102,7 +102,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The message in the client's language.
-    public func message(_ language: Language) -> String {
+    package func message(_ language: Language) -> String {
         language == .english ? english : persian
     }
 

@@ -1,5 +1,5 @@
 /// The language of the gateway's messages: Persian unless `Accept-Language` prefers English.
-public enum Language: Sendable {
+package enum Language: Sendable {
     case persian, english
 
     /// Picks the language from an `Accept-Language` value: the highest-weighted tag that is

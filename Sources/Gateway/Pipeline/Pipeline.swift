@@ -148,7 +148,7 @@ struct Pipeline: Sendable {
 }
 
 /// `ERROR_LANGUAGE`: which language error messages speak.
-public enum ErrorLanguage: String, Sendable, Equatable {
+package enum ErrorLanguage: String, Sendable, Equatable {
     case persian = "fa"
     case english = "en"
     /// Negotiated from `Accept-Language` (`en…` or `fa…`, by weight); Persian when it names

@@ -6,24 +6,24 @@ import Synchronization
 import Telemetry
 
 /// What a finished request leaves behind, handed to each ``RequestObserver``.
-public struct FinishedRequest: Sendable {
-    public let requestID: String
-    public let method: String
-    public let path: String
+package struct FinishedRequest: Sendable {
+    package let requestID: String
+    package let method: String
+    package let path: String
     /// The status the client got (`499` when it went away first).
-    public let status: Int
+    package let status: Int
     /// The access log's `outcome`: `done`, `cache_hit`, `cancelled`, `rate_limited`, …
-    public let outcome: String
-    public let userID: String?
-    public let task: String?
-    public let model: String?
-    public let inputTokens: Int?
-    public let outputTokens: Int?
-    public let durationNanoseconds: UInt64
+    package let outcome: String
+    package let userID: String?
+    package let task: String?
+    package let model: String?
+    package let inputTokens: Int?
+    package let outputTokens: Int?
+    package let durationNanoseconds: UInt64
 }
 
 /// Told of every request once it has ended (the store's ledger, tests that count).
-public protocol RequestObserver: Sendable {
+package protocol RequestObserver: Sendable {
     func requestFinished(_ request: FinishedRequest) async
 }
 

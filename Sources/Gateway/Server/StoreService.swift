@@ -1,7 +1,7 @@
 import Access
 import EventLoop
 import Postgres
-public import Store
+package import Store
 import Synchronization
 import Telemetry
 
@@ -105,7 +105,7 @@ final class StoreService: Service {
 }
 
 /// The store could not be opened, checked or migrated: the start stops (exit 2).
-public struct StoreStartError: Error, CustomStringConvertible {
-    public let error: StoreError
-    public var description: String { "the store cannot be used: \(error)" }
+package struct StoreStartError: Error, CustomStringConvertible {
+    package let error: StoreError
+    package var description: String { "the store cannot be used: \(error)" }
 }
