@@ -122,6 +122,9 @@ token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
 controls_mode=${CONTROLS:-features}
 case "$controls_mode" in features | log) ;; *) die "CONTROLS must be features or log" ;; esac
 controls_bin=${CONTROLS_BIN:-}
+# Only the features twin knows the caller token: the others run the gateway's settings, where a
+# token nobody configured is refused (401), not taken as a guest.
+controls_token=
 if [ -n "$controls_bin" ]; then
     [ -x "$controls_bin/text-gateway" ] || die "CONTROLS_BIN has no text-gateway"
     gateway_bin=$controls_bin start_gateway controls RATE_LIMITS=off METRICS=off
@@ -137,6 +140,7 @@ elif [ -n "$gateway_libcurl$controls_libcurl" ]; then
     controls_legend="controls = the gateway's settings with libcurl from ${controls_libcurl:-the system}; gateway = with libcurl from ${gateway_libcurl:-the system}."
 else
     start_gateway controls GATEWAY_TOKENS="$token_hash:bench:bench" PLANS="bench:100000000:100000:-" RATE_LIMITS=on METRICS=on
+    controls_token=$bench_token
     controls_role="caller token, rate limits and metrics on"
     controls_legend="controls = the gateway with caller tokens, rate limits and metrics on; gateway = with them off."
 fi
@@ -182,7 +186,7 @@ check() { # name url body [token]
     fi
 }
 check gateway "$gateway_url" "$work/gateway.json"
-check controls "$controls_url" "$work/gateway.json" "$bench_token"
+check controls "$controls_url" "$work/gateway.json" "$controls_token"
 check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
@@ -198,7 +202,7 @@ run_wrk() { # target connections duration output
     local url body token= threads=2
     case "$1" in
         gateway) url=$gateway_url; body=$work/gateway.json ;;
-        controls) url=$controls_url; body=$work/gateway.json; token=$bench_token ;;
+        controls) url=$controls_url; body=$work/gateway.json; token=$controls_token ;;
         nginx) url=$nginx_url; body=$work/direct.json; token=$mock_key ;;
         *) url=$direct_url; body=$work/direct.json; token=$mock_key ;;
     esac

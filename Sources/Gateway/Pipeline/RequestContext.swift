@@ -14,54 +14,65 @@ import Upstream
 /// ``RouteReport``, and how the request ended is the finisher's alone: the one mutable record
 /// of a request (``RequestRecord``) is opaque outside `RequestFinisher.swift`.
 struct RequestContext: Sendable {
-    /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
-    let id: String
-    let method: HTTPMethod
-    let path: String
-    /// The route label for metrics (a fixed set).
-    let route: RouteLabel
-    /// The error shape of the route group the path belongs to.
-    let errorShape: ErrorShape
-    /// The language of error messages.
-    let language: Language
-    let start: MonotonicInstant
-    /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
-    /// and the route keeps rows: the finisher commits through it.
-    let strictLedger: LedgerRecorder?
-    /// The finisher's record of this request: how it ends is written there, by the finisher only.
+    /// The head and the finisher's record, in one object made once per request: the context
+    /// is copied into every step's frame, so it stays a few words wide.
     let record: RequestRecord
+    /// What the steps before narrowed the context to; nil (nothing allocated) for a guest's
+    /// request without an `Idempotency-Key`.
+    private var narrowing: Narrowing?
+
+    private final class Narrowing: Sendable {
+        let caller: Caller?
+        let streamTee: StreamTee?
+
+        init(caller: Caller?, streamTee: StreamTee?) {
+            self.caller = caller
+            self.streamTee = streamTee
+        }
+    }
+
     /// Who is asking, once authentication has run (nil for a guest, or before it).
-    private(set) var caller: Caller?
+    var caller: Caller? { narrowing?.caller }
     /// Where a keyed stream is written, so that a joining retry can read it too: set by
     /// idempotency for the route it leads.
-    private(set) var streamTee: StreamTee?
+    var streamTee: StreamTee? { narrowing?.streamTee }
 
     init(
         id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
         start: MonotonicInstant = .now(), strictLedger: LedgerRecorder? = nil
     ) {
-        self.strictLedger = strictLedger
-        self.id = id
-        self.method = method
-        self.path = path
-        self.route = route
-        self.errorShape = errorShape
-        self.language = language
-        self.start = start
-        record = RequestRecord()
+        record = RequestRecord(
+            head: RequestRecord.Head(
+                id: id, method: method, path: path, route: route, errorShape: errorShape, language: language,
+                start: start, strictLedger: strictLedger))
     }
+
+    /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
+    var id: String { record.head.id }
+    var method: HTTPMethod { record.head.method }
+    var path: String { record.head.path }
+    /// The route label for metrics (a fixed set).
+    var route: RouteLabel { record.head.route }
+    /// The error shape of the route group the path belongs to.
+    var errorShape: ErrorShape { record.head.errorShape }
+    /// The language of error messages.
+    var language: Language { record.head.language }
+    var start: MonotonicInstant { record.head.start }
+    /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
+    /// and the route keeps rows: the finisher commits through it.
+    var strictLedger: LedgerRecorder? { record.head.strictLedger }
 
     /// This context for the steps after authentication: `caller` is who asks.
     func identified(as caller: Caller) -> RequestContext {
         var narrowed = self
-        narrowed.caller = caller
+        narrowed.narrowing = Narrowing(caller: caller, streamTee: streamTee)
         return narrowed
     }
 
     /// This context for a route whose stream `tee` keeps.
     func teeing(into tee: StreamTee) -> RequestContext {
         var narrowed = self
-        narrowed.streamTee = tee
+        narrowed.narrowing = Narrowing(caller: caller, streamTee: tee)
         return narrowed
     }
 }

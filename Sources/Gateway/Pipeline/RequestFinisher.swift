@@ -1,6 +1,7 @@
 import Access
 import ChatAPI
 import EventLoop
+import HTTP1
 import HTTPServer
 import Synchronization
 import Telemetry
@@ -238,11 +239,24 @@ struct RequestFinisher: Sendable {
     }
 }
 
-/// The finisher's record of one request: what its steps reported, how it ended, the lease
-/// it holds and whether its row went to the store. Opaque outside this file: only the
-/// finisher writes how a request ended, gives its lease back and hands its row over, and
-/// each of those once.
+/// One request's head, as the pipeline read it, and the finisher's record of it: what its
+/// steps reported, how it ended, the lease it holds and whether its row went to the store.
+/// The head is immutable; the rest is opaque outside this file: only the finisher writes how
+/// a request ended, gives its lease back and hands its row over, and each of those once.
 final class RequestRecord: Sendable {
+    struct Head: Sendable {
+        let id: String
+        let method: HTTPMethod
+        let path: String
+        let route: RouteLabel
+        let errorShape: ErrorShape
+        let language: Language
+        let start: MonotonicInstant
+        let strictLedger: LedgerRecorder?
+    }
+
+    let head: Head
+
     fileprivate struct Entry {
         var summary = RequestSummary()
         /// Held while the request runs; given back once.
@@ -255,7 +269,9 @@ final class RequestRecord: Sendable {
 
     fileprivate let state = Mutex(Entry())
 
-    init() {}
+    init(head: Head) {
+        self.head = head
+    }
 
     /// The request's row, once: nil when it was handed over already, or when it is a retry
     /// answered with a kept answer (the key's one row is the first request's).
