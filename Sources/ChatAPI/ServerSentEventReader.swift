@@ -1,5 +1,3 @@
-import JSON
-
 /// An incremental reader of `text/event-stream` bytes, following the WHATWG HTML
 /// "event stream interpretation" rules. Pure: no I/O, no clock.
 ///
