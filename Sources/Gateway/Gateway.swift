@@ -86,11 +86,11 @@ package final class Gateway: Sendable {
             limits, idempotency,
             HealthFeature(version: version),
             ProcessFeature(parts, admission: admission, idempotency: idempotency),
-            OpenAIFeature(parts, admission: admission, idempotency: idempotency),
+            OpenAIFeature(parts: parts, admission: admission, idempotency: idempotency),
             MetricsFeature(parts: parts),
             JobsFeature(parts, admission: admission, idempotency: idempotency, limiter: limits.limiter),
             UsageFeature(parts, admission: admission),
-            HistoryFeature(parts, admission: admission, idempotency: idempotency),
+            HistoryFeature(parts: parts, admission: admission, idempotency: idempotency),
             attestation,
             AdminConsoleFeature(parts: parts),
             // Last, just before the server: the first requests find the key set in force.

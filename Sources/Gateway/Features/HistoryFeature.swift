@@ -2,15 +2,9 @@
 /// deleted (a deleted row's answer kept for retries goes with it); identified callers only,
 /// outside the limits, as ``UsageFeature`` is.
 struct HistoryFeature: GatewayFeature {
-    private let parts: GatewayParts
-    private let admission: CallerFront
-    private let idempotency: IdempotencyFeature
-
-    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature) {
-        self.parts = parts
-        self.admission = admission
-        self.idempotency = idempotency
-    }
+    let parts: GatewayParts
+    let admission: CallerFront
+    let idempotency: IdempotencyFeature
 
     var routes: [Route] {
         guard let store = parts.store else { return [] }

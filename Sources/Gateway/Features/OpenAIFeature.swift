@@ -1,15 +1,9 @@
 /// The OpenAI-compatible routes, `GET /v1/models` and `POST /v1/chat/completions`, which take
 /// an SDK's placeholder key as a guest on an open gateway.
 struct OpenAIFeature: GatewayFeature {
-    private let parts: GatewayParts
-    private let admission: CallerFront
-    private let idempotency: IdempotencyFeature
-
-    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature) {
-        self.parts = parts
-        self.admission = admission
-        self.idempotency = idempotency
-    }
+    let parts: GatewayParts
+    let admission: CallerFront
+    let idempotency: IdempotencyFeature
 
     var routes: [Route] {
         let configuration = parts.configuration

@@ -42,7 +42,7 @@ final class AndroidAttestService: Sendable {
 
     /// Verifies `chain` over `challenge` and registers its key's device; returns the device id.
     /// `client` is the caller's address key, for the daily registration limits.
-    func register(chain: [[UInt8]], challenge: String, client: String, context: RequestContext)
+    func register(chain: [[UInt8]], challenge: String, client: String)
         async throws(GatewayError) -> (id: String, keyID: [UInt8])
     {
         do throws(AttestStep<AndroidAttestationFailure.Reason>) {
@@ -77,7 +77,7 @@ final class AndroidAttestService: Sendable {
     }
 
     /// Verifies the device's signature over `challenge` and opens a session.
-    func openSession(keyID: [UInt8], signature: [UInt8], challenge: String, context: RequestContext)
+    func openSession(keyID: [UInt8], signature: [UInt8], challenge: String)
         async throws(GatewayError) -> AppAttestService.OpenedSession
     {
         do throws(AttestStep<AndroidAttestationFailure.Reason>) {

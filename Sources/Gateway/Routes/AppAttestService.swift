@@ -70,7 +70,7 @@ final class AppAttestService: Sendable {
 
     /// Verifies a key's attestation over `challenge` and registers its device; returns the
     /// device id. `client` is the caller's address key, for the daily registration limits.
-    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, client: String, context: RequestContext)
+    func register(keyID: [UInt8], attestation: [UInt8], challenge: String, client: String)
         async throws(GatewayError) -> String
     {
         do throws(Step) {
@@ -102,7 +102,7 @@ final class AppAttestService: Sendable {
     }
 
     /// Verifies a registered key's assertion over `challenge`, moves its counter and opens a session.
-    func openSession(keyID: [UInt8], assertion: [UInt8], challenge: String, context: RequestContext)
+    func openSession(keyID: [UInt8], assertion: [UInt8], challenge: String)
         async throws(GatewayError) -> OpenedSession
     {
         do throws(Step) {

@@ -29,7 +29,7 @@ struct AttestRegisterRoute: ResponseHandler {
         let fields = try AttestBody.parse(request, proof: "attestation")
         let deviceID = try await service.register(
             keyID: fields.keyID, attestation: fields.proof, challenge: fields.challenge,
-            client: clients.key(for: request), context: context)
+            client: clients.key(for: request))
         var body = JSONWriter(capacity: 64)
         body.object { $0.field("deviceId", deviceID) }
         return AttestBody.response(.created, body)
@@ -44,7 +44,7 @@ struct AttestSessionRoute: ResponseHandler {
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let fields = try AttestBody.parse(request, proof: "assertion")
         let session = try await service.openSession(
-            keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge, context: context)
+            keyID: fields.keyID, assertion: fields.proof, challenge: fields.challenge)
         return AttestBody.session(session)
     }
 }
@@ -73,7 +73,7 @@ struct AndroidRegisterRoute: ResponseHandler {
             chain.append(der)
         }
         let device = try await service.register(
-            chain: chain, challenge: challenge, client: clients.key(for: request), context: context)
+            chain: chain, challenge: challenge, client: clients.key(for: request))
         var body = JSONWriter(capacity: 128)
         body.object {
             $0.field("deviceId", device.id)
@@ -92,7 +92,7 @@ struct AndroidSessionRoute: ResponseHandler {
     func handle(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let fields = try AttestBody.parse(request, proof: "signature")
         let session = try await service.openSession(
-            keyID: fields.keyID, signature: fields.proof, challenge: fields.challenge, context: context)
+            keyID: fields.keyID, signature: fields.proof, challenge: fields.challenge)
         return AttestBody.session(session)
     }
 }
