@@ -58,7 +58,7 @@ final class GatewayMetrics: Sendable {
         case .failed(let failure): upstreamErrors.labels(failure.label).increment()
         default: break
         }
-        if outcome != .cacheHit, let task = state.task, let model = state.model, let usage = state.usage {
+        if outcome != .cacheHit, let task = state.report.task, let model = state.report.model, let usage = state.usage {
             if let input = usage.promptTokens {
                 slots.tokens(tokens, task: task, model: model, direction: "input").increment(by: input)
             }

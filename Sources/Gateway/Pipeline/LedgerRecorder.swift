@@ -31,14 +31,15 @@ struct LedgerRecorder: Sendable {
         let outcome = state.outcome ?? (state.status < 400 ? .done : .rejected)
         let createdAt = Int64(((now.secondsSinceEpoch * 1000) - durationMilliseconds).rounded(.down))
         return LedgerRow(
-            requestID: context.id, userID: state.caller?.userID, tokenID: state.caller?.tokenID, task: state.task,
-            tone: state.tone,
-            route: context.route.rawValue, model: state.model, inputLength: state.textLength,
+            requestID: context.id, userID: state.report.caller?.userID, tokenID: state.report.caller?.tokenID,
+            task: state.report.task,
+            tone: state.report.tone,
+            route: context.route.rawValue, model: state.report.model, inputLength: state.report.textLength,
             inputTokens: state.usage?.promptTokens, outputTokens: state.usage?.completionTokens, status: state.status,
             code: state.error?.code.rawValue, outcome: outcome.label, cacheHit: outcome == .cacheHit,
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
-            result: storesResults ? state.result : nil, plan: state.caller?.plan,
-            upstream: state.upstreamAttempts > 0 ? state.upstream : nil,
+            result: storesResults ? state.report.result : nil, plan: state.report.caller?.plan,
+            upstream: state.report.upstreamAttempts > 0 ? state.report.upstream : nil,
             upstreamMilliseconds: state.upstreamNanoseconds > 0 ? Double(state.upstreamNanoseconds) / 1e6 : nil
         )
     }

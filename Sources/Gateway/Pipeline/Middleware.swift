@@ -28,8 +28,13 @@ extension Array where Element == any Middleware {
     /// `responder` behind these middleware, the first one outermost; what one throws becomes
     /// its answer's failure, so the steps outside it still see an answer.
     func wrapping(_ responder: @escaping RouteResponder) -> RouteResponder {
-        reversed().reduce(responder) { next, middleware in
-            { request, context, report in
+        // A loop, not `reduce`: a closure passed through a generic parameter is stored at the
+        // most general abstraction, and every call through it then goes through two
+        // reabstraction thunks, each an async frame of its own on every request's stack.
+        var chain = responder
+        for middleware in reversed() {
+            let next = chain
+            chain = { request, context, report in
                 do {
                     return try await middleware.handle(request, context: context, report: &report, next: next)
                 } catch {
@@ -37,6 +42,7 @@ extension Array where Element == any Middleware {
                 }
             }
         }
+        return chain
     }
 }
 

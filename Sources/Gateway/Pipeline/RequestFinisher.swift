@@ -63,10 +63,25 @@ struct RequestFinisher: Sendable {
         _ context: RequestContext, _ response: inout HTTPResponse, whole: Bool, report: RouteReport = RouteReport(),
         error: GatewayError? = nil
     ) async {
-        let code = response.status.code
+        // The synchronous work runs on the thread's stack, out of line: each await's frame
+        // comes from the request task's allocator, and a frame this wide after the route's
+        // deep ones had returned took a new slab (and freed the route's) on every request.
+        let (held, absorbedStatus) = Self.absorb(
+            report, status: response.status.code, whole: whole, error: error, context)
+        var rateStatus = absorbedStatus
+        if let held, let status = await giveBack(held, context) { rateStatus = status }
+        if let rateStatus { Self.stamp(rateStatus, on: &response) }
+        if whole, context.strictLedger != nil { await Self.recordStrictly(context) }
+    }
+
+    /// Takes in the route's report, its status and error: the lease a whole answer gives back
+    /// now, and the limiter's status when the route admitted the request.
+    @inline(never)
+    private static func absorb(
+        _ report: RouteReport, status code: Int, whole: Bool, error: GatewayError?, _ context: RequestContext
+    ) -> (Admission?, RateStatus?) {
         // One lock on the common path: the status, the outcome, and the lease a whole answer gives back.
         let held = context.record.state.withLock { entry -> Admission? in
-            entry.admission = report.admission
             entry.summary.absorb(report)
             entry.summary.status = code
             if let error {
@@ -80,15 +95,17 @@ struct RequestFinisher: Sendable {
                 entry.summary.outcome = .cacheHit
             }
             guard whole, error == nil else { return nil }
-            defer { entry.admission = nil }
-            return entry.admission
+            defer { entry.summary.report.admission = nil }
+            return entry.summary.report.admission
         }
-        var rateStatus = report.admission?.status ?? nil
-        if let held, let status = await giveBack(held, context) { rateStatus = status }
-        for field in rateStatus?.headerFields ?? [] {
+        return (held, report.admission?.status ?? nil)
+    }
+
+    @inline(never)
+    private static func stamp(_ status: RateStatus, on response: inout HTTPResponse) {
+        for field in status.headerFields {
             response.headers.replaceOrAdd(name: field.name, value: field.value)
         }
-        if whole { await Self.recordStrictly(context) }
     }
 
     /// A request the HTTP server refused before routing, answered with `error`; `detail` says
@@ -121,7 +138,7 @@ struct RequestFinisher: Sendable {
             entry.summary.outcome = report.outcome
             if let error = report.error { entry.summary.error = error }
             if let span = report.upstream { entry.summary.note(span) }
-            if let result = report.result { entry.summary.result = result }
+            if let result = report.result { entry.summary.report.result = result }
         }
         if report.outcome != .cancelled { await recordStrictly(context) }
     }
@@ -160,6 +177,7 @@ struct RequestFinisher: Sendable {
     }
 
     /// Under strict durability, commits the request's row now (once), before its answer's end.
+    @inline(never)
     private static func recordStrictly(_ context: RequestContext) async {
         guard let strict = context.strictLedger, let summary = context.record.takeRow(context) else { return }
         await strict.record(context, summary)
@@ -169,11 +187,22 @@ struct RequestFinisher: Sendable {
         // A keyed stream's answer outlives its client: the request ends when the answer does.
         if let work = context.record.state.withLock({ $0.outlivingWork }) { await work.value }
         let (completedAfterClientLeft, held) = context.record.state.withLock { entry -> (Bool, Admission?) in
-            defer { entry.admission = nil }
-            return (entry.summary.end(end, ledgered: entry.ledgered), entry.admission)
+            defer { entry.summary.report.admission = nil }
+            return (entry.summary.end(end, ledgered: entry.ledgered), entry.summary.report.admission)
         }
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
         if let held { _ = await giveBack(held, context, warn: true) }
+        // Out of line, for the same reason as `answered`'s: the request's awaited frames stay narrow.
+        let finished = logAndCount(context)
+        // After the answer: a full queue makes only this connection's next request wait.
+        if let ledger, let row = context.record.takeRow(context) { await ledger.record(context, row) }
+        guard let finished else { return }
+        for observer in observers { await observer.requestFinished(finished) }
+    }
+
+    /// The request's metrics and its access-log line; what the observers are told, when there are any.
+    @inline(never)
+    private func logAndCount(_ context: RequestContext) -> FinishedRequest? {
         metrics.inFlight.decrement()
         let state = context.record.state.withLock { $0.summary }
         let totalNanoseconds = context.start.nanoseconds(until: .now())
@@ -188,18 +217,18 @@ struct RequestFinisher: Sendable {
         logger.log(
             .info, "request",
             [
-                ("request_id", .string(state.replayOf ?? context.id)),
-                ("idempotency", state.idempotency.map { .string($0.rawValue) }),
-                ("user_id", state.caller.map { .string($0.userID) }),
+                ("request_id", .string(state.report.replayOf ?? context.id)),
+                ("idempotency", state.report.idempotency.map { .string($0.rawValue) }),
+                ("user_id", state.report.caller.map { .string($0.userID) }),
                 ("method", .string(context.method.rawValue)),
                 ("path", .string(context.path)),
                 ("status", .int(state.status)),
                 ("code", state.error.map { .string($0.code.rawValue) }),
-                ("task", state.task.map { .string($0) }),
-                ("text_length", state.textLength.map { .int($0) }),
-                ("model", state.model.map { .string($0) }),
-                ("upstream", state.upstream.map { .string($0) }),
-                ("attempts", state.upstreamAttempts > 1 ? .int(state.upstreamAttempts) : nil),
+                ("task", state.report.task.map { .string($0) }),
+                ("text_length", state.report.textLength.map { .int($0) }),
+                ("model", state.report.model.map { .string($0) }),
+                ("upstream", state.report.upstream.map { .string($0) }),
+                ("attempts", state.report.upstreamAttempts > 1 ? .int(state.report.upstreamAttempts) : nil),
                 ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
                 ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
                 ("outcome", .string(outcome.label)),
@@ -210,20 +239,19 @@ struct RequestFinisher: Sendable {
                 ("gateway_ms", .milliseconds(gatewayMs)),
                 ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
             ])
-        // After the answer: a full queue makes only this connection's next request wait.
-        if let ledger, let row = context.record.takeRow(context) { await ledger.record(context, row) }
-        guard !observers.isEmpty else { return }
-        let finished = FinishedRequest(
+        guard !observers.isEmpty else { return nil }
+        return FinishedRequest(
             requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status,
             outcome: outcome.label,
-            userID: state.caller?.userID, task: state.task, model: state.model, inputTokens: state.usage?.promptTokens,
+            userID: state.report.caller?.userID, task: state.report.task, model: state.report.model,
+            inputTokens: state.usage?.promptTokens,
             outputTokens: state.usage?.completionTokens, durationNanoseconds: totalNanoseconds
         )
-        for observer in observers { await observer.requestFinished(finished) }
     }
 
     /// Gives `held` back, charging the tokens the request used: the limiter's new status, or
     /// nil when the limiter failed (said in the log when `warn`).
+    @inline(never)
     private func giveBack(_ held: Admission, _ context: RequestContext, warn: Bool = false) async -> RateStatus? {
         let tokens = context.record.state.withLock { $0.summary.chargeableTokens }
         do {
@@ -258,9 +286,8 @@ final class RequestRecord: Sendable {
     let head: Head
 
     fileprivate struct Entry {
+        /// Its report's admission is the lease, held while the request runs and given back once.
         var summary = RequestSummary()
-        /// Held while the request runs; given back once.
-        var admission: Admission?
         /// Whether the request's ledger row was handed to the store (once).
         var ledgered = false
         /// A keyed stream's producer, which runs on after its client has gone.
@@ -278,7 +305,9 @@ final class RequestRecord: Sendable {
     fileprivate func takeRow(_ context: RequestContext) -> RequestSummary? {
         guard context.route.isLedgered else { return nil }
         return state.withLock { entry in
-            guard !entry.ledgered, entry.summary.idempotency == nil || entry.summary.idempotency == .original else {
+            guard !entry.ledgered,
+                entry.summary.report.idempotency == nil || entry.summary.report.idempotency == .original
+            else {
                 return nil
             }
             entry.ledgered = true
@@ -290,15 +319,8 @@ final class RequestRecord: Sendable {
 /// What is known of a request when it is logged and recorded: what its steps reported and
 /// how it ended. A value: a copy, read by the metrics and the ledger's row.
 struct RequestSummary: Sendable {
-    var caller: Caller?
-    var task: String?
-    var tone: String?
-    var textLength: Int?
-    var model: String?
-    /// The upstream that answered, or the last one tried (`X-Upstream`).
-    var upstream: String?
-    /// Calls made upstream, retries and fallbacks included.
-    var upstreamAttempts = 0
+    /// What the request's steps reported; its admission is the lease the request holds.
+    var report = RouteReport()
     var usage: Usage?
     var upstreamNanoseconds: UInt64 = 0
     /// The error the client was answered with (or, in a stream, sent as the last event).
@@ -309,12 +331,6 @@ struct RequestSummary: Sendable {
     /// For a request the HTTP server refused: what was wrong with it (the parser's
     /// finding, or `timeout`), for the log.
     var protocolError: String?
-    /// The answer's text, kept only for a history that stores results.
-    var result: String?
-    /// What the request was to its `Idempotency-Key`, when it had one.
-    var idempotency: IdempotencyRole?
-    /// The first request's id, for a retry answered with its answer.
-    var replayOf: String?
 
     /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
     /// cached answer.
@@ -325,16 +341,7 @@ struct RequestSummary: Sendable {
 
     /// Takes in what the request's steps reported.
     fileprivate mutating func absorb(_ report: RouteReport) {
-        caller = report.caller
-        task = report.task
-        tone = report.tone
-        textLength = report.textLength
-        model = report.model
-        upstream = report.upstream
-        upstreamAttempts = report.upstreamAttempts
-        result = report.result
-        idempotency = report.idempotency
-        replayOf = report.replayOf
+        self.report = report
         if let span = report.span { note(span) }
     }
 
@@ -349,7 +356,8 @@ struct RequestSummary: Sendable {
     fileprivate mutating func end(_ end: ResponseEnd, ledgered: Bool) -> Bool {
         // A keyed answer that completed is the key's answer, kept and charged, whether or
         // not its client stayed to read it.
-        if end != .completed, idempotency == .original, (200..<300).contains(status), outcome == nil || outcome == .done
+        if end != .completed, report.idempotency == .original, (200..<300).contains(status),
+            outcome == nil || outcome == .done
         {
             outcome = .done
             return true
