@@ -45,12 +45,20 @@ struct IdempotencyMiddleware: Middleware {
     func handle(
         _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
-        let key: String
         switch IdempotencyKey.read(request.headers) {
         case .absent: return await next(request, context, &report)
         case .invalid: throw GatewayError.invalidIdempotencyKey
-        case .key(let value): key = value
+        case .key(let key): return try await keyed(key, request, context: context, report: &report, next: next)
         }
+    }
+
+    /// A request with an `Idempotency-Key`: out of line, so that a request without one
+    /// carries none of this step's frame under the steps after it.
+    @inline(never)
+    private func keyed(
+        _ key: String, _ request: HTTPRequest, context: RequestContext, report: inout RouteReport,
+        next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
         let caller = context.caller.map { "user:" + $0.userID } ?? "address:" + clients.key(for: request)
         // `Accept` asks /api/process for a stream as `"stream": true` does: a retry must ask
         // for the form the first asked for, or be told its key is another request's.

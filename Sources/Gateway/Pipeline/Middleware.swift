@@ -147,9 +147,22 @@ struct AuthMiddleware: Middleware {
     func handle(
         _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
+        // Who the caller is, found out of line: its frame is gone before the next steps run,
+        // instead of staying on the request's stack under every frame after this one.
+        guard let caller = try await identify(request) else { return await next(request, context, &report) }
+        // The steps after this one see the caller in their context, the finisher in the report.
+        report.caller = caller
+        return await next(request, context.identified(as: caller), &report)
+    }
+
+    /// The caller `request`'s credential names; nil for a guest; an error for a credential
+    /// that fails (never a guest) or a missing one where one is required.
+    @inline(never)
+    private func identify(_ request: HTTPRequest) async throws -> Caller? {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
             if required { throw GatewayError.unauthorized }
+            return nil
         case .malformed:
             throw GatewayError.invalidToken.refusing(because: "malformed bearer token")
         case .token(let token):
@@ -168,7 +181,7 @@ struct AuthMiddleware: Middleware {
                 guard let caller else {
                     throw GatewayError.invalidToken.refusing(because: "unknown, expired or revoked device session")
                 }
-                return await Self.next(next, request, context, &report, caller)
+                return caller
             }
             if devicesOnly {
                 // A valid token of another kind is still not a device: refused, not a guest.
@@ -178,29 +191,17 @@ struct AuthMiddleware: Middleware {
                 let result = await jwt.verify(token, now: clock())
                 jwtMetrics?.record(result)
                 switch result {
-                case .success(let acceptance):
-                    return await Self.next(next, request, context, &report, acceptance.caller)
-                case .failure(let failure):
-                    throw GatewayError.invalidToken.refusing(because: failure.reason)
+                case .success(let acceptance): return acceptance.caller
+                case .failure(let failure): throw GatewayError.invalidToken.refusing(because: failure.reason)
                 }
             } else if let caller = caller(digest: SHA256.hash(token)) {
-                return await Self.next(next, request, context, &report, caller)
+                return caller
             } else if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
                 throw GatewayError.invalidToken.refusing(
                     because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
+            return nil
         }
-        return await next(request, context, &report)
-    }
-
-    /// The steps after this one, for `caller`: they see it in their context, and the
-    /// finisher in the report.
-    private static func next(
-        _ next: RouteResponder, _ request: HTTPRequest, _ context: RequestContext, _ report: inout RouteReport,
-        _ caller: Caller
-    ) async -> RouteAnswer {
-        report.caller = caller
-        return await next(request, context.identified(as: caller), &report)
     }
 
     private func caller(digest: [UInt8]) -> Caller? {

@@ -66,18 +66,9 @@ struct Pipeline: Sendable {
         }
         let routing = RoutingTable(table)
         let route: RouteResponder = { request, context, report in
-            if request.headers.firstRepeated(among: Self.singletonFields) != nil {
-                return RouteAnswer(failure: GatewayError.repeatedField)
-            }
-            switch routing.match(request.method, request.path) {
-            case .found(let chain):
-                return await chain.respond(request, context, &report)
-            case .methodNotAllowed(let allow):
-                var error = GatewayError.methodNotAllowed
-                error.headers.add(name: "Allow", value: allow)
-                return RouteAnswer(failure: error)
-            case .notFound:
-                return RouteAnswer(failure: GatewayError.notFound)
+            switch Self.chain(for: request, in: routing) {
+            case .success(let chain): return await chain.respond(request, context, &report)
+            case .failure(let error): return RouteAnswer(failure: error)
             }
         }
         self.groups = groups
@@ -87,6 +78,24 @@ struct Pipeline: Sendable {
         self.finisher = finisher
         self.errorLanguage = errorLanguage
         self.strictLedger = strictLedger
+    }
+
+    /// The chain of `request`'s route, or why there is none. Synchronous and out of line, so
+    /// that its errors take no room in the frame that stays under the route's.
+    @inline(never)
+    private static func chain(for request: HTTPRequest, in routing: RoutingTable<Chain>) -> Result<Chain, GatewayError>
+    {
+        if request.headers.firstRepeated(among: singletonFields) != nil { return .failure(.repeatedField) }
+        switch routing.match(request.method, request.path) {
+        case .found(let chain):
+            return .success(chain)
+        case .methodNotAllowed(let allow):
+            var error = GatewayError.methodNotAllowed
+            error.headers.add(name: "Allow", value: allow)
+            return .failure(error)
+        case .notFound:
+            return .failure(.notFound)
+        }
     }
 
     /// Answers any request; never throws.

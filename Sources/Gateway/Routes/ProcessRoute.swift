@@ -49,48 +49,80 @@ struct ProcessRoute: RouteHandler {
         var headers: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
         let upstreamStart = MonotonicInstant.now()
         if let cache {
-            let key = ResponseCache.Key(
-                task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text,
-                format: parsed.format)
-            let requestID = context.id
-            let logger = self.logger
-            let bodies = self.bodies
-            let cached: ResponseCache.Answer
             let hit: Bool
-            // The computation may run apart from this frame (a flight other requests join).
-            let shared = SharedAttempts()
-            do {
-                (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
-                    var attempts = UpstreamAttempts()
-                    defer { shared.keep(attempts) }
-                    return try await TaskAnswerer.answer(
-                        parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger, attempts: &attempts)
-                }
-            } catch {
-                report.note(shared.attempts)
-                metrics.cache.labels("miss").increment()
-                throw fail(error, since: upstreamStart)
-            }
-            report.note(shared.attempts)
-            answer = cached
+            (answer, hit) = try await cachedAnswer(
+                parsed, model: model, pool: pool, cache: cache, since: upstreamStart, context: context, report: &report)
             headers.add(name: "X-Cache", value: hit ? "HIT" : "MISS")
-            metrics.cache.labels(hit ? "hit" : "miss").increment()
-            if hit {
-                report.cacheHit = true
-            } else {
-                report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
-            }
         } else {
-            var attempts = UpstreamAttempts()
-            defer { report.note(attempts) }
-            do {
-                answer = try await TaskAnswerer.answer(
-                    parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger, attempts: &attempts)
-            } catch {
-                throw fail(error, since: upstreamStart)
-            }
-            report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
+            answer = try await upstreamAnswer(
+                parsed, pool: pool, since: upstreamStart, context: context, report: &report)
         }
+        return Self.response(answer, headers: headers, context: context, report: &report)
+    }
+
+    /// The answer from the response cache, or from the upstream through it.
+    @inline(never)
+    private func cachedAnswer(
+        _ parsed: ProcessRequest, model: String, pool: UpstreamPool, cache: any AnswerCache,
+        since upstreamStart: MonotonicInstant, context: RequestContext, report: inout RouteReport
+    ) async throws(GatewayError) -> (ResponseCache.Answer, hit: Bool) {
+        let key = ResponseCache.Key(
+            task: parsed.task.rawValue, tone: parsed.tone?.rawValue, model: model, text: parsed.text,
+            format: parsed.format)
+        let requestID = context.id
+        let logger = self.logger
+        let bodies = self.bodies
+        let cached: ResponseCache.Answer
+        let hit: Bool
+        // The computation may run apart from this frame (a flight other requests join).
+        let shared = SharedAttempts()
+        do {
+            (cached, hit) = try await cache.answer(for: key) { () throws(GatewayError) in
+                var attempts = UpstreamAttempts()
+                defer { shared.keep(attempts) }
+                return try await TaskAnswerer.answer(
+                    parsed, pool: pool, bodies: bodies, requestID: requestID, logger: logger, attempts: &attempts)
+            }
+        } catch {
+            report.note(shared.attempts)
+            metrics.cache.labels("miss").increment()
+            throw fail(error, since: upstreamStart)
+        }
+        report.note(shared.attempts)
+        metrics.cache.labels(hit ? "hit" : "miss").increment()
+        if hit {
+            report.cacheHit = true
+        } else {
+            report.span = UpstreamSpan(since: upstreamStart, usage: cached.usage)
+        }
+        return (cached, hit)
+    }
+
+    /// The answer from the upstream, without a cache.
+    @inline(never)
+    private func upstreamAnswer(
+        _ parsed: ProcessRequest, pool: UpstreamPool, since upstreamStart: MonotonicInstant, context: RequestContext,
+        report: inout RouteReport
+    ) async throws(GatewayError) -> ResponseCache.Answer {
+        var attempts = UpstreamAttempts()
+        defer { report.note(attempts) }
+        let answer: ResponseCache.Answer
+        do {
+            answer = try await TaskAnswerer.answer(
+                parsed, pool: pool, bodies: bodies, requestID: context.id, logger: logger, attempts: &attempts)
+        } catch {
+            throw fail(error, since: upstreamStart)
+        }
+        report.span = UpstreamSpan(since: upstreamStart, usage: answer.usage)
+        return answer
+    }
+
+    /// The whole answer's response: its body, and where its time went (`Server-Timing`).
+    @inline(never)
+    private static func response(
+        _ answer: ResponseCache.Answer, headers: HTTPHeaders, context: RequestContext, report: inout RouteReport
+    ) -> RouteAnswer {
+        var headers = headers
         report.result = answer.result
         var body = JSONWriter(capacity: answer.result.utf8.count + 160)
         body.object {

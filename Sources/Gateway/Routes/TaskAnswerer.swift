@@ -118,7 +118,9 @@ struct TaskAnswerer: JobAnswering {
     }
 
     /// One call for a task through the pool: the trimmed answer, its usage and the upstream
-    /// that gave it, or the mapped error. `only` keeps the call on one upstream.
+    /// that gave it, or the mapped error. `only` keeps the call on one upstream. Out of line:
+    /// inlined twice (the answer and its repair), its frame would be the caller's twice over.
+    @inline(never)
     static func complete(
         _ choice: UpstreamModelChoice, pool: UpstreamPool, only: String? = nil, requestID: String, logger: Logger,
         attempts: inout UpstreamAttempts, body: (UpstreamPool.Target) -> [UInt8]
