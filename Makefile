@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-frames bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench-admin   the operator's console on 10,000,000 ledger rows (SQLite, then Postgres): each API call the page makes for 30 days, median and slowest; the writer with the roll-ups on and off (needs curl, postgresql)"
 	@echo "make bench-jobs    long texts as jobs against a 300 ms upstream: one 200,000-character summary (wall time, upstream calls), then 20 at once (RSS while they run)"
 	@echo "make bench-https   a cold client's 1,000 calls over HTTPS and HTTP/2 (nginx ssl http2, 1 s mock): wall time, connections"
+	@echo "make bench-frames  gdb: the async frames one POST /api/process takes from its task's allocator (task allocations, slabs, the deepest stack; needs gdb)"
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
@@ -143,6 +144,9 @@ bench-instances:
 
 bench-instructions:
 	Benchmarks/instructions.sh
+
+bench-frames:
+	Benchmarks/task-frames.sh
 
 mock:
 	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)
