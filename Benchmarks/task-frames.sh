@@ -48,20 +48,11 @@ gateway="${GATEWAY_BIN:-$bin}/text-gateway"
 mock_pid=$!
 mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock.err" >&2; die "mock-upstream did not start"; }
 
-port=$(free_port)
-mkdir -p "$work/run"
-(
-    cd "$work/run"
-    exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=bench-key \
-        DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off DATABASE_URL=off EVENT_LOOPS=1 \
-        "$gateway" serve --hostname 127.0.0.1 --port "$port" --env production
-) >"$work/gateway.log" 2>&1 &
-gateway_pid=$!
-for _ in $(seq 100); do
-    "$bin/text-gateway" healthcheck --port "$port" >/dev/null 2>&1 && break
-    kill -0 "$gateway_pid" 2>/dev/null || { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
-    sleep 0.1
-done
+start_text_gateway "$(dirname "$gateway")" "$work/run" "$work/gateway.log" DARVAREH_BASE_URL="$mock_url" \
+    DARVAREH_API_KEY=bench-key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off METRICS=off \
+    DATABASE_URL=off EVENT_LOOPS=1 || { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
+gateway_pid=$started_pid
+port=$started_port
 
 # The client: the warm-up, then (once told, by a file) the request whose frames are counted.
 python3 - "$port" "$warmup" "$work" <<'PY' &
