@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
+        .target(name: "Pricing", swiftSettings: strict),
         .target(name: "ChatAPI", dependencies: ["JSON"], swiftSettings: strict),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "Store", dependencies: ["CSQLite", "Postgres", "EventLoop", "Telemetry"], swiftSettings: strict),
@@ -53,7 +54,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "HTTPServer", "HTTPClient", "JSON", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry",
-                "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop", "HTTP1",
+                "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop", "HTTP1", "Pricing",
             ],
             swiftSettings: strict),
         // The operator's console: its page, style and script, built into the binary.
@@ -119,7 +120,7 @@ let package = Package(
                 "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
                 "MockUpstream", "Crypto",
                 "Postgres", "Redis", "Store", "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
-                "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer",
+                "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer", "Pricing",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],
@@ -143,6 +144,7 @@ let package = Package(
         .testTarget(
             name: "StoreTests", dependencies: ["Store", "EventLoop", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strict),
+        .testTarget(name: "PricingTests", dependencies: ["Pricing"], swiftSettings: strict),
         .testTarget(name: "ChatAPITests", dependencies: ["ChatAPI", "JSON", "MockUpstream"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["TestSupport", "Redis", "EventLoop"], swiftSettings: strict),

@@ -84,10 +84,13 @@ extension Usage {
         switch json {
         case .null: return nil
         case .object:
+            // Read leniently: a provider's details of another shape only lose the cache's discount.
+            let cached = json["prompt_tokens_details"]?["cached_tokens"]?.intValue
             self.init(
                 promptTokens: try json["prompt_tokens"].optionalInt(),
                 completionTokens: try json["completion_tokens"].optionalInt(),
-                totalTokens: try json["total_tokens"].optionalInt()
+                totalTokens: try json["total_tokens"].optionalInt(),
+                cachedPromptTokens: cached
             )
         default: throw JSONShapeError()
         }

@@ -111,12 +111,26 @@ struct ChatCompletionReader {
                 usage.completionTokens = try reader.optionalInt()
             } else if Self.matches(key, "total_tokens") {
                 usage.totalTokens = try reader.optionalInt()
+            } else if Self.matches(key, "prompt_tokens_details") {
+                usage.cachedPromptTokens = try reader.cachedTokens()
             } else {
                 return false
             }
             return true
         }
         return usage
+    }
+
+    /// `prompt_tokens_details`'s `cached_tokens`, or nil (the object, or the member, absent or null).
+    private mutating func cachedTokens() throws(Failure) -> Int? {
+        if try null() { return nil }
+        var cached: Int?
+        try object { reader, key throws(Failure) in
+            guard Self.matches(key, "cached_tokens") else { return false }
+            cached = try reader.optionalInt()
+            return true
+        }
+        return cached
     }
 
     // MARK: - Values

@@ -108,7 +108,8 @@ package final class Gateway: Sendable {
         let finisher = RequestFinisher(
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger,
             clock: clock,
-            observers: observers, ledger: store?.recorder, idempotency: idempotency.metrics
+            observers: observers, ledger: store?.recorder, idempotency: idempotency.metrics,
+            prices: configuration.prices
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,

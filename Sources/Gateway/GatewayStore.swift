@@ -75,7 +75,7 @@ final class GatewayStore: Sendable {
         }
         recorder = LedgerRecorder(
             writer: writer, strict: configuration.ledgerDurability == .strict,
-            storesResults: configuration.historyStoresResults, clock: clock)
+            storesResults: configuration.historyStoresResults, clock: clock, prices: configuration.prices)
         let devices = configuration.appAttest.map { DeviceSessions(repository: backend, plan: $0.plan) }
         self.devices = devices
         // Device revocations are polled with the tokens: a revoked device's sessions stop

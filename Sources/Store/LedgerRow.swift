@@ -41,6 +41,10 @@ package struct LedgerRow: Sendable, Equatable {
     /// How long the upstream call took, nil when there was none: the rest of the duration is
     /// what the gateway added.
     package var upstreamMilliseconds: Double?
+    /// What the request's upstream calls cost at the prices of its start, in millionths of
+    /// the currency's unit (`PRICES`): 0 for an answer from the cache; nil when unknown (no
+    /// prices, no usage reported, or a model without a price).
+    package var costMicros: Int64?
 
     package init(
         requestID: String, userID: String?, tokenID: String? = nil, task: String?, tone: String?, route: String,
@@ -48,7 +52,7 @@ package struct LedgerRow: Sendable, Equatable {
         inputLength: Int?, inputTokens: Int?, outputTokens: Int?, status: Int, code: String?, outcome: String,
         cacheHit: Bool,
         durationMilliseconds: Double, createdAtMilliseconds: Int64, result: String? = nil, chargesTokens: Bool = true,
-        plan: String? = nil, upstream: String? = nil, upstreamMilliseconds: Double? = nil
+        plan: String? = nil, upstream: String? = nil, upstreamMilliseconds: Double? = nil, costMicros: Int64? = nil
     ) {
         self.requestID = requestID
         self.userID = userID
@@ -71,5 +75,6 @@ package struct LedgerRow: Sendable, Equatable {
         self.plan = plan
         self.upstream = upstream
         self.upstreamMilliseconds = upstreamMilliseconds
+        self.costMicros = costMicros
     }
 }

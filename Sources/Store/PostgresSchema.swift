@@ -7,7 +7,9 @@ import Postgres
 enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
-    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6, version7]
+    static let migrations: [[String]] = [
+        version1, version2, version3, version4, version5, version6, version7, version8,
+    ]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -353,4 +355,7 @@ enum PostgresSchema {
         "CREATE INDEX devices_by_creation ON devices (created_at)",
         "CREATE INDEX devices_by_client ON devices (client, created_at) WHERE client IS NOT NULL",
     ]
+
+    /// What each request cost at `PRICES`, as on SQLite.
+    private static let version8 = ["ALTER TABLE requests ADD COLUMN cost_micros bigint"]
 }

@@ -21,6 +21,7 @@ extension RequestsTable {
         values.append(row.result.postgresValue)
         values.append(row.upstream.postgresValue)
         values.append(row.upstreamMilliseconds.map(PostgresValue.double) ?? .null)
+        values.append(row.costMicros.map { PostgresValue.int(Int($0)) } ?? .null)
     }
 
     /// The item on a row of ``selection`` as Postgres returns it (text values).
@@ -33,7 +34,8 @@ extension RequestsTable {
                 outputTokens: row.int(9), status: row.int(10) ?? 0, code: row.string(11), outcome: row.string(12) ?? "",
                 cacheHit: row.bool(13) ?? false, durationMilliseconds: row.double(14) ?? 0,
                 createdAtMilliseconds: Int64(row.int(15) ?? 0),
-                result: row.string(16), upstream: row.string(17), upstreamMilliseconds: row.double(18)
+                result: row.string(16), upstream: row.string(17), upstreamMilliseconds: row.double(18),
+                costMicros: row.int(19).map(Int64.init)
             )
         )
     }

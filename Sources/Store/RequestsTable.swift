@@ -3,8 +3,8 @@ enum RequestsTable {
     /// The columns a row fills, in the order of ``values(of:into:)``.
     static let columns =
         "request_id, user_id, task, tone, route, model, input_length, input_tokens, output_tokens, "
-        + "status, code, outcome, cache_hit, duration_ms, created_at, result, upstream, upstream_ms"
-    static let columnCount = 18
+        + "status, code, outcome, cache_hit, duration_ms, created_at, result, upstream, upstream_ms, cost_micros"
+    static let columnCount = 19
 
     /// What ``item(from:)`` reads: the sequence number, then ``columns``.
     static let selection = "seq, " + columns
@@ -33,6 +33,7 @@ enum RequestsTable {
         values.append(.text(row.result))
         values.append(.text(row.upstream))
         values.append(row.upstreamMilliseconds.map(SQLiteValue.real) ?? .null)
+        values.append(.integer(row.costMicros))
     }
 
     /// The item on a row of ``selection``.
@@ -48,7 +49,8 @@ enum RequestsTable {
                 outcome: row.text(12),
                 cacheHit: row.bool(13), durationMilliseconds: row.double(14), createdAtMilliseconds: row.int64(15),
                 result: row.optionalText(16),
-                upstream: row.optionalText(17), upstreamMilliseconds: row.isNull(18) ? nil : row.double(18)
+                upstream: row.optionalText(17), upstreamMilliseconds: row.isNull(18) ? nil : row.double(18),
+                costMicros: row.isNull(19) ? nil : row.int64(19)
             )
         )
     }

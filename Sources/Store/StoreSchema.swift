@@ -4,7 +4,9 @@
 enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
+    static let migrations: [String] = [
+        version1, version2, version3, version4, version5, version6, version7, version8,
+    ]
 
     /// The version this binary writes.
     static var latestVersion: Int { migrations.count }
@@ -356,5 +358,10 @@ enum StoreSchema {
         CREATE TRIGGER devices_deleted AFTER DELETE ON devices BEGIN
             UPDATE store_meta SET value = value + 1 WHERE key = 'device_generation';
         END;
+        """
+
+    /// What each request cost at `PRICES` (millionths of the currency's unit; null: unknown).
+    private static let version8 = """
+        ALTER TABLE requests ADD COLUMN cost_micros INTEGER;
         """
 }

@@ -26,9 +26,32 @@ struct ChatCompletionReaderTests {
                             index: 0, message: .init(role: .assistant, content: "سلام \"دنیا\"\n"), finishReason: "stop"
                         )
                     ],
-                    usage: Usage(promptTokens: 12, completionTokens: 5, totalTokens: 17)
+                    usage: Usage(promptTokens: 12, completionTokens: 5, totalTokens: 17, cachedPromptTokens: 0)
                 ))
         #expect(try ChatCompletion(jsonValueBytes: Array(text.utf8)) == completion)
+    }
+
+    @Test(
+        "reads the prompt's cached tokens as the general reading does; details of another shape are no cached count",
+        arguments: [
+            (#"{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":60,"audio_tokens":0}}"#, 60 as Int?),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":null}}"#, nil),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":null}"#, nil),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":{}}"#, nil),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":"none"}"#, nil),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":"60"}}"#, nil),
+            (#"{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}"#, 2),
+        ])
+    func cachedTokens(usage: String, cached: Int?) throws {
+        let bytes = Array(#"{"choices":[],"usage":\#(usage)}"#.utf8)
+        let general = try ChatCompletion(jsonValueBytes: bytes)
+        #expect(general.usage?.promptTokens == 100)
+        #expect(general.usage?.cachedPromptTokens == cached)
+        if let fast = try? ChatCompletionReader.read(bytes) { #expect(fast == general) }
+        // A stream's usage chunk is decoded through Codable (which refuses a repeated key): the same count.
+        guard !usage.contains(#""cached_tokens":1,"#) else { return }
+        let chunk = try JSON.decode(ChatCompletionChunk.self, from: Array(#"{"choices":[],"usage":\#(usage)}"#.utf8))
+        #expect(chunk.usage?.cachedPromptTokens == cached)
     }
 
     @Test(

@@ -50,7 +50,8 @@ struct ChatCompletionTests {
         #expect(completion.choices[0].message?.role == .assistant)
         #expect(completion.choices[0].finishReason == "stop")
         #expect(completion.firstContent == "Hello! How can I assist you today?")
-        #expect(completion.usage == Usage(promptTokens: 19, completionTokens: 10, totalTokens: 29))
+        #expect(
+            completion.usage == Usage(promptTokens: 19, completionTokens: 10, totalTokens: 29, cachedPromptTokens: 0))
     }
 
     @Test(

@@ -61,7 +61,7 @@ struct StreamSplitTests {
             }
         }
         #expect(text == "سلام دنیا!\nخط دوم")
-        #expect(usage == Usage(promptTokens: 141, completionTokens: 37, totalTokens: 178))
+        #expect(usage == Usage(promptTokens: 141, completionTokens: 37, totalTokens: 178, cachedPromptTokens: 0))
         #expect(decoder.isDone)
         #expect(decoder.commentCount == 1)
     }

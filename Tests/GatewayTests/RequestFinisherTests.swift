@@ -49,6 +49,17 @@ struct RequestFinisherTests {
         var testDescription: String { self == .duringLastEvent ? "during the last event" : "after the last event" }
     }
 
+    /// An empty `POST /api/process` with `X-Request-Id: id`, as the HTTP server hands it over.
+    static func processRequest(id: String) -> HTTPRequest {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: "x")
+        headers.add(name: "X-Request-Id", value: id)
+        let head = RequestHead(
+            method: .POST, target: "/api/process", path: "/api/process", query: nil, version: .http1_1,
+            headers: headers, framing: .contentLength(0))
+        return HTTPRequest(head: head)
+    }
+
     struct Setup {
         let ledger = CommittedRows()
         let writer: LedgerWriter
@@ -69,13 +80,7 @@ struct RequestFinisherTests {
         }
 
         func request(id: String) -> HTTPRequest {
-            var headers = HTTPHeaders()
-            headers.add(name: "Host", value: "x")
-            headers.add(name: "X-Request-Id", value: id)
-            let head = RequestHead(
-                method: .POST, target: "/api/process", path: "/api/process", query: nil, version: .http1_1,
-                headers: headers, framing: .contentLength(0))
-            return HTTPRequest(head: head)
+            RequestFinisherTests.processRequest(id: id)
         }
 
         /// The row committed for `id` and the log line written for it.

@@ -1,6 +1,7 @@
 package import Access
 import EventLoop
 package import Jobs
+package import Pricing
 package import Redis
 package import Telemetry
 package import TextTasks
@@ -120,6 +121,15 @@ package struct GatewayConfiguration: Sendable {
     package var tokens: TokenStore?
     /// Rate-limit plans (`PLANS`), with the built-in `guest` and `default`.
     package var plans = PlanCatalog()
+    /// `CURRENCY` (and `CURRENCY_MINOR_UNITS`): what prices and costs are in.
+    package var currency = Currency.standard
+    /// `PRICES` or `PRICES_FILE`: what each upstream model's tokens cost; nil: no prices, and
+    /// no request has a cost.
+    package var prices: PriceList?
+    /// `PRICES_REQUIRED=on`: the gateway starts only when every model it may call has a price
+    /// in force, so no request is ever unpriced (prices are only ever added to: a model
+    /// priced at the start stays priced).
+    package var pricesRequired = false
     /// Per-user (or per-address) rate limits and token quotas; `RATE_LIMITS=off` disables them.
     package var rateLimitsEnabled = true
     /// Request metrics for `/metrics`; `METRICS=off` stops recording them.
@@ -358,6 +368,7 @@ package struct GatewayConfiguration: Sendable {
         taskModels = primary.taskModels
         baseURL = primary.baseURL
         structuredMode = primary.structuredMode
+        try readPrices(value: value, integer: integer, flag: flag)
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
                 throw ConfigurationError(

@@ -14,6 +14,8 @@ final class GatewayMetrics: Sendable {
     let tokens: CounterFamily
     let rateLimited: CounterFamily
     let cache: CounterFamily
+    let cost: CounterFamily
+    let unpriced: CounterFamily
     /// The children a finished request records into, found without the families' locks.
     private let slots: RequestMetricSlots
 
@@ -41,12 +43,19 @@ final class GatewayMetrics: Sendable {
             labels: ["reason"])
         cache = registry.counter(
             "textgateway_cache_requests_total", help: "Response cache lookups, by result.", labels: ["result"])
+        cost = registry.counter(
+            "textgateway_cost_micros_total",
+            help: "What the upstream calls cost at PRICES, in millionths of CURRENCY's unit, by task and model.",
+            labels: ["task", "model"])
+        unpriced = registry.counter(
+            "textgateway_unpriced_requests_total",
+            help: "Requests answered by a model PRICES gives no price for, by model.", labels: ["model"])
     }
 
     /// Records one finished request.
     func finished(
         route: RouteLabel, status: Int, seconds: Double, upstreamSeconds: Double, state: RequestSummary,
-        outcome: RequestOutcome
+        outcome: RequestOutcome, cost: MoneySpent = .none
     ) {
         slots.requests(requests, route: route, status: status).increment()
         slots.duration(requestDuration, route: route, upstream: false).observe(seconds)
@@ -65,6 +74,8 @@ final class GatewayMetrics: Sendable {
             if let output = usage.completionTokens {
                 slots.tokens(tokens, task: task, model: model, direction: "output").increment(by: output)
             }
+            if let micros = cost.micros, micros > 0 { self.cost.labels(task, model).increment(by: Int(micros)) }
         }
+        if let model = cost.unpricedModel { unpriced.labels(model).increment() }
     }
 }

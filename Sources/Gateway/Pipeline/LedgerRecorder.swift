@@ -1,3 +1,4 @@
+import Pricing
 import Store
 import Telemetry
 
@@ -11,6 +12,8 @@ struct LedgerRecorder: Sendable {
     /// `HISTORY_STORE_RESULTS`: whether the answer's text goes into the row.
     let storesResults: Bool
     let clock: @Sendable () -> Instant
+    /// `PRICES`: what a row's calls cost, kept in the row at the prices of its start.
+    var prices: PriceList? = nil
 
     /// Records `context`'s row, as `state` says it ended (the finisher hands each row over once).
     func record(_ context: RequestContext, _ state: RequestSummary) async {
@@ -29,7 +32,7 @@ struct LedgerRecorder: Sendable {
         let durationMilliseconds = Double(durationNanoseconds) / 1e6
         let now = clock()
         let outcome = state.outcome ?? (state.status < 400 ? .done : .rejected)
-        let createdAt = Int64(((now.secondsSinceEpoch * 1000) - durationMilliseconds).rounded(.down))
+        let createdAt = RequestSummary.startMilliseconds(now, durationNanoseconds)
         return LedgerRow(
             requestID: context.id, userID: state.report.caller?.userID, tokenID: state.report.caller?.tokenID,
             task: state.report.task,
@@ -40,7 +43,8 @@ struct LedgerRecorder: Sendable {
             durationMilliseconds: durationMilliseconds, createdAtMilliseconds: createdAt,
             result: storesResults ? state.report.result : nil, plan: state.report.caller?.plan,
             upstream: state.report.upstreamAttempts > 0 ? state.report.upstream : nil,
-            upstreamMilliseconds: state.upstreamNanoseconds > 0 ? Double(state.upstreamNanoseconds) / 1e6 : nil
+            upstreamMilliseconds: state.upstreamNanoseconds > 0 ? Double(state.upstreamNanoseconds) / 1e6 : nil,
+            costMicros: state.cost(prices, startedAt: createdAt).micros
         )
     }
 

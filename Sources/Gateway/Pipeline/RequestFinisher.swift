@@ -3,6 +3,7 @@ import ChatAPI
 import EventLoop
 import HTTP1
 import HTTPServer
+import Pricing
 import Synchronization
 import Telemetry
 
@@ -47,6 +48,8 @@ struct RequestFinisher: Sendable {
     /// The store's ledger; nil when the gateway is stateless.
     let ledger: LedgerRecorder?
     var idempotency: IdempotencyMetrics? = nil
+    /// `PRICES`: what a request's calls cost, in the log line and the metrics.
+    var prices: PriceList? = nil
 
     /// A request starts being answered.
     func started(_ context: RequestContext) {
@@ -207,10 +210,11 @@ struct RequestFinisher: Sendable {
         let state = context.record.state.withLock { $0.summary }
         let totalNanoseconds = context.start.nanoseconds(until: .now())
         let outcome = state.outcome ?? .done
+        let cost = state.cost(prices, startedAt: RequestSummary.startMilliseconds(clock(), totalNanoseconds))
         if metricsEnabled {
             metrics.finished(
                 route: context.route, status: state.status, seconds: Double(totalNanoseconds) / 1e9,
-                upstreamSeconds: Double(state.upstreamNanoseconds) / 1e9, state: state, outcome: outcome)
+                upstreamSeconds: Double(state.upstreamNanoseconds) / 1e9, state: state, outcome: outcome, cost: cost)
         }
         let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, state.upstreamNanoseconds)) / 1e6
@@ -231,6 +235,7 @@ struct RequestFinisher: Sendable {
                 ("attempts", state.report.upstreamAttempts > 1 ? .int(state.report.upstreamAttempts) : nil),
                 ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
                 ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
+                ("cost_micros", cost.micros.map { .int(Int($0)) }),
                 ("outcome", .string(outcome.label)),
                 ("error", state.protocolError.map { .string($0) }),
                 ("auth_error", state.error?.authFailure.map { .string($0) }),
@@ -332,6 +337,29 @@ struct RequestSummary: Sendable {
     /// finding, or `timeout`), for the log.
     var protocolError: String?
 
+    /// What the request's own upstream calls cost at `prices` in force when it started
+    /// (`startedAt`, milliseconds since the epoch): 0 for an answer from the cache or a
+    /// retry's replay (no call of its own); unknown when no usage was reported; unpriced when
+    /// its model has no price then. With no prices at all, nothing.
+    func cost(_ prices: PriceList?, startedAt: Int64) -> MoneySpent {
+        guard let prices else { return .none }
+        if outcome == .cacheHit || outcome == .replayed { return MoneySpent(micros: 0) }
+        guard let usage, let model = report.model else { return .none }
+        let tokens = TokenCounts(
+            input: usage.promptTokens ?? 0, cachedInput: usage.cachedPromptTokens ?? 0,
+            output: usage.completionTokens ?? 0)
+        guard let micros = prices.cost(of: tokens, model: model, at: startedAt) else {
+            return MoneySpent(micros: nil, unpricedModel: model)
+        }
+        return MoneySpent(micros: micros)
+    }
+
+    /// When a request that has run `elapsedNanoseconds` until `now` started, in milliseconds
+    /// since the epoch: the instant its row is dated and its calls priced at.
+    static func startMilliseconds(_ now: Instant, _ elapsedNanoseconds: UInt64) -> Int64 {
+        Int64(((now.secondsSinceEpoch * 1000) - Double(elapsedNanoseconds) / 1e6).rounded(.down))
+    }
+
     /// Tokens to charge against the daily quota: what the upstream reported, nothing for a
     /// cached answer.
     var chargeableTokens: Int {
@@ -379,4 +407,13 @@ struct RequestSummary: Sendable {
         }
         return false
     }
+}
+
+/// What a request cost: micro-units of the currency, or nil when that is not known (no usage
+/// reported, or no prices); `unpricedModel` names a model that answered without a price.
+struct MoneySpent: Sendable, Equatable {
+    var micros: Int64?
+    var unpricedModel: String? = nil
+
+    static let none = MoneySpent(micros: nil)
 }

@@ -1,4 +1,5 @@
 import EventLoop
+import Pricing
 import Telemetry
 import TextTasks
 
@@ -26,7 +27,8 @@ enum StartupWarnings {
     }
 
     static func of(
-        _ configuration: GatewayConfiguration, address: SocketAddress, descriptors: DescriptorBudget
+        _ configuration: GatewayConfiguration, address: SocketAddress, descriptors: DescriptorBudget,
+        now: Instant = .now
     ) -> [Warning] {
         var warnings: [Warning] = []
         if let root = configuration.appAttest?.android?.extraRoot {
@@ -88,6 +90,23 @@ enum StartupWarnings {
                             )
                         ),
                     ]))
+        }
+        if let prices = configuration.prices {
+            let unpriced = configuration.unpricedModels(prices, at: now)
+            if !unpriced.isEmpty {
+                warnings.append(
+                    Warning(
+                        level: .warning, event: "unpriced_models",
+                        fields: [
+                            ("models", .string(unpriced.joined(separator: ","))),
+                            (
+                                "effect",
+                                .string(
+                                    "their calls are served with no cost (textgateway_unpriced_requests_total counts "
+                                        + "them); PRICES_REQUIRED=on refuses to start instead")
+                            ),
+                        ]))
+            }
         }
         // Errors, not warnings: the gateway serves, but /api/process cannot answer.
         if configuration.apiKey == nil {
