@@ -44,7 +44,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Access",
-            dependencies: ["Crypto", "Redis", "Store", "HTTPClient", "JSON", "EventLoop", "Telemetry"],
+            dependencies: ["Crypto", "Redis", "Store", "HTTPClient", "JSON", "EventLoop", "Telemetry", "Pricing"],
             swiftSettings: strict),
         .target(
             name: "Jobs", dependencies: ["TextTasks", "Store", "JSON", "ChatAPI", "EventLoop", "Telemetry"],

@@ -12,10 +12,17 @@ package struct Plan: Sendable, Hashable {
     /// Upstream tokens a key may use per UTC day. A request is refused once the quota is
     /// used up; one that starts under it may finish over it.
     package let tokensPerDay: Int?
+    /// What one caller of the plan may spend a day or a month, in money or tokens
+    /// (``BudgetKeeper``); none: no budget of its own.
+    package let budgets: [BudgetLimit]
 
     /// A plan. Limits below zero count as zero (every request refused).
-    package init(name: String, requestsPerMinute: Int?, concurrentRequests: Int?, tokensPerDay: Int?) {
+    package init(
+        name: String, requestsPerMinute: Int?, concurrentRequests: Int?, tokensPerDay: Int?,
+        budgets: [BudgetLimit] = []
+    ) {
         self.name = name
+        self.budgets = budgets
         self.requestsPerMinute = requestsPerMinute.map { max(0, $0) }
         self.concurrentRequests = concurrentRequests.map { max(0, $0) }
         self.tokensPerDay = tokensPerDay.map { max(0, $0) }

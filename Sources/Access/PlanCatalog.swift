@@ -1,10 +1,11 @@
 /// The plans a gateway knows, by name, from `PLANS`.
 ///
-/// `PLANS` is a comma-separated list of `name:rpm:concurrent:tokensPerDay` entries, each
-/// limit a whole number or `-` for unlimited:
+/// `PLANS` is a comma-separated list of `name:rpm:concurrent:tokensPerDay[:budgets]` entries,
+/// each limit a whole number or `-` for unlimited, and the optional budgets a caller of the
+/// plan may spend (money in units of `CURRENCY`, or tokens; ``BudgetLimit/parseList(_:)``):
 ///
 /// ```
-/// PLANS=free:20:2:50000,pro:600:16:5000000,internal:-:-:-
+/// PLANS=free:20:2:50000,pro:600:16:5000000:2/day+30/month,internal:-:-:-
 /// ```
 ///
 /// Two plans always exist: ``guest``, for callers without a token, and ``default``, for
@@ -72,7 +73,7 @@ package struct PlanCatalog: Sendable {
             let entry = trimmed(piece)
             guard !entry.isEmpty else { continue }
             let fields = entry.split(separator: ":", omittingEmptySubsequences: false).map(trimmed)
-            guard fields.count == 4 else {
+            guard fields.count == 4 || fields.count == 5 else {
                 throw PlanConfigError(.wrongFieldCount(found: fields.count), position: position)
             }
             let name = String(fields[0])
@@ -84,8 +85,17 @@ package struct PlanCatalog: Sendable {
             let rpm = try limit(fields[1], .requestsPerMinute, position: position)
             let concurrent = try limit(fields[2], .concurrentRequests, position: position)
             let tokens = try limit(fields[3], .tokensPerDay, position: position)
+            var budgets: [BudgetLimit] = []
+            if fields.count == 5, fields[4] != "-" {
+                guard let limits = BudgetLimit.parseList(fields[4]) else {
+                    throw PlanConfigError(.invalidBudget, position: position)
+                }
+                budgets = limits
+            }
             parsed.append(
-                Plan(name: name, requestsPerMinute: rpm, concurrentRequests: concurrent, tokensPerDay: tokens))
+                Plan(
+                    name: name, requestsPerMinute: rpm, concurrentRequests: concurrent, tokensPerDay: tokens,
+                    budgets: budgets))
         }
         return PlanCatalog(plans: parsed)
     }

@@ -2,7 +2,7 @@
 /// entry and what is wrong with it.
 ///
 /// ```
-/// entry 2: expected 4 fields (name:rpm:concurrent:tokensPerDay), found 3
+/// entry 2: expected 4 or 5 fields (name:rpm:concurrent:tokensPerDay[:budgets]), found 3
 /// entry 3: tokensPerDay is not a whole number from 1 to 1000000000 or -
 /// ```
 package struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -15,8 +15,10 @@ package struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertib
 
     /// What is wrong with the entry.
     package enum Problem: Hashable, Sendable {
-        /// The entry does not have exactly four `:`-separated fields.
+        /// The entry does not have four or five `:`-separated fields.
         case wrongFieldCount(found: Int)
+        /// The fifth field is neither `-` nor budgets (``BudgetLimit/parseList(_:)``).
+        case invalidBudget
         /// The name is not 1–64 of `[A-Za-z0-9._-]`.
         case invalidName
         /// A limit is neither `-` nor a whole number from 1 to ``PlanCatalog/maximumLimit``.
@@ -37,7 +39,10 @@ package struct PlanConfigError: Error, Hashable, Sendable, CustomStringConvertib
     /// What went wrong, without the position.
     package var reason: String {
         switch problem {
-        case .wrongFieldCount(let found): "expected 4 fields (name:rpm:concurrent:tokensPerDay), found \(found)"
+        case .wrongFieldCount(let found):
+            "expected 4 or 5 fields (name:rpm:concurrent:tokensPerDay[:budgets]), found \(found)"
+        case .invalidBudget:
+            "budgets is - or AMOUNT/day, AMOUNT/month, COUNTtokens/day or COUNTtokens/month (one of each), joined by +"
         case .invalidName: "the plan name is not 1-\(Plan.maximumNameLength) of [A-Za-z0-9._-]"
         case .invalidLimit(let field):
             "\(field.rawValue) is not a whole number from 1 to \(PlanCatalog.maximumLimit) or -"

@@ -1,7 +1,7 @@
 /// The instants a price starts from: RFC 3339's `date-time` (`2026-12-01T00:00:00Z`,
 /// `2026-12-01T03:30:00+03:30`, a fraction of a second allowed) or a `full-date`, read as its
 /// midnight UTC.
-enum RFC3339 {
+package enum RFC3339 {
     /// `text` as milliseconds since the epoch; nil when it is not one of those forms or names
     /// a day that does not exist.
     static func milliseconds(_ text: Substring) -> Int64? {
@@ -71,7 +71,7 @@ enum RFC3339 {
     }
 
     /// Days from 1970-01-01 to the date (proleptic Gregorian; Howard Hinnant's days_from_civil).
-    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+    package static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -214,6 +214,21 @@ struct AccessTests {
             #expect(catalog.all.map(\.name) == ["default", "free", "guest", "internal", "pro"])
         }
 
+        @Test("a plan's fifth field is its own budgets, in money or tokens, a day or a month; the old form stays valid")
+        func parsesPlanBudgets() throws {
+            let catalog = try PlanCatalog.parse(
+                "free:20:2:50000:0.5/day+10/month+200000tokens/day,pro:-:-:-:-,old:1:1:1")
+            #expect(
+                catalog.plan(named: "free").budgets == [
+                    BudgetLimit(period: .day, unit: .micros, amount: 500_000),
+                    BudgetLimit(period: .month, unit: .micros, amount: 10_000_000),
+                    BudgetLimit(period: .day, unit: .tokens, amount: 200_000),
+                ])
+            #expect(catalog.plan(named: "pro").budgets.isEmpty)
+            #expect(catalog.plan(named: "old").budgets.isEmpty)
+            #expect(catalog.plan(named: "old").tokensPerDay == 1)
+        }
+
         @Test("has built-in guest and default plans")
         func hasBuiltIns() throws {
             let catalog = try PlanCatalog.parse("")
@@ -236,7 +251,10 @@ struct AccessTests {
 
         static let errors: [(text: String, error: PlanConfigError)] = [
             ("free:20:2", PlanConfigError(.wrongFieldCount(found: 3), position: 1)),
-            ("free:20:2:100,pro:1:2:3:4", PlanConfigError(.wrongFieldCount(found: 5), position: 2)),
+            ("free:20:2:100,pro:1:2:3:4/day:5", PlanConfigError(.wrongFieldCount(found: 6), position: 2)),
+            ("free:20:2:100,pro:1:2:3:4", PlanConfigError(.invalidBudget, position: 2)),
+            ("pro:1:2:3:5/week", PlanConfigError(.invalidBudget, position: 1)),
+            ("pro:1:2:3:5/day+6/day", PlanConfigError(.invalidBudget, position: 1)),
             ("free:20:2:100,,b@d:1:1:1", PlanConfigError(.invalidName, position: 3)),
             ("free:x:2:100", PlanConfigError(.invalidLimit(.requestsPerMinute), position: 1)),
             ("free:20:0:100", PlanConfigError(.invalidLimit(.concurrentRequests), position: 1)),

@@ -24,7 +24,8 @@ struct ErrorCodeCatalogTests {
             .invalidModelOutput, .upstreamBusy, .upstreamTimeout, .invalidMessages, .modelNotFound("m"),
             .tooManyChoices(limit: 4), .contextLengthExceeded, .clientClosedRequest, .repeatedField, .shuttingDown,
             .itemNotFound, .invalidParameter, .storeUnavailable, .deviceAlreadyRegistered, .invalidIdempotencyKey,
-            .idempotencyInProgress, .idempotencyKeyReused, .internalError, .tooManyJobs, .jobCancelled,
+            .idempotencyInProgress, .idempotencyKeyReused, .internalError, .tooManyJobs,
+            .budgetExceeded(.gateway, retryAfterSeconds: 1), .jobCancelled,
         ] + [400, 408, 413, 414, 431, 501, 505].map { GatewayError.protocolError(HTTPStatus(code: $0)) }
 
     /// The statuses each code is answered with, in either shape (an OpenAI form's own).

@@ -54,7 +54,7 @@ struct PriceConfigurationTests {
     }
 
     @Test(
-        "refused: both PRICES and PRICES_FILE, a bad entry, a bad currency, required without prices or with a model unpriced",
+        "refused: PRICES and PRICES_FILE both, a bad entry or currency, required without prices or with one unpriced",
         arguments: [
             (["PRICES": "main=1/2", "PRICES_FILE": "/dev/null"], "not both"),
             (["PRICES": "main=1"], "PRICES: "),

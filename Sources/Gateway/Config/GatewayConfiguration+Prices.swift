@@ -1,3 +1,4 @@
+import Access
 import Pricing
 import Telemetry
 import Upstream
@@ -36,6 +37,7 @@ extension GatewayConfiguration {
             prices = nil
         }
         pricesRequired = try flag("PRICES_REQUIRED") ?? false
+        try readBudgets(value: value)
         guard pricesRequired else { return }
         guard let prices else {
             throw ConfigurationError("PRICES_REQUIRED is on but no price is set: set PRICES or PRICES_FILE")
@@ -46,6 +48,32 @@ extension GatewayConfiguration {
                 "PRICES_REQUIRED is on but these models have no price in force: \(unpriced.joined(separator: ", "))")
         }
     }
+
+    /// `BUDGETS` and `BUDGET_TIMEZONE` (read after `PLANS` and the prices).
+    mutating func readBudgets(value: (String) -> String?) throws(ConfigurationError) {
+        if let text = value("BUDGETS") {
+            switch BudgetSettings.parse(text) {
+            case .success(let settings): budgets = settings
+            case .failure(let error): throw ConfigurationError("BUDGETS: \(error)")
+            }
+        }
+        if let zone = value("BUDGET_TIMEZONE") {
+            guard let calendar = BudgetCalendar(zone: zone) else {
+                throw ConfigurationError(
+                    "BUDGET_TIMEZONE must be UTC, an offset such as +03:30, or a zone without daylight saving time "
+                        + "such as Asia/Tehran")
+            }
+            budgetCalendar = calendar
+        }
+        let moneyBudgets = (budgets.guests + budgets.devices + budgets.gateway + plans.all.flatMap(\.budgets))
+            .contains { $0.unit == .micros }
+        if moneyBudgets, prices == nil {
+            throw ConfigurationError("a budget in money needs prices: set PRICES or PRICES_FILE, or budget in tokens")
+        }
+    }
+
+    /// Whether any budget is set: `BUDGETS`, or a plan's own.
+    var hasBudgets: Bool { !budgets.isEmpty || plans.all.contains { !$0.budgets.isEmpty } }
 
     /// Every model id an upstream may be asked for: each upstream's default, per-task and
     /// `/v1` alias models.

@@ -126,6 +126,11 @@ package struct GatewayConfiguration: Sendable {
     /// `PRICES` or `PRICES_FILE`: what each upstream model's tokens cost; nil: no prices, and
     /// no request has a cost.
     package var prices: PriceList?
+    /// `BUDGETS`: the spending budgets of all guests, all device sessions and the whole
+    /// gateway (a caller's own are its plan's, `PLANS`).
+    package var budgets = BudgetSettings()
+    /// `BUDGET_TIMEZONE`: where the budgets' days and months begin.
+    package var budgetCalendar = BudgetCalendar.utc
     /// `PRICES_REQUIRED=on`: the gateway starts only when every model it may call has a price
     /// in force, so no request is ever unpriced (prices are only ever added to: a model
     /// priced at the start stays priced).

@@ -10,6 +10,11 @@ struct LimitsFeature: GatewayFeature {
     private let clock: @Sendable () -> Instant
     /// Nil when the configuration turns limits off.
     let limiter: (any RateLimiter)?
+    /// The spending budgets' sums (`BUDGETS`, plans' budgets); nil when none is set. Kept
+    /// whatever `RATE_LIMITS` says: they are the operator's ceiling, not a caller's pace.
+    let budgets: (any BudgetKeeper)?
+    /// The upstream models a request may be answered by, whose dearest price a worst case takes.
+    private let models: [String]
     let services: [any Service]
 
     /// - Parameters:
@@ -48,18 +53,29 @@ struct LimitsFeature: GatewayFeature {
         }
         self.limiter = limiter
         self.services = services
+        budgets = configuration.hasBudgets ? InMemoryBudgetKeeper(calendar: configuration.budgetCalendar) : nil
+        models = configuration.upstreamModels.sorted()
     }
 
     /// The limits of a route whose requests cost `cost`; none when limits are off (a concern
     /// the configuration turns off is no layer at all).
     func middleware(_ cost: RequestCost) -> [any Middleware] {
-        guard let limiter else { return [] }
-        return [
-            RateLimitMiddleware(
-                limiter: limiter, plans: configuration.plans, clients: configuration.clientAddressKey,
-                maxTokens: configuration.maxTokens,
-                cost: cost, clock: clock
-            )
-        ]
+        var steps: [any Middleware] = []
+        if let limiter {
+            steps.append(
+                RateLimitMiddleware(
+                    limiter: limiter, plans: configuration.plans, clients: configuration.clientAddressKey,
+                    maxTokens: configuration.maxTokens,
+                    cost: cost, clock: clock
+                ))
+        }
+        if let budgets, cost.goesUpstream {
+            steps.append(
+                BudgetMiddleware(
+                    keeper: budgets, settings: configuration.budgets, plans: configuration.plans,
+                    clients: configuration.clientAddressKey, maxTokens: configuration.maxTokens, cost: cost,
+                    prices: configuration.prices, models: models, clock: clock))
+        }
+        return steps
     }
 }

@@ -16,6 +16,7 @@ final class GatewayMetrics: Sendable {
     let cache: CounterFamily
     let cost: CounterFamily
     let unpriced: CounterFamily
+    let overBudget: CounterFamily
     /// The children a finished request records into, found without the families' locks.
     private let slots: RequestMetricSlots
 
@@ -50,6 +51,9 @@ final class GatewayMetrics: Sendable {
         unpriced = registry.counter(
             "textgateway_unpriced_requests_total",
             help: "Requests answered by a model PRICES gives no price for, by model.", labels: ["model"])
+        overBudget = registry.counter(
+            "textgateway_budget_refusals_total", help: "Requests refused by a spending budget, by its scope.",
+            labels: ["scope"])
     }
 
     /// Records one finished request.
@@ -64,6 +68,7 @@ final class GatewayMetrics: Sendable {
         }
         switch outcome {
         case .refused(let reason): rateLimited.labels(reason.description).increment()
+        case .overBudget(let scope): overBudget.labels(scope.rawValue).increment()
         case .failed(let failure): upstreamErrors.labels(failure.label).increment()
         default: break
         }

@@ -62,6 +62,7 @@ enum ErrorRenderer {
                     } else {
                         fields.nullField("param")
                     }
+                    if let scope = error.budgetScope { fields.field("scope", scope.rawValue) }
                 }
             }
         }
@@ -77,6 +78,7 @@ enum ErrorRenderer {
         object.field("message", message)
         object.field("code", error.code.rawValue)
         if let attestError = error.attestError { object.field("attestError", attestError) }
+        if let scope = error.budgetScope { object.field("scope", scope.rawValue) }
         object.field("requestId", requestID)
     }
 

@@ -19,6 +19,9 @@ package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible
     var upstreamKind: UpstreamFailureKind?
     /// Why a rate limit or quota refused the request, when this error answers a refusal.
     var refusal: RefusalReason?
+    /// The budget that refused the request (`caller`, `guests`, `devices`, `gateway`), sent as
+    /// `scope`.
+    var budgetScope: BudgetScope?
     /// How long the failed upstream call took, in nanoseconds (0 when none was made).
     var upstreamElapsed: UInt64 = 0
     /// Why a device's registration or session was refused (the log's `attest_error`), sent
@@ -62,6 +65,7 @@ package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible
         case unsupportedMediaType = "unsupported_media_type"
         case rateLimited = "rate_limited"
         case tooManyJobs = "too_many_jobs"
+        case budgetExceeded = "budget_exceeded"
         case headersTooLarge = "headers_too_large"
         case notConfigured = "not_configured"
         case internalError = "internal_error"
@@ -314,6 +318,19 @@ package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible
         return error
     }()
     static let tooManyJobsRetryAfterSeconds = 30
+
+    /// A budget of `scope` has no room for the request's worst case; `Retry-After` is the
+    /// period's end, or a second when requests in flight hold the room and may give it back.
+    static func budgetExceeded(_ scope: BudgetScope, retryAfterSeconds: Int64) -> GatewayError {
+        var error = GatewayError(
+            .tooManyRequests, .budgetExceeded,
+            "سقف هزینهٔ این سرویس برای این دوره پر شده است. لطفاً بعداً دوباره تلاش کنید.",
+            "The spending budget for this period is used up. Please try again later."
+        )
+        error.budgetScope = scope
+        error.headers.add(name: "Retry-After", value: String(max(1, retryAfterSeconds)))
+        return error
+    }
     static let jobCancelled = GatewayError(
         HTTPStatus(code: 499, reasonPhrase: "Client Closed Request"), .cancelled, "این کار لغو شد.",
         "The job was cancelled.")

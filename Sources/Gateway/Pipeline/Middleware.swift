@@ -280,23 +280,36 @@ enum RequestCost: Sendable {
     /// (or `max_completion_tokens`) and `MAX_TOKENS`.
     case chat(maximumMessages: Int, maximumChoices: Int)
 
+    /// Whether the route's requests may be answered by a model at all.
+    var goesUpstream: Bool {
+        if case .none = self { return false }
+        return true
+    }
+
     func worstCase(body: [UInt8], maxTokens: Int) -> Int {
+        let tokens = worstCaseTokens(body: body, maxTokens: maxTokens)
+        return tokens.input + tokens.output
+    }
+
+    /// The worst case split into the input's estimate (about three bytes a token, on the high
+    /// side for Persian and JSON) and all the answers' tokens, which cost more.
+    func worstCaseTokens(body: [UInt8], maxTokens: Int) -> (input: Int, output: Int) {
         switch self {
         case .none:
-            return 0
+            return (0, 0)
         case .process:
-            return RateLimitMiddleware.tokenEstimate(bodyBytes: body.count, maxTokens: maxTokens)
+            return (body.count / 3, maxTokens)
         case .chat(let maximumMessages, let maximumChoices):
             // A body that does not read is refused by the route; until then it counts as one answer.
             guard let chat = try? ChatCompletionPassThrough(jsonBytes: body, maximumMessages: maximumMessages) else {
-                return RateLimitMiddleware.tokenEstimate(bodyBytes: body.count, maxTokens: maxTokens)
+                return (body.count / 3, maxTokens)
             }
             // More answers than MAX_CHOICES: the route refuses it (400) without an upstream call.
-            guard chat.choices <= maximumChoices else { return 0 }
+            guard chat.choices <= maximumChoices else { return (0, 0) }
             let perChoice = min(
                 [chat.maxCompletionTokens, chat.maxTokens].compactMap { $0 }.max() ?? maxTokens, maxTokens)
             let (answers, overflow) = chat.choices.multipliedReportingOverflow(by: perChoice)
-            return body.count / 3 + (overflow ? Int.max / 2 : answers)
+            return (body.count / 3, overflow ? Int.max / 2 : answers)
         }
     }
 }

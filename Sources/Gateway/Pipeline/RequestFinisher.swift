@@ -189,12 +189,20 @@ struct RequestFinisher: Sendable {
     func finish(_ context: RequestContext, _ end: ResponseEnd) async {
         // A keyed stream's answer outlives its client: the request ends when the answer does.
         if let work = context.record.state.withLock({ $0.outlivingWork }) { await work.value }
-        let (completedAfterClientLeft, held) = context.record.state.withLock { entry -> (Bool, Admission?) in
-            defer { entry.summary.report.admission = nil }
-            return (entry.summary.end(end, ledgered: entry.ledgered), entry.summary.report.admission)
+        let (completedAfterClientLeft, held, budget) = context.record.state.withLock {
+            entry -> (Bool, Admission?, BudgetReservation?) in
+            defer {
+                entry.summary.report.admission = nil
+                entry.summary.report.budget = nil
+            }
+            return (
+                entry.summary.end(end, ledgered: entry.ledgered), entry.summary.report.admission,
+                entry.summary.report.budget
+            )
         }
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
         if let held { _ = await giveBack(held, context, warn: true) }
+        if let budget { await settle(budget, context) }
         // Out of line, for the same reason as `answered`'s: the request's awaited frames stay narrow.
         let finished = logAndCount(context)
         // After the answer: a full queue makes only this connection's next request wait.
@@ -252,6 +260,27 @@ struct RequestFinisher: Sendable {
             inputTokens: state.usage?.promptTokens,
             outputTokens: state.usage?.completionTokens, durationNanoseconds: totalNanoseconds
         )
+    }
+
+    /// Settles the request's budgets with what it used: its tokens, and its cost, or (when it
+    /// called upstream and learnt no usage, or its model has no price) the money it reserved,
+    /// so that no spending goes uncounted.
+    @inline(never)
+    private func settle(_ budget: BudgetReservation, _ context: RequestContext) async {
+        let summary = context.record.state.withLock { $0.summary }
+        let now = clock()
+        let startedAt = RequestSummary.startMilliseconds(now, context.start.nanoseconds(until: .now()))
+        let cost = summary.cost(prices, startedAt: startedAt)
+        let called = summary.report.upstreamAttempts > 0 && summary.outcome != .cacheHit
+        let micros = cost.micros ?? (called ? budget.worstMicros : 0)
+        do {
+            try await budget.keeper.settle(
+                budget.hold, tokens: Int64(summary.chargeableTokens), micros: micros, now: now)
+        } catch {
+            // The reservation expires with its period; what it held stays counted, and said so.
+            logger.warning(
+                "budget_settle_failed", [("request_id", .string(context.id)), ("micros", .int(Int(micros)))])
+        }
     }
 
     /// Gives `held` back, charging the tokens the request used: the limiter's new status, or

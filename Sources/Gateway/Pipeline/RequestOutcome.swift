@@ -13,6 +13,8 @@ enum RequestOutcome: Sendable, Equatable {
     case cancelled
     /// Refused by a rate limit or quota (`429`).
     case refused(RefusalReason)
+    /// Refused by a spending budget (`429 budget_exceeded`).
+    case overBudget(BudgetScope)
     /// The request itself was wrong: validation, authentication, routing (`4xx`).
     case rejected
     /// The upstream failed.
@@ -33,6 +35,7 @@ enum RequestOutcome: Sendable, Equatable {
         case .cacheHit: return "cache_hit"
         case .cancelled: return "cancelled"
         case .refused: return "rate_limited"
+        case .overBudget: return "budget_exceeded"
         case .rejected: return "rejected"
         case .failed(let failure): return failure.kind == .timeout ? "upstream_timeout" : "upstream_failure"
         case .streamTimeout: return "stream_timeout"
@@ -46,6 +49,7 @@ enum RequestOutcome: Sendable, Equatable {
     /// carry their own.
     static func answered(with error: GatewayError) -> RequestOutcome {
         if let reason = error.refusal { return .refused(reason) }
+        if let scope = error.budgetScope { return .overBudget(scope) }
         if let kind = error.upstreamKind { return .failed(UpstreamFailure(kind: kind)) }
         switch error.status.code {
         case 499: return .cancelled

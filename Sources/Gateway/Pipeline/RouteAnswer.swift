@@ -27,6 +27,8 @@ struct RouteReport: Sendable {
     var caller: Caller?
     /// The rate-limit lease the request holds and the limiter's status when it took it.
     var admission: Admission?
+    /// What the request reserved of its budgets, settled by the finisher when it ends.
+    var budget: BudgetReservation?
     var task: String?
     var tone: String?
     var textLength: Int?
@@ -71,6 +73,15 @@ struct Admission: Sendable {
     let plan: Plan
     let limiter: any RateLimiter
     let status: RateStatus?
+}
+
+/// A request's hold on its budgets and the keeper to settle it with.
+struct BudgetReservation: Sendable {
+    let hold: BudgetHold
+    let keeper: any BudgetKeeper
+    /// The money reserved (its worst case): what a request that called upstream but learnt
+    /// no usage is charged, so no spending goes uncounted.
+    let worstMicros: Int64
 }
 
 /// Upstream attempts made in a computation that may outlive the route's own frame (a cached

@@ -1,0 +1,130 @@
+import Synchronization
+package import Telemetry
+
+/// The budgets' sums in this process: exact for one instance (every reservation and
+/// settlement under one lock, all of a request's accounts at once). Several instances share
+/// Redis's instead.
+package final class InMemoryBudgetKeeper: BudgetKeeper {
+    private struct CounterKey: Hashable {
+        let key: String
+        let period: BudgetPeriod
+        let unit: BudgetUnit
+    }
+
+    private struct Counter {
+        var periodID: Int64
+        /// Used by requests that ended (and seeded at the start).
+        var settled: Int64 = 0
+        /// Reserved by requests still running.
+        var inFlight: Int64 = 0
+    }
+
+    private struct State {
+        var counters: [CounterKey: Counter] = [:]
+        var live: Set<UInt64> = []
+        var nextID: UInt64 = 1
+        var operations = 0
+    }
+
+    private let calendar: BudgetCalendar
+    private let state = Mutex(State())
+
+    package init(calendar: BudgetCalendar) {
+        self.calendar = calendar
+    }
+
+    package func reserve(_ demand: BudgetDemand, now: Instant) -> BudgetDecision {
+        let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
+        return state.withLock { state in
+            var entries: [BudgetHold.Entry] = []
+            for account in demand.accounts {
+                for limit in account.limits {
+                    let periodID = calendar.period(limit.period, at: seconds)
+                    let key = CounterKey(key: account.key, period: limit.period, unit: limit.unit)
+                    var counter = state.counters[key] ?? Counter(periodID: periodID)
+                    // A new period: requests of the old one still running hold their room until they end.
+                    if counter.periodID < periodID { counter = Counter(periodID: periodID, inFlight: counter.inFlight) }
+                    let worst = demand.worst(limit.unit)
+                    if counter.settled >= limit.amount || counter.settled + worst > limit.amount {
+                        return .refused(
+                            BudgetRefusal(
+                                scope: account.scope,
+                                retryAfterSeconds: calendar.secondsToEnd(of: limit.period, at: seconds)))
+                    }
+                    if counter.settled + counter.inFlight + worst > limit.amount {
+                        return .refused(BudgetRefusal(scope: account.scope, retryAfterSeconds: 1))
+                    }
+                    entries.append(
+                        BudgetHold.Entry(
+                            key: account.key, period: limit.period, periodID: periodID, unit: limit.unit,
+                            reserved: worst))
+                }
+            }
+            guard !entries.isEmpty else { return .allowed(nil) }
+            for entry in entries {
+                let key = CounterKey(key: entry.key, period: entry.period, unit: entry.unit)
+                var counter = state.counters[key] ?? Counter(periodID: entry.periodID)
+                if counter.periodID < entry.periodID {
+                    counter = Counter(periodID: entry.periodID, inFlight: counter.inFlight)
+                }
+                counter.inFlight += entry.reserved
+                state.counters[key] = counter
+            }
+            let id = state.nextID
+            state.nextID += 1
+            state.live.insert(id)
+            Self.sweep(&state, seconds: seconds, calendar: calendar)
+            return .allowed(BudgetHold(id: id, entries: entries))
+        }
+    }
+
+    package func settle(_ hold: BudgetHold, tokens: Int64, micros: Int64, now: Instant) {
+        state.withLock { state in
+            guard state.live.remove(hold.id) != nil else { return }
+            for entry in hold.entries {
+                let key = CounterKey(key: entry.key, period: entry.period, unit: entry.unit)
+                guard var counter = state.counters[key] else { continue }
+                counter.inFlight = max(0, counter.inFlight - entry.reserved)
+                // Counted for the period the request started in; a period already over keeps nothing.
+                if counter.periodID == entry.periodID { counter.settled += entry.unit == .tokens ? tokens : micros }
+                state.counters[key] = counter
+            }
+        }
+    }
+
+    /// Adds what the store says `key` used in its current period (at the start, so a restart
+    /// keeps the sums).
+    package func seed(key: String, period: BudgetPeriod, unit: BudgetUnit, used: Int64, now: Instant) {
+        let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
+        let periodID = calendar.period(period, at: seconds)
+        state.withLock { state in
+            let counterKey = CounterKey(key: key, period: period, unit: unit)
+            var counter = state.counters[counterKey] ?? Counter(periodID: periodID)
+            if counter.periodID == periodID { counter.settled += max(0, used) }
+            state.counters[counterKey] = counter
+        }
+    }
+
+    /// What `key` has used in the current `period` (settled) and holds (in flight).
+    package func use(key: String, period: BudgetPeriod, unit: BudgetUnit, now: Instant) -> (
+        settled: Int64, inFlight: Int64
+    ) {
+        let periodID = calendar.period(period, at: Int64(now.secondsSinceEpoch.rounded(.down)))
+        return state.withLock { state in
+            guard let counter = state.counters[CounterKey(key: key, period: period, unit: unit)],
+                counter.periodID == periodID
+            else { return (0, 0) }
+            return (counter.settled, counter.inFlight)
+        }
+    }
+
+    /// Every 4,096 reservations, forgets the counters of periods that are over and hold
+    /// nothing, so callers seen once do not stay forever.
+    private static func sweep(_ state: inout State, seconds: Int64, calendar: BudgetCalendar) {
+        state.operations += 1
+        guard state.operations % 4096 == 0 else { return }
+        state.counters = state.counters.filter { key, counter in
+            counter.inFlight > 0 || counter.periodID >= calendar.period(key.period, at: seconds)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Access
+import HTTPServer
+import Pricing
+import Telemetry
+
+/// Reserves a request's worst case in every budget it counts in, before its upstream call:
+/// its plan's own (the caller, or a guest's address), all guests' or all device sessions',
+/// and the whole gateway's, in money and in tokens. One that has no room refuses with
+/// `429 budget_exceeded` and its scope. The reservation is the finisher's to settle with what
+/// the request used (``RequestFinisher``), so the budgets hold however many requests run at
+/// once.
+struct BudgetMiddleware: Middleware {
+    let keeper: any BudgetKeeper
+    let settings: BudgetSettings
+    let plans: PlanCatalog
+    /// A guest's address as its key (behind trusted proxies, an IPv6 one by its prefix).
+    let clients: ClientAddressKey
+    /// `MAX_TOKENS`: the most an answer may take.
+    let maxTokens: Int
+    /// How the route's worst case is worked out.
+    let cost: RequestCost
+    let prices: PriceList?
+    /// Every model a request may be answered by: the worst case is priced at the dearest.
+    let models: [String]
+    let clock: @Sendable () -> Instant
+
+    func handle(
+        _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
+    ) async throws -> RouteAnswer {
+        let accounts = accounts(for: context.caller, request)
+        guard !accounts.isEmpty else { return await next(request, context, &report) }
+        let tokens = cost.worstCaseTokens(body: request.body, maxTokens: maxTokens)
+        // Nothing goes upstream (the route refuses the request, or asks no model).
+        guard tokens.input > 0 || tokens.output > 0 else { return await next(request, context, &report) }
+        let now = clock()
+        let micros = worstMicros(input: tokens.input, output: tokens.output, at: now)
+        let demand = BudgetDemand(
+            accounts: accounts, worstTokens: Int64(clamping: tokens.input &+ tokens.output), worstMicros: micros)
+        let decision: BudgetDecision
+        do {
+            decision = try await keeper.reserve(demand, now: now)
+        } catch {
+            // A budget that cannot be asked is not a budget that holds: refused, not let through.
+            throw GatewayError.upstreamBusy
+        }
+        switch decision {
+        case .refused(let refusal):
+            throw GatewayError.budgetExceeded(refusal.scope, retryAfterSeconds: refusal.retryAfterSeconds)
+        case .allowed(let hold):
+            if let hold { report.budget = BudgetReservation(hold: hold, keeper: keeper, worstMicros: micros) }
+            return await next(request, context, &report)
+        }
+    }
+
+    /// The budgets a request of `caller` counts in.
+    func accounts(for caller: Caller?, _ request: HTTPRequest) -> [BudgetAccount] {
+        var accounts: [BudgetAccount] = []
+        let plan = plans.plan(for: caller)
+        if !plan.budgets.isEmpty {
+            let key =
+                caller.map { RateLimitMiddleware.key(userID: $0.userID) } ?? "address:" + clients.key(for: request)
+            accounts.append(BudgetAccount(scope: .caller, key: key, limits: plan.budgets))
+        }
+        if let caller {
+            if caller.userID.hasPrefix(Self.devicePrefix), !settings.devices.isEmpty {
+                accounts.append(BudgetAccount(scope: .devices, key: "devices", limits: settings.devices))
+            }
+        } else if !settings.guests.isEmpty {
+            accounts.append(BudgetAccount(scope: .guests, key: "guests", limits: settings.guests))
+        }
+        if !settings.gateway.isEmpty {
+            accounts.append(BudgetAccount(scope: .gateway, key: "gateway", limits: settings.gateway))
+        }
+        return accounts
+    }
+
+    /// A device session's user id starts with this.
+    static let devicePrefix = DeviceSessions.userID(deviceID: "")
+
+    /// The most `input` and `output` tokens cost at the dearest price in force of the models
+    /// a request may be answered by (retries and a fallback included); 0 without prices.
+    func worstMicros(input: Int, output: Int, at now: Instant) -> Int64 {
+        guard let prices else { return 0 }
+        let milliseconds = Int64((now.secondsSinceEpoch * 1000).rounded(.down))
+        let tokens = TokenCounts(input: input, output: output)
+        return models.compactMap { prices.cost(of: tokens, model: $0, at: milliseconds) }.max() ?? 0
+    }
+}

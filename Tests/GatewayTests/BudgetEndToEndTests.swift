@@ -1,0 +1,90 @@
+import Access
+import Gateway
+import HTTPClient
+import JSON
+import Pricing
+import TestSupport
+import Testing
+
+@testable import Telemetry
+
+/// Budgets through a running gateway and the mock upstream: a request whose worst case has no
+/// room is refused before any upstream call, with its budget's scope and the period's end.
+@Suite("Budgets end to end: the worst case reserved before the call, refused with its scope")
+struct BudgetEndToEndTests {
+    /// 2026-12-31T20:30:00Z: 12,600 seconds before UTC midnight.
+    static let evening = Instant(secondsSinceEpoch: 1_798_749_000)
+
+    @Test(
+        "all guests together: served while their worst case fits, then 429 budget_exceeded, scope guests, until midnight"
+    )
+    func guests() async throws {
+        try await GatewayHarness.with(
+            configure: {
+                $0.prices = try? PriceList.parse("test-model=1/2", currency: .standard)
+                // 3,000 micro-units a day: a request's worst case is 1,200 answer tokens at 2 (2,400) and its input.
+                $0.budgets = BudgetSettings(guests: [BudgetLimit(period: .day, unit: .micros, amount: 3000)])
+            }, clock: { Self.evening }
+        ) { harness in
+            var served = 0
+            var refusal: HTTPClientResponse?
+            for _ in 0..<50 {
+                let response = try await harness.process(task: "summarize", text: ProcessEndToEndTests.sample)
+                if response.status == 200 {
+                    served += 1
+                    // The request ends (its budget settled, then its log line) after its answer is sent.
+                    let count = served
+                    await eventually("request \(count)'s log line") {
+                        harness.logs.lines.count { $0.contains("path=/api/process") && $0.contains("outcome=done") }
+                            == count
+                    }
+                    continue
+                }
+                refusal = response
+                break
+            }
+            let refused = try #require(refusal)
+            #expect(served >= 1)
+            #expect(refused.status == 429)
+            #expect(refused.header("Retry-After") == "12600")
+            let body = try JSONValue.parse(refused.body)
+            #expect(body["code"]?.stringValue == "budget_exceeded")
+            #expect(body["scope"]?.stringValue == "guests")
+            // No upstream call for the refused one.
+            #expect(harness.mock.receivedUserTexts.count == served)
+            await eventually("the refusal's log line") {
+                harness.logs.lines.contains { $0.contains("status=429") && $0.contains("outcome=budget_exceeded") }
+            }
+        }
+    }
+
+    @Test("/v1 reserves n answers of max_tokens: a request for four is refused where one fits, scope gateway")
+    func choices() async throws {
+        try await GatewayHarness.with(
+            configure: {
+                $0.maxTokens = 1000
+                $0.maxChoices = 4
+                $0.budgets = BudgetSettings(gateway: [BudgetLimit(period: .month, unit: .tokens, amount: 3000)])
+            }, clock: { Self.evening }
+        ) { harness in
+            func post(n: Int) async throws -> HTTPClientResponse {
+                let body = #"{"model":"default","n":\#(n),"messages":[{"role":"user","content":"سلام"}]}"#
+                return try await harness.client.send(
+                    HTTPClientRequest(
+                        method: "POST", url: harness.base + "/v1/chat/completions",
+                        headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            }
+            let four = try await post(n: 4)
+            #expect(four.status == 429)
+            let error = try JSONValue.parse(four.body)["error"]
+            #expect(error?["code"]?.stringValue == "budget_exceeded")
+            #expect(error?["type"]?.stringValue == "rate_limit_error")
+            #expect(error?["scope"]?.stringValue == "gateway")
+            // To the month's end: 2027-01-01T00:00:00Z.
+            #expect(four.header("Retry-After") == "12600")
+            #expect(harness.mock.receivedUserTexts.isEmpty)
+            let one = try await post(n: 1)
+            #expect(one.status == 200)
+        }
+    }
+}
