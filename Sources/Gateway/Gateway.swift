@@ -119,7 +119,8 @@ package final class Gateway: Sendable {
     }
 
     /// The Lua every Redis connection loads at connect: the shared limiter's and cache's.
-    static let redisScripts: [RedisScript] = RedisRateLimiter.scripts + SharedResponseCache.scripts
+    static let redisScripts: [RedisScript] =
+        RedisRateLimiter.scripts + SharedResponseCache.scripts + RedisBudgetKeeper.scripts
 
     /// The upstreams the configuration names, in order; one without an API key is left out.
     static func upstreams(configuration: GatewayConfiguration, httpClient: HTTPClient) -> [(

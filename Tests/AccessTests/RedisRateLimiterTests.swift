@@ -17,27 +17,12 @@ struct RedisRateLimiterTests {
         _ instances: Int = 2, leaseTimeToLive: Duration = .seconds(30),
         _ body: ([RedisRateLimiter], RedisClient, RedisServer) async throws -> Void
     ) async throws {
-        let server = try await RedisServer()
-        let group = try EventLoopGroup(loopCount: 1, namePrefix: "limiter-test")
-        var configuration = try RedisConfiguration(url: server.url)
-        configuration.timeout = .seconds(2)
-        let client = RedisClient(configuration: configuration, group: group, scripts: RedisRateLimiter.scripts)
-        try await client.start()
-        // The connection is made in the background: a loaded machine can take longer than the
-        // first command's wait, so the test waits until the server answers.
-        await eventually("redis-server answers PING") { (try? await client.send("PING")) != nil }
-        let limiters = (0..<instances).map { _ in RedisRateLimiter(client: client, leaseTimeToLive: leaseTimeToLive) }
-        let outcome: Result<Void, any Error>
-        do {
+        try await withRedis(scripts: RedisRateLimiter.scripts, namePrefix: "limiter-test") { client, server in
+            let limiters = (0..<instances).map { _ in
+                RedisRateLimiter(client: client, leaseTimeToLive: leaseTimeToLive)
+            }
             try await body(limiters, client, server)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
         }
-        await client.stop(deadline: .now())
-        await group.shutdownGracefully()
-        server.kill()
-        try outcome.get()
     }
 
     static let now = Instant.now

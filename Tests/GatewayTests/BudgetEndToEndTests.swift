@@ -16,7 +16,7 @@ struct BudgetEndToEndTests {
     static let evening = Instant(secondsSinceEpoch: 1_798_749_000)
 
     @Test(
-        "all guests together: served while their worst case fits, then 429 budget_exceeded, scope guests, until midnight"
+        "all guests together: served while their worst case fits, then 429 budget_exceeded, scope guests, to midnight"
     )
     func guests() async throws {
         try await GatewayHarness.with(

@@ -46,6 +46,14 @@ package struct BudgetHold: Sendable, Hashable {
 
     package let id: UInt64
     package let entries: [Entry]
+    /// The hold's member in Redis (this instance's id and ``id``), for a shared keeper's hold.
+    package let redisID: String?
+
+    package init(id: UInt64, entries: [Entry], redisID: String? = nil) {
+        self.id = id
+        self.entries = entries
+        self.redisID = redisID
+    }
 }
 
 /// A budget's refusal: which scope, and when to try again (the period's end when what was

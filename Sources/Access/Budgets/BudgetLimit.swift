@@ -100,15 +100,16 @@ package struct BudgetSettings: Sendable, Hashable {
             guard ["gateway", "guests", "devices"].contains(scope) else {
                 return .failure(
                     BudgetConfigError(
-                        "\(scope.prefix(40)) is not a scope: gateway, guests or devices (a caller's budget is its plan's)"
+                        "\(scope.prefix(40)) is not a scope: gateway, guests or devices "
+                            + "(a caller's budget is its plan's)"
                     ))
             }
             guard seen.insert(scope).inserted else { return .failure(BudgetConfigError("\(scope) is listed twice")) }
             guard let limits = BudgetLimit.parseList(trimmed[trimmed.index(after: equals)...]) else {
                 return .failure(
                     BudgetConfigError(
-                        "\(scope): a budget is AMOUNT/day or AMOUNT/month (money) or COUNTtokens/day or COUNTtokens/month, "
-                            + "several joined by +, one of each unit and period"))
+                        "\(scope): a budget is AMOUNT/day or AMOUNT/month (money) or COUNTtokens/day or "
+                            + "COUNTtokens/month, several joined by +, one of each unit and period"))
             }
             switch scope {
             case "gateway": settings.gateway = limits

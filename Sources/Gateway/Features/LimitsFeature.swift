@@ -1,5 +1,6 @@
 import Access
 import EventLoop
+import Redis
 import Telemetry
 
 /// The callers' limits (`RATE_LIMITS`, `PLANS`): the rate limiter, in this process's memory
@@ -53,8 +54,20 @@ struct LimitsFeature: GatewayFeature {
         }
         self.limiter = limiter
         self.services = services
-        budgets = configuration.hasBudgets ? InMemoryBudgetKeeper(calendar: configuration.budgetCalendar) : nil
+        budgets = Self.budgetKeeper(configuration, redis: parts.redis)
         models = configuration.upstreamModels.sorted()
+    }
+
+    /// The budgets' keeper: shared by every instance on Redis when there is one, else this
+    /// process's; nil when no budget is set.
+    static func budgetKeeper(_ configuration: GatewayConfiguration, redis: RedisClient?) -> (any BudgetKeeper)? {
+        guard configuration.hasBudgets else { return nil }
+        guard let redis else { return InMemoryBudgetKeeper(calendar: configuration.budgetCalendar) }
+        // A hold outlives the longest request (a stream's whole time) with a margin; one whose
+        // instance died is counted at its reservation when it expires.
+        let longest = max(configuration.upstreamTimeout, configuration.streamTotalTimeout)
+        return RedisBudgetKeeper(
+            client: redis, calendar: configuration.budgetCalendar, holdTimeToLive: longest + .seconds(30))
     }
 
     /// The limits of a route whose requests cost `cost`; none when limits are off (a concern
