@@ -4,6 +4,7 @@ import HTTP1
 package import HTTPClient
 package import HTTPServer
 import Redis
+import Store
 package import Telemetry
 import Upstream
 
@@ -67,7 +68,7 @@ package final class Gateway: Sendable {
         rateLimiter: (any RateLimiter)? = nil, clock: @escaping @Sendable () -> Instant = { .now },
         observers: [any RequestObserver] = [], version: String = TextGatewayVersion.current,
         registry: MetricsRegistry = MetricsRegistry(), store: GatewayStore? = nil,
-        tokensChargedToday: [String: Int] = [:],
+        tokensChargedToday: [String: Int] = [:], spent: (day: [Spending], month: [Spending]) = ([], []),
         redis: RedisClient? = nil, httpClient: HTTPClient? = nil
     ) {
         self.configuration = configuration
@@ -76,7 +77,8 @@ package final class Gateway: Sendable {
             configuration: configuration, upstreams: upstreams, logger: logger, clock: clock, registry: registry,
             store: store, redis: redis, httpClient: httpClient)
         let authentication = AuthenticationFeature(parts)
-        let limits = LimitsFeature(parts, rateLimiter: rateLimiter, tokensChargedToday: tokensChargedToday)
+        let limits = LimitsFeature(
+            parts, rateLimiter: rateLimiter, tokensChargedToday: tokensChargedToday, spent: spent)
         let idempotency = IdempotencyFeature(parts)
         let admission = CallerFront(
             authentication: authentication, limits: limits, requiresTokens: configuration.requiresTokens)

@@ -56,6 +56,7 @@ package final class GatewayServer: Sendable {
                         upstreams: Gateway.upstreams(configuration: configuration, httpClient: client.client),
                         logger: logger, clock: clock, observers: observers, registry: registry,
                         store: store?.opened.store, tokensChargedToday: store?.opened.chargedToday ?? [:],
+                        spent: (store?.opened.spentToday ?? [], store?.opened.spentThisMonth ?? []),
                         redis: redis, httpClient: client.client)
                     let http = try GatewayHTTPService(gateway: gateway, loops: loops)
                     served.set(http)

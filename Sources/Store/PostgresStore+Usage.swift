@@ -21,6 +21,17 @@ extension PostgresStore {
         return try await usage(where: "day >= $1 ORDER BY day, user_id COLLATE \"C\"", [.int(Int(fromDay))])
     }
 
+    package func spending(since milliseconds: Int64) async throws(StoreError) -> [Spending] {
+        try await query(
+            "SELECT user_id, SUM(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), "
+                + "SUM(coalesce(cost_micros, 0)) FROM requests "
+                + "WHERE created_at >= $1 AND NOT cache_hit AND route <> $2 GROUP BY user_id",
+            [.int(Int(milliseconds)), .text(Spending.jobsRoute)]
+        ).rows.map {
+            Spending(userID: $0.string(0), tokens: Int64($0.int(1) ?? 0), micros: Int64($0.int(2) ?? 0))
+        }
+    }
+
     private func usage(where condition: String, _ parameters: [PostgresValue]) async throws(StoreError) -> [DailyUsage]
     {
         try await query(

@@ -16,6 +16,21 @@ extension SQLiteStore {
         return try await usage(where: "day >= ? ORDER BY day, user_id", [.integer(fromDay)])
     }
 
+    package func spending(since milliseconds: Int64) async throws(StoreError) -> [Spending] {
+        try await read { connection throws(StoreError) in
+            var spending: [Spending] = []
+            try connection.query(
+                "SELECT user_id, SUM(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), "
+                    + "SUM(coalesce(cost_micros, 0)) FROM requests "
+                    + "WHERE created_at >= ? AND cache_hit = 0 AND route <> ? GROUP BY user_id",
+                [.integer(milliseconds), .text(Spending.jobsRoute)]
+            ) {
+                spending.append(Spending(userID: $0.optionalText(0), tokens: $0.int64(1), micros: $0.int64(2)))
+            }
+            return spending
+        }
+    }
+
     private func usage(where condition: String, _ values: [SQLiteValue]) async throws(StoreError) -> [DailyUsage] {
         try await read { connection throws(StoreError) in
             var days: [DailyUsage] = []

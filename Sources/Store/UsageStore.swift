@@ -10,6 +10,27 @@ package protocol UsageStore: Sendable {
     /// then user (`text-gateway usage`); all guests together are one user of the report,
     /// ``DailyUsage/guestUserID``, first on each day.
     func usageReport(fromDay: Int64, userID: String?) async throws(StoreError) -> [DailyUsage]
+    /// What each user (nil: all guests together) spent in the requests that started at or
+    /// after `milliseconds` since the epoch: their tokens and their cost, answers from the cache
+    /// and jobs' rows left out (to start the budgets where a restart left them).
+    func spending(since milliseconds: Int64) async throws(StoreError) -> [Spending]
+}
+
+/// What one user (nil: all guests together) spent since an instant.
+package struct Spending: Sendable, Equatable {
+    package var userID: String?
+    package var tokens: Int64
+    /// Micro-units of the currency (rows without a cost count none).
+    package var micros: Int64
+
+    package init(userID: String?, tokens: Int64, micros: Int64) {
+        self.userID = userID
+        self.tokens = tokens
+        self.micros = micros
+    }
+
+    /// A job's row: its items' spending is not a request's.
+    static let jobsRoute = "/api/jobs"
 }
 
 /// What one user used on one UTC day.

@@ -87,4 +87,36 @@ struct BudgetEndToEndTests {
             #expect(one.status == 200)
         }
     }
+
+    @Test("a restart keeps the budgets' sums: the store's rows of the day start them where they were")
+    func restart() async throws {
+        let path = storeDirectory() + "/gateway.sqlite"
+        func configure(_ configuration: inout GatewayConfiguration) {
+            configuration.database = .sqlite(path: path)
+            configuration.prices = try? PriceList.parse("test-model=1/2", currency: .standard)
+            configuration.budgets = BudgetSettings(guests: [BudgetLimit(period: .day, unit: .micros, amount: 3000)])
+        }
+        var served = 0
+        try await GatewayHarness.with(configure: configure, clock: { Self.evening }) { harness in
+            for _ in 0..<50 {
+                let response = try await harness.process(task: "summarize", text: ProcessEndToEndTests.sample)
+                guard response.status == 200 else { break }
+                served += 1
+                let count = served
+                await eventually("request \(count)'s log line") {
+                    harness.logs.lines.count { $0.contains("path=/api/process") && $0.contains("outcome=done") }
+                        == count
+                }
+            }
+        }
+        #expect(served >= 1)
+        // The same store, a new process: the day's spending is read back, so its first request is
+        // refused until midnight rather than served as if nothing had been spent.
+        try await GatewayHarness.with(configure: configure, clock: { Self.evening }) { harness in
+            let response = try await harness.process(task: "summarize", text: ProcessEndToEndTests.sample)
+            #expect(response.status == 429)
+            #expect(response.header("Retry-After") == "12600")
+            #expect(harness.mock.receivedUserTexts.isEmpty)
+        }
+    }
 }

@@ -84,9 +84,10 @@ func startOfDay(_ day: Int64) -> Int64 { day * 86_400_000 }
 func ledgerRow(
     _ requestID: String, user: String?, at milliseconds: Int64 = startOfDay(20_000), inputTokens: Int? = 10,
     outputTokens: Int? = 5,
-    cacheHit: Bool = false, token: String? = nil, result: String? = nil
+    cacheHit: Bool = false, token: String? = nil, result: String? = nil, costMicros: Int64? = nil,
+    route: String = "/api/process"
 ) -> LedgerRow {
-    LedgerRow(
+    var row = LedgerRow(
         requestID: requestID, userID: user, tokenID: token, task: "summarize", tone: "neutral", route: "/api/process",
         model: "model-a",
         inputLength: 120, inputTokens: inputTokens, outputTokens: outputTokens, status: 200, code: nil,
@@ -94,6 +95,9 @@ func ledgerRow(
         createdAtMilliseconds: milliseconds,
         result: result
     )
+    row.costMicros = costMicros
+    row.route = route
+    return row
 }
 
 func append(_ rows: [LedgerRow], to store: some LedgerStore) async throws {

@@ -100,6 +100,40 @@ extension StoreBackends {
             }
         }
 
+        @Test(
+            "what each user and all guests spent since an instant, tokens and cost; no cached answers or jobs' rows",
+            arguments: Backend.allCases)
+        func spending(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let start = startOfDay(20_500)
+                try await append(
+                    [
+                        ledgerRow("1", user: "alice", at: start, inputTokens: 10, outputTokens: 1, costMicros: 500),
+                        ledgerRow("2", user: "alice", at: start + 5, inputTokens: 20, outputTokens: 2, costMicros: 700),
+                        ledgerRow("3", user: "alice", at: start - 1, inputTokens: 300, outputTokens: 0, costMicros: 9),
+                        ledgerRow("4", user: nil, at: start + 1, inputTokens: 5, outputTokens: 5, costMicros: 100),
+                        ledgerRow("5", user: nil, at: start + 2, inputTokens: 1, outputTokens: 1),
+                        ledgerRow(
+                            "6", user: "bob", at: start, inputTokens: 7, outputTokens: 7, cacheHit: true,
+                            costMicros: 0),
+                        ledgerRow(
+                            "7", user: "bob", at: start, inputTokens: 50, outputTokens: 50, costMicros: 999,
+                            route: "/api/jobs"),
+                        ledgerRow("8", user: "device:d1", at: start, inputTokens: 3, outputTokens: 4, costMicros: 30),
+                    ],
+                    to: store
+                )
+                let spent = try await store.spending(since: start).sorted { ($0.userID ?? "") < ($1.userID ?? "") }
+                #expect(
+                    spent == [
+                        Spending(userID: nil, tokens: 12, micros: 100),
+                        Spending(userID: "alice", tokens: 33, micros: 1200),
+                        Spending(userID: "device:d1", tokens: 7, micros: 30),
+                    ])
+                #expect(try await store.spending(since: start + 6).isEmpty)
+            }
+        }
+
         @Test("the report runs by day, then user, for everyone or one user", arguments: Backend.allCases)
         func report(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, fixture in

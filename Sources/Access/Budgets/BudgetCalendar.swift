@@ -52,6 +52,18 @@ package struct BudgetCalendar: Sendable, Hashable {
         }
     }
 
+    /// When the day or month `seconds` falls in began, in seconds since the epoch.
+    package func start(of period: BudgetPeriod, at seconds: Int64) -> Int64 {
+        let local = seconds + offsetSeconds
+        let day = Self.floorDivide(local, 86_400)
+        switch period {
+        case .day: return day * 86_400 - offsetSeconds
+        case .month:
+            let (year, month, _) = Self.civil(fromDays: day)
+            return Self.days(year: year, month: month, day: 1) * 86_400 - offsetSeconds
+        }
+    }
+
     /// Seconds from `seconds` to the end of its day or month (at least 1).
     package func secondsToEnd(of period: BudgetPeriod, at seconds: Int64) -> Int64 {
         let local = seconds + offsetSeconds

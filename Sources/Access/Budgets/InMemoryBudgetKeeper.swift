@@ -1,3 +1,4 @@
+package import Store
 import Synchronization
 package import Telemetry
 
@@ -102,6 +103,33 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
             var counter = state.counters[counterKey] ?? Counter(periodID: periodID)
             if counter.periodID == periodID { counter.settled += max(0, used) }
             state.counters[counterKey] = counter
+        }
+    }
+
+    /// Starts every budget's sums where the store's rows leave them: `day` and `month` are what
+    /// each user (nil: the guests) spent since the current day and month began. Each user
+    /// counts in its own account, the guests in theirs, device sessions in theirs, and all in
+    /// the gateway's.
+    package func seed(day: [Spending], month: [Spending], now: Instant) {
+        for (period, rows) in [(BudgetPeriod.day, day), (.month, month)] {
+            var totals: [String: (tokens: Int64, micros: Int64)] = [:]
+            func add(_ key: String, _ row: Spending) {
+                totals[key, default: (0, 0)].tokens += row.tokens
+                totals[key, default: (0, 0)].micros += row.micros
+            }
+            for row in rows {
+                add("gateway", row)
+                guard let userID = row.userID else {
+                    add("guests", row)
+                    continue
+                }
+                add("user:" + userID, row)
+                if userID.hasPrefix(DeviceSessions.userID(deviceID: "")) { add("devices", row) }
+            }
+            for (key, total) in totals {
+                seed(key: key, period: period, unit: .tokens, used: total.tokens, now: now)
+                seed(key: key, period: period, unit: .micros, used: total.micros, now: now)
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 import Access
 import EventLoop
 import Redis
+import Store
 import Telemetry
 
 /// The callers' limits (`RATE_LIMITS`, `PLANS`): the rate limiter, in this process's memory
@@ -21,7 +22,12 @@ struct LimitsFeature: GatewayFeature {
     /// - Parameters:
     ///   - rateLimiter: a limiter of the caller's, in place of the configured one.
     ///   - tokensChargedToday: user id → tokens the store counted today.
-    init(_ parts: GatewayParts, rateLimiter: (any RateLimiter)?, tokensChargedToday: [String: Int]) {
+    ///   - spent: what the store counted since the budgets' day and month began, where this
+    ///     process keeps the budgets (Redis keeps its own across restarts).
+    init(
+        _ parts: GatewayParts, rateLimiter: (any RateLimiter)?, tokensChargedToday: [String: Int],
+        spent: (day: [Spending], month: [Spending]) = ([], [])
+    ) {
         let configuration = parts.configuration
         self.configuration = configuration
         clock = parts.clock
@@ -54,7 +60,11 @@ struct LimitsFeature: GatewayFeature {
         }
         self.limiter = limiter
         self.services = services
-        budgets = Self.budgetKeeper(configuration, redis: parts.redis)
+        let budgets = Self.budgetKeeper(configuration, redis: parts.redis)
+        if let local = budgets as? InMemoryBudgetKeeper {
+            local.seed(day: spent.day, month: spent.month, now: parts.clock())
+        }
+        self.budgets = budgets
         models = configuration.upstreamModels.sorted()
     }
 

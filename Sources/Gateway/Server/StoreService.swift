@@ -14,6 +14,9 @@ final class StoreService: Service {
     struct Opened: Sendable {
         let store: GatewayStore
         let chargedToday: [String: Int]
+        /// What was spent since the budgets' day and month began (empty without budgets).
+        var spentToday: [Spending] = []
+        var spentThisMonth: [Spending] = []
     }
 
     /// How long a start waits for a Postgres server to answer (the client reconnecting
@@ -55,8 +58,16 @@ final class StoreService: Service {
         do throws(StoreError) {
             try await store.prepare()
             let charged = try await backend.tokensCharged(onDay: clock().utcDay)
+            var opened = Opened(store: store, chargedToday: charged)
+            if configuration.hasBudgets {
+                let seconds = Int64(clock().secondsSinceEpoch.rounded(.down))
+                let calendar = configuration.budgetCalendar
+                opened.spentToday = try await backend.spending(since: calendar.start(of: .day, at: seconds) * 1000)
+                opened.spentThisMonth = try await backend.spending(
+                    since: calendar.start(of: .month, at: seconds) * 1000)
+            }
             self.close.withLock { $0 = close }
-            started.set(Opened(store: store, chargedToday: charged))
+            started.set(opened)
         } catch {
             await close(.now())
             throw StoreStartError(error: error)
