@@ -25,8 +25,10 @@
 #                             links the Swift runtime statically, as `make release` and the
 #                             Dockerfile do
 #   CONTROLS=features         what the controls twin turns on: features (caller tokens, rate
-#                             limits, metrics) or log (the gateway's settings with the default
-#                             LOG_LEVEL=info: one access-log line a request, to a file)
+#                             limits, metrics), log (the gateway's settings with the default
+#                             LOG_LEVEL=info: one access-log line a request, to a file) or
+#                             budgets (the gateway's settings with PRICES and all four budgets
+#                             set, none of which refuses: every request reserved and settled)
 #   CONTROLS_BIN=             a directory holding another build of text-gateway (e.g. an
 #                             earlier commit's .build/release) for the controls twin, which then
 #                             runs the gateway's settings: the two differ only in their code
@@ -120,7 +122,7 @@ gateway_pid=$started_pid
 bench_token=bench-caller-token-0123456789
 token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
 controls_mode=${CONTROLS:-features}
-case "$controls_mode" in features | log) ;; *) die "CONTROLS must be features or log" ;; esac
+case "$controls_mode" in features | log | budgets) ;; *) die "CONTROLS must be features, log or budgets" ;; esac
 controls_bin=${CONTROLS_BIN:-}
 # Only the features twin knows the caller token: the others run the gateway's settings, where a
 # token nobody configured is refused (401), not taken as a guest.
@@ -134,6 +136,14 @@ elif [ "$controls_mode" = log ]; then
     start_gateway controls RATE_LIMITS=off METRICS=off LOG_LEVEL=info
     controls_role="the gateway's settings with LOG_LEVEL=info (an access-log line a request)"
     controls_legend="controls = the gateway with LOG_LEVEL=info (its access log to a file); gateway = LOG_LEVEL=warning."
+elif [ "$controls_mode" = budgets ]; then
+    # Guests (the bench sends no token) count in their address's plan budget, all guests' and
+    # the gateway's; the devices' is set too. Amounts far above what a run spends.
+    start_gateway controls RATE_LIMITS=off METRICS=off PRICES="bench-model=1/2" \
+        PLANS="guest:-:-:-:1000000/day+100000000000tokens/day" \
+        BUDGETS="gateway=1000000/day+30000000/month;guests=1000000/day;devices=1000/day"
+    controls_role="the gateway's settings with PRICES and a caller's, the guests', the devices' and the gateway's budgets"
+    controls_legend="controls = the gateway with PRICES and all four budgets set; gateway = with none."
 elif [ -n "$gateway_libcurl$controls_libcurl" ]; then
     start_gateway controls RATE_LIMITS=off METRICS=off ${controls_libcurl:+LD_LIBRARY_PATH=$controls_libcurl}
     controls_role="the gateway's settings, libcurl from ${controls_libcurl:-the system}"

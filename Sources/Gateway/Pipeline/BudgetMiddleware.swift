@@ -23,15 +23,48 @@ struct BudgetMiddleware: Middleware {
     /// Every model a request may be answered by: the worst case is priced at the dearest.
     let models: [String]
     let clock: @Sendable () -> Instant
+    /// The shared budgets' accounts, made once.
+    private let guests: BudgetAccount?
+    private let devices: BudgetAccount?
+    private let gateway: BudgetAccount?
+
+    init(
+        keeper: any BudgetKeeper, settings: BudgetSettings, plans: PlanCatalog, clients: ClientAddressKey,
+        maxTokens: Int, cost: RequestCost, prices: PriceList?, models: [String],
+        clock: @escaping @Sendable () -> Instant
+    ) {
+        self.keeper = keeper
+        self.settings = settings
+        self.plans = plans
+        self.clients = clients
+        self.maxTokens = maxTokens
+        self.cost = cost
+        self.prices = prices
+        self.models = models
+        self.clock = clock
+        guests = settings.guests.isEmpty ? nil : BudgetAccount(scope: .guests, key: "guests", limits: settings.guests)
+        devices =
+            settings.devices.isEmpty ? nil : BudgetAccount(scope: .devices, key: "devices", limits: settings.devices)
+        gateway =
+            settings.gateway.isEmpty ? nil : BudgetAccount(scope: .gateway, key: "gateway", limits: settings.gateway)
+    }
 
     func handle(
         _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
-        let accounts = accounts(for: context.caller, request)
-        guard !accounts.isEmpty else { return await next(request, context, &report) }
+        // Out of line: the reservation's frame is gone before the steps after this one run.
+        if let reservation = try await reserve(request, caller: context.caller) { report.budget = reservation }
+        return await next(request, context, &report)
+    }
+
+    /// The request's reservation in its budgets; nil when it counts in none or calls no model.
+    @inline(never)
+    private func reserve(_ request: HTTPRequest, caller: Caller?) async throws -> BudgetReservation? {
+        let accounts = accounts(for: caller, request)
+        guard !accounts.isEmpty else { return nil }
         let tokens = cost.worstCaseTokens(body: request.body, maxTokens: maxTokens)
         // Nothing goes upstream (the route refuses the request, or asks no model).
-        guard tokens.input > 0 || tokens.output > 0 else { return await next(request, context, &report) }
+        guard tokens.input > 0 || tokens.output > 0 else { return nil }
         let now = clock()
         let micros = worstMicros(input: tokens.input, output: tokens.output, at: now)
         let demand = BudgetDemand(
@@ -47,8 +80,7 @@ struct BudgetMiddleware: Middleware {
         case .refused(let refusal):
             throw GatewayError.budgetExceeded(refusal.scope, retryAfterSeconds: refusal.retryAfterSeconds)
         case .allowed(let hold):
-            if let hold { report.budget = BudgetReservation(hold: hold, keeper: keeper, worstMicros: micros) }
-            return await next(request, context, &report)
+            return hold.map { BudgetReservation(hold: $0, keeper: keeper, worstMicros: micros) }
         }
     }
 
@@ -62,15 +94,11 @@ struct BudgetMiddleware: Middleware {
             accounts.append(BudgetAccount(scope: .caller, key: key, limits: plan.budgets))
         }
         if let caller {
-            if caller.userID.hasPrefix(Self.devicePrefix), !settings.devices.isEmpty {
-                accounts.append(BudgetAccount(scope: .devices, key: "devices", limits: settings.devices))
-            }
-        } else if !settings.guests.isEmpty {
-            accounts.append(BudgetAccount(scope: .guests, key: "guests", limits: settings.guests))
+            if let devices, caller.userID.hasPrefix(Self.devicePrefix) { accounts.append(devices) }
+        } else if let guests {
+            accounts.append(guests)
         }
-        if !settings.gateway.isEmpty {
-            accounts.append(BudgetAccount(scope: .gateway, key: "gateway", limits: settings.gateway))
-        }
+        if let gateway { accounts.append(gateway) }
         return accounts
     }
 

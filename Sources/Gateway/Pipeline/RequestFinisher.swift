@@ -218,7 +218,8 @@ struct RequestFinisher: Sendable {
         let state = context.record.state.withLock { $0.summary }
         let totalNanoseconds = context.start.nanoseconds(until: .now())
         let outcome = state.outcome ?? .done
-        let cost = state.cost(prices, startedAt: RequestSummary.startMilliseconds(clock(), totalNanoseconds))
+        let cost =
+            state.spent ?? state.cost(prices, startedAt: RequestSummary.startMilliseconds(clock(), totalNanoseconds))
         if metricsEnabled {
             metrics.finished(
                 route: context.route, status: state.status, seconds: Double(totalNanoseconds) / 1e9,
@@ -267,15 +268,18 @@ struct RequestFinisher: Sendable {
     /// so that no spending goes uncounted.
     @inline(never)
     private func settle(_ budget: BudgetReservation, _ context: RequestContext) async {
-        let summary = context.record.state.withLock { $0.summary }
         let now = clock()
         let startedAt = RequestSummary.startMilliseconds(now, context.start.nanoseconds(until: .now()))
-        let cost = summary.cost(prices, startedAt: startedAt)
-        let called = summary.report.upstreamAttempts > 0 && summary.outcome != .cacheHit
-        let micros = cost.micros ?? (called ? budget.worstMicros : 0)
+        let prices = self.prices
+        // Read in place, under the lock: no copy of the summary.
+        let (tokens, micros) = context.record.state.withLock { entry -> (Int64, Int64) in
+            let cost = entry.summary.cost(prices, startedAt: startedAt)
+            entry.summary.spent = cost
+            let called = entry.summary.report.upstreamAttempts > 0 && entry.summary.outcome != .cacheHit
+            return (Int64(entry.summary.chargeableTokens), cost.micros ?? (called ? budget.worstMicros : 0))
+        }
         do {
-            try await budget.keeper.settle(
-                budget.hold, tokens: Int64(summary.chargeableTokens), micros: micros, now: now)
+            try await budget.keeper.settle(budget.hold, tokens: tokens, micros: micros, now: now)
         } catch {
             // The reservation expires with its period; what it held stays counted, and said so.
             logger.warning(
@@ -365,6 +369,8 @@ struct RequestSummary: Sendable {
     /// For a request the HTTP server refused: what was wrong with it (the parser's
     /// finding, or `timeout`), for the log.
     var protocolError: String?
+    /// Its cost, once the budgets' settlement worked it out (so the log need not again).
+    var spent: MoneySpent?
 
     /// What the request's own upstream calls cost at `prices` in force when it started
     /// (`startedAt`, milliseconds since the epoch): 0 for an answer from the cache or a
