@@ -90,7 +90,9 @@ package final class Gateway: Sendable {
             ProcessFeature(parts, admission: admission, idempotency: idempotency),
             OpenAIFeature(parts: parts, admission: admission, idempotency: idempotency),
             MetricsFeature(parts: parts),
-            JobsFeature(parts, admission: admission, idempotency: idempotency, limiter: limits.limiter),
+            JobsFeature(
+                parts, admission: admission, idempotency: idempotency, limiter: limits.limiter,
+                budgets: limits.budgets),
             UsageFeature(parts, admission: admission),
             HistoryFeature(parts: parts, admission: admission, idempotency: idempotency),
             attestation,

@@ -14,7 +14,7 @@ package enum JobQuestion: Sendable {
 package struct JobAnswer: Sendable, Equatable {
     let result: String
     let data: JSONValue?
-    let usage: Usage?
+    package let usage: Usage?
 
     package init(result: String, data: JSONValue? = nil, usage: Usage?) {
         self.result = result
@@ -38,7 +38,8 @@ package struct JobFailure: Error, Sendable, Equatable {
 /// fallback and the structured-output repair as for any request), and where a finished
 /// job's row goes. The runner knows no route, no pool and no HTTP.
 package protocol JobAnswering: Sendable {
-    func answer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> JobAnswer
+    /// `job`'s caller is whose budgets the call counts in; its request id goes upstream.
+    func answer(_ question: JobQuestion, job: JobRecord) async throws(JobFailure) -> JobAnswer
     /// The failure a job ends with when its own record cannot be run (an unknown task).
     var internalFailure: JobFailure { get }
     /// Hands a finished job's one row to the ledger (history and the access log).

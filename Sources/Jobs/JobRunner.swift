@@ -306,7 +306,7 @@ package final class JobRunner: Service {
             // Titles come from a summary of the text: its rounds are the summary's, with its model.
             question = .step(prompt: prompt, rounds: task == .rewrite || task == .keyPoints ? task : .summarize)
         }
-        return try await dependencies.answering.answer(question, requestID: job.requestID)
+        return try await dependencies.answering.answer(question, job: job)
     }
 
     // MARK: Levels and ends

@@ -119,4 +119,27 @@ struct BudgetEndToEndTests {
             #expect(harness.mock.receivedUserTexts.isEmpty)
         }
     }
+
+    @Test("a job's chunks each reserve before their call: the job ends budget_exceeded, never past the budget")
+    func jobChunks() async throws {
+        try await GatewayHarness.with(configure: {
+            JobsEndToEndTests.configure(&$0)
+            $0.jobs.concurrencyPerJob = 1
+            $0.maxTokens = 50
+            $0.budgets = BudgetSettings(gateway: [BudgetLimit(period: .day, unit: .tokens, amount: 1500)])
+        }) { harness in
+            let text = JobsEndToEndTests.longText(sentences: 60)
+            let chunks = JobsEndToEndTests.chunks(text, harness.running.gateway.configuration)
+            // The submission makes no upstream call, so it reserves nothing: each chunk does.
+            let id = try await JobsEndToEndTests.submitted(harness, task: "summarize", text: text)
+            let job = try await JobsEndToEndTests.finished(harness, id)
+            #expect(job["status"]?.stringValue == "failed")
+            #expect(job["error"]?["code"]?.stringValue == "budget_exceeded")
+            let calls = harness.mock.stats.requests
+            #expect(calls >= 1 && calls < chunks.count + 1)
+            // What the answered chunks used stays within the day's 1,500 tokens.
+            let used = try #require(job["usage"]?["totalTokens"]?.doubleValue)
+            #expect(used > 0 && used <= 1500)
+        }
+    }
 }

@@ -18,6 +18,13 @@ struct CallerFront: Sendable {
         [caller(required: requiresTokens)] + limits(.process) + [ContentEncodingMiddleware()]
     }
 
+    /// A job's submission: as ``answer``, but outside the budgets, which each of the job's
+    /// upstream calls reserves in for itself when it is made.
+    var jobSubmission: [any Middleware] {
+        [caller(required: requiresTokens)] + rateLimits.middleware(.process, budgets: false)
+            + [ContentEncodingMiddleware()]
+    }
+
     func caller(required: Bool, placeholderGuests: Bool = false) -> AuthMiddleware {
         authentication.caller(required: required, placeholderGuests: placeholderGuests)
     }

@@ -16,7 +16,10 @@ struct JobsFeature: GatewayFeature {
     private let runner: JobRunner?
     let services: [any Service]
 
-    init(_ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?) {
+    init(
+        _ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?,
+        budgets: (any BudgetKeeper)? = nil
+    ) {
         self.parts = parts
         self.admission = admission
         self.idempotency = idempotency
@@ -36,7 +39,13 @@ struct JobsFeature: GatewayFeature {
                 store: store.backend,
                 answering: TaskAnswerer(
                     pool: pool, bodies: ProcessBodies(configuration: configuration),
-                    maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder),
+                    maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder,
+                    budgets: budgets.map {
+                        JobBudgets(
+                            keeper: $0, settings: configuration.budgets, plans: plans,
+                            maxTokens: configuration.maxTokens, prices: configuration.prices,
+                            models: configuration.upstreamModels.sorted(), logger: logger, clock: clock)
+                    }),
                 settings: configuration.jobs, metrics: jobMetrics, events: events, faults: store.faults,
                 logger: logger, clock: clock,
                 charge: { [limiter] job, tokens in
@@ -91,7 +100,7 @@ struct JobsFeature: GatewayFeature {
         let item = JobRoute(jobs: jobs)
         return [
             Route(
-                method: .POST, path: "/api/jobs", middleware: admission.answer + [idempotency.middleware(.jobs)],
+                method: .POST, path: "/api/jobs", middleware: admission.jobSubmission + [idempotency.middleware(.jobs)],
                 handler: SubmitJobRoute(jobs: jobs)),
             Route(method: .GET, path: "/api/jobs/{id}", middleware: reading, handler: item),
             Route(method: .DELETE, path: "/api/jobs/{id}", middleware: reading, handler: item),

@@ -82,7 +82,7 @@ struct LimitsFeature: GatewayFeature {
 
     /// The limits of a route whose requests cost `cost`; none when limits are off (a concern
     /// the configuration turns off is no layer at all).
-    func middleware(_ cost: RequestCost) -> [any Middleware] {
+    func middleware(_ cost: RequestCost, budgets useBudgets: Bool = true) -> [any Middleware] {
         var steps: [any Middleware] = []
         if let limiter {
             steps.append(
@@ -92,7 +92,7 @@ struct LimitsFeature: GatewayFeature {
                     cost: cost, clock: clock
                 ))
         }
-        if let budgets, cost.goesUpstream {
+        if let budgets, useBudgets, cost.goesUpstream {
             steps.append(
                 BudgetMiddleware(
                     keeper: budgets, settings: configuration.budgets, plans: configuration.plans,

@@ -16,6 +16,8 @@ struct TaskAnswerer: JobAnswering {
     let logger: Logger
     /// Where a finished job's row goes; nil where no job runs (the eval).
     let recorder: LedgerRecorder?
+    /// The budgets a job's calls count in; nil when none is set.
+    var budgets: JobBudgets? = nil
 
     /// The answer to `request`: its text, or for `"format": "json"` its checked data.
     func answer(_ request: ProcessRequest, requestID: String, attempts: inout UpstreamAttempts)
@@ -25,7 +27,30 @@ struct TaskAnswerer: JobAnswering {
             request, pool: pool, bodies: bodies, requestID: requestID, logger: logger, attempts: &attempts)
     }
 
-    package func answer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> JobAnswer {
+    package func answer(_ question: JobQuestion, job: JobRecord) async throws(JobFailure) -> JobAnswer {
+        guard let budgets else { return try await answer(question, requestID: job.requestID).answer }
+        let (inputBytes, calls) =
+            switch question {
+            case .final(_, _, let format, let text): (text.utf8.count, format == .json ? 2 : 1)
+            case .step(let prompt, _): (prompt.system.utf8.count + prompt.user.utf8.count, 1)
+            }
+        let reservation = try await budgets.reserve(for: job, inputBytes: inputBytes, calls: calls)
+        do throws(JobFailure) {
+            let (answer, attempts) = try await answer(question, requestID: job.requestID)
+            if let reservation {
+                await budgets.settle(reservation, usage: answer.usage, model: attempts.last?.model, called: true)
+            }
+            return answer
+        } catch {
+            if let reservation { await budgets.settle(reservation, usage: nil, model: nil, called: true) }
+            throw error
+        }
+    }
+
+    /// The answer to one of a job's questions, and the attempts it took.
+    private func answer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> (
+        answer: JobAnswer, attempts: UpstreamAttempts
+    ) {
         let answer: ResponseCache.Answer
         // A job's items are not logged one by one: their attempts go nowhere.
         var attempts = UpstreamAttempts()
@@ -53,7 +78,7 @@ struct TaskAnswerer: JobAnswering {
         } catch {
             throw JobFailure(code: error.code.rawValue, message: error.message(.persian))
         }
-        return JobAnswer(result: answer.result, data: answer.data, usage: answer.usage)
+        return (JobAnswer(result: answer.result, data: answer.data, usage: answer.usage), attempts)
     }
 
     var internalFailure: JobFailure {
