@@ -72,7 +72,7 @@ case "$target" in
             "JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift"
             "TextTasks:Sources/TextTasks/TextLimits.swift Sources/TextTasks/OutputFormat.swift Sources/TextTasks/TextTrim.swift Sources/TextTasks/CharacterCount.swift Sources/TextTasks/TextTask.swift Sources/TextTasks/PromptText.swift"
             "Upstream:Sources/Upstream/UpstreamFailureKind.swift"
-            "Access:Sources/Access/RefusalReason.swift"
+            "Access:Sources/Access/RefusalReason.swift Sources/Access/Budgets/BudgetScope.swift"
             "Gateway:Sources/Gateway/Routes/ProcessRequest.swift Sources/Gateway/Pipeline/GatewayError.swift Sources/Gateway/Pipeline/Language.swift Sources/Gateway/Pipeline/HeaderElement.swift"
         )
         # Room for a text of 12,000 characters and then some.
@@ -84,7 +84,8 @@ case "$target" in
             "Crypto:Sources/Crypto/*.swift"
             "JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift Sources/JSON/JSONWriter.swift"
             "Telemetry:Sources/Telemetry/Instant.swift"
-            "Access:Sources/Access/JWT/CompactJWS.swift Sources/Access/JWT/JWTFailure.swift Sources/Access/JWT/JWTVerifier.swift Sources/Access/JWT/JWTPolicy.swift Sources/Access/JWT/JWTCache.swift Sources/Access/JWT/JWKSet.swift Sources/Access/JWT/JWTKey.swift Sources/Access/JWT/JWTAlgorithm.swift Sources/Access/Base64URL.swift Sources/Access/Caller.swift Sources/Access/Plan.swift Sources/Access/PlanCatalog.swift Sources/Access/PlanConfigError.swift"
+            "Pricing:Sources/Pricing/Micros.swift"
+            "Access:Sources/Access/Budgets/BudgetScope.swift Sources/Access/Budgets/BudgetLimit.swift Sources/Access/JWT/CompactJWS.swift Sources/Access/JWT/JWTFailure.swift Sources/Access/JWT/JWTVerifier.swift Sources/Access/JWT/JWTPolicy.swift Sources/Access/JWT/JWTCache.swift Sources/Access/JWT/JWKSet.swift Sources/Access/JWT/JWTKey.swift Sources/Access/JWT/JWTAlgorithm.swift Sources/Access/Base64URL.swift Sources/Access/Caller.swift Sources/Access/Plan.swift Sources/Access/PlanCatalog.swift Sources/Access/PlanConfigError.swift"
         )
         includes=(-I Sources/CCrypto)
         links=(-lcrypto)
