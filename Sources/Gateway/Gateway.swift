@@ -92,7 +92,7 @@ package final class Gateway: Sendable {
             MetricsFeature(parts: parts),
             JobsFeature(
                 parts, admission: admission, idempotency: idempotency, limiter: limits.limiter,
-                budgets: limits.budgets),
+                budgets: limits.budgetPolicy(.process)),
             UsageFeature(parts, admission: admission),
             HistoryFeature(parts: parts, admission: admission, idempotency: idempotency),
             attestation,

@@ -84,17 +84,10 @@ package struct BudgetCalendar: Sendable, Hashable {
         value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
     }
 
-    /// The proleptic Gregorian date of a day since the epoch (Howard Hinnant's civil_from_days).
+    /// The proleptic Gregorian date of a day since the epoch.
     static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        let date = RFC3339.civilDate(daysSinceEpoch: Int(days))
+        return (Int64(date.year), Int64(date.month), Int64(date.day))
     }
 
     /// Days since the epoch of a date.

@@ -38,6 +38,7 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
         return state.withLock { state in
             var entries: [BudgetHold.Entry] = []
+            var counters: [(CounterKey, Counter)] = []
             for account in demand.accounts {
                 for limit in account.limits {
                     let periodID = calendar.period(limit.period, at: seconds)
@@ -55,6 +56,8 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
                     if counter.settled + counter.inFlight + worst > limit.amount {
                         return .refused(BudgetRefusal(scope: account.scope, retryAfterSeconds: 1))
                     }
+                    counter.inFlight += worst
+                    counters.append((key, counter))
                     entries.append(
                         BudgetHold.Entry(
                             key: account.key, period: limit.period, periodID: periodID, unit: limit.unit,
@@ -62,15 +65,8 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
                 }
             }
             guard !entries.isEmpty else { return .allowed(nil) }
-            for entry in entries {
-                let key = CounterKey(key: entry.key, period: entry.period, unit: entry.unit)
-                var counter = state.counters[key] ?? Counter(periodID: entry.periodID)
-                if counter.periodID < entry.periodID {
-                    counter = Counter(periodID: entry.periodID, inFlight: counter.inFlight)
-                }
-                counter.inFlight += entry.reserved
-                state.counters[key] = counter
-            }
+            // All fit: the reservation takes effect in every counter at once.
+            for (key, counter) in counters { state.counters[key] = counter }
             let id = state.nextID
             state.nextID += 1
             state.live.insert(id)

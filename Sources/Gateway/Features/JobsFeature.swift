@@ -18,7 +18,7 @@ struct JobsFeature: GatewayFeature {
 
     init(
         _ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?,
-        budgets: (any BudgetKeeper)? = nil
+        budgets: BudgetMiddleware? = nil
     ) {
         self.parts = parts
         self.admission = admission
@@ -40,12 +40,7 @@ struct JobsFeature: GatewayFeature {
                 answering: TaskAnswerer(
                     pool: pool, bodies: ProcessBodies(configuration: configuration),
                     maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder,
-                    budgets: budgets.map {
-                        JobBudgets(
-                            keeper: $0, settings: configuration.budgets, plans: plans,
-                            maxTokens: configuration.maxTokens, prices: configuration.prices,
-                            models: configuration.upstreamModels.sorted(), logger: logger, clock: clock)
-                    }),
+                    budgets: budgets.map { JobBudgets(policy: $0, logger: logger) }),
                 settings: configuration.jobs, metrics: jobMetrics, events: events, faults: store.faults,
                 logger: logger, clock: clock,
                 charge: { [limiter] job, tokens in

@@ -92,13 +92,18 @@ struct LimitsFeature: GatewayFeature {
                     cost: cost, clock: clock
                 ))
         }
-        if let budgets, useBudgets, cost.goesUpstream {
-            steps.append(
-                BudgetMiddleware(
-                    keeper: budgets, settings: configuration.budgets, plans: configuration.plans,
-                    clients: configuration.clientAddressKey, maxTokens: configuration.maxTokens, cost: cost,
-                    prices: configuration.prices, models: models, clock: clock))
-        }
+        if useBudgets, cost.goesUpstream, let policy = budgetPolicy(cost) { steps.append(policy) }
         return steps
+    }
+
+    /// The budgets' step of a route whose requests cost `cost` (and the policy a job's calls
+    /// follow); nil when no budget is set.
+    func budgetPolicy(_ cost: RequestCost) -> BudgetMiddleware? {
+        budgets.map {
+            BudgetMiddleware(
+                keeper: $0, settings: configuration.budgets, plans: configuration.plans,
+                clients: configuration.clientAddressKey, maxTokens: configuration.maxTokens, cost: cost,
+                prices: configuration.prices, models: models, clock: clock)
+        }
     }
 }

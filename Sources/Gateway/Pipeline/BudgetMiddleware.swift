@@ -42,7 +42,11 @@ struct BudgetMiddleware: Middleware {
         self.prices = prices
         self.models = models
         self.clock = clock
-        (guests, devices, gateway) = Self.sharedAccounts(settings)
+        guests = settings.guests.isEmpty ? nil : BudgetAccount(scope: .guests, key: "guests", limits: settings.guests)
+        devices =
+            settings.devices.isEmpty ? nil : BudgetAccount(scope: .devices, key: "devices", limits: settings.devices)
+        gateway =
+            settings.gateway.isEmpty ? nil : BudgetAccount(scope: .gateway, key: "gateway", limits: settings.gateway)
     }
 
     func handle(
@@ -92,6 +96,12 @@ struct BudgetMiddleware: Middleware {
     }
 
     /// The budgets of a caller (`userID`, nil for a guest) under `plan`, whose own budget is
+    /// kept under `key` (a job's calls: the job's caller).
+    func accounts(userID: String?, plan: Plan, key: String) -> [BudgetAccount] {
+        Self.accounts(userID: userID, plan: plan, key: key, guests: guests, devices: devices, gateway: gateway)
+    }
+
+    /// The budgets of a caller (`userID`, nil for a guest) under `plan`, whose own budget is
     /// kept under `key`; the shared accounts where they are set.
     static func accounts(
         userID: String?, plan: Plan, key: String, guests: BudgetAccount?, devices: BudgetAccount?,
@@ -108,27 +118,13 @@ struct BudgetMiddleware: Middleware {
         return accounts
     }
 
-    /// The shared budgets' accounts `settings` sets: all guests', all device sessions' and the gateway's.
-    static func sharedAccounts(_ settings: BudgetSettings) -> (
-        guests: BudgetAccount?, devices: BudgetAccount?, gateway: BudgetAccount?
-    ) {
-        (
-            settings.guests.isEmpty ? nil : BudgetAccount(scope: .guests, key: "guests", limits: settings.guests),
-            settings.devices.isEmpty ? nil : BudgetAccount(scope: .devices, key: "devices", limits: settings.devices),
-            settings.gateway.isEmpty ? nil : BudgetAccount(scope: .gateway, key: "gateway", limits: settings.gateway)
-        )
-    }
-
     /// A device session's user id starts with this.
     static let devicePrefix = DeviceSessions.userID(deviceID: "")
 
+    /// The most `input` and `output` tokens cost at the dearest price in force of ``models``
+    /// (the models a request may be answered by: retries and a fallback included); 0 without
+    /// prices.
     func worstMicros(input: Int, output: Int, at now: Instant) -> Int64 {
-        Self.worstMicros(input: input, output: output, prices: prices, models: models, at: now)
-    }
-
-    /// The most `input` and `output` tokens cost at the dearest price in force of `models` (the
-    /// models a request may be answered by: retries and a fallback included); 0 without prices.
-    static func worstMicros(input: Int, output: Int, prices: PriceList?, models: [String], at now: Instant) -> Int64 {
         guard let prices else { return 0 }
         let milliseconds = Int64((now.secondsSinceEpoch * 1000).rounded(.down))
         let tokens = TokenCounts(input: input, output: output)

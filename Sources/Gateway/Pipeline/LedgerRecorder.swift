@@ -44,7 +44,7 @@ struct LedgerRecorder: Sendable {
             result: storesResults ? state.report.result : nil, plan: state.report.caller?.plan,
             upstream: state.report.upstreamAttempts > 0 ? state.report.upstream : nil,
             upstreamMilliseconds: state.upstreamNanoseconds > 0 ? Double(state.upstreamNanoseconds) / 1e6 : nil,
-            costMicros: state.cost(prices, startedAt: createdAt).micros
+            costMicros: (state.spent ?? state.cost(prices, startedAt: createdAt)).micros
         )
     }
 

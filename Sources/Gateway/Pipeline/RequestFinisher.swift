@@ -202,6 +202,8 @@ struct RequestFinisher: Sendable {
         }
         if completedAfterClientLeft { idempotency?.count(.completedAfterClientLeft) }
         if let held { _ = await giveBack(held, context, warn: true) }
+        // Priced once: the budgets' settlement, the log line, the metrics and the row read it.
+        if prices != nil { price(context) }
         if let budget { await settle(budget, context) }
         // Out of line, for the same reason as `answered`'s: the request's awaited frames stay narrow.
         let finished = logAndCount(context)
@@ -263,18 +265,23 @@ struct RequestFinisher: Sendable {
         )
     }
 
+    /// Works out the request's cost at the prices in force when it started, once.
+    @inline(never)
+    private func price(_ context: RequestContext) {
+        let startedAt = RequestSummary.startMilliseconds(clock(), context.start.nanoseconds(until: .now()))
+        let prices = self.prices
+        context.record.state.withLock { $0.summary.spent = $0.summary.cost(prices, startedAt: startedAt) }
+    }
+
     /// Settles the request's budgets with what it used: its tokens, and its cost, or (when it
     /// called upstream and learnt no usage, or its model has no price) the money it reserved,
     /// so that no spending goes uncounted.
     @inline(never)
     private func settle(_ budget: BudgetReservation, _ context: RequestContext) async {
         let now = clock()
-        let startedAt = RequestSummary.startMilliseconds(now, context.start.nanoseconds(until: .now()))
-        let prices = self.prices
         // Read in place, under the lock: no copy of the summary.
         let (tokens, micros) = context.record.state.withLock { entry -> (Int64, Int64) in
-            let cost = entry.summary.cost(prices, startedAt: startedAt)
-            entry.summary.spent = cost
+            let cost = entry.summary.spent ?? .none
             let called = entry.summary.report.upstreamAttempts > 0 && entry.summary.outcome != .cacheHit
             return (Int64(entry.summary.chargeableTokens), cost.micros ?? (called ? budget.worstMicros : 0))
         }
@@ -369,7 +376,7 @@ struct RequestSummary: Sendable {
     /// For a request the HTTP server refused: what was wrong with it (the parser's
     /// finding, or `timeout`), for the log.
     var protocolError: String?
-    /// Its cost, once the budgets' settlement worked it out (so the log need not again).
+    /// Its cost, worked out once when it ends (the budgets, the log line, the metrics and the row read it).
     var spent: MoneySpent?
 
     /// What the request's own upstream calls cost at `prices` in force when it started
@@ -380,10 +387,7 @@ struct RequestSummary: Sendable {
         guard let prices else { return .none }
         if outcome == .cacheHit || outcome == .replayed { return MoneySpent(micros: 0) }
         guard let usage, let model = report.model else { return .none }
-        let tokens = TokenCounts(
-            input: usage.promptTokens ?? 0, cachedInput: usage.cachedPromptTokens ?? 0,
-            output: usage.completionTokens ?? 0)
-        guard let micros = prices.cost(of: tokens, model: model, at: startedAt) else {
+        guard let micros = prices.cost(of: TokenCounts(usage), model: model, at: startedAt) else {
             return MoneySpent(micros: nil, unpricedModel: model)
         }
         return MoneySpent(micros: micros)
@@ -451,4 +455,13 @@ struct MoneySpent: Sendable, Equatable {
     var unpricedModel: String? = nil
 
     static let none = MoneySpent(micros: nil)
+}
+
+extension TokenCounts {
+    /// The tokens an upstream reported: its prompt's (the cached ones among them) and its answer's.
+    init(_ usage: Usage) {
+        self.init(
+            input: usage.promptTokens ?? 0, cachedInput: usage.cachedPromptTokens ?? 0,
+            output: usage.completionTokens ?? 0)
+    }
 }

@@ -9,56 +9,34 @@ import Telemetry
 /// budgets of the job's caller before it is made, as a request does, and settles what it used
 /// after; a chunk whose worst case has no room ends its job with `budget_exceeded`.
 struct JobBudgets: Sendable {
-    let keeper: any BudgetKeeper
-    let plans: PlanCatalog
-    let maxTokens: Int
-    let prices: PriceList?
-    /// Every model a call may be answered by.
-    let models: [String]
+    /// The budgets' policy a request's reservation follows: the keeper, the plans, the prices
+    /// and the models, the shared accounts.
+    let policy: BudgetMiddleware
     let logger: Logger
-    let clock: @Sendable () -> Instant
-    private let guests: BudgetAccount?
-    private let devices: BudgetAccount?
-    private let gateway: BudgetAccount?
-
-    init(
-        keeper: any BudgetKeeper, settings: BudgetSettings, plans: PlanCatalog, maxTokens: Int, prices: PriceList?,
-        models: [String], logger: Logger, clock: @escaping @Sendable () -> Instant
-    ) {
-        self.keeper = keeper
-        self.plans = plans
-        self.maxTokens = maxTokens
-        self.prices = prices
-        self.models = models
-        self.logger = logger
-        self.clock = clock
-        (guests, devices, gateway) = BudgetMiddleware.sharedAccounts(settings)
-    }
 
     /// Reserves `calls` calls of `inputBytes` each (a structured final pass may need a repair)
     /// for `job`'s caller; nil when it counts in no budget.
     func reserve(for job: JobRecord, inputBytes: Int, calls: Int) async throws(JobFailure) -> BudgetReservation? {
-        let plan = plans.plan(for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
-        let accounts = BudgetMiddleware.accounts(
-            userID: job.ownerID, plan: plan, key: job.callerKey, guests: guests, devices: devices, gateway: gateway)
+        let plan = policy.plans.plan(
+            for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
+        let accounts = policy.accounts(userID: job.ownerID, plan: plan, key: job.callerKey)
         guard !accounts.isEmpty else { return nil }
         let input = inputBytes / 3 * calls
-        let output = maxTokens * calls
-        let now = clock()
-        let micros = BudgetMiddleware.worstMicros(input: input, output: output, prices: prices, models: models, at: now)
+        let output = policy.maxTokens * calls
+        let micros = policy.worstMicros(input: input, output: output, at: policy.clock())
         let demand = BudgetDemand(accounts: accounts, worstTokens: Int64(input + output), worstMicros: micros)
         // Room that calls in flight hold (the job's own among them) comes back as they end: the
         // chunk waits for it a while. A budget spent for its period ends the job.
         for attempt in 1... {
             let decision: BudgetDecision
             do {
-                decision = try await keeper.reserve(demand, now: clock())
+                decision = try await policy.keeper.reserve(demand, now: policy.clock())
             } catch {
                 throw Self.failure(.upstreamBusy)
             }
             switch decision {
             case .allowed(let hold):
-                return hold.map { BudgetReservation(hold: $0, keeper: keeper, worstMicros: micros) }
+                return hold.map { BudgetReservation(hold: $0, keeper: policy.keeper, worstMicros: micros) }
             case .refused(let refusal) where refusal.retryAfterSeconds <= 1 && attempt < Self.waits:
                 try? await Task.sleep(for: .seconds(1))
             case .refused(let refusal):
@@ -71,14 +49,14 @@ struct JobBudgets: Sendable {
     /// Settles `reservation` with the call's `usage` at the price of `model` now; a call that
     /// reported no usage (or whose model has no price) is counted at its reservation.
     func settle(_ reservation: BudgetReservation, usage: Usage?, model: String?, called: Bool) async {
-        let now = clock()
+        let now = policy.clock()
         let tokens = Int64(max(0, usage?.promptTokens ?? 0) + max(0, usage?.completionTokens ?? 0))
         var micros: Int64? = 0
         if let usage, let model {
-            let counts = TokenCounts(
-                input: usage.promptTokens ?? 0, cachedInput: usage.cachedPromptTokens ?? 0,
-                output: usage.completionTokens ?? 0)
-            micros = prices.map { $0.cost(of: counts, model: model, at: Int64(now.secondsSinceEpoch * 1000)) } ?? 0
+            micros =
+                policy.prices.map {
+                    $0.cost(of: TokenCounts(usage), model: model, at: Int64(now.secondsSinceEpoch * 1000))
+                } ?? 0
         } else if called {
             micros = nil
         }
