@@ -93,10 +93,10 @@ package final class Gateway: Sendable {
             JobsFeature(
                 parts, admission: admission, idempotency: idempotency, limiter: limits.limiter,
                 budgets: limits.budgetPolicy(.process)),
-            UsageFeature(parts, admission: admission),
+            UsageFeature(parts, admission: admission, budgets: limits.budgetPolicy(.process)),
             HistoryFeature(parts: parts, admission: admission, idempotency: idempotency),
             attestation,
-            AdminConsoleFeature(parts: parts),
+            AdminConsoleFeature(parts: parts, budgets: limits.budgetPolicy(.process)),
             // Last, just before the server: the first requests find the key set in force.
             authentication,
         ]

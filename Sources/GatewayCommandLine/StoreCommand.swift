@@ -239,16 +239,16 @@ package enum StoreCommand: Equatable, Sendable {
     static let guestsLabel = "(all guests)"
 
     static func render(_ days: [DailyUsage], format: ReportFormat) -> String {
-        let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens"]
+        let header = ["date", "user", "requests", "input_tokens", "output_tokens", "total_tokens", "cost_micros"]
         let rows: [[String?]] = days.map { day in
             let user = day.isGuests ? (format == .table ? guestsLabel : nil) : day.userID
             return [
                 Timestamp.date(day: day.day), user, String(day.requests), String(day.inputTokens),
                 String(day.outputTokens),
-                String(day.totalTokens),
+                String(day.totalTokens), String(day.costMicros),
             ]
         }
-        return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5]).render(format)
+        return Report(name: "usage", header: header, rows: rows, numeric: [2, 3, 4, 5, 6]).render(format)
     }
 }
 

@@ -10,16 +10,19 @@ package enum JobQuestion: Sendable {
     case step(prompt: Prompt, rounds: TextTask)
 }
 
-/// An item's answer: the trimmed text, a final `format: json` pass's data, and the usage.
+/// An item's answer: the trimmed text, a final `format: json` pass's data, the usage and
+/// what it cost at `PRICES` (nil: unknown, as without prices or for a model without one).
 package struct JobAnswer: Sendable, Equatable {
     let result: String
     let data: JSONValue?
     package let usage: Usage?
+    package var costMicros: Int64?
 
-    package init(result: String, data: JSONValue? = nil, usage: Usage?) {
+    package init(result: String, data: JSONValue? = nil, usage: Usage?, costMicros: Int64? = nil) {
         self.result = result
         self.data = data
         self.usage = usage
+        self.costMicros = costMicros
     }
 }
 

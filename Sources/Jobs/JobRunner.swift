@@ -270,7 +270,8 @@ package final class JobRunner: Service {
         let completion = JobItemCompletion(
             key: item.key, worker: worker, answer: answer.result,
             data: answer.data.map { String(decoding: $0.jsonBytes(), as: UTF8.self) },
-            inputTokens: inputTokens, outputTokens: outputTokens, ownerID: job.ownerID, day: now.utcDay,
+            inputTokens: inputTokens, outputTokens: outputTokens, costMicros: answer.costMicros, ownerID: job.ownerID,
+            day: now.utcDay,
             nowMilliseconds: milliseconds(now)
         )
         let stored = await retryingStore { () throws(StoreError) in

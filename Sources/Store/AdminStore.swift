@@ -14,6 +14,9 @@ package protocol AdminStore: Sendable {
     /// Failures (status >= 400) per local day and error code, as ``rollupDayTasks(fromSlot:toSlot:offsetMinutes:)``.
     func rollupDayCodes(fromSlot: Int64, toSlot: Int64, offsetMinutes: Int) async throws(StoreError)
         -> [RollupDayCode]
+    /// Use per model (the one that answered) over the slots [fromSlot, toSlot), in byte order
+    /// of the models; "" for requests that reached no model.
+    func rollupModels(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> [RollupModel]
     /// Use per caller over the UTC days [fromDay, toDay], in user id order.
     func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller]
     /// The latest requests answered with a status of 400 or more, newest first.
@@ -30,6 +33,8 @@ package struct RollupTotals: Sendable, Equatable {
     package var outputTokens: Int
     /// Requests answered with a status of 400 or more.
     package var errors: Int
+    /// What the requests that were not cache hits cost at `PRICES` (millionths of the unit).
+    package var costMicros: Int64
     /// What the gateway added (duration less the upstream call), requests below 400 only.
     package var added: LatencyHistogram
     /// The upstream calls' durations, every request that made one.
@@ -37,8 +42,10 @@ package struct RollupTotals: Sendable, Equatable {
 
     package init(
         requests: Int = 0, cacheHits: Int = 0, inputTokens: Int = 0, outputTokens: Int = 0, errors: Int = 0,
-        added: LatencyHistogram = LatencyHistogram(), upstream: LatencyHistogram = LatencyHistogram()
+        costMicros: Int64 = 0, added: LatencyHistogram = LatencyHistogram(),
+        upstream: LatencyHistogram = LatencyHistogram()
     ) {
+        self.costMicros = costMicros
         self.requests = requests
         self.cacheHits = cacheHits
         self.inputTokens = inputTokens
@@ -58,8 +65,13 @@ package struct RollupDayTask: Sendable, Equatable {
     package var inputTokens: Int
     package var outputTokens: Int
     package var errors: Int
+    package var costMicros: Int64
 
-    package init(day: Int64, task: String, requests: Int, inputTokens: Int, outputTokens: Int, errors: Int) {
+    package init(
+        day: Int64, task: String, requests: Int, inputTokens: Int, outputTokens: Int, errors: Int,
+        costMicros: Int64 = 0
+    ) {
+        self.costMicros = costMicros
         self.day = day
         self.task = task
         self.requests = requests
@@ -82,6 +94,24 @@ package struct RollupDayCode: Sendable, Equatable {
     }
 }
 
+package struct RollupModel: Sendable, Equatable {
+    package var model: String
+    package var requests: Int
+    package var inputTokens: Int
+    package var outputTokens: Int
+    package var costMicros: Int64
+    package var errors: Int
+
+    package init(model: String, requests: Int, inputTokens: Int, outputTokens: Int, costMicros: Int64, errors: Int) {
+        self.model = model
+        self.requests = requests
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.costMicros = costMicros
+        self.errors = errors
+    }
+}
+
 package struct RollupCaller: Sendable, Equatable {
     /// "" for all guests together.
     package var userID: String
@@ -94,11 +124,14 @@ package struct RollupCaller: Sendable, Equatable {
     package var errors: Int
     /// The caller's latest request in the range.
     package var lastSeenMilliseconds: Int64?
+    /// What its days charged at `PRICES` (millionths of the unit).
+    package var costMicros: Int64
 
     package init(
         userID: String, plan: String?, requests: Int, cacheHits: Int, inputTokens: Int, outputTokens: Int, errors: Int,
-        lastSeenMilliseconds: Int64?
+        lastSeenMilliseconds: Int64?, costMicros: Int64 = 0
     ) {
+        self.costMicros = costMicros
         self.userID = userID
         self.plan = plan
         self.requests = requests

@@ -215,6 +215,9 @@ package struct JobRecord: Sendable, Equatable {
     package var endedAtMilliseconds: Int64?
     /// ``NewJob/plan``.
     package var plan: String?
+    /// What the answered items cost at `PRICES` (millionths of the currency's unit); nil once
+    /// an item's model had no price.
+    package var costMicros: Int64?
 
     package init(
         id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
@@ -222,9 +225,10 @@ package struct JobRecord: Sendable, Equatable {
         status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
         errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64,
         endedAtMilliseconds: Int64?,
-        plan: String? = nil
+        plan: String? = nil, costMicros: Int64? = 0
     ) {
         self.plan = plan
+        self.costMicros = costMicros
         self.id = id
         self.ownerID = ownerID
         self.callerKey = callerKey
@@ -299,6 +303,9 @@ package struct JobItemCompletion: Sendable {
     package var data: String?
     package var inputTokens: Int
     package var outputTokens: Int
+    /// What the answer cost at `PRICES`; nil when its model had no price (the job's cost is
+    /// then unknown).
+    package var costMicros: Int64?
     /// The job's owner, whose usage of the UTC day `day` the tokens are added to (nil for a
     /// guest: they are added to all guests' day, ``DailyUsage/guestUserID``).
     package var ownerID: String?
@@ -307,9 +314,10 @@ package struct JobItemCompletion: Sendable {
 
     package init(
         key: JobItemKey, worker: String, answer: String, data: String?, inputTokens: Int, outputTokens: Int,
-        ownerID: String?, day: Int64,
+        costMicros: Int64? = 0, ownerID: String?, day: Int64,
         nowMilliseconds: Int64
     ) {
+        self.costMicros = costMicros
         self.key = key
         self.worker = worker
         self.answer = answer

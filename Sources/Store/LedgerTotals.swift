@@ -10,6 +10,7 @@ enum LedgerTotals {
         var requests = 0
         var inputTokens = 0
         var outputTokens = 0
+        var costMicros: Int64 = 0
         /// What the operator's console adds (``AdminStore/rollupCallers(fromDay:toDay:)``).
         var cacheHits = 0
         var errors = 0
@@ -34,6 +35,7 @@ enum LedgerTotals {
             guard !rows[index].cacheHit, rows[index].chargesTokens else { return }
             inputTokens &+= max(0, rows[index].inputTokens ?? 0)
             outputTokens &+= max(0, rows[index].outputTokens ?? 0)
+            costMicros &+= max(0, rows[index].costMicros ?? 0)
         }
     }
 

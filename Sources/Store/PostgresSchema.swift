@@ -8,7 +8,7 @@ enum PostgresSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`, one statement
     /// an element (the extended protocol takes one statement a query). Append only.
     static let migrations: [[String]] = [
-        version1, version2, version3, version4, version5, version6, version7, version8,
+        version1, version2, version3, version4, version5, version6, version7, version8, version9,
     ]
 
     /// The version this binary writes.
@@ -358,4 +358,7 @@ enum PostgresSchema {
 
     /// What each request cost at `PRICES`, as on SQLite.
     private static let version8 = ["ALTER TABLE requests ADD COLUMN cost_micros bigint"]
+
+    /// What requests cost in the days, the slots and the jobs, as on SQLite.
+    private static let version9 = RollupTables.addCost(.postgres)
 }

@@ -15,9 +15,9 @@ extension PostgresStore {
         guard let row = rows.first else { return RollupTotals() }
         return RollupTotals(
             requests: row.int(0) ?? 0, cacheHits: row.int(1) ?? 0, inputTokens: row.int(2) ?? 0,
-            outputTokens: row.int(3) ?? 0, errors: row.int(4) ?? 0,
-            added: LatencyHistogram(counts: (0..<16).map { row.int(5 + $0) ?? 0 }),
-            upstream: LatencyHistogram(counts: (0..<16).map { row.int(21 + $0) ?? 0 })
+            outputTokens: row.int(3) ?? 0, errors: row.int(4) ?? 0, costMicros: Int64(row.int(5) ?? 0),
+            added: LatencyHistogram(counts: (0..<16).map { row.int(6 + $0) ?? 0 }),
+            upstream: LatencyHistogram(counts: (0..<16).map { row.int(22 + $0) ?? 0 })
         )
     }
 
@@ -32,7 +32,8 @@ extension PostgresStore {
             rows.map {
                 RollupDayTask(
                     day: Int64($0.int(0) ?? 0), task: $0.string(1) ?? "", requests: $0.int(2) ?? 0,
-                    inputTokens: $0.int(3) ?? 0, outputTokens: $0.int(4) ?? 0, errors: $0.int(5) ?? 0)
+                    inputTokens: $0.int(3) ?? 0, outputTokens: $0.int(4) ?? 0, errors: $0.int(5) ?? 0,
+                    costMicros: Int64($0.int(6) ?? 0))
             })
     }
 
@@ -47,6 +48,18 @@ extension PostgresStore {
             rows.map { RollupDayCode(day: Int64($0.int(0) ?? 0), code: $0.string(1) ?? "", count: $0.int(2) ?? 0) })
     }
 
+    package func rollupModels(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> [RollupModel] {
+        let rows = try await query(
+            RollupQueries.models(placeholders: "$1", "$2"), [.int(Int(fromSlot)), .int(Int(toSlot))]
+        ).rows
+        return RollupQueries.ordered(
+            rows.map {
+                RollupModel(
+                    model: $0.string(0) ?? "", requests: $0.int(1) ?? 0, inputTokens: $0.int(2) ?? 0,
+                    outputTokens: $0.int(3) ?? 0, costMicros: Int64($0.int(4) ?? 0), errors: $0.int(5) ?? 0)
+            })
+    }
+
     package func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
         let rows = try await query(
             RollupQueries.callers(placeholders: "$1", "$2"), [.int(Int(fromDay)), .int(Int(toDay))]
@@ -56,7 +69,8 @@ extension PostgresStore {
                 RollupCaller(
                     userID: $0.string(0) ?? "", plan: $0.string(1), requests: $0.int(2) ?? 0,
                     cacheHits: $0.int(3) ?? 0, inputTokens: $0.int(4) ?? 0, outputTokens: $0.int(5) ?? 0,
-                    errors: $0.int(6) ?? 0, lastSeenMilliseconds: $0.int(7).map(Int64.init))
+                    errors: $0.int(6) ?? 0, lastSeenMilliseconds: $0.int(7).map(Int64.init),
+                    costMicros: Int64($0.int(8) ?? 0))
             })
     }
 
@@ -82,7 +96,8 @@ extension PostgresStore {
     /// transaction (the benchmark's seeding, after it filled `requests` with SQL of its own).
     package func rebuildRollups() async throws(StoreError) {
         try await transaction(
-            (["DELETE FROM usage_rollup_slots", "DELETE FROM usage_rollup_latency"] + RollupTables.backfill(.postgres))
+            (["DELETE FROM usage_rollup_slots", "DELETE FROM usage_rollup_latency"] + RollupTables.backfill(.postgres)
+                + RollupTables.backfillCost)
                 .map { PostgresQuery($0) })
     }
 

@@ -170,22 +170,23 @@ extension PostgresStore {
             ),
             item AS (
                 UPDATE job_items AS i SET answer = $5, data = $6, input_tokens = $7, output_tokens = $8,
-                    lease_owner = NULL, lease_until = NULL
+                    cost_micros = $12, lease_owner = NULL, lease_until = NULL
                 FROM job
                 WHERE i.job_id = job.id AND i.level = $2 AND i.idx = $3 AND i.lease_owner = $4 AND i.answer IS NULL
                 RETURNING i.job_id
             ),
             progress AS (
                 UPDATE jobs SET done = jobs.done + 1, input_tokens = jobs.input_tokens + $7,
-                    output_tokens = jobs.output_tokens + $8, updated_at = $9
+                    output_tokens = jobs.output_tokens + $8, cost_micros = jobs.cost_micros + $12, updated_at = $9
                 FROM item WHERE jobs.id = item.job_id
             ),
             usage AS (
-                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
-                SELECT $10::text, $11, 0, $7, $8 FROM item
+                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens, cost_micros)
+                SELECT $10::text, $11, 0, $7, $8, coalesce($12::bigint, 0) FROM item
                 ON CONFLICT (user_id, day) DO UPDATE SET
                     input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-                    output_tokens = usage_daily.output_tokens + excluded.output_tokens
+                    output_tokens = usage_daily.output_tokens + excluded.output_tokens,
+                    cost_micros = usage_daily.cost_micros + excluded.cost_micros
             )
             SELECT count(*) FROM item
             """,
@@ -196,6 +197,7 @@ extension PostgresStore {
                 // A guest's job counts on the guests' line.
                 .text(completion.ownerID ?? DailyUsage.guestUserID),
                 .int(Int(completion.day)),
+                completion.costMicros.map { PostgresValue.int(Int($0)) } ?? .null,
             ]
         )
         return (result.rows.first?.int(0) ?? 0) > 0

@@ -76,14 +76,14 @@ extension PostgresStore {
         let usage = LedgerTotals.usage(of: batch.rows).sorted {
             ($0.key.userID, $0.key.day) < ($1.key.userID, $1.key.day)
         }
-        let usageColumns = rollups ? 9 : 5
+        let usageColumns = rollups ? 10 : 6
         for chunk in chunks(usage, of: PostgresQuery.maxParameters / usageColumns) {
             var values: [PostgresValue] = []
             values.reserveCapacity(chunk.count * usageColumns)
             for (key, total) in chunk {
                 values += [
                     .text(key.userID), .int(Int(key.day)), .int(total.requests), .int(total.inputTokens),
-                    .int(total.outputTokens),
+                    .int(total.outputTokens), .int(Int(total.costMicros)),
                 ]
                 if rollups {
                     values += [
@@ -130,6 +130,7 @@ extension PostgresStore {
                 values += [.int(Int(key.slot)), .text(key.task), .text(key.model), .int(key.status), .text(key.code)]
                 values += [
                     .int(counts.requests), .int(counts.cacheHits), .int(counts.inputTokens), .int(counts.outputTokens),
+                    .int(Int(counts.costMicros)),
                 ]
             }
             queries.append(PostgresQuery(RollupTables.upsertSlots(.postgres, rows: chunk.count), values))

@@ -35,12 +35,13 @@ extension PostgresStore {
     private func usage(where condition: String, _ parameters: [PostgresValue]) async throws(StoreError) -> [DailyUsage]
     {
         try await query(
-            "SELECT user_id, day, requests, input_tokens, output_tokens FROM usage_daily WHERE " + condition, parameters
+            "SELECT user_id, day, requests, input_tokens, output_tokens, cost_micros FROM usage_daily WHERE "
+                + condition, parameters
         ).rows.map {
             DailyUsage(
                 userID: $0.string(0) ?? "", day: Int64($0.int(1) ?? 0), requests: $0.int(2) ?? 0,
                 inputTokens: $0.int(3) ?? 0,
-                outputTokens: $0.int(4) ?? 0)
+                outputTokens: $0.int(4) ?? 0, costMicros: Int64($0.int(5) ?? 0))
         }
     }
 }

@@ -9,7 +9,8 @@ enum RollupQueries {
         """
         SELECT * FROM (
             SELECT coalesce(sum(requests), 0), coalesce(sum(cache_hits), 0), coalesce(sum(input_tokens), 0),
-                coalesce(sum(output_tokens), 0), coalesce(sum(requests) FILTER (WHERE status >= 400), 0)
+                coalesce(sum(output_tokens), 0), coalesce(sum(requests) FILTER (WHERE status >= 400), 0),
+                coalesce(sum(cost_micros), 0)
             FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
         ) AS counts, (
             SELECT \(histogramSums) FROM usage_rollup_latency WHERE slot >= \(from) AND slot < \(to)
@@ -30,16 +31,16 @@ enum RollupQueries {
         guard bySlotFirst else {
             return """
                 SELECT \(localDay(offset)) AS local_day, task, sum(requests), sum(input_tokens), sum(output_tokens),
-                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0)
+                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0), sum(cost_micros)
                 FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
                 GROUP BY local_day, task
                 """
         }
         return """
-            SELECT \(localDay(offset)) AS local_day, task, sum(r), sum(i), sum(o), sum(e)
+            SELECT \(localDay(offset)) AS local_day, task, sum(r), sum(i), sum(o), sum(e), sum(c)
             FROM (
                 SELECT slot, task, sum(requests) AS r, sum(input_tokens) AS i, sum(output_tokens) AS o,
-                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0) AS e
+                    coalesce(sum(requests) FILTER (WHERE status >= 400), 0) AS e, sum(cost_micros) AS c
                 FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
                 GROUP BY slot, task
             ) AS by_slot
@@ -66,12 +67,25 @@ enum RollupQueries {
             """
     }
 
+    static func models(placeholders from: String, _ to: String) -> String {
+        """
+        SELECT model, sum(requests), sum(input_tokens), sum(output_tokens), sum(cost_micros),
+            coalesce(sum(requests) FILTER (WHERE status >= 400), 0)
+        FROM usage_rollup_slots WHERE slot >= \(from) AND slot < \(to)
+        GROUP BY model
+        """
+    }
+
+    static func ordered(_ models: [RollupModel]) -> [RollupModel] {
+        models.sorted { $0.model.utf8.lexicographicallyPrecedes($1.model.utf8) }
+    }
+
     /// One row per caller and plan, merged in Swift (``merged(_:)``), from `usage_daily`'s
     /// days (its index by day): the tokens are those the quotas count.
     static func callers(placeholders from: String, _ to: String) -> String {
         """
         SELECT user_id, plan, sum(requests), sum(cache_hits), sum(input_tokens), sum(output_tokens), sum(errors),
-            max(last_seen_ms)
+            max(last_seen_ms), sum(cost_micros)
         FROM usage_daily WHERE day >= \(from) AND day <= \(to)
         GROUP BY user_id, plan
         """
@@ -115,6 +129,7 @@ enum RollupQueries {
             caller.inputTokens += part.inputTokens
             caller.outputTokens += part.outputTokens
             caller.errors += part.errors
+            caller.costMicros += part.costMicros
             caller.lastSeenMilliseconds = max(caller.lastSeenMilliseconds ?? .min, seen)
             if let plan = part.plan, seen >= planSeen[part.userID] ?? .min {
                 caller.plan = plan

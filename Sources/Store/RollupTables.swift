@@ -31,7 +31,10 @@ enum RollupTables {
     static let histogramColumns = addedColumns + upstreamColumns
 
     static let slotKeyColumns = ["slot", "task", "model", "status", "code"]
-    static let slotColumns = slotKeyColumns + ["requests", "cache_hits", "input_tokens", "output_tokens"]
+    /// The slots' columns as migration 6 made them (its back-fill names them: a shipped
+    /// migration never changes), and as the ledger writes them since migration 9.
+    static let slotColumnsV6 = slotKeyColumns + ["requests", "cache_hits", "input_tokens", "output_tokens"]
+    static let slotColumns = slotColumnsV6 + ["cost_micros"]
     /// The histograms have a table of their own, one row per slot: summed over a month of
     /// the slots' table (a row per task, model and code), their 32 columns took 160 of the
     /// totals' 200 ms on SQLite with 10 million requests behind them.
@@ -71,6 +74,49 @@ enum RollupTables {
         ]
     }
 
+    /// Migration 9: what requests cost, beside their tokens, in `usage_daily` (what the caller's
+    /// day charged, as its tokens), the slots and the jobs (a job's cost is null once one of its
+    /// calls had no price), filled from the rows' own costs (migration 8 began keeping them).
+    static func addCost(_ dialect: Dialect) -> [String] {
+        let integer = dialect.integer
+        return [
+            "ALTER TABLE usage_daily ADD COLUMN cost_micros \(integer) NOT NULL DEFAULT 0",
+            "ALTER TABLE usage_rollup_slots ADD COLUMN cost_micros \(integer) NOT NULL DEFAULT 0",
+            "ALTER TABLE jobs ADD COLUMN cost_micros \(integer) DEFAULT 0",
+            "ALTER TABLE job_items ADD COLUMN cost_micros \(integer)",
+        ] + backfillCost
+    }
+
+    /// The cost of the days and the slots from the rows (after ``backfill(_:)``, which knows
+    /// no cost). A job's row adds to its slot, not to its caller's day: its calls did.
+    static let backfillCost: [String] = {
+        let charged = "cost_micros IS NOT NULL AND NOT cache_hit"
+        return [
+            """
+            UPDATE usage_daily SET cost_micros = r.c
+            FROM (
+                SELECT coalesce(user_id, '') AS user_id, created_at / \(dayMilliseconds) AS day, sum(cost_micros) AS c
+                FROM requests WHERE \(charged) AND route <> '\(Spending.jobsRoute)'
+                GROUP BY coalesce(user_id, ''), created_at / \(dayMilliseconds)
+            ) AS r
+            WHERE usage_daily.user_id = r.user_id AND usage_daily.day = r.day
+            """,
+            """
+            UPDATE usage_rollup_slots SET cost_micros = r.c
+            FROM (
+                SELECT created_at / \(slotMilliseconds) AS slot, coalesce(task, '') AS task,
+                    coalesce(model, '') AS model, status, coalesce(code, '') AS code, sum(cost_micros) AS c
+                FROM requests WHERE \(charged)
+                GROUP BY created_at / \(slotMilliseconds), coalesce(task, ''), coalesce(model, ''), status,
+                    coalesce(code, '')
+            ) AS r
+            WHERE usage_rollup_slots.slot = r.slot AND usage_rollup_slots.task = r.task
+                AND usage_rollup_slots.model = r.model AND usage_rollup_slots.status = r.status
+                AND usage_rollup_slots.code = r.code
+            """,
+        ]
+    }()
+
     /// The slots made from every row of `requests`, into an empty table, and `usage_daily`'s
     /// new columns filled from the same rows (migration 6, and the benchmark's seeding). Rows
     /// from before migration 6 have no upstream time (their added latency is their whole
@@ -95,7 +141,7 @@ enum RollupTables {
             (0..<LatencyHistogram.bounds.count).map { "sum(CASE WHEN ab = \($0) THEN n ELSE 0 END)" }
             + (0..<LatencyHistogram.bounds.count).map { "sum(CASE WHEN ub = \($0) THEN n ELSE 0 END)" }
         let slots = """
-            INSERT INTO usage_rollup_slots (\(slotColumns.joined(separator: ", ")))
+            INSERT INTO usage_rollup_slots (\(slotColumnsV6.joined(separator: ", ")))
             SELECT \(key), count(*), count(*) FILTER (WHERE cache_hit), sum(input_tokens), sum(output_tokens)
             FROM (\(source)) AS r GROUP BY \(key)
             """
@@ -118,16 +164,17 @@ enum RollupTables {
         return [slots, latency, usage]
     }
 
-    /// The upsert of `rows` callers' days into `usage_daily`, nine values each: user, day,
-    /// requests, input and output tokens (those the quota counts), cache hits, errors, the
-    /// latest use, and the plan of the latest row that had one. Without roll-ups (the
-    /// benchmark's comparison), the first five, as before them.
+    /// The upsert of `rows` callers' days into `usage_daily`, ten values each: user, day,
+    /// requests, input and output tokens and cost (those the quota and budgets count), cache
+    /// hits, errors, the latest use, and the plan of the latest row that had one. Without
+    /// roll-ups (the benchmark's comparison), the first six.
     static func upsertUsage(_ dialect: Dialect, rows: Int, rollups: Bool = true) -> String {
         let table = "usage_daily"
         let columns =
-            ["user_id", "day", "requests", "input_tokens", "output_tokens"]
+            ["user_id", "day", "requests", "input_tokens", "output_tokens", "cost_micros"]
             + (rollups ? ["cache_hits", "errors", "last_seen_ms", "plan"] : [])
-        let summed = ["requests", "input_tokens", "output_tokens"] + (rollups ? ["cache_hits", "errors"] : [])
+        let summed =
+            ["requests", "input_tokens", "output_tokens", "cost_micros"] + (rollups ? ["cache_hits", "errors"] : [])
         var sets = summed.map { "\($0) = \(table).\($0) + excluded.\($0)" }
         if rollups {
             // Both read the row as it was: every SET of one upsert sees the old values.
@@ -147,7 +194,7 @@ enum RollupTables {
 
     static func upsertSlots(_ dialect: Dialect, rows: Int) -> String {
         let table = "usage_rollup_slots"
-        let sums = ["requests", "cache_hits", "input_tokens", "output_tokens"].map {
+        let sums = ["requests", "cache_hits", "input_tokens", "output_tokens", "cost_micros"].map {
             "\($0) = \(table).\($0) + excluded.\($0)"
         }
         return """
@@ -203,16 +250,18 @@ enum RollupTables {
         var cacheHits = 0
         var inputTokens = 0
         var outputTokens = 0
+        var costMicros: Int64 = 0
 
         /// One row's part, from its fields read where the row lies: a whole row copied would
         /// retain every string in it.
-        mutating func add(cacheHit: Bool, inputTokens input: Int?, outputTokens output: Int?) {
+        mutating func add(cacheHit: Bool, inputTokens input: Int?, outputTokens output: Int?, costMicros cost: Int64?) {
             requests += 1
             if cacheHit {
                 cacheHits += 1
             } else {
                 inputTokens &+= max(0, input ?? 0)
                 outputTokens &+= max(0, output ?? 0)
+                costMicros &+= max(0, cost ?? 0)
             }
         }
     }
@@ -242,7 +291,7 @@ enum RollupTables {
                 code: rows[index].code ?? "")
             slots[key, default: Counts()].add(
                 cacheHit: rows[index].cacheHit, inputTokens: rows[index].inputTokens,
-                outputTokens: rows[index].outputTokens)
+                outputTokens: rows[index].outputTokens, costMicros: rows[index].costMicros)
             latency[slot, default: Latency()].add(
                 status: rows[index].status, duration: rows[index].durationMilliseconds,
                 upstream: rows[index].upstreamMilliseconds)

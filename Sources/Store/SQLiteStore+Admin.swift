@@ -13,9 +13,9 @@ extension SQLiteStore {
             ) { row in
                 RollupTotals(
                     requests: row.int(0), cacheHits: row.int(1), inputTokens: row.int(2), outputTokens: row.int(3),
-                    errors: row.int(4),
-                    added: LatencyHistogram(counts: (0..<16).map { row.int(Int32(5 + $0)) }),
-                    upstream: LatencyHistogram(counts: (0..<16).map { row.int(Int32(21 + $0)) })
+                    errors: row.int(4), costMicros: row.int64(5),
+                    added: LatencyHistogram(counts: (0..<16).map { row.int(Int32(6 + $0)) }),
+                    upstream: LatencyHistogram(counts: (0..<16).map { row.int(Int32(22 + $0)) })
                 )
             } ?? RollupTotals()
         }
@@ -33,7 +33,7 @@ extension SQLiteStore {
                 days.append(
                     RollupDayTask(
                         day: $0.int64(0), task: $0.text(1), requests: $0.int(2), inputTokens: $0.int(3),
-                        outputTokens: $0.int(4), errors: $0.int(5)))
+                        outputTokens: $0.int(4), errors: $0.int(5), costMicros: $0.int64(6)))
             }
             return RollupQueries.ordered(days)
         }
@@ -52,6 +52,21 @@ extension SQLiteStore {
         }
     }
 
+    package func rollupModels(fromSlot: Int64, toSlot: Int64) async throws(StoreError) -> [RollupModel] {
+        try await read { connection throws(StoreError) in
+            var models: [RollupModel] = []
+            try connection.query(
+                RollupQueries.models(placeholders: "?", "?"), [.integer(fromSlot), .integer(toSlot)]
+            ) {
+                models.append(
+                    RollupModel(
+                        model: $0.text(0), requests: $0.int(1), inputTokens: $0.int(2), outputTokens: $0.int(3),
+                        costMicros: $0.int64(4), errors: $0.int(5)))
+            }
+            return RollupQueries.ordered(models)
+        }
+    }
+
     package func rollupCallers(fromDay: Int64, toDay: Int64) async throws(StoreError) -> [RollupCaller] {
         try await read { connection throws(StoreError) in
             var parts: [RollupCaller] = []
@@ -60,7 +75,7 @@ extension SQLiteStore {
                     RollupCaller(
                         userID: $0.text(0), plan: $0.optionalText(1), requests: $0.int(2), cacheHits: $0.int(3),
                         inputTokens: $0.int(4), outputTokens: $0.int(5), errors: $0.int(6),
-                        lastSeenMilliseconds: $0.optionalInt64(7)))
+                        lastSeenMilliseconds: $0.optionalInt64(7), costMicros: $0.int64(8)))
             }
             return RollupQueries.merged(parts)
         }
@@ -100,7 +115,7 @@ extension SQLiteStore {
             try connection.transaction { () throws(StoreError) in
                 try connection.executeScript(
                     (["DELETE FROM usage_rollup_slots", "DELETE FROM usage_rollup_latency"]
-                        + RollupTables.backfill(.sqlite)).joined(separator: ";\n"))
+                        + RollupTables.backfill(.sqlite) + RollupTables.backfillCost).joined(separator: ";\n"))
             }
         }
     }

@@ -119,7 +119,7 @@ extension SQLiteStore {
                 let key = completion.key
                 let stored = try connection.execute(
                     """
-                    UPDATE job_items SET answer = ?, data = ?, input_tokens = ?, output_tokens = ?,
+                    UPDATE job_items SET answer = ?, data = ?, input_tokens = ?, output_tokens = ?, cost_micros = ?,
                         lease_owner = NULL, lease_until = NULL
                     WHERE job_id = ? AND level = ? AND idx = ? AND lease_owner = ? AND answer IS NULL
                         AND EXISTS (
@@ -128,7 +128,7 @@ extension SQLiteStore {
                     """,
                     [
                         .text(completion.answer), .text(completion.data), .integer(completion.inputTokens),
-                        .integer(completion.outputTokens),
+                        .integer(completion.outputTokens), .integer(completion.costMicros),
                         .text(key.jobID), .integer(key.level), .integer(key.index), .text(completion.worker),
                     ]
                 )
@@ -136,26 +136,28 @@ extension SQLiteStore {
                 try connection.execute(
                     """
                     UPDATE jobs SET done = done + 1, input_tokens = input_tokens + ?,
-                        output_tokens = output_tokens + ?, updated_at = ?
+                        output_tokens = output_tokens + ?, cost_micros = cost_micros + ?, updated_at = ?
                     WHERE id = ?
                     """,
                     [
                         .integer(completion.inputTokens), .integer(completion.outputTokens),
-                        .integer(completion.nowMilliseconds), .text(key.jobID),
+                        .integer(completion.costMicros), .integer(completion.nowMilliseconds), .text(key.jobID),
                     ]
                 )
                 // A guest's job counts on the guests' line.
                 try connection.execute(
                     """
-                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens) VALUES (?, ?, 0, ?, ?)
+                    INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens, cost_micros)
+                    VALUES (?, ?, 0, ?, ?, ?)
                     ON CONFLICT (user_id, day) DO UPDATE SET
                         input_tokens = input_tokens + excluded.input_tokens,
-                        output_tokens = output_tokens + excluded.output_tokens
+                        output_tokens = output_tokens + excluded.output_tokens,
+                        cost_micros = cost_micros + excluded.cost_micros
                     """,
                     [
                         .text(completion.ownerID ?? DailyUsage.guestUserID), .integer(completion.day),
                         .integer(completion.inputTokens),
-                        .integer(completion.outputTokens),
+                        .integer(completion.outputTokens), .integer(completion.costMicros ?? 0),
                     ]
                 )
                 return true

@@ -10,7 +10,7 @@ extension SQLiteStore {
                     values.removeAll(keepingCapacity: true)
                     values += [
                         .text(key.userID), .integer(key.day), .integer(total.requests), .integer(total.inputTokens),
-                        .integer(total.outputTokens),
+                        .integer(total.outputTokens), .integer(total.costMicros),
                     ]
                     if rollups {
                         values += [
@@ -53,7 +53,7 @@ extension SQLiteStore {
             values += [.integer(key.slot), .text(key.task), .text(key.model), .integer(key.status), .text(key.code)]
             values += [
                 .integer(counts.requests), .integer(counts.cacheHits), .integer(counts.inputTokens),
-                .integer(counts.outputTokens),
+                .integer(counts.outputTokens), .integer(counts.costMicros),
             ]
             try connection.execute(slotsUpsert, values)
         }

@@ -35,12 +35,13 @@ extension SQLiteStore {
         try await read { connection throws(StoreError) in
             var days: [DailyUsage] = []
             try connection.query(
-                "SELECT user_id, day, requests, input_tokens, output_tokens FROM usage_daily WHERE " + condition, values
+                "SELECT user_id, day, requests, input_tokens, output_tokens, cost_micros FROM usage_daily WHERE "
+                    + condition, values
             ) {
                 days.append(
                     DailyUsage(
                         userID: $0.text(0), day: $0.int64(1), requests: $0.int(2), inputTokens: $0.int(3),
-                        outputTokens: $0.int(4)))
+                        outputTokens: $0.int(4), costMicros: $0.int64(5)))
             }
             return days
         }

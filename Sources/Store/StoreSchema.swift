@@ -5,7 +5,7 @@ enum StoreSchema {
     /// Migration `n` (counting from 1) takes a store from version `n - 1` to `n`. Append
     /// only: a shipped migration never changes.
     static let migrations: [String] = [
-        version1, version2, version3, version4, version5, version6, version7, version8,
+        version1, version2, version3, version4, version5, version6, version7, version8, version9,
     ]
 
     /// The version this binary writes.
@@ -364,4 +364,7 @@ enum StoreSchema {
     private static let version8 = """
         ALTER TABLE requests ADD COLUMN cost_micros INTEGER;
         """
+
+    /// What requests cost in the days, the slots and the jobs (``RollupTables/addCost(_:)``).
+    private static let version9 = RollupTables.addCost(.sqlite).map { $0 + ";\n" }.joined()
 }

@@ -41,13 +41,18 @@ package struct DailyUsage: Sendable, Equatable {
     package var requests: Int
     package var inputTokens: Int
     package var outputTokens: Int
+    /// What the tokens cost at `PRICES`, in millionths of the currency's unit (0 without prices;
+    /// a request whose model had no price adds nothing).
+    package var costMicros: Int64
 
-    package init(userID: String, day: Int64, requests: Int, inputTokens: Int, outputTokens: Int) {
+    package init(userID: String, day: Int64, requests: Int, inputTokens: Int, outputTokens: Int, costMicros: Int64 = 0)
+    {
         self.userID = userID
         self.day = day
         self.requests = requests
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
+        self.costMicros = costMicros
     }
 
     package var totalTokens: Int { inputTokens &+ outputTokens }

@@ -34,6 +34,48 @@ struct RedisBudgetKeeperTests {
         BudgetDemand(accounts: accounts, worstTokens: tokens, worstMicros: micros)
     }
 
+    @Test(
+        "each account its own counter under a digest: ids sharing their first 16 bytes stay apart, none reaches Redis"
+    )
+    func digests() async throws {
+        try await withRedis(scripts: RedisBudgetKeeper.scripts, namePrefix: "budget-test") { client, _ in
+            let keepers = (0..<2).map { _ in
+                RedisBudgetKeeper(client: client, calendar: .utc, holdTimeToLive: .seconds(60))
+            }
+            let limit = [BudgetLimit(period: .day, unit: .micros, amount: 1000)]
+            let first = BudgetAccount(scope: .caller, key: "user:budgets-caller-01", limits: limit)
+            let second = BudgetAccount(scope: .caller, key: "user:budgets-caller-02", limits: limit)
+            let now = Instant.now
+            guard case .allowed(let hold?) = try await keepers[0].reserve(Self.demand([first], micros: 1000), now: now)
+            else {
+                Issue.record("the first caller's 1,000 fits")
+                return
+            }
+            // All of the budget reserved: nothing left, and the day's end.
+            #expect(hold.entries.first?.remaining == 0)
+            #expect(hold.entries.first?.amount == 1000)
+            #expect(hold.entries.first?.scope == .caller)
+            let toMidnight = BudgetCalendar.utc.secondsToEnd(of: .day, at: Int64(now.secondsSinceEpoch))
+            #expect(abs((hold.entries.first?.resetSeconds ?? 0) - toMidnight) <= 5)
+            try await keepers[0].settle(hold, tokens: 10, micros: 900, now: now)
+            // The other caller's budget is its own, though its id begins as the first's.
+            guard case .allowed = try await keepers[1].reserve(Self.demand([second], micros: 200), now: now) else {
+                Issue.record("the second caller's 200 fits its own budget")
+                return
+            }
+            let uses = try await keepers[1].use(of: [first, second], now: now)
+            #expect(uses.map(\.used) == [900, 0])
+            #expect(uses.map(\.held) == [0, 200])
+            #expect(uses.map(\.remaining) == [100, 800])
+            #expect(uses.allSatisfy { $0.scope == .caller && $0.limit == limit[0] })
+            // Neither id, nor its bytes in hex, is in any key.
+            let keys = try await client.send("KEYS", "*").array?.compactMap(\.string) ?? []
+            #expect(keys.count >= 2)
+            let hex = Array("budgets-caller".utf8).map { String($0, radix: 16) }.joined()
+            #expect(keys.allSatisfy { !$0.contains("budgets-caller") && !$0.contains(hex) }, "\(keys)")
+        }
+    }
+
     @Test("one instance's reservation is the other's: refused with the scope that has no room, all or nothing")
     func shared() async throws {
         try await Self.withKeepers { keepers in

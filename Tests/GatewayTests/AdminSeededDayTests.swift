@@ -52,7 +52,9 @@ struct AdminSeededDayTests {
                     // Spread over the whole day, in order, so the newest failures are the last ones.
                     createdAtMilliseconds: start + Int64(index) * 8_640 + Int64(random.next() % 8_000),
                     plan: user.map { _ in caller % 2 == 0 ? "pro" : "free" },
-                    upstream: called ? "primary" : nil, upstreamMilliseconds: upstream))
+                    upstream: called ? "primary" : nil, upstreamMilliseconds: upstream,
+                    // A cache hit costs 0; an answer its price (unknown for every seventh).
+                    costMicros: cacheHit ? 0 : status == 200 && index % 7 != 0 ? Int64(40 + index % 997) : nil))
         }
         // Today's, and in today even a minute after midnight.
         let now = max(Int64(Instant.now.secondsSinceEpoch * 1000) - 60_000, (day + 1) * 86_400_000)
@@ -63,7 +65,7 @@ struct AdminSeededDayTests {
                     route: "/api/process", model: "model-a", inputLength: 300, inputTokens: 1_000, outputTokens: 500,
                     status: 200, code: nil, outcome: "done", cacheHit: false, durationMilliseconds: 100,
                     createdAtMilliseconds: now + Int64(index), plan: index % 3 == 0 ? "pro" : "free",
-                    upstream: "primary", upstreamMilliseconds: 99))
+                    upstream: "primary", upstreamMilliseconds: 99, costMicros: 1_500))
         }
         return rows
     }
@@ -106,6 +108,9 @@ struct AdminSeededDayTests {
                 summary["outputTokens"]?.intValue
                     == day.filter { !$0.cacheHit }.reduce(0) { $0 + ($1.outputTokens ?? 0) })
             #expect(summary["errorRate"]?.doubleValue == Double(errors) / 10_000)
+            func cost(_ rows: [LedgerRow]) -> Int { rows.reduce(0) { $0 + Int($1.costMicros ?? 0) } }
+            #expect(summary["costMicros"]?.intValue == cost(day))
+            #expect(cost(day) > 1_000_000)
             #expect(summary["addedLatencyMs"]?["p50"]?.doubleValue == added.percentile(0.5))
             #expect(summary["addedLatencyMs"]?["p95"]?.doubleValue == added.percentile(0.95))
             #expect(summary["upstreamLatencyMs"]?["p50"]?.doubleValue == upstream.percentile(0.5))
@@ -129,7 +134,9 @@ struct AdminSeededDayTests {
                     #expect(
                         answered?["inputTokens"]?.intValue
                             == ofTask.filter { !$0.cacheHit }.reduce(0) { $0 + ($1.inputTokens ?? 0) })
+                    #expect(answered?["costMicros"]?.intValue == cost(ofTask), "\(task ?? "none")")
                 }
+                #expect(entry["costMicros"]?.intValue == cost(rowsOfDay))
                 for (_, code) in Self.failures {
                     let counted = entry["errorCodes"]?.arrayValue?.first { $0["code"]?.stringValue == code }
                     #expect(counted?["count"]?.intValue == rowsOfDay.count { $0.code == code }, "\(code)")
@@ -138,7 +145,11 @@ struct AdminSeededDayTests {
             let csv = try await AdminConsoleTests.get(harness, "/api/admin/series?\(range)&tzOffset=210&format=csv")
             #expect(csv.header("Content-Type") == "text/csv; charset=utf-8")
             let lines = String(decoding: csv.body, as: UTF8.self).split(separator: "\r\n")
-            #expect(lines.first == "day,task,requests,input_tokens,output_tokens,errors")
+            #expect(lines.first == "day,task,requests,input_tokens,output_tokens,errors,cost_micros")
+            #expect(
+                lines.dropFirst().reduce(0) {
+                    $0 + (Int($1.split(separator: ",", omittingEmptySubsequences: false)[6]) ?? 0)
+                } == cost(day))
             #expect(
                 lines.dropFirst().reduce(0) {
                     $0 + (Int($1.split(separator: ",", omittingEmptySubsequences: false)[2]) ?? 0)
@@ -158,6 +169,7 @@ struct AdminSeededDayTests {
                 #expect(
                     caller["inputTokens"]?.intValue
                         == own.filter { !$0.cacheHit }.reduce(0) { $0 + ($1.inputTokens ?? 0) })
+                #expect(caller["costMicros"]?.intValue == cost(own), "\(user)")
                 #expect(
                     caller["lastSeen"]?.stringValue
                         == own.map(\.createdAtMilliseconds).max().map(Timestamp.iso8601(milliseconds:)))
@@ -176,6 +188,24 @@ struct AdminSeededDayTests {
                 #expect(caller["quotaUsedToday"]?.doubleValue == Double(spent) / Double(quota))
             }
             #expect(callers.first?["requests"]?.intValue == callers.compactMap { $0["requests"]?.intValue }.max())
+
+            // Per model that answered, with its cost; as CSV too.
+            let models = try #require(
+                try await AdminConsoleTests.json(harness, "/api/admin/models?\(range)")["models"]?.arrayValue)
+            #expect(models.compactMap { $0["model"]?.stringValue } == ["model-a", "model-b"])
+            for model in models {
+                let name = try #require(model["model"]?.stringValue)
+                let own = day.filter { $0.model == name }
+                #expect(model["requests"]?.intValue == own.count)
+                #expect(model["costMicros"]?.intValue == cost(own))
+                #expect(
+                    model["outputTokens"]?.intValue
+                        == own.filter { !$0.cacheHit }.reduce(0) { $0 + ($1.outputTokens ?? 0) })
+            }
+            let modelsCSV = try await AdminConsoleTests.get(harness, "/api/admin/models?\(range)&format=csv")
+            let modelLines = String(decoding: modelsCSV.body, as: UTF8.self).split(separator: "\r\n")
+            #expect(modelLines.first == "model,requests,input_tokens,output_tokens,errors,cost_micros")
+            #expect(modelLines.count == 3)
 
             // The newest failures, newest first.
             let failed = try #require(

@@ -2,6 +2,7 @@ import EventLoop
 import Gateway
 import HTTPClient
 import JSON
+import Pricing
 import Redis
 import TestSupport
 import Testing
@@ -252,6 +253,11 @@ struct OperationsDocsTests {
             $0.cacheTimeToLive = .seconds(60)
             $0.cacheBackend = .redis
             $0.jobs.chunkTokens = 400
+            // Prices and a shared budget in Redis: the cost and the budgets' families. The device
+            // sessions' budget, which alice's requests do not count in: with Redis stopped below,
+            // they still reach the cache and count its Redis errors.
+            $0.prices = try? PriceList.parse("test-model=1/2", currency: .standard)
+            $0.budgets = BudgetSettings(devices: [BudgetLimit(period: .day, unit: .micros, amount: 1_000_000_000)])
         }) { harness in
             let alice = StoreEndToEndTests.bearer(StoreEndToEndTests.alice)
             // A miss then a hit, an upstream failure, and a refusal: the labelled children appear.

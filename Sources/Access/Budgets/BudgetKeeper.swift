@@ -42,6 +42,13 @@ package struct BudgetHold: Sendable, Hashable {
         package let periodID: Int64
         package let unit: BudgetUnit
         package let reserved: Int64
+        /// The budget's scope and amount, what was left of it when the reservation was made
+        /// (this one taken out) and the seconds to its period's end: the caller's
+        /// `Budget-*` fields.
+        package var scope: BudgetScope = .gateway
+        package var amount: Int64 = 0
+        package var remaining: Int64 = 0
+        package var resetSeconds: Int64 = 0
     }
 
     package let id: UInt64
@@ -70,6 +77,29 @@ package enum BudgetDecision: Sendable, Hashable {
     case refused(BudgetRefusal)
 }
 
+/// One budget's state in its current period: what requests that ended used, what requests
+/// running hold, and the seconds to the period's end.
+package struct BudgetUse: Sendable, Hashable {
+    package let scope: BudgetScope
+    package let limit: BudgetLimit
+    package let used: Int64
+    package let held: Int64
+    package let resetSeconds: Int64
+
+    package init(scope: BudgetScope, limit: BudgetLimit, used: Int64, held: Int64, resetSeconds: Int64) {
+        self.scope = scope
+        self.limit = limit
+        self.used = used
+        self.held = held
+        self.resetSeconds = resetSeconds
+    }
+
+    /// What is left for new requests: the amount less what was used and what is held.
+    package var remaining: Int64 { max(0, limit.amount - used - held) }
+    /// The share used, 0…1 (more only once a hold that expired was counted past it).
+    package var fraction: Double { limit.amount == 0 ? (used > 0 ? 1 : 0) : Double(used) / Double(limit.amount) }
+}
+
 /// Keeps the budgets' sums: reserves a request's worst case in every account it counts in,
 /// all or nothing, and settles the reservation with what the request used.
 package protocol BudgetKeeper: Sendable {
@@ -77,4 +107,6 @@ package protocol BudgetKeeper: Sendable {
     /// Gives `hold` back and counts `tokens` and `micros` in its counters; a second settle of
     /// the same hold counts nothing.
     func settle(_ hold: BudgetHold, tokens: Int64, micros: Int64, now: Instant) async throws
+    /// Each of `accounts`' budgets in its current period, in their order.
+    func use(of accounts: [BudgetAccount], now: Instant) async throws -> [BudgetUse]
 }

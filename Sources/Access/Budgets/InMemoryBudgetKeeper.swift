@@ -61,7 +61,9 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
                     entries.append(
                         BudgetHold.Entry(
                             key: account.key, period: limit.period, periodID: periodID, unit: limit.unit,
-                            reserved: worst))
+                            reserved: worst, scope: account.scope, amount: limit.amount,
+                            remaining: limit.amount - counter.settled - counter.inFlight,
+                            resetSeconds: calendar.secondsToEnd(of: limit.period, at: seconds)))
                 }
             }
             guard !entries.isEmpty else { return .allowed(nil) }
@@ -139,6 +141,18 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
                 counter.periodID == periodID
             else { return (0, 0) }
             return (counter.settled, counter.inFlight)
+        }
+    }
+
+    package func use(of accounts: [BudgetAccount], now: Instant) -> [BudgetUse] {
+        let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
+        return accounts.flatMap { account in
+            account.limits.map { limit in
+                let (settled, inFlight) = use(key: account.key, period: limit.period, unit: limit.unit, now: now)
+                return BudgetUse(
+                    scope: account.scope, limit: limit, used: settled, held: inFlight,
+                    resetSeconds: calendar.secondsToEnd(of: limit.period, at: seconds))
+            }
         }
     }
 

@@ -16,7 +16,8 @@ package import Telemetry
 package final class RedisBudgetKeeper: BudgetKeeper {
     static let reserveScript = RedisScript(source: RedisBudgetScripts.reserve)
     static let settleScript = RedisScript(source: RedisBudgetScripts.settle)
-    package static let scripts = [reserveScript, settleScript]
+    static let useScript = RedisScript(source: RedisBudgetScripts.use)
+    package static let scripts = [reserveScript, settleScript, useScript]
 
     package let holdTimeToLive: Duration
     private let client: RedisClient
@@ -33,7 +34,7 @@ package final class RedisBudgetKeeper: BudgetKeeper {
 
     /// A budget's counter prefix: its account, period and unit.
     static func prefix(key: String, period: BudgetPeriod, unit: BudgetUnit) -> String {
-        let digest = SHA256.hexString(Array(key.utf8)).prefix(32)
+        let digest = SHA256.hexString(Array(SHA256.hash(key.utf8).prefix(16)))
         return "tg:bg:{\(digest)}:\(period == .day ? "d" : "m"):\(unit == .tokens ? "t" : "m")"
     }
 
@@ -70,20 +71,48 @@ package final class RedisBudgetKeeper: BudgetKeeper {
             return .refused(
                 BudgetRefusal(scope: limits[Int(index) - 1].account.scope, retryAfterSeconds: max(1, Int64(retry))))
         }
-        guard fields.count == limits.count + 1 else {
+        guard fields.count == 3 * limits.count + 1 else {
             throw RedisError(.protocol, "unexpected reply of the budget script")
         }
         var entries: [BudgetHold.Entry] = []
+        entries.reserveCapacity(limits.count)
         for (index, (account, limit)) in limits.enumerated() {
-            guard let periodID = fields[index + 1].integer else {
-                throw RedisError(.protocol, "unexpected reply of the budget script")
-            }
+            guard let periodID = fields[3 * index + 1].integer, let remaining = fields[3 * index + 2].integer,
+                let reset = fields[3 * index + 3].integer
+            else { throw RedisError(.protocol, "unexpected reply of the budget script") }
             entries.append(
                 BudgetHold.Entry(
                     key: account.key, period: limit.period, periodID: Int64(periodID), unit: limit.unit,
-                    reserved: demand.worst(limit.unit)))
+                    reserved: demand.worst(limit.unit), scope: account.scope, amount: limit.amount,
+                    remaining: Int64(remaining), resetSeconds: Int64(reset)))
         }
         return .allowed(BudgetHold(id: number, entries: entries, redisID: id))
+    }
+
+    package func use(of accounts: [BudgetAccount], now: Instant) async throws -> [BudgetUse] {
+        var keys: [RedisArgument] = []
+        var periods: [RedisArgument] = []
+        var limits: [(scope: BudgetScope, limit: BudgetLimit)] = []
+        for account in accounts {
+            for limit in account.limits {
+                keys.append(RedisArgument(Self.prefix(key: account.key, period: limit.period, unit: limit.unit)))
+                periods.append(RedisArgument(limit.period == .day ? "d" : "m"))
+                limits.append((account.scope, limit))
+            }
+        }
+        guard !keys.isEmpty else { return [] }
+        let reply = try await client.evalSHA(
+            Self.useScript, keys: keys, arguments: [RedisArgument(Int(calendar.offsetSeconds))] + periods)
+        guard let fields = reply.array, fields.count == 3 * limits.count else {
+            throw RedisError(.protocol, "unexpected reply of the budget script")
+        }
+        return try limits.enumerated().map { index, item in
+            guard let used = fields[3 * index].integer, let held = fields[3 * index + 1].integer,
+                let reset = fields[3 * index + 2].integer
+            else { throw RedisError(.protocol, "unexpected reply of the budget script") }
+            return BudgetUse(
+                scope: item.scope, limit: item.limit, used: Int64(used), held: Int64(held), resetSeconds: Int64(reset))
+        }
     }
 
     package func settle(_ hold: BudgetHold, tokens: Int64, micros: Int64, now: Instant) async throws {

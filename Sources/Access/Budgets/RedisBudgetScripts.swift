@@ -55,14 +55,15 @@ enum RedisBudgetScripts {
             -- ARGV[1] the calendar's offset (s)   ARGV[2] the hold's id   ARGV[3] the hold's time to live (ms)
             -- ARGV[4] worst tokens   ARGV[5] worst micro-units
             -- then for each key, three by three: period ('d' or 'm'), unit ('t' or 'm'), the budget's amount
-            -- Returns {1, period id of each key...} or {0, index of the refusing key (1-based), retry-after s}.
+            -- Returns {1, then for each key: its period id, what is left of it once this hold is taken out,
+            -- seconds to the period's end} or {0, index of the refusing key (1-based), retry-after s}.
             local time = redis.call('TIME')
             local seconds = tonumber(time[1])
             local now = seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
             local localSeconds = seconds + tonumber(ARGV[1])
             local id, ttl = ARGV[2], tonumber(ARGV[3])
             local worstTokens, worstMicros = tonumber(ARGV[4]), tonumber(ARGV[5])
-            local ids, counters, worsts = {}, {}, {}
+            local ids, counters, worsts, rooms, ends = {}, {}, {}, {}, {}
             for i = 1, #KEYS do
               local base = 5 + 3 * (i - 1)
               local kind, unit, amount = ARGV[base + 1], ARGV[base + 2], tonumber(ARGV[base + 3])
@@ -85,6 +86,7 @@ enum RedisBudgetScripts {
               if settled >= amount or settled + worst > amount then return {0, i, toEnd(kind, localSeconds)} end
               if settled + inFlight + worst > amount then return {0, i, 1} end
               ids[i], counters[i], worsts[i] = pid, counter, worst
+              rooms[i], ends[i] = amount - settled - inFlight - worst, toEnd(kind, localSeconds)
             end
             for i = 1, #KEYS do
               local counter, worst = counters[i], worsts[i]
@@ -97,7 +99,29 @@ enum RedisBudgetScripts {
               redis.call('EXPIRE', counter .. ':z', keep)
             end
             local reply = {1}
-            for i = 1, #KEYS do reply[i + 1] = ids[i] end
+            for i = 1, #KEYS do
+              reply[3 * i - 1], reply[3 * i], reply[3 * i + 1] = ids[i], rooms[i], ends[i]
+            end
+            return reply
+            """
+
+    /// Each budget's state in its current period, read only (a hold past its time shows as
+    /// held until the next reservation counts it).
+    static let use =
+        calendar + """
+            -- KEYS: each budget's counter prefix   ARGV[1] the calendar's offset (s)
+            -- then the period of each key ('d' or 'm')
+            -- Returns for each key: used, held, seconds to the period's end.
+            local time = redis.call('TIME')
+            local localSeconds = tonumber(time[1]) + tonumber(ARGV[1])
+            local reply = {}
+            for i = 1, #KEYS do
+              local kind = ARGV[i + 1]
+              local counter = KEYS[i] .. ':' .. period(kind, localSeconds)
+              local used = tonumber(redis.call('HGET', counter, 's') or '0')
+              local held = tonumber(redis.call('HGET', counter, 'f') or '0')
+              reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = used, held, toEnd(kind, localSeconds)
+            end
             return reply
             """
 

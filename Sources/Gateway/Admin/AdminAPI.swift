@@ -2,6 +2,7 @@ import Access
 import HTTP1
 import HTTPServer
 import JSON
+import Pricing
 import Store
 import Telemetry
 import Upstream
@@ -12,7 +13,7 @@ import Upstream
 /// result or token, and no provider key: none of them is in anything it reads.
 struct AdminAPI: Sendable {
     enum Endpoint: Sendable {
-        case summary, series, callers, upstreams, failures, jobs, tokens, token, plans
+        case summary, series, callers, models, budgets, upstreams, failures, jobs, tokens, token, plans
     }
 
     let store: (any StoreBackend)?
@@ -21,6 +22,10 @@ struct AdminAPI: Sendable {
     let plans: PlanCatalog
     let language: ErrorLanguage?
     let clock: @Sendable () -> Instant
+    /// The budgets' policy (the shared budgets, the plans', their keeper); nil when none is set.
+    var budgets: BudgetMiddleware? = nil
+    /// The currency costs are in; nil without `PRICES`.
+    var currency: Currency? = nil
 
     static let defaultFailures = 20
     static let maximumFailures = 200
@@ -32,6 +37,8 @@ struct AdminAPI: Sendable {
         case .summary: return try await summary(query)
         case .series: return try await series(query)
         case .callers: return try await callers(query)
+        case .models: return try await models(query)
+        case .budgets: return try await budgetList()
         case .upstreams: return upstreams()
         case .failures: return try await failures(query)
         case .jobs: return try await jobs()
@@ -79,6 +86,8 @@ struct AdminAPI: Sendable {
             $0.field("cacheHits", totals.cacheHits)
             $0.field("errors", totals.errors)
             $0.field("errorRate", totals.requests == 0 ? 0 : Double(totals.errors) / Double(totals.requests))
+            $0.field("costMicros", Int(totals.costMicros))
+            $0.field("currency", currency?.code)
             $0.field("addedLatencyMs", object: { Self.write(totals.added, into: &$0) })
             $0.field("upstreamLatencyMs", object: { Self.write(totals.upstream, into: &$0) })
         }
@@ -111,12 +120,14 @@ struct AdminAPI: Sendable {
         let codesByDay = Dictionary(grouping: codes, by: \.day)
         let days = range.localDays(offsetMinutes: offset)
         if csv {
-            var writer = CSVWriter(header: ["day", "task", "requests", "input_tokens", "output_tokens", "errors"])
+            var writer = CSVWriter(header: [
+                "day", "task", "requests", "input_tokens", "output_tokens", "errors", "cost_micros",
+            ])
             for day in days {
                 for row in (tasksByDay[day] ?? []).sorted(by: { $0.task < $1.task }) {
                     writer.row([
                         Timestamp.date(day: day), row.task, String(row.requests), String(row.inputTokens),
-                        String(row.outputTokens), String(row.errors),
+                        String(row.outputTokens), String(row.errors), String(row.costMicros),
                     ])
                 }
             }
@@ -132,11 +143,13 @@ struct AdminAPI: Sendable {
                 object.field("inputTokens", rows.reduce(0) { $0 + $1.inputTokens })
                 object.field("outputTokens", rows.reduce(0) { $0 + $1.outputTokens })
                 object.field("errors", rows.reduce(0) { $0 + $1.errors })
+                object.field("costMicros", Int(rows.reduce(0) { $0 + $1.costMicros }))
                 object.field("tasks", array: rows) { task, row in
                     task.field("task", row.task)
                     task.field("requests", row.requests)
                     task.field("inputTokens", row.inputTokens)
                     task.field("outputTokens", row.outputTokens)
+                    task.field("costMicros", Int(row.costMicros))
                 }
                 let codes = (codesByDay[day] ?? []).sorted { ($1.count, $0.code) < ($0.count, $1.code) }
                 object.field("errorCodes", array: codes) { code, row in
@@ -190,7 +203,7 @@ struct AdminAPI: Sendable {
         if csv {
             var writer = CSVWriter(header: [
                 "user_id", "kind", "label", "plan", "requests", "input_tokens", "output_tokens", "errors",
-                "tokens_today", "daily_token_quota", "quota_used_today", "last_seen",
+                "tokens_today", "daily_token_quota", "quota_used_today", "last_seen", "cost_micros",
             ])
             for caller in callers {
                 writer.row([
@@ -199,6 +212,7 @@ struct AdminAPI: Sendable {
                     String(caller.row.errors), caller.tokensToday.map(String.init) ?? "",
                     caller.quota.map(String.init) ?? "", caller.quotaUsed.map { String($0) } ?? "",
                     caller.row.lastSeenMilliseconds.map(Timestamp.iso8601(milliseconds:)) ?? "",
+                    String(caller.row.costMicros),
                 ])
             }
             return Self.csv(writer, name: "textgateway-callers.csv")
@@ -216,6 +230,7 @@ struct AdminAPI: Sendable {
                 object.field("inputTokens", caller.row.inputTokens)
                 object.field("outputTokens", caller.row.outputTokens)
                 object.field("errors", caller.row.errors)
+                object.field("costMicros", Int(caller.row.costMicros))
                 object.field("tokensToday", caller.tokensToday)
                 object.field("dailyTokenQuota", caller.quota)
                 if let used = caller.quotaUsed {
@@ -227,6 +242,75 @@ struct AdminAPI: Sendable {
             }
         }
         return Self.json(body)
+    }
+
+    // MARK: Models and budgets
+
+    private func models(_ query: QueryParameters) async throws(GatewayError) -> HTTPResponse {
+        let range = try AdminRange(query, nowMilliseconds: nowMilliseconds)
+        let csv = try Self.wantsCSV(query)
+        let models = try await read { store throws(StoreError) in
+            try await store.rollupModels(fromSlot: range.fromSlot, toSlot: range.toSlot)
+        }
+        if csv {
+            var writer = CSVWriter(header: [
+                "model", "requests", "input_tokens", "output_tokens", "errors", "cost_micros",
+            ])
+            for row in models {
+                writer.row([
+                    row.model, String(row.requests), String(row.inputTokens), String(row.outputTokens),
+                    String(row.errors), String(row.costMicros),
+                ])
+            }
+            return Self.csv(writer, name: "textgateway-models.csv")
+        }
+        var body = JSONWriter(capacity: 128 + models.count * 160)
+        body.object {
+            $0.field("from", Timestamp.iso8601(milliseconds: range.fromSlot * AdminRange.slotMilliseconds))
+            $0.field("to", Timestamp.iso8601(milliseconds: range.toSlot * AdminRange.slotMilliseconds))
+            $0.field("currency", currency?.code)
+            $0.field("models", array: models) { object, row in
+                // "" (no model reached): null.
+                object.field("model", row.model.isEmpty ? nil : row.model)
+                object.field("requests", row.requests)
+                object.field("inputTokens", row.inputTokens)
+                object.field("outputTokens", row.outputTokens)
+                object.field("errors", row.errors)
+                object.field("costMicros", Int(row.costMicros))
+            }
+        }
+        return Self.json(body)
+    }
+
+    /// The shared budgets' state now (from the keeper: on Redis, every instance's), and each
+    /// plan's own budgets as configured.
+    private func budgetList() async throws(GatewayError) -> HTTPResponse {
+        let now = clock()
+        var uses: [BudgetUse] = []
+        if let budgets, !budgets.sharedAccounts.isEmpty {
+            do {
+                uses = try await budgets.keeper.use(of: budgets.sharedAccounts, now: now)
+            } catch {
+                throw GatewayError.upstreamBusy
+            }
+        }
+        let all = plans.all.filter { !$0.budgets.isEmpty }
+        var body = JSONWriter(capacity: 256 + uses.count * 200 + all.count * 128)
+        body.object {
+            $0.field("currency", currency?.code)
+            $0.field("budgets", array: uses) { UsageRoute.write($1, now: now, into: &$0) }
+            $0.field("plans", array: all) { object, plan in
+                object.field("plan", plan.name)
+                object.field("budgets", array: plan.budgets) { Self.write($1, into: &$0) }
+            }
+        }
+        return Self.json(body)
+    }
+
+    private static func write(_ limit: BudgetLimit, into object: inout JSONWriter) {
+        object.field("period", limit.period.rawValue)
+        object.field("unit", limit.unit.rawValue)
+        object.field("limit", Int(limit.amount))
     }
 
     // MARK: Upstreams, failures, jobs
@@ -374,8 +458,11 @@ struct AdminAPI: Sendable {
                 object.field("tokensPerDay", plan.tokensPerDay)
                 object.field("requestsPerMinute", plan.requestsPerMinute)
                 object.field("concurrentRequests", plan.concurrentRequests)
+                object.field("budgets", strings: plan.budgets.map(\.description))
             }
             $0.field("defaultPlan", PlanCatalog.defaultName)
+            $0.field("currency", currency?.code)
+            $0.field("currencyMinorUnits", currency?.minorUnits)
             $0.field("language", language == .english ? "en" : "fa")
             $0.field(
                 "store",

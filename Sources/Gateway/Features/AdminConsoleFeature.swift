@@ -4,6 +4,8 @@ import HTTP1
 /// outside every caller's limits (no rate limiter, no ledger row).
 struct AdminConsoleFeature: GatewayFeature {
     let parts: GatewayParts
+    /// The budgets' policy, for their state; nil when none is set.
+    var budgets: BudgetMiddleware? = nil
 
     var routes: [Route] {
         let configuration = parts.configuration
@@ -14,7 +16,8 @@ struct AdminConsoleFeature: GatewayFeature {
             clients: configuration.clientAddressKey, clock: clock)
         let api = AdminAPI(
             store: parts.store?.backend, faults: parts.store?.faults, pool: parts.pool, plans: configuration.plans,
-            language: configuration.errorLanguage, clock: clock)
+            language: configuration.errorLanguage, clock: clock, budgets: budgets,
+            currency: configuration.prices == nil ? nil : configuration.currency)
         let language = configuration.errorLanguage
         let locked: [any Middleware] = [access]
         func call(_ method: HTTPMethod, _ path: String, _ endpoint: AdminAPI.Endpoint) -> Route {
@@ -28,6 +31,7 @@ struct AdminConsoleFeature: GatewayFeature {
         return [
             asset("/admin", .page), asset("/admin/console.css", .style), asset("/admin/console.js", .script),
             call(.GET, "summary", .summary), call(.GET, "series", .series), call(.GET, "callers", .callers),
+            call(.GET, "models", .models), call(.GET, "budgets", .budgets),
             call(.GET, "upstreams", .upstreams), call(.GET, "failures", .failures), call(.GET, "jobs", .jobs),
             call(.GET, "tokens", .tokens), call(.POST, "tokens", .tokens), call(.DELETE, "tokens/{id}", .token),
             call(.GET, "plans", .plans),

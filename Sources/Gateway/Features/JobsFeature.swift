@@ -40,7 +40,8 @@ struct JobsFeature: GatewayFeature {
                 answering: TaskAnswerer(
                     pool: pool, bodies: ProcessBodies(configuration: configuration),
                     maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder,
-                    budgets: budgets.map { JobBudgets(policy: $0, logger: logger) }),
+                    budgets: budgets.map { JobBudgets(policy: $0, logger: logger) }, prices: configuration.prices,
+                    clock: clock),
                 settings: configuration.jobs, metrics: jobMetrics, events: events, faults: store.faults,
                 logger: logger, clock: clock,
                 charge: { [limiter] job, tokens in

@@ -17,7 +17,9 @@ struct LimitsFeature: GatewayFeature {
     let budgets: (any BudgetKeeper)?
     /// The upstream models a request may be answered by, whose dearest price a worst case takes.
     private let models: [String]
-    let services: [any Service]
+    /// What the gateway's prompt adds to a text upstream (``ProcessBodies/overheadBytes(configuration:)``).
+    private let overhead: (prompt: Int, repair: Int)
+    private(set) var services: [any Service]
 
     /// - Parameters:
     ///   - rateLimiter: a limiter of the caller's, in place of the configured one.
@@ -59,13 +61,54 @@ struct LimitsFeature: GatewayFeature {
             }
         }
         self.limiter = limiter
-        self.services = services
         let budgets = Self.budgetKeeper(configuration, redis: parts.redis)
         if let local = budgets as? InMemoryBudgetKeeper {
             local.seed(day: spent.day, month: spent.month, now: parts.clock())
         }
         self.budgets = budgets
         models = configuration.upstreamModels.sorted()
+        overhead = budgets == nil ? (0, 0) : ProcessBodies.overheadBytes(configuration: configuration)
+        self.services = services
+        if let policy = budgetPolicy(.process), !policy.sharedAccounts.isEmpty {
+            self.services.append(Self.budgetGauges(policy, parts: parts))
+        }
+    }
+
+    /// The shared budgets' use as gauges (`textgateway_budget_used_ratio` and the amounts), read
+    /// from the keeper every 5 s: the same figures on every instance that shares Redis.
+    private static func budgetGauges(_ policy: BudgetMiddleware, parts: GatewayParts) -> PeriodicService {
+        let labels = ["scope", "period", "unit"]
+        let ratio = parts.registry.gauge(
+            "textgateway_budget_used_ratio",
+            help: "The share of each shared budget used in its current period (requests that ended).",
+            labels: labels)
+        let used = parts.registry.gauge(
+            "textgateway_budget_used", help: "What each shared budget's period has used (micro-units or tokens).",
+            labels: labels)
+        let limit = parts.registry.gauge(
+            "textgateway_budget_limit", help: "Each shared budget's amount a period (micro-units or tokens).",
+            labels: labels)
+        let accounts = policy.sharedAccounts
+        let keeper = policy.keeper
+        let clock = parts.clock
+        let logger = parts.logger
+        return PeriodicService(name: "budget_gauges", interval: .seconds(5), immediately: true) {
+            let uses: [BudgetUse]
+            do {
+                uses = try await keeper.use(of: accounts, now: clock())
+            } catch {
+                logger.warning("budget_read_failed")
+                return
+            }
+            for use in uses {
+                let values = [
+                    use.scope.rawValue, use.limit.period.rawValue, use.limit.unit.rawValue,
+                ]
+                ratio.labels(values).set(use.fraction)
+                used.labels(values).set(Double(use.used))
+                limit.labels(values).set(Double(use.limit.amount))
+            }
+        }
     }
 
     /// The budgets' keeper: shared by every instance on Redis when there is one, else this
@@ -103,7 +146,7 @@ struct LimitsFeature: GatewayFeature {
             BudgetMiddleware(
                 keeper: $0, settings: configuration.budgets, plans: configuration.plans,
                 clients: configuration.clientAddressKey, maxTokens: configuration.maxTokens, cost: cost,
-                prices: configuration.prices, models: models, clock: clock)
+                prices: configuration.prices, models: models, overhead: overhead, clock: clock)
         }
     }
 }

@@ -4,10 +4,12 @@
 struct UsageFeature: GatewayFeature {
     private let parts: GatewayParts
     private let admission: CallerFront
+    private let budgets: BudgetMiddleware?
 
-    init(_ parts: GatewayParts, admission: CallerFront) {
+    init(_ parts: GatewayParts, admission: CallerFront, budgets: BudgetMiddleware? = nil) {
         self.parts = parts
         self.admission = admission
+        self.budgets = budgets
     }
 
     var routes: [Route] {
@@ -16,8 +18,9 @@ struct UsageFeature: GatewayFeature {
             Route(
                 method: .GET, path: "/api/usage", middleware: [admission.caller(required: true)],
                 handler: UsageRoute(
-                    usage: store.backend, plans: parts.configuration.plans, faults: store.faults, clock: parts.clock
-                ))
+                    usage: store.backend, plans: parts.configuration.plans, faults: store.faults, clock: parts.clock,
+                    budgets: budgets,
+                    currency: parts.configuration.prices == nil ? nil : parts.configuration.currency))
         ]
     }
 }

@@ -1,3 +1,4 @@
+import Access
 import EventLoop
 import Telemetry
 
@@ -54,6 +55,8 @@ final class GatewayMetrics: Sendable {
         overBudget = registry.counter(
             "textgateway_budget_refusals_total", help: "Requests refused by a spending budget, by its scope.",
             labels: ["scope"])
+        // Every scope from 0, so a rule over its increase sees the first refusal.
+        for scope in BudgetScope.allCases { _ = overBudget.labels(scope.rawValue) }
     }
 
     /// Records one finished request.

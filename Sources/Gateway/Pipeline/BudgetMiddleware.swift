@@ -23,6 +23,9 @@ struct BudgetMiddleware: Middleware {
     /// Every model a request may be answered by: the worst case is priced at the dearest.
     let models: [String]
     let clock: @Sendable () -> Instant
+    /// What the gateway adds to an `/api/process` text upstream, and a structured answer's
+    /// repair call on top (``ProcessBodies/overheadBytes(configuration:)``).
+    let overhead: (prompt: Int, repair: Int)
     /// The shared budgets' accounts, made once.
     private let guests: BudgetAccount?
     private let devices: BudgetAccount?
@@ -31,8 +34,9 @@ struct BudgetMiddleware: Middleware {
     init(
         keeper: any BudgetKeeper, settings: BudgetSettings, plans: PlanCatalog, clients: ClientAddressKey,
         maxTokens: Int, cost: RequestCost, prices: PriceList?, models: [String],
-        clock: @escaping @Sendable () -> Instant
+        overhead: (prompt: Int, repair: Int) = (0, 0), clock: @escaping @Sendable () -> Instant
     ) {
+        self.overhead = overhead
         self.keeper = keeper
         self.settings = settings
         self.plans = plans
@@ -62,9 +66,10 @@ struct BudgetMiddleware: Middleware {
     private func reserve(_ request: HTTPRequest, caller: Caller?) async throws -> BudgetReservation? {
         let accounts = accounts(for: caller, request)
         guard !accounts.isEmpty else { return nil }
-        let tokens = cost.worstCaseTokens(body: request.body, maxTokens: maxTokens)
+        var tokens = cost.worstCaseTokens(body: request.body, maxTokens: maxTokens)
         // Nothing goes upstream (the route refuses the request, or asks no model).
         guard tokens.input > 0 || tokens.output > 0 else { return nil }
+        if case .process = cost { tokens = processWorstCase(tokens, body: request.body) }
         let now = clock()
         let micros = worstMicros(input: tokens.input, output: tokens.output, at: now)
         let demand = BudgetDemand(
@@ -82,6 +87,47 @@ struct BudgetMiddleware: Middleware {
         case .allowed(let hold):
             return hold.map { BudgetReservation(hold: $0, keeper: keeper, worstMicros: micros) }
         }
+    }
+
+    /// An `/api/process` request's worst case: its text inside the gateway's prompt, and when
+    /// it may ask for `"format": "json"`, a repair call too (the first call's body, its answer,
+    /// and the repair's message, which may quote as much again).
+    func processWorstCase(_ tokens: (input: Int, output: Int), body: [UInt8]) -> (input: Int, output: Int) {
+        let first = tokens.input + (overhead.prompt + 2) / 3
+        guard Self.mayAskJSON(body) else { return (first, tokens.output) }
+        return (2 * first + 2 * maxTokens + (overhead.repair + 2) / 3, 2 * tokens.output)
+    }
+
+    /// Whether `body` may ask for a structured answer: it holds `"json"`, or an escape that
+    /// could spell it. Either only makes the reservation larger.
+    static func mayAskJSON(_ body: [UInt8]) -> Bool {
+        let json: [UInt8] = Array(#""json""#.utf8)
+        return body.withUnsafeBufferPointer { bytes in
+            guard bytes.count >= 2 else { return false }
+            for index in 0..<(bytes.count - 1) {
+                if bytes[index] == 0x5C && bytes[index + 1] == 0x75 { return true } // \u
+                if bytes[index] == 0x22, index + json.count <= bytes.count,
+                    bytes[index + 1] == 0x6A, bytes[index + 2] == 0x73, bytes[index + 3] == 0x6F,
+                    bytes[index + 4] == 0x6E, bytes[index + 5] == 0x22
+                {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+
+    /// The budgets every caller of a kind shares (all guests', all device sessions', the
+    /// gateway's), those that are set.
+    var sharedAccounts: [BudgetAccount] { [guests, devices, gateway].compactMap { $0 } }
+
+    /// The caller's own budgets (its plan's); none when its plan has none.
+    func ownAccounts(of caller: Caller) -> [BudgetAccount] {
+        let plan = plans.plan(for: caller)
+        guard !plan.budgets.isEmpty else { return [] }
+        return [
+            BudgetAccount(scope: .caller, key: RateLimitMiddleware.key(userID: caller.userID), limits: plan.budgets)
+        ]
     }
 
     /// The budgets a request of `caller` counts in.

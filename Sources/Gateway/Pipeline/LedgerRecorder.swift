@@ -54,8 +54,8 @@ struct LedgerRecorder: Sendable {
         Task { [writer] in await writer.submit(row) }
     }
 
-    /// The row of a job that ended, under the `jobs` route with the whole job's tokens. It
-    /// charges none: each item charged its own when it finished.
+    /// The row of a job that ended, under the `jobs` route with the whole job's tokens and
+    /// cost. It charges none: each item charged its own when it finished.
     func row(for job: JobRecord, durationMilliseconds: Double) -> LedgerRow {
         let status =
             switch job.status {
@@ -71,7 +71,7 @@ struct LedgerRecorder: Sendable {
             outcome: job.status == .succeeded ? "done" : job.status.rawValue,
             cacheHit: false, durationMilliseconds: durationMilliseconds,
             createdAtMilliseconds: job.createdAtMilliseconds,
-            result: storesResults ? job.result : nil, chargesTokens: false, plan: job.plan
+            result: storesResults ? job.result : nil, chargesTokens: false, plan: job.plan, costMicros: job.costMicros
         )
     }
 }

@@ -74,6 +74,7 @@ struct RequestFinisher: Sendable {
         var rateStatus = absorbedStatus
         if let held, let status = await giveBack(held, context) { rateStatus = status }
         if let rateStatus { Self.stamp(rateStatus, on: &response) }
+        if let budget = report.budget { Self.stamp(budget.hold, on: &response) }
         if whole, context.strictLedger != nil { await Self.recordStrictly(context) }
     }
 
@@ -109,6 +110,28 @@ struct RequestFinisher: Sendable {
         for field in status.headerFields {
             response.headers.replaceOrAdd(name: field.name, value: field.value)
         }
+    }
+
+    /// The `Budget-*` fields: of the caller's own budgets, the one with the least share left
+    /// when the request was admitted, its worst case taken out.
+    @inline(never)
+    private static func stamp(_ hold: BudgetHold, on response: inout HTTPResponse) {
+        var nearest: BudgetHold.Entry?
+        for entry in hold.entries where entry.scope == .caller {
+            guard let current = nearest else {
+                nearest = entry
+                continue
+            }
+            // remaining / amount compared without division.
+            if Int128(entry.remaining) * Int128(current.amount) < Int128(current.remaining) * Int128(entry.amount) {
+                nearest = entry
+            }
+        }
+        guard let entry = nearest else { return }
+        response.headers.replaceOrAdd(name: "Budget-Limit", value: String(entry.amount))
+        response.headers.replaceOrAdd(name: "Budget-Remaining", value: String(max(0, entry.remaining)))
+        response.headers.replaceOrAdd(name: "Budget-Reset", value: String(max(0, entry.resetSeconds)))
+        response.headers.replaceOrAdd(name: "Budget-Unit", value: entry.unit.rawValue)
     }
 
     /// A request the HTTP server refused before routing, answered with `error`; `detail` says

@@ -114,6 +114,8 @@ struct HistoryItemRoute: ResponseHandler {
                     $0.field("totalTokens", max(0, row.inputTokens ?? 0) + max(0, row.outputTokens ?? 0))
                 })
         }
+        // 0 for an answer from the cache or a kept answer; null when not known.
+        object.field("costMicros", row.costMicros.map { Int($0) })
         object.field("createdAt", Timestamp.iso8601(milliseconds: row.createdAtMilliseconds))
         object.field("durationMs", milliseconds: row.durationMilliseconds)
         object.field("result", row.result)

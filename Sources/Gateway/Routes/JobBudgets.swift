@@ -14,15 +14,19 @@ struct JobBudgets: Sendable {
     let policy: BudgetMiddleware
     let logger: Logger
 
-    /// Reserves `calls` calls of `inputBytes` each (a structured final pass may need a repair)
-    /// for `job`'s caller; nil when it counts in no budget.
-    func reserve(for job: JobRecord, inputBytes: Int, calls: Int) async throws(JobFailure) -> BudgetReservation? {
+    /// Reserves a call of `inputBytes` (with the gateway's prompt around them when
+    /// `prompted`), and when `json` its repair call too, for `job`'s caller; nil when it counts
+    /// in no budget.
+    func reserve(for job: JobRecord, inputBytes: Int, prompted: Bool, json: Bool) async throws(JobFailure)
+        -> BudgetReservation?
+    {
         let plan = policy.plans.plan(
             for: job.ownerID.map { Caller(userID: $0, plan: job.plan ?? PlanCatalog.defaultName) })
         let accounts = policy.accounts(userID: job.ownerID, plan: plan, key: job.callerKey)
         guard !accounts.isEmpty else { return nil }
-        let input = inputBytes / 3 * calls
-        let output = policy.maxTokens * calls
+        let first = (inputBytes + (prompted ? policy.overhead.prompt : 0) + 2) / 3
+        let input = json ? 2 * first + 2 * policy.maxTokens + (policy.overhead.repair + 2) / 3 : first
+        let output = policy.maxTokens * (json ? 2 : 1)
         let micros = policy.worstMicros(input: input, output: output, at: policy.clock())
         let demand = BudgetDemand(accounts: accounts, worstTokens: Int64(input + output), worstMicros: micros)
         // Room that calls in flight hold (the job's own among them) comes back as they end: the
@@ -46,23 +50,13 @@ struct JobBudgets: Sendable {
         throw Self.failure(.internalError)
     }
 
-    /// Settles `reservation` with the call's `usage` at the price of `model` now; a call that
-    /// reported no usage (or whose model has no price) is counted at its reservation.
-    func settle(_ reservation: BudgetReservation, usage: Usage?, model: String?, called: Bool) async {
-        let now = policy.clock()
+    /// Settles `reservation` with the call's `usage` and its cost (nil: unknown, a call that
+    /// reported no usage or whose model has no price, counted at its reservation).
+    func settle(_ reservation: BudgetReservation, usage: Usage?, costMicros: Int64?) async {
         let tokens = Int64(max(0, usage?.promptTokens ?? 0) + max(0, usage?.completionTokens ?? 0))
-        var micros: Int64? = 0
-        if let usage, let model {
-            micros =
-                policy.prices.map {
-                    $0.cost(of: TokenCounts(usage), model: model, at: Int64(now.secondsSinceEpoch * 1000))
-                } ?? 0
-        } else if called {
-            micros = nil
-        }
-        let charged = micros ?? reservation.worstMicros
+        let charged = costMicros ?? reservation.worstMicros
         do {
-            try await reservation.keeper.settle(reservation.hold, tokens: tokens, micros: charged, now: now)
+            try await reservation.keeper.settle(reservation.hold, tokens: tokens, micros: charged, now: policy.clock())
         } catch {
             logger.warning("budget_settle_failed", [("micros", .int(Int(charged)))])
         }

@@ -73,6 +73,7 @@ struct JobRoutes: Sendable {
                 usage.field("outputTokens", job.outputTokens)
                 usage.field("totalTokens", job.inputTokens &+ job.outputTokens)
             })
+        object.field("costMicros", job.costMicros.map { Int($0) })
         if let error = JobRoutes.error(of: job) {
             object.field("error", object: { $0.errorFields(error, language: language) })
         } else {

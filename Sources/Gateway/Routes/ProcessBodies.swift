@@ -35,6 +35,27 @@ struct ProcessBodies: Sendable {
         }
     }
 
+    /// The most bytes the gateway adds around a text in an upstream body (the system prompt,
+    /// the wrapping of the text, the JSON around them), and the most a structured answer's
+    /// repair call adds on top of the first call's body and answer: what a budget's worst case
+    /// counts beside the caller's own bytes.
+    static func overheadBytes(configuration: GatewayConfiguration) -> (prompt: Int, repair: Int) {
+        var prompt = 0
+        var repair = 0
+        for (task, tone) in Prompt.combinations {
+            for format in OutputFormat.allCases {
+                let body = request(
+                    task: task, tone: tone, text: "", format: format, model: configuration.model(for: task) ?? "",
+                    mode: configuration.structuredMode, maxTokens: configuration.maxTokens)
+                prompt = max(prompt, body.jsonBytes().count)
+            }
+            // The repair's own message, with room for the longest finding it names.
+            let message = TaskSchema.of(task).repairMessage(.notJSON)
+            repair = max(repair, message.utf8.count + 512)
+        }
+        return (prompt, repair)
+    }
+
     private static func slot(task: TextTask, tone: Tone?, format: OutputFormat) -> Int {
         Prompt.index(task: task, tone: tone) * OutputFormat.allCases.count + (format == .text ? 0 : 1)
     }

@@ -1,5 +1,6 @@
 import ChatAPI
 import Jobs
+import Pricing
 import Store
 import Telemetry
 import TextTasks
@@ -18,6 +19,9 @@ struct TaskAnswerer: JobAnswering {
     let recorder: LedgerRecorder?
     /// The budgets a job's calls count in; nil when none is set.
     var budgets: JobBudgets? = nil
+    /// What a job's answers cost, priced when each comes; nil without `PRICES`.
+    var prices: PriceList? = nil
+    var clock: @Sendable () -> Instant = { Instant.now }
 
     /// The answer to `request`: its text, or for `"format": "json"` its checked data.
     func answer(_ request: ProcessRequest, requestID: String, attempts: inout UpstreamAttempts)
@@ -28,23 +32,40 @@ struct TaskAnswerer: JobAnswering {
     }
 
     package func answer(_ question: JobQuestion, job: JobRecord) async throws(JobFailure) -> JobAnswer {
-        guard let budgets else { return try await answer(question, requestID: job.requestID).answer }
-        let (inputBytes, calls) =
+        guard let budgets else { return try await pricedAnswer(question, requestID: job.requestID).answer }
+        let reservation =
             switch question {
-            case .final(_, _, let format, let text): (text.utf8.count, format == .json ? 2 : 1)
-            case .step(let prompt, _): (prompt.system.utf8.count + prompt.user.utf8.count, 1)
+            case .final(_, _, let format, let text):
+                try await budgets.reserve(
+                    for: job, inputBytes: text.utf8.count, prompted: true, json: format == .json)
+            case .step(let prompt, _):
+                try await budgets.reserve(
+                    for: job, inputBytes: prompt.system.utf8.count + prompt.user.utf8.count, prompted: false,
+                    json: false)
             }
-        let reservation = try await budgets.reserve(for: job, inputBytes: inputBytes, calls: calls)
         do throws(JobFailure) {
-            let (answer, attempts) = try await answer(question, requestID: job.requestID)
-            if let reservation {
-                await budgets.settle(reservation, usage: answer.usage, model: attempts.last?.model, called: true)
-            }
+            let (answer, priced) = try await pricedAnswer(question, requestID: job.requestID)
+            if let reservation { await budgets.settle(reservation, usage: answer.usage, costMicros: priced) }
             return answer
         } catch {
-            if let reservation { await budgets.settle(reservation, usage: nil, model: nil, called: true) }
+            if let reservation { await budgets.settle(reservation, usage: nil, costMicros: nil) }
             throw error
         }
+    }
+
+    /// The answer with its cost at the prices now, and whether that cost is known (a call
+    /// without usage, or whose model has no price, is not; without prices there is nothing to
+    /// know and it counts as 0).
+    private func pricedAnswer(_ question: JobQuestion, requestID: String) async throws(JobFailure) -> (
+        answer: JobAnswer, costMicros: Int64?
+    ) {
+        var (answer, attempts) = try await answer(question, requestID: requestID)
+        guard let prices else { return (answer, 0) }
+        if let usage = answer.usage, let model = attempts.last?.model {
+            answer.costMicros = prices.cost(
+                of: TokenCounts(usage), model: model, at: Int64(clock().secondsSinceEpoch * 1000))
+        }
+        return (answer, answer.costMicros)
     }
 
     /// The answer to one of a job's questions, and the attempts it took.
