@@ -8,7 +8,8 @@
 # Tests/python/console_check.py: headless Chromium driven over the DevTools protocol (standard
 # library only) logs in, checks the totals, languages, ranges, makes and revokes a token from
 # the page, sees a refused form shown with the gateway's own message and code, exports the
-# callers CSV and takes screenshots into .build/console-artefacts/.
+# callers CSV, checks the cost (in all, per caller, per model) and the budgets' state, and takes
+# screenshots into .build/console-artefacts/.
 #
 # Installs Debian's chromium when missing (scripts/setup.sh test). Stops only what it started.
 #   CONSOLE_TIMEOUT=30      seconds the page may take to show the requests sent
@@ -46,8 +47,11 @@ mock_url=$(await_mock_address "$mock_pid" "$work/mock.out") || { cat "$work/mock
 
 admin_token=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 # ERROR_LANGUAGE=fa: the page is served in Persian whatever Chromium's Accept-Language says.
+# Prices, a plan with a budget of its own, and the guests' and the gateway's budgets: the page
+# shows the cost and the budgets' state.
 settings=(DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=console-model
-    ADMIN_TOKEN="$admin_token" ERROR_LANGUAGE=fa LOG_LEVEL=warning)
+    ADMIN_TOKEN="$admin_token" ERROR_LANGUAGE=fa LOG_LEVEL=warning
+    CURRENCY=USD PRICES=console-model=2/8 PLANS=default:-:-:-:1/day BUDGETS="guests=1/day;gateway=5/day")
 run_dir="$work/gateway"
 mkdir -p "$run_dir"
 make_token() {

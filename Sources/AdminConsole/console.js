@@ -41,6 +41,11 @@
       tokenCreated: 'Token created.', tokenRevoked: 'Token revoked.', refused: 'Refused: {detail}',
       noTokens: 'No tokens.', noCallers: 'No callers in this range.', exported: 'Downloaded {file}',
       task_summarize: 'summarize', task_rewrite: 'rewrite', 'task_key-points': 'key points', task_titles: 'titles',
+      cost: 'Cost', costPerDay: 'Cost per day', noPrices: 'no prices', budgets: 'Budgets', scope: 'Scope',
+      period: 'Period', used: 'Used', held: 'Held', limit: 'Limit', share: 'Share', resets: 'Resets',
+      scope_caller: 'caller', scope_guests: 'all guests', scope_devices: 'all devices', scope_gateway: 'whole gateway',
+      period_day: 'a day', period_month: 'a month', noBudgets: 'No shared budget is set.', models: 'Models',
+      noModels: 'No model answered in this range.', noModel: '(none)', tokensUnit: '{n} tokens',
     },
     fa: {
       title: 'کنسول TextGateway', language: 'زبان', range: 'بازه',
@@ -73,6 +78,11 @@
       tokenCreated: 'توکن ساخته شد.', tokenRevoked: 'توکن باطل شد.', refused: 'پذیرفته نشد: {detail}',
       noTokens: 'توکنی نیست.', noCallers: 'در این بازه فراخوانی نیست.', exported: '{file} بارگیری شد',
       task_summarize: 'خلاصه', task_rewrite: 'بازنویسی', 'task_key-points': 'نکات کلیدی', task_titles: 'عنوان‌ها',
+      cost: 'هزینه', costPerDay: 'هزینه در روز', noPrices: 'بی‌قیمت', budgets: 'بودجه‌ها', scope: 'دامنه',
+      period: 'دوره', used: 'مصرف‌شده', held: 'در جریان', limit: 'سقف', share: 'سهم', resets: 'از نو',
+      scope_caller: 'فراخوان', scope_guests: 'همهٔ مهمان‌ها', scope_devices: 'همهٔ دستگاه‌ها', scope_gateway: 'کل درگاه',
+      period_day: 'روزانه', period_month: 'ماهانه', noBudgets: 'بودجهٔ مشترکی تعیین نشده است.', models: 'مدل‌ها',
+      noModels: 'در این بازه مدلی پاسخ نداده است.', noModel: '(هیچ)', tokensUnit: '{n} توکن',
     },
   };
 
@@ -106,6 +116,21 @@
   function formatPercent(x) {
     if (x === null || x === undefined) return '—';
     return new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: 1 }).format(x);
+  }
+  // Micro-units of the gateway's currency (from /api/admin/plans) as an amount people read:
+  // at least the currency's minor units, up to all six digits a small cost needs.
+  function formatMoney(micros) {
+    const plans = state.data.plans || {};
+    if (micros === null || micros === undefined) return '—';
+    if (!plans.currency) return t('noPrices');
+    const digits = Math.max(0, Math.min(6, plans.currencyMinorUnits || 0));
+    const amount = new Intl.NumberFormat(locale(), { minimumFractionDigits: digits, maximumFractionDigits: 6 })
+      .format(micros / 1e6);
+    return amount + '\u00a0' + plans.currency;
+  }
+  // A budget's amount in its unit: money or tokens.
+  function formatBudget(amount, unit) {
+    return unit === 'micros' ? formatMoney(amount) : t('tokensUnit', { n: formatNumber(amount) });
   }
   function formatMs(x) {
     if (x === null || x === undefined) return '—';
@@ -336,6 +361,8 @@
     { name: 'totals', key: 'summary', path: () => '/api/admin/summary?' + rangeQuery(false), render: renderTotals },
     { name: 'series', key: 'series', path: () => '/api/admin/series?' + rangeQuery(true), render: renderSeries },
     { name: 'callers', key: 'callers', path: () => '/api/admin/callers?' + rangeQuery(false), render: renderCallers },
+    { name: 'models', key: 'models', path: () => '/api/admin/models?' + rangeQuery(false), render: renderModels },
+    { name: 'budgets', key: 'budgets', path: () => '/api/admin/budgets', render: renderBudgets },
     { name: 'upstreams', key: 'upstreams', path: () => '/api/admin/upstreams', render: renderUpstreams },
     { name: 'failures', key: 'failures', path: () => '/api/admin/failures?limit=20', render: renderFailures },
     { name: 'jobs', key: 'jobs', path: () => '/api/admin/jobs', render: renderJobs },
@@ -378,6 +405,7 @@
     $('#total-requests').textContent = formatNumber(s.requests);
     $('#total-input-tokens').textContent = formatNumber(s.inputTokens);
     $('#total-output-tokens').textContent = formatNumber(s.outputTokens);
+    $('#total-cost').textContent = formatMoney(s.costMicros);
     $('#total-cache-hits').textContent = formatNumber(s.cacheHits);
     $('#total-error-rate').textContent = formatPercent(s.errorRate);
     const added = s.addedLatencyMs || {}, upstream = s.upstreamLatencyMs || {};
@@ -390,14 +418,14 @@
   // ---- charts (SVG) ---------------------------------------------------------------------
 
   // A "nice" upper bound for an axis and its ticks: 1, 2 or 5 times a power of ten.
-  function niceTicks(max, count) {
+  function niceTicks(max, count, fractional) {
     if (!(max > 0)) return [0, 1];
     const raw = max / count;
     const power = Math.pow(10, Math.floor(Math.log10(raw)));
     const step = [1, 2, 5, 10].map((f) => f * power).find((s) => s >= raw) || raw;
-    const step2 = Math.max(step, 1);       // counts are integers
+    const step2 = fractional ? step : Math.max(step, 1);       // counts are integers; money is not
     const ticks = [];
-    for (let v = 0; v < max + step2; v += step2) ticks.push(v);
+    for (let i = 0; i * step2 < max + step2; i++) ticks.push(Number((i * step2).toPrecision(12)));
     return ticks;
   }
 
@@ -418,7 +446,7 @@
     const sums = days.map((_, i) => options.line
       ? Math.max(...series.map((s) => s.values[i]))
       : series.reduce((sum, s) => sum + s.values[i], 0));
-    const ticks = niceTicks(Math.max(...sums), 4);
+    const ticks = niceTicks(Math.max(...sums), 4, options.fractional);
     const top = ticks[ticks.length - 1];
     const y = (v) => margin.top + plotH - (v / top) * plotH;
     const slot = plotW / days.length;
@@ -498,6 +526,13 @@
       { name: t('inputTokens'), values: days.map((d) => d.inputTokens) },
       { name: t('outputTokens'), values: days.map((d) => d.outputTokens) },
     ], { title: t('tokensPerDay'), line: true, height: 170 });
+    drawChart($('#chart-cost'), labels, tasks.map((task) => ({
+      name: taskName(task),
+      values: days.map((d) => ((d.tasks || []).find((x) => x.task === task) || { costMicros: 0 }).costMicros / 1e6),
+    })), {
+      title: t('costPerDay'), height: 170, fractional: true,
+      format: (v) => new Intl.NumberFormat(locale(), { maximumFractionDigits: 6 }).format(v),
+    });
     const byCode = new Map();
     for (const day of days) for (const c of day.errorCodes || []) byCode.set(c.code, (byCode.get(c.code) || 0) + c.count);
     const codes = Array.from(byCode.keys()).sort((a, b) => byCode.get(b) - byCode.get(a));
@@ -519,6 +554,7 @@
   const CALLER_SORT = {
     user: (c) => callerUser(c).toLowerCase(), label: (c) => (c.label || '').toLowerCase(), kind: (c) => c.kind,
     plan: (c) => c.plan || '', requests: (c) => c.requests, tokens: (c) => c.inputTokens + c.outputTokens,
+    cost: (c) => c.costMicros || 0,
     quota: (c) => (c.quotaUsedToday === null || c.quotaUsedToday === undefined ? -1 : c.quotaUsedToday),
     lastSeen: (c) => c.lastSeen || '',
   };
@@ -553,12 +589,51 @@
         el('td', { text: c.plan || '—' }),
         el('td', { class: 'num', text: formatNumber(c.requests) }),
         el('td', { class: 'num', text: formatNumber(c.inputTokens + c.outputTokens) }),
+        el('td', { class: 'num cost', text: formatMoney(c.costMicros) }),
         quotaCell,
         el('td', { text: formatTime(c.lastSeen) }),
       ]);
     });
-    if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '8', class: 'empty', text: t('noCallers') })]));
+    if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '9', class: 'empty', text: t('noCallers') })]));
     $('#callers-table tbody').replaceChildren(...rows);
+  }
+
+  // ---- models and budgets -------------------------------------------------------------
+
+  function renderModels() {
+    const models = (state.data.models && state.data.models.models) || [];
+    const rows = models.map((m) => el('tr', { class: 'model-row', 'data-model': m.model || '' }, [
+      el('td', { text: m.model || t('noModel'), dir: 'ltr' }),
+      el('td', { class: 'num', text: formatNumber(m.requests) }),
+      el('td', { class: 'num', text: formatNumber(m.inputTokens + m.outputTokens) }),
+      el('td', { class: 'num cost', text: formatMoney(m.costMicros) }),
+    ]));
+    if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '4', class: 'empty', text: t('noModels') })]));
+    $('#models-table tbody').replaceChildren(...rows);
+  }
+
+  function renderBudgets() {
+    const body = state.data.budgets || {};
+    const rows = (body.budgets || []).map((b) => el('tr', {
+      class: 'budget-row', 'data-scope': b.scope, 'data-period': b.period, 'data-unit': b.unit,
+    }, [
+      el('td', { text: t('scope_' + b.scope) }),
+      el('td', { text: t('period_' + b.period) }),
+      el('td', { class: 'num', 'data-field': 'used', text: formatBudget(b.used, b.unit) }),
+      el('td', { class: 'num', text: formatBudget(b.held, b.unit) }),
+      el('td', { class: 'num', 'data-field': 'limit', text: formatBudget(b.limit, b.unit) }),
+      el('td', { class: 'quota' }, [
+        el('meter', { min: '0', max: '1', low: '0.8', high: '0.95', optimum: '0', value: String(Math.min(1, b.fractionUsed)) }),
+        el('span', { 'data-field': 'share', text: formatPercent(b.fractionUsed) }),
+      ]),
+      el('td', { text: formatTime(b.resetsAt) }),
+    ]));
+    if (rows.length === 0) rows.push(el('tr', {}, [el('td', { colspan: '7', class: 'empty', text: t('noBudgets') })]));
+    $('#budgets-table tbody').replaceChildren(...rows);
+    $('#plan-budgets').replaceChildren(...(body.plans || []).map((plan) => el('div', { 'data-plan': plan.plan }, [
+      el('dt', { text: t('plan') + ' ' + plan.plan }),
+      el('dd', { text: plan.budgets.map((b) => formatBudget(b.limit, b.unit) + ' / ' + t('period_' + b.period)).join(' + ') }),
+    ])));
   }
 
   // ---- upstreams, failures, jobs --------------------------------------------------------
@@ -755,6 +830,7 @@
     });
     $('#token-secret-dismiss').addEventListener('click', hideSecret);
     $('#export-callers').addEventListener('click', () => exportCSV('/api/admin/callers?' + rangeQuery(false) + '&format=csv', 'textgateway-callers.csv'));
+    $('#export-models').addEventListener('click', () => exportCSV('/api/admin/models?' + rangeQuery(false) + '&format=csv', 'textgateway-models.csv'));
     $('#export-series').addEventListener('click', () => exportCSV('/api/admin/series?' + rangeQuery(true) + '&format=csv', 'textgateway-series.csv'));
 
     markRange();

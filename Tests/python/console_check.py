@@ -437,19 +437,46 @@ def run(args, tools, work):
         raise CheckFailed(f'no textgateway-callers.csv in {downloads}: {os.listdir(downloads)}')
     table = list(csv.reader(io.StringIO(open(path, encoding='utf-8').read())))
     header = ('user_id,kind,label,plan,requests,input_tokens,output_tokens,errors,tokens_today,daily_token_quota,'
-              'quota_used_today,last_seen').split(',')
+              'quota_used_today,last_seen,cost_micros').split(',')
     if table[0] != header:
         raise CheckFailed(f'the callers CSV header is {table[0]}')
     counted = {}
+    cost = 0
     for row in table[1:]:
         record = dict(zip(header, row))
         key = record['user_id'] or '(guests)'
         counted[key] = counted.get(key, 0) + int(record['requests'])
+        cost += int(record['cost_micros'])
     for name, requests in callers.items():
         if counted.get(name) != int(requests):
             raise CheckFailed(f'the callers CSV counts {counted.get(name)} requests for {name}, not {requests}: {counted}')
     shutil.copy(path, args.artefacts)
-    log(f'callers CSV exported: {len(table) - 1} rows, {counted}')
+    log(f'callers CSV exported: {len(table) - 1} rows, {counted}, {cost} micro-units spent')
+
+    # 4b. What was spent: the total beside the CSV's sum, per model, and the budgets' state.
+    if cost <= 0:
+        raise CheckFailed(f'the callers CSV says nothing was spent ({cost}); PRICES is set')
+    shown = page.text('#total-cost')
+    amount, _, currency = shown.strip().partition('\u00a0')
+    if currency != 'USD' or round(float(amount.replace(',', '')) * 1e6) != cost:
+        raise CheckFailed(f'#total-cost shows {shown!r}, not {cost / 1e6} USD')
+    model_cost = page.js('(document.querySelector(\'#models-table tr.model-row[data-model="console-model"] td.cost\') || {}).textContent')
+    if not model_cost or round(float(model_cost.split('\u00a0')[0].replace(',', '')) * 1e6) != cost:
+        raise CheckFailed(f'the models table shows {model_cost!r} for console-model, not {cost / 1e6} USD')
+    budgets = page.js('JSON.stringify(Array.from(document.querySelectorAll("#budgets-table tr.budget-row")).map((row) => '
+                      '[row.dataset.scope, row.dataset.period, row.querySelector("[data-field=used]").textContent, '
+                      'row.querySelector("[data-field=share]").textContent]))')
+    budgets = json.loads(budgets)
+    scopes = sorted(row[0] for row in budgets)
+    if scopes != ['gateway', 'guests']:
+        raise CheckFailed(f'the budgets table shows the scopes {scopes}, not gateway and guests')
+    gateway_used = next(row[2] for row in budgets if row[0] == 'gateway')
+    if round(float(gateway_used.split('\u00a0')[0].replace(',', '')) * 1e6) != cost:
+        raise CheckFailed(f'the gateway budget shows {gateway_used!r} used, not {cost / 1e6} USD')
+    plan_budgets = page.text('#plan-budgets')
+    if 'USD' not in plan_budgets:
+        raise CheckFailed(f'the plans\' own budgets are not shown: {plan_budgets!r}')
+    log(f'cost: {shown} in all and for console-model; budgets {budgets}; plans {plan_budgets!r}')
 
     # 5. A token made from the page works; revoked from the page, it is refused.
     page.wait('document.querySelectorAll("#token-create-plan option").length > 0', 'the plans in the select')
