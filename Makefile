@@ -45,7 +45,7 @@ help:
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
 	@echo "make instances-check  deploy/compose.yaml's arrangement from Debian's packages: docs/nginx.conf, two gateways, redis-server, Postgres; shared limits, history and cache, Redis away, an instance down, nginx's own errors as JSON (needs nginx-light, redis-server, postgresql)"
-	@echo "make drills        fault drills (drills/drills.sh, a file per drill): upstream killed/slow/garbage, mass disconnects, SIGTERM under load, 1 MiB bodies, kill -9 with a strict store, failover, jobs under load, keyed retries"
+	@echo "make drills        fault drills (drills/drills.sh, a file per drill): upstream killed/slow/garbage, mass disconnects, SIGTERM under load, 1 MiB bodies, kill -9 with a strict store, failover, jobs under load, keyed retries, budgets over three instances on one Redis"
 	@echo "make clean         remove build products"
 
 setup:

@@ -36,11 +36,18 @@
 #                       up 1.5 s into a 3 s answer and retry 1-4 s later: every retry gets the
 #                       whole answer with the first request id, the upstream is called once per
 #                       key, each key's tokens are charged once, the history has one row per key
+#  10 budgets           three instances on one Redis (each its own SQLite store), 200 guest
+#                       addresses and 20 callers sending 600 requests at once (plain, streamed,
+#                       /v1 with n=2, jobs) against a guests and a gateway budget in money; a
+#                       refusal with Retry-After 1 is retried after it, one until the day's end
+#                       stops: the ledger's cost is at most each budget (and Redis's sums equal
+#                       it, nothing left held), every refusal is 429 budget_exceeded with the
+#                       right scope, and what was served used at least 90 % of each budget
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5 6 7 8 9"    which drills to run
+#   DRILLS="1 2 3 4 5 6 7 8 9 10" which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
@@ -51,13 +58,15 @@
 #   DRILL_JOBS_P99_RATIO=         drill 8: fail when /api/process's p99 during the jobs is over
 #                                 this multiple of before (a benchmark's bound: 1.5 on a quiet machine)
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
-# Needs python3 (3.11, standard library only); installs nothing.
+#   DRILL_BIN_DIR=                a directory holding release text-gateway and mock-upstream to
+#                                 use instead of building them (e.g. a CI artifact)
+# Needs python3 (3.11, standard library only), and redis-server for drill 10; installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5 6 7 8 9}
+drills=${DRILLS:-1 2 3 4 5 6 7 8 9 10}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
@@ -66,6 +75,7 @@ sigterm_requests=${DRILL_SIGTERM_REQUESTS:-500}
 store_requests=${DRILL_STORE_REQUESTS:-200}
 idempotent_clients=${DRILL_IDEMPOTENT_CLIENTS:-200}
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
+bin_dir=${DRILL_BIN_DIR:-}
 
 
 command -v python3 >/dev/null || die "needs python3"
@@ -83,13 +93,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-drills.XXXXXX")
 mock_pid=
 gateway_pid=
 client_pid=
+redis_pid=
+other_pids=() # a drill's further gateways
 failed=()
 cleanup() {
-    local status=$?
+    local status=$? pid
     trap - EXIT INT TERM
     [ -n "$client_pid" ] && kill -TERM "$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
     stop "$gateway_pid"
+    for pid in ${other_pids[@]+"${other_pids[@]}"}; do stop "$pid"; done
     stop "$mock_pid"
+    stop "$redis_pid"
     if [ "$status" -eq 0 ] && [ "${KEEP_WORK:-0}" = 0 ]; then
         rm -rf "$work"
     else
@@ -104,8 +118,16 @@ trap 'exit 143' TERM
 echo "TextGateway fault drills — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine: $(nproc) cores; $(uname -sr); $(python3 --version); open-file limit $(ulimit -n)"
 
-say "drills: building mock-upstream and text-gateway (release)"
-build_release mock-upstream text-gateway
+if [ -n "$bin_dir" ]; then
+    for product in mock-upstream text-gateway; do
+        [ -x "$bin_dir/$product" ] || die "DRILL_BIN_DIR=$bin_dir has no executable $product"
+    done
+    bin=$(cd "$bin_dir" && pwd)
+    say "drills: using $bin/mock-upstream and $bin/text-gateway (DRILL_BIN_DIR; not built)"
+else
+    say "drills: building mock-upstream and text-gateway (release)"
+    build_release mock-upstream text-gateway
+fi
 mock_key=drill-key # the mock's key, which the gateway sends upstream
 
 # start_mock NAME PORT MOCK-OPTIONS... : sets mock_pid, mock_port, mock_url. With a fixed
@@ -152,10 +174,14 @@ stop_all() {
 
 # record NAME STATUS: a drill's verdict (the client printed its PASS/FAIL line).
 record() {
+    local log
     if [ "$2" -ne 0 ]; then
         failed+=("$1")
-        say "drills: $1 failed; gateway log: $work/$1.gateway.log (last lines below)"
-        tail -n 5 "$work/$1.gateway.log" >&2 2>/dev/null || true
+        for log in "$work/$1".gateway*.log; do
+            [ -e "$log" ] || continue
+            say "drills: $1 failed; gateway log: $log (last lines below)"
+            tail -n 5 "$log" >&2 2>/dev/null || true
+        done
     fi
 }
 
@@ -349,6 +375,48 @@ drill_idempotent_retries() {
     record idempotent-retries "$status"
 }
 
+drill_budgets() {
+    local status=0 prices=0.15/0.60 guests_budget=0.05 gateway_budget=0.095 max_tokens=40
+    local token_prefix=drill-budgets-token-0123456789 tokens='' number hash offset zone instance
+    local ports=() stores=() hour
+    echo
+    echo "== 10. 600 requests at once over three instances on one Redis, from 200 guest addresses and 20 callers (mock latency 100-300 ms; PRICES=drill-model=$prices, BUDGETS=guests=$guests_budget/day;gateway=$gateway_budget/day, MAX_TOKENS=$max_tokens)"
+    command -v redis-server >/dev/null || die "drill 10 needs redis-server (apt-get install -y redis-server)"
+    start_redis_server "$work/budgets.redis.log"
+    start_mock budgets.mock 0
+    for number in $(seq -w 1 20); do
+        hash=$(printf '%s' "$token_prefix-$number" | sha256sum | cut -d' ' -f1)
+        tokens+="${tokens:+,}$hash:budgets-caller-$number:default"
+    done
+    # The budgets' day is made to be at its middle now (BUDGET_TIMEZONE an offset whose local
+    # time is 12:xx), so no day ends during the drill, and a refusal for the day says
+    # Retry-After of about twelve hours, told apart from the 1 of room held by requests in flight.
+    hour=$((10#$(date -u +%H)))
+    offset=$((12 - hour))
+    zone=$(printf '%s%02d:00' "$([ "$offset" -lt 0 ] && echo - || echo +)" "${offset#-}")
+    for instance in 1 2 3; do
+        start_gateway "budgets.gateway-$instance" LOG_LEVEL=warning AUTH_REQUIRED=off GATEWAY_TOKENS="$tokens" \
+            TRUSTED_PROXIES=127.0.0.1/32 REDIS_URL="redis://127.0.0.1:$redis_port" REDIS_TIMEOUT_MS=2000 \
+            DATABASE_URL="sqlite:$work/budgets.store-$instance.sqlite" \
+            CURRENCY=USD PRICES="drill-model=$prices" PRICES_REQUIRED=on MAX_TOKENS=$max_tokens \
+            BUDGETS="guests=$guests_budget/day;gateway=$gateway_budget/day" BUDGET_TIMEZONE="$zone"
+        other_pids+=("$gateway_pid")
+        gateway_pid=
+        ports+=("$gateway_port")
+        stores+=("$work/budgets.store-$instance.sqlite")
+    done
+    python3 drills/budgets.py --port "${ports[0]}" --more-ports "${ports[1]},${ports[2]}" --redis-port "$redis_port" \
+        --stores "$(IFS=,; echo "${stores[*]}")" --token-prefix "$token_prefix" --callers 20 --guests 200 --requests 600 \
+        --prices "$prices" --guests-budget "$guests_budget" --gateway-budget "$gateway_budget" \
+        --budget-offset-seconds $((offset * 3600)) --max-tokens "$max_tokens" || status=$?
+    for pid in "${other_pids[@]}"; do stop "$pid"; done
+    other_pids=()
+    stop_all
+    stop "$redis_pid"
+    redis_pid=
+    record budgets "$status"
+}
+
 started=$SECONDS
 for drill in $drills; do
     case "$drill" in
@@ -361,7 +429,8 @@ for drill in $drills; do
         7 | upstream-failover) drill_upstream_failover ;;
         8 | jobs) drill_jobs ;;
         9 | idempotent-retries) drill_idempotent_retries ;;
-        *) die "unknown drill '$drill' (1-9)" ;;
+        10 | budgets) drill_budgets ;;
+        *) die "unknown drill '$drill' (1-10)" ;;
     esac
 done
 echo
