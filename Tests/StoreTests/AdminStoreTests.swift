@@ -101,7 +101,9 @@ extension StoreBackends {
                         cacheHit: cacheHit, durationMilliseconds: duration, createdAtMilliseconds: at,
                         plan: user == nil ? nil : (late == (user == "alice") ? "free" : "pro"),
                         upstream: upstream == nil ? nil : (random.next(2) == 0 ? "primary" : "backup"),
-                        upstreamMilliseconds: upstream
+                        upstreamMilliseconds: upstream,
+                        // An answer's cost (unknown for every fifth); a cached one costs 0.
+                        costMicros: cacheHit ? 0 : status == 200 && index % 5 != 0 ? Int64(10 + index % 90) : nil
                     ))
             }
             return rows
@@ -120,6 +122,8 @@ extension StoreBackends {
             row.cacheHit ? (0, 0) : (max(0, row.inputTokens ?? 0), max(0, row.outputTokens ?? 0))
         }
 
+        static func cost(_ row: LedgerRow) -> Int64 { row.cacheHit ? 0 : max(0, row.costMicros ?? 0) }
+
         static func expectedTotals(_ rows: [LedgerRow], _ slots: Range<Int64>) -> RollupTotals {
             var totals = RollupTotals()
             for row in rows where slots.contains(slot(row)) {
@@ -127,6 +131,7 @@ extension StoreBackends {
                 if row.cacheHit { totals.cacheHits += 1 }
                 totals.inputTokens += tokens(row).0
                 totals.outputTokens += tokens(row).1
+                totals.costMicros += cost(row)
                 if row.status >= 400 { totals.errors += 1 }
                 if row.status < 400 {
                     totals.added.add(milliseconds: max(0, row.durationMilliseconds - (row.upstreamMilliseconds ?? 0)))
@@ -151,6 +156,7 @@ extension StoreBackends {
                 entry.requests += 1
                 entry.inputTokens += tokens(row).0
                 entry.outputTokens += tokens(row).1
+                entry.costMicros += cost(row)
                 if row.status >= 400 { entry.errors += 1 }
                 days["\(day)/\(task)"] = entry
             }
@@ -181,6 +187,7 @@ extension StoreBackends {
                 if row.cacheHit { caller.cacheHits += 1 }
                 caller.inputTokens += tokens(row).0
                 caller.outputTokens += tokens(row).1
+                caller.costMicros += cost(row)
                 if row.status >= 400 { caller.errors += 1 }
                 caller.lastSeenMilliseconds = max(caller.lastSeenMilliseconds ?? .min, row.createdAtMilliseconds)
                 if let plan = row.plan, row.createdAtMilliseconds > planAt[user] ?? .min {
@@ -260,16 +267,18 @@ extension StoreBackends {
                             SELECT count(*), total(cache_hit),
                                 total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(input_tokens, 0)) END),
                                 total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(output_tokens, 0)) END),
-                                total(status >= 400)
+                                total(status >= 400),
+                                total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(cost_micros, 0)) END)
                             FROM requests WHERE created_at >= ? AND created_at < ?
                             """,
                             [.integer(from), .integer(to)]
-                        ) { [$0.int(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4)] } ?? []
+                        ) { [$0.int(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4), $0.int(5)] } ?? []
                     }
                     let totals = try await store.rollupTotals(fromSlot: from / 900_000, toSlot: to / 900_000)
                     #expect(
                         direct == [
                             totals.requests, totals.cacheHits, totals.inputTokens, totals.outputTokens, totals.errors,
+                            Int(totals.costMicros),
                         ])
                     let offset = 210
                     let byDay = try await store.read { connection throws(StoreError) in
@@ -279,7 +288,8 @@ extension StoreBackends {
                             SELECT (created_at / 900000 * 900000 + ?) / 86400000 AS d, coalesce(task, ''), count(*),
                                 total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(input_tokens, 0)) END),
                                 total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(output_tokens, 0)) END),
-                                total(status >= 400)
+                                total(status >= 400),
+                                total(CASE WHEN cache_hit THEN 0 ELSE max(0, coalesce(cost_micros, 0)) END)
                             FROM requests WHERE created_at >= ? AND created_at < ?
                             GROUP BY 1, 2 ORDER BY 1, 2
                             """,
@@ -288,7 +298,7 @@ extension StoreBackends {
                             days.append(
                                 RollupDayTask(
                                     day: $0.int64(0), task: $0.text(1), requests: $0.int(2), inputTokens: $0.int(3),
-                                    outputTokens: $0.int(4), errors: $0.int(5)))
+                                    outputTokens: $0.int(4), errors: $0.int(5), costMicros: Int64($0.int(6))))
                         }
                         return days
                     }
@@ -363,6 +373,7 @@ extension StoreBackends {
                 var row = $0
                 row.plan = nil
                 row.upstream = nil
+                row.costMicros = nil
                 return row
             }
             let version5Columns = RequestsTable.columns.split(separator: ",").prefix(16).joined(separator: ",")
@@ -417,6 +428,75 @@ extension StoreBackends {
                             + PostgresStore.placeholders(rows: rows.count, columns: 16),
                         values)
                     _ = try await client.query(version5Usage)
+                    let store = try await PostgresStore.open(client: client)
+                    try await Self.expectAnswers(store, rows)
+                }
+            }
+        }
+
+        @Test(
+            "migration 9 fills the days' and the slots' cost from the rows' own (kept since migration 8)",
+            arguments: Backend.allCases)
+        func costBackfill(_ backend: Backend) async throws {
+            // The plan is no concern of this migration's: left out, as the days below keep none.
+            let rows = Self.rows(count: 300, seed: 13).map {
+                var row = $0
+                row.plan = nil
+                return row
+            }
+            // What the writer of schema 8 kept: the rows with their cost, the days and the slots without.
+            let version8Usage = """
+                INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens, cache_hits, errors,
+                    last_seen_ms, plan)
+                SELECT coalesce(user_id, ''), created_at / 86400000, count(*),
+                    sum(CASE WHEN cache_hit THEN 0 ELSE coalesce(input_tokens, 0) END),
+                    sum(CASE WHEN cache_hit THEN 0 ELSE coalesce(output_tokens, 0) END),
+                    count(*) FILTER (WHERE cache_hit), count(*) FILTER (WHERE status >= 400), max(created_at), NULL
+                FROM requests GROUP BY coalesce(user_id, ''), created_at / 86400000
+                """
+            let columns = RequestsTable.columnCount
+            switch backend {
+            case .sqlite:
+                try await withPoolAndDirectory { pool, directory in
+                    let path = directory.file("old.db")
+                    let connection = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .seconds(5))
+                    try StoreSchema.migrate(connection, to: 8)
+                    try connection.transaction { () throws(StoreError) in
+                        for row in rows {
+                            var values: [SQLiteValue] = []
+                            RequestsTable.values(of: row, into: &values)
+                            try connection.execute(RequestsTable.insert, values)
+                        }
+                        _ = try connection.execute(version8Usage)
+                        for statement in RollupTables.backfill(.sqlite).prefix(2) {
+                            _ = try connection.execute(statement)
+                        }
+                    }
+                    connection.close()
+                    let store = try await SQLiteStore.open(path: path, pool: pool)
+                    do {
+                        try await Self.expectAnswers(store, rows)
+                        await store.close()
+                    } catch {
+                        await store.close()
+                        throw error
+                    }
+                }
+            case .postgres:
+                let lazy = try #require(LazyPostgresCluster.current)
+                let (cluster, database) = try await lazy.createDatabase()
+                try await withClient(cluster.configuration(database: database)) { client in
+                    try await PostgresSchema.migrate(client, store: "old", timeout: .seconds(10), to: 8)
+                    var values: [PostgresValue] = []
+                    for row in rows { RequestsTable.values(of: row, into: &values) }
+                    _ = try await client.query(
+                        "INSERT INTO requests (\(RequestsTable.columns)) VALUES "
+                            + PostgresStore.placeholders(rows: rows.count, columns: columns),
+                        values)
+                    _ = try await client.query(version8Usage)
+                    for statement in RollupTables.backfill(.postgres).prefix(2) {
+                        _ = try await client.query(statement)
+                    }
                     let store = try await PostgresStore.open(client: client)
                     try await Self.expectAnswers(store, rows)
                 }

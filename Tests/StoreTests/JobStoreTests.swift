@@ -38,13 +38,13 @@ extension StoreBackends {
 
         static func complete(
             _ key: JobItemKey, in store: any StoreBackend, worker: String = "w1", owner: String? = "alice",
-            tokens: (Int, Int) = (10, 2),
+            tokens: (Int, Int) = (10, 2), cost: Int64? = 0,
             at now: Int64 = 3_000
         ) async throws -> Bool {
             try await store.completeItem(
                 JobItemCompletion(
                     key: key, worker: worker, answer: "answer \(key.level).\(key.index)", data: nil,
-                    inputTokens: tokens.0, outputTokens: tokens.1,
+                    inputTokens: tokens.0, outputTokens: tokens.1, costMicros: cost,
                     ownerID: owner, day: day, nowMilliseconds: now
                 )
             )
@@ -249,24 +249,31 @@ extension StoreBackends {
         }
 
         @Test(
-            "each answer adds its tokens to the owner's day, as no request; a guest's to all guests' day",
+            "each answer adds its tokens and cost to the owner's day, as no request; a guest's to all guests' day",
             arguments: Backend.allCases)
         func usage(_ backend: Backend) async throws {
             try await withStore(on: backend) { store, _ in
                 try await Self.create(Self.newJob("mine", items: 2), in: store)
                 try await Self.create(Self.newJob("guest", caller: "198.51.100.1", owner: nil, items: 1), in: store)
                 _ = try await Self.claim(store)
-                #expect(try await Self.complete(Self.key("mine", 0, 0), in: store, tokens: (100, 20)))
-                #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (50, 5)))
-                #expect(try await Self.complete(Self.key("guest", 0, 0), in: store, owner: nil, tokens: (1_000, 1_000)))
+                #expect(try await Self.complete(Self.key("mine", 0, 0), in: store, tokens: (100, 20), cost: 140))
+                #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (50, 5), cost: 60))
+                // A call whose model had no price: the job's cost is unknown from then on; the day keeps what is known.
+                #expect(
+                    try await Self.complete(
+                        Self.key("guest", 0, 0), in: store, owner: nil, tokens: (1_000, 1_000), cost: nil))
                 // A refused answer adds nothing.
-                #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (7, 7)) == false)
+                #expect(try await Self.complete(Self.key("mine", 0, 1), in: store, tokens: (7, 7), cost: 9) == false)
+                #expect(try await store.job(id: "mine")?.costMicros == 200)
+                #expect(try await store.job(id: "guest")?.costMicros == nil)
                 #expect(
                     try await store.usageReport(fromDay: 0, userID: nil) == [
                         DailyUsage(
                             userID: DailyUsage.guestUserID, day: Self.day, requests: 0, inputTokens: 1_000,
                             outputTokens: 1_000),
-                        DailyUsage(userID: "alice", day: Self.day, requests: 0, inputTokens: 150, outputTokens: 25),
+                        DailyUsage(
+                            userID: "alice", day: Self.day, requests: 0, inputTokens: 150, outputTokens: 25,
+                            costMicros: 200),
                     ]
                 )
                 // The request that made the job still counts as one, without its tokens again.

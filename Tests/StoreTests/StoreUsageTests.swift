@@ -51,6 +51,43 @@ extension StoreBackends {
         }
 
         @Test(
+            "a day's cost: each request's known cost, nothing for a cached answer or an unknown one; guests as one",
+            arguments: Backend.allCases)
+        func cost(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, fixture in
+                let day: Int64 = 20_150
+                try await append(
+                    [
+                        ledgerRow(
+                            "1", user: "alice", at: startOfDay(day), inputTokens: 100, outputTokens: 20, costMicros: 140
+                        ),
+                        ledgerRow(
+                            "2", user: "alice", at: startOfDay(day) + 1, inputTokens: 9, outputTokens: 9,
+                            cacheHit: true, costMicros: 0),
+                        ledgerRow("3", user: "alice", at: startOfDay(day) + 2, inputTokens: 50, outputTokens: 5),
+                        ledgerRow(
+                            "4", user: nil, at: startOfDay(day), inputTokens: 10, outputTokens: 10, costMicros: 30),
+                        ledgerRow(
+                            "5", user: nil, at: startOfDay(day) + 3, inputTokens: 1, outputTokens: 1, costMicros: 3),
+                    ],
+                    to: store)
+                try await append(
+                    [
+                        ledgerRow(
+                            "6", user: "alice", at: startOfDay(day + 1), inputTokens: 1, outputTokens: 1, costMicros: 7)
+                    ],
+                    to: store)
+                #expect(
+                    try await store.dailyUsage(userID: "alice", fromDay: day).map(\.costMicros).sorted() == [7, 140])
+                #expect(
+                    try await store.usageReport(fromDay: day, userID: nil).map { [$0.userID, String($0.costMicros)] }
+                        == [
+                            [DailyUsage.guestUserID, "33"], ["alice", "140"], ["alice", "7"],
+                        ])
+            }
+        }
+
+        @Test(
             "days are UTC days: the last millisecond of one and the first of the next count apart",
             arguments: Backend.allCases)
         func utcDays(_ backend: Backend) async throws {

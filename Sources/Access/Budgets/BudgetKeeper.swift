@@ -6,11 +6,21 @@ package struct BudgetAccount: Sendable, Hashable {
     package let scope: BudgetScope
     package let key: String
     package let limits: [BudgetLimit]
+    /// ``key``'s hash in this process, worked out once: a keeper's lookups use it.
+    package let keyHash: Int
 
     package init(scope: BudgetScope, key: String, limits: [BudgetLimit]) {
         self.scope = scope
         self.key = key
         self.limits = limits
+        keyHash = Self.hash(key)
+    }
+
+    /// `key`'s hash in this process.
+    package static func hash(_ key: String) -> Int {
+        var hasher = Hasher()
+        hasher.combine(key)
+        return hasher.finalize()
     }
 }
 
@@ -49,6 +59,8 @@ package struct BudgetHold: Sendable, Hashable {
         package var amount: Int64 = 0
         package var remaining: Int64 = 0
         package var resetSeconds: Int64 = 0
+        /// ``BudgetAccount/keyHash`` of ``key``.
+        package var keyHash: Int = 0
     }
 
     package let id: UInt64

@@ -6,13 +6,24 @@ package import Telemetry
 /// settlement under one lock, all of a request's accounts at once). Several instances share
 /// Redis's instead.
 package final class InMemoryBudgetKeeper: BudgetKeeper {
-    private struct CounterKey: Hashable {
+    /// An account's key with its hash worked out once (``BudgetAccount/keyHash``): a request's
+    /// lookups hash an integer, not the key's characters.
+    fileprivate struct AccountKey: Hashable {
         let key: String
-        let period: BudgetPeriod
-        let unit: BudgetUnit
+        let hash: Int
+
+        init(_ key: String, hash: Int) {
+            self.key = key
+            self.hash = hash
+        }
+
+        static func == (left: AccountKey, right: AccountKey) -> Bool {
+            left.hash == right.hash && left.key == right.key
+        }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
-    private struct Counter {
+    fileprivate struct Counter {
         var periodID: Int64
         /// Used by requests that ended (and seeded at the start).
         var settled: Int64 = 0
@@ -20,8 +31,44 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         var inFlight: Int64 = 0
     }
 
+    /// One account's counters, a day's and a month's in each unit, kept inline.
+    fileprivate struct Counters {
+        var dayMicros = Counter(periodID: .min)
+        var dayTokens = Counter(periodID: .min)
+        var monthMicros = Counter(periodID: .min)
+        var monthTokens = Counter(periodID: .min)
+
+        subscript(period: BudgetPeriod, unit: BudgetUnit) -> Counter {
+            get {
+                switch (period, unit) {
+                case (.day, .micros): dayMicros
+                case (.day, .tokens): dayTokens
+                case (.month, .micros): monthMicros
+                case (.month, .tokens): monthTokens
+                }
+            }
+            set {
+                switch (period, unit) {
+                case (.day, .micros): dayMicros = newValue
+                case (.day, .tokens): dayTokens = newValue
+                case (.month, .micros): monthMicros = newValue
+                case (.month, .tokens): monthTokens = newValue
+                }
+            }
+        }
+
+        /// Whether a counter still matters at `seconds`: it holds room, or its period is not over.
+        func live(at seconds: Int64, _ calendar: BudgetCalendar) -> Bool {
+            [(BudgetPeriod.day, BudgetUnit.micros), (.day, .tokens), (.month, .micros), (.month, .tokens)].contains {
+                let counter = self[$0.0, $0.1]
+                return counter.periodID != .min
+                    && (counter.inFlight > 0 || counter.periodID >= calendar.period($0.0, at: seconds))
+            }
+        }
+    }
+
     private struct State {
-        var counters: [CounterKey: Counter] = [:]
+        var accounts: [AccountKey: Counters] = [:]
         var live: Set<UInt64> = []
         var nextID: UInt64 = 1
         var operations = 0
@@ -34,18 +81,23 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         self.calendar = calendar
     }
 
+    /// `counter` as of `periodID`: a new period starts from nothing, but requests of the old one
+    /// still running hold their room until they end.
+    fileprivate static func current(_ counter: Counter, _ periodID: Int64) -> Counter {
+        counter.periodID < periodID ? Counter(periodID: periodID, inFlight: counter.inFlight) : counter
+    }
+
     package func reserve(_ demand: BudgetDemand, now: Instant) -> BudgetDecision {
         let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
+        let dayID = calendar.period(.day, at: seconds)
+        let monthID = calendar.period(.month, at: seconds)
         return state.withLock { state in
-            var entries: [BudgetHold.Entry] = []
-            var counters: [(CounterKey, Counter)] = []
+            // Every budget is checked before any is touched: all or nothing.
             for account in demand.accounts {
+                let counters = state.accounts[AccountKey(account.key, hash: account.keyHash)] ?? Counters()
                 for limit in account.limits {
-                    let periodID = calendar.period(limit.period, at: seconds)
-                    let key = CounterKey(key: account.key, period: limit.period, unit: limit.unit)
-                    var counter = state.counters[key] ?? Counter(periodID: periodID)
-                    // A new period: requests of the old one still running hold their room until they end.
-                    if counter.periodID < periodID { counter = Counter(periodID: periodID, inFlight: counter.inFlight) }
+                    let counter = Self.current(
+                        counters[limit.period, limit.unit], limit.period == .day ? dayID : monthID)
                     let worst = demand.worst(limit.unit)
                     if counter.settled >= limit.amount || counter.settled + worst > limit.amount {
                         return .refused(
@@ -56,19 +108,16 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
                     if counter.settled + counter.inFlight + worst > limit.amount {
                         return .refused(BudgetRefusal(scope: account.scope, retryAfterSeconds: 1))
                     }
-                    counter.inFlight += worst
-                    counters.append((key, counter))
-                    entries.append(
-                        BudgetHold.Entry(
-                            key: account.key, period: limit.period, periodID: periodID, unit: limit.unit,
-                            reserved: worst, scope: account.scope, amount: limit.amount,
-                            remaining: limit.amount - counter.settled - counter.inFlight,
-                            resetSeconds: calendar.secondsToEnd(of: limit.period, at: seconds)))
                 }
             }
+            var entries: [BudgetHold.Entry] = []
+            entries.reserveCapacity(demand.accounts.reduce(0) { $0 + $1.limits.count })
+            for account in demand.accounts {
+                state.accounts[AccountKey(account.key, hash: account.keyHash), default: Counters()].reserve(
+                    demand, account, dayID: dayID, monthID: monthID, seconds: seconds, calendar: calendar,
+                    into: &entries)
+            }
             guard !entries.isEmpty else { return .allowed(nil) }
-            // All fit: the reservation takes effect in every counter at once.
-            for (key, counter) in counters { state.counters[key] = counter }
             let id = state.nextID
             state.nextID += 1
             state.live.insert(id)
@@ -81,12 +130,9 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         state.withLock { state in
             guard state.live.remove(hold.id) != nil else { return }
             for entry in hold.entries {
-                let key = CounterKey(key: entry.key, period: entry.period, unit: entry.unit)
-                guard var counter = state.counters[key] else { continue }
-                counter.inFlight = max(0, counter.inFlight - entry.reserved)
-                // Counted for the period the request started in; a period already over keeps nothing.
-                if counter.periodID == entry.periodID { counter.settled += entry.unit == .tokens ? tokens : micros }
-                state.counters[key] = counter
+                let key = AccountKey(entry.key, hash: entry.keyHash)
+                guard state.accounts[key] != nil else { continue }
+                state.accounts[key, default: Counters()].settle(entry, tokens: tokens, micros: micros)
             }
         }
     }
@@ -97,10 +143,11 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         let seconds = Int64(now.secondsSinceEpoch.rounded(.down))
         let periodID = calendar.period(period, at: seconds)
         state.withLock { state in
-            let counterKey = CounterKey(key: key, period: period, unit: unit)
-            var counter = state.counters[counterKey] ?? Counter(periodID: periodID)
+            var counter = Self.current(
+                state.accounts[AccountKey(key, hash: BudgetAccount.hash(key)), default: Counters()][period, unit],
+                periodID)
             if counter.periodID == periodID { counter.settled += max(0, used) }
-            state.counters[counterKey] = counter
+            state.accounts[AccountKey(key, hash: BudgetAccount.hash(key)), default: Counters()][period, unit] = counter
         }
     }
 
@@ -137,7 +184,7 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
     ) {
         let periodID = calendar.period(period, at: Int64(now.secondsSinceEpoch.rounded(.down)))
         return state.withLock { state in
-            guard let counter = state.counters[CounterKey(key: key, period: period, unit: unit)],
+            guard let counter = state.accounts[AccountKey(key, hash: BudgetAccount.hash(key))]?[period, unit],
                 counter.periodID == periodID
             else { return (0, 0) }
             return (counter.settled, counter.inFlight)
@@ -161,8 +208,38 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
     private static func sweep(_ state: inout State, seconds: Int64, calendar: BudgetCalendar) {
         state.operations += 1
         guard state.operations % 4096 == 0 else { return }
-        state.counters = state.counters.filter { key, counter in
-            counter.inFlight > 0 || counter.periodID >= calendar.period(key.period, at: seconds)
+        state.accounts = state.accounts.filter { $0.value.live(at: seconds, calendar) }
+    }
+}
+
+extension InMemoryBudgetKeeper.Counters {
+    /// Takes `demand`'s worst case into each of `account`'s counters, and notes each in `entries`.
+    fileprivate mutating func reserve(
+        _ demand: BudgetDemand, _ account: BudgetAccount, dayID: Int64, monthID: Int64, seconds: Int64,
+        calendar: BudgetCalendar, into entries: inout [BudgetHold.Entry]
+    ) {
+        for limit in account.limits {
+            let periodID = limit.period == .day ? dayID : monthID
+            var counter = InMemoryBudgetKeeper.current(self[limit.period, limit.unit], periodID)
+            let worst = demand.worst(limit.unit)
+            counter.inFlight += worst
+            self[limit.period, limit.unit] = counter
+            entries.append(
+                BudgetHold.Entry(
+                    key: account.key, period: limit.period, periodID: periodID, unit: limit.unit, reserved: worst,
+                    scope: account.scope, amount: limit.amount,
+                    remaining: limit.amount - counter.settled - counter.inFlight,
+                    resetSeconds: calendar.secondsToEnd(of: limit.period, at: seconds), keyHash: account.keyHash))
         }
+    }
+
+    /// Gives `entry`'s reservation back and counts what the request used, in the period it
+    /// started in (a period already over keeps nothing).
+    fileprivate mutating func settle(_ entry: BudgetHold.Entry, tokens: Int64, micros: Int64) {
+        var counter = self[entry.period, entry.unit]
+        guard counter.periodID != .min else { return }
+        counter.inFlight = max(0, counter.inFlight - entry.reserved)
+        if counter.periodID == entry.periodID { counter.settled += entry.unit == .tokens ? tokens : micros }
+        self[entry.period, entry.unit] = counter
     }
 }

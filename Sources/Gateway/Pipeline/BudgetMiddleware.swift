@@ -3,6 +3,10 @@ import HTTPServer
 import Pricing
 import Telemetry
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Reserves a request's worst case in every budget it counts in, before its upstream call:
 /// its plan's own (the caller, or a guest's address), all guests' or all device sessions',
 /// and the whole gateway's, in money and in tokens. One that has no room refuses with
@@ -26,6 +30,10 @@ struct BudgetMiddleware: Middleware {
     /// What the gateway adds to an `/api/process` text upstream, and a structured answer's
     /// repair call on top (``ProcessBodies/overheadBytes(configuration:)``).
     let overhead: (prompt: Int, repair: Int)
+    /// ``keeper`` when it is this process's: reserved without an await.
+    private let local: InMemoryBudgetKeeper?
+    /// The plan of a caller without a credential, looked up once.
+    private let guestPlan: Plan
     /// The shared budgets' accounts, made once.
     private let guests: BudgetAccount?
     private let devices: BudgetAccount?
@@ -37,6 +45,8 @@ struct BudgetMiddleware: Middleware {
         overhead: (prompt: Int, repair: Int) = (0, 0), clock: @escaping @Sendable () -> Instant
     ) {
         self.overhead = overhead
+        local = keeper as? InMemoryBudgetKeeper
+        guestPlan = plans.plan(for: nil)
         self.keeper = keeper
         self.settings = settings
         self.plans = plans
@@ -75,11 +85,16 @@ struct BudgetMiddleware: Middleware {
         let demand = BudgetDemand(
             accounts: accounts, worstTokens: Int64(clamping: tokens.input &+ tokens.output), worstMicros: micros)
         let decision: BudgetDecision
-        do {
-            decision = try await keeper.reserve(demand, now: now)
-        } catch {
-            // A budget that cannot be asked is not a budget that holds: refused, not let through.
-            throw GatewayError.upstreamBusy
+        if let local {
+            // This process's sums: a call, not an await.
+            decision = local.reserve(demand, now: now)
+        } else {
+            do {
+                decision = try await keeper.reserve(demand, now: now)
+            } catch {
+                // A budget that cannot be asked is not a budget that holds: refused, not let through.
+                throw GatewayError.upstreamBusy
+            }
         }
         switch decision {
         case .refused(let refusal):
@@ -101,21 +116,28 @@ struct BudgetMiddleware: Middleware {
     /// Whether `body` may ask for a structured answer: it holds `"json"`, or an escape that
     /// could spell it. Either only makes the reservation larger.
     static func mayAskJSON(_ body: [UInt8]) -> Bool {
-        let json: [UInt8] = Array(#""json""#.utf8)
-        return body.withUnsafeBufferPointer { bytes in
-            guard bytes.count >= 2 else { return false }
-            for index in 0..<(bytes.count - 1) {
-                if bytes[index] == 0x5C && bytes[index + 1] == 0x75 { return true } // \u
-                if bytes[index] == 0x22, index + json.count <= bytes.count,
-                    bytes[index + 1] == 0x6A, bytes[index + 2] == 0x73, bytes[index + 3] == 0x6F,
-                    bytes[index + 4] == 0x6E, bytes[index + 5] == 0x22
-                {
-                    return true
-                }
+        body.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            let end = base + bytes.count
+            // memchr jumps from quote to quote (and backslash to backslash), many bytes at a time.
+            var from = base
+            while let found = memchr(from, 0x22, end - from) {
+                let quote = UnsafeRawPointer(found)
+                if end - quote >= 6, memcmp(quote, Self.jsonValue, 6) == 0 { return true }
+                from = quote + 1
+            }
+            from = base
+            while let found = memchr(from, 0x5C, end - from) {
+                let slash = UnsafeRawPointer(found)
+                if end - slash >= 2, slash.load(fromByteOffset: 1, as: UInt8.self) == 0x75 { return true }
+                from = slash + 1
             }
             return false
         }
     }
+
+    /// `"json"`, as it stands in a body that asks for it.
+    private static let jsonValue: [UInt8] = Array(#""json""#.utf8)
 
     /// The budgets every caller of a kind shares (all guests', all device sessions', the
     /// gateway's), those that are set.
@@ -132,7 +154,7 @@ struct BudgetMiddleware: Middleware {
 
     /// The budgets a request of `caller` counts in.
     func accounts(for caller: Caller?, _ request: HTTPRequest) -> [BudgetAccount] {
-        let plan = plans.plan(for: caller)
+        let plan = caller == nil ? guestPlan : plans.plan(for: caller)
         // The key is built only for a plan with a budget of its own.
         let key =
             plan.budgets.isEmpty
@@ -154,6 +176,7 @@ struct BudgetMiddleware: Middleware {
         gateway: BudgetAccount?
     ) -> [BudgetAccount] {
         var accounts: [BudgetAccount] = []
+        accounts.reserveCapacity(3)
         if !plan.budgets.isEmpty { accounts.append(BudgetAccount(scope: .caller, key: key, limits: plan.budgets)) }
         if let userID {
             if let devices, userID.hasPrefix(devicePrefix) { accounts.append(devices) }
@@ -174,6 +197,10 @@ struct BudgetMiddleware: Middleware {
         guard let prices else { return 0 }
         let milliseconds = Int64((now.secondsSinceEpoch * 1000).rounded(.down))
         let tokens = TokenCounts(input: input, output: output)
-        return models.compactMap { prices.cost(of: tokens, model: $0, at: milliseconds) }.max() ?? 0
+        var dearest: Int64 = 0
+        for model in models {
+            if let cost = prices.cost(of: tokens, model: model, at: milliseconds), cost > dearest { dearest = cost }
+        }
+        return dearest
     }
 }

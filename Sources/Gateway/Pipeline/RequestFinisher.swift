@@ -128,10 +128,11 @@ struct RequestFinisher: Sendable {
             }
         }
         guard let entry = nearest else { return }
-        response.headers.replaceOrAdd(name: "Budget-Limit", value: String(entry.amount))
-        response.headers.replaceOrAdd(name: "Budget-Remaining", value: String(max(0, entry.remaining)))
-        response.headers.replaceOrAdd(name: "Budget-Reset", value: String(max(0, entry.resetSeconds)))
-        response.headers.replaceOrAdd(name: "Budget-Unit", value: entry.unit.rawValue)
+        // Only the finisher writes these: added, not searched for.
+        response.headers.add(name: "Budget-Limit", value: String(entry.amount))
+        response.headers.add(name: "Budget-Remaining", value: String(max(0, entry.remaining)))
+        response.headers.add(name: "Budget-Reset", value: String(max(0, entry.resetSeconds)))
+        response.headers.add(name: "Budget-Unit", value: entry.unit.rawValue)
     }
 
     /// A request the HTTP server refused before routing, answered with `error`; `detail` says
@@ -307,6 +308,11 @@ struct RequestFinisher: Sendable {
             let cost = entry.summary.spent ?? .none
             let called = entry.summary.report.upstreamAttempts > 0 && entry.summary.outcome != .cacheHit
             return (Int64(entry.summary.chargeableTokens), cost.micros ?? (called ? budget.worstMicros : 0))
+        }
+        if let local = budget.keeper as? InMemoryBudgetKeeper {
+            // This process's sums: a call, not an await.
+            local.settle(budget.hold, tokens: tokens, micros: micros, now: now)
+            return
         }
         do {
             try await budget.keeper.settle(budget.hold, tokens: tokens, micros: micros, now: now)

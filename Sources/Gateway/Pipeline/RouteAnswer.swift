@@ -75,13 +75,20 @@ struct Admission: Sendable {
     let status: RateStatus?
 }
 
-/// A request's hold on its budgets and the keeper to settle it with.
-struct BudgetReservation: Sendable {
+/// A request's hold on its budgets and the keeper to settle it with: a class, so that the
+/// route's report, copied from step to step, carries one reference.
+final class BudgetReservation: Sendable {
     let hold: BudgetHold
     let keeper: any BudgetKeeper
     /// The money reserved (its worst case): what a request that called upstream but learnt
     /// no usage is charged, so no spending goes uncounted.
     let worstMicros: Int64
+
+    init(hold: BudgetHold, keeper: any BudgetKeeper, worstMicros: Int64) {
+        self.hold = hold
+        self.keeper = keeper
+        self.worstMicros = worstMicros
+    }
 }
 
 /// Upstream attempts made in a computation that may outlive the route's own frame (a cached
