@@ -23,6 +23,9 @@
 #                        earlier commit's .build/release); mock-upstream stays this tree's
 #   LIBCURL=             a directory holding another build of libcurl.so.4 for the gateway
 #                        (LD_LIBRARY_PATH; Benchmarks/curl-head.sh)
+#   CALLGRIND_OUT=       a file to keep callgrind's dump in (callgrind_annotate --inclusive=yes)
+#   GATEWAY_ENV=         more VAR=VALUE settings for the gateway, space-separated, e.g.
+#                        "PRICES=bench-model=1/2 BUDGETS=gateway=1000000/day" (what budgets cost)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +78,7 @@ mkdir -p "$work/run"
     cd "$work/run"
     exec env -i PATH="$PATH" HOME="${HOME:-/tmp}" ${libcurl:+LD_LIBRARY_PATH=$libcurl} DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key \
         DARVAREH_MODEL_ID=bench-model LOG_LEVEL="${LOG_LEVEL:-warning}" RATE_LIMITS=off METRICS=off DATABASE_URL=off EVENT_LOOPS=1 \
-        EVENT_LOOP_POLL_MICROSECONDS="${POLL_MICROSECONDS-0}" \
+        EVENT_LOOP_POLL_MICROSECONDS="${POLL_MICROSECONDS-0}" ${GATEWAY_ENV:-} \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$gateway" serve --hostname 127.0.0.1 --port "$port" --env production
 ) 2>"$work/gateway.log" &
@@ -116,6 +119,8 @@ PY
 
 # The dump taken after the counted requests (the file written at exit is the last one).
 dump=$(find "$work" -name 'callgrind.out.*' | sort | head -n 1)
+# CALLGRIND_OUT=file keeps the dump, for callgrind_annotate --inclusive=yes.
+[ -n "${CALLGRIND_OUT:-}" ] && cp "$dump" "$CALLGRIND_OUT"
 [ -n "$dump" ] || die "callgrind wrote no dump"
 python3 - "$dump" "$requests" "$top" <<'PY'
 import collections, re, sys

@@ -92,9 +92,38 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
         let dayID = calendar.period(.day, at: seconds)
         let monthID = calendar.period(.month, at: seconds)
         return state.withLock { state in
-            // Every budget is checked before any is touched: all or nothing.
-            for account in demand.accounts {
-                let counters = state.accounts[AccountKey(account.key, hash: account.keyHash)] ?? Counters()
+            if let decision = Self.reserve(
+                demand, in: &state, seconds: seconds, dayID: dayID, monthID: monthID, calendar)
+            {
+                return decision
+            }
+            // An account seen for the first time starts from nothing; made, the positions are found again.
+            for account in demand.accounts where state.accounts[AccountKey(account.key, hash: account.keyHash)] == nil {
+                state.accounts[AccountKey(account.key, hash: account.keyHash)] = Counters()
+            }
+            return Self.reserve(demand, in: &state, seconds: seconds, dayID: dayID, monthID: monthID, calendar)
+                ?? .refused(BudgetRefusal(scope: demand.accounts[0].scope, retryAfterSeconds: 1))
+        }
+    }
+
+    /// Every budget checked before any is touched (all or nothing), each account found once;
+    /// nil when an account has no counters yet.
+    private static func reserve(
+        _ demand: BudgetDemand, in state: inout State, seconds: Int64, dayID: Int64, monthID: Int64,
+        _ calendar: BudgetCalendar
+    ) -> BudgetDecision? {
+        withUnsafeTemporaryAllocation(of: Dictionary<AccountKey, Counters>.Index.self, capacity: demand.accounts.count)
+        {
+            slots -> BudgetDecision? in
+            var found = 0
+            defer { if found > 0 { _ = slots.baseAddress?.deinitialize(count: found) } }
+            for (offset, account) in demand.accounts.enumerated() {
+                guard let slot = state.accounts.index(forKey: AccountKey(account.key, hash: account.keyHash)) else {
+                    return nil
+                }
+                slots.initializeElement(at: offset, to: slot)
+                found += 1
+                let counters = state.accounts.values[slot]
                 for limit in account.limits {
                     let counter = Self.current(
                         counters[limit.period, limit.unit], limit.period == .day ? dayID : monthID)
@@ -112,8 +141,8 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
             }
             var entries: [BudgetHold.Entry] = []
             entries.reserveCapacity(demand.accounts.reduce(0) { $0 + $1.limits.count })
-            for account in demand.accounts {
-                state.accounts[AccountKey(account.key, hash: account.keyHash), default: Counters()].reserve(
+            for (offset, account) in demand.accounts.enumerated() {
+                state.accounts.values[slots[offset]].reserve(
                     demand, account, dayID: dayID, monthID: monthID, seconds: seconds, calendar: calendar,
                     into: &entries)
             }
@@ -121,7 +150,7 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
             let id = state.nextID
             state.nextID += 1
             state.live.insert(id)
-            Self.sweep(&state, seconds: seconds, calendar: calendar)
+            sweep(&state, seconds: seconds, calendar: calendar)
             return .allowed(BudgetHold(id: id, entries: entries))
         }
     }
@@ -129,10 +158,23 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
     package func settle(_ hold: BudgetHold, tokens: Int64, micros: Int64, now: Instant) {
         state.withLock { state in
             guard state.live.remove(hold.id) != nil else { return }
-            for entry in hold.entries {
-                let key = AccountKey(entry.key, hash: entry.keyHash)
-                guard state.accounts[key] != nil else { continue }
-                state.accounts[key, default: Counters()].settle(entry, tokens: tokens, micros: micros)
+            // An account's entries stand together: each account is found once.
+            let entries = hold.entries
+            var start = entries.startIndex
+            while start < entries.endIndex {
+                var end = start + 1
+                while end < entries.endIndex, entries[end].keyHash == entries[start].keyHash,
+                    entries[end].key == entries[start].key
+                {
+                    end += 1
+                }
+                if let slot = state.accounts.index(forKey: AccountKey(entries[start].key, hash: entries[start].keyHash))
+                {
+                    for index in start..<end {
+                        state.accounts.values[slot].settle(entries[index], tokens: tokens, micros: micros)
+                    }
+                }
+                start = end
             }
         }
     }

@@ -116,23 +116,42 @@ struct RequestFinisher: Sendable {
     /// when the request was admitted, its worst case taken out.
     @inline(never)
     private static func stamp(_ hold: BudgetHold, on response: inout HTTPResponse) {
-        var nearest: BudgetHold.Entry?
-        for entry in hold.entries where entry.scope == .caller {
-            guard let current = nearest else {
-                nearest = entry
+        let entries = hold.entries
+        var nearest: Int?
+        for index in entries.indices where entries[index].scope == .caller {
+            // remaining / amount compared without division.
+            if let current = nearest,
+                Int128(entries[index].remaining) * Int128(entries[current].amount)
+                    >= Int128(entries[current].remaining) * Int128(entries[index].amount)
+            {
                 continue
             }
-            // remaining / amount compared without division.
-            if Int128(entry.remaining) * Int128(current.amount) < Int128(current.remaining) * Int128(entry.amount) {
-                nearest = entry
-            }
+            nearest = index
         }
-        guard let entry = nearest else { return }
+        guard let nearest else { return }
         // Only the finisher writes these: added, not searched for.
-        response.headers.add(name: "Budget-Limit", value: String(entry.amount))
-        response.headers.add(name: "Budget-Remaining", value: String(max(0, entry.remaining)))
-        response.headers.add(name: "Budget-Reset", value: String(max(0, entry.resetSeconds)))
-        response.headers.add(name: "Budget-Unit", value: entry.unit.rawValue)
+        response.headers.add(name: "Budget-Limit", value: Self.decimal(entries[nearest].amount))
+        response.headers.add(name: "Budget-Remaining", value: Self.decimal(max(0, entries[nearest].remaining)))
+        response.headers.add(name: "Budget-Reset", value: Self.decimal(max(0, entries[nearest].resetSeconds)))
+        response.headers.add(name: "Budget-Unit", value: entries[nearest].unit == .tokens ? "tokens" : "micros")
+    }
+
+    /// A non-negative number in decimal digits, without the generic `description`.
+    private static func decimal(_ value: Int64) -> String {
+        var count = 1
+        var scan = value.magnitude / 10
+        while scan > 0 {
+            count += 1
+            scan /= 10
+        }
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var rest = value.magnitude
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                buffer[index] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
+                rest /= 10
+            }
+            return count
+        }
     }
 
     /// A request the HTTP server refused before routing, answered with `error`; `detail` says
