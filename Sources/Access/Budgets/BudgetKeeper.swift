@@ -1,3 +1,4 @@
+import Synchronization
 package import Telemetry
 
 /// One budgeted sum a request counts in: a scope's key (`user:alice`, `address:…`, `guests`,
@@ -67,11 +68,38 @@ package struct BudgetHold: Sendable, Hashable {
     package let entries: [Entry]
     /// The hold's member in Redis (this instance's id and ``id``), for a shared keeper's hold.
     package let redisID: String?
+    /// Settled yet, for a hold this process keeps (one flag, not a set of the holds running); nil
+    /// for a shared keeper's, whose script settles each once.
+    package let ticket: Ticket?
 
-    package init(id: UInt64, entries: [Entry], redisID: String? = nil) {
+    /// Whether a hold was settled: taken once.
+    package final class Ticket: Sendable {
+        private let settled = Atomic<Bool>(false)
+
+        package init() {}
+
+        /// True the first time only.
+        package func take() -> Bool {
+            !settled.exchange(true, ordering: .acquiringAndReleasing)
+        }
+    }
+
+    package init(id: UInt64, entries: [Entry], redisID: String? = nil, ticket: Ticket? = nil) {
         self.id = id
         self.entries = entries
         self.redisID = redisID
+        self.ticket = ticket
+    }
+
+    // The ticket is the hold's state, not its value.
+    package static func == (left: BudgetHold, right: BudgetHold) -> Bool {
+        left.id == right.id && left.entries == right.entries && left.redisID == right.redisID
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(entries)
+        hasher.combine(redisID)
     }
 }
 

@@ -69,7 +69,6 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
 
     private struct State {
         var accounts: [AccountKey: Counters] = [:]
-        var live: Set<UInt64> = []
         var nextID: UInt64 = 1
         var operations = 0
     }
@@ -149,15 +148,15 @@ package final class InMemoryBudgetKeeper: BudgetKeeper {
             guard !entries.isEmpty else { return .allowed(nil) }
             let id = state.nextID
             state.nextID += 1
-            state.live.insert(id)
             sweep(&state, seconds: seconds, calendar: calendar)
-            return .allowed(BudgetHold(id: id, entries: entries))
+            return .allowed(BudgetHold(id: id, entries: entries, ticket: BudgetHold.Ticket()))
         }
     }
 
     package func settle(_ hold: BudgetHold, tokens: Int64, micros: Int64, now: Instant) {
+        // A second settle counts nothing.
+        guard hold.ticket?.take() == true else { return }
         state.withLock { state in
-            guard state.live.remove(hold.id) != nil else { return }
             // An account's entries stand together: each account is found once.
             let entries = hold.entries
             var start = entries.startIndex
