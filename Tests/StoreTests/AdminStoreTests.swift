@@ -376,7 +376,6 @@ extension StoreBackends {
                 row.costMicros = nil
                 return row
             }
-            let version5Columns = RequestsTable.columns.split(separator: ",").prefix(16).joined(separator: ",")
             // What the writer before migration 6 kept per caller and day beside the rows.
             let version5Usage = """
                 INSERT INTO usage_daily (user_id, day, requests, input_tokens, output_tokens)
@@ -385,53 +384,7 @@ extension StoreBackends {
                     sum(CASE WHEN cache_hit THEN 0 ELSE coalesce(output_tokens, 0) END)
                 FROM requests GROUP BY coalesce(user_id, ''), created_at / 86400000
                 """
-            switch backend {
-            case .sqlite:
-                try await withPoolAndDirectory { pool, directory in
-                    let path = directory.file("old.db")
-                    let connection = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .seconds(5))
-                    try StoreSchema.migrate(connection, to: 5)
-                    let insert =
-                        "INSERT INTO requests (\(version5Columns)) VALUES ("
-                        + Array(repeating: "?", count: 16).joined(separator: ", ") + ")"
-                    try connection.transaction { () throws(StoreError) in
-                        for row in rows {
-                            var values: [SQLiteValue] = []
-                            RequestsTable.values(of: row, into: &values)
-                            try connection.execute(insert, Array(values.prefix(16)))
-                        }
-                        _ = try connection.execute(version5Usage)
-                    }
-                    connection.close()
-                    let store = try await SQLiteStore.open(path: path, pool: pool)
-                    do {
-                        try await Self.expectAnswers(store, rows)
-                        await store.close()
-                    } catch {
-                        await store.close()
-                        throw error
-                    }
-                }
-            case .postgres:
-                let lazy = try #require(LazyPostgresCluster.current)
-                let (cluster, database) = try await lazy.createDatabase()
-                try await withClient(cluster.configuration(database: database)) { client in
-                    try await PostgresSchema.migrate(client, store: "old", timeout: .seconds(10), to: 5)
-                    var values: [PostgresValue] = []
-                    for row in rows {
-                        var all: [PostgresValue] = []
-                        RequestsTable.values(of: row, into: &all)
-                        values += all.prefix(16)
-                    }
-                    _ = try await client.query(
-                        "INSERT INTO requests (\(version5Columns)) VALUES "
-                            + PostgresStore.placeholders(rows: rows.count, columns: 16),
-                        values)
-                    _ = try await client.query(version5Usage)
-                    let store = try await PostgresStore.open(client: client)
-                    try await Self.expectAnswers(store, rows)
-                }
-            }
+            try await Self.migrated(backend, from: 5, rows: rows, columns: 16, then: [version5Usage])
         }
 
         @Test(
@@ -454,23 +407,36 @@ extension StoreBackends {
                     count(*) FILTER (WHERE cache_hit), count(*) FILTER (WHERE status >= 400), max(created_at), NULL
                 FROM requests GROUP BY coalesce(user_id, ''), created_at / 86400000
                 """
-            let columns = RequestsTable.columnCount
+            let slots = { (dialect: RollupTables.Dialect) in Array(RollupTables.backfill(dialect).prefix(2)) }
+            try await Self.migrated(
+                backend, from: 8, rows: rows, columns: RequestsTable.columnCount,
+                then: [version8Usage], sqlite: slots(.sqlite), postgres: slots(.postgres))
+        }
+
+        /// A store of schema `version` holding `rows` (their first `columns` columns, as that
+        /// schema had them) and what `then` (and each backend's own statements) wrote beside
+        /// them, opened by this binary: its answers must be those of the rows.
+        static func migrated(
+            _ backend: Backend, from version: Int, rows: [LedgerRow], columns: Int, then statements: [String],
+            sqlite: [String] = [], postgres: [String] = []
+        ) async throws {
+            let names = RequestsTable.columns.split(separator: ",").prefix(columns).joined(separator: ",")
             switch backend {
             case .sqlite:
                 try await withPoolAndDirectory { pool, directory in
                     let path = directory.file("old.db")
                     let connection = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .seconds(5))
-                    try StoreSchema.migrate(connection, to: 8)
+                    try StoreSchema.migrate(connection, to: version)
+                    let insert =
+                        "INSERT INTO requests (\(names)) VALUES ("
+                        + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
                     try connection.transaction { () throws(StoreError) in
                         for row in rows {
                             var values: [SQLiteValue] = []
                             RequestsTable.values(of: row, into: &values)
-                            try connection.execute(RequestsTable.insert, values)
+                            try connection.execute(insert, Array(values.prefix(columns)))
                         }
-                        _ = try connection.execute(version8Usage)
-                        for statement in RollupTables.backfill(.sqlite).prefix(2) {
-                            _ = try connection.execute(statement)
-                        }
+                        for statement in statements + sqlite { _ = try connection.execute(statement) }
                     }
                     connection.close()
                     let store = try await SQLiteStore.open(path: path, pool: pool)
@@ -486,17 +452,18 @@ extension StoreBackends {
                 let lazy = try #require(LazyPostgresCluster.current)
                 let (cluster, database) = try await lazy.createDatabase()
                 try await withClient(cluster.configuration(database: database)) { client in
-                    try await PostgresSchema.migrate(client, store: "old", timeout: .seconds(10), to: 8)
+                    try await PostgresSchema.migrate(client, store: "old", timeout: .seconds(10), to: version)
                     var values: [PostgresValue] = []
-                    for row in rows { RequestsTable.values(of: row, into: &values) }
+                    for row in rows {
+                        var all: [PostgresValue] = []
+                        RequestsTable.values(of: row, into: &all)
+                        values += all.prefix(columns)
+                    }
                     _ = try await client.query(
-                        "INSERT INTO requests (\(RequestsTable.columns)) VALUES "
+                        "INSERT INTO requests (\(names)) VALUES "
                             + PostgresStore.placeholders(rows: rows.count, columns: columns),
                         values)
-                    _ = try await client.query(version8Usage)
-                    for statement in RollupTables.backfill(.postgres).prefix(2) {
-                        _ = try await client.query(statement)
-                    }
+                    for statement in statements + postgres { _ = try await client.query(statement) }
                     let store = try await PostgresStore.open(client: client)
                     try await Self.expectAnswers(store, rows)
                 }
