@@ -131,7 +131,7 @@ let package = Package(
             dependencies: [
                 "TextGatewayClient", "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway",
                 "GatewayCommandLine",
-                "MockUpstream", "HTTPServer", "HTTP1", "Crypto", "Telemetry", "Access",
+                "MockUpstream", "HTTPServer", "HTTP1", "Crypto", "Telemetry", "Access", "Pricing",
             ], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: strict),

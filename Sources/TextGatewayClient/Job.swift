@@ -57,6 +57,8 @@ public struct Job: Sendable, Hashable {
     public var data: StructuredData?
     /// Tokens used so far.
     public var usage: Usage?
+    /// What its answers cost so far, in millionths of the currency's unit; nil when not known.
+    public var costMicros: Int?
     /// Why it failed, when ``status`` is ``JobStatus/failed``.
     public var error: JobFailure?
     /// When it was submitted.
@@ -67,7 +69,7 @@ public struct Job: Sendable, Hashable {
 
 extension Job: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case jobId, status, task, progress, result, data, usage, error, createdAt, updatedAt
+        case jobId, status, task, progress, result, data, usage, costMicros, error, createdAt, updatedAt
     }
 
     /// Decodes the gateway's job JSON; `data` is read by the job's task.
@@ -80,6 +82,7 @@ extension Job: Decodable {
         result = try container.decodeIfPresent(String.self, forKey: .result)
         data = try container.decodeIfPresent(StructuredDataWire.self, forKey: .data)?.value(for: task)
         usage = try container.decodeIfPresent(Usage.self, forKey: .usage)
+        costMicros = try container.decodeIfPresent(Int.self, forKey: .costMicros)
         error = try container.decodeIfPresent(JobFailure.self, forKey: .error)
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
         updatedAt = try container.decodeIfPresent(Date.self, forKey: .updatedAt)

@@ -14,6 +14,31 @@ public struct UsageReport: Sendable, Hashable, Decodable {
         public var outputTokens: Int
         /// All tokens that day.
         public var totalTokens: Int
+        /// What they cost, in millionths of ``UsageReport/currency``'s unit (0 without prices);
+        /// nil from a gateway that does not say.
+        public var costMicros: Int?
+    }
+
+    /// One of the caller's own budgets in its current period.
+    public struct Budget: Sendable, Hashable, Decodable {
+        /// `caller`: the caller's own, from its plan.
+        public var scope: String
+        /// `day` or `month`.
+        public var period: String
+        /// `micros` (millionths of ``UsageReport/currency``'s unit) or `tokens`.
+        public var unit: String
+        /// The budget a period.
+        public var limit: Int
+        /// What requests that ended used.
+        public var used: Int
+        /// What requests still running hold.
+        public var held: Int
+        /// What is left for new requests.
+        public var remaining: Int
+        /// The share used, 0 to 1.
+        public var fractionUsed: Double
+        /// When the period ends.
+        public var resetsAt: Date
     }
 
     /// The caller's plan's limits; `nil` where the plan has none.
@@ -36,8 +61,16 @@ public struct UsageReport: Sendable, Hashable, Decodable {
     public var userId: String
     /// The caller's plan.
     public var plan: String
+    /// The currency costs are in (ISO 4217, or `IRT`); nil without prices.
+    public var currency: String?
     /// Today's use (UTC).
     public var today: Day
+    /// This UTC month's use, dated its first day; nil from a gateway that does not say.
+    public var month: Day?
+    /// The last 30 UTC days' use, dated the first; nil from a gateway that does not say.
+    public var last30Days: Day?
+    /// The caller's own budgets (its plan's); empty without.
+    public var budgets: [Budget]?
     /// The plan's limits.
     public var limits: Limits
     /// What is left today.
@@ -77,6 +110,9 @@ public struct HistoryItem: Sendable, Hashable, Decodable, Identifiable {
     public var cacheHit: Bool
     /// The tokens it cost.
     public var usage: Usage?
+    /// What it cost, in millionths of the currency's unit: 0 for an answer from the cache or a
+    /// kept answer; nil when not known.
+    public var costMicros: Int?
     /// When it was made.
     public var createdAt: Date
     /// How long it took, in milliseconds.

@@ -1,5 +1,6 @@
 import Foundation
 import MockUpstream
+import Pricing
 import TestSupport
 import Testing
 import TextGatewayClient
@@ -237,9 +238,12 @@ struct TextGatewayClientTests {
         }
     }
 
-    @Test("usage and history with a token; deleting a history item")
+    @Test("usage and history with a token, their cost and the caller's budgets; deleting a history item")
     func usageAndHistory() async throws {
-        try await ClientHarness.with { harness in
+        try await ClientHarness.with(
+            plans: "pro:-:-:1000000:2/day",
+            configure: { $0.prices = try? PriceList.parse("test-model=1/2", currency: .standard) }
+        ) { harness in
             let client = harness.client()
             let first = try await client.process(.summarize, text: sampleText())
             let second = try await client.process(.rewrite, text: sampleText(), tone: .friendly)
@@ -267,6 +271,16 @@ struct TextGatewayClientTests {
             #expect(usage.today.totalTokens == (first.usage?.totalTokens ?? 0) + (second.usage?.totalTokens ?? 0))
             #expect(usage.limits.tokensPerDay == 1_000_000)
             #expect(usage.remaining.tokensToday == 1_000_000 - usage.today.totalTokens)
+            // A micro-unit an input token and two an output one, at 1 and 2 units a million.
+            let cost = page.items.compactMap(\.costMicros).reduce(0, +)
+            #expect(page.items.allSatisfy { $0.costMicros == ($0.usage.map { $0.inputTokens + 2 * $0.outputTokens }) })
+            #expect(usage.currency == "USD")
+            #expect(usage.today.costMicros == cost)
+            #expect(usage.month?.costMicros == cost)
+            #expect(usage.last30Days?.costMicros == cost)
+            let budget = try #require(usage.budgets?.first)
+            #expect(budget.scope == "caller" && budget.period == "day" && budget.unit == "micros")
+            #expect(budget.limit == 2_000_000 && budget.used == cost && budget.remaining == 2_000_000 - cost)
 
             try await client.deleteHistory(id: first.requestId)
             #expect(try await client.history().items.map(\.id) == [second.requestId])
