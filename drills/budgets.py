@@ -441,9 +441,11 @@ async def drill_budgets(args) -> int:
         problems.append(f"guests used {guests_spent / guests_budget:.1%} of their budget, wanted at least 90 %")
     if total_spent < 0.9 * gateway_budget:
         problems.append(f"the gateway used {total_spent / gateway_budget:.1%} of its budget, wanted at least 90 %")
-    for scope in ("guests", "gateway"):
-        if not drill.final_by_scope.get(scope):
-            problems.append(f"no request was refused for the period by the {scope} budget: the demand did not exceed it")
+    # The demand exceeded the budgets: some request was refused for the rest of the period.
+    # Which budget refuses a guest last is a race (the guests' may be nearly spent when the
+    # gateway's runs out), so the guests' is shown spent by its use, not by a refusal of its own.
+    if not any(drill.final_by_scope.get(scope) for scope in ("guests", "gateway")):
+        problems.append("no request was refused for the period: the demand did not exceed the budgets")
 
     jobs = ", ".join(request.job_state or "?" for request in requests if request.kind == "job")
     kinds = {kind: sum(1 for request in served if request.kind == kind) for kind in ("plain", "stream", "v1", "job")}
