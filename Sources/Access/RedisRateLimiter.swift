@@ -234,7 +234,7 @@ struct RedisKeys: Sendable {
 
     init(_ key: String) {
         // A hash tag around the digest keeps a key's four names in one cluster slot.
-        let base = "tg:rl:{" + SHA256.hexString(Array(SHA256.hash(key.utf8).prefix(16))) + "}:"
+        let base = "tg:rl:{" + RedisKeyDigest.of(key) + "}:"
         window = RedisArgument(base + "w")
         leases = RedisArgument(base + "l")
         reservations = RedisArgument(base + "v")

@@ -34,8 +34,7 @@ package final class RedisBudgetKeeper: BudgetKeeper {
 
     /// A budget's counter prefix: its account, period and unit.
     static func prefix(key: String, period: BudgetPeriod, unit: BudgetUnit) -> String {
-        let digest = SHA256.hexString(Array(SHA256.hash(key.utf8).prefix(16)))
-        return "tg:bg:{\(digest)}:\(period == .day ? "d" : "m"):\(unit == .tokens ? "t" : "m")"
+        return "tg:bg:{\(RedisKeyDigest.of(key))}:\(period == .day ? "d" : "m"):\(unit == .tokens ? "t" : "m")"
     }
 
     package func reserve(_ demand: BudgetDemand, now: Instant) async throws -> BudgetDecision {

@@ -31,7 +31,7 @@ struct BudgetMiddleware: Middleware {
     /// repair call on top (``ProcessBodies/overheadBytes(configuration:)``).
     let overhead: (prompt: Int, repair: Int)
     /// ``keeper`` when it is this process's: reserved without an await.
-    private let local: InMemoryBudgetKeeper?
+    let local: InMemoryBudgetKeeper?
     /// The plan of a caller without a credential, looked up once.
     private let guestPlan: Plan
     /// The shared budgets' accounts, made once.
@@ -100,7 +100,7 @@ struct BudgetMiddleware: Middleware {
         case .refused(let refusal):
             throw GatewayError.budgetExceeded(refusal.scope, retryAfterSeconds: refusal.retryAfterSeconds)
         case .allowed(let hold):
-            return hold.map { BudgetReservation(hold: $0, keeper: keeper, worstMicros: micros) }
+            return hold.map { BudgetReservation(hold: $0, keeper: keeper, local: local, worstMicros: micros) }
         }
     }
 

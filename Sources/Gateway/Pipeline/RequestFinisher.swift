@@ -328,7 +328,7 @@ struct RequestFinisher: Sendable {
             let called = entry.summary.report.upstreamAttempts > 0 && entry.summary.outcome != .cacheHit
             return (Int64(entry.summary.chargeableTokens), cost.micros ?? (called ? budget.worstMicros : 0))
         }
-        if let local = budget.keeper as? InMemoryBudgetKeeper {
+        if let local = budget.local {
             // This process's sums: a call, not an await.
             local.settle(budget.hold, tokens: tokens, micros: micros, now: now)
             return

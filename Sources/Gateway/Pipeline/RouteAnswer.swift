@@ -83,10 +83,14 @@ final class BudgetReservation: Sendable {
     /// The money reserved (its worst case): what a request that called upstream but learnt
     /// no usage is charged, so no spending goes uncounted.
     let worstMicros: Int64
+    /// ``keeper`` when it is this process's (settled without an await), found once where the
+    /// keeper was made, not cast again for each request.
+    let local: InMemoryBudgetKeeper?
 
-    init(hold: BudgetHold, keeper: any BudgetKeeper, worstMicros: Int64) {
+    init(hold: BudgetHold, keeper: any BudgetKeeper, local: InMemoryBudgetKeeper?, worstMicros: Int64) {
         self.hold = hold
         self.keeper = keeper
+        self.local = local
         self.worstMicros = worstMicros
     }
 }

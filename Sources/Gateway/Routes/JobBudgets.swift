@@ -40,7 +40,9 @@ struct JobBudgets: Sendable {
             }
             switch decision {
             case .allowed(let hold):
-                return hold.map { BudgetReservation(hold: $0, keeper: policy.keeper, worstMicros: micros) }
+                return hold.map {
+                    BudgetReservation(hold: $0, keeper: policy.keeper, local: policy.local, worstMicros: micros)
+                }
             case .refused(let refusal) where refusal.retryAfterSeconds <= 1 && attempt < Self.waits:
                 try? await Task.sleep(for: .seconds(1))
             case .refused(let refusal):
