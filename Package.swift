@@ -40,7 +40,8 @@ let package = Package(
         .target(name: "Redis", dependencies: ["CRedis", "EventLoop"], swiftSettings: strict),
         .target(name: "TextTasks", dependencies: ["JSON", "ChatAPI"], swiftSettings: strict),
         .target(
-            name: "Upstream", dependencies: ["HTTPClient", "JSON", "ChatAPI", "TextTasks", "Telemetry", "EventLoop"],
+            name: "Upstream",
+            dependencies: ["HTTPClient", "JSON", "ChatAPI", "TextTasks", "Telemetry", "Tracing", "EventLoop"],
             swiftSettings: strict),
         .target(
             name: "Access",
@@ -50,11 +51,12 @@ let package = Package(
             name: "Jobs", dependencies: ["TextTasks", "Store", "JSON", "ChatAPI", "EventLoop", "Telemetry"],
             swiftSettings: strict),
         .target(name: "Telemetry", dependencies: ["EventLoop", "JSON"], swiftSettings: strict),
+        .target(name: "Tracing", dependencies: ["HTTPClient", "EventLoop", "Telemetry"], swiftSettings: strict),
         .target(
             name: "Gateway",
             dependencies: [
                 "HTTPServer", "HTTPClient", "JSON", "ChatAPI", "Store", "Postgres", "Crypto", "Redis", "Telemetry",
-                "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop", "HTTP1", "Pricing",
+                "TextTasks", "Upstream", "Access", "Jobs", "AdminConsole", "EventLoop", "HTTP1", "Pricing", "Tracing",
             ],
             swiftSettings: strict),
         // The operator's console: its page, style and script, built into the binary.
@@ -167,6 +169,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "TextTasks"], swiftSettings: strict),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "JSON"], swiftSettings: strict),
+        .testTarget(
+            name: "TracingTests",
+            dependencies: ["Tracing", "HTTPClient", "HTTPServer", "Telemetry", "EventLoop", "TestSupport"],
+            swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -83,9 +83,10 @@ package final class Gateway: Sendable {
         let admission = CallerFront(
             authentication: authentication, limits: limits, requiresTokens: configuration.requiresTokens)
         let attestation = AttestationFeature(parts, limiter: limits.limiter)
+        let tracing = TracingFeature(parts, version: version)
         // The routes in the order the gateway declares them, the services in the order they start.
         let features: [any GatewayFeature] = [
-            limits, idempotency,
+            tracing, limits, idempotency,
             HealthFeature(version: version),
             ProcessFeature(parts, admission: admission, idempotency: idempotency),
             OpenAIFeature(parts: parts, admission: admission, idempotency: idempotency),
@@ -113,12 +114,12 @@ package final class Gateway: Sendable {
             metrics: metrics, metricsEnabled: configuration.metricsEnabled, logger: logger,
             clock: clock,
             observers: observers, ledger: store?.recorder, idempotency: idempotency.metrics,
-            prices: configuration.prices
+            tracer: tracing.tracer, prices: configuration.prices
         )
         pipeline = Pipeline(
             routes: routes, groups: [.api, .openAI], finisher: finisher, logger: logger,
             errorLanguage: configuration.errorLanguage,
-            strictLedger: store?.recorder.strict == true ? store?.recorder : nil
+            strictLedger: store?.recorder.strict == true ? store?.recorder : nil, tracer: tracing.tracer
         )
     }
 

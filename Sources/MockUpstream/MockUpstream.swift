@@ -7,7 +7,9 @@ import Synchronization
 
 /// An OpenAI-compatible fake upstream on our own ``HTTPServer``, for the demo, tests and
 /// benchmarks: `POST /v1/chat/completions` (JSON, or SSE with `stream: true`),
-/// `GET /v1/models`, and `GET /mock/stats` with its counters. Behaviour is scriptable per
+/// `GET /v1/models`, `GET /mock/stats` with its counters, and `GET /mock/traceparents` with the
+/// W3C `traceparent` of each chat-completion request (a JSON array, the most recent last).
+/// Behaviour is scriptable per
 /// request (see ``MockBehaviour``).
 package final class MockUpstream: Sendable {
     /// What the mock has seen.
@@ -43,6 +45,11 @@ package final class MockUpstream: Sendable {
         }
         router.get("/mock/last-request") { _ in
             HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(handler.lastRequestBody))
+        }
+        router.get("/mock/traceparents") { _ in
+            HTTPResponse(
+                headers: ["Content-Type": "application/json"],
+                body: .bytes((try? JSON.encode(handler.traceparents.withLock { $0 })) ?? []))
         }
         let serverReference = Mutex<HTTPServer?>(nil)
         router.get("/mock/stats") { _ in
@@ -106,6 +113,10 @@ package final class MockUpstream: Sendable {
     /// The last user message of every chat-completion request so far, in arrival order (the
     /// most recent ``MockHandler/journalLimit``): what a test checks was, or was not, asked.
     package var receivedUserTexts: [String] { handler.journal.withLock { $0 } }
+
+    /// The `traceparent` of every chat-completion request that carried one, in arrival order
+    /// (the most recent ``MockHandler/journalLimit``).
+    package var receivedTraceparents: [String] { handler.traceparents.withLock { $0 } }
 }
 
 /// The mock's request handling and counters, shared by its routes.
@@ -113,6 +124,7 @@ final class MockHandler: Sendable {
     let counters = Mutex(MockUpstream.Stats())
     private let lastRequest = Mutex<[UInt8]>([])
     let journal = Mutex<[String]>([])
+    let traceparents = Mutex<[String]>([])
     static let journalLimit = 100_000
     private let defaults: MockBehaviour
     private let apiKey: String?
@@ -159,6 +171,12 @@ final class MockHandler: Sendable {
     /// - Parameter number: the request's place among those this mock has seen (1 for the first).
     private func answer(_ request: HTTPRequest, number: Int) async throws -> HTTPResponse {
         if request.body.count <= 1024 * 1024 { lastRequest.withLock { $0 = request.body } }
+        if let traceparent = request.headers["traceparent"] {
+            traceparents.withLock { seen in
+                if seen.count >= Self.journalLimit { seen.removeFirst(seen.count / 2) }
+                seen.append(traceparent)
+            }
+        }
 
         if let apiKey, request.headers["Authorization"] != "Bearer \(apiKey)" {
             return Self.error(

@@ -1,5 +1,6 @@
 package import ChatAPI
 package import HTTPClient
+import Tracing
 
 /// Calls an OpenAI-compatible `POST {baseURL}/chat/completions` with a server-side key,
 /// over the project's libcurl client: the gateway's ``ChatUpstream``.
@@ -125,6 +126,11 @@ package struct ChatClient: Sendable {
         headers.append(("Content-Type", "application/json"))
         headers.append(("Accept", accept))
         if let requestID { headers.append(("X-Request-Id", requestID)) }
+        // A traced request's attempt names its span to the upstream (W3C Trace Context).
+        if let trace = CurrentTrace.recorder?.attemptContext {
+            headers.append(("traceparent", trace.traceparent))
+            if !trace.traceState.isEmpty { headers.append(("tracestate", trace.traceState)) }
+        }
         return HTTPClientRequest(
             method: "POST", url: completionsURL, headers: headers, body: body, timeout: timeout ?? self.timeout,
             caFile: caFile)

@@ -169,13 +169,16 @@ package final class UpstreamPool: Sendable {
             }
             let limit = min(tryTimeoutNanoseconds ?? remaining, remaining)
             tried.note(target)
+            let span = AttemptSpan(member: member, model: model, retry: attempt)
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
+                span?.end(error: nil)
                 member.metrics.succeeded(seconds: Self.seconds(since: now))
                 member.answers.add(1, ordering: .relaxed)
                 if probe || member.breaker.state != .closed { closeCircuit(member) }
                 return answer
             } catch {
+                span?.end(error: UpstreamFailure(error)?.label ?? "cancelled")
                 guard let failure = UpstreamFailure(error) else {
                     member.metrics.failed("cancelled", seconds: Self.seconds(since: now))
                     if probe { member.breaker.probeAbandoned() }

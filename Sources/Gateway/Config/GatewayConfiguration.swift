@@ -5,6 +5,7 @@ package import Pricing
 package import Redis
 package import Telemetry
 package import TextTasks
+package import Tracing
 package import Upstream
 
 /// The gateway's settings, read from environment variables (docs/configuration.md).
@@ -141,6 +142,8 @@ package struct GatewayConfiguration: Sendable {
     package var metricsEnabled = true
     /// Proxies whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`).
     package var trustedProxies = TrustedProxies(ranges: [])
+    /// Where spans go and which traces are kept (docs/observability.md); nil: tracing off.
+    package var tracing: TracingSettings?
     /// `IPV6_CLIENT_PREFIX`: the bits of an IPv6 client's address that name it, for every
     /// count and key kept per address (``ClientAddressKey``).
     package var ipv6ClientPrefix = ClientAddressKey.defaultIPv6PrefixLength
@@ -374,6 +377,7 @@ package struct GatewayConfiguration: Sendable {
         baseURL = primary.baseURL
         structuredMode = primary.structuredMode
         try readPrices(value: value, integer: integer, flag: flag)
+        try readTracing(value: value, integer: integer, flag: flag)
         if let name = value("LOG_LEVEL") {
             guard let level = Logger.Level(name: name) else {
                 throw ConfigurationError(

@@ -47,6 +47,16 @@ enum SettingNames {
         // Jobs.
         "JOB_MAX_CHARACTERS", "JOB_MAX_ACTIVE_PER_USER", "JOB_CHUNK_TOKENS", "JOB_CHUNK_OVERLAP_TOKENS",
         "JOB_CONCURRENCY", "JOB_WORKERS", "JOB_RETENTION_HOURS", "JOB_LEASE_SECONDS",
+        // Traces: the OpenTelemetry SDK's variables, and the gateway's own.
+        "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_SERVICE_NAME",
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT",
+        "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "TRACE_CONTEXT_FROM", "TRACE_USER_ID",
+        "TRACE_PROBES",
     ]
 
     /// Each upstream `UPSTREAMS` lists has `UPSTREAM_<NAME>_<suffix>` for these.
@@ -70,7 +80,19 @@ enum SettingNames {
         "DARVAREH_", "GATEWAY_", "UPSTREAM_", "JWT_", "REDIS_", "JOB_", "HISTORY_", "APP_ATTEST_",
         "AUTH_", "STREAM_", "METRICS_", "LEDGER_", "USAGE_", "EVENT_LOOP", "SHUTDOWN_", "HEARTBEAT_",
         "RATE_", "TRUSTED_", "IDEMPOTENCY_", "PLAN", "SUMMARY_", "REWRITE_", "EXTRACTION_", "CREATIVE_",
-        "ADMIN_", "IPV6_CLIENT", "MAX_TOKEN", "MAX_CHOICE", "ANDROID_ATTEST",
+        "ADMIN_", "IPV6_CLIENT", "MAX_TOKEN", "MAX_CHOICE", "ANDROID_ATTEST", "OTEL_", "TRACE_",
+    ]
+
+    /// The OpenTelemetry SDK's variables for what the gateway does not export (metrics, logs),
+    /// for other exporters and propagators, and for limits its spans stay within: a platform
+    /// that sets them for every service (the OpenTelemetry operator) is not refused.
+    static let foreignOpenTelemetry = [
+        "OTEL_METRIC", "OTEL_METRICS_", "OTEL_LOGS_", "OTEL_LOG_LEVEL", "OTEL_BLRP_", "OTEL_EXPORTER_OTLP_METRICS_",
+        "OTEL_EXPORTER_OTLP_LOGS_", "OTEL_EXPORTER_OTLP_CLIENT_", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_",
+        "OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_INSECURE",
+        "OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_JAEGER_", "OTEL_EXPORTER_ZIPKIN_",
+        "OTEL_EXPORTER_PROMETHEUS_", "OTEL_PROPAGATORS", "OTEL_ATTRIBUTE_", "OTEL_SPAN_", "OTEL_EVENT_",
+        "OTEL_LINK_", "OTEL_EXPERIMENTAL_", "OTEL_SEMCONV_", "OTEL_CONFIG_FILE", "OTEL_ENTITIES",
     ]
 
     /// Names other software is known to set with one of the ``prefixes``: Jenkins's job and
@@ -110,7 +132,8 @@ enum SettingNames {
             return "\(name) is not a setting: the setting is \(upper) (names are upper case)"
         }
         guard let prefix = prefixes.first(where: { upper.hasPrefix($0) }),
-            !foreign.contains(upper), !isKubernetesServiceLink(upper)
+            !foreign.contains(upper), !foreignOpenTelemetry.contains(where: { upper.hasPrefix($0) }),
+            !isKubernetesServiceLink(upper)
         else { return nil }
         if let upstream = unlistedUpstream(upper, upstreams: upstreams) {
             let listed =

@@ -6,6 +6,7 @@ import HTTPServer
 import JSON
 import Store
 import Telemetry
+import Tracing
 
 /// What a route (with its middleware) is: a request and its context in, an answer out, and
 /// what the steps learned in `report` (one value the pipeline owns, which each step writes
@@ -243,7 +244,9 @@ struct RateLimitMiddleware: Middleware {
         do {
             // Only a plan with a daily quota needs the worst case (for /v1, a second read of the body).
             let worstCase = plan.tokensPerDay == nil ? 0 : cost.worstCase(body: request.body, maxTokens: maxTokens)
+            let started = context.trace == nil ? 0 : WallClock.nanoseconds()
             decision = try await limiter.acquire(key: key, plan: plan, reservingTokens: worstCase, now: clock())
+            if let trace = context.trace { Self.trace(trace, decision, since: started) }
         } catch {
             throw GatewayError.upstreamBusy
         }
@@ -267,6 +270,21 @@ struct RateLimitMiddleware: Middleware {
 
     /// The limiter's key for an identified caller.
     static func key(userID: String) -> String { "user:" + userID }
+
+    /// The limiter's decision as a span of the request's trace: the time it took (a Redis
+    /// round trip with several instances) and whether it admitted the request.
+    private static func trace(_ trace: TraceRecorder, _ decision: RateDecision, since start: UInt64) {
+        var span = SpanRecord(
+            traceID: trace.context.traceID, spanID: SpanID.random(), parentSpanID: trace.context.spanID,
+            name: "rate limit", kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        switch decision {
+        case .allowed: span.set("textgateway.rate_limit.decision", "allowed")
+        case .refused(_, let reason):
+            span.set("textgateway.rate_limit.decision", "refused")
+            span.set("textgateway.rate_limit.reason", "\(reason)")
+        }
+        trace.record(span)
+    }
 }
 
 /// The most a route's request can cost in tokens, known before it goes upstream: what the

@@ -3,6 +3,7 @@ import EventLoop
 import HTTP1
 import HTTPServer
 import Telemetry
+import Tracing
 
 /// A set of routes under one path prefix that answer errors in one shape.
 struct RouteGroup: Sendable {
@@ -50,6 +51,8 @@ struct Pipeline: Sendable {
     /// Set when answers wait for their ledger row's commit (`LEDGER_DURABILITY=strict`): the
     /// finisher's policy, which it reads from each request's context.
     private let strictLedger: LedgerRecorder?
+    /// Starts a request's trace where tracing is on.
+    private let tracer: RequestTracer?
 
     /// Request fields a request may carry once at most (RFC 9110 §5.3: a field that is not a
     /// list cannot be combined); two of them are `400`.
@@ -57,7 +60,7 @@ struct Pipeline: Sendable {
 
     init(
         routes: [Route], groups: [RouteGroup], finisher: RequestFinisher, logger: Logger, errorLanguage: ErrorLanguage?,
-        strictLedger: LedgerRecorder? = nil
+        strictLedger: LedgerRecorder? = nil, tracer: RequestTracer? = nil
     ) {
         var table: [String: [HTTPMethod: Chain]] = [:]
         for route in routes {
@@ -78,6 +81,7 @@ struct Pipeline: Sendable {
         self.finisher = finisher
         self.errorLanguage = errorLanguage
         self.strictLedger = strictLedger
+        self.tracer = tracer
     }
 
     /// The chain of `request`'s route, or why there is none. Synchronous and out of line, so
@@ -100,10 +104,17 @@ struct Pipeline: Sendable {
 
     /// Answers any request; never throws.
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let context = makeContext(request.head)
+        let trace = tracer?.begin(request)
+        let context = makeContext(request.head, trace: trace)
         finisher.started(context)
         var report = RouteReport()
-        let answer = await responder(request, context, &report)
+        let answer: RouteAnswer
+        if let trace {
+            // The steps' upstream attempts find the trace here, and name their spans to the upstream.
+            answer = await CurrentTrace.$recorder.withValue(trace) { await responder(request, context, &report) }
+        } else {
+            answer = await responder(request, context, &report)
+        }
         var response: HTTPResponse
         if let failure = answer.failure {
             let error = errors.gatewayError(for: failure, context: context)
@@ -143,7 +154,7 @@ struct Pipeline: Sendable {
         return response
     }
 
-    private func makeContext(_ head: RequestHead) -> RequestContext {
+    private func makeContext(_ head: RequestHead, trace: TraceRecorder? = nil) -> RequestContext {
         let group = groups.first { head.path.hasUTF8Prefix($0.prefix) } ?? .root
         let headers = head.headers
         // Unset, `/api` speaks Persian whatever the app's Accept-Language says (an iOS app
@@ -159,7 +170,7 @@ struct Pipeline: Sendable {
         return RequestContext(
             id: RequestID.accept(headers["X-Request-Id"]), method: head.method, path: head.path,
             route: route, errorShape: group.errorShape, language: language,
-            strictLedger: route.isLedgered ? strictLedger : nil
+            strictLedger: route.isLedgered ? strictLedger : nil, trace: trace
         )
     }
 }

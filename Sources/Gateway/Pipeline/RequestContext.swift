@@ -2,6 +2,7 @@ import Access
 import ChatAPI
 import EventLoop
 import HTTP1
+import Tracing
 import Upstream
 
 /// What a request is to the code that answers it: its head, as the pipeline read it (id,
@@ -39,12 +40,12 @@ struct RequestContext: Sendable {
 
     init(
         id: String, method: HTTPMethod, path: String, route: RouteLabel, errorShape: ErrorShape, language: Language,
-        start: MonotonicInstant = .now(), strictLedger: LedgerRecorder? = nil
+        start: MonotonicInstant = .now(), strictLedger: LedgerRecorder? = nil, trace: TraceRecorder? = nil
     ) {
         record = RequestRecord(
             head: RequestRecord.Head(
                 id: id, method: method, path: path, route: route, errorShape: errorShape, language: language,
-                start: start, strictLedger: strictLedger))
+                start: start, strictLedger: strictLedger, trace: trace))
     }
 
     /// The request id: a well-formed inbound `X-Request-Id`, else a new one.
@@ -61,6 +62,8 @@ struct RequestContext: Sendable {
     /// The ledger, when the answer must wait for its row's commit (`LEDGER_DURABILITY=strict`)
     /// and the route keeps rows: the finisher commits through it.
     var strictLedger: LedgerRecorder? { record.head.strictLedger }
+    /// The recorder of the request's spans, when its trace is sampled.
+    var trace: TraceRecorder? { record.head.trace }
 
     /// This context for the steps after authentication: `caller` is who asks.
     func identified(as caller: Caller) -> RequestContext {

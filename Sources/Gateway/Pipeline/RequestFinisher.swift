@@ -6,6 +6,7 @@ import HTTPServer
 import Pricing
 import Synchronization
 import Telemetry
+import Tracing
 
 /// What a finished request leaves behind, handed to each ``RequestObserver``.
 package struct FinishedRequest: Sendable {
@@ -48,6 +49,8 @@ struct RequestFinisher: Sendable {
     /// The store's ledger; nil when the gateway is stateless.
     let ledger: LedgerRecorder?
     var idempotency: IdempotencyMetrics? = nil
+    /// Sends a sampled request's spans once it ended; nil when tracing is off.
+    var tracer: RequestTracer? = nil
     /// `PRICES`: what a request's calls cost, in the log line and the metrics.
     var prices: PriceList? = nil
 
@@ -226,7 +229,18 @@ struct RequestFinisher: Sendable {
     @inline(never)
     private static func recordStrictly(_ context: RequestContext) async {
         guard let strict = context.strictLedger, let summary = context.record.takeRow(context) else { return }
+        guard let trace = context.trace else {
+            await strict.record(context, summary)
+            return
+        }
+        // The answer waits for this commit (LEDGER_DURABILITY=strict): its own span in the trace.
+        let start = WallClock.nanoseconds()
         await strict.record(context, summary)
+        var span = SpanRecord(
+            traceID: trace.context.traceID, spanID: SpanID.random(), parentSpanID: trace.context.spanID,
+            name: "ledger commit", kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        span.set("textgateway.ledger_durability", "strict")
+        trace.record(span)
     }
 
     func finish(_ context: RequestContext, _ end: ResponseEnd) async {
@@ -276,6 +290,7 @@ struct RequestFinisher: Sendable {
             .info, "request",
             [
                 ("request_id", .string(state.report.replayOf ?? context.id)),
+                ("trace_id", context.trace.map { .string($0.context.traceID.hex) }),
                 ("idempotency", state.report.idempotency.map { .string($0.rawValue) }),
                 ("user_id", state.report.caller.map { .string($0.userID) }),
                 ("method", .string(context.method.rawValue)),
@@ -298,6 +313,10 @@ struct RequestFinisher: Sendable {
                 ("gateway_ms", .milliseconds(gatewayMs)),
                 ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
             ])
+        if let trace = context.trace, let tracer {
+            tracer.end(
+                trace, context: context, state: state, outcome: outcome, cost: cost, nanoseconds: totalNanoseconds)
+        }
         guard !observers.isEmpty else { return nil }
         return FinishedRequest(
             requestID: context.id, method: context.method.rawValue, path: context.path, status: state.status,
@@ -374,6 +393,8 @@ final class RequestRecord: Sendable {
         let language: Language
         let start: MonotonicInstant
         let strictLedger: LedgerRecorder?
+        /// The request's spans' recorder, when its trace is sampled.
+        let trace: TraceRecorder?
     }
 
     let head: Head

@@ -4,6 +4,7 @@ import HTTP1
 import HTTPServer
 import Synchronization
 import Telemetry
+import Tracing
 import Upstream
 
 /// `POST /v1/chat/completions`: relays a chat (streamed or not) to the upstream as the client
@@ -82,7 +83,11 @@ struct ChatCompletionsRoute: RouteHandler {
         } catch {
             throw fail(error, requestID: requestID, since: upstreamStart)
         }
-        report.span = UpstreamSpan(since: upstreamStart, usage: (try? ChatCompletion(jsonBytes: answer))?.usage)
+        let completion = try? ChatCompletion(jsonBytes: answer)
+        report.span = UpstreamSpan(since: upstreamStart, usage: completion?.usage)
+        if let trace = CurrentTrace.recorder, let completion {
+            trace.note(finishReasons: completion.choices.compactMap(\.finishReason))
+        }
         return RouteAnswer(HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(answer)))
     }
 

@@ -2,6 +2,7 @@ import ChatAPI
 import EventLoop
 import HTTPServer
 import Synchronization
+import Tracing
 
 /// The clock of one streamed answer, shared by the task reading the upstream, the watchdog
 /// that sends heartbeats and enforces the stream timeouts, and a shutdown that ends it.
@@ -27,11 +28,15 @@ final class StreamControl: Sendable {
     private let started: MonotonicInstant
     private let limits: Limits
     private let state: Mutex<State>
+    /// The trace of the request the stream answers, which notes its first token: the stream
+    /// runs after the route returned, outside the task-local's scope, so it is taken here.
+    private let trace: TraceRecorder?
 
     init(limits: Limits, now: MonotonicInstant = .now()) {
         started = now
         self.limits = limits
         state = Mutex(State(lastWrite: now, lastUpstream: now))
+        trace = CurrentTrace.recorder
     }
 
     var endReason: EndReason? { state.withLock { $0.endReason } }
@@ -42,10 +47,13 @@ final class StreamControl: Sendable {
 
     /// The upstream sent something; `token` when it carried answer text.
     func noteUpstream(token: Bool, _ now: MonotonicInstant = .now()) {
-        state.withLock {
-            $0.lastUpstream = now
-            if token { $0.sawToken = true }
+        let first = state.withLock { state -> Bool in
+            state.lastUpstream = now
+            guard token, !state.sawToken else { return false }
+            state.sawToken = true
+            return true
         }
+        if first { trace?.noteFirstToken() }
     }
 
     /// Asks the stream to end (e.g. at the end of a shutdown's grace period).

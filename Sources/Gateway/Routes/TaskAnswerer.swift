@@ -4,6 +4,7 @@ import Pricing
 import Store
 import Telemetry
 import TextTasks
+import Tracing
 import Upstream
 
 /// "Answer a text task through the pool": the one home of it, used by `/api/process`, the
@@ -180,6 +181,7 @@ struct TaskAnswerer: JobAnswering {
         } catch {
             throw UpstreamCall.gatewayError(for: error, requestID: requestID, logger: logger)
         }
+        CurrentTrace.recorder?.note(finishReasons: answered.0.choices.compactMap(\.finishReason))
         let result = TextTrim.trimmed(answered.0.firstContent ?? "")
         guard !result.isEmpty else { throw .emptyResult }
         return (ResponseCache.Answer(result: result, usage: answered.0.usage), answered.1)

@@ -1,0 +1,115 @@
+import Access
+import ChatAPI
+import HTTPServer
+import Telemetry
+import Tracing
+
+/// A request's trace: begun when it arrives (joining the caller's `traceparent` where
+/// `TRACE_CONTEXT_FROM` allows, sampled by `OTEL_TRACES_SAMPLER`), its server span written
+/// when it ends, from what its steps reported, with the spans its parts recorded meanwhile
+/// (each upstream attempt). Never the text, the prompt, the answer or a credential: only
+/// the request's shape, its caller's kind and plan, and numbers.
+struct RequestTracer: Sendable {
+    let settings: TracingSettings
+    let exporter: SpanExporter
+    let trustedProxies: TrustedProxies
+
+    /// The recorder of a request to trace; nil when its trace is not sampled, or it is a probe
+    /// (`/api/health`, `/metrics`) and `TRACE_PROBES` is off.
+    func begin(_ request: HTTPRequest) -> TraceRecorder? {
+        if !settings.probes {
+            let route = RouteLabel(path: request.path)
+            if route == .health || route == .metrics { return nil }
+        }
+        let parent = incoming(request)
+        let traceID = parent?.traceID ?? TraceID.random()
+        guard settings.sampler.shouldSample(traceID, parentSampled: parent?.sampled) else { return nil }
+        let context = TraceContext(
+            traceID: traceID, spanID: SpanID.random(), sampled: true, traceState: parent?.traceState ?? "")
+        return TraceRecorder(context: context, remoteParent: parent?.spanID)
+    }
+
+    /// The caller's trace context, when it sent one it may join the request to.
+    private func incoming(_ request: HTTPRequest) -> TraceContext? {
+        switch settings.contextSource {
+        case .none: return nil
+        case .trusted:
+            guard let host = request.remoteAddress?.host, let peer = IPAddress(host), trustedProxies.isTrusted(peer)
+            else { return nil }
+        case .any: break
+        }
+        guard let traceparent = request.headers["traceparent"] else { return nil }
+        return TraceContext(traceparent: traceparent, tracestate: request.headers.combinedValue("tracestate"))
+    }
+
+    /// Sends the request's server span and the spans recorded under it.
+    func end(
+        _ trace: TraceRecorder, context: RequestContext, state: RequestSummary, outcome: RequestOutcome,
+        cost: MoneySpent, nanoseconds: UInt64
+    ) {
+        let end = WallClock.nanoseconds()
+        let root = trace.context
+        let method = context.method.rawValue
+        let route = context.route == .other ? nil : context.route.rawValue
+        var span = SpanRecord(
+            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent,
+            name: route.map { method + " " + $0 } ?? method, kind: .server,
+            startNanoseconds: end &- nanoseconds, endNanoseconds: end)
+        span.parentIsRemote = trace.remoteParent != nil
+        span.traceState = root.traceState
+        span.set("http.request.method", method)
+        span.set("http.route", route)
+        span.set("http.response.status_code", state.status)
+        span.set("textgateway.request_id", state.report.replayOf ?? context.id)
+        span.set("textgateway.outcome", outcome.label)
+        let caller = state.report.caller
+        span.set("textgateway.caller.kind", Self.kind(of: caller))
+        span.set("textgateway.caller.plan", caller?.plan)
+        if settings.userID { span.set("enduser.id", caller?.userID) }
+        span.set("textgateway.task", state.report.task)
+        span.set("textgateway.cache_hit", .bool(state.report.cacheHit))
+        span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
+        span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+        span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
+        span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
+        if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
+        if let error = state.error {
+            span.set("error.type", error.code.rawValue)
+            // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
+            if state.status >= 500 { span.status = .error(error.code.rawValue) }
+        }
+        var spans = trace.take()
+        annotateAnswer(&spans, state: state, trace: trace)
+        spans.append(span)
+        exporter.submit(spans)
+    }
+
+    /// The attempt that answered (the last one recorded without an error) gets what the
+    /// answer said: its model, its usage, and the time to its first token for a stream.
+    private func annotateAnswer(_ spans: inout [SpanRecord], state: RequestSummary, trace: TraceRecorder) {
+        guard let index = spans.lastIndex(where: { $0.kind == .client && $0.status == .unset }) else { return }
+        spans[index].set("gen_ai.response.model", state.report.model)
+        spans[index].set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
+        spans[index].set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
+        let answer = trace.answer
+        if !answer.finishReasons.isEmpty {
+            spans[index].set("gen_ai.response.finish_reasons", .strings(answer.finishReasons))
+        }
+        if let firstToken = answer.firstToken {
+            let seconds = Double(firstToken &- min(firstToken, spans[index].startNanoseconds)) / 1e9
+            spans[index].events.append(
+                SpanEvent(
+                    name: "first_token", timeNanoseconds: firstToken,
+                    attributes: [SpanAttribute("gen_ai.server.time_to_first_token", .double(seconds))]))
+            // A stream's span ends with its last token, not with the head that opened it.
+            spans[index].endNanoseconds = max(spans[index].endNanoseconds, WallClock.nanoseconds())
+        }
+    }
+
+    /// `guest`, `device` (an App Attest or Android session), `token` or `jwt`.
+    static func kind(of caller: Caller?) -> String {
+        guard let caller else { return "guest" }
+        if caller.userID.hasPrefix(BudgetMiddleware.devicePrefix) { return "device" }
+        return caller.tokenID == nil ? "jwt" : "token"
+    }
+}

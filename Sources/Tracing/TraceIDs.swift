@@ -1,0 +1,97 @@
+/// A trace's id: 16 bytes, never all zero (W3C Trace Context, §3.2.2.3).
+package struct TraceID: Sendable, Hashable {
+    package let high: UInt64
+    package let low: UInt64
+
+    package init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A new random id (the whole of it random, so the last 7 bytes are too, as the W3C
+    /// `random` flag and ratio sampling expect).
+    package static func random() -> TraceID {
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let id = TraceID(high: generator.next(), low: generator.next())
+            if id.isValid { return id }
+        }
+    }
+
+    package var isValid: Bool { high != 0 || low != 0 }
+
+    /// 32 lower-case hex digits.
+    package var hex: String { Hex.string(high) + Hex.string(low) }
+
+    /// The id's 16 bytes, as OTLP carries them.
+    package var bytes: [UInt8] { Hex.bytes(high) + Hex.bytes(low) }
+
+    /// 32 lower-case hex digits, not all zero.
+    package init?(hex text: some Collection<UInt8>) {
+        guard text.count == 32, let high = Hex.value(text.prefix(16)), let low = Hex.value(text.dropFirst(16)) else {
+            return nil
+        }
+        self.init(high: high, low: low)
+        guard isValid else { return nil }
+    }
+}
+
+/// A span's id: 8 bytes, never all zero.
+package struct SpanID: Sendable, Hashable {
+    package let value: UInt64
+
+    package init(_ value: UInt64) {
+        self.value = value
+    }
+
+    package static func random() -> SpanID {
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let value: UInt64 = generator.next()
+            if value != 0 { return SpanID(value) }
+        }
+    }
+
+    /// 16 lower-case hex digits.
+    package var hex: String { Hex.string(value) }
+
+    package var bytes: [UInt8] { Hex.bytes(value) }
+
+    /// 16 lower-case hex digits, not all zero.
+    package init?(hex text: some Collection<UInt8>) {
+        guard text.count == 16, let value = Hex.value(text), value != 0 else { return nil }
+        self.init(value)
+    }
+}
+
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func string(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            for index in 0..<16 {
+                buffer[index] = digits[Int((value >> UInt64(60 - index * 4)) & 0xF)]
+            }
+            return 16
+        }
+    }
+
+    static func bytes(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - $0 * 8)) }
+    }
+
+    /// Lower-case hex digits only (W3C: upper case is invalid), at most 16.
+    static func value(_ text: some Collection<UInt8>) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in text {
+            let digit: UInt8
+            switch byte {
+            case 0x30...0x39: digit = byte - 0x30
+            case 0x61...0x66: digit = byte - 0x61 + 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
+    }
+}

@@ -1,0 +1,68 @@
+import Tracing
+
+/// One upstream attempt of a traced request, as a client span (the OpenTelemetry GenAI
+/// conventions): begun before the call, so that the call's `traceparent` names it, and
+/// recorded when the call ends. The answer's model, usage and finish reasons are the
+/// request's to add once it knows them. Nil for a request that is not traced: nothing is
+/// allocated then.
+struct AttemptSpan {
+    private let recorder: TraceRecorder
+    private let spanID: SpanID
+    private let start: UInt64
+    private let upstream: String
+    private let baseURL: String
+    private let model: String
+    private let retry: Int
+
+    init?(member: UpstreamPool.Member, model: String, retry: Int) {
+        guard let recorder = CurrentTrace.recorder else { return nil }
+        self.recorder = recorder
+        spanID = recorder.beginAttempt()
+        start = WallClock.nanoseconds()
+        upstream = member.name
+        baseURL = member.settings.baseURL
+        self.model = model
+        self.retry = retry
+    }
+
+    /// Records the span: `error` is the failure's kind (``UpstreamFailure/label``), nil when
+    /// the attempt answered.
+    func end(error: String?) {
+        let context = recorder.context
+        var span = SpanRecord(
+            traceID: context.traceID, spanID: spanID, parentSpanID: context.spanID, name: "chat \(model)",
+            kind: .client, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        span.traceState = context.traceState
+        span.set("gen_ai.operation.name", "chat")
+        span.set("gen_ai.system", "openai")
+        span.set("gen_ai.request.model", model)
+        let (host, port) = Self.server(baseURL)
+        span.set("server.address", host)
+        span.set("server.port", port)
+        span.set("textgateway.upstream", upstream)
+        // The HTTP conventions' count of sends before this one, on this upstream.
+        if retry > 0 { span.set("http.request.resend_count", retry) }
+        if let error {
+            span.set("error.type", error)
+            span.status = .error(error)
+        }
+        recorder.record(span)
+    }
+
+    /// The host and port of an `http(s)://host[:port]/…` URL.
+    static func server(_ url: String) -> (host: String?, port: Int?) {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return (nil, nil) }
+        let secure = url[..<colon].lowercased() == "https"
+        let rest = url[url.index(colon, offsetBy: 3)...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let hostPort = authority.split(separator: "@").last ?? authority
+        if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") {
+            let host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+            let after = hostPort[hostPort.index(after: close)...]
+            return (host, after.hasPrefix(":") ? Int(after.dropFirst()) : (secure ? 443 : 80))
+        }
+        let parts = hostPort.split(separator: ":", maxSplits: 1)
+        guard let host = parts.first else { return (nil, nil) }
+        return (String(host), parts.count > 1 ? Int(parts[1]) : (secure ? 443 : 80))
+    }
+}
