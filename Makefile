@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-frames bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check traces-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-frames bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -19,6 +19,7 @@ help:
 	@echo "make real-upstream-check  the gateway in front of llama.cpp's llama-server (SmolLM2-135M, built once into LLAMA_DIR): tasks, streams, /v1, json, context overflow, hang-up, a job, eval"
 	@echo "make test-openai   the official openai Python package against /v1 (installs it in .build/venv)"
 	@echo "make import-check  Package.swift's dependencies within docs/architecture.md's Targets table, every import within Package.swift (after the check's self-test)"
+	@echo "make traces-check  traces into a real collector (Arize Phoenix, installed once outside the clone): a plain request, a stream, a /v1 fallback, a refused request and a job, their spans read back and checked"
 	@echo "make console-check the operator console (/admin) in headless Chromium against the gateway and mock: login, totals, languages, tokens made and revoked from the page, CSV export, screenshots in .build/console-artefacts (installs chromium when missing)"
 	@echo "make openapi-check docs/openapi.yaml against a running gateway and mock, open and with tokens required: schemathesis (installs it in .build/openapi-venv), every check"
 	@echo "make release       optimized, statically linked text-gateway (what the Dockerfile builds)"
@@ -190,3 +191,6 @@ import-check:
 # The operator console in headless Chromium over the DevTools protocol (Python standard library).
 console-check:
 	scripts/console-check.sh
+
+traces-check:
+	scripts/traces-check.sh

@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "JSON"], swiftSettings: strict),
         .testTarget(
             name: "TracingTests",
-            dependencies: ["Tracing", "HTTPClient", "HTTPServer", "Telemetry", "EventLoop", "TestSupport"],
+            dependencies: ["Tracing", "HTTPClient", "HTTPServer", "HTTP1", "Telemetry", "EventLoop", "TestSupport"],
             swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -43,11 +43,15 @@
 #                       stops: the ledger's cost is at most each budget (and Redis's sums equal
 #                       it, nothing left held), every refusal is 429 budget_exceeded with the
 #                       right scope, and what was served used at least 90 % of each budget
+#  11 traces            every request traced (always_on) into a collector that is frozen
+#                       (SIGSTOP) for 30 s under steady load, then thawed: no request fails
+#                       or slows beyond the noise, the spans that cannot wait are dropped and
+#                       counted (textgateway_trace_spans_total), and the export resumes
 # Each drill prints one PASS/FAIL line with its figures; the script exits 1 if any failed
 # (the work directory with every log is then kept and named).
 #
 # Settings (environment):
-#   DRILLS="1 2 3 4 5 6 7 8 9 10" which drills to run
+#   DRILLS="1 2 3 4 5 6 7 8 9 10 11" which drills to run
 #   DRILL_CLIENTS=150             drill 1: concurrent keep-alive clients
 #   DRILL_STREAM_SHARE=0.1        drill 1: fraction of those clients that stream
 #   DRILL_DISCONNECTS=2000        drill 3: requests per round (half streamed)
@@ -66,7 +70,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/processes.sh
 . scripts/processes.sh
 
-drills=${DRILLS:-1 2 3 4 5 6 7 8 9 10}
+drills=${DRILLS:-1 2 3 4 5 6 7 8 9 10 11}
 clients=${DRILL_CLIENTS:-150}
 stream_share=${DRILL_STREAM_SHARE:-0.1}
 disconnects=${DRILL_DISCONNECTS:-2000}
@@ -185,6 +189,16 @@ record() {
     fi
 }
 
+# await_ready FILE: up to 30 s for the drill's client ($client_pid) to write FILE once its
+# load is steady; returns early when the client exits.
+await_ready() {
+    for _ in $(seq 300); do
+        [ -s "$1" ] && break
+        kill -0 "$client_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+}
+
 drill_upstream_restart() {
     local timeout=3 status=0 marks="$work/upstream-restart.marks" ready="$work/upstream-restart.ready"
     echo
@@ -194,11 +208,7 @@ drill_upstream_restart() {
     python3 drills/upstream_restart.py --port "$gateway_port" --clients "$clients" --stream-share "$stream_share" \
         --upstream-timeout "$timeout" --marks "$marks" --ready "$ready" --after-restart 6 &
     client_pid=$!
-    for _ in $(seq 300); do # up to 30 s for the load to be steady
-        [ -s "$ready" ] && break
-        kill -0 "$client_pid" 2>/dev/null || break
-        sleep 0.1
-    done
+    await_ready "$ready"
     if [ -s "$ready" ]; then
         sleep 3
         # Marks bracket the outage: `kill` is written just before the signal, `restart` once
@@ -418,6 +428,40 @@ drill_budgets() {
 }
 
 started=$SECONDS
+drill_traces() {
+    local status=0 marks="$work/traces.marks" ready="$work/traces.ready" collector_pid collector_port
+    echo
+    echo "== 11. every request traced; the collector frozen (SIGSTOP) for 30 s under load, then thawed"
+    start_mock traces.collector 0
+    collector_pid=$mock_pid
+    collector_port=$mock_port
+    other_pids+=("$collector_pid")
+    start_mock traces.mock 0
+    # Batches every 200 ms, each tried for 5 s at most: the queue (2048 spans) fills within a
+    # second of the freeze, so drops are certain; a hung export waits 2 s before it is retried.
+    start_gateway traces.gateway LOG_LEVEL=warning DATABASE_URL=off OTEL_TRACES_SAMPLER=always_on \
+        OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$collector_port" OTEL_BSP_SCHEDULE_DELAY=200 \
+        OTEL_BSP_EXPORT_TIMEOUT=5000 OTEL_EXPORTER_OTLP_TIMEOUT=2000
+    python3 drills/traces.py --port "$gateway_port" --collector-port "$collector_port" --marks "$marks" \
+        --ready "$ready" &
+    client_pid=$!
+    await_ready "$ready"
+    if [ -s "$ready" ]; then
+        sleep 3
+        echo "stop $(date +%s.%N)" >>"$marks"
+        kill -STOP "$collector_pid"
+        sleep 30
+        kill -CONT "$collector_pid"
+        echo "resume $(date +%s.%N)" >>"$marks"
+    fi
+    wait "$client_pid" || status=$?
+    client_pid=
+    kill -CONT "$collector_pid" 2>/dev/null || true
+    stop_all
+    stop "$collector_pid"
+    record traces "$status"
+}
+
 for drill in $drills; do
     case "$drill" in
         1 | upstream-restart) drill_upstream_restart ;;
@@ -430,7 +474,8 @@ for drill in $drills; do
         8 | jobs) drill_jobs ;;
         9 | idempotent-retries) drill_idempotent_retries ;;
         10 | budgets) drill_budgets ;;
-        *) die "unknown drill '$drill' (1-10)" ;;
+        11 | traces) drill_traces ;;
+        *) die "unknown drill '$drill' (1-11)" ;;
     esac
 done
 echo

@@ -93,7 +93,7 @@ package final class Gateway: Sendable {
             MetricsFeature(parts: parts),
             JobsFeature(
                 parts, admission: admission, idempotency: idempotency, limiter: limits.limiter,
-                budgets: limits.budgetPolicy(.process)),
+                budgets: limits.budgetPolicy(.process), tracer: tracing.tracer),
             UsageFeature(parts, admission: admission, budgets: limits.budgetPolicy(.process)),
             HistoryFeature(parts: parts, admission: admission, idempotency: idempotency),
             attestation,

@@ -28,7 +28,7 @@ package struct JobAnswer: Sendable, Equatable {
 
 /// Why an item has no answer: the error code and message its job ends with.
 package struct JobFailure: Error, Sendable, Equatable {
-    let code: String
+    package let code: String
     let message: String
 
     package init(code: String, message: String) {

@@ -24,6 +24,9 @@ package final class MockUpstream: Sendable {
         package var connections = 0
         /// Connections open now.
         package var openConnections = 0
+        /// OTLP trace exports received at `POST /v1/traces`, and the spans in them.
+        package var traceExports = 0
+        package var spans = 0
     }
 
     private let server: HTTPServer
@@ -45,6 +48,18 @@ package final class MockUpstream: Sendable {
         }
         router.get("/mock/last-request") { _ in
             HTTPResponse(headers: ["Content-Type": "application/json"], body: .bytes(handler.lastRequestBody))
+        }
+        // A stand-in OTLP/HTTP collector that keeps up with any load: it reads each export's
+        // spans (counted in the stats) and keeps nothing else.
+        router.post("/v1/traces") { request in
+            guard request.headers["Content-Type"] == "application/x-protobuf",
+                let spans = OTLPSpanCount.count(request.body)
+            else { return HTTPResponse(status: .badRequest) }
+            handler.counters.withLock {
+                $0.traceExports += 1
+                $0.spans += spans
+            }
+            return HTTPResponse(headers: ["Content-Type": "application/x-protobuf"], body: .bytes([]))
         }
         router.get("/mock/traceparents") { _ in
             HTTPResponse(

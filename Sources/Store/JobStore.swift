@@ -157,11 +157,14 @@ package struct NewJob: Sendable {
     package var total: Int
     /// Level 0, in order.
     package var items: [NewJobItem]
+    /// The W3C `traceparent` of the request that made it, when that request was traced: its
+    /// chunks' spans join its trace.
+    package var traceParent: String?
 
     package init(
         id: String, ownerID: String?, callerKey: String, plan: String? = nil, requestID: String, task: String,
         tone: String?, format: String,
-        inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem]
+        inputLength: Int, createdAtMilliseconds: Int64, total: Int, items: [NewJobItem], traceParent: String? = nil
     ) {
         self.id = id
         self.ownerID = ownerID
@@ -175,6 +178,7 @@ package struct NewJob: Sendable {
         self.createdAtMilliseconds = createdAtMilliseconds
         self.total = total
         self.items = items
+        self.traceParent = traceParent
     }
 }
 
@@ -218,6 +222,8 @@ package struct JobRecord: Sendable, Equatable {
     /// What the answered items cost at `PRICES` (millionths of the currency's unit); nil once
     /// an item's model had no price.
     package var costMicros: Int64?
+    /// ``NewJob/traceParent``.
+    package var traceParent: String?
 
     package init(
         id: String, ownerID: String?, callerKey: String, requestID: String, task: String, tone: String?, format: String,
@@ -225,10 +231,11 @@ package struct JobRecord: Sendable, Equatable {
         status: JobStatus, done: Int, total: Int, result: String?, data: String?, inputTokens: Int, outputTokens: Int,
         errorCode: String?, errorMessage: String?, createdAtMilliseconds: Int64, updatedAtMilliseconds: Int64,
         endedAtMilliseconds: Int64?,
-        plan: String? = nil, costMicros: Int64? = 0
+        plan: String? = nil, costMicros: Int64? = 0, traceParent: String? = nil
     ) {
         self.plan = plan
         self.costMicros = costMicros
+        self.traceParent = traceParent
         self.id = id
         self.ownerID = ownerID
         self.callerKey = callerKey

@@ -16,7 +16,8 @@ extension JobsTable {
             errorMessage: row.string(offset + 16), createdAtMilliseconds: Int64(row.int(offset + 17) ?? 0),
             updatedAtMilliseconds: Int64(row.int(offset + 18) ?? 0),
             endedAtMilliseconds: row.int(offset + 19).map(Int64.init),
-            plan: row.string(offset + 20), costMicros: row.int(offset + 21).map(Int64.init)
+            plan: row.string(offset + 20), costMicros: row.int(offset + 21).map(Int64.init),
+            traceParent: row.string(offset + 22)
         )
     }
 

@@ -5,7 +5,7 @@ enum JobsTable {
         "id", "owner_id", "caller_key", "request_id", "task", "tone", "format", "input_length", "status", "done",
         "total", "result",
         "data", "input_tokens", "output_tokens", "error_code", "error_message", "created_at", "updated_at", "ended_at",
-        "plan", "cost_micros",
+        "plan", "cost_micros", "trace_parent",
     ]
 
     /// ``recordColumns`` as a select list, each prefixed with `table.` when given.
@@ -30,7 +30,8 @@ enum JobsTable {
             errorCode: row.optionalText(offset + 15), errorMessage: row.optionalText(offset + 16),
             createdAtMilliseconds: row.int64(offset + 17),
             updatedAtMilliseconds: row.int64(offset + 18), endedAtMilliseconds: row.optionalInt64(offset + 19),
-            plan: row.optionalText(offset + 20), costMicros: row.optionalInt64(offset + 21)
+            plan: row.optionalText(offset + 20), costMicros: row.optionalInt64(offset + 21),
+            traceParent: row.optionalText(offset + 22)
         )
     }
 

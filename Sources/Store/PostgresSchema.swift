@@ -9,6 +9,7 @@ enum PostgresSchema {
     /// an element (the extended protocol takes one statement a query). Append only.
     static let migrations: [[String]] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9,
+        version10,
     ]
 
     /// The version this binary writes.
@@ -361,4 +362,7 @@ enum PostgresSchema {
 
     /// What requests cost in the days, the slots and the jobs, as on SQLite.
     private static let version9 = RollupTables.addCost(.postgres)
+
+    /// The W3C `traceparent` of the traced request that made a job, as on SQLite.
+    private static let version10 = ["ALTER TABLE jobs ADD COLUMN trace_parent text"]
 }

@@ -21,9 +21,9 @@ extension PostgresStore {
                 ),
                 created AS (
                     INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status,
-                        done, total, input_tokens, output_tokens, created_at, updated_at, plan)
+                        done, total, input_tokens, output_tokens, created_at, updated_at, plan, trace_parent)
                     SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8, 'queued',
-                        0, $9, 0, 0, $10, $10, $16::text
+                        0, $9, 0, 0, $10, $10, $16::text, $17::text
                     FROM active WHERE active.n < $11
                     RETURNING id
                 ),
@@ -35,7 +35,7 @@ extension PostgresStore {
                     .text(job.task), job.tone.postgresValue,
                     .text(job.format), .int(job.inputLength), .int(job.total), .int(Int(job.createdAtMilliseconds)),
                     .int(maxActive),
-                ] + Self.itemArrays(job.items) + [job.plan.postgresValue]
+                ] + Self.itemArrays(job.items) + [job.plan.postgresValue, job.traceParent.postgresValue]
             ),
         ])
         let active = results.last?.rows.first?.int(0) ?? 0

@@ -14,15 +14,15 @@ extension SQLiteStore {
                 try connection.execute(
                     """
                     INSERT INTO jobs (id, owner_id, caller_key, request_id, task, tone, format, input_length, status,
-                        done, total, input_tokens, output_tokens, created_at, updated_at, plan)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?, ?)
+                        done, total, input_tokens, output_tokens, created_at, updated_at, plan, trace_parent)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, 0, ?, ?, ?, ?)
                     """,
                     [
                         .text(job.id), .text(job.ownerID), .text(job.callerKey), .text(job.requestID), .text(job.task),
                         .text(job.tone),
                         .text(job.format), .integer(job.inputLength), .integer(job.total),
                         .integer(job.createdAtMilliseconds),
-                        .integer(job.createdAtMilliseconds), .text(job.plan),
+                        .integer(job.createdAtMilliseconds), .text(job.plan), .text(job.traceParent),
                     ]
                 )
                 try Self.insert(job.items, jobID: job.id, level: 0, into: connection)

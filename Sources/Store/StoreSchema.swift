@@ -6,6 +6,7 @@ enum StoreSchema {
     /// only: a shipped migration never changes.
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9,
+        version10,
     ]
 
     /// The version this binary writes.
@@ -367,4 +368,10 @@ enum StoreSchema {
 
     /// What requests cost in the days, the slots and the jobs (``RollupTables/addCost(_:)``).
     private static let version9 = RollupTables.addCost(.sqlite).map { $0 + ";\n" }.joined()
+
+    /// The W3C `traceparent` of the traced request that made a job (null: none, or made before
+    /// this version), so that its chunks, run later by any instance, join that trace.
+    private static let version10 = """
+        ALTER TABLE jobs ADD COLUMN trace_parent TEXT;
+        """
 }

@@ -152,7 +152,8 @@ struct ProtobufWriter {
                 message.lengthDelimited(1, link.traceID.bytes)
                 message.lengthDelimited(2, link.spanID.bytes)
                 for attribute in link.attributes { message.message(4) { $0.keyValue(attribute) } }
-                message.fixed32(6, 0x101)
+                // The linked context's W3C flags, and that it is not known to be remote.
+                message.fixed32(6, 0x100 | (link.sampled ? 1 : 0))
             }
         }
         switch span.status {

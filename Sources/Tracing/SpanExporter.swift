@@ -21,6 +21,8 @@ package final class SpanExporter: Service {
     private let metrics: Metrics
     private let scope: (name: String, version: String)
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// Monotonic nanoseconds, for a batch's export timeout (a test's advances with its sleeps).
+    private let clock: @Sendable () -> UInt64
 
     struct Metrics {
         let exported: Counter
@@ -34,8 +36,10 @@ package final class SpanExporter: Service {
 
     private struct State {
         var queue: [SpanRecord] = []
-        /// The export task, waiting for a batch: resumed by a full batch or at stop.
+        /// The export task, waiting for a batch: resumed by a full batch, its timer, or at stop.
         var waiter: CheckedContinuation<Void, Never>?
+        /// Which wait ``waiter`` is: a timer resumes only its own wait, never a later one.
+        var wait = 0
         var stopping = false
         /// A failure is logged once, until an export succeeds again.
         var failing = false
@@ -44,15 +48,19 @@ package final class SpanExporter: Service {
     private let state = Mutex(State())
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    /// - Parameter sleep: how a backoff waits (a test's may record and return at once).
+    /// - Parameters:
+    ///   - sleep: how a backoff waits (a test's may record and return at once).
+    ///   - clock: what a batch's export timeout is measured by.
     package init(
         settings: TracingSettings, client: HTTPClient, metrics registry: MetricsRegistry, logger: Logger,
-        version: String, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        version: String, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        clock: @escaping @Sendable () -> UInt64 = { MonotonicInstant.now().nanoseconds }
     ) {
         self.settings = settings
         self.client = client
         self.logger = logger
         self.sleep = sleep
+        self.clock = clock
         scope = ("text-gateway", version)
         let spans = registry.counter(
             "textgateway_trace_spans_total",
@@ -103,15 +111,16 @@ package final class SpanExporter: Service {
             return state.waiter
         }
         waiter?.resume()
-        guard let running = task.withLock({ $0 }) else { return }
-        // Past the deadline the export under way is cancelled: its spans are counted as dropped.
-        let timer = Task {
-            let left = MonotonicInstant.now().nanoseconds(until: deadline)
-            try? await Task.sleep(for: .nanoseconds(Int64(clamping: left)))
-            if !Task.isCancelled { running.cancel() }
+        if let running = task.withLock({ $0 }) {
+            // Past the deadline the export under way is cancelled: its spans are counted as dropped.
+            let timer = Task {
+                let left = MonotonicInstant.now().nanoseconds(until: deadline)
+                try? await Task.sleep(for: .nanoseconds(Int64(clamping: left)))
+                if !Task.isCancelled { running.cancel() }
+            }
+            await running.value
+            timer.cancel()
         }
-        await running.value
-        timer.cancel()
         let left = state.withLock { state -> Int in
             defer { state.queue = [] }
             return state.queue.count
@@ -149,9 +158,16 @@ package final class SpanExporter: Service {
 
     /// Waits until a batch fills, the stop begins, or `deadline` (monotonic nanoseconds) passes.
     private func waitForBatch(until deadline: UInt64) async {
-        let wake = Task {
-            try? await Task.sleep(for: .nanoseconds(Int64(clamping: deadline &- MonotonicInstant.now().nanoseconds)))
+        let wait = state.withLock { state -> Int in
+            state.wait &+= 1
+            return state.wait
+        }
+        let timer = Task {
+            let now = MonotonicInstant.now().nanoseconds
+            // A timer that starts late does not wait at all (the subtraction would wrap).
+            if deadline > now { try? await Task.sleep(for: .nanoseconds(Int64(clamping: deadline - now))) }
             let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard state.wait == wait else { return nil }
                 defer { state.waiter = nil }
                 return state.waiter
             }
@@ -171,7 +187,7 @@ package final class SpanExporter: Service {
             }
             if resumeNow { continuation.resume() }
         }
-        wake.cancel()
+        timer.cancel()
     }
 
     /// Posts one batch, retrying what may succeed later until the export timeout.
@@ -184,7 +200,7 @@ package final class SpanExporter: Service {
         let request = HTTPClientRequest(
             method: "POST", url: settings.endpoint, headers: headers, body: body, timeout: settings.requestTimeout,
             connectTimeout: min(settings.requestTimeout, .seconds(5)), caFile: settings.certificateFile)
-        let started = MonotonicInstant.now()
+        let started = clock()
         var attempt = 0
         while true {
             let outcome: ExportOutcome
@@ -204,7 +220,7 @@ package final class SpanExporter: Service {
                 outcome = Task.isCancelled ? .refused("cancelled") : .retryable("connection", nil)
             }
             attempt += 1
-            let elapsed = Duration.nanoseconds(Int64(clamping: started.nanoseconds(until: .now())))
+            let elapsed = Duration.nanoseconds(Int64(clamping: clock() &- started))
             guard case .retryable(let reason, let retryAfter) = outcome,
                 let wait = Self.backoff(attempt: attempt, retryAfter: retryAfter),
                 elapsed + wait < settings.exportTimeout, !Task.isCancelled
@@ -223,7 +239,8 @@ package final class SpanExporter: Service {
     /// The wait before try `attempt + 1`: `Retry-After` when the collector gave one, else
     /// 1 s doubling to 16 s, each with up to a fifth of it again at random.
     static func backoff(attempt: Int, retryAfter: Duration?) -> Duration? {
-        if let retryAfter { return retryAfter }
+        // `Retry-After: 0` would make a tight loop of a collector that keeps refusing.
+        if let retryAfter, retryAfter > .zero { return retryAfter }
         let base = Duration.seconds(1 << min(4, max(0, attempt - 1)))
         return base + .milliseconds(Int.random(in: 0...Int(base.components.seconds * 200)))
     }

@@ -95,11 +95,14 @@ package struct SpanEvent: Sendable, Equatable {
 package struct SpanLink: Sendable, Equatable {
     package var traceID: TraceID
     package var spanID: SpanID
+    /// Whether the linked span's trace was sampled (its W3C flag).
+    package var sampled: Bool
     package var attributes: [SpanAttribute]
 
-    package init(traceID: TraceID, spanID: SpanID, attributes: [SpanAttribute] = []) {
+    package init(traceID: TraceID, spanID: SpanID, sampled: Bool = true, attributes: [SpanAttribute] = []) {
         self.traceID = traceID
         self.spanID = spanID
+        self.sampled = sampled
         self.attributes = attributes
     }
 }

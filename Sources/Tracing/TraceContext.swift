@@ -44,26 +44,45 @@ package struct TraceContext: Sendable, Hashable {
     }
 
     /// `tracestate` when it is a list of at most 32 `key=value` members (§3.3.1) of at most 512
-    /// characters in all; nil otherwise (dropped, not passed on half-read).
+    /// characters in all, each key once; nil otherwise (dropped, not passed on half-read).
     static func validTraceState(_ text: String) -> String? {
-        let trimmed = text.utf8.count <= 512 ? text : ""
-        guard !trimmed.isEmpty else { return nil }
-        var members = 0
-        for member in trimmed.split(separator: ",", omittingEmptySubsequences: false) {
+        guard !text.isEmpty, text.utf8.count <= 512 else { return nil }
+        var keys: Set<Substring> = []
+        for member in text.split(separator: ",", omittingEmptySubsequences: false) {
+            // Optional white space around a member (OWS: spaces and tabs).
             let entry = member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
             if entry.isEmpty { continue }
-            members += 1
-            let text = String(entry.reversed())
-            guard members <= 32, let equals = text.firstIndex(of: "="), equals != text.startIndex else { return nil }
-            let key = text[..<equals].utf8
-            let value = text[text.index(after: equals)...].utf8
-            guard key.count <= 256, value.count >= 1, value.count <= 256,
-                key.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_-*/@".utf8.contains($0) }
-                ),
-                value.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != 0x2C && $0 != 0x3D }),
-                value.last != 0x20
+            let trimmed = Substring(entry.reversed())
+            guard keys.count < 32, let equals = trimmed.firstIndex(of: "="),
+                isKey(trimmed[..<equals]), isValue(trimmed[trimmed.index(after: equals)...]),
+                keys.insert(trimmed[..<equals]).inserted
             else { return nil }
         }
-        return members == 0 ? nil : trimmed
+        return keys.isEmpty ? nil : text
+    }
+
+    /// `simple-key` (a lower-case letter, then at most 255 of `a-z0-9_-*/`) or
+    /// `tenant-id@system-id` (a letter or digit and at most 240 more; a letter and at most 13 more).
+    static func isKey(_ key: Substring) -> Bool {
+        let bytes = Array(key.utf8)
+        func rest(_ part: ArraySlice<UInt8>) -> Bool {
+            part.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_-*/".utf8.contains($0) }
+        }
+        func letter(_ byte: UInt8) -> Bool { byte >= 0x61 && byte <= 0x7A }
+        guard let at = bytes.firstIndex(of: 0x40) else {
+            return !bytes.isEmpty && bytes.count <= 256 && letter(bytes[0]) && rest(bytes[1...])
+        }
+        let tenant = bytes[..<at]
+        let system = bytes[(at + 1)...]
+        guard let first = tenant.first, let systemFirst = system.first else { return false }
+        return tenant.count <= 241 && (letter(first) || (first >= 0x30 && first <= 0x39)) && rest(tenant.dropFirst())
+            && system.count <= 14 && letter(systemFirst) && rest(system.dropFirst())
+    }
+
+    /// 1 to 256 printable ASCII characters but `,` and `=`, not ending in a space.
+    static func isValue(_ value: Substring) -> Bool {
+        let bytes = value.utf8
+        return !bytes.isEmpty && bytes.count <= 256 && bytes.last != 0x20
+            && bytes.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != 0x2C && $0 != 0x3D }
     }
 }

@@ -80,6 +80,16 @@ enum Hex {
         (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - $0 * 8)) }
     }
 
+    /// A hex digit of either case (a percent escape's); nil for any other byte.
+    static func digit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+
     /// Lower-case hex digits only (W3C: upper case is invalid), at most 16.
     static func value(_ text: some Collection<UInt8>) -> UInt64? {
         var value: UInt64 = 0

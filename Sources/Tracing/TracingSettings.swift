@@ -94,10 +94,10 @@ package struct TracingSettings: Sendable, Equatable {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next(), let low = iterator.next(),
-                let value = Hex.value([high | 0x20, low | 0x20])
-            else { return nil }
-            bytes.append(UInt8(value))
+            guard let high = iterator.next().flatMap(Hex.digit), let low = iterator.next().flatMap(Hex.digit) else {
+                return nil
+            }
+            bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
     }

@@ -1,5 +1,6 @@
 import EventLoop
 import Postgres
+import TestSupport
 import Testing
 
 @testable import Store
@@ -131,6 +132,100 @@ extension StoreBackends {
                 let claimed = try await Self.claim(store)
                 #expect(claimed.map(\.input) == ["chunk 0 of j1", awkward, "chunk 2 of j1"])
                 #expect(claimed.allSatisfy { $0.kind == .map && $0.levelCount == 3 && $0.attempts == 1 })
+            }
+        }
+
+        @Test(
+            "a job keeps the traceparent of the request that made it, its claims and reads carry it; none reads nil",
+            arguments: Backend.allCases)
+        func traceParent(_ backend: Backend) async throws {
+            try await withStore(on: backend) { store, _ in
+                let traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                var traced = Self.newJob("traced", items: 2)
+                traced.traceParent = traceParent
+                try await Self.create(traced, in: store)
+                try await Self.create(Self.newJob("untraced", items: 1), in: store)
+                #expect(try await store.job(id: "traced")?.traceParent == traceParent)
+                let untraced = try #require(try await store.job(id: "untraced"))
+                #expect(untraced.traceParent == nil)
+                #expect(try await store.activeJobs(limit: 10).map(\.traceParent) == [traceParent, nil])
+
+                // A worker of any instance learns it from the claim.
+                let claimed = try await Self.claim(store)
+                #expect(claimed.map(\.job.id) == ["traced", "traced", "untraced"])
+                #expect(claimed.map(\.job.traceParent) == [traceParent, traceParent, nil])
+                #expect(try await store.cancelJob(id: "traced", nowMilliseconds: 5_000)?.traceParent == traceParent)
+            }
+        }
+
+        @Test(
+            "a store of schema 9 with a job migrates to 10: the old job reads back as it was, with no traceparent",
+            arguments: Backend.allCases)
+        func migratesFromSchema9(_ backend: Backend) async throws {
+            // The job as the writer of schema 9 made it: no traceparent column yet.
+            let statements = [
+                """
+                INSERT INTO jobs (id, owner_id, caller_key, plan, request_id, task, tone, format, input_length, status,
+                    done, total, input_tokens, output_tokens, created_at, updated_at, cost_micros)
+                VALUES ('old', 'alice', 'alice', 'pro', 'req-old', 'summarize', 'neutral', 'text', 200, 'queued',
+                    0, 2, 0, 0, 1000, 1000, 0)
+                """,
+                """
+                INSERT INTO job_items (job_id, level, idx, kind, input, source_start, source_end)
+                VALUES ('old', 0, 0, 'map', 'chunk 0 of old', 0, 100), ('old', 0, 1, 'map', 'chunk 1 of old', 100, 200)
+                """,
+            ]
+            let expected = JobRecord(
+                id: "old", ownerID: "alice", callerKey: "alice", requestID: "req-old", task: "summarize",
+                tone: "neutral", format: "text", inputLength: 200, status: .queued, done: 0, total: 2, result: nil,
+                data: nil, inputTokens: 0, outputTokens: 0, errorCode: nil, errorMessage: nil,
+                createdAtMilliseconds: 1_000, updatedAtMilliseconds: 1_000, endedAtMilliseconds: nil, plan: "pro",
+                costMicros: 0, traceParent: nil)
+            // What the migrated store must answer: the old job, its items claimable, a new job's traceparent kept.
+            func expectMigrated(_ store: any StoreBackend) async throws {
+                #expect(try await store.job(id: "old") == expected)
+                let claimed = try await Self.claim(store)
+                #expect(claimed.map(\.input) == ["chunk 0 of old", "chunk 1 of old"])
+                #expect(claimed.allSatisfy { $0.job.traceParent == nil })
+                var traced = Self.newJob("new", items: 1)
+                traced.traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+                try await Self.create(traced, in: store)
+                #expect(try await store.job(id: "new")?.traceParent == traced.traceParent)
+                #expect(try await store.integrityCheck() == [])
+            }
+            switch backend {
+            case .sqlite:
+                try await withPoolAndDirectory { pool, directory in
+                    let path = directory.file("old.db")
+                    let connection = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .seconds(5))
+                    try StoreSchema.migrate(connection, to: 9)
+                    for statement in statements { _ = try connection.execute(statement) }
+                    connection.close()
+                    #expect(try sqlite3(path, "PRAGMA user_version").output == "9")
+                    let store = try await SQLiteStore.open(path: path, pool: pool)
+                    do {
+                        try await expectMigrated(store)
+                        await store.close()
+                    } catch {
+                        await store.close()
+                        throw error
+                    }
+                    #expect(try sqlite3(path, "PRAGMA user_version").output == "10")
+                    #expect(SQLiteStore.schemaVersion == 10)
+                }
+            case .postgres:
+                let lazy = try #require(LazyPostgresCluster.current)
+                let (cluster, database) = try await lazy.createDatabase()
+                try await withClient(cluster.configuration(database: database)) { client in
+                    try await PostgresSchema.migrate(client, store: "old", timeout: .seconds(10), to: 9)
+                    for statement in statements { _ = try await client.query(statement) }
+                    let version = "SELECT value FROM store_meta WHERE key = 'schema_version'"
+                    #expect(try await client.query(version).rows.first?.int(0) == 9)
+                    let store = try await PostgresStore.open(client: client)
+                    try await expectMigrated(store)
+                    #expect(try await client.query(version).rows.first?.int(0) == 10)
+                    #expect(PostgresStore.schemaVersion == 10)
+                }
             }
         }
 

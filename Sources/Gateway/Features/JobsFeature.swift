@@ -18,7 +18,7 @@ struct JobsFeature: GatewayFeature {
 
     init(
         _ parts: GatewayParts, admission: CallerFront, idempotency: IdempotencyFeature, limiter: (any RateLimiter)?,
-        budgets: BudgetMiddleware? = nil
+        budgets: BudgetMiddleware? = nil, tracer: RequestTracer? = nil
     ) {
         self.parts = parts
         self.admission = admission
@@ -41,7 +41,7 @@ struct JobsFeature: GatewayFeature {
                     pool: pool, bodies: ProcessBodies(configuration: configuration),
                     maxTokens: configuration.maxTokens, logger: logger, recorder: store.recorder,
                     budgets: budgets.map { JobBudgets(policy: $0, logger: logger) }, prices: configuration.prices,
-                    clock: clock),
+                    tracer: tracer, clock: clock),
                 settings: configuration.jobs, metrics: jobMetrics, events: events, faults: store.faults,
                 logger: logger, clock: clock,
                 charge: { [limiter] job, tokens in

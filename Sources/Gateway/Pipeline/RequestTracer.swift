@@ -1,6 +1,8 @@
 import Access
 import ChatAPI
 import HTTPServer
+import Jobs
+import Store
 import Telemetry
 import Tracing
 
@@ -106,10 +108,65 @@ struct RequestTracer: Sendable {
         }
     }
 
-    /// `guest`, `device` (an App Attest or Android session), `token` or `jwt`.
+    /// The recorder of one of `job`'s chunks: in the trace of the request that made the job
+    /// (its `traceparent`, kept with the job), or a trace of its own when that request was not
+    /// traced; nil when the trace is not sampled.
+    func beginChunk(of job: JobRecord) -> TraceRecorder? {
+        let parent = job.traceParent.flatMap { TraceContext(traceparent: $0) }
+        let traceID = parent?.traceID ?? TraceID.random()
+        guard settings.sampler.shouldSample(traceID, parentSampled: parent?.sampled) else { return nil }
+        let context = TraceContext(
+            traceID: traceID, spanID: SpanID.random(), sampled: true, traceState: parent?.traceState ?? "")
+        return TraceRecorder(context: context, remoteParent: parent?.spanID)
+    }
+
+    /// Sends a chunk's span (a child of the job's request span, and linked to it) with its
+    /// upstream attempts. Never the job's id: it lets a guest read the job.
+    func endChunk(
+        _ trace: TraceRecorder, of job: JobRecord, question: JobQuestion, since start: UInt64,
+        result: Result<JobAnswer, JobFailure>
+    ) {
+        let root = trace.context
+        var span = SpanRecord(
+            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent, name: "job chunk",
+            kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        span.traceState = root.traceState
+        if let parent = job.traceParent.flatMap({ TraceContext(traceparent: $0) }) {
+            span.links.append(SpanLink(traceID: parent.traceID, spanID: parent.spanID, sampled: parent.sampled))
+        }
+        span.set("textgateway.task", job.task)
+        span.set("textgateway.caller.plan", job.plan)
+        switch question {
+        case .final: span.set("textgateway.job.step", "final")
+        case .step: span.set("textgateway.job.step", "combine")
+        }
+        var spans = trace.take()
+        switch result {
+        case .success(let answer):
+            span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
+            span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
+            if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
+            if let index = spans.lastIndex(where: { $0.kind == .client && $0.status == .unset }) {
+                spans[index].set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
+                spans[index].set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
+                let reasons = trace.answer.finishReasons
+                if !reasons.isEmpty { spans[index].set("gen_ai.response.finish_reasons", .strings(reasons)) }
+            }
+        case .failure(let failure):
+            span.set("error.type", failure.code)
+            span.status = .error(failure.code)
+        }
+        spans.append(span)
+        exporter.submit(spans)
+    }
+
+    /// `guest`, `device` (an App Attest or Android session), `jwt` (a sign-in JWT's subject) or
+    /// `token` (a gateway token, from the settings or the store).
     static func kind(of caller: Caller?) -> String {
         guard let caller else { return "guest" }
         if caller.userID.hasPrefix(BudgetMiddleware.devicePrefix) { return "device" }
-        return caller.tokenID == nil ? "jwt" : "token"
+        return caller.userID.hasPrefix(Self.jwtPrefix) ? "jwt" : "token"
     }
+
+    private static let jwtPrefix = Caller.userID(jwtSubject: "")
 }

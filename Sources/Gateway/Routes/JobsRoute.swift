@@ -143,7 +143,7 @@ struct SubmitJobRoute: RouteHandler {
         let callerKey =
             caller.map { RateLimitMiddleware.key(userID: $0.userID) } ?? "address:" + jobs.clients.key(for: request)
         let id = JobID.make()
-        let job = NewJob(
+        var job = NewJob(
             id: id, ownerID: caller?.userID, callerKey: callerKey, plan: caller?.plan, requestID: context.id,
             task: parsed.task.rawValue,
             tone: parsed.tone?.rawValue, format: parsed.format.rawValue, inputLength: parsed.characterCount,
@@ -151,6 +151,8 @@ struct SubmitJobRoute: RouteHandler {
             total: JobPlan.expectedCalls(task: parsed.task, chunkCount: chunks.count),
             items: JobPlan.firstLevel(task: parsed.task, chunks: chunks).map(NewJobItem.init)
         )
+        // Its chunks join this request's trace, whichever instance runs them.
+        job.traceParent = context.trace?.context.traceparent
         let created: JobCreation
         do {
             created = try await jobs.store.createJob(job, maxActive: settings.maxActivePerCaller)

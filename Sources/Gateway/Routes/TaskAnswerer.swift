@@ -22,6 +22,8 @@ struct TaskAnswerer: JobAnswering {
     var budgets: JobBudgets? = nil
     /// What a job's answers cost, priced when each comes; nil without `PRICES`.
     var prices: PriceList? = nil
+    /// Traces a job's chunks, in the trace of the request that made the job; nil when tracing is off.
+    var tracer: RequestTracer? = nil
     var clock: @Sendable () -> Instant = { Instant.now }
 
     /// The answer to `request`: its text, or for `"format": "json"` its checked data.
@@ -33,6 +35,22 @@ struct TaskAnswerer: JobAnswering {
     }
 
     package func answer(_ question: JobQuestion, job: JobRecord) async throws(JobFailure) -> JobAnswer {
+        guard let tracer, let trace = tracer.beginChunk(of: job) else { return try await untraced(question, job: job) }
+        let started = WallClock.nanoseconds()
+        // The chunk's upstream attempts find its trace here, as a request's do.
+        let result = await CurrentTrace.$recorder.withValue(trace) { () async -> Result<JobAnswer, JobFailure> in
+            do throws(JobFailure) {
+                return .success(try await untraced(question, job: job))
+            } catch {
+                return .failure(error)
+            }
+        }
+        tracer.endChunk(trace, of: job, question: question, since: started, result: result)
+        return try result.get()
+    }
+
+    /// One of a job's questions answered, its budgets reserved and settled.
+    private func untraced(_ question: JobQuestion, job: JobRecord) async throws(JobFailure) -> JobAnswer {
         guard let budgets else { return try await pricedAnswer(question, requestID: job.requestID).answer }
         let reservation =
             switch question {
