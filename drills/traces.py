@@ -32,20 +32,20 @@ async def drill_traces(args) -> int:
     load = SteadyLoad(args, hard=args.margin + 10)
     samples: list[tuple[str, dict[str, float], int]] = []
 
-    async def sample(label: str) -> None:
+    async def sample(label: str, collector: bool = True) -> None:
         counters = await span_counters(args.port)
-        stats = await mock_stats(args.collector_port) if label != "frozen" else {}
+        stats = await mock_stats(args.collector_port) if collector else {}
         samples.append((label, counters, stats.get("spans", -1)))
 
     async def watch() -> None:
-        # A sample before the freeze, one just before the thaw (the collector cannot answer then:
-        # only the gateway's counters), and one at the end of the load.
-        while "stop" not in read_marks(args.marks):
-            await asyncio.sleep(0.1)
+        # A sample once the load is steady (drills.sh freezes the collector 3 s later), one when
+        # it is thawed (the gateway's counters only: they cover the freeze), one at the end.
+        while not load.ready:
+            await asyncio.sleep(0.05)
         await sample("before")
         while "resume" not in read_marks(args.marks):
             await asyncio.sleep(0.1)
-        await sample("frozen")
+        await sample("frozen", collector=False)
 
     watcher = asyncio.create_task(watch())
     trouble = await load.run_until(args.marks, "resume", args.after_resume, args.deadline)
