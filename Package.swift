@@ -122,7 +122,7 @@ let package = Package(
                 "TestSupport", "AccessTestSupport", "GatewayTestSupport", "Gateway", "GatewayCommandLine",
                 "MockUpstream", "Crypto",
                 "Postgres", "Redis", "Store", "JSON", "ChatAPI", "Telemetry", "TextTasks", "Upstream", "Access", "Jobs",
-                "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer", "Pricing",
+                "AdminConsole", "EventLoop", "HTTP1", "HTTPClient", "HTTPServer", "Pricing", "Tracing",
             ],
             // Data the tests read by path (RepositoryFile), not bundled resources.
             exclude: ["Fixtures"],

@@ -28,7 +28,10 @@
 #                             limits, metrics), log (the gateway's settings with the default
 #                             LOG_LEVEL=info: one access-log line a request, to a file) or
 #                             budgets (the gateway's settings with PRICES and all four budgets
-#                             set, none of which refuses: every request reserved and settled)
+#                             set, none of which refuses: every request reserved and settled),
+#                             traces (every request traced, OTEL_TRACES_SAMPLER=always_on, into a
+#                             live OTLP collector: a second mock-upstream's /v1/traces, which reads
+#                             every export) or traces-ratio (the same with traceidratio 0.01)
 #   CONTROLS_BIN=             a directory holding another build of text-gateway (e.g. an
 #                             earlier commit's .build/release) for the controls twin, which then
 #                             runs the gateway's settings: the two differ only in their code
@@ -85,7 +88,8 @@ gateway_pid=
 controls_pid=
 nginx_pid=
 started_pid=
-stop_on_exit "$work" gateway_pid controls_pid nginx_pid started_pid mock_pid
+collector_pid=
+stop_on_exit "$work" gateway_pid controls_pid nginx_pid started_pid collector_pid mock_pid
 
 echo "TextGateway gateway benchmark — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine: $(nproc) cores, $(cpu_model); $(uname -sr)"
@@ -122,7 +126,10 @@ gateway_pid=$started_pid
 bench_token=bench-caller-token-0123456789
 token_hash=$(printf '%s' "$bench_token" | sha256sum | cut -d' ' -f1)
 controls_mode=${CONTROLS:-features}
-case "$controls_mode" in features | log | budgets) ;; *) die "CONTROLS must be features, log or budgets" ;; esac
+case "$controls_mode" in
+    features | log | budgets | traces | traces-ratio) ;;
+    *) die "CONTROLS must be features, log, budgets, traces or traces-ratio" ;;
+esac
 controls_bin=${CONTROLS_BIN:-}
 # Only the features twin knows the caller token: the others run the gateway's settings, where a
 # token nobody configured is refused (401), not taken as a guest.
@@ -144,6 +151,19 @@ elif [ "$controls_mode" = budgets ]; then
         BUDGETS="gateway=1000000/day+30000000/month;guests=1000000/day;devices=1000/day"
     controls_role="the gateway's settings with PRICES and a caller's, the guests', the devices' and the gateway's budgets"
     controls_legend="controls = the gateway with PRICES and all four budgets set; gateway = with none."
+elif [ "$controls_mode" = traces ] || [ "$controls_mode" = traces-ratio ]; then
+    # The collector: a mock-upstream of its own (one loop) that reads every export's spans and
+    # keeps up with any rate, so what is measured is the gateway's cost, not a collector's.
+    "$bin/mock-upstream" --port 0 --loops 1 >"$work/collector.out" 2>"$work/collector.err" &
+    collector_pid=$!
+    collector_url=$(await_mock_address "$collector_pid" "$work/collector.out") || die "the collector did not start"
+    sampler=always_on
+    [ "$controls_mode" = traces-ratio ] && sampler="traceidratio OTEL_TRACES_SAMPLER_ARG=0.01"
+    # shellcheck disable=SC2086 # the sampler's words are two settings for traces-ratio
+    start_gateway controls RATE_LIMITS=off METRICS=off OTEL_EXPORTER_OTLP_ENDPOINT="${collector_url%/v1}" \
+        OTEL_TRACES_SAMPLER=$sampler
+    controls_role="the gateway's settings with tracing on (OTEL_TRACES_SAMPLER=$sampler), exporting to a live collector"
+    controls_legend="controls = the gateway tracing (OTEL_TRACES_SAMPLER=$sampler) into a live collector; gateway = tracing off."
 elif [ -n "$gateway_libcurl$controls_libcurl" ]; then
     start_gateway controls RATE_LIMITS=off METRICS=off ${controls_libcurl:+LD_LIBRARY_PATH=$controls_libcurl}
     controls_role="the gateway's settings, libcurl from ${controls_libcurl:-the system}"
@@ -309,6 +329,10 @@ PY
 echo
 echo "added = target − direct: the target's own cost on top of the upstream call (same machine, same mock)."
 echo "$controls_legend"
+if [ -n "$collector_pid" ]; then
+    collector_stats=$(curl -s "${collector_url%/v1}/mock/stats") || collector_stats='(unreadable)'
+    echo "the collector read: $collector_stats (spans: every export's, to compare with the controls' requests: 2 spans each when all are traced)"
+fi
 echo "CPU µs/request = user + system time of the target's processes (all threads; nginx: master and workers)"
 echo "during its runs, per request answered; mock CPU = the same for mock-upstream."
 

@@ -2,7 +2,7 @@
 # Traces into a real collector: `make traces-check`. Starts Arize Phoenix (scripts/phoenix.sh,
 # installed once outside the clone), a mock upstream, and text-gateway (release) exporting
 # every trace to Phoenix over OTLP/HTTP, with two upstreams in fallback order, the first a
-# closed port. scripts/traces_check.py then sends a plain request that carries a caller's
+# closed port, answers waiting for their ledger rows (LEDGER_DURABILITY=strict). scripts/traces_check.py then sends a plain request that carries a caller's
 # traceparent, a stream, a /v1 call that falls back from the dead upstream to the live one, a
 # refused request and a job; reads the spans back through Phoenix's own API and checks their
 # parent/child shape, the GenAI attributes, the traceparent the upstream saw, and that no
@@ -64,7 +64,7 @@ start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" \
     GATEWAY_TOKENS="$token_hash:traces-caller:pro" PLANS="pro:600:20:1000000" AUTH_REQUIRED=off \
     OTEL_EXPORTER_OTLP_ENDPOINT="$PHOENIX_URL" OTEL_SERVICE_NAME=text-gateway-traces-check \
     OTEL_RESOURCE_ATTRIBUTES="openinference.project.name=traces-check,deployment.environment=ci" \
-    OTEL_BSP_SCHEDULE_DELAY=200 TRACE_CONTEXT_FROM=any LOG_LEVEL=info ||
+    OTEL_BSP_SCHEDULE_DELAY=200 TRACE_CONTEXT_FROM=any LOG_LEVEL=info LEDGER_DURABILITY=strict ||
     { cat "$work/gateway.log" >&2; die "text-gateway did not start"; }
 gateway_pid=$started_pid
 say "traces-check: gateway on $started_port, mock on $mock_port, Phoenix at $PHOENIX_URL"

@@ -94,11 +94,11 @@ def main() -> int:
     check(job.get("status") == "succeeded", f"job ended {job.get('status')}")
 
     # Every call goes to the dead upstream first (an attempt and a retry, both refused), then
-    # to the live one: 4 spans for each of the plain request, the stream and /v1 (the server's
-    # and 3 attempts), 1 for the refused request, and the job's request span with a chunk span
-    # and 3 attempts for each of its calls.
+    # to the live one: 5 spans for each of the plain request, the stream and /v1 (the server's,
+    # 3 attempts and the strict ledger commit), 1 for the refused request, and the job's request
+    # span with a chunk span and 3 attempts for each of its calls.
     calls = job.get("progress", {}).get("total", 1) if job else 1
-    expected = 4 * 3 + 1 + 1 + 4 * calls
+    expected = 5 * 3 + 1 + 1 + 4 * calls
     # The limiter's decisions are spans too (one a request that reached it).
     deadline = time.monotonic() + 60
     spans: list[dict] = []
@@ -165,6 +165,16 @@ def main() -> int:
     if check(openai is not None, f"no server span for the /v1 call {openai_id}"):
         attempts = children(openai, "chat ")
         fallback("/v1", attempts)
+    # The limiter's decision and the strict commit, each a child of the request it served.
+    for what, request_id in (("plain", plain_id), ("stream", stream_id), ("/v1", openai_id)):
+        server = servers.get(request_id)
+        if server is None:
+            continue
+        limits = children(server, "rate limit")
+        check(len(limits) == 1 and limits[0]["attributes"].get("textgateway.rate_limit.decision") == "allowed",
+              f"{what}: rate limit spans {[s['attributes'] for s in limits]}")
+        commits = children(server, "ledger commit")
+        check(len(commits) == 1, f"{what}: {len(commits)} ledger commit spans (LEDGER_DURABILITY=strict)")
     # 4. The refused request: its server span says why, and nothing was called.
     refused = servers.get(refused_id)
     if check(refused is not None, f"no server span for the refused request {refused_id}"):

@@ -59,6 +59,10 @@ package final class MockUpstream: Sendable {
                 $0.traceExports += 1
                 $0.spans += spans
             }
+            handler.traceBodies.withLock { bodies in
+                if bodies.count >= 1000 { bodies.removeFirst(bodies.count / 2) }
+                bodies.append(request.body)
+            }
             return HTTPResponse(headers: ["Content-Type": "application/x-protobuf"], body: .bytes([]))
         }
         router.get("/mock/traceparents") { _ in
@@ -132,6 +136,9 @@ package final class MockUpstream: Sendable {
     /// The `traceparent` of every chat-completion request that carried one, in arrival order
     /// (the most recent ``MockHandler/journalLimit``).
     package var receivedTraceparents: [String] { handler.traceparents.withLock { $0 } }
+
+    /// The bodies of the OTLP exports received at `POST /v1/traces` (the most recent 1,000).
+    package var receivedTraceExports: [[UInt8]] { handler.traceBodies.withLock { $0 } }
 }
 
 /// The mock's request handling and counters, shared by its routes.
@@ -140,6 +147,7 @@ final class MockHandler: Sendable {
     private let lastRequest = Mutex<[UInt8]>([])
     let journal = Mutex<[String]>([])
     let traceparents = Mutex<[String]>([])
+    let traceBodies = Mutex<[[UInt8]]>([])
     static let journalLimit = 100_000
     private let defaults: MockBehaviour
     private let apiKey: String?

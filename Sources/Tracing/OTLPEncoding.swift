@@ -7,12 +7,13 @@ package enum OTLPEncoding {
     package static func exportRequest(
         resource: [SpanAttribute], scope: (name: String, version: String), spans: [SpanRecord]
     ) -> [UInt8] {
-        var request = ProtobufWriter()
+        // About 400 bytes a span: room for the batch at once.
+        var request = ProtobufWriter(capacity: 256 + spans.count * 512)
         // ExportTraceServiceRequest.resource_spans = 1
         request.message(1) { resourceSpans in
             // ResourceSpans.resource = 1: Resource.attributes = 1
             resourceSpans.message(1) { message in
-                for attribute in resource { message.message(1) { $0.keyValue(attribute) } }
+                for attribute in resource { message.attribute(1, attribute) }
             }
             // ResourceSpans.scope_spans = 2
             resourceSpans.message(2) { scopeSpans in
@@ -48,9 +49,16 @@ package enum OTLPEncoding {
     }
 }
 
-/// Protobuf's wire format, as far as OTLP's messages need it.
+/// Protobuf's wire format, as far as OTLP's messages need it, written in one buffer: a nested
+/// message is written in place and its length put before it afterwards (one byte is kept for
+/// it, enough below 128 bytes; a longer message moves up by the few bytes more it needs), so
+/// encoding a batch allocates little more than the buffer itself.
 struct ProtobufWriter {
     private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
 
     mutating func varint(_ value: UInt64) {
         var rest = value
@@ -69,13 +77,22 @@ struct ProtobufWriter {
     /// A string field; the empty string, proto3's default, is not written.
     mutating func string(_ field: Int, _ value: String) {
         guard !value.isEmpty else { return }
-        lengthDelimited(field, Array(value.utf8))
+        lengthDelimited(field, value.utf8)
     }
 
-    mutating func lengthDelimited(_ field: Int, _ value: [UInt8]) {
+    mutating func lengthDelimited(_ field: Int, _ value: some Collection<UInt8>) {
         tag(field, 2)
         varint(UInt64(value.count))
         bytes.append(contentsOf: value)
+    }
+
+    /// A `bytes` field of one or two 64-bit words, big-endian (a span's or a trace's id).
+    mutating func id(_ field: Int, _ words: UInt64...) {
+        tag(field, 2)
+        varint(UInt64(words.count * 8))
+        for word in words {
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
     }
 
     mutating func fixed64(_ field: Int, _ value: UInt64) {
@@ -95,24 +112,70 @@ struct ProtobufWriter {
         varint(value)
     }
 
-    /// An embedded message, written by `body` and then put behind its length.
+    /// An embedded message, written by `body` in place, its length put before it.
     mutating func message(_ field: Int, _ body: (inout ProtobufWriter) -> Void) {
-        var inner = ProtobufWriter()
-        body(&inner)
-        lengthDelimited(field, inner.bytes)
+        tag(field, 2)
+        let lengthAt = bytes.count
+        bytes.append(0)
+        body(&self)
+        var length = bytes.count - lengthAt - 1
+        guard length >= 0x80 else {
+            bytes[lengthAt] = UInt8(length)
+            return
+        }
+        // The varint of a longer length: its first byte where the one was kept, the rest inserted after it.
+        bytes[lengthAt] = UInt8(truncatingIfNeeded: length) | 0x80
+        length >>= 7
+        var at = lengthAt + 1
+        while length > 0 {
+            bytes.insert(UInt8(truncatingIfNeeded: length) | (length >= 0x80 ? 0x80 : 0), at: at)
+            length >>= 7
+            at += 1
+        }
     }
 
-    /// A `KeyValue`: key = 1, value = 2 (an `AnyValue`).
-    mutating func keyValue(_ attribute: SpanAttribute) {
+    /// A `KeyValue` (key = 1, value = 2, an `AnyValue`) as field `field`, its sizes worked out
+    /// first: an attribute is written straight through, with nothing to move.
+    mutating func attribute(_ field: Int, _ attribute: SpanAttribute) {
+        let keyCount = attribute.key.utf8.count
+        let valueSize = Self.size(attribute.value)
+        let keySize = keyCount == 0 ? 0 : 1 + Self.varintSize(UInt64(keyCount)) + keyCount
+        tag(field, 2)
+        varint(UInt64(keySize + 1 + Self.varintSize(UInt64(valueSize)) + valueSize))
         string(1, attribute.key)
-        message(2) { $0.anyValue(attribute.value) }
+        tag(2, 2)
+        varint(UInt64(valueSize))
+        anyValue(attribute.value)
+    }
+
+    /// The bytes a varint of `value` takes.
+    static func varintSize(_ value: UInt64) -> Int {
+        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
+    }
+
+    /// The bytes ``anyValue(_:)`` writes for `value`.
+    static func size(_ value: SpanAttribute.Value) -> Int {
+        switch value {
+        case .string(let text):
+            let count = text.utf8.count
+            return 1 + varintSize(UInt64(count)) + count
+        case .bool: return 2
+        case .int(let number): return 1 + varintSize(UInt64(bitPattern: number))
+        case .double: return 9
+        case .strings(let texts):
+            let inner = texts.reduce(0) { total, text in
+                let one = size(.string(text))
+                return total + 1 + varintSize(UInt64(one)) + one
+            }
+            return 1 + varintSize(UInt64(inner)) + inner
+        }
     }
 
     /// An `AnyValue`, whose `oneof` is written even when it holds its type's default.
     mutating func anyValue(_ value: SpanAttribute.Value) {
         switch value {
         case .string(let text):
-            lengthDelimited(1, Array(text.utf8))
+            lengthDelimited(1, text.utf8)
         case .bool(let flag):
             tag(2, 0)
             varint(flag ? 1 : 0)
@@ -131,27 +194,27 @@ struct ProtobufWriter {
 
     /// A `Span` (opentelemetry/proto/trace/v1).
     mutating func span(_ span: SpanRecord) {
-        lengthDelimited(1, span.traceID.bytes)
-        lengthDelimited(2, span.spanID.bytes)
+        id(1, span.traceID.high, span.traceID.low)
+        id(2, span.spanID.value)
         string(3, span.traceState)
-        if let parent = span.parentSpanID { lengthDelimited(4, parent.bytes) }
+        if let parent = span.parentSpanID { id(4, parent.value) }
         string(5, span.name)
         uint(6, UInt64(span.kind.rawValue))
         fixed64(7, span.startNanoseconds)
         fixed64(8, span.endNanoseconds)
-        for attribute in span.attributes { message(9) { $0.keyValue(attribute) } }
+        for attribute in span.attributes { self.attribute(9, attribute) }
         for event in span.events {
             message(11) { message in
                 message.fixed64(1, event.timeNanoseconds)
                 message.string(2, event.name)
-                for attribute in event.attributes { message.message(3) { $0.keyValue(attribute) } }
+                for attribute in event.attributes { message.attribute(3, attribute) }
             }
         }
         for link in span.links {
             message(13) { message in
-                message.lengthDelimited(1, link.traceID.bytes)
-                message.lengthDelimited(2, link.spanID.bytes)
-                for attribute in link.attributes { message.message(4) { $0.keyValue(attribute) } }
+                message.id(1, link.traceID.high, link.traceID.low)
+                message.id(2, link.spanID.value)
+                for attribute in link.attributes { message.attribute(4, attribute) }
                 // The linked context's W3C flags, and that it is not known to be remote.
                 message.fixed32(6, 0x100 | (link.sampled ? 1 : 0))
             }
@@ -191,6 +254,13 @@ struct ProtobufReader {
             shift += 7
         }
         return nil
+    }
+
+    /// A little-endian fixed32 (wire type 5).
+    mutating func fixed32() -> UInt32? {
+        guard bytes.count - offset >= 4 else { return nil }
+        defer { offset += 4 }
+        return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << UInt32($1 * 8) }
     }
 
     mutating func nextTag() -> (field: Int, wire: UInt64)? {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A trace's id: 16 bytes, never all zero (W3C Trace Context, §3.2.2.3).
 package struct TraceID: Sendable, Hashable {
     package let high: UInt64
@@ -11,9 +13,8 @@ package struct TraceID: Sendable, Hashable {
     /// A new random id (the whole of it random, so the last 7 bytes are too, as the W3C
     /// `random` flag and ratio sampling expect).
     package static func random() -> TraceID {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            let id = TraceID(high: generator.next(), low: generator.next())
+            let id = TraceID(high: IDGenerator.next(), low: IDGenerator.next())
             if id.isValid { return id }
         }
     }
@@ -45,9 +46,8 @@ package struct SpanID: Sendable, Hashable {
     }
 
     package static func random() -> SpanID {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            let value: UInt64 = generator.next()
+            let value = IDGenerator.next()
             if value != 0 { return SpanID(value) }
         }
     }
@@ -64,15 +64,34 @@ package struct SpanID: Sendable, Hashable {
     }
 }
 
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
+/// Where ids come from: splitmix64 over one atomic counter, seeded once from the system's
+/// randomness. An id is a lock-free add and a few multiplications, not a `getrandom` call
+/// (which every request would pay, sampled or not); ids need to be unique and evenly spread
+/// (the ratio sampler reads their bits), not secret.
+enum IDGenerator {
+    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
 
+    static func next() -> UInt64 {
+        var mixed = state.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}
+
+enum Hex {
     static func string(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { buffer in
-            for index in 0..<16 {
-                buffer[index] = digits[Int((value >> UInt64(60 - index * 4)) & 0xF)]
-            }
+            write(value, into: buffer, at: 0)
             return 16
+        }
+    }
+
+    /// `value`'s 16 lower-case hex digits into `buffer` from `offset` on.
+    static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for index in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - index * 4)) & 0xF
+            buffer[offset + index] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
         }
     }
 

@@ -10,7 +10,7 @@ struct AttemptSpan {
     private let spanID: SpanID
     private let start: UInt64
     private let upstream: String
-    private let baseURL: String
+    private let server: (host: String?, port: Int?)
     private let model: String
     private let retry: Int
 
@@ -20,7 +20,7 @@ struct AttemptSpan {
         spanID = recorder.beginAttempt()
         start = WallClock.nanoseconds()
         upstream = member.name
-        baseURL = member.settings.baseURL
+        server = member.server
         self.model = model
         self.retry = retry
     }
@@ -30,15 +30,15 @@ struct AttemptSpan {
     func end(error: String?) {
         let context = recorder.context
         var span = SpanRecord(
-            traceID: context.traceID, spanID: spanID, parentSpanID: context.spanID, name: "chat \(model)",
+            traceID: context.traceID, spanID: spanID, parentSpanID: context.spanID, name: "chat " + model,
             kind: .client, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        span.attributes.reserveCapacity(14)
         span.traceState = context.traceState
         span.set("gen_ai.operation.name", "chat")
         span.set("gen_ai.system", "openai")
         span.set("gen_ai.request.model", model)
-        let (host, port) = Self.server(baseURL)
-        span.set("server.address", host)
-        span.set("server.port", port)
+        span.set("server.address", server.host)
+        span.set("server.port", server.port)
         span.set("textgateway.upstream", upstream)
         // The HTTP conventions' count of sends before this one, on this upstream.
         if retry > 0 { span.set("http.request.resend_count", retry) }

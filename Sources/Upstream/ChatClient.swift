@@ -121,7 +121,7 @@ package struct ChatClient: Sendable {
     private func httpRequest(body: [UInt8], requestID: String?, accept: String, timeout: Duration?) -> HTTPClientRequest
     {
         var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(4)
+        headers.reserveCapacity(6)
         headers.append(("Authorization", authorization))
         headers.append(("Content-Type", "application/json"))
         headers.append(("Accept", accept))

@@ -28,6 +28,8 @@ package final class UpstreamPool: Sendable {
         /// Attempts answered and failed since start, for the operator's console.
         let answers = Atomic<Int>(0)
         let failures = Atomic<Int>(0)
+        /// The host and port of ``settings``' base URL, worked out once for the attempts' spans.
+        let server: (host: String?, port: Int?)
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -37,6 +39,7 @@ package final class UpstreamPool: Sendable {
             self.endpoint = endpoint
             self.breaker = breaker
             self.metrics = metrics
+            server = AttemptSpan.server(settings.baseURL)
         }
 
         var name: String { settings.name }

@@ -33,14 +33,12 @@ struct RequestTracer: Sendable {
 
     /// The caller's trace context, when it sent one it may join the request to.
     private func incoming(_ request: HTTPRequest) -> TraceContext? {
-        switch settings.contextSource {
-        case .none: return nil
-        case .trusted:
+        // The field first: most requests have none, and the peer's address is parsed only for one that does.
+        guard settings.contextSource != .none, let traceparent = request.headers["traceparent"] else { return nil }
+        if settings.contextSource == .trusted {
             guard let host = request.remoteAddress?.host, let peer = IPAddress(host), trustedProxies.isTrusted(peer)
             else { return nil }
-        case .any: break
         }
-        guard let traceparent = request.headers["traceparent"] else { return nil }
         return TraceContext(traceparent: traceparent, tracestate: request.headers.combinedValue("tracestate"))
     }
 
@@ -59,6 +57,7 @@ struct RequestTracer: Sendable {
             startNanoseconds: end &- nanoseconds, endNanoseconds: end)
         span.parentIsRemote = trace.remoteParent != nil
         span.traceState = root.traceState
+        span.attributes.reserveCapacity(20)
         span.set("http.request.method", method)
         span.set("http.route", route)
         span.set("http.response.status_code", state.status)
