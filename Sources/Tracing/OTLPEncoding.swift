@@ -1,32 +1,46 @@
 /// The body of an OTLP/HTTP traces export: an `ExportTraceServiceRequest`
 /// (opentelemetry/proto/collector/trace/v1) in protobuf's binary encoding, written by hand
 /// (the few messages it needs, nothing generated).
+///
+/// Two passes: every message's size is worked out first (``ProtobufSize``), then the bytes are
+/// written once, front to back, into a buffer of exactly that size (``ProtobufWriter``): no
+/// growing, no moving, no check a byte.
 package enum OTLPEncoding {
     /// One resource (the gateway's attributes: `service.name`, …), one instrumentation scope,
     /// and `spans`.
     package static func exportRequest(
         resource: [SpanAttribute], scope: (name: String, version: String), spans: [SpanRecord]
     ) -> [UInt8] {
-        // About 400 bytes a span: room for the batch at once.
-        var request = ProtobufWriter(capacity: 256 + spans.count * 512)
+        typealias Size = ProtobufSize
+        // Resource.attributes = 1
+        let resourceBody = resource.reduce(0) { $0 + Size.field(1, Size.attribute($1)) }
+        // InstrumentationScope.name = 1, .version = 2
+        let scopeBody = Size.string(1, scope.name) + Size.string(2, scope.version)
+        let spanSizes = spans.map(Size.span)
+        // ScopeSpans.scope = 1, .spans = 2
+        let scopeSpansBody = spanSizes.reduce(Size.field(1, scopeBody)) { $0 + Size.field(2, $1) }
+        // ResourceSpans.resource = 1, .scope_spans = 2
+        let resourceSpansBody = Size.field(1, resourceBody) + Size.field(2, scopeSpansBody)
         // ExportTraceServiceRequest.resource_spans = 1
-        request.message(1) { resourceSpans in
-            // ResourceSpans.resource = 1: Resource.attributes = 1
-            resourceSpans.message(1) { message in
-                for attribute in resource { message.attribute(1, attribute) }
+        let total = Size.field(1, resourceSpansBody)
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            guard let start = buffer.baseAddress else { return }
+            var writer = ProtobufWriter(start)
+            writer.header(1, resourceSpansBody)
+            writer.header(1, resourceBody)
+            for attribute in resource { writer.attribute(1, attribute) }
+            writer.header(2, scopeSpansBody)
+            writer.header(1, scopeBody)
+            writer.string(1, scope.name)
+            writer.string(2, scope.version)
+            for (span, size) in zip(spans, spanSizes) {
+                writer.header(2, size)
+                writer.span(span)
             }
-            // ResourceSpans.scope_spans = 2
-            resourceSpans.message(2) { scopeSpans in
-                // ScopeSpans.scope = 1: InstrumentationScope.name = 1, .version = 2
-                scopeSpans.message(1) {
-                    $0.string(1, scope.name)
-                    $0.string(2, scope.version)
-                }
-                // ScopeSpans.spans = 2
-                for span in spans { scopeSpans.message(2) { $0.span(span) } }
-            }
+            count = writer.position - start
+            // The sizes and the writing describe the same messages; a difference is a bug here.
+            precondition(count == total, "OTLP encoding wrote \(count) bytes of \(total)")
         }
-        return request.bytes
     }
 
     /// The spans a collector said it refused, from an `ExportTraceServiceResponse`'s
@@ -49,136 +63,162 @@ package enum OTLPEncoding {
     }
 }
 
-/// Protobuf's wire format, as far as OTLP's messages need it, written in one buffer: a nested
-/// message is written in place and its length put before it afterwards (one byte is kept for
-/// it, enough below 128 bytes; a longer message moves up by the few bytes more it needs), so
-/// encoding a batch allocates little more than the buffer itself.
-struct ProtobufWriter {
-    private(set) var bytes: [UInt8] = []
+/// The bytes each part of an export takes, as ``ProtobufWriter`` writes it.
+enum ProtobufSize {
+    static func varint(_ value: UInt64) -> Int {
+        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
+    }
 
-    init(capacity: Int = 0) {
-        bytes.reserveCapacity(capacity)
+    /// A length-delimited field of `body` bytes: its key, its length, its body.
+    static func field(_ number: Int, _ body: Int) -> Int {
+        varint(UInt64(number) << 3) + varint(UInt64(body)) + body
+    }
+
+    /// A string field, left out when empty (proto3's default).
+    static func string(_ number: Int, _ text: String) -> Int {
+        text.isEmpty ? 0 : field(number, text.utf8.count)
+    }
+
+    /// A `KeyValue`'s body.
+    static func attribute(_ attribute: SpanAttribute) -> Int {
+        string(1, attribute.key) + field(2, value(attribute.value))
+    }
+
+    /// An `AnyValue`'s body; its `oneof` is written even when it holds its type's default.
+    static func value(_ value: SpanAttribute.Value) -> Int {
+        switch value {
+        case .string(let text): field(1, text.utf8.count)
+        case .bool: 2
+        case .int(let number): 1 + varint(UInt64(bitPattern: number))
+        case .double: 9
+        case .strings(let texts): field(5, texts.reduce(0) { $0 + field(1, self.value(.string($1))) })
+        }
+    }
+
+    /// A `Span`'s body.
+    static func span(_ span: SpanRecord) -> Int {
+        var size = field(1, 16) + field(2, 8) + string(3, span.traceState)
+        if span.parentSpanID != nil { size += field(4, 8) }
+        size += string(5, span.name) + 1 + varint(UInt64(span.kind.rawValue))
+        size += 2 * 9 // start and end: fixed64
+        for attribute in span.attributes { size += field(9, self.attribute(attribute)) }
+        for event in span.events { size += field(11, self.event(event)) }
+        for link in span.links { size += field(13, self.link(link)) }
+        size += status(span.status).map { field(15, $0) } ?? 0
+        return size + 2 + 4 // flags: fixed32, field 16 (a two-byte key)
+    }
+
+    static func event(_ event: SpanEvent) -> Int {
+        event.attributes.reduce(9 + string(2, event.name)) { $0 + field(3, attribute($1)) }
+    }
+
+    static func link(_ link: SpanLink) -> Int {
+        link.attributes.reduce(field(1, 16) + field(2, 8)) { $0 + field(4, attribute($1)) } + 5
+    }
+
+    /// A `Status`'s body; nil when unset (not written).
+    static func status(_ status: SpanRecord.Status) -> Int? {
+        switch status {
+        case .unset: nil
+        case .ok: 2
+        case .error(let description): string(2, description) + 2
+        }
+    }
+}
+
+/// Protobuf's wire format, as far as OTLP's messages need it, written front to back into
+/// memory sized by ``ProtobufSize``.
+struct ProtobufWriter {
+    private(set) var position: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) {
+        position = start
+    }
+
+    mutating func byte(_ value: UInt8) {
+        position.pointee = value
+        position += 1
     }
 
     mutating func varint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            byte(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
         }
-        bytes.append(UInt8(rest))
+        byte(UInt8(rest))
     }
 
     /// A field's key: its number and wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32).
-    mutating func tag(_ field: Int, _ wire: UInt64) {
-        varint(UInt64(field) << 3 | wire)
+    mutating func tag(_ number: Int, _ wire: UInt64) {
+        varint(UInt64(number) << 3 | wire)
+    }
+
+    /// A length-delimited field's key and length; its body follows.
+    mutating func header(_ number: Int, _ length: Int) {
+        tag(number, 2)
+        varint(UInt64(length))
+    }
+
+    /// `text`'s UTF-8 bytes.
+    mutating func raw(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            position.update(from: base, count: bytes.count)
+            position += bytes.count
+        }
     }
 
     /// A string field; the empty string, proto3's default, is not written.
-    mutating func string(_ field: Int, _ value: String) {
-        guard !value.isEmpty else { return }
-        lengthDelimited(field, value.utf8)
+    mutating func string(_ number: Int, _ text: String) {
+        guard !text.isEmpty else { return }
+        header(number, text.utf8.count)
+        raw(text)
     }
 
-    mutating func lengthDelimited(_ field: Int, _ value: some Collection<UInt8>) {
-        tag(field, 2)
-        varint(UInt64(value.count))
-        bytes.append(contentsOf: value)
-    }
-
-    /// A `bytes` field of one or two 64-bit words, big-endian (a span's or a trace's id).
-    mutating func id(_ field: Int, _ words: UInt64...) {
-        tag(field, 2)
-        varint(UInt64(words.count * 8))
+    /// A `bytes` field of 64-bit words, big-endian (a span's or a trace's id).
+    mutating func id(_ number: Int, _ words: UInt64...) {
+        header(number, words.count * 8)
         for word in words {
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) { byte(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
         }
     }
 
-    mutating func fixed64(_ field: Int, _ value: UInt64) {
-        tag(field, 1)
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    mutating func fixed64(_ number: Int, _ value: UInt64) {
+        tag(number, 1)
+        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
 
-    mutating func fixed32(_ field: Int, _ value: UInt32) {
-        tag(field, 5)
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    mutating func fixed32(_ number: Int, _ value: UInt32) {
+        tag(number, 5)
+        for shift in stride(from: 0, to: 32, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
     }
 
     /// A varint field; 0, the default, is not written.
-    mutating func uint(_ field: Int, _ value: UInt64) {
+    mutating func uint(_ number: Int, _ value: UInt64) {
         guard value != 0 else { return }
-        tag(field, 0)
+        tag(number, 0)
         varint(value)
     }
 
-    /// An embedded message, written by `body` in place, its length put before it.
-    mutating func message(_ field: Int, _ body: (inout ProtobufWriter) -> Void) {
-        tag(field, 2)
-        let lengthAt = bytes.count
-        bytes.append(0)
-        body(&self)
-        var length = bytes.count - lengthAt - 1
-        guard length >= 0x80 else {
-            bytes[lengthAt] = UInt8(length)
-            return
-        }
-        // The varint of a longer length: its first byte where the one was kept, the rest inserted after it.
-        bytes[lengthAt] = UInt8(truncatingIfNeeded: length) | 0x80
-        length >>= 7
-        var at = lengthAt + 1
-        while length > 0 {
-            bytes.insert(UInt8(truncatingIfNeeded: length) | (length >= 0x80 ? 0x80 : 0), at: at)
-            length >>= 7
-            at += 1
-        }
-    }
-
-    /// A `KeyValue` (key = 1, value = 2, an `AnyValue`) as field `field`, its sizes worked out
-    /// first: an attribute is written straight through, with nothing to move.
-    mutating func attribute(_ field: Int, _ attribute: SpanAttribute) {
-        let keyCount = attribute.key.utf8.count
-        let valueSize = Self.size(attribute.value)
-        let keySize = keyCount == 0 ? 0 : 1 + Self.varintSize(UInt64(keyCount)) + keyCount
-        tag(field, 2)
-        varint(UInt64(keySize + 1 + Self.varintSize(UInt64(valueSize)) + valueSize))
+    /// A `KeyValue` as field `number`: key = 1, value = 2 (an `AnyValue`).
+    mutating func attribute(_ number: Int, _ attribute: SpanAttribute) {
+        header(number, ProtobufSize.attribute(attribute))
         string(1, attribute.key)
-        tag(2, 2)
-        varint(UInt64(valueSize))
-        anyValue(attribute.value)
+        header(2, ProtobufSize.value(attribute.value))
+        value(attribute.value)
     }
 
-    /// The bytes a varint of `value` takes.
-    static func varintSize(_ value: UInt64) -> Int {
-        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-    }
-
-    /// The bytes ``anyValue(_:)`` writes for `value`.
-    static func size(_ value: SpanAttribute.Value) -> Int {
+    /// An `AnyValue`'s body.
+    mutating func value(_ value: SpanAttribute.Value) {
         switch value {
         case .string(let text):
-            let count = text.utf8.count
-            return 1 + varintSize(UInt64(count)) + count
-        case .bool: return 2
-        case .int(let number): return 1 + varintSize(UInt64(bitPattern: number))
-        case .double: return 9
-        case .strings(let texts):
-            let inner = texts.reduce(0) { total, text in
-                let one = size(.string(text))
-                return total + 1 + varintSize(UInt64(one)) + one
-            }
-            return 1 + varintSize(UInt64(inner)) + inner
-        }
-    }
-
-    /// An `AnyValue`, whose `oneof` is written even when it holds its type's default.
-    mutating func anyValue(_ value: SpanAttribute.Value) {
-        switch value {
-        case .string(let text):
-            lengthDelimited(1, text.utf8)
+            header(1, text.utf8.count)
+            raw(text)
         case .bool(let flag):
             tag(2, 0)
-            varint(flag ? 1 : 0)
+            byte(flag ? 1 : 0)
         case .int(let number):
             tag(3, 0)
             varint(UInt64(bitPattern: number))
@@ -186,46 +226,48 @@ struct ProtobufWriter {
             fixed64(4, number.bitPattern)
         case .strings(let texts):
             // array_value = 5: ArrayValue.values = 1
-            message(5) { array in
-                for text in texts { array.message(1) { $0.anyValue(.string(text)) } }
+            header(5, texts.reduce(0) { $0 + ProtobufSize.field(1, ProtobufSize.value(.string($1))) })
+            for text in texts {
+                header(1, ProtobufSize.value(.string(text)))
+                self.value(.string(text))
             }
         }
     }
 
-    /// A `Span` (opentelemetry/proto/trace/v1).
+    /// A `Span`'s body (opentelemetry/proto/trace/v1).
     mutating func span(_ span: SpanRecord) {
         id(1, span.traceID.high, span.traceID.low)
         id(2, span.spanID.value)
         string(3, span.traceState)
         if let parent = span.parentSpanID { id(4, parent.value) }
         string(5, span.name)
-        uint(6, UInt64(span.kind.rawValue))
+        tag(6, 0)
+        varint(UInt64(span.kind.rawValue))
         fixed64(7, span.startNanoseconds)
         fixed64(8, span.endNanoseconds)
         for attribute in span.attributes { self.attribute(9, attribute) }
         for event in span.events {
-            message(11) { message in
-                message.fixed64(1, event.timeNanoseconds)
-                message.string(2, event.name)
-                for attribute in event.attributes { message.attribute(3, attribute) }
-            }
+            header(11, ProtobufSize.event(event))
+            fixed64(1, event.timeNanoseconds)
+            string(2, event.name)
+            for attribute in event.attributes { self.attribute(3, attribute) }
         }
         for link in span.links {
-            message(13) { message in
-                message.id(1, link.traceID.high, link.traceID.low)
-                message.id(2, link.spanID.value)
-                for attribute in link.attributes { message.attribute(4, attribute) }
-                // The linked context's W3C flags, and that it is not known to be remote.
-                message.fixed32(6, 0x100 | (link.sampled ? 1 : 0))
-            }
+            header(13, ProtobufSize.link(link))
+            id(1, link.traceID.high, link.traceID.low)
+            id(2, link.spanID.value)
+            for attribute in link.attributes { self.attribute(4, attribute) }
+            // The linked context's W3C flags, and that it is not known to be remote.
+            fixed32(6, 0x100 | (link.sampled ? 1 : 0))
         }
-        switch span.status {
-        case .unset: break
-        case .ok: message(15) { $0.uint(3, 1) }
-        case .error(let description):
-            message(15) {
-                $0.string(2, description)
-                $0.uint(3, 2)
+        if let size = ProtobufSize.status(span.status) {
+            header(15, size)
+            switch span.status {
+            case .unset: break
+            case .ok: uint(3, 1)
+            case .error(let description):
+                string(2, description)
+                uint(3, 2)
             }
         }
         // flags = 16: the W3C flags (sampled: every exported span is), and whether the parent
