@@ -30,9 +30,9 @@ struct TracingConfigurationTests {
 
     @Test("the base endpoint gets /v1/traces; the traces endpoint is taken as it is, and wins")
     func endpoints() throws {
-        #expect(try Self.tracing(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"])?.endpoint == "http://c:4318/v1/traces")
-        #expect(
-            try Self.tracing(["OTEL_EXPORTER_OTLP_ENDPOINT": "https://c/otel/"])?.endpoint == "https://c/otel/v1/traces")
+        let base = "OTEL_EXPORTER_OTLP_ENDPOINT"
+        #expect(try Self.tracing([base: "http://c:4318"])?.endpoint == "http://c:4318/v1/traces")
+        #expect(try Self.tracing([base: "https://c/otel/"])?.endpoint == "https://c/otel/v1/traces")
         let both = try Self.tracing([
             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:9/x",
         ])
@@ -52,7 +52,8 @@ struct TracingConfigurationTests {
         #expect(settings.headers.map { "\($0.name): \($0.value)" } == ["x-team: gw", "authorization: Bearer secret-2"])
         let message = try #require(
             Self.refusal([
-                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_HEADERS": "secret-value-without-name",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                "OTEL_EXPORTER_OTLP_HEADERS": "secret-value-without-name",
             ]))
         #expect(message.contains("OTEL_EXPORTER_OTLP_HEADERS") && !message.contains("secret-value"))
         #expect(

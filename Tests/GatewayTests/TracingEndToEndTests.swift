@@ -1,8 +1,8 @@
 import Access
 import Gateway
 import HTTPClient
-import Testing
 import TestSupport
+import Testing
 
 @testable import Tracing
 
@@ -13,7 +13,9 @@ import TestSupport
 struct TracingEndToEndTests {
     static let callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
     static let callerSpan = "00f067aa0ba902b7"
-    static let text = "متن محرمانهٔ کاربر که هرگز نباید در هیچ ردی دیده شود، نه در نام و نه در ویژگی‌ها."
+    static let text =
+        "متن محرمانهٔ کاربر که هرگز نباید در هیچ ردی دیده شود، "
+        + "نه در نام و نه در ویژگی‌ها."
 
     /// A gateway exporting every 20 ms to its mock upstream's `/v1/traces`, `configure` after.
     static func with(
@@ -89,7 +91,7 @@ struct TracingEndToEndTests {
             _ = try await harness.process(task: "summarize", text: Self.text, headers: [Self.traceparent()])
             let server = try #require(await Self.spans(harness, atLeast: 2).first { $0.kind == 2 })
             #expect(server.traceID == Self.callerTrace && server.parent == Self.callerSpan)
-            #expect(server.flags == 0x301)  // sampled, and the parent known to be remote
+            #expect(server.flags == 0x301) // sampled, and the parent known to be remote
         }
         try await Self.with({ $0.contextSource = .any }) { harness in
             _ = try await harness.process(task: "summarize", text: Self.text, headers: [Self.traceparent()])
@@ -103,7 +105,8 @@ struct TracingEndToEndTests {
     func unsampled() async throws {
         // The caller's flag says not sampled, and parent-based sampling follows it.
         try await Self.with({ $0.contextSource = .any }) { harness in
-            _ = try await harness.process(task: "summarize", text: Self.text, headers: [Self.traceparent(sampled: false)])
+            let unsampled = Self.traceparent(sampled: false)
+            _ = try await harness.process(task: "summarize", text: Self.text, headers: [unsampled])
             // A second request, sampled, shows the exporter works: only its spans arrive.
             _ = try await harness.process(task: "summarize", text: Self.text)
             let spans = await Self.spans(harness, atLeast: 2)
@@ -113,7 +116,7 @@ struct TracingEndToEndTests {
         }
         try await Self.with({ $0.sampler = .alwaysOff }) { harness in
             _ = try await harness.process(task: "summarize", text: Self.text)
-            try await Task.sleep(for: .milliseconds(100))  // several schedule delays: nothing to wait for
+            try await Task.sleep(for: .milliseconds(100)) // several schedule delays: nothing to wait for
             #expect(Self.spans(harness).isEmpty && harness.mock.receivedTraceparents.isEmpty)
         }
     }
