@@ -211,8 +211,9 @@ def main() -> int:
     print(f"PASS traces-check: {len(spans)} spans in {len(servers)} traces read back from Phoenix: the caller's "
           f"traceparent joined; each call 3 attempt spans (2 refused on the dead upstream, the retry with its "
           f"resend count, then the live one's answer with the GenAI attributes; the stream's with its first_token "
-          f"event); none for the refused request; {calls} chunk(s) under the job's request; the upstream saw the attempt's traceparent; trace_id in every access line; no text, answer or "
-          f"credential in any span")
+          f"event); none for the refused request; {calls} chunk(s) under the job's request; the limiter's "
+          f"decision and the strict ledger commit under each answered request; the upstream saw the attempt's "
+          f"traceparent; trace_id in every access line; no text, answer or credential in any span")
     return 0
 
 
