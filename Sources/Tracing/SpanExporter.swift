@@ -254,7 +254,7 @@ package final class SpanExporter: Service {
             logger.warning("trace_export_dropped", [("reason", .string(reason)), ("spans", .int(spans))])
         } else if first {
             logger.warning(
-                "trace_export_failing", [("reason", .string(reason)), ("endpoint", .string(settings.endpoint))])
+                "trace_export_failing", [("reason", .string(reason)), ("endpoint", .string(settings.endpointForLogs))])
         }
     }
 
@@ -263,7 +263,7 @@ package final class SpanExporter: Service {
             defer { state.failing = false }
             return state.failing
         }
-        if was { logger.info("trace_export_resumed", [("endpoint", .string(settings.endpoint))]) }
+        if was { logger.info("trace_export_resumed", [("endpoint", .string(settings.endpointForLogs))]) }
     }
 }
 

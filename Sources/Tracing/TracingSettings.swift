@@ -57,6 +57,18 @@ package struct TracingSettings: Sendable, Equatable {
             && left.userID == right.userID && left.probes == right.probes
     }
 
+    /// ``endpoint`` as the log names it: without a user and password before its host, nor a
+    /// query (either may hold a collector's key).
+    package var endpointForLogs: String {
+        var text = Substring(endpoint)
+        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<query] }
+        guard let schemeEnd = text.firstIndex(of: ":"), text[schemeEnd...].hasPrefix("://") else { return String(text) }
+        let authorityStart = text.index(schemeEnd, offsetBy: 3)
+        let authorityEnd = text[authorityStart...].firstIndex(of: "/") ?? text.endIndex
+        guard let at = text[authorityStart..<authorityEnd].lastIndex(of: "@") else { return String(text) }
+        return String(text[..<authorityStart]) + String(text[text.index(after: at)...])
+    }
+
     /// The resource's `service.name`.
     package var serviceName: String {
         for attribute in resource where attribute.key == "service.name" {

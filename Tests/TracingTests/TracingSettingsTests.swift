@@ -65,3 +65,19 @@ struct TracingSettingsTests {
         #expect(settings.serviceName == "edge")
     }
 }
+
+@Suite("The endpoint as logs name it")
+struct EndpointForLogsTests {
+    @Test(
+        "no user, password or query reaches a log line",
+        arguments: [
+            ("https://user:s3cret@collector.example:4318/v1/traces", "https://collector.example:4318/v1/traces"),
+            ("http://collector:4318/v1/traces?api_key=s3cret", "http://collector:4318/v1/traces"),
+            ("http://token@collector/v1/traces#frag", "http://collector/v1/traces"),
+            ("http://collector:4318/v1/traces", "http://collector:4318/v1/traces"),
+            ("http://collector/path@with/at", "http://collector/path@with/at"),
+        ])
+    func stripped(endpoint: String, logged: String) {
+        #expect(TracingSettings(endpoint: endpoint).endpointForLogs == logged)
+    }
+}
