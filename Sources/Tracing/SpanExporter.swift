@@ -146,7 +146,14 @@ package final class SpanExporter: Service {
                     state.queue.count >= settings.maxBatchSize || state.stopping
                     || (now >= deadline && !state.queue.isEmpty)
                 guard ready, !state.queue.isEmpty else { return (nil, state.stopping) }
-                let count = min(settings.maxBatchSize, state.queue.count)
+                guard state.queue.count > settings.maxBatchSize else {
+                    // The whole queue is the batch: handed over, not copied.
+                    var batch: [SpanRecord] = []
+                    batch.reserveCapacity(settings.maxBatchSize)
+                    swap(&batch, &state.queue)
+                    return (batch, state.stopping)
+                }
+                let count = settings.maxBatchSize
                 defer { state.queue.removeFirst(count) }
                 return (Array(state.queue.prefix(count)), state.stopping)
             }

@@ -68,9 +68,12 @@ struct RequestTracer: Sendable {
         span.set("textgateway.caller.plan", caller?.plan)
         if settings.userID { span.set("enduser.id", caller?.userID) }
         span.set("textgateway.task", state.report.task)
-        span.set("textgateway.cache_hit", .bool(state.report.cacheHit))
+        // Said only when they say something: most requests are no cache hit, with one attempt.
+        if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
         span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
-        span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+        if state.report.upstreamAttempts > 1 {
+            span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+        }
         span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
         span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
         if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
