@@ -63,9 +63,8 @@ package struct TraceContext: Sendable, Hashable {
         var keys: Set<Substring> = []
         for member in text.split(separator: ",", omittingEmptySubsequences: false) {
             // Optional white space around a member (OWS: spaces and tabs).
-            let entry = member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
-            if entry.isEmpty { continue }
-            let trimmed = Substring(entry.reversed())
+            let trimmed = member.trimmingSpacesAndTabs
+            if trimmed.isEmpty { continue }
             guard keys.count < 32, let equals = trimmed.firstIndex(of: "="),
                 isKey(trimmed[..<equals]), isValue(trimmed[trimmed.index(after: equals)...]),
                 keys.insert(trimmed[..<equals]).inserted
@@ -97,5 +96,16 @@ package struct TraceContext: Sendable, Hashable {
         let bytes = value.utf8
         return !bytes.isEmpty && bytes.count <= 256 && bytes.last != 0x20
             && bytes.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != 0x2C && $0 != 0x3D }
+    }
+}
+
+extension Substring {
+    /// Without the spaces and tabs around it (HTTP's optional white space, OWS).
+    var trimmingSpacesAndTabs: Substring {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else {
+            return self[endIndex...]
+        }
+        return self[first...last]
     }
 }

@@ -59,6 +59,18 @@ package final class TraceRecorder: Sendable {
         state.withLock { ($0.finishReasons, $0.firstToken) }
     }
 
+    /// A span of this work's, begun at `start` and ended now: a child of the work's own span, in
+    /// its trace (`id`: one named to an upstream already, ``beginAttempt()``).
+    package func child(
+        _ name: String, kind: SpanRecord.Kind, id: SpanID = SpanID.random(), since start: UInt64
+    ) -> SpanRecord {
+        var span = SpanRecord(
+            traceID: context.traceID, spanID: id, parentSpanID: context.spanID, name: name, kind: kind,
+            startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        span.traceState = context.traceState
+        return span
+    }
+
     /// Keeps a finished child span.
     package func record(_ span: SpanRecord) {
         state.withLock { $0.spans.append(span) }

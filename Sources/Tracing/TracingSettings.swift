@@ -93,10 +93,7 @@ package struct TracingSettings: Sendable, Equatable {
         return pairs
     }
 
-    private static func trim(_ text: Substring) -> Substring {
-        text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
-            .reduce(into: Substring()) { $0.append($1) }
-    }
+    private static func trim(_ text: Substring) -> Substring { text.trimmingSpacesAndTabs }
 
     private static func percentDecoded(_ text: Substring) -> String? {
         var bytes: [UInt8] = []

@@ -28,12 +28,8 @@ struct AttemptSpan {
     /// Records the span: `error` is the failure's kind (``UpstreamFailure/label``), nil when
     /// the attempt answered.
     func end(error: String?) {
-        let context = recorder.context
-        var span = SpanRecord(
-            traceID: context.traceID, spanID: spanID, parentSpanID: context.spanID, name: "chat " + model,
-            kind: .client, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        var span = recorder.child("chat " + model, kind: .client, id: spanID, since: start)
         span.attributes.reserveCapacity(14)
-        span.traceState = context.traceState
         span.set("gen_ai.operation.name", "chat")
         span.set("gen_ai.system", "openai")
         span.set("gen_ai.request.model", model)

@@ -274,9 +274,7 @@ struct RateLimitMiddleware: Middleware {
     /// The limiter's decision as a span of the request's trace: the time it took (a Redis
     /// round trip with several instances) and whether it admitted the request.
     private static func trace(_ trace: TraceRecorder, _ decision: RateDecision, since start: UInt64) {
-        var span = SpanRecord(
-            traceID: trace.context.traceID, spanID: SpanID.random(), parentSpanID: trace.context.spanID,
-            name: "rate limit", kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        var span = trace.child("rate limit", kind: .internal, since: start)
         switch decision {
         case .allowed: span.set("textgateway.rate_limit.decision", "allowed")
         case .refused(_, let reason):

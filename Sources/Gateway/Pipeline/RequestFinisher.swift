@@ -236,9 +236,7 @@ struct RequestFinisher: Sendable {
         // The answer waits for this commit (LEDGER_DURABILITY=strict): its own span in the trace.
         let start = WallClock.nanoseconds()
         await strict.record(context, summary)
-        var span = SpanRecord(
-            traceID: trace.context.traceID, spanID: SpanID.random(), parentSpanID: trace.context.spanID,
-            name: "ledger commit", kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
+        var span = trace.child("ledger commit", kind: .internal, since: start)
         span.set("textgateway.ledger_durability", "strict")
         trace.record(span)
     }
