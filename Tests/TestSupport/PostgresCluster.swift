@@ -55,8 +55,11 @@ package final class PostgresCluster: Sendable {
         }
     }
 
+    /// All of a suite's tests run at once, each holding a few connections: the store suites
+    /// peak near 80, and a connection refused for want of a slot fails its test once its
+    /// query timeout passes, which a loaded machine reaches. 200 leaves room to spare.
     private var serverOptions: String {
-        "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+        "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     }
 
     /// A configuration for this cluster's database `database`.
