@@ -9,11 +9,11 @@ package enum OTLPEncoding {
     /// One resource (the gateway's attributes: `service.name`, …), one instrumentation scope,
     /// and `spans`.
     package static func exportRequest(
-        resource: [SpanAttribute], scope: (name: String, version: String), spans: [SpanRecord]
+        resource: SpanAttributes, scope: (name: String, version: String), spans: [SpanRecord]
     ) -> [UInt8] {
         typealias Size = ProtobufSize
         // Resource.attributes = 1
-        let resourceBody = resource.reduce(0) { $0 + Size.field(1, Size.attribute($1)) }
+        let resourceBody = resource.bytes.count
         // InstrumentationScope.name = 1, .version = 2
         let scopeBody = Size.string(1, scope.name) + Size.string(2, scope.version)
         let spanSizes = spans.map(Size.span)
@@ -28,7 +28,7 @@ package enum OTLPEncoding {
             var writer = ProtobufWriter(start)
             writer.header(1, resourceSpansBody)
             writer.header(1, resourceBody)
-            for attribute in resource { writer.attribute(1, attribute) }
+            writer.attributes(1, resource)
             writer.header(2, scopeSpansBody)
             writer.header(1, scopeBody)
             writer.string(1, scope.name)
@@ -79,9 +79,9 @@ enum ProtobufSize {
         text.isEmpty ? 0 : field(number, text.utf8.count)
     }
 
-    /// A `KeyValue`'s body.
-    static func attribute(_ attribute: SpanAttribute) -> Int {
-        string(1, attribute.key) + field(2, value(attribute.value))
+    /// A `KeyValue`'s body, its key `keyBytes` long.
+    static func attribute(keyBytes: Int, _ value: SpanAttribute.Value) -> Int {
+        (keyBytes == 0 ? 0 : field(1, keyBytes)) + field(2, self.value(value))
     }
 
     /// An `AnyValue`'s body; its `oneof` is written even when it holds its type's default.
@@ -101,7 +101,7 @@ enum ProtobufSize {
         if span.parentSpanID != nil { size += field(4, 8) }
         size += string(5, span.name) + 1 + varint(UInt64(span.kind.rawValue))
         size += 2 * 9 // start and end: fixed64
-        for attribute in span.attributes { size += field(9, self.attribute(attribute)) }
+        size += span.attributes.bytes.count
         for event in span.events { size += field(11, self.event(event)) }
         for link in span.links { size += field(13, self.link(link)) }
         size += status(span.status).map { field(15, $0) } ?? 0
@@ -109,11 +109,11 @@ enum ProtobufSize {
     }
 
     static func event(_ event: SpanEvent) -> Int {
-        event.attributes.reduce(9 + string(2, event.name)) { $0 + field(3, attribute($1)) }
+        9 + string(2, event.name) + event.attributes.bytes.count
     }
 
     static func link(_ link: SpanLink) -> Int {
-        link.attributes.reduce(field(1, 16) + field(2, 8)) { $0 + field(4, attribute($1)) } + 5
+        field(1, 16) + field(2, 8) + link.attributes.bytes.count + 5
     }
 
     /// A `Status`'s body; nil when unset (not written).
@@ -202,12 +202,42 @@ struct ProtobufWriter {
         varint(value)
     }
 
-    /// A `KeyValue` as field `number`: key = 1, value = 2 (an `AnyValue`).
-    mutating func attribute(_ number: Int, _ attribute: SpanAttribute) {
-        header(number, ProtobufSize.attribute(attribute))
-        string(1, attribute.key)
-        header(2, ProtobufSize.value(attribute.value))
-        value(attribute.value)
+    /// A `KeyValue`'s body: key = 1 (left out when empty), value = 2 (an `AnyValue`).
+    mutating func attribute(key: UnsafeBufferPointer<UInt8>, _ value: SpanAttribute.Value) {
+        if let base = key.baseAddress, !key.isEmpty {
+            header(1, key.count)
+            position.update(from: base, count: key.count)
+            position += key.count
+        }
+        header(2, ProtobufSize.value(value))
+        self.value(value)
+    }
+
+    /// `attributes` as repeated field `number` (below 16): their bytes copied, each one's key
+    /// byte written for this field when it is not a span's.
+    mutating func attributes(_ number: Int, _ attributes: SpanAttributes) {
+        attributes.bytes.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            position.update(from: base, count: bytes.count)
+            if number != SpanAttributes.spanField {
+                var entry = position
+                let end = position + bytes.count
+                while entry < end {
+                    entry.pointee = UInt8(number << 3 | 2)
+                    var length = 0
+                    var shift = 0
+                    var next = entry + 1
+                    while true {
+                        length |= Int(next.pointee & 0x7F) << shift
+                        next += 1
+                        if next[-1] & 0x80 == 0 { break }
+                        shift += 7
+                    }
+                    entry = next + length
+                }
+            }
+            position += bytes.count
+        }
     }
 
     /// An `AnyValue`'s body.
@@ -245,18 +275,18 @@ struct ProtobufWriter {
         varint(UInt64(span.kind.rawValue))
         fixed64(7, span.startNanoseconds)
         fixed64(8, span.endNanoseconds)
-        for attribute in span.attributes { self.attribute(9, attribute) }
+        attributes(9, span.attributes)
         for event in span.events {
             header(11, ProtobufSize.event(event))
             fixed64(1, event.timeNanoseconds)
             string(2, event.name)
-            for attribute in event.attributes { self.attribute(3, attribute) }
+            attributes(3, event.attributes)
         }
         for link in span.links {
             header(13, ProtobufSize.link(link))
             id(1, link.traceID.high, link.traceID.low)
             id(2, link.spanID.value)
-            for attribute in link.attributes { self.attribute(4, attribute) }
+            attributes(4, link.attributes)
             // The linked context's W3C flags, and that it is not known to be remote.
             fixed32(6, 0x100 | (link.sampled ? 1 : 0))
         }
@@ -303,6 +333,13 @@ struct ProtobufReader {
         guard bytes.count - offset >= 4 else { return nil }
         defer { offset += 4 }
         return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << UInt32($1 * 8) }
+    }
+
+    /// A little-endian fixed64 (wire type 1).
+    mutating func fixed64() -> UInt64? {
+        guard bytes.count - offset >= 8 else { return nil }
+        defer { offset += 8 }
+        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << UInt64($1 * 8) }
     }
 
     mutating func nextTag() -> (field: Int, wire: UInt64)? {

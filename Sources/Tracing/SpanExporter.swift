@@ -20,6 +20,8 @@ package final class SpanExporter: Service {
     private let logger: Logger
     private let metrics: Metrics
     private let scope: (name: String, version: String)
+    /// The resource's attributes, encoded once.
+    private let resource: SpanAttributes
     private let sleep: @Sendable (Duration) async throws -> Void
     /// Monotonic nanoseconds, for a batch's export timeout (a test's advances with its sleeps).
     private let clock: @Sendable () -> UInt64
@@ -62,6 +64,7 @@ package final class SpanExporter: Service {
         self.sleep = sleep
         self.clock = clock
         scope = ("text-gateway", version)
+        resource = SpanAttributes(settings.resource)
         let spans = registry.counter(
             "textgateway_trace_spans_total",
             help: "Spans finished, by what became of them: exported, dropped_queue_full, dropped_export_failed, "
@@ -199,7 +202,7 @@ package final class SpanExporter: Service {
 
     /// Posts one batch, retrying what may succeed later until the export timeout.
     private func export(_ batch: [SpanRecord]) async {
-        let body = OTLPEncoding.exportRequest(resource: settings.resource, scope: scope, spans: batch)
+        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, spans: batch)
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/x-protobuf"), ("User-Agent", "\(scope.name)/\(scope.version)"),
         ]

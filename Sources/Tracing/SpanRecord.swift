@@ -29,7 +29,7 @@ package struct SpanRecord: Sendable {
     /// Nanoseconds since the Unix epoch.
     package var startNanoseconds: UInt64
     package var endNanoseconds: UInt64
-    package var attributes: [SpanAttribute] = []
+    package var attributes = SpanAttributes()
     package var events: [SpanEvent] = []
     package var links: [SpanLink] = []
     package var status: Status = .unset
@@ -47,16 +47,16 @@ package struct SpanRecord: Sendable {
         self.endNanoseconds = max(startNanoseconds, endNanoseconds)
     }
 
-    package mutating func set(_ key: String, _ value: SpanAttribute.Value) {
-        attributes.append(SpanAttribute(key, value))
+    package mutating func set(_ key: StaticString, _ value: SpanAttribute.Value) {
+        attributes.append(key, value)
     }
 
-    package mutating func set(_ key: String, _ value: String?) {
-        if let value { attributes.append(SpanAttribute(key, .string(value))) }
+    package mutating func set(_ key: StaticString, _ value: String?) {
+        if let value { attributes.append(key, .string(value)) }
     }
 
-    package mutating func set(_ key: String, _ value: Int?) {
-        if let value { attributes.append(SpanAttribute(key, .int(Int64(value)))) }
+    package mutating func set(_ key: StaticString, _ value: Int?) {
+        if let value { attributes.append(key, .int(Int64(value))) }
     }
 }
 
@@ -81,9 +81,9 @@ package struct SpanAttribute: Sendable, Equatable {
 package struct SpanEvent: Sendable, Equatable {
     package var name: String
     package var timeNanoseconds: UInt64
-    package var attributes: [SpanAttribute]
+    package var attributes: SpanAttributes
 
-    package init(name: String, timeNanoseconds: UInt64, attributes: [SpanAttribute] = []) {
+    package init(name: String, timeNanoseconds: UInt64, attributes: SpanAttributes = []) {
         self.name = name
         self.timeNanoseconds = timeNanoseconds
         self.attributes = attributes
@@ -97,9 +97,9 @@ package struct SpanLink: Sendable, Equatable {
     package var spanID: SpanID
     /// Whether the linked span's trace was sampled (its W3C flag).
     package var sampled: Bool
-    package var attributes: [SpanAttribute]
+    package var attributes: SpanAttributes
 
-    package init(traceID: TraceID, spanID: SpanID, sampled: Bool = true, attributes: [SpanAttribute] = []) {
+    package init(traceID: TraceID, spanID: SpanID, sampled: Bool = true, attributes: SpanAttributes = []) {
         self.traceID = traceID
         self.spanID = spanID
         self.sampled = sampled

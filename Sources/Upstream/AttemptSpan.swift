@@ -12,6 +12,7 @@ struct AttemptSpan {
     private let upstream: String
     private let server: (host: String?, port: Int?)
     private let model: String
+    private let name: String
     private let retry: Int
 
     init?(member: UpstreamPool.Member, model: String, retry: Int) {
@@ -22,14 +23,20 @@ struct AttemptSpan {
         upstream = member.name
         server = member.server
         self.model = model
+        name = member.spanNames[model] ?? Self.name(model: model)
         self.retry = retry
+    }
+
+    /// An attempt's span name: the GenAI conventions' `{operation} {model}`.
+    static func name(model: String) -> String {
+        "chat " + model
     }
 
     /// Records the span: `error` is the failure's kind (``UpstreamFailure/label``), nil when
     /// the attempt answered.
     func end(error: String?) {
-        var span = recorder.child("chat " + model, kind: .client, id: spanID, since: start)
-        span.attributes.reserveCapacity(14)
+        var span = recorder.child(name, kind: .client, id: spanID, since: start)
+        span.attributes.reserveCapacity(384)
         span.set("gen_ai.operation.name", "chat")
         span.set("gen_ai.system", "openai")
         span.set("gen_ai.request.model", model)

@@ -30,6 +30,8 @@ package final class UpstreamPool: Sendable {
         let failures = Atomic<Int>(0)
         /// The host and port of ``settings``' base URL, worked out once for the attempts' spans.
         let server: (host: String?, port: Int?)
+        /// The attempts' span names (`chat <model>`) of the models this upstream is asked for, made once.
+        let spanNames: [String: String]
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -40,6 +42,9 @@ package final class UpstreamPool: Sendable {
             self.breaker = breaker
             self.metrics = metrics
             server = AttemptSpan.server(settings.baseURL)
+            let models = Set(
+                [settings.defaultModel].compactMap { $0 } + settings.taskModels.values + settings.aliasModels.values)
+            spanNames = Dictionary(uniqueKeysWithValues: models.map { ($0, AttemptSpan.name(model: $0)) })
         }
 
         var name: String { settings.name }

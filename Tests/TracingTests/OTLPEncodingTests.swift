@@ -72,7 +72,7 @@ struct OTLPEncodingTests {
             SpanAttribute("service.instance.count", .int(3)),
         ]
         let body = OTLPEncoding.exportRequest(
-            resource: resource, scope: (name: "text-gateway", version: "1.2.3"), spans: spans)
+            resource: SpanAttributes(resource), scope: (name: "text-gateway", version: "1.2.3"), spans: spans)
         let decoded = try OTLPPython.decodeRequest(body)
         #expect(decoded.canonical, "the bytes are exactly what the protobuf runtime writes for the message")
 
@@ -96,12 +96,12 @@ struct OTLPEncodingTests {
         #expect(root.kind == 2)
         #expect(root.startTimeUnixNano == "1700000000123456789")
         #expect(root.endTimeUnixNano == "1700000001987654321")
-        #expect(attributes(root.attributes) == spans[0].attributes)
+        #expect(attributes(root.attributes) == spans[0].attributes.list)
         #expect(spans[0].attributes.count == 13, "the nil attribute is not set")
         #expect(root.events?.count == 2)
         #expect(root.events?.first?.name == "first_token")
         #expect(root.events?.first?.timeUnixNano == "1700000000128456789")
-        #expect(attributes(root.events?.first?.attributes) == spans[0].events[0].attributes)
+        #expect(attributes(root.events?.first?.attributes) == spans[0].events[0].attributes.list)
         #expect(root.events?.last?.name == "bare")
         #expect(root.events?.last?.attributes == nil)
         #expect(root.links == nil)
@@ -180,6 +180,21 @@ struct OTLPEncodingTests {
             traceID: Self.traceA, spanID: SpanID(1), parentSpanID: nil, name: "x", kind: .internal,
             startNanoseconds: 10, endNanoseconds: 5)
         #expect(span.endNanoseconds == 10)
+    }
+
+    @Test("attributes are kept as their bytes and read back as they were set, in order")
+    func attributesReadBack() {
+        let list = Self.spans()[0].attributes.list
+        #expect(list.count == 13)
+        #expect(list.first == SpanAttribute("text.persian", .string("سلام دنیا، متن فارسی")))
+        #expect(list.last == SpanAttribute("http.status_code", .int(200)))
+        #expect(SpanAttributes(list) == Self.spans()[0].attributes)
+        #expect(SpanAttributes(list).list == list)
+        var grown = SpanAttributes()
+        #expect(grown.isEmpty)
+        grown.append("a", .int(1))
+        #expect(grown.list == [SpanAttribute("a", .int(1))])
+        #expect(grown.count == 1)
     }
 
     @Test("our own reader of the request agrees with the package on the spans' names")

@@ -11,10 +11,30 @@ import Tracing
 /// when it ends, from what its steps reported, with the spans its parts recorded meanwhile
 /// (each upstream attempt). Never the text, the prompt, the answer or a credential: only
 /// the request's shape, its caller's kind and plan, and numbers.
-struct RequestTracer: Sendable {
+final class RequestTracer: Sendable {
     let settings: TracingSettings
     let exporter: SpanExporter
     let trustedProxies: TrustedProxies
+    /// The server span's name of each route (`POST /api/process`), for the usual methods, made once.
+    private let names: (get: [RouteLabel: String], post: [RouteLabel: String])
+
+    init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
+        self.settings = settings
+        self.exporter = exporter
+        self.trustedProxies = trustedProxies
+        func named(_ method: String) -> [RouteLabel: String] {
+            Dictionary(uniqueKeysWithValues: RouteLabel.allCases.map { ($0, method + " " + $0.rawValue) })
+        }
+        names = (named("GET"), named("POST"))
+    }
+
+    /// `METHOD /route`, or the method alone for a path of no route.
+    private func name(_ method: String, _ route: RouteLabel) -> String {
+        if route == .other { return method }
+        if method == "POST", let name = names.post[route] { return name }
+        if method == "GET", let name = names.get[route] { return name }
+        return method + " " + route.rawValue
+    }
 
     /// The recorder of a request to trace; nil when its trace is not sampled, or it is a probe
     /// (`/api/health`, `/metrics`) and `TRACE_PROBES` is off.
@@ -53,11 +73,11 @@ struct RequestTracer: Sendable {
         let route = context.route == .other ? nil : context.route.rawValue
         var span = SpanRecord(
             traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent,
-            name: route.map { method + " " + $0 } ?? method, kind: .server,
+            name: name(method, context.route), kind: .server,
             startNanoseconds: end &- nanoseconds, endNanoseconds: end)
         span.parentIsRemote = trace.remoteParent != nil
         span.traceState = root.traceState
-        span.attributes.reserveCapacity(20)
+        span.attributes.reserveCapacity(640)
         span.set("http.request.method", method)
         span.set("http.route", route)
         span.set("http.response.status_code", state.status)

@@ -1,0 +1,96 @@
+/// A span's attributes (or an event's, a link's, the resource's), kept as the protobuf bytes
+/// they are sent as: each one is written as a `KeyValue` when it is set. A span then holds one
+/// buffer, not a string and a value for each attribute, and its export copies the buffer.
+package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
+    /// Each attribute as field 9 of a `Span`: its key byte, its length, its `KeyValue`. Every
+    /// field that holds attributes has a number below 16, so a one-byte key: written elsewhere,
+    /// only that byte changes (``ProtobufWriter/attributes(_:_:)``).
+    private(set) var bytes: [UInt8] = []
+    /// How many attributes there are.
+    package private(set) var count = 0
+
+    static let spanField = 9
+
+    package init() {}
+
+    package init(_ list: [SpanAttribute]) {
+        for attribute in list {
+            var key = attribute.key
+            key.withUTF8 { append(key: $0, attribute.value) }
+        }
+    }
+
+    package init(arrayLiteral elements: SpanAttribute...) {
+        self.init(elements)
+    }
+
+    package var isEmpty: Bool { count == 0 }
+
+    /// Room for `bytes` bytes of attributes (a span's attributes take about 40 bytes each).
+    package mutating func reserveCapacity(_ bytes: Int) {
+        self.bytes.reserveCapacity(bytes)
+    }
+
+    /// Adds an attribute whose key is a literal: its bytes are read where the literal lies.
+    package mutating func append(_ key: StaticString, _ value: SpanAttribute.Value) {
+        key.withUTF8Buffer { append(key: $0, value) }
+    }
+
+    private mutating func append(key: UnsafeBufferPointer<UInt8>, _ value: SpanAttribute.Value) {
+        let body = ProtobufSize.attribute(keyBytes: key.count, value)
+        let size = ProtobufSize.field(Self.spanField, body)
+        // Written on the stack, then copied in once: an array's spare room cannot be written.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var writer = ProtobufWriter(base)
+            writer.header(Self.spanField, body)
+            writer.attribute(key: key, value)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: size))
+        }
+        count += 1
+    }
+
+    /// The attributes, read back from their bytes (in the order they were set).
+    package var list: [SpanAttribute] {
+        var reader = ProtobufReader(bytes)
+        var list: [SpanAttribute] = []
+        while reader.nextTag() != nil, let body = reader.lengthDelimited() {
+            if let attribute = Self.keyValue(body) { list.append(attribute) }
+        }
+        return list
+    }
+
+    private static func keyValue(_ body: [UInt8]) -> SpanAttribute? {
+        var reader = ProtobufReader(body)
+        var key = ""
+        var value: SpanAttribute.Value?
+        while let (field, wire) = reader.nextTag() {
+            switch (field, wire) {
+            case (1, 2): key = String(decoding: reader.lengthDelimited() ?? [], as: UTF8.self)
+            case (2, 2): value = anyValue(reader.lengthDelimited() ?? [])
+            default: guard reader.skip(wire) else { return nil }
+            }
+        }
+        return value.map { SpanAttribute(key, $0) }
+    }
+
+    private static func anyValue(_ body: [UInt8]) -> SpanAttribute.Value? {
+        var reader = ProtobufReader(body)
+        guard let (field, wire) = reader.nextTag() else { return nil }
+        switch (field, wire) {
+        case (1, 2): return .string(String(decoding: reader.lengthDelimited() ?? [], as: UTF8.self))
+        case (2, 0): return reader.varint().map { .bool($0 != 0) }
+        case (3, 0): return reader.varint().map { .int(Int64(bitPattern: $0)) }
+        case (4, 1): return reader.fixed64().map { .double(Double(bitPattern: $0)) }
+        case (5, 2):
+            var array = ProtobufReader(reader.lengthDelimited() ?? [])
+            var texts: [String] = []
+            while array.nextTag() != nil, let item = array.lengthDelimited() {
+                guard case .string(let text) = anyValue(item) else { return nil }
+                texts.append(text)
+            }
+            return .strings(texts)
+        default: return nil
+        }
+    }
+}
