@@ -195,6 +195,13 @@ struct OTLPEncodingTests {
         grown.append("a", .int(1))
         #expect(grown.list == [SpanAttribute("a", .int(1))])
         #expect(grown.count == 1)
+        // A value: a copy written to leaves the original as it was, past any first capacity.
+        var copy = grown
+        for number in 0..<100 { copy.append("n", .int(Int64(number))) }
+        #expect(grown.list == [SpanAttribute("a", .int(1))])
+        #expect(copy.count == 101)
+        #expect(copy.list.last == SpanAttribute("n", .int(99)))
+        #expect(copy != grown)
     }
 
     @Test("our own reader of the request agrees with the package on the spans' names")
