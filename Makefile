@@ -6,7 +6,7 @@ FUZZ_RUNS    ?= 10000000
 FUZZ_JOBS    ?= 1
 MOCK_PORT    ?= 9090
 
-.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check traces-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-frames bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
+.PHONY: help setup build test lint image-check bare-check real-upstream-check test-openai openapi-check import-check console-check traces-check release run demo bench clean fuzz fuzz-long bench-gateway bench-spread bench-scale bench-server bench-client bench-https bench-instructions bench-frames profile allocations allocations-check bench-store bench-crypto bench-jwt bench-devices bench-idempotency bench-instances bench-jobs bench-admin mock drills instances-check nginx-check stress
 
 help:
 	@echo "make setup         install the Debian packages the build and the tests need, when missing (scripts/setup.sh test)"
@@ -43,6 +43,8 @@ help:
 	@echo "make bench-https   a cold client's 1,000 calls over HTTPS and HTTP/2 (nginx ssl http2, 1 s mock): wall time, connections"
 	@echo "make bench-frames  gdb: the async frames one POST /api/process takes from its task's allocator (task allocations, slabs, the deepest stack; needs gdb)"
 	@echo "make bench-instructions  callgrind: the gateway's instructions per POST /api/process, by function (needs valgrind; TEXT_REPEAT=1..38 for longer texts)"
+	@echo "make profile       perf: the release gateway as shipped (store, access log) under wrk at 64 connections, drawn as a flame graph (flamegraph.svg) with the top functions (needs perf, wrk)"
+	@echo "make allocations   heap allocations a request (plain, stream, /v1), counted by an LD_PRELOAD counter (needs cc); allocations-check fails when one grew by more than 10 % over Benchmarks/allocations.json"
 	@echo "make bench-scale   the gateway at scale beside nginx and the mock direct: idle RSS and start time, 10,000 in flight, 2,000 streams (SCALE_ROUNDS=3, medians), soak (SOAK_SECONDS=600)"
 	@echo "make mock          run mock-upstream on 127.0.0.1:$(MOCK_PORT)"
 	@echo "make instances-check  deploy/compose.yaml's arrangement from Debian's packages: docs/nginx.conf, two gateways, redis-server, Postgres; shared limits, history and cache, Redis away, an instance down, nginx's own errors as JSON (needs nginx-light, redis-server, postgresql)"
@@ -148,6 +150,15 @@ bench-instructions:
 
 bench-frames:
 	Benchmarks/task-frames.sh
+
+profile:
+	Benchmarks/profile.sh
+
+allocations:
+	Benchmarks/allocations.sh
+
+allocations-check:
+	Benchmarks/allocations.sh --check
 
 mock:
 	$(SWIFT) run -c release mock-upstream --port $(MOCK_PORT)
