@@ -332,6 +332,17 @@ echo "$controls_legend"
 if [ -n "$collector_pid" ]; then
     collector_stats=$(curl -s "${collector_url%/v1}/mock/stats") || collector_stats='(unreadable)'
     echo "the collector read: $collector_stats (spans: every export's, to compare with the controls' requests: 2 spans each when all are traced)"
+    # It shares the two cores with the gateways: what it took is what a remote collector would not.
+    python3 - "$collector_stats" "$(cpu_ticks "$collector_pid")" "$ticks" <<'PY'
+import json, sys
+try:
+    spans = int(json.loads(sys.argv[1]).get("spans", 0))
+except ValueError:
+    spans = 0
+seconds = int(sys.argv[2]) / int(sys.argv[3])
+if spans:
+    print(f"the collector's CPU on the same cores: {seconds:.1f} s in all, {1e6 * seconds / spans:.1f} µs a span read")
+PY
 fi
 echo "CPU µs/request = user + system time of the target's processes (all threads; nginx: master and workers)"
 echo "during its runs, per request answered; mock CPU = the same for mock-upstream."
