@@ -38,15 +38,19 @@ struct SpanExporterTests {
             try await withExporter(
                 endpoint: endpoint,
                 {
-                    $0.scheduleDelay = .seconds(60)
+                    // An hour: a send the delay caused could not come within the test's wait,
+                    // however slowly a loaded machine makes each send (hence the long timeout:
+                    // a send timed out and sent again would be a third post).
+                    $0.scheduleDelay = .seconds(3600)
+                    $0.requestTimeout = .seconds(120)
                     $0.maxBatchSize = 5
                 }
             ) { harness in
                 let started = MonotonicInstant.now()
                 harness.exporter.submit(makeSpans(12, "s"))
-                // Within 20 s: a schedule-delay send would take 60.
-                await eventually("two full batches", within: .seconds(20)) { collector.posts.count == 2 }
-                #expect(MonotonicInstant.now() < started.advanced(by: .seconds(60)))
+                await eventually("two full batches", within: .seconds(120)) { collector.posts.count == 2 }
+                #expect(MonotonicInstant.now() < started.advanced(by: .seconds(3600)))
+                #expect(harness.exports("retried") ?? 0 == 0, "no send failed")
                 #expect(collector.posts.map { $0.spanNames?.count } == [5, 5])
                 #expect(collector.acceptedSpanNames == (0..<10).map { "s-\($0)" })
                 await eventually("ten exported") { harness.spans("exported") == 10 }
