@@ -224,16 +224,10 @@ struct ProtobufWriter {
                 let end = position + bytes.count
                 while entry < end {
                     entry.pointee = UInt8(number << 3 | 2)
-                    var length = 0
-                    var shift = 0
-                    var next = entry + 1
-                    while true {
-                        length |= Int(next.pointee & 0x7F) << shift
-                        next += 1
-                        if next[-1] & 0x80 == 0 { break }
-                        shift += 7
-                    }
-                    entry = next + length
+                    var next = 1
+                    let length = ProtobufVarint.read(
+                        UnsafeBufferPointer(start: UnsafePointer(entry), count: end - entry), at: &next)
+                    entry += next + Int(length ?? 0)
                 }
             }
             position += bytes.count
@@ -306,16 +300,11 @@ struct ProtobufWriter {
     }
 }
 
-/// Reads protobuf's wire format: what a collector's answer needs.
-struct ProtobufReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ bytes: [UInt8]) {
-        self.bytes = bytes
-    }
-
-    mutating func varint() -> UInt64? {
+/// Protobuf's base-128 varint, read.
+enum ProtobufVarint {
+    /// The varint at `offset` in `bytes`, `offset` moved past it; nil when it is cut short or
+    /// longer than 64 bits.
+    static func read(_ bytes: UnsafeBufferPointer<UInt8>, at offset: inout Int) -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while offset < bytes.count, shift < 64 {
@@ -327,19 +316,32 @@ struct ProtobufReader {
         }
         return nil
     }
+}
 
-    /// A little-endian fixed32 (wire type 5).
-    mutating func fixed32() -> UInt32? {
-        guard bytes.count - offset >= 4 else { return nil }
-        defer { offset += 4 }
-        return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << UInt32($1 * 8) }
+/// Reads protobuf's wire format: what a collector's answer needs.
+struct ProtobufReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
     }
 
+    mutating func varint() -> UInt64? {
+        bytes.withUnsafeBufferPointer { ProtobufVarint.read($0, at: &offset) }
+    }
+
+    /// A little-endian fixed32 (wire type 5).
+    mutating func fixed32() -> UInt32? { littleEndian() }
+
     /// A little-endian fixed64 (wire type 1).
-    mutating func fixed64() -> UInt64? {
-        guard bytes.count - offset >= 8 else { return nil }
-        defer { offset += 8 }
-        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << UInt64($1 * 8) }
+    mutating func fixed64() -> UInt64? { littleEndian() }
+
+    private mutating func littleEndian<Word: FixedWidthInteger & UnsignedInteger>() -> Word? {
+        let size = Word.bitWidth / 8
+        guard bytes.count - offset >= size else { return nil }
+        defer { offset += size }
+        return (0..<size).reduce(Word(0)) { $0 | Word(bytes[offset + $1]) << ($1 * 8) }
     }
 
     mutating func nextTag() -> (field: Int, wire: UInt64)? {

@@ -16,24 +16,27 @@ final class RequestTracer: Sendable {
     let exporter: SpanExporter
     let trustedProxies: TrustedProxies
     /// The server span's name of each route (`POST /api/process`), for the usual methods, made once.
-    private let names: (get: [RouteLabel: String], post: [RouteLabel: String])
+    private let names: [MethodRoute: String]
+
+    private struct MethodRoute: Hashable {
+        let method: String
+        let route: RouteLabel
+    }
 
     init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
         self.settings = settings
         self.exporter = exporter
         self.trustedProxies = trustedProxies
-        func named(_ method: String) -> [RouteLabel: String] {
-            Dictionary(uniqueKeysWithValues: RouteLabel.allCases.map { ($0, method + " " + $0.rawValue) })
-        }
-        names = (named("GET"), named("POST"))
+        names = Dictionary(
+            uniqueKeysWithValues: ["GET", "POST"].flatMap { method in
+                RouteLabel.allCases.map { (MethodRoute(method: method, route: $0), method + " " + $0.rawValue) }
+            })
     }
 
     /// `METHOD /route`, or the method alone for a path of no route.
     private func name(_ method: String, _ route: RouteLabel) -> String {
         if route == .other { return method }
-        if method == "POST", let name = names.post[route] { return name }
-        if method == "GET", let name = names.get[route] { return name }
-        return method + " " + route.rawValue
+        return names[MethodRoute(method: method, route: route)] ?? method + " " + route.rawValue
     }
 
     /// The recorder of a request to trace; nil when its trace is not sampled, or it is a probe
