@@ -44,8 +44,13 @@ package struct JSONWriter {
         if let value { integer(value) } else { null() }
     }
 
-    /// The decimal digits, written straight into the bytes (no intermediate string).
     private mutating func integer(_ value: Int) {
+        Self.appendInteger(value, to: &bytes)
+        needsComma = true
+    }
+
+    /// `value`'s decimal digits, written straight into `bytes` (no intermediate string).
+    package static func appendInteger(_ value: Int, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         let magnitude = value.magnitude
         var place: UInt = 1
@@ -54,7 +59,6 @@ package struct JSONWriter {
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude / place % 10))
             place /= 10
         } while place > 0
-        needsComma = true
     }
 
     package mutating func field(_ name: String, object body: (inout JSONWriter) -> Void) {
@@ -115,7 +119,7 @@ package struct JSONWriter {
     /// A number with up to three decimals (milliseconds).
     package mutating func field(_ name: String, milliseconds value: Double) {
         key(name)
-        bytes.append(contentsOf: Self.decimal(value).utf8)
+        Self.appendDecimal(value, to: &bytes)
         needsComma = true
     }
 
@@ -189,11 +193,24 @@ package struct JSONWriter {
         return text
     }
 
-    /// Appends ``decimal(_:)`` of `value` to `text`: the digits are written into a small
-    /// buffer from the last one back and appended at once (a small string, no allocation).
+    /// Appends ``decimal(_:)`` of `value` to `text` (a small string, no allocation).
     package static func appendDecimal(_ value: Double, to text: inout String) {
+        withDecimal(value) { text += String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Appends ``decimal(_:)`` of `value` to `bytes`.
+    package static func appendDecimal(_ value: Double, to bytes: inout [UInt8]) {
+        withDecimal(value) { bytes.append(contentsOf: $0) }
+    }
+
+    /// ``decimal(_:)`` of `value` as bytes: the digits are written into a small buffer from the
+    /// last one back and handed over at once.
+    private static func withDecimal(_ value: Double, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard value.isFinite, value >= 0 else {
-            text += "0"
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { buffer in
+                buffer[0] = UInt8(ascii: "0")
+                body(UnsafeBufferPointer(buffer))
+            }
             return
         }
         let thousandths = Int((min(value, 9e15) * 1000).rounded()) // clamped: never past Int.max
@@ -223,7 +240,7 @@ package struct JSONWriter {
                 prepend(UInt8(ascii: "0") + UInt8(whole % 10))
                 whole /= 10
             } while whole > 0
-            text += String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
+            body(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
     }
 }

@@ -23,7 +23,7 @@ final class SQLiteConnection {
     /// The handle, for the wrappers right above SQLite in this module (statements,
     /// backup); nil once closed.
     private(set) var handle: OpaquePointer?
-    private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [StatementKey: SQLiteStatement] = [:]
 
     /// Opens `path` with extended result codes and defensive mode on, and SQLite's busy
     /// handler waiting up to `busyTimeout` for another connection's lock.
@@ -166,21 +166,39 @@ final class SQLiteConnection {
             statement.reset()
             return result
         } catch {
-            statements[sql] = nil
+            statements[StatementKey(sql: sql)] = nil
             statement.finalize()
             throw error
         }
     }
 
     private func cachedStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
-        if let statement = statements[sql] { return statement }
+        if let statement = statements[StatementKey(sql: sql)] { return statement }
         let statement = try SQLiteStatement(sql: sql, connection: open(), path: path, persistent: true)
-        statements[sql] = statement
+        statements[StatementKey(sql: sql)] = statement
         return statement
     }
 
     private func open() throws(StoreError) -> OpaquePointer {
         guard let handle else { throw StoreError(.closed, message: "\(path): the store is closed") }
         return handle
+    }
+}
+
+/// A cached statement's SQL as a dictionary key, hashed by its length and its first and last
+/// bytes: hashing a whole statement (hundreds of bytes, twice a request for the ledger) cost
+/// more than running the lookup; equality still compares the whole text.
+private struct StatementKey: Hashable {
+    let sql: String
+
+    func hash(into hasher: inout Hasher) {
+        var sql = sql
+        sql.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            let edge = min(bytes.count, 32)
+            let raw = UnsafeRawBufferPointer(bytes)
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(edge)))
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(edge)))
+        }
     }
 }

@@ -31,6 +31,19 @@ package struct Logger: Sendable {
             }
         }
 
+        /// The name as a text line shows it (`INFO`).
+        var upperName: StaticString {
+            switch self {
+            case .trace: return "TRACE"
+            case .debug: return "DEBUG"
+            case .info: return "INFO"
+            case .notice: return "NOTICE"
+            case .warning: return "WARNING"
+            case .error: return "ERROR"
+            case .critical: return "CRITICAL"
+            }
+        }
+
         package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
@@ -62,13 +75,13 @@ package struct Logger: Sendable {
     package func log(_ level: Level, _ event: String, _ fields: @autoclosure () -> [(String, Value?)] = []) {
         guard level >= self.level else { return }
         let fields = fields()
-        let timestamp = Timestamp.iso8601(now: Timestamp.realtime())
+        let now = Timestamp.realtime()
         var line: [UInt8]
         switch format {
         case .json:
             var writer = JSONWriter()
             writer.object { object in
-                object.field("ts", timestamp)
+                object.field("ts", Timestamp.iso8601(now: now))
                 object.field("level", level.name)
                 object.field("event", event)
                 for (key, value) in fields {
@@ -83,18 +96,26 @@ package struct Logger: Sendable {
             }
             line = writer.bytes
         case .text:
-            var text = "\(timestamp) \(level.name.uppercased()) \(event)"
+            // Written straight into the line's bytes: the access log writes one a request.
+            line = []
+            line.reserveCapacity(320)
+            Timestamp.appendISO8601(now: now, to: &line)
+            line.append(0x20)
+            level.upperName.withUTF8Buffer { line.append(contentsOf: $0) }
+            line.append(0x20)
+            Self.appendUTF8(event, to: &line)
             for (key, value) in fields {
                 guard let value else { continue }
-                text += " \(key)="
+                line.append(0x20)
+                Self.appendUTF8(key, to: &line)
+                line.append(UInt8(ascii: "="))
                 switch value {
-                case .string(let string): text += Self.textValue(string)
-                case .int(let number): text += String(number)
-                case .milliseconds(let ms): text += JSONWriter.decimal(ms)
-                case .bool(let flag): text += flag ? "true" : "false"
+                case .string(let string): Self.appendTextValue(string, to: &line)
+                case .int(let number): JSONWriter.appendInteger(number, to: &line)
+                case .milliseconds(let ms): JSONWriter.appendDecimal(ms, to: &line)
+                case .bool(let flag): line.append(contentsOf: flag ? "true".utf8 : "false".utf8)
                 }
             }
-            line = Array(text.utf8)
         }
         line.append(0x0A)
         sink.write(line)
@@ -110,14 +131,29 @@ package struct Logger: Sendable {
 
     /// Bare when safe, otherwise quoted with `"`, `\` and control characters escaped.
     static func textValue(_ value: String) -> String {
-        let plain =
-            !value.isEmpty
-            && value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D && $0 != 0x7F }
-        if plain { return value }
-        var writer = JSONWriter()
-        writer.object { $0.field("v", value) }
-        // {"v":"..."} → "..."
-        return String(decoding: writer.bytes.dropFirst(5).dropLast(), as: UTF8.self)
+        var bytes: [UInt8] = []
+        appendTextValue(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``textValue(_:)`` of `value` to `bytes`.
+    static func appendTextValue(_ value: String, to bytes: inout [UInt8]) {
+        var value = value
+        let plain = value.withUTF8 { utf8 in
+            guard !utf8.isEmpty, utf8.allSatisfy({ $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x3D && $0 != 0x7F })
+            else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if plain { return }
+        bytes.append(UInt8(ascii: "\""))
+        JSONWriter.appendStringContents(of: value, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendUTF8(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 }
 

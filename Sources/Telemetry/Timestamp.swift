@@ -13,16 +13,42 @@ package enum Timestamp {
 
     /// `2026-11-29T12:00:00.123Z`.
     package static func iso8601(now: (seconds: Int, milliseconds: Int)) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendISO8601(now: now, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `2026-11-29T12:00:00.123Z` to `bytes`, its digits written in place.
+    package static func appendISO8601(now: (seconds: Int, milliseconds: Int), to bytes: inout [UInt8]) {
         var seconds = time_t(now.seconds)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        func digits(_ value: Int, _ width: Int) {
+            // Padded to `width`; a year past 9999 keeps all its digits.
+            let value = max(0, value)
+            var place = 1
+            for _ in 1..<width { place *= 10 }
+            while place <= value / 10 { place *= 10 }
+            while place > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / place % 10))
+                place /= 10
+            }
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
-            + ".\(pad(Int32(now.milliseconds), 3))Z"
+        digits(Int(parts.tm_year) + 1900, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(now.milliseconds, 3)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// `2026-11-29T12:00:00.123Z` for milliseconds since the epoch.

@@ -101,4 +101,46 @@ struct LoggerTests {
             #expect(JSONWriter.decimal(value) == expected)
         }
     }
+
+    @Test("a text line: the timestamp, the level, the event and each field in order, values escaped")
+    func textLine() throws {
+        let sink = LogSink.memory()
+        let logger = Logger(level: .info, format: .text, sink: sink)
+        logger.log(
+            .warning, "upstream_failure",
+            [
+                ("request_id", .string("R1")), ("skipped", nil), ("status", .int(-502)),
+                ("upstream_ms", .milliseconds(12.5)), ("retry", .bool(true)), ("failure", .string("said \"no\"\n")),
+                ("empty", .string("")), ("model", .string("مدل")),
+            ])
+        let line = try #require(sink.lines.first)
+        // 2026-12-07T03:40:00.123Z: 24 characters, digits where digits go.
+        let timestamp = Array(line.utf8.prefix(24))
+        let shape = Array("dddd-dd-ddTdd:dd:dd.dddZ".utf8)
+        #expect(timestamp.count == 24)
+        for (byte, expected) in zip(timestamp, shape) {
+            if expected == UInt8(ascii: "d") {
+                #expect((UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), "\(line)")
+            } else {
+                #expect(byte == expected, "\(line)")
+            }
+        }
+        let expected =
+            #" WARNING upstream_failure request_id=R1 status=-502 upstream_ms=12.5 retry=true"#
+            + #" failure="said \"no\"\n" empty="" model=مدل"#
+        #expect(line.dropFirst(24) == expected)
+    }
+
+    @Test("timestamps: ISO 8601 in UTC with milliseconds, padded, a year past 9999 whole")
+    func timestamps() {
+        #expect(Timestamp.iso8601(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso8601(milliseconds: 1_764_417_600_123) == "2025-11-29T12:00:00.123Z")
+        #expect(Timestamp.iso8601(milliseconds: 1_000_000_000_007) == "2001-09-09T01:46:40.007Z")
+        #expect(Timestamp.iso8601(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.iso8601(milliseconds: 253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
+        let now = Timestamp.realtime()
+        var bytes: [UInt8] = Array("x".utf8)
+        Timestamp.appendISO8601(now: now, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "x" + Timestamp.iso8601(now: now))
+    }
 }
