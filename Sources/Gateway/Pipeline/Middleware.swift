@@ -148,22 +148,38 @@ struct AuthMiddleware: Middleware {
     func handle(
         _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
-        // Who the caller is, found out of line: its frame is gone before the next steps run,
-        // instead of staying on the request's stack under every frame after this one.
-        guard let caller = try await identify(request) else { return await next(request, context, &report) }
+        // Who the caller is, found without waiting for all but a device session or a JWT, each
+        // asked in a frame of its own: this frame stays narrow under every step after it.
+        let caller: Caller?
+        switch try identify(request) {
+        case .known(let known): caller = known
+        case .device(let devices, let digest): caller = try await device(digest, in: devices)
+        case .jwt(let verifier, let token): caller = try await verify(token, with: verifier)
+        }
+        guard let caller else { return await next(request, context, &report) }
         // The steps after this one see the caller in their context, the finisher in the report.
         report.caller = caller
         return await next(request, context.identified(as: caller), &report)
     }
 
-    /// The caller `request`'s credential names; nil for a guest; an error for a credential
-    /// that fails (never a guest) or a missing one where one is required.
+    /// What `request`'s credential comes to, as far as it is known without waiting.
+    private enum Identification {
+        /// A token's caller, or nil for a guest.
+        case known(Caller?)
+        /// A device session's digest, for the store to answer.
+        case device(DeviceSessions, [UInt8])
+        /// A JWT, for the verifier to check.
+        case jwt(JWTVerifier, [UInt8])
+    }
+
+    /// The caller `request`'s credential names, or what is still to ask; an error for a
+    /// credential that fails (never a guest) or a missing one where one is required.
     @inline(never)
-    private func identify(_ request: HTTPRequest) async throws -> Caller? {
+    private func identify(_ request: HTTPRequest) throws(GatewayError) -> Identification {
         switch BearerCredentials.read(request.headers["Authorization"]) {
         case .none:
             if required { throw GatewayError.unauthorized }
-            return nil
+            return .known(nil)
         case .malformed:
             throw GatewayError.invalidToken.refusing(because: "malformed bearer token")
         case .token(let token):
@@ -172,36 +188,45 @@ struct AuthMiddleware: Middleware {
                     because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
             if let devices, token.starts(with: DeviceSessions.prefix.utf8) {
-                let caller: Caller?
-                do {
-                    caller = try await devices.caller(
-                        digest: SHA256.hash(token), nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
-                } catch {
-                    throw faults?.unavailable(error, operation: .devices) ?? GatewayError.storeUnavailable
-                }
-                guard let caller else {
-                    throw GatewayError.invalidToken.refusing(because: "unknown, expired or revoked device session")
-                }
-                return caller
+                return .device(devices, SHA256.hash(token))
             }
             if devicesOnly {
                 // A valid token of another kind is still not a device: refused, not a guest.
                 throw GatewayError.unauthorized.refusing(because: "a device session is required")
             }
-            if let jwt, CompactJWS.looksLikeJWT(token) {
-                let result = await jwt.verify(token, now: clock())
-                jwtMetrics?.record(result)
-                switch result {
-                case .success(let acceptance): return acceptance.caller
-                case .failure(let failure): throw GatewayError.invalidToken.refusing(because: failure.reason)
-                }
-            } else if let caller = caller(digest: SHA256.hash(token)) {
-                return caller
-            } else if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
+            if let jwt, CompactJWS.looksLikeJWT(token) { return .jwt(jwt, token) }
+            if let caller = caller(digest: SHA256.hash(token)) { return .known(caller) }
+            if required || !placeholderGuests || GatewayCredential.isGatewayFormat(token) {
                 throw GatewayError.invalidToken.refusing(
                     because: GatewayCredential.failureReason(token, jwtConfigured: jwt != nil))
             }
-            return nil
+            return .known(nil)
+        }
+    }
+
+    /// The caller of the device session whose token hashes to `digest`.
+    @inline(never)
+    private func device(_ digest: [UInt8], in devices: DeviceSessions) async throws(GatewayError) -> Caller {
+        let caller: Caller?
+        do {
+            caller = try await devices.caller(digest: digest, nowMilliseconds: Int64(clock().secondsSinceEpoch * 1000))
+        } catch {
+            throw faults?.unavailable(error, operation: .devices) ?? GatewayError.storeUnavailable
+        }
+        guard let caller else {
+            throw GatewayError.invalidToken.refusing(because: "unknown, expired or revoked device session")
+        }
+        return caller
+    }
+
+    /// The caller of a JWT the verifier accepts.
+    @inline(never)
+    private func verify(_ token: [UInt8], with jwt: JWTVerifier) async throws(GatewayError) -> Caller {
+        let result = await jwt.verify(token, now: clock())
+        jwtMetrics?.record(result)
+        switch result {
+        case .success(let acceptance): return acceptance.caller
+        case .failure(let failure): throw GatewayError.invalidToken.refusing(because: failure.reason)
         }
     }
 

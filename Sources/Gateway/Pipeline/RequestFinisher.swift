@@ -65,6 +65,7 @@ struct RequestFinisher: Sendable {
     /// now, so that its `RateLimit-Remaining` counts the request's own tokens; then the
     /// `RateLimit-*` fields go on the response, and under strict durability a whole body's
     /// row is committed.
+    @inline(never)
     func answered(
         _ context: RequestContext, _ response: inout HTTPResponse, whole: Bool, report: RouteReport = RouteReport(),
         error: GatewayError? = nil
@@ -263,8 +264,19 @@ struct RequestFinisher: Sendable {
         // Out of line, for the same reason as `answered`'s: the request's awaited frames stay narrow.
         let finished = logAndCount(context)
         // After the answer: a full queue makes only this connection's next request wait.
-        if let ledger, let row = context.record.takeRow(context) { await ledger.record(context, row) }
-        guard let finished else { return }
+        if let ledger, context.route.isLedgered { await record(context, in: ledger) }
+        if let finished { await tell(finished) }
+    }
+
+    /// The request's ledger row, written. In a frame of its own: the row is wide, and this
+    /// frame is the only one that holds it while the writer's queue is full.
+    @inline(never)
+    private func record(_ context: RequestContext, in ledger: LedgerRecorder) async {
+        if let row = context.record.takeRow(context) { await ledger.record(context, row) }
+    }
+
+    @inline(never)
+    private func tell(_ finished: FinishedRequest) async {
         for observer in observers { await observer.requestFinished(finished) }
     }
 
