@@ -35,6 +35,9 @@
 #   CONTROLS_BIN=             a directory holding another build of text-gateway (e.g. an
 #                             earlier commit's .build/release) for the controls twin, which then
 #                             runs the gateway's settings: the two differ only in their code
+#   GATEWAY_LOG_LEVEL=warning both gateways' LOG_LEVEL; info writes the access log (a line a
+#                             request, to a file) as the gateway does by default: with
+#                             STORE=sqlite, the gateway as shipped
 #   STORE=off                 off, or sqlite: both gateways keep the default store (a SQLite
 #                             file in their own directory, the job runner polling it), as when
 #                             comparing a build with CONTROLS_BIN on what the store carries
@@ -77,6 +80,8 @@ case "$rounds" in '' | *[!0-9]* | 0) die "ROUNDS must be a positive whole number
 for c in "${connection_list[@]}"; do
     case "$c" in '' | *[!0-9]* | 0) die "CONNECTIONS must be positive whole numbers, not '$c'" ;; esac
 done
+gateway_log_level=${GATEWAY_LOG_LEVEL:-warning}
+case "$gateway_log_level" in warning | info) ;; *) die "GATEWAY_LOG_LEVEL must be warning or info" ;; esac
 store=${STORE:-off}
 case "$store" in off) store_setting=DATABASE_URL=off ;; sqlite) store_setting=DATABASE_URL=sqlite:data/textgateway.sqlite ;; *) die "STORE must be off or sqlite" ;; esac
 event_loops=${EVENT_LOOPS:-}
@@ -113,7 +118,7 @@ start_gateway() { # NAME VAR=VALUE... ; sets started_port and started_pid
     local name=$1
     shift
     start_text_gateway "${gateway_bin:-$bin}" "$work/$name" "$work/$name.log" \
-        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning \
+        DARVAREH_BASE_URL="$mock_url" DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL="$gateway_log_level" \
         "$store_setting" ${event_loops:+EVENT_LOOPS=$event_loops} "$@" ||
         { cat "$work/$name.log" >&2; die "text-gateway ($name) did not start"; }
 }
@@ -221,7 +226,7 @@ check direct "$direct_url" "$work/direct.json" "$mock_key"
 check nginx "$nginx_url" "$work/direct.json" "$mock_key"
 grep -q '"success":true' "$work/check.gateway.json" || die "gateway check did not answer success:true"
 
-echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off $store_setting, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
+echo "gateway:  $gateway_url  (text-gateway, pid $gateway_pid, EVENT_LOOPS=${event_loops:-"unset (one per core)"}; RATE_LIMITS=off METRICS=off $store_setting LOG_LEVEL=$gateway_log_level, no tokens${gateway_libcurl:+; libcurl from $gateway_libcurl})"
 echo "controls: $controls_url  (text-gateway, pid $controls_pid: $controls_role)"
 echo "nginx:    $nginx_url  (nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///'), pid $nginx_pid, $(nproc) workers, reverse proxy to the mock, upstream keepalive)"
 echo "direct:   $direct_url  (mock-upstream, pid $mock_pid, 1 loop, no latency)"
