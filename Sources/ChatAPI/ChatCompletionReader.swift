@@ -18,17 +18,38 @@ struct ChatCompletionReader {
         case unhandled
     }
 
-    private var parser = JSONByteParser(maximumDepth: 64, strictness: .lenient)
+    private var parser: JSONByteParser
+
+    /// Lenient for a whole completion, as its general reading is; for a chunk, whatever reads
+    /// otherwise (a lone surrogate escape, a repeated name in a skipped value) is left to
+    /// `JSONDecoder`, which decides.
+    private init(strictness: JSONByteParser.Strictness) {
+        parser = JSONByteParser(maximumDepth: 64, strictness: strictness)
+    }
 
     static func read(_ bytes: [UInt8]) throws(Failure) -> ChatCompletion {
         try bytes.withUnsafeBufferPointer { buffer throws(Failure) in
-            var reader = ChatCompletionReader()
+            var reader = ChatCompletionReader(strictness: .lenient)
             reader.parser.begin(buffer)
             let completion = try reader.completion()
             reader.parser.skipWhitespace()
             guard reader.parser.index == buffer.count else { throw .syntax }
             return completion
         }
+    }
+
+    /// Reads one streamed chunk (a `data:` event's JSON). Unlike a whole completion, a chunk
+    /// whose shape is not read here goes to `JSONDecoder`, which decides; so every failure
+    /// here, ``Failure/syntax`` included, only means "not this way". A key repeated in an
+    /// object is left to it too (it may keep another one than the last).
+    static func readChunk(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> ChatCompletionChunk {
+        var reader = ChatCompletionReader(strictness: .interoperable)
+        reader.parser.begin(bytes)
+        reader.parser.skipWhitespace()
+        let chunk = try reader.chunk()
+        reader.parser.skipWhitespace()
+        guard reader.parser.index == bytes.count else { throw .syntax }
+        return chunk
     }
 
     // MARK: - The completion's objects
@@ -133,6 +154,142 @@ struct ChatCompletionReader {
         return cached
     }
 
+    // MARK: - A chunk's objects
+
+    private mutating func chunk() throws(Failure) -> ChatCompletionChunk {
+        var chunk = ChatCompletionChunk(object: nil, choices: [])
+        var seen = Seen()
+        try object { reader, key throws(Failure) in
+            if Self.matches(key, "id") {
+                try seen.once(0)
+                chunk.id = try reader.optionalString()
+            } else if Self.matches(key, "object") {
+                try seen.once(1)
+                chunk.object = try reader.optionalString()
+            } else if Self.matches(key, "created") {
+                try seen.once(2)
+                chunk.created = try reader.optionalDigits()
+            } else if Self.matches(key, "model") {
+                try seen.once(3)
+                chunk.model = try reader.optionalString()
+            } else if Self.matches(key, "choices") {
+                try seen.once(4)
+                chunk.choices = try reader.chunkChoices()
+            } else if Self.matches(key, "usage") {
+                try seen.once(5)
+                chunk.usage = try reader.chunkUsage()
+            } else {
+                return false
+            }
+            return true
+        }
+        return chunk
+    }
+
+    private mutating func chunkChoices() throws(Failure) -> [ChatCompletionChunk.Choice] {
+        if try null() { return [] }
+        guard peek() == UInt8(ascii: "[") else { throw .unhandled }
+        try enter()
+        parser.index += 1
+        var choices: [ChatCompletionChunk.Choice] = []
+        var first = true
+        while try nextElement(&first) { choices.append(try chunkChoice()) }
+        return choices
+    }
+
+    private mutating func chunkChoice() throws(Failure) -> ChatCompletionChunk.Choice {
+        var choice = ChatCompletionChunk.Choice(index: nil, delta: ChatCompletionChunk.Delta())
+        var seen = Seen()
+        try object { reader, key throws(Failure) in
+            if Self.matches(key, "index") {
+                try seen.once(0)
+                choice.index = try reader.optionalDigits()
+            } else if Self.matches(key, "delta") {
+                try seen.once(1)
+                choice.delta = try reader.delta()
+            } else if Self.matches(key, "finish_reason") {
+                try seen.once(2)
+                choice.finishReason = try reader.optionalString()
+            } else {
+                return false
+            }
+            return true
+        }
+        return choice
+    }
+
+    private mutating func delta() throws(Failure) -> ChatCompletionChunk.Delta {
+        var delta = ChatCompletionChunk.Delta()
+        if try null() { return delta }
+        var seen = Seen()
+        try object { reader, key throws(Failure) in
+            if Self.matches(key, "role") {
+                try seen.once(0)
+                delta.role = try reader.optionalString().map(ChatRole.init(rawValue:))
+            } else if Self.matches(key, "content") {
+                try seen.once(1)
+                delta.content = try reader.optionalString() // an array of parts is left to JSONDecoder
+            } else if Self.matches(key, "tool_calls") {
+                try seen.once(2)
+                // Only whether it is there: the calls are relayed as they came.
+                delta.hasToolCalls = try !reader.null()
+                if delta.hasToolCalls { try reader.skipValue(ofUnknownKey: key) }
+            } else {
+                return false
+            }
+            return true
+        }
+        return delta
+    }
+
+    private mutating func chunkUsage() throws(Failure) -> Usage? {
+        if try null() { return nil }
+        var usage = Usage(promptTokens: nil, completionTokens: nil, totalTokens: nil)
+        var seen = Seen()
+        try object { reader, key throws(Failure) in
+            if Self.matches(key, "prompt_tokens") {
+                try seen.once(0)
+                usage.promptTokens = try reader.optionalDigits()
+            } else if Self.matches(key, "completion_tokens") {
+                try seen.once(1)
+                usage.completionTokens = try reader.optionalDigits()
+            } else if Self.matches(key, "total_tokens") {
+                try seen.once(2)
+                usage.totalTokens = try reader.optionalDigits()
+            } else if Self.matches(key, "prompt_tokens_details") {
+                try seen.once(3)
+                usage.cachedPromptTokens = try reader.chunkCachedTokens()
+            } else {
+                return false
+            }
+            return true
+        }
+        return usage
+    }
+
+    private mutating func chunkCachedTokens() throws(Failure) -> Int? {
+        if try null() { return nil }
+        var cached: Int?
+        var seen = Seen()
+        try object { reader, key throws(Failure) in
+            guard Self.matches(key, "cached_tokens") else { return false }
+            try seen.once(0)
+            cached = try reader.optionalDigits()
+            return true
+        }
+        return cached
+    }
+
+    /// The known keys an object has had: a second one is left to the general reading.
+    private struct Seen {
+        private var bits: UInt8 = 0
+
+        mutating func once(_ bit: UInt8) throws(Failure) {
+            guard bits & 1 << bit == 0 else { throw .unhandled }
+            bits |= 1 << bit
+        }
+    }
+
     // MARK: - Values
 
     private func peek() -> UInt8? {
@@ -163,6 +320,33 @@ struct ChatCompletionReader {
         do { number = try parser.parseNumber() } catch { throw .syntax }
         guard let whole = JSONValue.number(number).intValue else { throw .unhandled }
         return whole
+    }
+
+    /// A whole number written as plain digits (an optional `-`, no fraction or exponent) that
+    /// fits `Int`, or null; any other number is left to the general reading.
+    private mutating func optionalDigits() throws(Failure) -> Int? {
+        if try null() { return nil }
+        var index = parser.index
+        let input = parser.input
+        let negative = index < input.count && input[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        let start = index
+        var value = 0
+        while index < input.count, input[index] >= UInt8(ascii: "0"), input[index] <= UInt8(ascii: "9") {
+            let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int(input[index] - UInt8(ascii: "0")))
+            guard !overflow, !overflow2 else { throw .unhandled }
+            value = sum
+            index += 1
+        }
+        // No digits, a leading zero, or a fraction or exponent next: not read here.
+        guard index > start, input[start] != UInt8(ascii: "0") || index == start + 1 else { throw .unhandled }
+        if index < input.count {
+            let next = input[index]
+            guard next != UInt8(ascii: "."), next | 0x20 != UInt8(ascii: "e") else { throw .unhandled }
+        }
+        parser.index = index
+        return negative ? -value : value
     }
 
     /// Checks and skips the value of a member this reader does not use.

@@ -1,5 +1,9 @@
 import JSON
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Reads a streamed chat completion, the `text/event-stream` body of a chat-completions call
 /// with `"stream": true`, into chunks and its `[DONE]` terminator. Pure and incremental.
 ///
@@ -108,26 +112,20 @@ package struct ChatStreamDecoder: Sendable {
     package static func interpret(_ event: ServerSentEvent) throws(ChatStreamError) -> ChatStreamEvent? {
         switch event.event {
         case nil, "message":
-            guard let payload = trimmed(event.data) else { return nil }
-            if payload.elementsEqual("[DONE]".utf8) { return .done }
-            let bytes = Array(payload)
-            let decoded: Payload
-            do {
+            // Read where the event's text lies: no copy of it unless a chunk takes the slow way.
+            var data = event.data
+            let read = data.withUTF8 { utf8 -> Result<ChatStreamEvent?, ChatStreamError> in
+                guard let payload = trimmed(utf8) else { return .success(nil) }
+                if payload.elementsEqual("[DONE]".utf8) { return .success(.done) }
                 // Only JSON with the token `"error"` can be an error object; the others skip
                 // the check. (Inside a JSON string a quote is escaped, so `"error"` there is
                 // a whole string value or a key.)
-                if Self.containsErrorToken(bytes) {
-                    decoded = try JSON.decode(Payload.self, from: bytes)
-                } else {
-                    decoded = .chunk(try JSON.decode(ChatCompletionChunk.self, from: bytes))
+                if !Self.containsErrorToken(payload), let chunk = try? ChatCompletionReader.readChunk(payload) {
+                    return .success(.chunk(chunk))
                 }
-            } catch {
-                throw .malformedChunk(length: event.data.utf8.count)
+                return decode(Array(payload), length: utf8.count)
             }
-            switch decoded {
-            case .chunk(let chunk): return .chunk(chunk)
-            case .error(let body): throw .upstreamError(body)
-            }
+            return try read.get()
         case "error":
             let body = UpstreamErrorBody.decode(from: Array(event.data.utf8))
             throw .upstreamError(body ?? UpstreamErrorBody(message: event.data))
@@ -136,32 +134,50 @@ package struct ChatStreamDecoder: Sendable {
         }
     }
 
-    private static let errorToken = Array(#""error""#.utf8)
+    /// A message event's JSON read by `JSONDecoder`: a chunk of a shape the byte reader left,
+    /// or an error object.
+    private static func decode(_ bytes: [UInt8], length: Int) -> Result<ChatStreamEvent?, ChatStreamError> {
+        let decoded: Payload
+        do {
+            if bytes.withUnsafeBufferPointer(containsErrorToken) {
+                decoded = try JSON.decode(Payload.self, from: bytes)
+            } else {
+                decoded = .chunk(try JSON.decode(ChatCompletionChunk.self, from: bytes))
+            }
+        } catch {
+            return .failure(.malformedChunk(length: length))
+        }
+        switch decoded {
+        case .chunk(let chunk): return .success(.chunk(chunk))
+        case .error(let body): return .failure(.upstreamError(body))
+        }
+    }
 
     /// Whether `bytes` contain `"error"`, quotes included.
-    private static func containsErrorToken(_ bytes: [UInt8]) -> Bool {
-        let token = errorToken
-        guard bytes.count >= token.count else { return false }
+    private static func containsErrorToken(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let token: StaticString = #""error""#
+        let length = token.utf8CodeUnitCount
+        guard let base = bytes.baseAddress, bytes.count >= length else { return false }
+        let last = bytes.count - length
         var start = 0
-        while let quote = bytes[start...].firstIndex(of: token[0]), quote + token.count <= bytes.count {
-            if bytes[quote..<(quote + token.count)].elementsEqual(token) {
-                return true
-            }
+        // memchr finds each quote; memcmp compares the token there.
+        while start <= last, let found = memchr(base + start, Int32(token.utf8Start.pointee), last - start + 1) {
+            let quote = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            if memcmp(base + quote, token.utf8Start, length) == 0 { return true }
             start = quote + 1
         }
         return false
     }
 
-    /// The data without surrounding ASCII whitespace; `nil` when nothing is left.
-    private static func trimmed(_ data: String) -> Substring.UTF8View? {
-        let utf8 = Substring(data).utf8
+    /// The bytes without surrounding ASCII whitespace; `nil` when nothing is left.
+    private static func trimmed(_ utf8: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
         func isSpace(_ byte: UInt8) -> Bool {
             byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
         }
         guard let first = utf8.firstIndex(where: { !isSpace($0) }),
             let last = utf8.lastIndex(where: { !isSpace($0) })
         else { return nil }
-        return utf8[first...last]
+        return UnsafeBufferPointer(rebasing: utf8[first...last])
     }
 
     /// The JSON of a message event: a chunk or an error object, told apart in one parse.

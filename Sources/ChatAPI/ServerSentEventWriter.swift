@@ -17,10 +17,15 @@ package enum ServerSentEventWriter {
     package static func event(name: String?, data: String, id: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(data.utf8.count + 16)
-        if let name {
-            let cleanName = name.utf8.filter { $0 != lineFeed && $0 != carriageReturn }
-            if !cleanName.isEmpty {
-                appendField("event", cleanName, to: &bytes)
+        if var name {
+            name.withUTF8 { name in
+                // The usual name (`delta`, `done`) is written as it is; one with line breaks, without them.
+                if !name.contains(where: { $0 == lineFeed || $0 == carriageReturn }) {
+                    if !name.isEmpty { appendField("event", name, to: &bytes) }
+                } else {
+                    let cleanName = name.filter { $0 != lineFeed && $0 != carriageReturn }
+                    if !cleanName.isEmpty { appendField("event", cleanName, to: &bytes) }
+                }
             }
         }
         if let id {
@@ -55,24 +60,24 @@ package enum ServerSentEventWriter {
     }
 
     /// Calls `body` with each line of `text`, split at CRLF, LF or CR; an empty text is one
-    /// empty line.
-    private static func forEachLine(of text: String, _ body: (Substring.UTF8View) -> Void) {
-        let utf8 = Substring(text).utf8
-        var start = utf8.startIndex
-        var index = start
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            if byte == lineFeed || byte == carriageReturn {
-                body(utf8[start..<index])
-                index = utf8.index(after: index)
-                if byte == carriageReturn, index != utf8.endIndex, utf8[index] == lineFeed {
-                    index = utf8.index(after: index)
+    /// empty line. Read where the text's bytes lie: a line is a slice of them, appended whole.
+    private static func forEachLine(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        var text = text
+        text.withUTF8 { utf8 in
+            var start = 0
+            var index = 0
+            while index < utf8.count {
+                let byte = utf8[index]
+                if byte == lineFeed || byte == carriageReturn {
+                    body(UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                    index += 1
+                    if byte == carriageReturn, index < utf8.count, utf8[index] == lineFeed { index += 1 }
+                    start = index
+                } else {
+                    index += 1
                 }
-                start = index
-            } else {
-                index = utf8.index(after: index)
             }
+            body(UnsafeBufferPointer(rebasing: utf8[start..<utf8.count]))
         }
-        body(utf8[start..<utf8.endIndex])
     }
 }
