@@ -19,17 +19,25 @@ struct ChatCompletionReader {
     }
 
     private var parser: JSONByteParser
+    /// What is read, and so which general reading each result must equal: a completion's
+    /// (``JSONValue``: counts read through a `Double`, the last of a repeated key kept) or a
+    /// chunk's (`JSONDecoder`: counts as plain digits, every digit of a large one kept; a
+    /// repeated key is left to it).
+    private let mode: Mode
+
+    private enum Mode { case completion, chunk }
 
     /// Lenient for a whole completion, as its general reading is; for a chunk, whatever reads
     /// otherwise (a lone surrogate escape, a repeated name in a skipped value) is left to
     /// `JSONDecoder`, which decides.
-    private init(strictness: JSONByteParser.Strictness) {
-        parser = JSONByteParser(maximumDepth: 64, strictness: strictness)
+    private init(_ mode: Mode) {
+        parser = JSONByteParser(maximumDepth: 64, strictness: mode == .completion ? .lenient : .interoperable)
+        self.mode = mode
     }
 
     static func read(_ bytes: [UInt8]) throws(Failure) -> ChatCompletion {
         try bytes.withUnsafeBufferPointer { buffer throws(Failure) in
-            var reader = ChatCompletionReader(strictness: .lenient)
+            var reader = ChatCompletionReader(.completion)
             reader.parser.begin(buffer)
             let completion = try reader.completion()
             reader.parser.skipWhitespace()
@@ -43,7 +51,7 @@ struct ChatCompletionReader {
     /// here, ``Failure/syntax`` included, only means "not this way". A key repeated in an
     /// object is left to it too (it may keep another one than the last).
     static func readChunk(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> ChatCompletionChunk {
-        var reader = ChatCompletionReader(strictness: .interoperable)
+        var reader = ChatCompletionReader(.chunk)
         reader.parser.begin(bytes)
         reader.parser.skipWhitespace()
         let chunk = try reader.chunk()
@@ -122,17 +130,24 @@ struct ChatCompletionReader {
         return message
     }
 
+    /// Usage, in a completion or a stream's last chunk. A repeated key, or a count that is not
+    /// plain digits, is left to the general reading.
     private mutating func usage() throws(Failure) -> Usage? {
         if try null() { return nil }
         var usage = Usage(promptTokens: nil, completionTokens: nil, totalTokens: nil)
+        var seen = Seen(enforced: mode == .chunk)
         try object { reader, key throws(Failure) in
             if Self.matches(key, "prompt_tokens") {
-                usage.promptTokens = try reader.optionalInt()
+                try seen.once(0)
+                usage.promptTokens = try reader.count()
             } else if Self.matches(key, "completion_tokens") {
-                usage.completionTokens = try reader.optionalInt()
+                try seen.once(1)
+                usage.completionTokens = try reader.count()
             } else if Self.matches(key, "total_tokens") {
-                usage.totalTokens = try reader.optionalInt()
+                try seen.once(2)
+                usage.totalTokens = try reader.count()
             } else if Self.matches(key, "prompt_tokens_details") {
+                try seen.once(3)
                 usage.cachedPromptTokens = try reader.cachedTokens()
             } else {
                 return false
@@ -146,9 +161,11 @@ struct ChatCompletionReader {
     private mutating func cachedTokens() throws(Failure) -> Int? {
         if try null() { return nil }
         var cached: Int?
+        var seen = Seen(enforced: mode == .chunk)
         try object { reader, key throws(Failure) in
             guard Self.matches(key, "cached_tokens") else { return false }
-            cached = try reader.optionalInt()
+            try seen.once(0)
+            cached = try reader.count()
             return true
         }
         return cached
@@ -177,7 +194,7 @@ struct ChatCompletionReader {
                 chunk.choices = try reader.chunkChoices()
             } else if Self.matches(key, "usage") {
                 try seen.once(5)
-                chunk.usage = try reader.chunkUsage()
+                chunk.usage = try reader.usage()
             } else {
                 return false
             }
@@ -242,50 +259,18 @@ struct ChatCompletionReader {
         return delta
     }
 
-    private mutating func chunkUsage() throws(Failure) -> Usage? {
-        if try null() { return nil }
-        var usage = Usage(promptTokens: nil, completionTokens: nil, totalTokens: nil)
-        var seen = Seen()
-        try object { reader, key throws(Failure) in
-            if Self.matches(key, "prompt_tokens") {
-                try seen.once(0)
-                usage.promptTokens = try reader.optionalDigits()
-            } else if Self.matches(key, "completion_tokens") {
-                try seen.once(1)
-                usage.completionTokens = try reader.optionalDigits()
-            } else if Self.matches(key, "total_tokens") {
-                try seen.once(2)
-                usage.totalTokens = try reader.optionalDigits()
-            } else if Self.matches(key, "prompt_tokens_details") {
-                try seen.once(3)
-                usage.cachedPromptTokens = try reader.chunkCachedTokens()
-            } else {
-                return false
-            }
-            return true
-        }
-        return usage
-    }
-
-    private mutating func chunkCachedTokens() throws(Failure) -> Int? {
-        if try null() { return nil }
-        var cached: Int?
-        var seen = Seen()
-        try object { reader, key throws(Failure) in
-            guard Self.matches(key, "cached_tokens") else { return false }
-            try seen.once(0)
-            cached = try reader.optionalDigits()
-            return true
-        }
-        return cached
-    }
-
-    /// The known keys an object has had: a second one is left to the general reading.
+    /// The known keys an object has had: in a chunk, a second one is left to the general
+    /// reading; in a completion, the last one is kept, as its general reading keeps it.
     private struct Seen {
         private var bits: UInt8 = 0
+        var enforced = true
+
+        init(enforced: Bool = true) {
+            self.enforced = enforced
+        }
 
         mutating func once(_ bit: UInt8) throws(Failure) {
-            guard bits & 1 << bit == 0 else { throw .unhandled }
+            guard !enforced || bits & 1 << bit == 0 else { throw .unhandled }
             bits |= 1 << bit
         }
     }
@@ -320,6 +305,14 @@ struct ChatCompletionReader {
         do { number = try parser.parseNumber() } catch { throw .syntax }
         guard let whole = JSONValue.number(number).intValue else { throw .unhandled }
         return whole
+    }
+
+    /// A count, read as ``mode``'s general reading reads it.
+    private mutating func count() throws(Failure) -> Int? {
+        switch mode {
+        case .completion: return try optionalInt()
+        case .chunk: return try optionalDigits()
+        }
     }
 
     /// A whole number written as plain digits (an optional `-`, no fraction or exponent) that

@@ -8,20 +8,28 @@ struct ChatChunkReaderTests {
     /// Chunks as providers send them, and shapes at the edges: whatever the byte reader gives
     /// must be what `JSONDecoder` gives, and what it leaves, `JSONDecoder` decides.
     static let chunks: [String] = [
-        #"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
-        #"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":"سلام \"دنیا\"\n\u0041\ud83d\ude00"},"finish_reason":null}]}"#,
+        #"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","syst"#
+            + #"em_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logp"#
+            + #"robs":null,"finish_reason":null}]}"#,
+        #"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choi"#
+            + #"ces":[{"index":0,"delta":{"content":"سلام \"دنیا\"\n\u0041\ud83d\ude00"},"finish_reason":n"#
+            + #"ull}]}"#,
         #"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
-        #"{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}"#,
+        #"{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17"#
+            + #","prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":"#
+            + #"{"reasoning_tokens":0}}}"#,
         #"{"choices":null,"usage":null}"#,
         #"{}"#,
         #" {"choices":[{"delta":null}]} "#,
-        #"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}"#,
+        #"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"#
+            + #""f","arguments":"{\"a\":1}"}}]}}]}"#,
         #"{"choices":[{"index":0,"delta":{"tool_calls":null,"content":"x"}}]}"#,
         #"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null}}]}"#,
         #"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}"#,
         #"{"created":-5,"choices":[]}"#,
         #"{"created":0,"choices":[]}"#,
         #"{"created":-0,"choices":[]}"#,
+        #"{"usage":{"total_tokens":123456789012345678},"choices":[]}"#,
         // Left to JSONDecoder: numbers of other spellings, repeated keys, escaped keys, parts, wrong types.
         #"{"created":1.0,"choices":[]}"#,
         #"{"created":1e3,"choices":[]}"#,
@@ -61,7 +69,7 @@ struct ChatChunkReaderTests {
 
     @Test("the chunks providers send are read without JSONDecoder")
     func usualShapesTakeTheFastWay() {
-        for text in Self.chunks.prefix(14) {
+        for text in Self.chunks.prefix(15) {
             let read = Array(text.utf8).withUnsafeBufferPointer { try? ChatCompletionReader.readChunk($0) }
             #expect(read != nil, "\(text)")
         }
