@@ -14,6 +14,7 @@
 # given back). Prints the counts, the deepest stack of frames and the widest frames.
 #
 # Settings (environment): WARMUP=20 TOP=12
+#   SEQUENCE=1     also print every allocation, free and slab in order, with the stack's depth
 #   GATEWAY_BIN=   a directory holding another build of text-gateway (an earlier commit's
 #                  .build/release); mock-upstream stays this tree's
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"   as bench-gateway
@@ -153,10 +154,12 @@ echo "TextGateway's async frames for one request — $(date -u '+%Y-%m-%d %H:%M:
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<121 characters>} on a kept-alive connection after $warmup others"
 echo "(EVENT_LOOPS=1, RATE_LIMITS=off, METRICS=off, DATABASE_URL=off); $gateway"
 echo
-python3 - "$work/gdb.out" "$top" <<'PY'
+python3 - "$work/gdb.out" "$top" "${SEQUENCE:-0}" <<'PY'
 import re, subprocess, sys
 lines = open(sys.argv[1], errors="replace").read().split("\n")
 top = int(sys.argv[2])
+sequence = sys.argv[3] == "1"
+log = []
 def function(line):
     line = re.sub(r"^#1\s+(0x[0-9a-f]+ in )?", "", line)
     return re.sub(r" \(.*", "", line).strip()
@@ -169,22 +172,30 @@ while index < len(lines):
         caller = function(lines[index + 2]) if index + 2 < len(lines) else "?"
         if line == "FREE":
             depth -= stack.pop() if stack else 0
+            log.append(f"free  {depth:>7,}")
         else:
             size = int(line.split()[1])
             stack.append(size)
             depth += size
             deepest = max(deepest, depth)
             events.append((size, caller))
+            log.append(f"alloc {depth:>7,} {size:>6,} {caller}")
         index += 3
         continue
     if line.startswith("SLAB "):
         slabs += 1
         slab_bytes += int(line.split()[1])
+        log.append(f"slab  {int(line.split()[1]):>7,}")
     index += 1
 names = sorted({name for _, name in events if name.startswith("$s")})
 demangled = dict(names and zip(names, subprocess.run(
     ["swift", "demangle", "--simplified", "--compact"], input="\n".join(names), capture_output=True, text=True
 ).stdout.split("\n")) or [])
+if sequence:
+    # Each event in order: the stack's depth after it, a frame's size and the function it is for.
+    for entry in log:
+        print(re.sub(r"\$s\S+", lambda match: demangled.get(match.group(0), match.group(0))[:110], entry))
+    print()
 print(f"| task allocations | slabs malloc'd (bytes) | deepest stack of frames (bytes) |")
 print(f"|---:|---:|---:|")
 print(f"| {len(events)} | {slabs} ({slab_bytes:,}) | {deepest:,} |")
