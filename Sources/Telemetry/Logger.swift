@@ -73,52 +73,30 @@ package struct Logger: Sendable {
     /// The fields are built only when the event is written: an access log line that the level
     /// leaves out costs nothing per request.
     package func log(_ level: Level, _ event: String, _ fields: @autoclosure () -> [(String, Value?)] = []) {
-        guard level >= self.level else { return }
-        let fields = fields()
-        let now = Timestamp.realtime()
-        var line: [UInt8]
-        switch format {
-        case .json:
-            var writer = JSONWriter()
-            writer.object { object in
-                object.field("ts", Timestamp.iso8601(now: now))
-                object.field("level", level.name)
-                object.field("event", event)
-                for (key, value) in fields {
+        log(level, event) { line in
+            for (key, value) in fields() {
+                var key = key
+                key.withUTF8 { key in
                     switch value {
-                    case .string(let text): object.field(key, text)
-                    case .int(let number): object.field(key, number)
-                    case .milliseconds(let ms): object.field(key, milliseconds: ms)
-                    case .bool(let flag): object.field(key, flag)
-                    case nil: continue
+                    case .string(let text): line.field(key, text)
+                    case .int(let number): line.field(key, number)
+                    case .milliseconds(let ms): line.field(key, milliseconds: ms)
+                    case .bool(let flag): line.field(key, flag)
+                    case nil: break
                     }
                 }
             }
-            line = writer.bytes
-        case .text:
-            // Written straight into the line's bytes: the access log writes one a request.
-            line = []
-            line.reserveCapacity(320)
-            Timestamp.appendISO8601(now: now, to: &line)
-            line.append(0x20)
-            level.upperName.withUTF8Buffer { line.append(contentsOf: $0) }
-            line.append(0x20)
-            Self.appendUTF8(event, to: &line)
-            for (key, value) in fields {
-                guard let value else { continue }
-                line.append(0x20)
-                Self.appendUTF8(key, to: &line)
-                line.append(UInt8(ascii: "="))
-                switch value {
-                case .string(let string): Self.appendTextValue(string, to: &line)
-                case .int(let number): JSONWriter.appendInteger(number, to: &line)
-                case .milliseconds(let ms): JSONWriter.appendDecimal(ms, to: &line)
-                case .bool(let flag): line.append(contentsOf: flag ? "true".utf8 : "false".utf8)
-                }
-            }
         }
-        line.append(0x0A)
-        sink.write(line)
+    }
+
+    /// Writes one event at `level` whose fields `write` adds to its line in order, straight
+    /// into the line's bytes (the access log's way: no list of fields is built). `write` runs
+    /// only when the level lets the event through.
+    package func log(_ level: Level, _ event: String, write: (inout LogLine) -> Void) {
+        guard level >= self.level else { return }
+        var line = LogLine(format: format, level: level, event: event)
+        write(&line)
+        sink.write(line.finished())
     }
 
     /// Waits until the lines logged before the call have been written; see ``LogSink/flush(timeout:)``.
@@ -154,6 +132,100 @@ package struct Logger: Sendable {
     private static func appendUTF8(_ text: String, to bytes: inout [UInt8]) {
         var text = text
         text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// One log line being written, as text (`ts LEVEL event key=value…`) or as a JSON object.
+/// Values are escaped so that none can start a new line.
+package struct LogLine {
+    private var bytes: [UInt8] = []
+    private let format: Logger.Format
+
+    init(format: Logger.Format, level: Logger.Level, event: String) {
+        self.format = format
+        bytes.reserveCapacity(320)
+        let now = Timestamp.realtime()
+        switch format {
+        case .text:
+            Timestamp.appendISO8601(now: now, to: &bytes)
+            bytes.append(0x20)
+            level.upperName.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(0x20)
+            var event = event
+            event.withUTF8 { bytes.append(contentsOf: $0) }
+        case .json:
+            bytes.append(contentsOf: #"{"ts":""#.utf8)
+            Timestamp.appendISO8601(now: now, to: &bytes)
+            bytes.append(contentsOf: #"","level":""#.utf8)
+            bytes.append(contentsOf: level.name.utf8)
+            bytes.append(contentsOf: #"","event":""#.utf8)
+            JSONWriter.appendStringContents(of: event, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        }
+    }
+
+    /// A string field; nil leaves it out.
+    package mutating func field(_ key: StaticString, _ value: String?) {
+        guard let value else { return }
+        key.withUTF8Buffer { field($0, value) }
+    }
+
+    /// A whole-number field; nil leaves it out.
+    package mutating func field(_ key: StaticString, _ value: Int?) {
+        guard let value else { return }
+        key.withUTF8Buffer { field($0, value) }
+    }
+
+    /// A number with up to three decimals (milliseconds).
+    package mutating func field(_ key: StaticString, milliseconds value: Double) {
+        key.withUTF8Buffer { field($0, milliseconds: value) }
+    }
+
+    mutating func field(_ key: UnsafeBufferPointer<UInt8>, _ value: String) {
+        self.key(key)
+        switch format {
+        case .text: Logger.appendTextValue(value, to: &bytes)
+        case .json:
+            bytes.append(UInt8(ascii: "\""))
+            JSONWriter.appendStringContents(of: value, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        }
+    }
+
+    mutating func field(_ key: UnsafeBufferPointer<UInt8>, _ value: Int) {
+        self.key(key)
+        JSONWriter.appendInteger(value, to: &bytes)
+    }
+
+    mutating func field(_ key: UnsafeBufferPointer<UInt8>, milliseconds value: Double) {
+        self.key(key)
+        JSONWriter.appendDecimal(value, to: &bytes)
+    }
+
+    mutating func field(_ key: UnsafeBufferPointer<UInt8>, _ value: Bool) {
+        self.key(key)
+        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+    }
+
+    /// ` key=` or `,"key":`; a key is the caller's own name, never escaped.
+    private mutating func key(_ key: UnsafeBufferPointer<UInt8>) {
+        switch format {
+        case .text:
+            bytes.append(0x20)
+            bytes.append(contentsOf: key)
+            bytes.append(UInt8(ascii: "="))
+        case .json:
+            bytes.append(contentsOf: #",""#.utf8)
+            bytes.append(contentsOf: key)
+            bytes.append(contentsOf: #"":"#.utf8)
+        }
+    }
+
+    /// The line's bytes, closed and ending in a newline.
+    consuming func finished() -> [UInt8] {
+        if format == .json { bytes.append(UInt8(ascii: "}")) }
+        bytes.append(0x0A)
+        return bytes
     }
 }
 

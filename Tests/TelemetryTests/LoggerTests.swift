@@ -143,4 +143,42 @@ struct LoggerTests {
         Timestamp.appendISO8601(now: now, to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == "x" + Timestamp.iso8601(now: now))
     }
+
+    @Test(
+        "a line written field by field is the line a list of fields gives, as text and as JSON",
+        arguments: [
+            Logger.Format.text, .json,
+        ])
+    func writtenInPlace(format: Logger.Format) throws {
+        let sink = LogSink.memory()
+        let logger = Logger(level: .info, format: format, sink: sink)
+        logger.log(
+            .info, "request",
+            [
+                ("request_id", .string("R1")), ("user_id", nil), ("status", .int(200)),
+                ("path", .string("/api/\"x\"\n")), ("total_ms", .milliseconds(1.25)),
+            ])
+        logger.log(.info, "request") { line in
+            line.field("request_id", "R1")
+            line.field("user_id", nil as String?)
+            line.field("status", 200)
+            line.field("path", "/api/\"x\"\n")
+            line.field("total_ms", milliseconds: 1.25)
+        }
+        #expect(sink.lines.count == 2)
+        // Past the timestamp, which the two lines took a moment apart.
+        let lines = sink.lines.map { $0.replacing(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/, with: "TS") }
+        #expect(lines[0] == lines[1])
+        if format == .json {
+            let object = try JSONValue.parse(Array(sink.lines[1].utf8))
+            #expect(object["level"]?.stringValue == "info")
+            #expect(object["event"]?.stringValue == "request")
+            #expect(object["path"]?.stringValue == "/api/\"x\"\n")
+            #expect(object["status"]?.intValue == 200)
+            #expect(object["user_id"] == nil)
+            #expect(lines[1].hasPrefix(#"{"ts":"TS","level":"info","event":"request","request_id":"R1","status":200"#))
+        } else {
+            #expect(lines[1] == #"TS INFO request request_id=R1 status=200 path="/api/\"x\"\n" total_ms=1.25"#)
+        }
+    }
 }

@@ -296,33 +296,31 @@ struct RequestFinisher: Sendable {
         }
         let upstreamMs = Double(state.upstreamNanoseconds) / 1e6
         let gatewayMs = Double(totalNanoseconds - min(totalNanoseconds, state.upstreamNanoseconds)) / 1e6
-        logger.log(
-            .info, "request",
-            [
-                ("request_id", .string(state.report.replayOf ?? context.id)),
-                ("trace_id", context.trace.map { .string($0.context.traceID.hex) }),
-                ("idempotency", state.report.idempotency.map { .string($0.rawValue) }),
-                ("user_id", state.report.caller.map { .string($0.userID) }),
-                ("method", .string(context.method.rawValue)),
-                ("path", .string(context.path)),
-                ("status", .int(state.status)),
-                ("code", state.error.map { .string($0.code.rawValue) }),
-                ("task", state.report.task.map { .string($0) }),
-                ("text_length", state.report.textLength.map { .int($0) }),
-                ("model", state.report.model.map { .string($0) }),
-                ("upstream", state.report.upstream.map { .string($0) }),
-                ("attempts", state.report.upstreamAttempts > 1 ? .int(state.report.upstreamAttempts) : nil),
-                ("input_tokens", state.usage?.promptTokens.map { .int($0) }),
-                ("output_tokens", state.usage?.completionTokens.map { .int($0) }),
-                ("cost_micros", cost.micros.map { .int(Int($0)) }),
-                ("outcome", .string(outcome.label)),
-                ("error", state.protocolError.map { .string($0) }),
-                ("auth_error", state.error?.authFailure.map { .string($0) }),
-                ("attest_error", state.error?.attestError.map { .string($0) }),
-                ("upstream_ms", .milliseconds(upstreamMs)),
-                ("gateway_ms", .milliseconds(gatewayMs)),
-                ("total_ms", .milliseconds(Double(totalNanoseconds) / 1e6)),
-            ])
+        logger.log(.info, "request") { line in
+            line.field("request_id", state.report.replayOf ?? context.id)
+            line.field("trace_id", context.trace?.context.traceID.hex)
+            line.field("idempotency", state.report.idempotency?.rawValue)
+            line.field("user_id", state.report.caller?.userID)
+            line.field("method", context.method.rawValue)
+            line.field("path", context.path)
+            line.field("status", state.status)
+            line.field("code", state.error?.code.rawValue)
+            line.field("task", state.report.task)
+            line.field("text_length", state.report.textLength)
+            line.field("model", state.report.model)
+            line.field("upstream", state.report.upstream)
+            line.field("attempts", state.report.upstreamAttempts > 1 ? state.report.upstreamAttempts : nil)
+            line.field("input_tokens", state.usage?.promptTokens)
+            line.field("output_tokens", state.usage?.completionTokens)
+            line.field("cost_micros", cost.micros.map { Int($0) })
+            line.field("outcome", outcome.label)
+            line.field("error", state.protocolError)
+            line.field("auth_error", state.error?.authFailure)
+            line.field("attest_error", state.error?.attestError)
+            line.field("upstream_ms", milliseconds: upstreamMs)
+            line.field("gateway_ms", milliseconds: gatewayMs)
+            line.field("total_ms", milliseconds: Double(totalNanoseconds) / 1e6)
+        }
         if let trace = context.trace, let tracer {
             tracer.end(
                 trace, context: context, state: state, outcome: outcome, cost: cost, nanoseconds: totalNanoseconds)
