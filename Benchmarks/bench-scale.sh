@@ -7,7 +7,9 @@
 #                then nginx (to a mock) and the mock alone started the same way as references
 #   concurrency  1,000 / 5,000 / 10,000 POST /api/process at once, one connection each, against
 #                a mock with 2 s latency: outcomes, wall time, gateway and mock peak RSS; the
-#                same bursts through nginx and direct as references; SCALE_ROUNDS rounds, medians
+#                gateway's RSS idle before the burst and RSS_SETTLE_SECONDS after it, and its KB
+#                a request in flight ((peak − idle) / N); the same bursts through nginx and
+#                direct as references; SCALE_ROUNDS rounds, medians
 #   streams      2,000 concurrent "stream": true requests of 50 deltas each, every stream checked
 #                (start, deltas whose text only grows, one done with the full text); the same
 #                streams from the mock through nginx and direct as references; SCALE_ROUNDS
@@ -28,6 +30,8 @@
 #   SOAK_SECONDS=600  SOAK_CONCURRENCY=32  SOAK_LATENCY_MS=20  SOAK_WARMUP_SECONDS=30
 #   SOAK_REFERENCES="nginx direct"              the same soak through nginx and straight to the
 #                                               mock after the gateway's ("" for none)
+#   RSS_SETTLE_SECONDS=60                       wait after a concurrency burst before the
+#                                               gateway's RSS is read again (0: not read)
 #   SOAK_SETTLE_SECONDS=65                      wait after the load before the last fd count
 #                                               (past the mock's 60 s idle timeout)
 #   SWIFT_BUILD_FLAGS="--static-swift-stdlib"
@@ -55,6 +59,7 @@ soak_concurrency=${SOAK_CONCURRENCY:-32}
 soak_latency=${SOAK_LATENCY_MS:-20}
 soak_warmup=${SOAK_WARMUP_SECONDS:-30}
 soak_settle=${SOAK_SETTLE_SECONDS:-65}
+rss_settle=${RSS_SETTLE_SECONDS:-60}
 read -r -a soak_references <<<"${SOAK_REFERENCES-nginx direct}"
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS---static-swift-stdlib}"
 read -r -a scenario_list <<<"$scenarios"
@@ -81,7 +86,7 @@ for c in "${count_list[@]}"; do positive CONCURRENCY_COUNTS "$c"; done
 for r in ${soak_references[@]+"${soak_references[@]}"}; do
     case "$r" in nginx | direct) ;; *) die "SOAK_REFERENCES takes nginx and direct, not '$r'" ;; esac
 done
-for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle"; do
+for v in "$stream_delay" "$soak_latency" "$soak_warmup" "$soak_settle" "$rss_settle"; do
     case "$v" in '' | *[!0-9]*) die "delays and durations must be whole numbers, not '$v'" ;; esac
 done
 
@@ -115,7 +120,7 @@ build_release mock-upstream text-gateway bench-client
 
 mock_key=bench-key
 # The store off, as in bench-gateway: bench-store measures it.
-gateway_env=(DARVAREH_API_KEY=$mock_key DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off DATABASE_URL=off UPSTREAM_MAX_CONNECTIONS=20000)
+gateway_env=(DARVAREH_API_KEY="$mock_key" DARVAREH_MODEL_ID=bench-model LOG_LEVEL=warning RATE_LIMITS=off DATABASE_URL=off UPSTREAM_MAX_CONNECTIONS=20000)
 echo "commands (B = $bin; the gateway runs in an empty temp dir, in a clean environment):"
 echo '```'
 echo "swift build -c release --product {mock-upstream,text-gateway,bench-client} ${build_flags[*]}"
@@ -228,6 +233,7 @@ problems=0
 # --- idle ------------------------------------------------------------------------------------
 
 # awk functions for bench-client startup's lines: kv(KEY) on the current line, median(ARRAY, N).
+# shellcheck disable=SC2016 # awk's own $i, not the shell's
 startup_functions='
     function kv(key,   i, p) { for (i = 1; i <= NF; i++) { split($i, p, "="); if (p[1] == key) return p[2] } return "" }
     function median(a, n,   i, j, t, b) {
@@ -370,6 +376,9 @@ scenario_concurrency() {
     echo "fds before) / 2; \"ramp\" = when the proxy's fds first reached 95 % of their peak. CPU = user +"
     echo "system seconds during the burst. Listen overflows: TcpExt ListenOverflows + ListenDrops over the"
     echo "run (namespace-wide)."
+    echo "The gateway's memory: idle = its VmRSS after the first request, just before the burst; KB a"
+    echo "request in flight = (peak RSS − idle) / N, in kB of 1,000 bytes; settled = its VmRSS"
+    echo "$rss_settle s after the burst ended (\`RSS_SETTLE_SECONDS\`)."
     echo
     local largest=0
     for n in "${count_list[@]}"; do [ "$n" -gt "$largest" ] && largest=$n; done
@@ -381,9 +390,9 @@ scenario_concurrency() {
         echo "descriptor. nginx runs one process per core, each with its own limit."
         echo
     fi
-    printf '| in flight | target | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | proxy peak RSS MiB | proxy peak fds | held at once | ramp ms | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows |\n'
-    printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
-    local worst_wall=0 worst_rss=0 failed_total=0 notes=() floor= targets=(gateway nginx direct)
+    printf '| in flight | target | succeeded | failed (outcomes) | wall s | p50 ms | p99 ms | max ms | proxy peak RSS MiB | proxy peak fds | held at once | ramp ms | proxy CPU s | mock peak RSS MiB | mock CPU s | client CPU s | listen overflows | gateway idle RSS MiB | KB a request in flight | gateway settled RSS MiB |\n'
+    printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+    local worst_wall=0 worst_rss=0 worst_kb=0 worst_settled=0 failed_total=0 notes=() floor='' targets=(gateway nginx direct)
     [ -n "$nginx_bin" ] || targets=(gateway direct)
     for n in "${count_list[@]}"; do
         local round target
@@ -401,6 +410,11 @@ scenario_concurrency() {
                     failed_total=$((failed_total + median[1]))
                     worst_wall=$(awk -v a="$worst_wall" -v b="${median[2]}" 'BEGIN { print (b > a ? b : a) }')
                     worst_rss=$(awk -v a="$worst_rss" -v b="${median[6]}" 'BEGIN { print (b > a ? b : a) }')
+                    worst_kb=$(awk -v a="$worst_kb" -v b="${median[16]}" 'BEGIN { print (b > a ? b : a) }')
+                    # settled RSS over idle, in percent ("–" when not read)
+                    worst_settled=$(awk -v a="$worst_settled" -v idle="${median[15]}" -v settled="${median[17]}" 'BEGIN {
+                        if (settled == "–" || idle <= 0) { print a; exit }
+                        b = 100 * settled / idle; print (b > a ? b : a) }')
                     ;;
                 direct) [ "$n" = "$largest" ] && floor=${median[2]} ;;
             esac
@@ -409,9 +423,12 @@ scenario_concurrency() {
     echo
     for note in ${notes[@]+"${notes[@]}"}; do echo "- $note"; done
     [ ${#notes[@]} -eq 0 ] || echo
-    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" -v floor="${floor:-?}" -v rounds="$rounds" 'BEGIN {
-        printf "goal (medians of %d round(s), failures summed over all): all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s; the mock direct takes %s s here), gateway peak RSS ≤ 512 MB (%.0f MiB: %s)\n",
-            rounds, (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), floor, rss, (rss * 1048576 <= 512e6 ? "met" : "MISSED") }'
+    awk -v failed="$failed_total" -v wall="$worst_wall" -v rss="$worst_rss" -v floor="${floor:-?}" -v rounds="$rounds" \
+        -v kb="$worst_kb" -v settled="$worst_settled" -v settle="$rss_settle" 'BEGIN {
+        printf "goal (medians of %d round(s), failures summed over all): all succeed (%s), wall time near 2 s, taken as ≤ 2.5 s (slowest %.2f s: %s; the mock direct takes %s s here), gateway peak RSS ≤ 512 MB (%.0f MiB: %s), ≤ 32 KB a request in flight (%.1f KB: %s)",
+            rounds, (failed == 0 ? "met" : "MISSED, " failed " failed"), wall, (wall <= 2.5 ? "met" : "MISSED"), floor, rss, (rss * 1048576 <= 512e6 ? "met" : "MISSED"), kb, (kb <= 32 ? "met" : "MISSED")
+        if (settle > 0) printf ", RSS %d s after the burst within 20 %% of idle (%.0f %% of idle: %s)", settle, settled, (settled <= 120 ? "met" : "MISSED")
+        printf "\n" }'
     echo
     [ "$failed_total" = 0 ] || problems=$((problems + 1))
 }
@@ -422,7 +439,7 @@ concurrency_run() { # N TARGET ROUND
     local n=$1 target=$2 round=$3
     say "bench-scale: concurrency $n, $target, round $round"
     start_mock --latency-ms 2000
-    local url watch token= body=$work/direct.json expect='"choices":' proxies=()
+    local url watch token='' body=$work/direct.json expect='"choices":' proxies=()
     case "$target" in
         gateway)
             start_gateway
@@ -448,8 +465,11 @@ concurrency_run() { # N TARGET ROUND
     overflows_before=$(tcpext ListenOverflows)
     drops_before=$(tcpext ListenDrops)
     for pid in ${proxies[@]+"${proxies[@]}"}; do fds_before=$((fds_before + $(fd_count "$pid"))); done
-    local out="$work/burst.$n.$target.$round.txt"
-    BENCH_EXPECT=$expect BENCH_TOKEN=$token BENCH_WATCH="$watch" "$bin/bench-client" burst "$url" "$n" "$body" >"$out" 2>&1 ||
+    local out="$work/burst.$n.$target.$round.txt" idle_rss=0 auth=()
+    [ "$target" != gateway ] || idle_rss=$(status_kib "$gateway_pid" VmRSS)
+    # An empty BENCH_TOKEN would still send `Authorization: Bearer `, which the gateway refuses.
+    [ -z "$token" ] || auth=(BENCH_TOKEN="$token")
+    env ${auth[@]+"${auth[@]}"} BENCH_EXPECT="$expect" BENCH_WATCH="$watch" "$bin/bench-client" burst "$url" "$n" "$body" >"$out" 2>&1 ||
         { cat "$out" >&2; die "bench-client burst $n against $target failed"; }
     local overflows=$(($(tcpext ListenOverflows) - overflows_before + $(tcpext ListenDrops) - drops_before))
     local failed outcomes
@@ -458,10 +478,21 @@ concurrency_run() { # N TARGET ROUND
     local rss fds cpu ramp proxy_figures=(– – – – –)
     read -r rss fds cpu ramp < <(proxy_totals "$out")
     [ ${#proxies[@]} -gt 0 ] && proxy_figures=("$(mib "$rss")" "$fds" $(((fds - fds_before) / 2)) "$ramp" "$cpu")
+    # The gateway's memory: idle before the burst, KB a request at the peak, RSS once settled.
+    local memory_figures=(– – –)
+    if [ "$target" = gateway ]; then
+        memory_figures=("$(mib "$idle_rss")" "$(awk -v peak="$rss" -v idle="$idle_rss" -v n="$n" 'BEGIN { printf "%.1f", (peak - idle) * 1.024 / n }')" –)
+        if [ "$rss_settle" -gt 0 ]; then
+            say "bench-scale: waiting $rss_settle s for the gateway's RSS to settle"
+            sleep "$rss_settle"
+            memory_figures[2]=$(mib "$(status_kib "$gateway_pid" VmRSS)")
+        fi
+    fi
     local figures=(
         "$(kv "$out" burst ok)" "$failed" "$(kv "$out" burst wall_s)"
         "$(kv "$out" burst p50_ms)" "$(kv "$out" burst p99_ms)" "$(kv "$out" burst max_ms)" "${proxy_figures[@]}"
         "$(mib "$(kv "$out" "watch name=mock" hwm_kib)")" "$(kv "$out" "watch name=mock" cpu_s)" "$(kv "$out" burst client_cpu_s)" "$overflows"
+        "${memory_figures[@]}"
     )
     keep_round "$work/concurrency.$n.$target.tsv" "${figures[@]}"
     figures[1]="$failed$([ "$failed" = 0 ] || echo " ($outcomes)")"
@@ -484,7 +515,7 @@ scenario_streams() {
     echo "## streams: $stream_count concurrent streams of $stream_deltas deltas"
     echo
     # Two characters a piece: the mock cuts its answer into exactly STREAM_DELTAS pieces.
-    local content= directive="[mock:deltas=$stream_deltas,delta-delay-ms=$stream_delay]"
+    local content='' directive="[mock:deltas=$stream_deltas,delta-delay-ms=$stream_delay]"
     for _ in $(seq "$stream_deltas"); do content+="نو"; done
     printf '{"task":"summarize","text":"%s %s","stream":true}' "$text" "$directive" >"$work/stream.json"
     printf '{"model":"bench-model","messages":[{"role":"user","content":"%s %s"}],"temperature":0.2,"stream":true}' \
@@ -598,6 +629,7 @@ socket_breakdown() {
               printf "%d %s %d\n", upstream, (s == "" ? "-" : s), other }'
 }
 describe_sockets() { # "UPSTREAM STATES OTHER"
+    # shellcheck disable=SC2086 # split into its three words
     set -- $1
     [ "$1" = - ] && { echo "(ss not available)"; return; }
     echo "$1 upstream ($2), $3 other TCP"

@@ -60,7 +60,9 @@ package final class GatewayServer: Sendable {
                         redis: redis, httpClient: client.client)
                     let http = try GatewayHTTPService(gateway: gateway, loops: loops)
                     served.set(http)
-                    return gateway.services + [http]
+                    // Last, so stopped first: gives back what a burst of requests left in the heap.
+                    let memory = MemoryReturner.forGateway(gateway, client: client.client)
+                    return gateway.services + [http, memory.service()]
                 },
             ],
             gracefulShutdownTimeout: configuration.shutdownGrace + .seconds(5),

@@ -19,6 +19,22 @@ final class CurlEasy {
     init() throws(HTTPClientError) {
         guard let handle = curl_easy_init() else { throw HTTPClientError(.invalidRequest, "curl_easy_init failed") }
         self.handle = handle
+        sizeReceiveBuffer()
+    }
+
+    /// The receive buffer curl allocates for each transfer and holds until it ends
+    /// (`CURLOPT_BUFFERSIZE`; curl's default is 16 KiB): every request waiting on the upstream
+    /// holds one, heap that is resident as far as it was written, wholly where the heap's pages
+    /// were used before. Most answers are a few kilobytes; a larger one only takes more reads, a
+    /// stream's events come as they come, and an HTTP/2 stream whose buffer is full waits in
+    /// curl for the next read.
+    static let receiveBufferSize = 4096
+
+    /// Sets ``receiveBufferSize``: on a new handle and after a reset (which restores curl's
+    /// default), never during a transfer (curl 7.88 refuses while its buffer is allocated). A
+    /// libcurl that refuses it keeps its default, which only costs memory.
+    private func sizeReceiveBuffer() {
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, Self.receiveBufferSize)
     }
 
     /// Frees the handle; the caller removed it from its multi handle first.
@@ -45,6 +61,7 @@ final class CurlEasy {
 
     private func reset() {
         curl_easy_reset(handle)
+        sizeReceiveBuffer()
         hasFixedOptions = false
         needsReset = false
         caFile = nil

@@ -57,11 +57,15 @@ final class CurlMulti {
     /// rest itself.
     private var parsedURLs: [(url: String, parsed: OpaquePointer)] = []
     private static let parsedURLLimit = 16
+    /// Idle easy handles kept whatever is in flight.
+    static let idleHandleFloor = 8
     private var sweepTimer: TimerID?
     private var isShutdown = false
 
     /// Transfers in flight (for tests and metrics).
     var activeTransfers: Int { transfers.count }
+    /// Easy handles kept for later transfers (for tests).
+    var idleHandleCount: Int { idleHandles.count }
 
     init(loop: EventLoop, configuration: HTTPClientConfiguration, maxConnections: Int) throws(HTTPClientError) {
         self.loop = loop
@@ -322,13 +326,19 @@ final class CurlMulti {
         }
     }
 
+    /// Keeps `easy` for a later transfer. No more are kept than transfers are in flight (and
+    /// at least ``idleHandleFloor``): a burst's handles go as it drains, rather than staying
+    /// after it scattered through the heap, where each one's pages would keep the freed
+    /// pages around them from being given back.
     private func recycle(_ easy: CurlEasy) {
         easy.recycle()
-        if idleHandles.count < 256 && !isShutdown {
+        let keep = isShutdown ? 0 : min(256, max(Self.idleHandleFloor, transfers.count))
+        if idleHandles.count < keep {
             idleHandles.append(easy)
         } else {
             easy.cleanup()
         }
+        while idleHandles.count > keep { idleHandles.removeLast().cleanup() }
     }
 
     // MARK: - Driving curl

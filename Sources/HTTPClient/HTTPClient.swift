@@ -139,6 +139,17 @@ package final class HTTPClient: Sendable {
         return total
     }
 
+    /// Easy handles kept idle for later transfers across loops (for tests).
+    package func idleHandleCount() async -> Int {
+        var total = 0
+        for multi in multis {
+            total += await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                multi.withValue { continuation.resume(returning: $0.idleHandleCount) }
+            }
+        }
+        return total
+    }
+
     /// The multi handle of the calling loop when called on one, otherwise the next in turn.
     private func pickMulti() -> LoopBound<CurlMulti> {
         if multis.count == 1 { return multis[0] }

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <malloc.h> // malloc_trim
 
 static const unsigned int CEventLoop_EPOLLIN = EPOLLIN;
 static const unsigned int CEventLoop_EPOLLOUT = EPOLLOUT;
