@@ -24,6 +24,11 @@
 #   LIBCURL=             a directory holding another build of libcurl.so.4 for the gateway
 #                        (LD_LIBRARY_PATH; Benchmarks/curl-head.sh)
 #   CALLGRIND_OUT=       a file to keep callgrind's dump in (callgrind_annotate --inclusive=yes)
+#   SETTLE_MS=2          the pause after each answer before the next request, as in
+#                        Benchmarks/allocations.sh: sent back to back, a request races the end
+#                        of the one before (whether curl has let go of the upstream socket,
+#                        which the gateway then watches anew), and which side wins moves the
+#                        figure by up to 7,000 with the timing, not the code
 #   GATEWAY_ENV=         more VAR=VALUE settings for the gateway, space-separated, e.g.
 #                        "PRICES=bench-model=1/2 BUDGETS=gateway=1000000/day" (what budgets cost)
 # Needs valgrind and python3 (apt-get install -y valgrind python3); installs nothing itself.
@@ -46,7 +51,8 @@ for command in valgrind callgrind_control python3; do
     command -v "$command" >/dev/null || die "needs valgrind and python3: apt-get install -y valgrind python3"
 done
 repeat=${TEXT_REPEAT:-1}
-case "$requests$warmup$top$repeat" in *[!0-9]*) die "REQUESTS, WARMUP, TOP and TEXT_REPEAT must be whole numbers" ;; esac
+settle=${SETTLE_MS:-2}
+case "$requests$warmup$top$repeat$settle" in *[!0-9]*) die "REQUESTS, WARMUP, TOP, TEXT_REPEAT and SETTLE_MS must be whole numbers" ;; esac
 [ "$repeat" -ge 1 ] && [ "$repeat" -le 38 ] || die "TEXT_REPEAT must be 1 to 38 (the gateway takes up to 12,000 characters)"
 [ "$requests" -gt 0 ] || die "REQUESTS must be positive"
 libcurl=$(libcurl_dir "${LIBCURL:-}")
@@ -96,12 +102,13 @@ printf '{"task":"summarize","text":"%s"}' "$text" >"$work/body.json"
 
 echo "TextGateway instructions per request — $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(valgrind --version)"
 echo "POST /api/process {\"task\":\"summarize\",\"text\":<${#text} characters>}, one kept-alive connection,"
-echo "one request at a time; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=${LOG_LEVEL:-warning}, EVENT_LOOP_POLL_MICROSECONDS=${POLL_MICROSECONDS-0},"
+echo "one request at a time, ${settle} ms apart; $warmup warm-up requests, then $requests counted (EVENT_LOOPS=1, LOG_LEVEL=${LOG_LEVEL:-warning}, EVENT_LOOP_POLL_MICROSECONDS=${POLL_MICROSECONDS-0},"
 echo "RATE_LIMITS=off, METRICS=off, DATABASE_URL=off${libcurl:+; libcurl from $libcurl}); the mock's answer carries $([ ${#mock_options[@]} -gt 0 ] && echo "the 15 header fields of a hosted API (PROVIDER_HEADERS=1)" || echo "Content-Type only")."
 echo
-python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" <<'PY'
-import http.client, subprocess, sys
+python3 - "$port" "$warmup" "$requests" "$work/body.json" "$work" "$settle" <<'PY'
+import http.client, subprocess, sys, time
 port, warmup, count, body_file, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+settle = int(sys.argv[6]) / 1000
 body = open(body_file, "rb").read()
 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 def send(n):
@@ -111,6 +118,8 @@ def send(n):
         answer = response.read()
         if response.status != 200 or b'"success":true' not in answer:
             sys.exit(f"instructions: the gateway answered {response.status}: {answer[:200]!r}")
+        if settle:
+            time.sleep(settle)
 send(warmup)
 subprocess.run(["callgrind_control", "--zero"], check=True, capture_output=True, cwd=work)
 send(count)
