@@ -142,6 +142,7 @@ final class HTTPConnection: Selectable {
         // handler that answers without waiting is served inside this read event; after a
         // suspension it resumes on this loop, its executor.
         let task = Task.immediate(executorPreference: loop) {
+            await FrameReserve.reserve()
             let response: HTTPResponse
             do {
                 response = try await responder(request)

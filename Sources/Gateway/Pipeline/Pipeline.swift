@@ -103,81 +103,42 @@ struct Pipeline: Sendable {
     }
 
     /// Answers any request; never throws.
-    ///
-    /// Each await's frame comes from the request task's allocator and is held for as long as
-    /// it waits: this one stays narrow (the request, its context and report) while the route
-    /// waits on the upstream, and what the answer becomes is worked out in a frame of its own
-    /// (``respond(with:context:report:)``) once the route's frames are gone.
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let context = begin(request)
+        let trace = tracer?.begin(request)
+        let context = makeContext(request.head, trace: trace)
+        finisher.started(context)
         var report = RouteReport()
         let answer: RouteAnswer
-        if let trace = context.trace {
+        if let trace {
             // The steps' upstream attempts find the trace here, and name their spans to the upstream.
             answer = await CurrentTrace.$recorder.withValue(trace) { await responder(request, context, &report) }
         } else {
             answer = await responder(request, context, &report)
         }
-        return await respond(with: answer, context: context, report: report)
-    }
-
-    @inline(never)
-    private func begin(_ request: HTTPRequest) -> RequestContext {
-        let context = makeContext(request.head, trace: tracer?.begin(request))
-        finisher.started(context)
-        return context
-    }
-
-    /// The response `answer` becomes, the finisher told. Its synchronous steps run out of
-    /// line, on the thread's stack: this frame holds only what crosses the finisher's await.
-    @inline(never)
-    private func respond(with answer: RouteAnswer, context: RequestContext, report: RouteReport) async
-        -> HTTPResponse
-    {
-        var (response, error, whole) = render(answer, context: context, report: report)
-        await finisher.answered(context, &response, whole: whole, report: report, error: error)
-        if error == nil, let produce = answer.stream {
-            attach(produce, answer.detached, to: &response, context: context)
+        var response: HTTPResponse
+        if let failure = answer.failure {
+            let error = errors.gatewayError(for: failure, context: context)
+            response = errors.render(error, context: context)
+            requestID.stamp(&response, context: context, report: report)
+            await finisher.answered(context, &response, whole: true, report: report, error: error)
+        } else {
+            response = answer.response
+            requestID.stamp(&response, context: context, report: report)
+            var whole = answer.stream == nil
+            if case .stream = response.body { whole = false }
+            await finisher.answered(context, &response, whole: whole, report: report)
+            // After the finisher took the report in: a detached stream may end before the client reads a byte.
+            if let produce = answer.stream {
+                response.body =
+                    if let detached = answer.detached {
+                        finisher.detach(produce, into: detached, context: context)
+                    } else {
+                        .stream { writer in try await RequestFinisher.stream(produce, context: context, writer) }
+                    }
+            }
         }
         response.finished = { [finisher] end in await finisher.finish(context, end) }
         return response
-    }
-
-    /// The response before the finisher sees it: the route's, or its failure rendered; and
-    /// whether it is whole (no stream follows).
-    @inline(never)
-    private func render(_ answer: RouteAnswer, context: RequestContext, report: RouteReport)
-        -> (HTTPResponse, GatewayError?, whole: Bool)
-    {
-        var response: HTTPResponse
-        var error: GatewayError?
-        var whole = true
-        if let failure = answer.failure {
-            let failed = errors.gatewayError(for: failure, context: context)
-            error = failed
-            response = errors.render(failed, context: context)
-        } else {
-            response = answer.response
-            whole = answer.stream == nil
-            if case .stream = response.body { whole = false }
-        }
-        requestID.stamp(&response, context: context, report: report)
-        return (response, error, whole)
-    }
-
-    /// A gateway stream as the response's body. After the finisher took the report in: a
-    /// detached stream may end before the client reads a byte.
-    @inline(never)
-    private func attach(
-        _ produce: @escaping StreamProducer, _ detached: DetachedStream?, to response: inout HTTPResponse,
-        context: RequestContext
-    ) {
-        response.body =
-            if let detached {
-                finisher.detach(produce, into: detached, context: context)
-            } else {
-                .stream { writer in try await RequestFinisher.stream(produce, context: context, writer) }
-            }
     }
 
     /// The answer to a request the HTTP server refused before routing (a malformed head, a
