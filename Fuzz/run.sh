@@ -56,9 +56,10 @@ case "$target" in
         modules=("HTTP1:Sources/HTTP1/*.swift")
         ;;
     JSONValue)
-        # The parser with its scans, and both readings of a chat completion built on it.
+        # The parser with its scans, both readings of a chat completion built on it, and the
+        # byte reading of a stream's chunk.
         modules=("JSON:Sources/JSON/JSONValue.swift Sources/JSON/JSONByteParser+Validation.swift Sources/JSON/JSONMemberNames.swift Sources/JSON/JSONStringScan.swift Sources/JSON/UTF8Text.swift"
-            "ChatAPI:Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
+            "ChatAPI:Sources/ChatAPI/ChatCompletion.swift Sources/ChatAPI/ChatCompletion+JSONValue.swift Sources/ChatAPI/ChatCompletionReader.swift Sources/ChatAPI/ChatCompletionChunk.swift Sources/ChatAPI/Usage.swift Sources/ChatAPI/ChatRole.swift Sources/ChatAPI/MessageContent.swift")
         ;;
     DotEnv)
         modules=("Gateway:Sources/Gateway/Config/DotEnv.swift Sources/Gateway/Config/DotEnvError.swift")

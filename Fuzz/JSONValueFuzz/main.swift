@@ -4,7 +4,8 @@
 // (JSONValue.validate), the chosen members of an object (JSONValue.parseMembers), the lenient
 // reading (which accepts all the strict one does, and reads it the same), and a chat
 // completion read straight from the bytes (ChatCompletionReader) against its reading
-// through a JSONValue tree.
+// through a JSONValue tree; a stream's chunk read straight from the bytes only from JSON (the
+// lenient parse accepts it: keys it does not read may repeat), the same way twice.
 @testable import ChatAPI
 @testable import JSON
 
@@ -46,5 +47,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let fast = try? ChatCompletion(jsonBytes: bytes)
     let general = try? ChatCompletion(jsonValueBytes: bytes)
     require(fast == general, "the two readings of a chat completion disagree")
+
+    let chunk = bytes.withUnsafeBufferPointer { try? ChatCompletionReader.readChunk($0) }
+    if chunk != nil { require(lenient != nil, "a chunk read from bytes that are not JSON") }
+    require(
+        chunk == bytes.withUnsafeBufferPointer { try? ChatCompletionReader.readChunk($0) },
+        "chunk reading is not deterministic")
     return 0
 }
