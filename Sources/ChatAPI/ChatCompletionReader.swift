@@ -87,14 +87,22 @@ struct ChatCompletionReader {
     }
 
     private mutating func choices() throws(Failure) -> [ChatCompletion.Choice] {
+        try array { reader throws(Failure) in try reader.choice() }
+    }
+
+    /// An array whose elements `element` reads, or null (no elements); anything else is left
+    /// to the general reading.
+    private mutating func array<Element>(_ element: (inout Self) throws(Failure) -> Element) throws(Failure)
+        -> [Element]
+    {
         if try null() { return [] }
         guard peek() == UInt8(ascii: "[") else { throw .unhandled }
         try enter()
         parser.index += 1
-        var choices: [ChatCompletion.Choice] = []
+        var elements: [Element] = []
         var first = true
-        while try nextElement(&first) { choices.append(try choice()) }
-        return choices
+        while try nextElement(&first) { elements.append(try element(&self)) }
+        return elements
     }
 
     private mutating func choice() throws(Failure) -> ChatCompletion.Choice {
@@ -204,14 +212,7 @@ struct ChatCompletionReader {
     }
 
     private mutating func chunkChoices() throws(Failure) -> [ChatCompletionChunk.Choice] {
-        if try null() { return [] }
-        guard peek() == UInt8(ascii: "[") else { throw .unhandled }
-        try enter()
-        parser.index += 1
-        var choices: [ChatCompletionChunk.Choice] = []
-        var first = true
-        while try nextElement(&first) { choices.append(try chunkChoice()) }
-        return choices
+        try array { reader throws(Failure) in try reader.chunkChoice() }
     }
 
     private mutating func chunkChoice() throws(Failure) -> ChatCompletionChunk.Choice {

@@ -120,10 +120,11 @@ package struct ChatStreamDecoder: Sendable {
                 // Only JSON with the token `"error"` can be an error object; the others skip
                 // the check. (Inside a JSON string a quote is escaped, so `"error"` there is
                 // a whole string value or a key.)
-                if !Self.containsErrorToken(payload), let chunk = try? ChatCompletionReader.readChunk(payload) {
+                let mayBeError = Self.containsErrorToken(payload)
+                if !mayBeError, let chunk = try? ChatCompletionReader.readChunk(payload) {
                     return .success(.chunk(chunk))
                 }
-                return decode(Array(payload), length: utf8.count)
+                return decode(Array(payload), mayBeError: mayBeError, length: utf8.count)
             }
             return try read.get()
         case "error":
@@ -135,11 +136,13 @@ package struct ChatStreamDecoder: Sendable {
     }
 
     /// A message event's JSON read by `JSONDecoder`: a chunk of a shape the byte reader left,
-    /// or an error object.
-    private static func decode(_ bytes: [UInt8], length: Int) -> Result<ChatStreamEvent?, ChatStreamError> {
+    /// or, when it holds the token `"error"`, maybe an error object.
+    private static func decode(_ bytes: [UInt8], mayBeError: Bool, length: Int) -> Result<
+        ChatStreamEvent?, ChatStreamError
+    > {
         let decoded: Payload
         do {
-            if bytes.withUnsafeBufferPointer(containsErrorToken) {
+            if mayBeError {
                 decoded = try JSON.decode(Payload.self, from: bytes)
             } else {
                 decoded = .chunk(try JSON.decode(ChatCompletionChunk.self, from: bytes))

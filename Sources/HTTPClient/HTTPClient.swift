@@ -130,21 +130,20 @@ package final class HTTPClient: Sendable {
 
     /// Transfers in flight across loops (for tests and metrics).
     package func activeTransferCount() async -> Int {
-        var total = 0
-        for multi in multis {
-            total += await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-                multi.withValue { continuation.resume(returning: $0.activeTransfers) }
-            }
-        }
-        return total
+        await sum { $0.activeTransfers }
     }
 
     /// Easy handles kept idle for later transfers across loops (for tests).
     package func idleHandleCount() async -> Int {
+        await sum { $0.idleHandleCount }
+    }
+
+    /// `count` of every loop's multi handle, read on its loop, added up.
+    private func sum(_ count: @escaping @Sendable (CurlMulti) -> Int) async -> Int {
         var total = 0
         for multi in multis {
             total += await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-                multi.withValue { continuation.resume(returning: $0.idleHandleCount) }
+                multi.withValue { continuation.resume(returning: count($0)) }
             }
         }
         return total

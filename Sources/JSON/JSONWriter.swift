@@ -207,10 +207,7 @@ package struct JSONWriter {
     /// last one back and handed over at once.
     private static func withDecimal(_ value: Double, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard value.isFinite, value >= 0 else {
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { buffer in
-                buffer[0] = UInt8(ascii: "0")
-                body(UnsafeBufferPointer(buffer))
-            }
+            ("0" as StaticString).withUTF8Buffer(body)
             return
         }
         let thousandths = Int((min(value, 9e15) * 1000).rounded()) // clamped: never past Int.max

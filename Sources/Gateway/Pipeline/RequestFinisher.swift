@@ -264,7 +264,7 @@ struct RequestFinisher: Sendable {
         // Out of line, for the same reason as `answered`'s: the request's awaited frames stay narrow.
         let finished = logAndCount(context)
         // After the answer: a full queue makes only this connection's next request wait.
-        if let ledger, context.route.isLedgered { await record(context, in: ledger) }
+        if let ledger { await record(context, in: ledger) }
         if let finished { await tell(finished) }
     }
 
