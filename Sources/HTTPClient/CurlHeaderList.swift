@@ -9,8 +9,8 @@ import CCurl
 /// transfer runs, so the owner frees it with ``free()`` when the transfer ends, never with
 /// `curl_slist_free_all`.
 ///
-/// Each line is cleaned as it is copied: CR and LF are dropped from the name and the value,
-/// and `:` from the name, so a field can never start another line. A field whose value is
+/// Each line is cleaned as it is copied (``HeaderLine``): CR and LF are dropped from the name
+/// and the value, and `:` from the name, so a field can never start another line. A field whose value is
 /// empty becomes `name:`, which removes curl's own default for it (e.g. `Content-Type`).
 /// `Expect:` always ends the list: no 100-continue round trip.
 struct CurlHeaderList {
@@ -49,27 +49,8 @@ struct CurlHeaderList {
     private static func writeLine(name: String, value: String, to out: UnsafeMutablePointer<UInt8>)
         -> UnsafeMutablePointer<UInt8>
     {
-        var out = out
-        var name = name
-        var value = value
-        name.withUTF8 { bytes in
-            for byte in bytes where byte != 0x0D && byte != 0x0A && byte != UInt8(ascii: ":") {
-                out.pointee = byte
-                out += 1
-            }
-        }
-        out.pointee = UInt8(ascii: ":")
-        out += 1
-        value.withUTF8 { bytes in
-            let separator = out
-            out += 1 // the space, kept only if some value byte follows
-            for byte in bytes where byte != 0x0D && byte != 0x0A {
-                out.pointee = byte
-                out += 1
-            }
-            if out == separator + 1 { out = separator } else { separator.pointee = UInt8(ascii: " ") }
-        }
-        out.pointee = 0
-        return out + 1
+        let end = HeaderLine.write((name, value), to: out, emptyValue: .bare) ?? out
+        end.pointee = 0
+        return end + 1
     }
 }

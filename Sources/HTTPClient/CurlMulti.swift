@@ -27,7 +27,7 @@ import EventLoop
 /// streams it would open one per transfer). An https host seen answering in HTTP/1.1 goes to
 /// the plain lanes from then on, where only ``HTTPClientConfiguration/maxConnections`` bounds
 /// it, and its transfers that have sent nothing yet move there at once.
-final class CurlMulti {
+final class CurlMulti: TransferDriver {
     let loop: EventLoop
     private let configuration: HTTPClientConfiguration
     private let laneCapacity: Int
@@ -137,7 +137,7 @@ final class CurlMulti {
     /// waiter (false: the caller was cancelled meanwhile, and the transfer is cancelled), then
     /// lets curl start it at once: on a kept-alive connection the request is written before
     /// this returns, not after the loop has handled every other event of its wake-up.
-    func start(_ request: HTTPClientRequest, streaming: Bool, attach: (Transfer) -> Bool) throws(HTTPClientError) {
+    func start(_ request: HTTPClientRequest, streaming: Bool, attach: (ResponseSink) -> Bool) throws(HTTPClientError) {
         guard !isShutdown else { throw HTTPClientError(.shutdown) }
         let easy: CurlEasy
         if let idle = idleHandles.popLast() { easy = idle } else { easy = try CurlEasy() }
@@ -292,7 +292,8 @@ final class CurlMulti {
     /// A transfer that already ended is left alone: its easy handle may be carrying a newer
     /// transfer by now, which a late cancel (a dropped stream, a task cancelled after its
     /// answer) must not touch.
-    func cancel(_ transfer: Transfer) {
+    func cancel(_ transfer: ResponseSink) {
+        guard let transfer = transfer as? Transfer else { return }
         abort(transfer, HTTPClientError(.cancelled, beforeResponse: !transfer.responseStarted))
     }
 
@@ -313,8 +314,8 @@ final class CurlMulti {
     }
 
     /// Continues a transfer paused because its consumer fell behind.
-    func resume(_ transfer: Transfer) {
-        guard let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
+    func resume(_ transfer: ResponseSink) {
+        guard let transfer = transfer as? Transfer, let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
         curl_easy_pause(transfer.easy.handle, CCurl_PAUSE_CONT)
     }
 
@@ -686,7 +687,11 @@ private let curlTimerCallback: CCurlTimerCallback = { _, milliseconds, context i
 private let curlWriteCallback: CCurlDataCallback = { data, size, count, context in
     guard let context, let data else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+    switch transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count)) {
+    case .taken: return size * count
+    case .refused: return CCurl_WRITEFUNC_PAUSE
+    case .tooLarge: return 0
+    }
 }
 
 private let curlHeaderCallback: CCurlDataCallback = { data, size, count, context in

@@ -6,10 +6,12 @@ import Synchronization
     import Glibc
 #endif
 
-/// An asynchronous HTTP client on libcurl's multi interface, driven by event loops.
+/// An asynchronous HTTP client driven by event loops: plain `http://` requests on its own
+/// HTTP/1.1 connections (``PlainConnections``), https (and what those do not take) on
+/// libcurl's multi interface.
 ///
-/// Each loop has one curl multi handle whose sockets live in the loop's epoll, so thousands
-/// of requests can be in flight on a handful of threads, and connections (HTTP/1.1
+/// Each loop has its own connections and one curl multi handle, all in the loop's epoll, so
+/// thousands of requests can be in flight on a handful of threads, and connections (HTTP/1.1
 /// keep-alive, HTTP/2 multiplexing over TLS) are reused across requests. Called from a task
 /// running on one of the group's loops, a request stays on that loop.
 ///
@@ -19,6 +21,11 @@ package final class HTTPClient: Sendable {
     private let group: EventLoopGroup
     private let ownsGroup: Bool
     private let multis: [LoopBound<CurlMulti>]
+    /// Each loop's own HTTP/1.1 connections, when plain http goes over them.
+    private let plains: [LoopBound<PlainConnections>]?
+    /// The same as ``multis`` and ``plains``, as what starts a request.
+    private let curlDrivers: [LoopBound<any TransferDriver>]
+    private let plainDrivers: [LoopBound<any TransferDriver>]?
     private let cursor = Atomic<Int>(0)
     private let isShutdown = Atomic<Bool>(false)
     /// The configuration the client was created with.
@@ -54,23 +61,42 @@ package final class HTTPClient: Sendable {
         }
         let perLoop = max(1, configuration.maxConnections / self.group.loops.count)
         var multis: [LoopBound<CurlMulti>] = []
+        var curlDrivers: [LoopBound<any TransferDriver>] = []
+        var plains: [LoopBound<PlainConnections>] = []
+        var plainDrivers: [LoopBound<any TransferDriver>] = []
+        let ownConnections = configuration.ownHTTP1Connections && !Self.proxyInEnvironment
         for loop in self.group.loops {
             let multi = try CurlMulti(loop: loop, configuration: configuration, maxConnections: perLoop)
             multis.append(LoopBound(handingOver: multi, to: loop))
+            curlDrivers.append(LoopBound(handingOver: multi, to: loop))
+            if ownConnections {
+                let plain = PlainConnections(loop: loop, configuration: configuration, maxConnections: perLoop)
+                plains.append(LoopBound(handingOver: plain, to: loop))
+                plainDrivers.append(LoopBound(handingOver: plain, to: loop))
+            }
         }
         self.multis = multis
+        self.curlDrivers = curlDrivers
+        self.plains = ownConnections ? plains : nil
+        self.plainDrivers = ownConnections ? plainDrivers : nil
+    }
+
+    /// Whether the environment names a proxy curl would send plain http through.
+    private static var proxyInEnvironment: Bool {
+        let names: [String] = ["http_proxy", "ALL_PROXY", "all_proxy"]
+        return names.contains { name in getenv(name).map { $0.pointee != 0 } ?? false }
     }
 
     /// Sends `request` and returns the whole response (up to ``HTTPClientConfiguration/maxResponseBytes``).
     /// Any status is a response; only transport failures throw.
     package func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        let token = TransferToken(multi: pickMulti())
+        let token = TransferToken(driver: driver(for: request.url))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation {
                 (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
-                token.multi.withValue { multi in
+                token.driver.withValue { driver in
                     do {
-                        try multi.start(request, streaming: false) { transfer in
+                        try driver.start(request, streaming: false) { transfer in
                             transfer.waitForResponse(continuation)
                             return token.attach(transfer)
                         }
@@ -88,13 +114,13 @@ package final class HTTPClient: Sendable {
     /// an async sequence of byte chunks. When the consumer falls behind, the transfer pauses.
     /// Dropping the stream or cancelling the consuming task aborts the transfer.
     package func stream(_ request: HTTPClientRequest) async throws -> HTTPClientStreamingResponse {
-        let token = TransferToken(multi: pickMulti())
+        let token = TransferToken(driver: driver(for: request.url))
         let head = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation {
                 (continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) in
-                token.multi.withValue { multi in
+                token.driver.withValue { driver in
                     do {
-                        try multi.start(request, streaming: true) { transfer in
+                        try driver.start(request, streaming: true) { transfer in
                             guard token.attach(transfer) else {
                                 continuation.resume(throwing: HTTPClientError(.cancelled))
                                 return false
@@ -117,9 +143,11 @@ package final class HTTPClient: Sendable {
     /// curl's handles. A group the client made itself is stopped too.
     package func shutdown() async {
         guard !isShutdown.exchange(true, ordering: .relaxed) else { return }
-        for multi in multis {
+        for (index, multi) in multis.enumerated() {
+            let plain = plains?[index]
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 multi.loop.execute {
+                    plain?.value.shutdown()
                     multi.value.shutdown()
                     continuation.resume()
                 }
@@ -130,7 +158,13 @@ package final class HTTPClient: Sendable {
 
     /// Transfers in flight across loops (for tests and metrics).
     package func activeTransferCount() async -> Int {
-        await sum { $0.activeTransfers }
+        var count = await sum { $0.activeTransfers }
+        for plain in plains ?? [] {
+            count += await withCheckedContinuation { continuation in
+                plain.withValue { continuation.resume(returning: $0.activeTransfers) }
+            }
+        }
+        return count
     }
 
     /// Easy handles kept idle for later transfers across loops (for tests).
@@ -149,10 +183,12 @@ package final class HTTPClient: Sendable {
         return total
     }
 
-    /// The multi handle of the calling loop when called on one, otherwise the next in turn.
-    private func pickMulti() -> LoopBound<CurlMulti> {
-        if multis.count == 1 { return multis[0] }
-        for multi in multis where multi.loop.inEventLoop { return multi }
-        return multis[cursor.add(1, ordering: .relaxed).oldValue % multis.count]
+    /// What carries a request to `url` on the calling loop when called on one, otherwise on
+    /// the next in turn: the loop's own connections for plain http they take, else curl.
+    private func driver(for url: String) -> LoopBound<any TransferDriver> {
+        let drivers = plainDrivers.flatMap { PlainTarget.takes(url) ? $0 : nil } ?? curlDrivers
+        if drivers.count == 1 { return drivers[0] }
+        for driver in drivers where driver.loop.inEventLoop { return driver }
+        return drivers[cursor.add(1, ordering: .relaxed).oldValue % drivers.count]
     }
 }

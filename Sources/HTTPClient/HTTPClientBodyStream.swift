@@ -38,12 +38,12 @@ package final class HTTPClientBodyStream: AsyncSequence, Sendable {
             let token = stream.token
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
-                    token.multi.withValue { multi in
+                    token.driver.withValue { driver in
                         guard let transfer = token.transfer else {
                             continuation.resume(throwing: HTTPClientError(.cancelled))
                             return
                         }
-                        if transfer.nextChunk(continuation) { multi.resume(transfer) }
+                        if transfer.nextChunk(continuation) { driver.resume(transfer) }
                     }
                 }
             } onCancel: {

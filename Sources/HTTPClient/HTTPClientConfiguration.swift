@@ -29,6 +29,11 @@ package struct HTTPClientConfiguration: Sendable {
     package var http2StreamsPerConnection: Int = 1000
     /// Send TCP keep-alive probes on idle upstream connections.
     package var tcpKeepAlive: Bool = true
+    /// Plain `http://` upstreams go over the client's own HTTP/1.1 connections
+    /// (``PlainConnections``); false: curl carries every request. The client turns it off
+    /// itself when the environment names a proxy for http (`http_proxy`, `ALL_PROXY`), which
+    /// only curl honours.
+    package var ownHTTP1Connections: Bool = true
 
     package init() {}
 }

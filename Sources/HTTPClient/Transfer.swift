@@ -2,270 +2,70 @@ import CCurl
 import EventLoop
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// One request in flight on a ``CurlMulti``: its easy handle, header list, the response as
-/// it arrives, and whoever waits for it. Loop-confined; curl's callbacks reach it through
-/// the pointer given as `WRITEDATA`/`HEADERDATA`, kept alive by the multi's table.
-final class Transfer {
+/// One request in flight on a ``CurlMulti``: its easy handle and header list besides the
+/// response. curl's callbacks reach it through the pointer given as `WRITEDATA`/`HEADERDATA`,
+/// kept alive by the multi's table.
+final class Transfer: ResponseSink {
     let easy: CurlEasy
-    let streaming: Bool
-    private let maxBodyBytes: Int
-    private let highWatermark: Int
     var headerList: CurlHeaderList?
-
-    private var status = 0
-    private var version = HTTPClientResponseHead.Version.http1_1
-    /// `host:port` of an https request, for learning which hosts answer in HTTP/1.1.
-    var origin: Substring?
-    /// Told the origin when a status line says HTTP/1.x (on the multiplexing lane).
-    var http1Seen: ((Substring) -> Void)?
-    private var fields = ResponseFields()
-    private(set) var headComplete = false
-    /// Some byte of the response (a header line or body) has arrived.
-    private(set) var responseStarted = false
-    /// Sent again on a fresh connection already (at most once).
-    var retried = false
-    /// The loop timer of the request's head timeout, while it runs.
-    var headTimer: TimerID?
-    private(set) var bodyTooLarge = false
-    private var body: [UInt8] = []
-
-    private var responseWaiter: CheckedContinuation<HTTPClientResponse, any Error>?
-    private var headWaiter: CheckedContinuation<HTTPClientResponseHead, any Error>?
-    private var chunks: [[UInt8]] = []
-    private var queuedBytes = 0
-    private var chunkWaiter: CheckedContinuation<[UInt8]?, any Error>?
-    private(set) var paused = false
-    private var outcome: Result<Void, HTTPClientError>?
 
     init(easy: CurlEasy, streaming: Bool, maxBodyBytes: Int, highWatermark: Int) {
         self.easy = easy
-        self.streaming = streaming
-        self.maxBodyBytes = maxBodyBytes
-        self.highWatermark = highWatermark
+        super.init(streaming: streaming, maxBodyBytes: maxBodyBytes, highWatermark: highWatermark)
     }
 
-    func waitForResponse(_ continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
-        responseWaiter = continuation
-    }
-
-    func waitForHead(_ continuation: CheckedContinuation<HTTPClientResponseHead, any Error>) {
-        if headComplete {
-            continuation.resume(returning: head)
-        } else if case .failure(let error) = outcome {
-            continuation.resume(throwing: error)
-        } else {
-            headWaiter = continuation
-        }
-    }
-
-    // MARK: - From curl's callbacks
-
-    var httpVersion: HTTPClientResponseHead.Version { version }
-
-    private var head: HTTPClientResponseHead {
-        HTTPClientResponseHead(status: status, httpVersion: version, fields: fields)
-    }
-
-    /// One header line, CRLF included. A status line starts a new block (after a `100
-    /// Continue` or an interim response); the empty line ends it.
-    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        responseStarted = true
-        var end = line.count
-        while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
-        let text = UnsafeRawBufferPointer(rebasing: line[0..<end])
-        if text.isEmpty {
-            if status >= 200 && !headComplete {
-                headComplete = true
-                if let waiter = headWaiter {
-                    headWaiter = nil
-                    waiter.resume(returning: head)
-                }
-            }
-            return
-        }
-        // Byte by byte through the buffer's own methods: the generic collection algorithms
-        // (`starts(with:)`, `firstIndex(of:)`, appending a slice) cost several times more per
-        // field, and an upstream behind a CDN sends 15–20 of them.
-        if Self.isStatusLine(text) {
-            status = Self.statusCode(ofStatusLine: text)
-            version = Self.version(ofStatusLine: text)
-            fields.removeAll()
-            if version.major == 1, let origin, let http1Seen { http1Seen(origin) }
-            return
-        }
-        guard let base = text.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), text.count) else {
-            return
-        }
-        let colon = UnsafeRawPointer(found) - base
-        var valueStart = colon + 1
-        while valueStart < text.count, text[valueStart] == 0x20 || text[valueStart] == 0x09 { valueStart += 1 }
-        fields.append(
-            name: UnsafeRawBufferPointer(start: base, count: colon),
-            value: UnsafeRawBufferPointer(start: base + valueStart, count: text.count - valueStart)
-        )
-    }
-
-    /// Whether `line` starts with `HTTP/`.
-    @inline(__always)
-    static func isStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
-        line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
-            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
-    }
-
-    /// The version of a status line (`HTTP/1.1 200`, or `HTTP/2 200` as curl writes one for
-    /// HTTP/2): 1.1 when it cannot be read.
-    static func version(ofStatusLine line: UnsafeRawBufferPointer) -> HTTPClientResponseHead.Version {
-        func digit(_ index: Int) -> Int? {
-            guard index < line.count else { return nil }
-            let value = line[index] &- UInt8(ascii: "0")
-            return value < 10 ? Int(value) : nil
-        }
-        guard let major = digit(5) else { return .http1_1 }
-        if line.count > 6, line[6] == UInt8(ascii: "."), let minor = digit(7) {
-            return .init(major: major, minor: minor)
-        }
-        return .init(major: major, minor: 0)
-    }
-
-    /// The code of a status line (`HTTP/1.1 200 OK`): the three digits after the first
-    /// space, 0 when there are none.
-    static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int {
-        guard let space = line.firstIndex(of: 0x20), space + 3 <= line.count else { return 0 }
-        var code = 0
-        for index in space + 1...space + 3 {
-            let digit = line[index] &- UInt8(ascii: "0")
-            guard digit < 10 else { return 0 }
-            code = code * 10 + Int(digit)
-        }
-        return space + 4 == line.count || line[space + 4] == 0x20 ? code : 0
-    }
-
-    /// Body bytes. Returns the count taken, `CCurl_WRITEFUNC_PAUSE` to hold the transfer
-    /// while the consumer is behind, or 0 to abort (body over the limit).
-    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        responseStarted = true
-        if !streaming {
-            guard body.count + bytes.count <= maxBodyBytes else {
-                bodyTooLarge = true
-                return 0
-            }
-            body.append(contentsOf: bytes)
-            return bytes.count
-        }
-        if let waiter = chunkWaiter {
-            chunkWaiter = nil
-            waiter.resume(returning: Array(bytes))
-            return bytes.count
-        }
-        if queuedBytes >= highWatermark {
-            paused = true
-            return CCurl_WRITEFUNC_PAUSE
-        }
-        chunks.append(Array(bytes))
-        queuedBytes += bytes.count
-        return bytes.count
-    }
-
-    // MARK: - From the consumer
-
-    /// Hands the next piece of a streamed body to `continuation` (nil at the end).
-    /// Returns true when the transfer was paused and may now resume.
-    func nextChunk(_ continuation: CheckedContinuation<[UInt8]?, any Error>) -> Bool {
-        if !chunks.isEmpty {
-            let chunk = chunks.removeFirst()
-            queuedBytes -= chunk.count
-            continuation.resume(returning: chunk)
-        } else if let outcome {
-            switch outcome {
-            case .success: continuation.resume(returning: nil)
-            case .failure(let error): continuation.resume(throwing: error)
-            }
-        } else {
-            chunkWaiter = continuation
-        }
-        if paused && queuedBytes < highWatermark / 2 {
-            paused = false
-            return true
-        }
-        return false
-    }
-
-    // MARK: - Completion
-
-    /// The transfer ended (done, failed or cancelled): wake everyone waiting.
-    func finish(_ result: Result<Void, HTTPClientError>) {
-        guard outcome == nil else { return }
-        outcome = result
+    override func finish(_ result: Result<Void, HTTPClientError>) {
         headerList?.free()
         headerList = nil
-        if let waiter = responseWaiter {
-            responseWaiter = nil
-            switch result {
-            case .success:
-                waiter.resume(returning: HTTPClientResponse(head: head, body: body))
-            case .failure(let error):
-                waiter.resume(throwing: error)
-            }
-            body = []
-        }
-        if let waiter = headWaiter {
-            headWaiter = nil
-            if case .failure(let error) = result {
-                waiter.resume(throwing: error)
-            } else {
-                waiter.resume(returning: head)
-            }
-        }
-        if let waiter = chunkWaiter {
-            chunkWaiter = nil
-            switch result {
-            case .success: waiter.resume(returning: nil)
-            case .failure(let error): waiter.resume(throwing: error)
-            }
-        }
+        super.finish(result)
     }
 }
 
-@available(*, unavailable)
-extension Transfer: Sendable {}
+/// What carries a loop's requests: curl (``CurlMulti``) or the client's own HTTP/1.1
+/// connections (``PlainConnections``). Every call is made on its loop.
+protocol TransferDriver: AnyObject {
+    /// Starts `request`; `attach` gives the new request its waiter, and false from it means
+    /// the caller was cancelled meanwhile (the request is then cancelled).
+    func start(_ request: HTTPClientRequest, streaming: Bool, attach: (ResponseSink) -> Bool) throws(HTTPClientError)
+    /// Aborts a request still in flight; one that ended already is left alone.
+    func cancel(_ transfer: ResponseSink)
+    /// Continues a request paused because its consumer fell behind.
+    func resume(_ transfer: ResponseSink)
+}
 
 /// Lets any thread cancel a transfer that a loop owns: cancellation can arrive before the
 /// transfer starts (it is then never started) or while it runs (it is removed at once).
 final class TransferToken: Sendable {
     private struct State {
         var cancelled = false
-        var transfer: LoopBound<Transfer>?
+        var transfer: LoopBound<ResponseSink>?
     }
 
-    let multi: LoopBound<CurlMulti>
+    let driver: LoopBound<any TransferDriver>
     private let state = Mutex(State())
 
-    init(multi: LoopBound<CurlMulti>) {
-        self.multi = multi
+    init(driver: LoopBound<any TransferDriver>) {
+        self.driver = driver
     }
 
     /// On the loop: records the started transfer; false when cancelled already.
-    func attach(_ transfer: Transfer) -> Bool {
+    func attach(_ transfer: ResponseSink) -> Bool {
         state.withLock { state in
             if state.cancelled { return false }
-            state.transfer = LoopBound(transfer, loop: multi.loop)
+            state.transfer = LoopBound(transfer, loop: driver.loop)
             return true
         }
     }
 
     /// From any thread: aborts the transfer (now, or before it starts).
     func cancel() {
-        let transfer = state.withLock { state -> LoopBound<Transfer>? in
+        let transfer = state.withLock { state -> LoopBound<ResponseSink>? in
             state.cancelled = true
             defer { state.transfer = nil }
             return state.transfer
         }
         guard let transfer else { return }
-        multi.withValue { multi in multi.cancel(transfer.value) }
+        driver.withValue { driver in driver.cancel(transfer.value) }
     }
 
     /// On the loop, once the transfer ended by itself.
@@ -274,7 +74,7 @@ final class TransferToken: Sendable {
     }
 
     /// The transfer, on its loop.
-    var transfer: Transfer? {
+    var transfer: ResponseSink? {
         state.withLock { $0.transfer }?.value
     }
 }
