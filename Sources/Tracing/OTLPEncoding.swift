@@ -177,22 +177,33 @@ struct ProtobufWriter {
         raw(text)
     }
 
-    /// A `bytes` field of 64-bit words, big-endian (a span's or a trace's id).
-    mutating func id(_ number: Int, _ words: UInt64...) {
-        header(number, words.count * 8)
-        for word in words {
-            for shift in stride(from: 56, through: 0, by: -8) { byte(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
-        }
+    /// A `bytes` field of one 64-bit word, big-endian (a span's id).
+    mutating func id(_ number: Int, _ word: UInt64) {
+        header(number, 8)
+        store(word.bigEndian)
+    }
+
+    /// A `bytes` field of two 64-bit words, big-endian (a trace's id).
+    mutating func id(_ number: Int, _ high: UInt64, _ low: UInt64) {
+        header(number, 16)
+        store(high.bigEndian)
+        store(low.bigEndian)
     }
 
     mutating func fixed64(_ number: Int, _ value: UInt64) {
         tag(number, 1)
-        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        store(value.littleEndian)
     }
 
     mutating func fixed32(_ number: Int, _ value: UInt32) {
         tag(number, 5)
-        for shift in stride(from: 0, to: 32, by: 8) { byte(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+        store(value.littleEndian)
+    }
+
+    /// `value`'s bytes as they lie in memory (the caller orders them).
+    private mutating func store<Word: FixedWidthInteger>(_ value: Word) {
+        UnsafeMutableRawPointer(position).storeBytes(of: value, as: Word.self)
+        position += MemoryLayout<Word>.size
     }
 
     /// A varint field; 0, the default, is not written.

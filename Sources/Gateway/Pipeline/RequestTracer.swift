@@ -1,5 +1,6 @@
 import Access
 import ChatAPI
+import HTTP1
 import HTTPServer
 import Jobs
 import Store
@@ -15,28 +16,26 @@ final class RequestTracer: Sendable {
     let settings: TracingSettings
     let exporter: SpanExporter
     let trustedProxies: TrustedProxies
-    /// The server span's name of each route (`POST /api/process`), for the usual methods, made once.
-    private let names: [MethodRoute: String]
-
-    private struct MethodRoute: Hashable {
-        let method: String
-        let route: RouteLabel
-    }
+    /// The server span's name of each route (`POST /api/process`) for GET and POST, made
+    /// once: GET's in route order, then POST's.
+    private let names: [String]
 
     init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
         self.settings = settings
         self.exporter = exporter
         self.trustedProxies = trustedProxies
-        names = Dictionary(
-            uniqueKeysWithValues: ["GET", "POST"].flatMap { method in
-                RouteLabel.allCases.map { (MethodRoute(method: method, route: $0), method + " " + $0.rawValue) }
-            })
+        names = ["GET", "POST"].flatMap { method in RouteLabel.allCases.map { method + " " + $0.rawValue } }
     }
 
     /// `METHOD /route`, or the method alone for a path of no route.
-    private func name(_ method: String, _ route: RouteLabel) -> String {
-        if route == .other { return method }
-        return names[MethodRoute(method: method, route: route)] ?? method + " " + route.rawValue
+    private func name(_ method: HTTPMethod, _ route: RouteLabel) -> String {
+        if route == .other { return method.rawValue }
+        let routes = RouteLabel.allCases
+        guard let index = routes.firstIndex(of: route) else { return method.rawValue + " " + route.rawValue }
+        // A known method's text is one string everywhere: compared by its storage, not its bytes.
+        if method == .POST { return names[routes.count + index] }
+        if method == .GET { return names[index] }
+        return method.rawValue + " " + route.rawValue
     }
 
     /// The recorder of a request to trace; nil when its trace is not sampled, or it is a probe
@@ -76,7 +75,7 @@ final class RequestTracer: Sendable {
         let route = context.route == .other ? nil : context.route.rawValue
         var span = SpanRecord(
             traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent,
-            name: name(method, context.route), kind: .server,
+            name: name(context.method, context.route), kind: .server,
             startNanoseconds: end &- nanoseconds, endNanoseconds: end)
         span.parentIsRemote = trace.remoteParent != nil
         span.traceState = root.traceState
