@@ -15,7 +15,8 @@ import EventLoop
 /// Behaves as curl does towards the caller: the same errors and details, the total, connect
 /// and head timeouts, at most ``HTTPClientConfiguration/maxConnections`` open (requests
 /// beyond wait for one), idle connections closed after
-/// ``HTTPClientConfiguration/idleConnectionTimeout``, one more try on a fresh connection when
+/// ``HTTPClientConfiguration/idleConnectionTimeout`` (or sooner, when more are idle than the
+/// last seconds' requests needed at once), one more try on a fresh connection when
 /// a kept-alive one turns out closed before any byte of the answer, and a streamed body that
 /// stops being read while its consumer is behind.
 final class PlainConnections: TransferDriver {
@@ -39,6 +40,8 @@ final class PlainConnections: TransferDriver {
     /// When the loop timer serving ``deadlines`` fires; nil when none is set.
     private var timerAt: MonotonicInstant?
     private var sweepTimer: TimerID?
+    /// Most requests in flight at once since the last sweep.
+    private var recentPeak = 0
     /// Host names resolved, for a minute (as curl keeps them).
     private var resolved: [String: (addresses: [PeerAddress], until: MonotonicInstant)] = [:]
     private static let resolvedLifetime: Duration = .seconds(60)
@@ -80,6 +83,7 @@ final class PlainConnections: TransferDriver {
         exchange.totalDeadline = now.advanced(by: request.timeout ?? configuration.timeout)
         exchange.headDeadline = request.headTimeout.map { now.advanced(by: $0) }
         live[ObjectIdentifier(exchange)] = exchange
+        if live.count > recentPeak { recentPeak = live.count }
         schedule(exchange)
         if !attach(exchange) {
             cancel(exchange)
@@ -583,35 +587,44 @@ final class PlainConnections: TransferDriver {
 
     private func scheduleSweep(at deadline: MonotonicInstant? = nil) {
         guard sweepTimer == nil, !isShutdown else { return }
-        let deadline = deadline ?? MonotonicInstant.now().advanced(by: configuration.idleConnectionTimeout)
+        let deadline =
+            deadline ?? MonotonicInstant.now().advanced(by: min(configuration.idleConnectionTimeout, Self.trimInterval))
         sweepTimer = loop.scheduleTimer(at: deadline) { [unowned self] in
             self.sweepTimer = nil
-            self.closeExpiredIdle()
+            self.sweepIdle()
         }
     }
 
-    /// Closes the connections idle for the idle timeout; sets the sweep for the next to expire.
-    private func closeExpiredIdle() {
+    /// Closes the connections idle for the idle timeout, and those beyond what the requests
+    /// of the last ``trimInterval`` needed at once (the oldest first): a burst's connections
+    /// go seconds after it, not a minute, and with them the heap they hold. Sets the next sweep.
+    private func sweepIdle() {
         guard !isShutdown else { return }
         let now = MonotonicInstant.now()
-        var next: MonotonicInstant?
-        for key in Array(idle.keys) {
-            guard var stack = idle[key] else { continue }
-            var expired = 0
-            while expired < stack.count, stack[expired].idleSince.advanced(by: configuration.idleConnectionTimeout) <= now {
-                close(stack[expired])
-                expired += 1
-            }
-            stack.removeFirst(expired)
-            idleCount -= expired
-            idle[key] = stack.isEmpty ? nil : stack
-            if let first = stack.first {
-                let expiry = first.idleSince.advanced(by: configuration.idleConnectionTimeout)
-                if next.map({ expiry < $0 }) ?? true { next = expiry }
-            }
+        var connections: [PlainConnection] = []
+        connections.reserveCapacity(idleCount)
+        for stack in idle.values { connections.append(contentsOf: stack) }
+        let keep = max(0, recentPeak - live.count)
+        recentPeak = live.count
+        var kept = connections.filter { now < $0.idleSince.advanced(by: configuration.idleConnectionTimeout) }
+        if kept.count > keep {
+            kept.sort { $0.idleSince > $1.idleSince } // the most recently used first
+            kept.removeLast(kept.count - keep)
         }
-        if let next { scheduleSweep(at: next) }
+        let keeping = Set(kept.map(ObjectIdentifier.init))
+        for connection in connections where !keeping.contains(ObjectIdentifier(connection)) { close(connection) }
+        var stacks: [String: [PlainConnection]] = [:]
+        for connection in kept.reversed() { stacks[connection.key, default: []].append(connection) }
+        for key in stacks.keys { stacks[key]?.sort { $0.idleSince < $1.idleSince } }
+        idle = stacks
+        idleCount = kept.count
+        guard let oldest = kept.map(\.idleSince).min() else { return }
+        let expiry = oldest.advanced(by: configuration.idleConnectionTimeout)
+        scheduleSweep(at: min(expiry, now.advanced(by: Self.trimInterval)))
     }
+
+    /// How far back the requests in flight are looked at to size the idle connections kept.
+    static let trimInterval: Duration = .seconds(5)
 
     // MARK: - Shutdown
 

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A request's head and body as the client's own connections send them: one buffer, sized
 /// before it is written, sent with one `send`.
 enum PlainRequest {
@@ -110,6 +114,13 @@ enum HeaderLine {
         let separator = out
         out += 1 // the space, kept only if some value byte follows
         value.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return }
+            // Most values hold no line break: copied whole, not a byte at a time.
+            if memchr(base, 0x0D, bytes.count) == nil && memchr(base, 0x0A, bytes.count) == nil {
+                out.update(from: base, count: bytes.count)
+                out += bytes.count
+                return
+            }
             for byte in bytes where byte != 0x0D && byte != 0x0A {
                 out.pointee = byte
                 out += 1

@@ -13,7 +13,7 @@ package enum OTLPEncoding {
     ) -> [UInt8] {
         typealias Size = ProtobufSize
         // Resource.attributes = 1
-        let resourceBody = resource.bytes.count
+        let resourceBody = resource.byteCount
         // InstrumentationScope.name = 1, .version = 2
         let scopeBody = Size.string(1, scope.name) + Size.string(2, scope.version)
         let spanSizes = spans.map(Size.span)
@@ -101,7 +101,7 @@ enum ProtobufSize {
         if span.parentSpanID != nil { size += field(4, 8) }
         size += string(5, span.name) + 1 + varint(UInt64(span.kind.rawValue))
         size += 2 * 9 // start and end: fixed64
-        size += span.attributes.bytes.count
+        size += span.attributes.byteCount
         for event in span.events { size += field(11, self.event(event)) }
         for link in span.links { size += field(13, self.link(link)) }
         size += status(span.status).map { field(15, $0) } ?? 0
@@ -109,11 +109,11 @@ enum ProtobufSize {
     }
 
     static func event(_ event: SpanEvent) -> Int {
-        9 + string(2, event.name) + event.attributes.bytes.count
+        9 + string(2, event.name) + event.attributes.byteCount
     }
 
     static func link(_ link: SpanLink) -> Int {
-        field(1, 16) + field(2, 8) + link.attributes.bytes.count + 5
+        field(1, 16) + field(2, 8) + link.attributes.byteCount + 5
     }
 
     /// A `Status`'s body; nil when unset (not written).

@@ -4,8 +4,10 @@
 package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
     /// Each attribute as field 9 of a `Span`: its key byte, its length, its `KeyValue`. Every
     /// field that holds attributes has a number below 16, so a one-byte key: written elsewhere,
-    /// only that byte changes (``ProtobufWriter/attributes(_:_:)``).
-    private(set) var bytes: [UInt8] = []
+    /// only that byte changes (``ProtobufWriter/attributes(_:_:)``). Written in place: the
+    /// storage grows ahead of need, and only its first ``used`` bytes are attributes.
+    private var storage: [UInt8] = []
+    private var used = 0
     /// How many attributes there are.
     package private(set) var count = 0
 
@@ -24,11 +26,21 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
         self.init(elements)
     }
 
+    package static func == (left: SpanAttributes, right: SpanAttributes) -> Bool {
+        left.count == right.count && left.bytes == right.bytes
+    }
+
     package var isEmpty: Bool { count == 0 }
+
+    /// The attributes' bytes, as sent.
+    var bytes: ArraySlice<UInt8> { storage[0..<used] }
+
+    /// The attributes' byte count, as sent.
+    var byteCount: Int { used }
 
     /// Room for `bytes` bytes of attributes (a span's attributes take about 40 bytes each).
     package mutating func reserveCapacity(_ bytes: Int) {
-        self.bytes.reserveCapacity(bytes)
+        if storage.count < bytes { storage.append(contentsOf: repeatElement(0, count: bytes - storage.count)) }
     }
 
     /// Adds an attribute whose key is a literal: its bytes are read where the literal lies.
@@ -39,20 +51,21 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
     private mutating func append(key: UnsafeBufferPointer<UInt8>, _ value: SpanAttribute.Value) {
         let body = ProtobufSize.attribute(keyBytes: key.count, value)
         let size = ProtobufSize.field(Self.spanField, body)
-        // Written on the stack, then copied in once: an array's spare room cannot be written.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+        if storage.count - used < size { reserveCapacity(max(used + size, storage.count * 2, 64)) }
+        let start = used
+        storage.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
-            var writer = ProtobufWriter(base)
+            var writer = ProtobufWriter(base + start)
             writer.header(Self.spanField, body)
             writer.attribute(key: key, value)
-            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: size))
         }
+        used += size
         count += 1
     }
 
     /// The attributes, read back from their bytes (in the order they were set).
     package var list: [SpanAttribute] {
-        var reader = ProtobufReader(bytes)
+        var reader = ProtobufReader(Array(bytes))
         var list: [SpanAttribute] = []
         while reader.nextTag() != nil, let body = reader.lengthDelimited() {
             if let attribute = Self.keyValue(body) { list.append(attribute) }

@@ -89,11 +89,20 @@ enum Hex {
 
     /// `value`'s 16 lower-case hex digits into `buffer` from `offset` on.
     static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        for index in 0..<16 {
-            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - index * 4)) & 0xF
-            buffer[offset + index] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+        guard let base = buffer.baseAddress, offset >= 0, offset + 16 <= buffer.count else { return }
+        var rest = value
+        var index = offset + 15
+        // Last digit first, each from a table: no branch a digit.
+        digits.withUTF8Buffer { digits in
+            for _ in 0..<16 {
+                base[index] = digits[Int(rest & 0xF)]
+                rest >>= 4
+                index -= 1
+            }
         }
     }
+
+    private static let digits: StaticString = "0123456789abcdef"
 
     static func bytes(_ value: UInt64) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - $0 * 8)) }

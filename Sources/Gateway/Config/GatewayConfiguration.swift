@@ -42,6 +42,9 @@ package struct GatewayConfiguration: Sendable {
     package var upstreamMaxConnections = 16_384
     /// Idle upstream connections are closed this long after their last use.
     package var upstreamIdleTimeout: Duration = .seconds(60)
+    /// Plain `http://` upstreams on the gateway's own HTTP/1.1 connections (off: through
+    /// libcurl, as https always goes).
+    package var upstreamOwnHTTP1 = true
     package var maxTokens = 1200
     /// How the first upstream is asked for `"format": "json"` answers (its `_STRUCTURED`),
     /// which `/api/process` uses until it asks through the pool, each upstream in its own.
@@ -266,6 +269,7 @@ package struct GatewayConfiguration: Sendable {
         upstreamConnectTimeout = try seconds("UPSTREAM_CONNECT_TIMEOUT_SECONDS") ?? upstreamConnectTimeout
         upstreamMaxConnections = try integer("UPSTREAM_MAX_CONNECTIONS", 1...1_000_000) ?? upstreamMaxConnections
         upstreamIdleTimeout = try seconds("UPSTREAM_IDLE_TIMEOUT_SECONDS") ?? upstreamIdleTimeout
+        upstreamOwnHTTP1 = try flag("UPSTREAM_OWN_HTTP1") ?? upstreamOwnHTTP1
         maxTokens = try integer("MAX_TOKENS", 1...1_000_000) ?? maxTokens
         maxBodyBytes = try integer("MAX_BODY_BYTES", 1024...(64 * 1024 * 1024)) ?? maxBodyBytes
         shutdownGrace = try seconds("SHUTDOWN_GRACE_SECONDS") ?? shutdownGrace

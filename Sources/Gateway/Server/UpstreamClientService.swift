@@ -16,6 +16,7 @@ final class UpstreamClientService: Service {
         client.connectTimeout = configuration.upstreamConnectTimeout
         client.maxConnections = loops.descriptors.cap(configuration.upstreamMaxConnections)
         client.idleConnectionTimeout = configuration.upstreamIdleTimeout
+        client.ownHTTP1Connections = configuration.upstreamOwnHTTP1
         self.configuration = client
         group = loops.group
     }
