@@ -40,7 +40,6 @@ struct ResponseReader {
     /// The request was `HEAD`: a response to it has no body, whatever its fields say.
     private let headRequest: Bool
     private var headBytes = 0
-    private var lineBytes = 0
     private var contentLength: Int?
     private var lengthInvalid = false
     private var transferEncoded = false
@@ -69,12 +68,12 @@ struct ResponseReader {
             case .statusLine, .fields, .trailers, .chunkSize, .chunkEnd:
                 let left = bytes.count - index
                 guard let found = memchr(base + index, 0x0A, left) else {
-                    try countLine(left)
+                    // Unfinished: the caller offers these bytes again with what follows.
+                    try checkLine(left)
                     return Step(consumed: index, ended: false)
                 }
                 let end = UnsafeRawPointer(found) - base + 1
-                try countLine(end - index)
-                lineBytes = 0
+                try checkLine(end - index)
                 let line = UnsafeRawBufferPointer(rebasing: bytes[index..<end])
                 index = end
                 try readLine(line, into: sink)
@@ -108,14 +107,13 @@ struct ResponseReader {
         return false
     }
 
-    /// Counts bytes of a line not yet ended against its phase's limit.
-    private mutating func countLine(_ count: Int) throws(HTTPClientError) {
-        lineBytes += count
+    /// Holds a line `count` bytes long (so far) to its phase's limit.
+    private func checkLine(_ count: Int) throws(HTTPClientError) {
         switch phase {
         case .statusLine, .fields, .trailers:
-            guard headBytes + lineBytes <= Self.headLimit else { throw Self.weird("response head too large") }
+            guard headBytes + count <= Self.headLimit else { throw Self.weird("response head too large") }
         default:
-            guard lineBytes <= Self.chunkLineLimit else { throw Self.weird("chunk size line too long") }
+            guard count <= Self.chunkLineLimit else { throw Self.weird("chunk size line too long") }
         }
     }
 
