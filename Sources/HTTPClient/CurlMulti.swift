@@ -315,7 +315,9 @@ final class CurlMulti: TransferDriver {
 
     /// Continues a transfer paused because its consumer fell behind.
     func resume(_ transfer: ResponseSink) {
-        guard let transfer = transfer as? Transfer, let entry = transfers[transfer.easy.handle], entry.transfer === transfer else { return }
+        guard let transfer = transfer as? Transfer, let entry = transfers[transfer.easy.handle],
+            entry.transfer === transfer
+        else { return }
         curl_easy_pause(transfer.easy.handle, CCurl_PAUSE_CONT)
     }
 

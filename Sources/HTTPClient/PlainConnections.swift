@@ -231,7 +231,9 @@ final class PlainConnections: TransferDriver {
         while connection.nextAddress < connection.addresses.count {
             let address = connection.addresses[connection.nextAddress]
             connection.nextAddress += 1
-            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                address.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             Socket.setNoDelay(fd)
             if configuration.tcpKeepAlive {
@@ -310,7 +312,8 @@ final class PlainConnections: TransferDriver {
         let outcome: Result<Bool, IOError> = exchange.request.withUnsafeBytes { bytes in
             while connection.sent < bytes.count {
                 do throws(IOError) {
-                    switch try Socket.write(connection.fd, UnsafeRawBufferPointer(rebasing: bytes[connection.sent...])) {
+                    switch try Socket.write(connection.fd, UnsafeRawBufferPointer(rebasing: bytes[connection.sent...]))
+                    {
                     case .processed(let count): connection.sent += count
                     case .wouldBlock: return .success(false)
                     }
@@ -441,7 +444,8 @@ final class PlainConnections: TransferDriver {
                 exchange,
                 HTTPClientError(
                     .transport,
-                    exchange.responseStarted ? "Transferred a partial file" : "Server returned nothing (no headers, no data)",
+                    exchange.responseStarted
+                        ? "Transferred a partial file" : "Server returned nothing (no headers, no data)",
                     beforeResponse: !exchange.responseStarted))
         }
     }
@@ -572,7 +576,8 @@ final class PlainConnections: TransferDriver {
                 let connecting = exchange.connection.map { $0.state == .connecting || $0.state == .resolving } ?? true
                 fail(
                     exchange,
-                    HTTPClientError(.timedOut, connecting ? "connect" : "response", beforeResponse: !exchange.responseStarted))
+                    HTTPClientError(
+                        .timedOut, connecting ? "connect" : "response", beforeResponse: !exchange.responseStarted))
             }
         }
         if let first = deadlines.first?.deadline, timerAt.map({ first < $0 }) ?? true {

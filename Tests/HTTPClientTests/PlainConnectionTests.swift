@@ -57,7 +57,7 @@ private final class RawServer: Sendable {
 
     private func acceptLoop(_ handle: @escaping @Sendable (RawConnection) -> Void) {
         while true {
-            let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+            let fd = accept(listener, nil, nil)
             guard fd >= 0 else {
                 // Stopping: the backlog is drained once `accept` times out.
                 if stopping.load(ordering: .acquiring), errno == EAGAIN || errno == EWOULDBLOCK { return }
@@ -376,10 +376,12 @@ struct PlainConnectionTests {
         }) { _, base in
             try await withClient({ $0.timeout = .seconds(30) }) { client in
                 let first = try await client.send(
-                    HTTPClientRequest(method: "POST", url: base + "/a", headers: [("X-N", "1")], body: Array("one".utf8)))
+                    HTTPClientRequest(
+                        method: "POST", url: base + "/a", headers: [("X-N", "1")], body: Array("one".utf8)))
                 #expect(String(decoding: first.body, as: UTF8.self) == "first")
                 let second = try await client.send(
-                    HTTPClientRequest(method: "POST", url: base + "/b", headers: [("X-N", "2")], body: Array("two".utf8)))
+                    HTTPClientRequest(
+                        method: "POST", url: base + "/b", headers: [("X-N", "2")], body: Array("two".utf8)))
                 #expect(second.status == 200)
                 #expect(String(decoding: second.body, as: UTF8.self) == "second")
             }
@@ -555,14 +557,17 @@ struct PlainConnectionTests {
         let highWatermark = 64 * 1024
         let head = "HTTP/1.1 200 OK\r\nContent-Length: \(total)\r\n\r\n"
         let body = pattern(total)
-        try await withRawServer(sendBufferBytes: 64 * 1024, { connection in
-            guard connection.readRequest() != nil, connection.write(head) else { return }
-            // As fast as the connection takes it.
-            for start in stride(from: 0, to: total, by: 64 * 1024) {
-                guard connection.write(Array(body[start..<min(start + 64 * 1024, total)])) else { return }
+        try await withRawServer(
+            sendBufferBytes: 64 * 1024,
+            { connection in
+                guard connection.readRequest() != nil, connection.write(head) else { return }
+                // As fast as the connection takes it.
+                for start in stride(from: 0, to: total, by: 64 * 1024) {
+                    guard connection.write(Array(body[start..<min(start + 64 * 1024, total)])) else { return }
+                }
+                connection.waitForClose()
             }
-            connection.waitForClose()
-        }) { server, base in
+        ) { server, base in
             try await withClient({
                 $0.streamHighWatermark = highWatermark
                 $0.timeout = .seconds(60)
@@ -591,7 +596,10 @@ struct PlainConnectionTests {
                 let seen = "written \(written), in the kernel \(queues), handed out \(received.count), held \(held)"
                 #expect(written < total / 4, "\(seen)")
                 #expect(held <= highWatermark + 64 * 1024, "\(seen)")
-                #expect(held >= 0, "\(seen)")
+                if server.written.load(ordering: .relaxed) == written {
+                    // Measured while nothing moved: the kernel's queues and the counts agree.
+                    #expect(held >= 0, "\(seen)")
+                }
 
                 while let chunk = try await iterator.next() { received.append(contentsOf: chunk) }
                 #expect(received.count == total)

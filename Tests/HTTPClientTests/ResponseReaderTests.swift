@@ -24,7 +24,8 @@ private struct Reading: Equatable, Sendable, CustomStringConvertible {
 
     var description: String {
         if let error { return "error \(error)" }
-        return "\(status) HTTP/\(version) head \(headComplete) \(fields) body \(String(decoding: body, as: UTF8.self).debugDescription)"
+        let text = String(decoding: body, as: UTF8.self).debugDescription
+        return "\(status) HTTP/\(version) head \(headComplete) \(fields) body \(text)"
             + " ended \(ended) endsAtClose \(endsAtClose) keepAlive \(keepAlive) trailing \(trailing)"
     }
 }
@@ -32,7 +33,8 @@ private struct Reading: Equatable, Sendable, CustomStringConvertible {
 /// Reads `pieces` one after another as `PlainConnections.feed` does: what the reader leaves
 /// unconsumed (an unfinished line) is offered again with the next piece; feeding stops once
 /// the reader says the response ended.
-private func readResponse(_ pieces: [[UInt8]], headRequest: Bool = false, maxBodyBytes: Int = 1 << 20) async -> Reading {
+private func readResponse(_ pieces: [[UInt8]], headRequest: Bool = false, maxBodyBytes: Int = 1 << 20) async -> Reading
+{
     let sink = ResponseSink(streaming: false, maxBodyBytes: maxBodyBytes, highWatermark: 64 * 1024)
     var reader = ResponseReader(headRequest: headRequest)
     var leftover: [UInt8] = []
@@ -304,20 +306,35 @@ struct ResponseReaderTests {
         }
     }
 
-    @Test("a long field line and a long chunk extension, trickled byte by byte, read as they do whole")
-    func longLinesTrickled() async {
+    @Test(
+        "long field lines and a long chunk extension, delivered in small pieces, read as they do whole",
+        arguments: [
+            (617, 1), (617, 10), (16_400, 1448), // a field line of that many bytes, line end included
+            (-128, 1), (-128, 10), // (negative) a chunk-size line of that many bytes
+        ])
+    func longLinesInPieces(_ lineBytes: Int, _ pieceBytes: Int) async {
         // Real upstreams send such lines (a cookie, a content security policy; an extension
-        // naming a signature): a slow or small-segment connection may deliver them in many pieces.
-        let cookie = "id=" + String(repeating: "c", count: 600)
-        let extensionText = "sig=" + String(repeating: "e", count: 120)
-        let input = bytes(
-            "HTTP/1.1 200 OK\r\nSet-Cookie: \(cookie)\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + "5;\(extensionText)\r\nhello\r\n0\r\n\r\n")
-        let expected = ReaderCase.done(200, ["Set-Cookie: \(cookie)", "Transfer-Encoding: chunked"], "hello")
-        #expect(await readResponse([input]) == expected, "whole")
-        #expect(await readResponse(input.map { [$0] }) == expected, "byte by byte")
-        let tenths = stride(from: 0, to: input.count, by: 10).map { Array(input[$0..<min($0 + 10, input.count)]) }
-        #expect(await readResponse(tenths) == expected, "ten bytes at a time")
+        // naming a signature), and a slow connection delivers them in pieces: one TCP segment
+        // (1,448 bytes) at a time, or less.
+        let input: [UInt8]
+        let expected: Reading
+        if lineBytes > 0 {
+            let cookie = "id=" + String(repeating: "c", count: lineBytes - 17)
+            input = bytes("HTTP/1.1 200 OK\r\nSet-Cookie: \(cookie)\r\nContent-Length: 2\r\n\r\nok")
+            expected = ReaderCase.done(200, ["Set-Cookie: \(cookie)", "Content-Length: 2"], "ok")
+        } else {
+            let signature = "sig=" + String(repeating: "e", count: -lineBytes - 8)
+            input = bytes(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;\(signature)\r\nhello\r\n0\r\n\r\n")
+            expected = ReaderCase.done(200, ["Transfer-Encoding: chunked"], "hello")
+        }
+        let whole = await readResponse([input])
+        #expect(whole == expected, "whole")
+        let pieces = stride(from: 0, to: input.count, by: pieceBytes).map {
+            Array(input[$0..<min($0 + pieceBytes, input.count)])
+        }
+        let inPieces = await readResponse(pieces)
+        #expect(inPieces == expected, "in pieces of \(pieceBytes) bytes")
     }
 
     @Test("a head over 100 KiB fails; one just under it is read, fed whole or in 1,000-byte pieces")
@@ -325,21 +342,26 @@ struct ResponseReaderTests {
         let line = "X-Filler: " + String(repeating: "f", count: 1000) + "\r\n" // 1,012 bytes
         let over = bytes("HTTP/1.1 200 OK\r\n" + String(repeating: line, count: 102) + "Content-Length: 0\r\n\r\n")
         #expect(over.count > ResponseReader.headLimit)
-        #expect(await readResponse([over]) == .failed(.transport))
+        let overReading = await readResponse([over])
+        #expect(overReading == .failed(.transport))
         // A flood without a line end fails once it passes the limit, before any line is whole.
         let flood = bytes("HTTP/1.1 200 OK\r\nX-Flood: " + String(repeating: "x", count: 101 * 1024))
-        #expect(await readResponse([flood]) == .failed(.transport))
+        let floodReading = await readResponse([flood])
+        #expect(floodReading == .failed(.transport))
 
         let fieldsUnder = String(repeating: line, count: 95)
         let under = bytes("HTTP/1.1 200 OK\r\n" + fieldsUnder + "Content-Length: 2\r\n\r\nok")
         #expect(under.count < ResponseReader.headLimit - 2 * 1024)
-        let fields = Array(repeating: "X-Filler: " + String(repeating: "f", count: 1000), count: 95) + [
-            "Content-Length: 2"
-        ]
+        let fields =
+            Array(repeating: "X-Filler: " + String(repeating: "f", count: 1000), count: 95) + [
+                "Content-Length: 2"
+            ]
         let expected = ReaderCase.done(200, fields, "ok")
-        #expect(await readResponse([under]) == expected, "whole")
+        let whole = await readResponse([under])
+        #expect(whole == expected, "whole")
         let pieces = stride(from: 0, to: under.count, by: 1000).map { Array(under[$0..<min($0 + 1000, under.count)]) }
-        #expect(await readResponse(pieces) == expected, "in 1,000-byte pieces")
+        let inPieces = await readResponse(pieces)
+        #expect(inPieces == expected, "in 1,000-byte pieces")
     }
 }
 
@@ -389,12 +411,14 @@ struct PlainTargetTests {
         #expect(PlainTarget(url: "http://h:1/")?.port == 1)
     }
 
-    @Test("leaves to curl what it does not take", arguments: [
-        "https://example.com/", "HTTPS://example.com/", "ftp://example.com/", "http://", "http:///path",
-        "http://u:p@h/", "http://u@h/", "http://a b/", "http://h/a b", "http://h/\u{e9}", "http://h:0/",
-        "http://h:70000/", "http://h:/", "http://h:123456/", "http://h:8a/", "http://[::1/", "http://[::1]x/",
-        "http://h\u{1}/",
-    ])
+    @Test(
+        "leaves to curl what it does not take",
+        arguments: [
+            "https://example.com/", "HTTPS://example.com/", "ftp://example.com/", "http://", "http:///path",
+            "http://u:p@h/", "http://u@h/", "http://a b/", "http://h/a b", "http://h/\u{e9}", "http://h:0/",
+            "http://h:70000/", "http://h:/", "http://h:123456/", "http://h:8a/", "http://[::1/", "http://[::1]x/",
+            "http://h\u{1}/",
+        ])
     func refuses(_ url: String) {
         #expect(PlainTarget(url: url) == nil)
         #expect(!PlainTarget.takes(url))
@@ -421,7 +445,9 @@ struct PlainRequestTests {
                 + "Authorization: Bearer k\r\nX-Id: 7\r\nAccept: */*\r\nContent-Length: 7\r\n\r\n{\"a\":1}")
         let bare = try #require(PlainTarget(url: "http://example.com"))
         #expect(
-            String(decoding: PlainRequest.encode(HTTPClientRequest(url: "http://example.com"), target: bare), as: UTF8.self)
+            String(
+                decoding: PlainRequest.encode(HTTPClientRequest(url: "http://example.com"), target: bare), as: UTF8.self
+            )
                 == "GET / HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
     }
 
@@ -429,13 +455,15 @@ struct PlainRequestTests {
     func lengths() {
         #expect(
             encoded(HTTPClientRequest(method: "POST", url: ""))
-                == "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\nContent-Length: 0\r\n\r\n")
+                == "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n"
+                + "Content-Length: 0\r\n\r\n")
         #expect(
             encoded(HTTPClientRequest(method: "GET", url: ""))
                 == "GET /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n")
         #expect(
             encoded(HTTPClientRequest(method: "PUT", url: "", body: [0x41, 0x42]))
-                == "PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\nContent-Length: 2\r\n\r\nAB")
+                == "PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n"
+                + "Content-Length: 2\r\n\r\nAB")
     }
 
     @Test("the caller's own Accept replaces the default, and its own Host is used instead, where it stands")
@@ -460,7 +488,8 @@ struct PlainRequestTests {
     @Test("a field whose value is empty, or only line ends, is left out, and so is a field without a name")
     func emptyLeftOut() {
         let request = HTTPClientRequest(
-            method: "GET", url: "", headers: [("X-Empty", ""), ("X-Lines", "\r\n"), ("", "v"), (":", "w"), ("X-B", "b")])
+            method: "GET", url: "",
+            headers: [("X-Empty", ""), ("X-Lines", "\r\n"), ("", "v"), (":", "w"), ("X-B", "b")])
         #expect(
             encoded(request)
                 == "GET /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-B: b\r\nAccept: */*\r\n\r\n")
@@ -484,7 +513,8 @@ struct PlainRequestTests {
     func largeRequest() {
         let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
         let headers = (0..<50).map { (name: "X-Field-\($0)", value: String(repeating: "v", count: $0 * 10)) }
-        let encoded = PlainRequest.encode(HTTPClientRequest(method: "POST", url: "", headers: headers, body: body), target: target)
+        let encoded = PlainRequest.encode(
+            HTTPClientRequest(method: "POST", url: "", headers: headers, body: body), target: target)
         var head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
         for field in headers where !field.value.isEmpty { head += "\(field.name): \(field.value)\r\n" }
         head += "Accept: */*\r\nContent-Length: 300000\r\n\r\n"
