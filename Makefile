@@ -34,7 +34,7 @@ help:
 	@echo "make bench-devices the devices' cost: one App Attest and one Android registration and session (µs), and /api/process with device-session callers beside store-token callers, interleaved (needs wrk)"
 	@echo "make bench-jwt     sign-in's cost: one JWT verification (HS256, RS256, ES256; checked and cached), and /api/process with JWT callers beside gateway-token callers, interleaved (needs wrk)"
 	@echo "make bench-spread  connections opened at once on an idle server, then CPU-bound: one loop against one per core (needs wrk)"
-	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT, App Attest CBOR, Android Key Attestation DER), FUZZ_SECONDS each (default 60)"
+	@echo "make fuzz          fuzz every target (request parser, JSON, .env, SSE, /api/process body, JWT, App Attest CBOR, Android Key Attestation DER, upstream HTTP/1.x responses), FUZZ_SECONDS each (default 60)"
 	@echo "make fuzz-long     fuzz every target for FUZZ_RUNS executions (default 10,000,000), over FUZZ_JOBS processes each"
 	@echo "make bench-server  wrk benchmark of the HTTP core next to nginx (needs wrk, nginx)"
 	@echo "make bench-client  upstream client against mock-upstream: req/s, and RSS of 5,000 calls in flight"
@@ -97,6 +97,7 @@ fuzz:
 	Fuzz/run.sh JWT $(FUZZ_SECONDS)
 	Fuzz/run.sh AppAttestCBOR $(FUZZ_SECONDS)
 	Fuzz/run.sh AndroidKeyDescription $(FUZZ_SECONDS)
+	Fuzz/run.sh HTTPResponse $(FUZZ_SECONDS)
 
 # The fastest targets first; each line is "<Target>: N runs in S s (R exec/s), no crash".
 fuzz-long:
@@ -108,9 +109,11 @@ fuzz-long:
 	Fuzz/run.sh RequestParser runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh AppAttestCBOR runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	Fuzz/run.sh AndroidKeyDescription runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
+	Fuzz/run.sh HTTPResponse runs=$(FUZZ_RUNS) jobs=$(FUZZ_JOBS)
 	@echo "----"
 	@cat Fuzz/.build/JSONValue.summary Fuzz/.build/ProcessBody.summary Fuzz/.build/JWT.summary Fuzz/.build/DotEnv.summary \
-		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary Fuzz/.build/AppAttestCBOR.summary
+		Fuzz/.build/SSE.summary Fuzz/.build/RequestParser.summary Fuzz/.build/AppAttestCBOR.summary \
+		Fuzz/.build/AndroidKeyDescription.summary Fuzz/.build/HTTPResponse.summary
 
 bench-server:
 	Benchmarks/bench-server.sh

@@ -4,7 +4,8 @@
 #   Fuzz/run.sh <Target> [seconds=60] [extra libFuzzer args...]
 #   Fuzz/run.sh <Target> runs=<N> [jobs=<J>] [extra libFuzzer args...]
 #
-# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR, AndroidKeyDescription.
+# Targets: RequestParser, JSONValue, DotEnv, SSE, ProcessBody, JWT, AppAttestCBOR, AndroidKeyDescription,
+# HTTPResponse.
 #
 # The product sources a target needs are built as the modules they belong to (HTTP1,
 # JSON, ChatAPI, Gateway, with only the files the target needs), with coverage (one
@@ -26,7 +27,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT|AppAttestCBOR|AndroidKeyDescription [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
+target=${1:?usage: Fuzz/run.sh RequestParser|JSONValue|DotEnv|SSE|ProcessBody|JWT|AppAttestCBOR|AndroidKeyDescription|HTTPResponse [seconds=60 | runs=N [jobs=J]] [extra libFuzzer args...]}
 shift
 seconds=60
 runs=
@@ -103,6 +104,11 @@ case "$target" in
         modules=("Access:Sources/Access/AndroidAttest/AttestationDER.swift Sources/Access/AndroidAttest/KeyDescription.swift")
         # A certificate's extension is far smaller than a certificate (16 KiB at most).
         options=(-max_len=16384)
+        ;;
+    HTTPResponse)
+        # What a plain-http upstream answers, read by the client's own connections.
+        modules=("HTTPClient:Sources/HTTPClient/ResponseReader.swift Sources/HTTPClient/ResponseSink.swift Sources/HTTPClient/ResponseFields.swift Sources/HTTPClient/HTTPClientError.swift Sources/HTTPClient/HTTPClientRequest.swift")
+        options=(-max_len=8192)
         ;;
     *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac

@@ -76,7 +76,7 @@ final class PlainConnections: TransferDriver {
         }
         let now = MonotonicInstant.now()
         let exchange = PlainExchange(
-            target: target, request: PlainRequest.encode(request, target: target), isHead: request.method == "HEAD",
+            target: target, request: request, isHead: request.method == "HEAD",
             streaming: streaming, maxBodyBytes: configuration.maxResponseBytes,
             highWatermark: configuration.streamHighWatermark)
         exchange.connectTimeout = request.connectTimeout ?? configuration.connectTimeout
@@ -303,13 +303,16 @@ final class PlainConnections: TransferDriver {
         connection.reader = ResponseReader(headRequest: exchange.isHead)
         connection.sent = 0
         connection.state = .sending
+        // Encoded as it goes out, and let go once written: a request waiting for its answer
+        // holds no copy of its bytes (a retry encodes them again).
+        if let request = exchange.request { exchange.output = PlainRequest.encode(request, target: exchange.target) }
         flush(connection)
     }
 
     /// Writes what is left of the request; once all is written, the connection waits for the answer.
     private func flush(_ connection: PlainConnection) {
         guard let exchange = connection.exchange else { return }
-        let outcome: Result<Bool, IOError> = exchange.request.withUnsafeBytes { bytes in
+        let outcome: Result<Bool, IOError> = exchange.output.withUnsafeBytes { bytes in
             while connection.sent < bytes.count {
                 do throws(IOError) {
                     switch try Socket.write(connection.fd, UnsafeRawBufferPointer(rebasing: bytes[connection.sent...]))
@@ -325,6 +328,7 @@ final class PlainConnections: TransferDriver {
         }
         switch outcome {
         case .success(true):
+            exchange.output = []
             connection.state = .receiving
             watch(connection, [.read])
         case .success(false):
@@ -407,8 +411,8 @@ final class PlainConnections: TransferDriver {
             return false
         }
         if exchange.headComplete {
-            // No retry past the head: the request's bytes are done with.
-            if !exchange.request.isEmpty { exchange.request = [] }
+            // No retry past the head: the request is done with.
+            exchange.request = nil
             if exchange.headDeadline != nil {
                 exchange.headDeadline = nil
                 schedule(exchange)
@@ -657,8 +661,10 @@ extension PlainConnections: Sendable {}
 /// One request on ``PlainConnections``: what it sends, its deadlines, its connection.
 final class PlainExchange: ResponseSink {
     let target: PlainTarget
-    /// The request's head and body as sent; kept until the answer's head came, for a retry.
-    var request: [UInt8]
+    /// The request, kept until the answer's head came, for a retry.
+    var request: HTTPClientRequest?
+    /// The request's head and body while they are being written.
+    var output: [UInt8] = []
     let isHead: Bool
     var connectTimeout: Duration = .seconds(10)
     var connection: PlainConnection?
@@ -670,7 +676,10 @@ final class PlainExchange: ResponseSink {
     fileprivate var deadline = MonotonicInstant.now()
     fileprivate var heapIndex = -1
 
-    init(target: PlainTarget, request: [UInt8], isHead: Bool, streaming: Bool, maxBodyBytes: Int, highWatermark: Int) {
+    init(
+        target: PlainTarget, request: HTTPClientRequest, isHead: Bool, streaming: Bool, maxBodyBytes: Int,
+        highWatermark: Int
+    ) {
         self.target = target
         self.request = request
         self.isHead = isHead

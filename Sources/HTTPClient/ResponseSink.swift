@@ -1,6 +1,3 @@
-import EventLoop
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -24,8 +21,6 @@ class ResponseSink {
     private(set) var responseStarted = false
     /// Sent again on a fresh connection already (at most once).
     var retried = false
-    /// The loop timer of the request's head timeout, while it runs.
-    var headTimer: TimerID?
     private(set) var bodyTooLarge = false
     private var body: [UInt8] = []
 
@@ -205,6 +200,12 @@ class ResponseSink {
     }
 
     // MARK: - Completion
+
+    /// The body taken so far (a whole response's; a stream's pieces go to its consumer).
+    var receivedBody: [UInt8] { body }
+
+    /// The head as read so far.
+    var receivedHead: HTTPClientResponseHead { head }
 
     /// Whether the request ended (done, failed or cancelled).
     var hasEnded: Bool { outcome != nil }

@@ -8,6 +8,8 @@ import Synchronization
 final class Transfer: ResponseSink {
     let easy: CurlEasy
     var headerList: CurlHeaderList?
+    /// The loop timer of the request's head timeout, while it runs.
+    var headTimer: TimerID?
 
     init(easy: CurlEasy, streaming: Bool, maxBodyBytes: Int, highWatermark: Int) {
         self.easy = easy
