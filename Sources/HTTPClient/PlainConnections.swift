@@ -126,25 +126,32 @@ final class PlainConnections: TransferDriver {
         }
     }
 
+    /// The most recently used idle connection to `key`. The stacks are changed in place (a
+    /// copy would cost a burst's thousands of connections on every take), and may still hold
+    /// connections closed while idle, which are passed over here and dropped by the sweep.
     private func takeIdle(_ key: String) -> PlainConnection? {
-        guard idleCount > 0, var stack = idle[key], let connection = stack.popLast() else { return nil }
-        idle[key] = stack.isEmpty ? nil : stack
-        idleCount -= 1
-        return connection
+        guard idleCount > 0 else { return nil }
+        while let connection = idle[key]?.popLast() {
+            guard connection.state == .idle else { continue }
+            if idle[key]?.isEmpty == true { idle[key] = nil }
+            idleCount -= 1
+            return connection
+        }
+        idle[key] = nil
+        return nil
     }
 
     /// Closes the idle connection unused longest, to any host; false when none is idle.
     private func closeOldestIdle() -> Bool {
         guard idleCount > 0 else { return false }
-        var oldest: (key: String, since: MonotonicInstant)?
+        var oldest: (key: String, index: Int, since: MonotonicInstant)?
         for (key, stack) in idle {
-            if let first = stack.first, oldest.map({ first.idleSince < $0.since }) ?? true {
-                oldest = (key, first.idleSince)
+            guard let index = stack.firstIndex(where: { $0.state == .idle }) else { continue }
+            if oldest.map({ stack[index].idleSince < $0.since }) ?? true {
+                oldest = (key, index, stack[index].idleSince)
             }
         }
-        guard let key = oldest?.key, var stack = idle[key], !stack.isEmpty else { return false }
-        let connection = stack.removeFirst()
-        idle[key] = stack.isEmpty ? nil : stack
+        guard let oldest, let connection = idle[oldest.key]?.remove(at: oldest.index) else { return false }
         idleCount -= 1
         close(connection)
         return true
@@ -525,12 +532,9 @@ final class PlainConnections: TransferDriver {
         open -= 1
     }
 
+    /// Counts an idle connection out, before it is closed; its stack drops it later.
     private func removeIdle(_ connection: PlainConnection) {
-        guard var stack = idle[connection.key], let index = stack.firstIndex(where: { $0 === connection }) else {
-            return
-        }
-        stack.remove(at: index)
-        idle[connection.key] = stack.isEmpty ? nil : stack
+        guard connection.state == .idle else { return }
         idleCount -= 1
     }
 
@@ -562,8 +566,9 @@ final class PlainConnections: TransferDriver {
         deadlines.update(exchange)
         guard let first = deadlines.first?.deadline, timerAt.map({ first < $0 }) ?? true else { return }
         timerAt = first
-        loop.scheduleTimer(at: first) { [unowned self] in
-            self.expire()
+        // Weak: never cancelled, it may fire after the client is gone.
+        loop.scheduleTimer(at: first) { [weak self] in
+            self?.expire()
         }
     }
 
@@ -586,8 +591,8 @@ final class PlainConnections: TransferDriver {
         }
         if let first = deadlines.first?.deadline, timerAt.map({ first < $0 }) ?? true {
             timerAt = first
-            loop.scheduleTimer(at: first) { [unowned self] in
-                self.expire()
+            loop.scheduleTimer(at: first) { [weak self] in
+                self?.expire()
             }
         }
     }
@@ -612,7 +617,7 @@ final class PlainConnections: TransferDriver {
         let now = MonotonicInstant.now()
         var connections: [PlainConnection] = []
         connections.reserveCapacity(idleCount)
-        for stack in idle.values { connections.append(contentsOf: stack) }
+        for stack in idle.values { connections.append(contentsOf: stack.lazy.filter { $0.state == .idle }) }
         let keep = max(0, recentPeak - live.count)
         recentPeak = live.count
         var kept = connections.filter { now < $0.idleSince.advanced(by: configuration.idleConnectionTimeout) }
