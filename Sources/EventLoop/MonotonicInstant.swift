@@ -29,7 +29,7 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable {
         other.nanoseconds > nanoseconds ? other.nanoseconds - nanoseconds : 0
     }
 
-    public static func < (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Bool {
+    @inlinable public static func < (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Bool {
         lhs.nanoseconds < rhs.nanoseconds
     }
 }

@@ -36,7 +36,7 @@ final class PlainConnections: TransferDriver {
     private var waiting: [PlainExchange] = []
     /// Requests in flight by identity.
     private var live: [ObjectIdentifier: PlainExchange] = [:]
-    private var deadlines = DeadlineHeap()
+    private var deadlines = DeadlineHeap<PlainExchange>()
     /// When the loop timer serving ``deadlines`` fires; nil when none is set.
     private var timerAt: MonotonicInstant?
     private var sweepTimer: TimerID?
@@ -101,7 +101,6 @@ final class PlainConnections: TransferDriver {
         guard let exchange = transfer as? PlainExchange, live[ObjectIdentifier(exchange)] != nil,
             let connection = exchange.connection, connection.readingPaused
         else { return }
-        connection.readingPaused = false
         watch(connection, [.read])
         receive(connection)
     }
@@ -434,7 +433,6 @@ final class PlainConnections: TransferDriver {
         if exchange.paused {
             // The consumer is behind: the connection leaves the epoll until it catches up
             // (watched for nothing, a closed socket's hang-up would wake the loop without end).
-            connection.readingPaused = true
             unwatch(connection)
             return false
         }
@@ -523,7 +521,7 @@ final class PlainConnections: TransferDriver {
     private func close(_ connection: PlainConnection) {
         guard connection.state != .closed else { return }
         if connection.fd >= 0 {
-            if !connection.unwatched { loop.deregister(connection.fd) }
+            if !connection.readingPaused { loop.deregister(connection.fd) }
             Socket.close(connection.fd)
             connection.fd = -1
         }
@@ -540,9 +538,9 @@ final class PlainConnections: TransferDriver {
 
     private func watch(_ connection: PlainConnection, _ interest: SelectorInterest) {
         do {
-            if connection.unwatched {
+            if connection.readingPaused {
                 try loop.register(connection.fd, interest: interest, handler: connection)
-                connection.unwatched = false
+                connection.readingPaused = false
             } else if connection.interest != interest {
                 try loop.reregister(connection.fd, interest: interest)
             }
@@ -553,9 +551,9 @@ final class PlainConnections: TransferDriver {
     }
 
     private func unwatch(_ connection: PlainConnection) {
-        guard !connection.unwatched else { return }
+        guard !connection.readingPaused else { return }
         loop.deregister(connection.fd)
-        connection.unwatched = true
+        connection.readingPaused = true
     }
 
     // MARK: - Timeouts
@@ -678,8 +676,8 @@ final class PlainExchange: ResponseSink {
     var headDeadline: MonotonicInstant?
     var connectDeadline: MonotonicInstant?
     /// The nearest of the deadlines that apply, and where it sits in the heap (-1: not in it).
-    fileprivate var deadline = MonotonicInstant.now()
-    fileprivate var heapIndex = -1
+    var deadline = MonotonicInstant.now()
+    var heapIndex = -1
 
     init(
         target: PlainTarget, request: HTTPClientRequest, isHead: Bool, streaming: Bool, maxBodyBytes: Int,
@@ -727,7 +725,6 @@ final class PlainConnection: Selectable {
     var interest: SelectorInterest = []
     /// Out of the epoll while a stream's consumer is behind.
     var readingPaused = false
-    var unwatched = false
     var idleSince = MonotonicInstant.now()
 
     init(key: String, pool: PlainConnections) {
@@ -743,68 +740,30 @@ final class PlainConnection: Selectable {
 @available(*, unavailable)
 extension PlainConnection: Sendable {}
 
-/// The requests in flight ordered by their nearest deadline: a binary heap whose entries
-/// know their place, so one that ends leaves it at once (no dead entries kept until their
-/// deadline, as lazily cancelled timers would be).
-private struct DeadlineHeap {
-    private var heap: [PlainExchange] = []
+extension PlainExchange: DeadlineHeapEntry {
+    func placed(at index: Int) { heapIndex = index }
+}
 
-    var first: PlainExchange? { heap.first }
-
+/// The requests in flight ordered by their nearest deadline. Entries know their place, so
+/// one that ends leaves at once (no dead entries kept until their deadline, as lazily
+/// cancelled timers would be).
+extension DeadlineHeap<PlainExchange> {
     /// Files `exchange` under its nearest deadline (added, or moved).
     mutating func update(_ exchange: PlainExchange) {
         let deadline = exchange.nearestDeadline
         if exchange.heapIndex < 0 {
             exchange.deadline = deadline
-            exchange.heapIndex = heap.count
-            heap.append(exchange)
-            siftUp(heap.count - 1)
+            insert(exchange)
         } else if deadline != exchange.deadline {
-            let earlier = deadline < exchange.deadline
             exchange.deadline = deadline
-            if earlier { siftUp(exchange.heapIndex) } else { siftDown(exchange.heapIndex) }
+            reorder(at: exchange.heapIndex)
         }
     }
 
     mutating func remove(_ exchange: PlainExchange) {
         let index = exchange.heapIndex
-        guard index >= 0, index < heap.count, heap[index] === exchange else { return }
+        guard index >= 0, index < count, self[index] === exchange else { return }
+        remove(at: index)
         exchange.heapIndex = -1
-        let last = heap.removeLast()
-        guard index < heap.count else { return }
-        heap[index] = last
-        last.heapIndex = index
-        siftDown(index)
-        siftUp(last.heapIndex)
-    }
-
-    private mutating func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].deadline < heap[parent].deadline else { return }
-            swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < heap.count, heap[left].deadline < heap[smallest].deadline { smallest = left }
-            if right < heap.count, heap[right].deadline < heap[smallest].deadline { smallest = right }
-            if smallest == parent { return }
-            swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
-
-    private mutating func swapAt(_ a: Int, _ b: Int) {
-        heap.swapAt(a, b)
-        heap[a].heapIndex = a
-        heap[b].heapIndex = b
     }
 }
