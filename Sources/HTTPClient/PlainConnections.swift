@@ -311,30 +311,25 @@ final class PlainConnections: TransferDriver {
         connection.state = .sending
         // Encoded as it goes out, and let go once written: a request waiting for its answer
         // holds no copy of its bytes (a retry encodes them again).
-        if let request = exchange.request { exchange.output = PlainRequest.encode(request, target: exchange.target) }
+        if let request = exchange.request {
+            (exchange.output, exchange.bodyApart) = PlainRequest.encode(request, target: exchange.target)
+        }
         flush(connection)
     }
 
     /// Writes what is left of the request; once all is written, the connection waits for the answer.
     private func flush(_ connection: PlainConnection) {
         guard let exchange = connection.exchange else { return }
-        let outcome: Result<Bool, IOError> = exchange.output.withUnsafeBytes { bytes in
-            while connection.sent < bytes.count {
-                do throws(IOError) {
-                    switch try Socket.write(connection.fd, UnsafeRawBufferPointer(rebasing: bytes[connection.sent...]))
-                    {
-                    case .processed(let count): connection.sent += count
-                    case .wouldBlock: return .success(false)
-                    }
-                } catch {
-                    return .failure(error)
-                }
-            }
-            return .success(true)
+        var outcome = exchange.output.withUnsafeBytes { write($0, from: 0, on: connection) }
+        if case .success(true) = outcome, exchange.bodyApart, let body = exchange.request?.body {
+            // A large body goes after the head from the request's own bytes.
+            let from = exchange.output.count
+            outcome = body.withUnsafeBytes { write($0, from: from, on: connection) }
         }
         switch outcome {
         case .success(true):
             exchange.output = []
+            exchange.bodyApart = false
             connection.state = .receiving
             watch(connection, [.read])
         case .success(false):
@@ -342,6 +337,25 @@ final class PlainConnections: TransferDriver {
         case .failure:
             connectionFailed(connection, "Failure when sending data to the peer")
         }
+    }
+
+    /// Writes `bytes` (the part of the request that starts at `from`) from where the
+    /// connection's count of bytes sent has got to: true once all of them are written.
+    private func write(_ bytes: UnsafeRawBufferPointer, from: Int, on connection: PlainConnection) -> Result<
+        Bool, IOError
+    > {
+        while connection.sent - from < bytes.count {
+            do throws(IOError) {
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[(connection.sent - from)...])
+                switch try Socket.write(connection.fd, rest) {
+                case .processed(let count): connection.sent += count
+                case .wouldBlock: return .success(false)
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(true)
     }
 
     // MARK: - Receiving
@@ -668,6 +682,8 @@ final class PlainExchange: ResponseSink {
     var request: HTTPClientRequest?
     /// The request's head and body while they are being written.
     var output: [UInt8] = []
+    /// Whether the body is written from the request after ``output`` (a large one), not in it.
+    var bodyApart = false
     let isHead: Bool
     var connectTimeout: Duration = .seconds(10)
     var connection: PlainConnection?

@@ -11,8 +11,13 @@ enum PlainRequest {
     /// curl sends), `Content-Length` for a body (always for a POST), the empty line, the body.
     /// The request's own `Content-Length`, `Transfer-Encoding` and `Expect` are not sent: the
     /// body is always sent whole, with its length.
-    static func encode(_ request: HTTPClientRequest, target: PlainTarget) -> [UInt8] {
-        let body = request.body ?? []
+    ///
+    /// A body of more than ``bodyApartBytes`` is not copied in: the caller writes it after the
+    /// head, from the request's own bytes (an export of spans is hundreds of kilobytes).
+    static func encode(_ request: HTTPClientRequest, target: PlainTarget) -> (bytes: [UInt8], bodyApart: Bool) {
+        let whole = request.body ?? []
+        let bodyApart = whole.count > bodyApartBytes
+        let body = bodyApart ? [] : whole
         let sendsLength = request.body != nil || request.method == "POST"
         var hasHost = false
         var hasAccept = false
@@ -26,8 +31,10 @@ enum PlainRequest {
         if !hasAccept { capacity += 13 }
         if sendsLength { capacity += 18 + 20 }
         capacity += body.count
-        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-            guard var out = buffer.baseAddress else { return }
+        var bytes = [UInt8](zeroes: capacity)
+        let count = bytes.withUnsafeMutableBufferPointer { buffer -> Int in
+            guard let start = buffer.baseAddress else { return 0 }
+            var out = start
             func put(_ text: StaticString) {
                 out.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
                 out += text.utf8CodeUnitCount
@@ -58,7 +65,7 @@ enum PlainRequest {
             if !hasAccept { put("Accept: */*\r\n") }
             if sendsLength {
                 put("Content-Length: ")
-                put(String(body.count))
+                put(String(whole.count))
                 put("\r\n")
             }
             put("\r\n")
@@ -67,9 +74,13 @@ enum PlainRequest {
                 out.update(from: base, count: bytes.count)
                 out += bytes.count
             }
-            count = out - buffer.baseAddress!
+            return out - start
         }
+        bytes.removeLast(bytes.count - count)
+        return (bytes, bodyApart)
     }
+
+    static let bodyApartBytes = 16 * 1024
 }
 
 /// One header field written as a line: CR and LF dropped from the name and the value, and `:`

@@ -11,14 +11,20 @@ package enum OTLPEncoding {
     package static func exportRequest(
         resource: SpanAttributes, scope: (name: String, version: String), spans: [SpanRecord]
     ) -> [UInt8] {
+        exportRequest(resource: resource, scope: scope, encoded: [EncodedSpans(spans)])
+    }
+
+    /// The same, of spans already encoded (each request's apart): their bytes are copied in whole.
+    package static func exportRequest(
+        resource: SpanAttributes, scope: (name: String, version: String), encoded spans: [EncodedSpans]
+    ) -> [UInt8] {
         typealias Size = ProtobufSize
         // Resource.attributes = 1
         let resourceBody = resource.byteCount
         // InstrumentationScope.name = 1, .version = 2
         let scopeBody = Size.string(1, scope.name) + Size.string(2, scope.version)
-        let spanSizes = spans.map(Size.span)
-        // ScopeSpans.scope = 1, .spans = 2
-        let scopeSpansBody = spanSizes.reduce(Size.field(1, scopeBody)) { $0 + Size.field(2, $1) }
+        // ScopeSpans.scope = 1, .spans = 2 (each span's key and length are in its bytes)
+        let scopeSpansBody = spans.reduce(Size.field(1, scopeBody)) { $0 + $1.byteCount }
         // ResourceSpans.resource = 1, .scope_spans = 2
         let resourceSpansBody = Size.field(1, resourceBody) + Size.field(2, scopeSpansBody)
         // ExportTraceServiceRequest.resource_spans = 1
@@ -33,10 +39,7 @@ package enum OTLPEncoding {
             writer.header(1, scopeBody)
             writer.string(1, scope.name)
             writer.string(2, scope.version)
-            for (span, size) in zip(spans, spanSizes) {
-                writer.header(2, size)
-                writer.span(span)
-            }
+            for part in spans { part.withBytes { writer.bytes($0) } }
             count = writer.position - start
             // The sizes and the writing describe the same messages; a difference is a bug here.
             precondition(count == total, "OTLP encoding wrote \(count) bytes of \(total)")
@@ -158,6 +161,13 @@ struct ProtobufWriter {
     mutating func header(_ number: Int, _ length: Int) {
         tag(number, 2)
         varint(UInt64(length))
+    }
+
+    /// `source`'s bytes as they are.
+    mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) {
+        guard let base = source.baseAddress, !source.isEmpty else { return }
+        position.update(from: base, count: source.count)
+        position += source.count
     }
 
     /// `text`'s UTF-8 bytes.

@@ -37,7 +37,9 @@ package final class SpanExporter: Service {
     }
 
     private struct State {
-        var queue: [SpanRecord] = []
+        /// The spans waiting, as the bytes they are sent as: each request's apart, moved in
+        /// and out whole, so no byte is copied until the batch's body is written.
+        var queue = SpanQueue()
         /// The export task, waiting for a batch: resumed by a full batch, its timer, or at stop.
         var waiter: CheckedContinuation<Void, Never>?
         /// Which wait ``waiter`` is: a timer resumes only its own wait, never a later one.
@@ -87,13 +89,19 @@ package final class SpanExporter: Service {
 
     /// Queues `spans` for export; those that do not fit are dropped and counted. Never waits.
     package func submit(_ spans: [SpanRecord]) {
+        submit(EncodedSpans(spans))
+    }
+
+    /// Queues spans already encoded (a request's, encoded when it ended): their bytes are
+    /// copied in, under the lock, and nothing else is done there.
+    package func submit(_ spans: EncodedSpans) {
         guard !spans.isEmpty else { return }
         let maxQueue = settings.maxQueueSize
         let batch = settings.maxBatchSize
         let (dropped, waiter) = state.withLock { state -> (Int, CheckedContinuation<Void, Never>?) in
             let room = max(0, maxQueue - state.queue.count)
             let taken = min(room, spans.count)
-            state.queue.append(contentsOf: spans.prefix(taken))
+            state.queue.append(spans, taking: taken)
             guard state.queue.count >= batch, let waiter = state.waiter else { return (spans.count - taken, nil) }
             state.waiter = nil
             return (spans.count - taken, waiter)
@@ -125,7 +133,7 @@ package final class SpanExporter: Service {
             timer.cancel()
         }
         let left = state.withLock { state -> Int in
-            defer { state.queue = [] }
+            defer { state.queue = SpanQueue() }
             return state.queue.count
         }
         if left > 0 { metrics.droppedExportFailed.increment(by: left) }
@@ -139,28 +147,19 @@ package final class SpanExporter: Service {
 
     /// The next batch: as soon as a whole one is queued, or the schedule delay after the wait
     /// began with at least one span; at stop, whatever is left (nil once nothing is).
-    private func nextBatch() async -> [SpanRecord]? {
+    private func nextBatch() async -> [EncodedSpans]? {
         let deadline = MonotonicInstant.now().nanoseconds &+ settings.scheduleDelay.nanosecondsClamped
         while true {
             if Task.isCancelled { return nil }
             let now = MonotonicInstant.now().nanoseconds
-            let (batch, stopping) = state.withLock { state -> ([SpanRecord]?, Bool) in
+            let (batch, stopping) = state.withLock { state -> (SpanQueue?, Bool) in
                 let ready =
                     state.queue.count >= settings.maxBatchSize || state.stopping
                     || (now >= deadline && !state.queue.isEmpty)
                 guard ready, !state.queue.isEmpty else { return (nil, state.stopping) }
-                guard state.queue.count > settings.maxBatchSize else {
-                    // The whole queue is the batch: handed over, not copied.
-                    var batch: [SpanRecord] = []
-                    batch.reserveCapacity(settings.maxBatchSize)
-                    swap(&batch, &state.queue)
-                    return (batch, state.stopping)
-                }
-                let count = settings.maxBatchSize
-                defer { state.queue.removeFirst(count) }
-                return (Array(state.queue.prefix(count)), state.stopping)
+                return (state.queue.takeFirst(settings.maxBatchSize), state.stopping)
             }
-            if let batch { return batch }
+            if let batch { return batch.parts }
             if stopping { return nil }
             await waitForBatch(until: now >= deadline ? now &+ settings.scheduleDelay.nanosecondsClamped : deadline)
         }
@@ -201,8 +200,9 @@ package final class SpanExporter: Service {
     }
 
     /// Posts one batch, retrying what may succeed later until the export timeout.
-    private func export(_ batch: [SpanRecord]) async {
-        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, spans: batch)
+    private func export(_ parts: [EncodedSpans]) async {
+        let spans = parts.reduce(0) { $0 + $1.count }
+        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, encoded: parts)
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/x-protobuf"), ("User-Agent", "\(scope.name)/\(scope.version)"),
         ]
@@ -219,9 +219,9 @@ package final class SpanExporter: Service {
                 outcome = ExportOutcome(status: response.head.status, retryAfter: response.head.header("Retry-After"))
                 if case .accepted = outcome {
                     let rejected = min(
-                        Int64(batch.count), max(0, OTLPEncoding.rejectedSpans(inResponse: response.body)))
+                        Int64(spans), max(0, OTLPEncoding.rejectedSpans(inResponse: response.body)))
                     metrics.exportsOK.increment()
-                    metrics.exported.increment(by: batch.count - Int(rejected))
+                    metrics.exported.increment(by: spans - Int(rejected))
                     if rejected > 0 { metrics.rejected.increment(by: Int(rejected)) }
                     recovered()
                     return
@@ -236,8 +236,8 @@ package final class SpanExporter: Service {
                 elapsed + wait < settings.exportTimeout, !Task.isCancelled
             else {
                 metrics.exportsFailed.increment()
-                metrics.droppedExportFailed.increment(by: batch.count)
-                failed(outcome.reason, spans: batch.count)
+                metrics.droppedExportFailed.increment(by: spans)
+                failed(outcome.reason, spans: spans)
                 return
             }
             metrics.exportsRetried.increment()
@@ -300,5 +300,50 @@ enum ExportOutcome {
         case .accepted: "accepted"
         case .retryable(let reason, _), .refused(let reason): reason
         }
+    }
+}
+
+/// The exporter's queue: the spans each request submitted, in order, and how many in all.
+struct SpanQueue {
+    private(set) var parts: [EncodedSpans] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Adds the first `spans` of `part` (all, when they fit: moved in, not copied).
+    mutating func append(_ part: EncodedSpans, taking spans: Int) {
+        guard spans > 0 else { return }
+        if spans >= part.count {
+            parts.append(part)
+        } else {
+            var first = EncodedSpans()
+            first.append(contentsOf: part, spans: spans)
+            parts.append(first)
+        }
+        count += min(spans, part.count)
+    }
+
+    /// Takes out the first `limit` spans (the whole queue, when it holds no more).
+    mutating func takeFirst(_ limit: Int) -> SpanQueue {
+        guard count > limit else {
+            defer { self = SpanQueue() }
+            return self
+        }
+        var taken = SpanQueue()
+        var index = 0
+        while taken.count < limit, index < parts.count {
+            let part = parts[index]
+            let wanted = limit - taken.count
+            taken.append(part, taking: wanted)
+            if wanted < part.count {
+                // This request's spans straddle the batch's end: the rest stays first in line.
+                parts[index].removeFirst(wanted)
+                break
+            }
+            index += 1
+        }
+        parts.removeFirst(index)
+        count -= taken.count
+        return taken
     }
 }

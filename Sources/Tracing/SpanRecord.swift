@@ -52,11 +52,11 @@ package struct SpanRecord: Sendable {
     }
 
     package mutating func set(_ key: StaticString, _ value: String?) {
-        if let value { attributes.append(key, .string(value)) }
+        if let value { attributes.append(key, value) }
     }
 
     package mutating func set(_ key: StaticString, _ value: Int?) {
-        if let value { attributes.append(key, .int(Int64(value))) }
+        if let value { attributes.append(key, Int64(value)) }
     }
 }
 

@@ -54,9 +54,17 @@ package final class TraceRecorder: Sendable {
         }
     }
 
+    /// What the answer said of itself.
+    package struct Answer: Sendable {
+        /// Why its choices ended, as the upstream said.
+        package var finishReasons: [String]
+        /// When a stream's first token came (nanoseconds since the epoch), 0 for none.
+        package var firstToken: UInt64
+    }
+
     /// What the answer said of itself: its finish reasons and its first token's time.
-    package var answer: (finishReasons: [String], firstToken: UInt64?) {
-        state.withLock { ($0.finishReasons, $0.firstToken) }
+    package var answer: Answer {
+        state.withLock { Answer(finishReasons: $0.finishReasons, firstToken: $0.firstToken ?? 0) }
     }
 
     /// A span of this work's, begun at `start` and ended now: a child of the work's own span, in

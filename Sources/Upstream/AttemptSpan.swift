@@ -9,21 +9,35 @@ struct AttemptSpan {
     private let recorder: TraceRecorder
     private let spanID: SpanID
     private let start: UInt64
-    private let upstream: String
-    private let server: (host: String?, port: Int?)
-    private let model: String
-    private let name: String
+    private let fixed: Fixed
     private let retry: Int
+
+    /// What every attempt of one model on one upstream holds: its name and the attributes
+    /// that name the operation, the model and the upstream, encoded once.
+    struct Fixed: Sendable {
+        let name: String
+        let attributes: SpanAttributes
+
+        init(upstream: UpstreamSettings, model: String) {
+            name = AttemptSpan.name(model: model)
+            let server = AttemptSpan.server(upstream.baseURL)
+            var attributes = SpanAttributes()
+            attributes.append("gen_ai.operation.name", "chat")
+            attributes.append("gen_ai.system", "openai")
+            attributes.append("gen_ai.request.model", model)
+            if let host = server.host { attributes.append("server.address", host) }
+            if let port = server.port { attributes.append("server.port", Int64(port)) }
+            attributes.append("textgateway.upstream", upstream.name)
+            self.attributes = attributes
+        }
+    }
 
     init?(member: UpstreamPool.Member, model: String, retry: Int) {
         guard let recorder = CurrentTrace.recorder else { return nil }
         self.recorder = recorder
         spanID = recorder.beginAttempt()
         start = WallClock.nanoseconds()
-        upstream = member.name
-        server = member.server
-        self.model = model
-        name = member.spanNames[model] ?? Self.name(model: model)
+        fixed = member.spans[model] ?? Fixed(upstream: member.settings, model: model)
         self.retry = retry
     }
 
@@ -35,14 +49,9 @@ struct AttemptSpan {
     /// Records the span: `error` is the failure's kind (``UpstreamFailure/label``), nil when
     /// the attempt answered.
     func end(error: String?) {
-        var span = recorder.child(name, kind: .client, id: spanID, since: start)
+        var span = recorder.child(fixed.name, kind: .client, id: spanID, since: start)
         span.attributes.reserveCapacity(384)
-        span.set("gen_ai.operation.name", "chat")
-        span.set("gen_ai.system", "openai")
-        span.set("gen_ai.request.model", model)
-        span.set("server.address", server.host)
-        span.set("server.port", server.port)
-        span.set("textgateway.upstream", upstream)
+        span.attributes.append(contentsOf: fixed.attributes)
         // The HTTP conventions' count of sends before this one, on this upstream.
         if retry > 0 { span.set("http.request.resend_count", retry) }
         if let error {

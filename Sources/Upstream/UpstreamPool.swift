@@ -28,10 +28,9 @@ package final class UpstreamPool: Sendable {
         /// Attempts answered and failed since start, for the operator's console.
         let answers = Atomic<Int>(0)
         let failures = Atomic<Int>(0)
-        /// The host and port of ``settings``' base URL, worked out once for the attempts' spans.
-        let server: (host: String?, port: Int?)
-        /// The attempts' span names (`chat <model>`) of the models this upstream is asked for, made once.
-        let spanNames: [String: String]
+        /// What the attempts' spans of each model this upstream is asked for always hold (their
+        /// name, the model, this upstream's name and address), made once.
+        let spans: [String: AttemptSpan.Fixed]
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -41,10 +40,10 @@ package final class UpstreamPool: Sendable {
             self.endpoint = endpoint
             self.breaker = breaker
             self.metrics = metrics
-            server = AttemptSpan.server(settings.baseURL)
             let models = Set(
                 [settings.defaultModel].compactMap { $0 } + settings.taskModels.values + settings.aliasModels.values)
-            spanNames = Dictionary(uniqueKeysWithValues: models.map { ($0, AttemptSpan.name(model: $0)) })
+            spans = Dictionary(
+                uniqueKeysWithValues: models.map { ($0, AttemptSpan.Fixed(upstream: settings, model: $0)) })
         }
 
         var name: String { settings.name }

@@ -196,6 +196,30 @@ private final class RawConnection {
     }
 }
 
+/// A server whose first connection answers its first request `first`, reads the second and
+/// closes unanswered; later connections answer one request `answer`. Each request read is
+/// given to `note` with its connection's index.
+private func closingSecondUnanswered(
+    then answer: String, _ note: @escaping @Sendable (Int, (head: String, body: [UInt8])) -> Void
+) -> @Sendable (RawConnection) -> Void {
+    { connection in
+        if connection.index == 0 {
+            guard let first = connection.readRequest() else { return }
+            note(0, first)
+            connection.write(okResponse("first"))
+            // The second request is read, then the connection closed without a byte of answer.
+            guard let second = connection.readRequest() else { return }
+            note(0, second)
+            connection.close()
+        } else {
+            guard let request = connection.readRequest() else { return }
+            note(connection.index, request)
+            connection.write(okResponse(answer))
+            connection.waitForClose()
+        }
+    }
+}
+
 private func okResponse(_ body: String, fields: [String] = []) -> String {
     "HTTP/1.1 200 OK\r\n" + fields.map { $0 + "\r\n" }.joined() + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
 }
@@ -358,22 +382,10 @@ struct PlainConnectionTests {
     @Test("a request the server read on a kept-alive connection and closed unanswered goes again, whole, on a new one")
     func retriedOnFreshConnection() async throws {
         let seen = Mutex<[(connection: Int, head: String, body: [UInt8])]>([])
-        let server = try await withRawServer({ connection in
-            if connection.index == 0 {
-                guard let first = connection.readRequest() else { return }
-                seen.withLock { $0.append((0, first.head, first.body)) }
-                connection.write(okResponse("first"))
-                // The second request is read, then the connection closed without a byte of answer.
-                guard let second = connection.readRequest() else { return }
-                seen.withLock { $0.append((0, second.head, second.body)) }
-                connection.close()
-            } else {
-                guard let request = connection.readRequest() else { return }
-                seen.withLock { $0.append((connection.index, request.head, request.body)) }
-                connection.write(okResponse("second"))
-                connection.waitForClose()
-            }
-        }) { _, base in
+        let noted = closingSecondUnanswered(then: "second") { index, request in
+            seen.withLock { $0.append((index, request.head, request.body)) }
+        }
+        let server = try await withRawServer(noted) { _, base in
             try await withClient({ $0.timeout = .seconds(30) }) { client in
                 let first = try await client.send(
                     HTTPClientRequest(
@@ -394,6 +406,33 @@ struct PlainConnectionTests {
             #expect(requests[2].head == requests[1].head, "the retry is the same request")
             #expect(requests[2].body == Array("two".utf8))
             #expect(requests[1].body == Array("two".utf8))
+        }
+    }
+
+    @Test(
+        "a body of megabytes, sent after its head from its own bytes, arrives whole, and again whole on a retry"
+    )
+    func largeBodyWhole() async throws {
+        let body = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let seen = Mutex<[(connection: Int, head: String, body: [UInt8])]>([])
+        let noted = closingSecondUnanswered(then: "again") { index, request in
+            seen.withLock { $0.append((index, request.head, request.body)) }
+        }
+        let server = try await withRawServer(noted) { _, base in
+            try await withClient({ $0.timeout = .seconds(60) }) { client in
+                let first = try await client.send(HTTPClientRequest(method: "POST", url: base + "/a", body: body))
+                #expect(String(decoding: first.body, as: UTF8.self) == "first")
+                let second = try await client.send(HTTPClientRequest(method: "POST", url: base + "/b", body: body))
+                #expect(String(decoding: second.body, as: UTF8.self) == "again")
+            }
+        }
+        #expect(server.accepted.load(ordering: .relaxed) == 2)
+        let requests = seen.withLock { $0 }
+        #expect(requests.map(\.connection) == [0, 0, 1])
+        for request in requests {
+            #expect(request.head.contains("\r\nContent-Length: \(body.count)"))
+            #expect(request.body.count == body.count)
+            #expect(request.body == body)
         }
     }
 

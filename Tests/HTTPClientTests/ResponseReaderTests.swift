@@ -430,7 +430,7 @@ struct PlainRequestTests {
     private let target = PlainTarget(url: "http://127.0.0.1:8080/v1/chat/completions")!
 
     private func encoded(_ request: HTTPClientRequest) -> String {
-        String(decoding: PlainRequest.encode(request, target: target), as: UTF8.self)
+        String(decoding: PlainRequest.encode(request, target: target).bytes, as: UTF8.self)
     }
 
     @Test("writes the request line, Host first, the fields in order, Accept when none, the length and the body")
@@ -446,7 +446,8 @@ struct PlainRequestTests {
         let bare = try #require(PlainTarget(url: "http://example.com"))
         #expect(
             String(
-                decoding: PlainRequest.encode(HTTPClientRequest(url: "http://example.com"), target: bare), as: UTF8.self
+                decoding: PlainRequest.encode(HTTPClientRequest(url: "http://example.com"), target: bare).bytes,
+                as: UTF8.self
             )
                 == "GET / HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
     }
@@ -509,17 +510,25 @@ struct PlainRequestTests {
                 + "Content-Length: 3\r\n\r\nabc")
     }
 
-    @Test("a large body and many fields are written whole, the buffer sized for them")
+    @Test("many fields are written whole; a body over 16 KiB is left to be written after the head, one at it is not")
     func largeRequest() {
-        let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
         let headers = (0..<50).map { (name: "X-Field-\($0)", value: String(repeating: "v", count: $0 * 10)) }
-        let encoded = PlainRequest.encode(
-            HTTPClientRequest(method: "POST", url: "", headers: headers, body: body), target: target)
-        var head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
-        for field in headers where !field.value.isEmpty { head += "\(field.name): \(field.value)\r\n" }
-        head += "Accept: */*\r\nContent-Length: 300000\r\n\r\n"
-        #expect(encoded.count == head.utf8.count + body.count)
-        #expect(String(decoding: encoded.prefix(head.utf8.count), as: UTF8.self) == head)
-        #expect(Array(encoded.suffix(body.count)) == body)
+        for size in [300_000, PlainRequest.bodyApartBytes + 1, PlainRequest.bodyApartBytes] {
+            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 % 251) }
+            let encoded = PlainRequest.encode(
+                HTTPClientRequest(method: "POST", url: "", headers: headers, body: body), target: target)
+            var head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+            for field in headers where !field.value.isEmpty { head += "\(field.name): \(field.value)\r\n" }
+            head += "Accept: */*\r\nContent-Length: \(size)\r\n\r\n"
+            #expect(String(decoding: encoded.bytes.prefix(head.utf8.count), as: UTF8.self) == head)
+            if size > PlainRequest.bodyApartBytes {
+                #expect(encoded.bodyApart)
+                #expect(encoded.bytes.count == head.utf8.count)
+            } else {
+                #expect(!encoded.bodyApart)
+                #expect(encoded.bytes.count == head.utf8.count + body.count)
+                #expect(Array(encoded.bytes.suffix(body.count)) == body)
+            }
+        }
     }
 }

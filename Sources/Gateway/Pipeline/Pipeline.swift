@@ -104,8 +104,10 @@ struct Pipeline: Sendable {
 
     /// Answers any request; never throws.
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let trace = tracer?.begin(request)
-        let context = makeContext(request.head, trace: trace)
+        // Worked out once: the tracer's probe check and the context both need it.
+        let route = RouteLabel(path: request.path)
+        let trace = tracer?.begin(request, route: route)
+        let context = makeContext(request.head, route: route, trace: trace)
         finisher.started(context)
         var report = RouteReport()
         let answer: RouteAnswer
@@ -154,7 +156,9 @@ struct Pipeline: Sendable {
         return response
     }
 
-    private func makeContext(_ head: RequestHead, trace: TraceRecorder? = nil) -> RequestContext {
+    private func makeContext(_ head: RequestHead, route: RouteLabel? = nil, trace: TraceRecorder? = nil)
+        -> RequestContext
+    {
         let group = groups.first { head.path.hasUTF8Prefix($0.prefix) } ?? .root
         let headers = head.headers
         // Unset, `/api` speaks Persian whatever the app's Accept-Language says (an iOS app
@@ -166,7 +170,7 @@ struct Pipeline: Sendable {
         case .english: language = .english
         case .auto: language = Language(acceptLanguage: headers["Accept-Language"], default: fallback)
         }
-        let route = RouteLabel(path: head.path)
+        let route = route ?? RouteLabel(path: head.path)
         return RequestContext(
             id: RequestID.accept(headers["X-Request-Id"]), method: head.method, path: head.path,
             route: route, errorShape: group.errorShape, language: language,

@@ -16,35 +16,47 @@ final class RequestTracer: Sendable {
     let settings: TracingSettings
     let exporter: SpanExporter
     let trustedProxies: TrustedProxies
-    /// The server span's name of each route (`POST /api/process`) for GET and POST, made
-    /// once: GET's in route order, then POST's.
-    private let names: [String]
+    /// What a server span of each route holds for GET and POST (its name, `POST /api/process`,
+    /// and its method and route attributes), made once: GET's in route order, then POST's.
+    private let fixed: [Fixed]
+
+    private struct Fixed {
+        let name: String
+        let attributes: SpanAttributes
+
+        init(_ method: HTTPMethod, _ route: RouteLabel) {
+            var attributes = SpanAttributes()
+            attributes.append("http.request.method", method.rawValue)
+            if route == .other {
+                name = method.rawValue
+            } else {
+                name = method.rawValue + " " + route.rawValue
+                attributes.append("http.route", route.rawValue)
+            }
+            self.attributes = attributes
+        }
+    }
 
     init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
         self.settings = settings
         self.exporter = exporter
         self.trustedProxies = trustedProxies
-        names = ["GET", "POST"].flatMap { method in RouteLabel.allCases.map { method + " " + $0.rawValue } }
+        fixed = [HTTPMethod.GET, .POST].flatMap { method in RouteLabel.allCases.map { Fixed(method, $0) } }
     }
 
-    /// `METHOD /route`, or the method alone for a path of no route.
-    private func name(_ method: HTTPMethod, _ route: RouteLabel) -> String {
-        if route == .other { return method.rawValue }
+    /// The name and fixed attributes of a `method` request's span on `route`.
+    private func fixed(_ method: HTTPMethod, _ route: RouteLabel) -> Fixed {
         let routes = RouteLabel.allCases
-        guard let index = routes.firstIndex(of: route) else { return method.rawValue + " " + route.rawValue }
-        // A known method's text is one string everywhere: compared by its storage, not its bytes.
-        if method == .POST { return names[routes.count + index] }
-        if method == .GET { return names[index] }
-        return method.rawValue + " " + route.rawValue
+        guard let index = routes.firstIndex(of: route) else { return Fixed(method, route) }
+        if method == .POST { return fixed[routes.count + index] }
+        if method == .GET { return fixed[index] }
+        return Fixed(method, route)
     }
 
     /// The recorder of a request to trace; nil when its trace is not sampled, or it is a probe
     /// (`/api/health`, `/metrics`) and `TRACE_PROBES` is off.
-    func begin(_ request: HTTPRequest) -> TraceRecorder? {
-        if !settings.probes {
-            let route = RouteLabel(path: request.path)
-            if route == .health || route == .metrics { return nil }
-        }
+    func begin(_ request: HTTPRequest, route: RouteLabel) -> TraceRecorder? {
+        if !settings.probes, route == .health || route == .metrics { return nil }
         let parent = incoming(request)
         let traceID = parent?.traceID ?? TraceID.random()
         guard settings.sampler.shouldSample(traceID, parentSampled: parent?.sampled) else { return nil }
@@ -71,17 +83,14 @@ final class RequestTracer: Sendable {
     ) {
         let end = WallClock.nanoseconds()
         let root = trace.context
-        let method = context.method.rawValue
-        let route = context.route == .other ? nil : context.route.rawValue
+        let fixed = fixed(context.method, context.route)
         var span = SpanRecord(
-            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent,
-            name: name(context.method, context.route), kind: .server,
-            startNanoseconds: end &- nanoseconds, endNanoseconds: end)
+            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent, name: fixed.name,
+            kind: .server, startNanoseconds: end &- nanoseconds, endNanoseconds: end)
         span.parentIsRemote = trace.remoteParent != nil
         span.traceState = root.traceState
         span.attributes.reserveCapacity(640)
-        span.set("http.request.method", method)
-        span.set("http.route", route)
+        span.attributes.append(contentsOf: fixed.attributes)
         span.set("http.response.status_code", state.status)
         span.set("textgateway.request_id", state.report.replayOf ?? context.id)
         span.set("textgateway.outcome", outcome.label)
@@ -113,7 +122,7 @@ final class RequestTracer: Sendable {
     /// The attempt that answered (the last one recorded without an error) gets what the
     /// answer said: its model, its usage, and the time to its first token for a stream.
     private func annotateAnswer(_ spans: inout [SpanRecord], state: RequestSummary, trace: TraceRecorder) {
-        guard let index = spans.lastIndex(where: { $0.kind == .client && $0.status == .unset }) else { return }
+        guard let index = Self.answering(spans) else { return }
         spans[index].set("gen_ai.response.model", state.report.model)
         spans[index].set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
         spans[index].set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
@@ -121,7 +130,8 @@ final class RequestTracer: Sendable {
         if !answer.finishReasons.isEmpty {
             spans[index].set("gen_ai.response.finish_reasons", .strings(answer.finishReasons))
         }
-        if let firstToken = answer.firstToken {
+        if answer.firstToken != 0 {
+            let firstToken = answer.firstToken
             let seconds = Double(firstToken &- min(firstToken, spans[index].startNanoseconds)) / 1e9
             spans[index].events.append(
                 SpanEvent(
@@ -170,7 +180,7 @@ final class RequestTracer: Sendable {
             span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
             span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
             if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
-            if let index = spans.lastIndex(where: { $0.kind == .client && $0.status == .unset }) {
+            if let index = Self.answering(spans) {
                 spans[index].set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
                 spans[index].set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
                 let reasons = trace.answer.finishReasons
@@ -182,6 +192,14 @@ final class RequestTracer: Sendable {
         }
         spans.append(span)
         exporter.submit(spans)
+    }
+
+    /// The attempt that answered: the last client span recorded without an error.
+    private static func answering(_ spans: [SpanRecord]) -> Int? {
+        spans.lastIndex { span in
+            guard span.kind == .client, case .unset = span.status else { return false }
+            return true
+        }
     }
 
     /// `guest`, `device` (an App Attest or Android session), `jwt` (a sign-in JWT's subject) or
