@@ -98,27 +98,6 @@ enum ProtobufSize {
         }
     }
 
-    /// A `Span`'s body.
-    static func span(_ span: SpanRecord) -> Int {
-        var size = field(1, 16) + field(2, 8) + string(3, span.traceState)
-        if span.parentSpanID != nil { size += field(4, 8) }
-        size += string(5, span.name) + 1 + varint(UInt64(span.kind.rawValue))
-        size += 2 * 9 // start and end: fixed64
-        size += span.attributes.byteCount
-        for event in span.events { size += field(11, self.event(event)) }
-        for link in span.links { size += field(13, self.link(link)) }
-        size += status(span.status).map { field(15, $0) } ?? 0
-        return size + 2 + 4 // flags: fixed32, field 16 (a two-byte key)
-    }
-
-    static func event(_ event: SpanEvent) -> Int {
-        9 + string(2, event.name) + event.attributes.byteCount
-    }
-
-    static func link(_ link: SpanLink) -> Int {
-        field(1, 16) + field(2, 8) + link.attributes.byteCount + 5
-    }
-
     /// A `Status`'s body; nil when unset (not written).
     static func status(_ status: SpanRecord.Status) -> Int? {
         switch status {
@@ -161,6 +140,11 @@ struct ProtobufWriter {
     mutating func header(_ number: Int, _ length: Int) {
         tag(number, 2)
         varint(UInt64(length))
+    }
+
+    /// Moves past `count` bytes, to be written later.
+    mutating func skip(_ count: Int) {
+        position += count
     }
 
     /// `source`'s bytes as they are.
@@ -277,47 +261,6 @@ struct ProtobufWriter {
                 self.value(.string(text))
             }
         }
-    }
-
-    /// A `Span`'s body (opentelemetry/proto/trace/v1).
-    mutating func span(_ span: SpanRecord) {
-        id(1, span.traceID.high, span.traceID.low)
-        id(2, span.spanID.value)
-        string(3, span.traceState)
-        if let parent = span.parentSpanID { id(4, parent.value) }
-        string(5, span.name)
-        tag(6, 0)
-        varint(UInt64(span.kind.rawValue))
-        fixed64(7, span.startNanoseconds)
-        fixed64(8, span.endNanoseconds)
-        attributes(9, span.attributes)
-        for event in span.events {
-            header(11, ProtobufSize.event(event))
-            fixed64(1, event.timeNanoseconds)
-            string(2, event.name)
-            attributes(3, event.attributes)
-        }
-        for link in span.links {
-            header(13, ProtobufSize.link(link))
-            id(1, link.traceID.high, link.traceID.low)
-            id(2, link.spanID.value)
-            attributes(4, link.attributes)
-            // The linked context's W3C flags, and that it is not known to be remote.
-            fixed32(6, 0x100 | (link.sampled ? 1 : 0))
-        }
-        if let size = ProtobufSize.status(span.status) {
-            header(15, size)
-            switch span.status {
-            case .unset: break
-            case .ok: uint(3, 1)
-            case .error(let description):
-                string(2, description)
-                uint(3, 2)
-            }
-        }
-        // flags = 16: the W3C flags (sampled: every exported span is), and whether the parent
-        // is known to be remote (SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK, _IS_REMOTE_MASK).
-        fixed32(16, 0x101 | (span.parentIsRemote ? 0x200 : 0))
     }
 }
 

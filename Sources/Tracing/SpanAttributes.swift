@@ -1,15 +1,11 @@
-import EventLoop
-
 /// A span's attributes (or an event's, a link's, the resource's), kept as the protobuf bytes
 /// they are sent as: each one is written as a `KeyValue` when it is set. A span then holds one
 /// buffer, not a string and a value for each attribute, and its export copies the buffer.
 package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
     /// Each attribute as field 9 of a `Span`: its key byte, its length, its `KeyValue`. Every
     /// field that holds attributes has a number below 16, so a one-byte key: written elsewhere,
-    /// only that byte changes (``ProtobufWriter/attributes(_:_:)``). Written in place: the
-    /// storage grows ahead of need, and only its first ``used`` bytes are attributes.
-    private var storage: [UInt8] = []
-    private var used = 0
+    /// only that byte changes (``ProtobufWriter/attributes(_:_:)``).
+    private var storage = GrowingBytes()
     /// How many attributes there are.
     package private(set) var count = 0
 
@@ -20,7 +16,8 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
     package init(_ list: [SpanAttribute]) {
         for attribute in list {
             var key = attribute.key
-            key.withUTF8 { append(key: $0, attribute.value) }
+            key.withUTF8 { storage.attribute(Self.spanField, key: $0, attribute.value) }
+            count += 1
         }
     }
 
@@ -35,93 +32,42 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
     package var isEmpty: Bool { count == 0 }
 
     /// The attributes' bytes, as sent.
-    var bytes: ArraySlice<UInt8> { storage[0..<used] }
+    var bytes: ArraySlice<UInt8> { storage.bytes }
 
     /// The attributes' byte count, as sent.
-    var byteCount: Int { used }
+    var byteCount: Int { storage.used }
+
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        storage.withBytes(body)
+    }
 
     /// Room for `bytes` bytes of attributes (a span's attributes take about 40 bytes each).
     package mutating func reserveCapacity(_ bytes: Int) {
-        if storage.count < bytes { storage.appendZeros(bytes - storage.count) }
+        storage.reserve(bytes - storage.used)
     }
 
     /// Adds an attribute whose key is a literal: its bytes are read where the literal lies.
     package mutating func append(_ key: StaticString, _ value: SpanAttribute.Value) {
-        switch value {
-        case .string(let text): append(key, text)
-        case .int(let number): append(key, number)
-        default: key.withUTF8Buffer { append(key: $0, value) }
-        }
+        key.withUTF8Buffer { storage.attribute(Self.spanField, key: $0, value) }
+        count += 1
     }
 
-    /// Adds a string attribute: its sizes worked out once and its bytes written straight in,
-    /// with no `AnyValue` made on the way (the common case, a dozen times a traced request).
+    /// Adds a string attribute.
     package mutating func append(_ key: StaticString, _ text: String) {
-        var text = text
-        text.withUTF8 { value in
-            // AnyValue.string_value = 1
-            let any = 1 + ProtobufSize.varint(UInt64(value.count)) + value.count
-            write(key, valueBody: any) { writer in
-                writer.header(1, value.count)
-                writer.bytes(value)
-            }
-        }
+        storage.attribute(Self.spanField, key, text)
+        count += 1
     }
 
-    /// Adds an integer attribute (AnyValue.int_value = 3).
+    /// Adds an integer attribute.
     package mutating func append(_ key: StaticString, _ number: Int64) {
-        let bits = UInt64(bitPattern: number)
-        write(key, valueBody: 1 + ProtobufSize.varint(bits)) { writer in
-            writer.tag(3, 0)
-            writer.varint(bits)
-        }
+        storage.attribute(Self.spanField, key, number)
+        count += 1
     }
 
     /// Adds the attributes of `other` after these (a block encoded once, e.g. an upstream's).
     package mutating func append(contentsOf other: SpanAttributes) {
-        guard other.used > 0 else { return }
-        if storage.count - used < other.used { reserveCapacity(max(used + other.used, storage.count * 2)) }
-        let start = used
-        storage.withUnsafeMutableBufferPointer { buffer in
-            other.storage.withUnsafeBufferPointer { source in
-                guard let base = buffer.baseAddress, let from = source.baseAddress else { return }
-                (base + start).update(from: from, count: other.used)
-            }
-        }
-        used += other.used
+        storage.append(other.storage)
         count += other.count
-    }
-
-    /// One `KeyValue` of `key` and an `AnyValue` of `valueBody` bytes that `value` writes.
-    private mutating func write(
-        _ key: StaticString, valueBody: Int, _ value: (inout ProtobufWriter) -> Void
-    ) {
-        key.withUTF8Buffer { keyBytes in write(key: keyBytes, valueBody: valueBody, value) }
-    }
-
-    private mutating func write(
-        key: UnsafeBufferPointer<UInt8>, valueBody: Int, _ value: (inout ProtobufWriter) -> Void
-    ) {
-        let keyBytes = key.count
-        let body = ProtobufSize.field(1, keyBytes) + ProtobufSize.field(2, valueBody)
-        let size = ProtobufSize.field(Self.spanField, body)
-        if storage.count - used < size { reserveCapacity(max(used + size, storage.count * 2, 64)) }
-        let start = used
-        storage.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var writer = ProtobufWriter(base + start)
-            writer.header(Self.spanField, body)
-            writer.header(1, keyBytes)
-            writer.bytes(key)
-            writer.header(2, valueBody)
-            value(&writer)
-        }
-        used += size
-        count += 1
-    }
-
-    private mutating func append(key: UnsafeBufferPointer<UInt8>, _ value: SpanAttribute.Value) {
-        write(key: key, valueBody: ProtobufSize.value(value)) { $0.value(value) }
     }
 
     /// The attributes, read back from their bytes (in the order they were set).

@@ -10,7 +10,11 @@ package final class TraceRecorder: Sendable {
     package let remoteParent: SpanID?
 
     private struct State {
-        var spans: [SpanRecord] = []
+        /// Finished spans that need nothing more (the limiter's, the ledger's), encoded.
+        var spans = EncodedSpans()
+        /// The upstream attempts ended, written when the work ends: the one that answered
+        /// then gets what the answer said.
+        var attempts: [Attempt] = []
         /// The upstream attempt under way: the span id its `traceparent` names.
         var attempt: SpanID?
         /// Why the answer's choices ended, as the upstream said.
@@ -79,17 +83,81 @@ package final class TraceRecorder: Sendable {
         return span
     }
 
-    /// Keeps a finished child span.
+    /// Keeps a finished child span, encoded.
     package func record(_ span: SpanRecord) {
         state.withLock { $0.spans.append(span) }
     }
 
-    /// The spans recorded so far, given up: a second call gets only those recorded after.
-    package func take() -> [SpanRecord] {
+    /// Keeps an ended upstream attempt, to be written when the work ends.
+    package func record(_ attempt: Attempt) {
+        state.withLock { $0.attempts.append(attempt) }
+    }
+
+    /// The spans recorded so far and the attempts ended, given up: a second call gets only
+    /// those recorded after.
+    package func take() -> (spans: EncodedSpans, attempts: [Attempt]) {
         state.withLock { state in
-            defer { state.spans = [] }
-            return state.spans
+            var taken = (spans: EncodedSpans(), attempts: [Attempt]())
+            swap(&taken.spans, &state.spans)
+            swap(&taken.attempts, &state.attempts)
+            return taken
         }
+    }
+
+    /// One upstream attempt, ended: a client span of the work's own.
+    package struct Attempt: Sendable {
+        package let spanID: SpanID
+        package let start: UInt64
+        package let end: UInt64
+        /// Its name and the attributes every attempt of its model on its upstream holds.
+        package let template: SpanTemplate
+        /// Sends before this one, on this upstream.
+        package let retry: Int
+        /// The failure's kind; nil when the attempt answered.
+        package let error: String?
+
+        package init(spanID: SpanID, start: UInt64, end: UInt64, template: SpanTemplate, retry: Int, error: String?) {
+            self.spanID = spanID
+            self.start = start
+            self.end = end
+            self.template = template
+            self.retry = retry
+            self.error = error
+        }
+    }
+
+    /// Writes `attempts` as client spans of this work's; the last one that answered also gets
+    /// what `answered` writes (the answer's model, usage, finish reasons).
+    package func write(_ attempts: [Attempt], into spans: inout EncodedSpans, answered: (inout SpanBody) -> Void) {
+        let answering = attempts.lastIndex { $0.error == nil }
+        for (index, attempt) in attempts.enumerated() {
+            spans.appendSpan(
+                trace: context.traceID, id: attempt.spanID, parent: context.spanID, traceState: context.traceState,
+                name: attempt.template.name, kind: .client, start: attempt.start
+            ) { body in
+                body.end = attempt.end
+                body.append(contentsOf: attempt.template.attributes)
+                // The HTTP conventions' count of sends before this one, on this upstream.
+                if attempt.retry > 0 { body.set("http.request.resend_count", attempt.retry) }
+                if let error = attempt.error {
+                    body.set("error.type", error)
+                    body.status = .error(error)
+                }
+                if index == answering { answered(&body) }
+            }
+        }
+    }
+}
+
+/// What every span of one kind holds, encoded once: its name and its fixed attributes (an
+/// upstream attempt's operation, model and upstream; a route's method and path).
+package struct SpanTemplate: Sendable {
+    package let name: String
+    package let attributes: SpanAttributes
+
+    package init(name: String, attributes: SpanAttributes) {
+        self.name = name
+        self.attributes = attributes
     }
 }
 

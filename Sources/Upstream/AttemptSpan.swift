@@ -2,34 +2,28 @@ import Tracing
 
 /// One upstream attempt of a traced request, as a client span (the OpenTelemetry GenAI
 /// conventions): begun before the call, so that the call's `traceparent` names it, and
-/// recorded when the call ends. The answer's model, usage and finish reasons are the
+/// recorded when the call ends (written when the request ends). The answer's model, usage and finish reasons are the
 /// request's to add once it knows them. Nil for a request that is not traced: nothing is
 /// allocated then.
 struct AttemptSpan {
     private let recorder: TraceRecorder
     private let spanID: SpanID
     private let start: UInt64
-    private let fixed: Fixed
+    private let template: SpanTemplate
     private let retry: Int
 
-    /// What every attempt of one model on one upstream holds: its name and the attributes
-    /// that name the operation, the model and the upstream, encoded once.
-    struct Fixed: Sendable {
-        let name: String
-        let attributes: SpanAttributes
-
-        init(upstream: UpstreamSettings, model: String) {
-            name = AttemptSpan.name(model: model)
-            let server = AttemptSpan.server(upstream.baseURL)
-            var attributes = SpanAttributes()
-            attributes.append("gen_ai.operation.name", "chat")
-            attributes.append("gen_ai.system", "openai")
-            attributes.append("gen_ai.request.model", model)
-            if let host = server.host { attributes.append("server.address", host) }
-            if let port = server.port { attributes.append("server.port", Int64(port)) }
-            attributes.append("textgateway.upstream", upstream.name)
-            self.attributes = attributes
-        }
+    /// What every attempt of `model` on `upstream` holds: its name and the attributes that
+    /// name the operation, the model and the upstream, encoded once.
+    static func template(upstream: UpstreamSettings, model: String) -> SpanTemplate {
+        let server = AttemptSpan.server(upstream.baseURL)
+        var attributes = SpanAttributes()
+        attributes.append("gen_ai.operation.name", "chat")
+        attributes.append("gen_ai.system", "openai")
+        attributes.append("gen_ai.request.model", model)
+        if let host = server.host { attributes.append("server.address", host) }
+        if let port = server.port { attributes.append("server.port", Int64(port)) }
+        attributes.append("textgateway.upstream", upstream.name)
+        return SpanTemplate(name: name(model: model), attributes: attributes)
     }
 
     init?(member: UpstreamPool.Member, model: String, retry: Int) {
@@ -37,7 +31,7 @@ struct AttemptSpan {
         self.recorder = recorder
         spanID = recorder.beginAttempt()
         start = WallClock.nanoseconds()
-        fixed = member.spans[model] ?? Fixed(upstream: member.settings, model: model)
+        template = member.spans[model] ?? Self.template(upstream: member.settings, model: model)
         self.retry = retry
     }
 
@@ -46,19 +40,13 @@ struct AttemptSpan {
         "chat " + model
     }
 
-    /// Records the span: `error` is the failure's kind (``UpstreamFailure/label``), nil when
-    /// the attempt answered.
+    /// Records the attempt, to be written as a span when the request ends: `error` is the
+    /// failure's kind (``UpstreamFailure/label``), nil when the attempt answered.
     func end(error: String?) {
-        var span = recorder.child(fixed.name, kind: .client, id: spanID, since: start)
-        span.attributes.reserveCapacity(384)
-        span.attributes.append(contentsOf: fixed.attributes)
-        // The HTTP conventions' count of sends before this one, on this upstream.
-        if retry > 0 { span.set("http.request.resend_count", retry) }
-        if let error {
-            span.set("error.type", error)
-            span.status = .error(error)
-        }
-        recorder.record(span)
+        recorder.record(
+            TraceRecorder.Attempt(
+                spanID: spanID, start: start, end: WallClock.nanoseconds(), template: template, retry: retry,
+                error: error))
     }
 
     /// The host and port of an `http(s)://host[:port]/…` URL.

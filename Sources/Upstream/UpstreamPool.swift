@@ -3,6 +3,7 @@ import EventLoop
 import Synchronization
 package import Telemetry
 package import TextTasks
+import Tracing
 
 /// Which model each upstream is asked for: a task's, or a `/v1` alias's.
 package enum UpstreamModelChoice: Sendable, Equatable {
@@ -30,7 +31,7 @@ package final class UpstreamPool: Sendable {
         let failures = Atomic<Int>(0)
         /// What the attempts' spans of each model this upstream is asked for always hold (their
         /// name, the model, this upstream's name and address), made once.
-        let spans: [String: AttemptSpan.Fixed]
+        let spans: [String: SpanTemplate]
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -43,7 +44,7 @@ package final class UpstreamPool: Sendable {
             let models = Set(
                 [settings.defaultModel].compactMap { $0 } + settings.taskModels.values + settings.aliasModels.values)
             spans = Dictionary(
-                uniqueKeysWithValues: models.map { ($0, AttemptSpan.Fixed(upstream: settings, model: $0)) })
+                uniqueKeysWithValues: models.map { ($0, AttemptSpan.template(upstream: settings, model: $0)) })
         }
 
         var name: String { settings.name }

@@ -76,7 +76,8 @@ final class RequestTracer: Sendable {
         return TraceContext(traceparent: traceparent, tracestate: request.headers.combinedValue("tracestate"))
     }
 
-    /// Sends the request's server span and the spans recorded under it.
+    /// Sends the request's server span and the spans recorded under it, written straight
+    /// into the bytes the export sends.
     func end(
         _ trace: TraceRecorder, context: RequestContext, state: RequestSummary, outcome: RequestOutcome,
         cost: MoneySpent, nanoseconds: UInt64
@@ -84,61 +85,60 @@ final class RequestTracer: Sendable {
         let end = WallClock.nanoseconds()
         let root = trace.context
         let fixed = fixed(context.method, context.route)
-        var span = SpanRecord(
-            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent, name: fixed.name,
-            kind: .server, startNanoseconds: end &- nanoseconds, endNanoseconds: end)
-        span.parentIsRemote = trace.remoteParent != nil
-        span.traceState = root.traceState
-        span.attributes.reserveCapacity(640)
-        span.attributes.append(contentsOf: fixed.attributes)
-        span.set("http.response.status_code", state.status)
-        span.set("textgateway.request_id", state.report.replayOf ?? context.id)
-        span.set("textgateway.outcome", outcome.label)
-        let caller = state.report.caller
-        span.set("textgateway.caller.kind", Self.kind(of: caller))
-        span.set("textgateway.caller.plan", caller?.plan)
-        if settings.userID { span.set("enduser.id", caller?.userID) }
-        span.set("textgateway.task", state.report.task)
-        // Said only when they say something: most requests are no cache hit, with one attempt.
-        if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
-        span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
-        if state.report.upstreamAttempts > 1 {
-            span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+        var (spans, attempts) = trace.take()
+        spans.reserveCapacity(1024 + attempts.count * 384)
+        trace.write(attempts, into: &spans) { body in annotateAnswer(&body, state: state, trace: trace) }
+        spans.appendSpan(
+            trace: root.traceID, id: root.spanID, parent: trace.remoteParent,
+            parentIsRemote: trace.remoteParent != nil, traceState: root.traceState, name: fixed.name, kind: .server,
+            start: end &- nanoseconds
+        ) { span in
+            span.end = end
+            span.append(contentsOf: fixed.attributes)
+            span.set("http.response.status_code", state.status)
+            span.set("textgateway.request_id", state.report.replayOf ?? context.id)
+            span.set("textgateway.outcome", outcome.label)
+            let caller = state.report.caller
+            span.set("textgateway.caller.kind", Self.kind(of: caller))
+            span.set("textgateway.caller.plan", caller?.plan)
+            if settings.userID { span.set("enduser.id", caller?.userID) }
+            span.set("textgateway.task", state.report.task)
+            // Said only when they say something: most requests are no cache hit, with one attempt.
+            if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
+            span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
+            if state.report.upstreamAttempts > 1 {
+                span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+            }
+            span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
+            span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
+            if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
+            if let error = state.error {
+                span.set("error.type", error.code.rawValue)
+                // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
+                if state.status >= 500 { span.status = .error(error.code.rawValue) }
+            }
         }
-        span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
-        span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
-        if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
-        if let error = state.error {
-            span.set("error.type", error.code.rawValue)
-            // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
-            if state.status >= 500 { span.status = .error(error.code.rawValue) }
-        }
-        var spans = trace.take()
-        annotateAnswer(&spans, state: state, trace: trace)
-        spans.append(span)
         exporter.submit(spans)
     }
 
     /// The attempt that answered (the last one recorded without an error) gets what the
     /// answer said: its model, its usage, and the time to its first token for a stream.
-    private func annotateAnswer(_ spans: inout [SpanRecord], state: RequestSummary, trace: TraceRecorder) {
-        guard let index = Self.answering(spans) else { return }
-        spans[index].set("gen_ai.response.model", state.report.model)
-        spans[index].set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
-        spans[index].set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
+    private func annotateAnswer(_ span: inout SpanBody, state: RequestSummary, trace: TraceRecorder) {
+        span.set("gen_ai.response.model", state.report.model)
+        span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
+        span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
         let answer = trace.answer
         if !answer.finishReasons.isEmpty {
-            spans[index].set("gen_ai.response.finish_reasons", .strings(answer.finishReasons))
+            span.set("gen_ai.response.finish_reasons", .strings(answer.finishReasons))
         }
         if answer.firstToken != 0 {
             let firstToken = answer.firstToken
-            let seconds = Double(firstToken &- min(firstToken, spans[index].startNanoseconds)) / 1e9
-            spans[index].events.append(
-                SpanEvent(
-                    name: "first_token", timeNanoseconds: firstToken,
-                    attributes: [SpanAttribute("gen_ai.server.time_to_first_token", .double(seconds))]))
+            let seconds = Double(firstToken &- min(firstToken, span.start)) / 1e9
+            span.event(
+                "first_token", at: firstToken,
+                attributes: [SpanAttribute("gen_ai.server.time_to_first_token", .double(seconds))])
             // A stream's span ends with its last token, not with the head that opened it.
-            spans[index].endNanoseconds = max(spans[index].endNanoseconds, WallClock.nanoseconds())
+            span.end = max(span.end, WallClock.nanoseconds())
         }
     }
 
@@ -161,45 +161,39 @@ final class RequestTracer: Sendable {
         result: Result<JobAnswer, JobFailure>
     ) {
         let root = trace.context
-        var span = SpanRecord(
-            traceID: root.traceID, spanID: root.spanID, parentSpanID: trace.remoteParent, name: "job chunk",
-            kind: .internal, startNanoseconds: start, endNanoseconds: WallClock.nanoseconds())
-        span.traceState = root.traceState
-        if let parent = job.traceParent.flatMap({ TraceContext(traceparent: $0) }) {
-            span.links.append(SpanLink(traceID: parent.traceID, spanID: parent.spanID, sampled: parent.sampled))
-        }
-        span.set("textgateway.task", job.task)
-        span.set("textgateway.caller.plan", job.plan)
-        switch question {
-        case .final: span.set("textgateway.job.step", "final")
-        case .step: span.set("textgateway.job.step", "combine")
-        }
-        var spans = trace.take()
-        switch result {
-        case .success(let answer):
+        var (spans, attempts) = trace.take()
+        trace.write(attempts, into: &spans) { span in
+            guard case .success(let answer) = result else { return }
             span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
             span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
-            if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
-            if let index = Self.answering(spans) {
-                spans[index].set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
-                spans[index].set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
-                let reasons = trace.answer.finishReasons
-                if !reasons.isEmpty { spans[index].set("gen_ai.response.finish_reasons", .strings(reasons)) }
+            let reasons = trace.answer.finishReasons
+            if !reasons.isEmpty { span.set("gen_ai.response.finish_reasons", .strings(reasons)) }
+        }
+        spans.appendSpan(
+            trace: root.traceID, id: root.spanID, parent: trace.remoteParent, traceState: root.traceState,
+            name: "job chunk", kind: .internal, start: start
+        ) { span in
+            span.end = WallClock.nanoseconds()
+            if let parent = job.traceParent.flatMap({ TraceContext(traceparent: $0) }) {
+                span.link(trace: parent.traceID, span: parent.spanID, sampled: parent.sampled)
             }
-        case .failure(let failure):
-            span.set("error.type", failure.code)
-            span.status = .error(failure.code)
+            span.set("textgateway.task", job.task)
+            span.set("textgateway.caller.plan", job.plan)
+            switch question {
+            case .final: span.set("textgateway.job.step", "final")
+            case .step: span.set("textgateway.job.step", "combine")
+            }
+            switch result {
+            case .success(let answer):
+                span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
+                span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
+                if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
+            case .failure(let failure):
+                span.set("error.type", failure.code)
+                span.status = .error(failure.code)
+            }
         }
-        spans.append(span)
         exporter.submit(spans)
-    }
-
-    /// The attempt that answered: the last client span recorded without an error.
-    private static func answering(_ spans: [SpanRecord]) -> Int? {
-        spans.lastIndex { span in
-            guard span.kind == .client, case .unset = span.status else { return false }
-            return true
-        }
     }
 
     /// `guest`, `device` (an App Attest or Android session), `jwt` (a sign-in JWT's subject) or
