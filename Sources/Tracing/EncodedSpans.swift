@@ -109,6 +109,19 @@ package struct EncodedSpans: Sendable {
         count += spans
     }
 
+    /// Empties these, keeping the storage for what comes next.
+    package mutating func removeAll() {
+        storage.truncate(to: 0)
+        count = 0
+    }
+
+    /// Keeps the first `spans` spans only; the storage stays for what comes next.
+    package mutating func truncate(toSpans spans: Int) {
+        guard spans < count else { return }
+        storage.truncate(to: offset(ofSpan: spans))
+        count = max(0, spans)
+    }
+
     /// Takes the first `spans` spans out, keeping the rest.
     package mutating func removeFirst(_ spans: Int) {
         storage.removeFirst(spans < count ? offset(ofSpan: spans) : storage.used)

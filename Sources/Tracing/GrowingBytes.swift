@@ -55,6 +55,11 @@ struct GrowingBytes: Sendable {
         storage.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
     }
 
+    /// Keeps the first `count` bytes only; the storage stays for what comes next.
+    mutating func truncate(to count: Int) {
+        used = min(used, count)
+    }
+
     /// Drops the first `count` bytes, keeping the rest.
     mutating func removeFirst(_ count: Int) {
         let left = used - count

@@ -37,9 +37,12 @@ package final class SpanExporter: Service {
     }
 
     private struct State {
-        /// The spans waiting, as the bytes they are sent as: each request's apart, moved in
-        /// and out whole, so no byte is copied until the batch's body is written.
-        var queue = SpanQueue()
+        /// The spans waiting, as the bytes they are sent as: a request's are written straight
+        /// in (under the lock: a few microseconds), so a request allocates no buffer of its own.
+        var queue = EncodedSpans()
+        /// The last batch's buffer, given back once it was sent: the next batch's queue, so a
+        /// buffer of hundreds of kilobytes is not allocated and freed for every batch.
+        var spare: EncodedSpans?
         /// The export task, waiting for a batch: resumed by a full batch, its timer, or at stop.
         var waiter: CheckedContinuation<Void, Never>?
         /// Which wait ``waiter`` is: a timer resumes only its own wait, never a later one.
@@ -89,22 +92,28 @@ package final class SpanExporter: Service {
 
     /// Queues `spans` for export; those that do not fit are dropped and counted. Never waits.
     package func submit(_ spans: [SpanRecord]) {
-        submit(EncodedSpans(spans))
+        submit(spans: spans.count) { queue in
+            for span in spans { queue.append(span) }
+        }
     }
 
-    /// Queues spans already encoded (a request's, encoded when it ended): their bytes are
-    /// copied in, under the lock, and nothing else is done there.
-    package func submit(_ spans: EncodedSpans) {
-        guard !spans.isEmpty else { return }
+    /// Queues the `count` spans `write` writes, straight into the queue's bytes; those that do
+    /// not fit are dropped and counted (written and cut off: a trace is a few spans). Never
+    /// waits, and takes no allocation of the request's.
+    package func submit(spans count: Int, _ write: (inout EncodedSpans) -> Void) {
+        guard count > 0 else { return }
         let maxQueue = settings.maxQueueSize
         let batch = settings.maxBatchSize
         let (dropped, waiter) = state.withLock { state -> (Int, CheckedContinuation<Void, Never>?) in
-            let room = max(0, maxQueue - state.queue.count)
-            let taken = min(room, spans.count)
-            state.queue.append(spans, taking: taken)
-            guard state.queue.count >= batch, let waiter = state.waiter else { return (spans.count - taken, nil) }
+            let before = state.queue.count
+            guard before < maxQueue else { return (count, nil) }
+            write(&state.queue)
+            let written = state.queue.count - before
+            if state.queue.count > maxQueue { state.queue.truncate(toSpans: maxQueue) }
+            let dropped = written - (state.queue.count - before)
+            guard state.queue.count >= batch, let waiter = state.waiter else { return (dropped, nil) }
             state.waiter = nil
-            return (spans.count - taken, waiter)
+            return (dropped, waiter)
         }
         if dropped > 0 { metrics.droppedQueueFull.increment(by: dropped) }
         waiter?.resume()
@@ -133,33 +142,46 @@ package final class SpanExporter: Service {
             timer.cancel()
         }
         let left = state.withLock { state -> Int in
-            defer { state.queue = SpanQueue() }
+            defer { state.queue = EncodedSpans() }
             return state.queue.count
         }
         if left > 0 { metrics.droppedExportFailed.increment(by: left) }
     }
 
     private func run() async {
-        while let batch = await nextBatch() {
+        while var batch = await nextBatch() {
             await export(batch)
+            batch.removeAll()
+            state.withLock { $0.spare = batch }
         }
     }
 
     /// The next batch: as soon as a whole one is queued, or the schedule delay after the wait
     /// began with at least one span; at stop, whatever is left (nil once nothing is).
-    private func nextBatch() async -> [EncodedSpans]? {
+    private func nextBatch() async -> EncodedSpans? {
         let deadline = MonotonicInstant.now().nanoseconds &+ settings.scheduleDelay.nanosecondsClamped
         while true {
             if Task.isCancelled { return nil }
             let now = MonotonicInstant.now().nanoseconds
-            let (batch, stopping) = state.withLock { state -> (SpanQueue?, Bool) in
+            let (batch, stopping) = state.withLock { state -> (EncodedSpans?, Bool) in
                 let ready =
                     state.queue.count >= settings.maxBatchSize || state.stopping
                     || (now >= deadline && !state.queue.isEmpty)
                 guard ready, !state.queue.isEmpty else { return (nil, state.stopping) }
-                return (state.queue.takeFirst(settings.maxBatchSize), state.stopping)
+                guard state.queue.count > settings.maxBatchSize else {
+                    // The whole queue is the batch: handed over, not copied, and the last
+                    // batch's buffer, emptied, takes its place.
+                    var batch = state.spare ?? EncodedSpans()
+                    state.spare = nil
+                    swap(&batch, &state.queue)
+                    return (batch, state.stopping)
+                }
+                var batch = EncodedSpans(capacity: state.queue.offset(ofSpan: settings.maxBatchSize))
+                batch.append(contentsOf: state.queue, spans: settings.maxBatchSize)
+                state.queue.removeFirst(settings.maxBatchSize)
+                return (batch, state.stopping)
             }
-            if let batch { return batch.parts }
+            if let batch { return batch }
             if stopping { return nil }
             await waitForBatch(until: now >= deadline ? now &+ settings.scheduleDelay.nanosecondsClamped : deadline)
         }
@@ -200,9 +222,9 @@ package final class SpanExporter: Service {
     }
 
     /// Posts one batch, retrying what may succeed later until the export timeout.
-    private func export(_ parts: [EncodedSpans]) async {
-        let spans = parts.reduce(0) { $0 + $1.count }
-        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, encoded: parts)
+    private func export(_ batch: EncodedSpans) async {
+        let spans = batch.count
+        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, encoded: [batch])
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/x-protobuf"), ("User-Agent", "\(scope.name)/\(scope.version)"),
         ]
@@ -300,50 +322,5 @@ enum ExportOutcome {
         case .accepted: "accepted"
         case .retryable(let reason, _), .refused(let reason): reason
         }
-    }
-}
-
-/// The exporter's queue: the spans each request submitted, in order, and how many in all.
-struct SpanQueue {
-    private(set) var parts: [EncodedSpans] = []
-    private(set) var count = 0
-
-    var isEmpty: Bool { count == 0 }
-
-    /// Adds the first `spans` of `part` (all, when they fit: moved in, not copied).
-    mutating func append(_ part: EncodedSpans, taking spans: Int) {
-        guard spans > 0 else { return }
-        if spans >= part.count {
-            parts.append(part)
-        } else {
-            var first = EncodedSpans()
-            first.append(contentsOf: part, spans: spans)
-            parts.append(first)
-        }
-        count += min(spans, part.count)
-    }
-
-    /// Takes out the first `limit` spans (the whole queue, when it holds no more).
-    mutating func takeFirst(_ limit: Int) -> SpanQueue {
-        guard count > limit else {
-            defer { self = SpanQueue() }
-            return self
-        }
-        var taken = SpanQueue()
-        var index = 0
-        while taken.count < limit, index < parts.count {
-            let part = parts[index]
-            let wanted = limit - taken.count
-            taken.append(part, taking: wanted)
-            if wanted < part.count {
-                // This request's spans straddle the batch's end: the rest stays first in line.
-                parts[index].removeFirst(wanted)
-                break
-            }
-            index += 1
-        }
-        parts.removeFirst(index)
-        count -= taken.count
-        return taken
     }
 }

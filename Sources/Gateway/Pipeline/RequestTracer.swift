@@ -85,40 +85,42 @@ final class RequestTracer: Sendable {
         let end = WallClock.nanoseconds()
         let root = trace.context
         let fixed = fixed(context.method, context.route)
-        var (spans, attempts) = trace.take()
-        spans.reserveCapacity(1024 + attempts.count * 384)
-        trace.write(attempts, into: &spans) { body in annotateAnswer(&body, state: state, trace: trace) }
-        spans.appendSpan(
-            trace: root.traceID, id: root.spanID, parent: trace.remoteParent,
-            parentIsRemote: trace.remoteParent != nil, traceState: root.traceState, name: fixed.name, kind: .server,
-            start: end &- nanoseconds
-        ) { span in
-            span.end = end
-            span.append(contentsOf: fixed.attributes)
-            span.set("http.response.status_code", state.status)
-            span.set("textgateway.request_id", state.report.replayOf ?? context.id)
-            span.set("textgateway.outcome", outcome.label)
-            let caller = state.report.caller
-            span.set("textgateway.caller.kind", Self.kind(of: caller))
-            span.set("textgateway.caller.plan", caller?.plan)
-            if settings.userID { span.set("enduser.id", caller?.userID) }
-            span.set("textgateway.task", state.report.task)
-            // Said only when they say something: most requests are no cache hit, with one attempt.
-            if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
-            span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
-            if state.report.upstreamAttempts > 1 {
-                span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
-            }
-            span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
-            span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
-            if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
-            if let error = state.error {
-                span.set("error.type", error.code.rawValue)
-                // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
-                if state.status >= 500 { span.status = .error(error.code.rawValue) }
+        let (recorded, attempts) = trace.take()
+        // Written straight into the exporter's queue.
+        exporter.submit(spans: recorded.count + attempts.count + 1) { spans in
+            spans.append(contentsOf: recorded, spans: recorded.count)
+            trace.write(attempts, into: &spans) { body in annotateAnswer(&body, state: state, trace: trace) }
+            spans.appendSpan(
+                trace: root.traceID, id: root.spanID, parent: trace.remoteParent,
+                parentIsRemote: trace.remoteParent != nil, traceState: root.traceState, name: fixed.name, kind: .server,
+                start: end &- nanoseconds
+            ) { span in
+                span.end = end
+                span.append(contentsOf: fixed.attributes)
+                span.set("http.response.status_code", state.status)
+                span.set("textgateway.request_id", state.report.replayOf ?? context.id)
+                span.set("textgateway.outcome", outcome.label)
+                let caller = state.report.caller
+                span.set("textgateway.caller.kind", Self.kind(of: caller))
+                span.set("textgateway.caller.plan", caller?.plan)
+                if settings.userID { span.set("enduser.id", caller?.userID) }
+                span.set("textgateway.task", state.report.task)
+                // Said only when they say something: most requests are no cache hit, with one attempt.
+                if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
+                span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
+                if state.report.upstreamAttempts > 1 {
+                    span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
+                }
+                span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
+                span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
+                if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
+                if let error = state.error {
+                    span.set("error.type", error.code.rawValue)
+                    // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
+                    if state.status >= 500 { span.status = .error(error.code.rawValue) }
+                }
             }
         }
-        exporter.submit(spans)
     }
 
     /// The attempt that answered (the last one recorded without an error) gets what the
@@ -161,39 +163,41 @@ final class RequestTracer: Sendable {
         result: Result<JobAnswer, JobFailure>
     ) {
         let root = trace.context
-        var (spans, attempts) = trace.take()
-        trace.write(attempts, into: &spans) { span in
-            guard case .success(let answer) = result else { return }
-            span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
-            span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
-            let reasons = trace.answer.finishReasons
-            if !reasons.isEmpty { span.set("gen_ai.response.finish_reasons", .strings(reasons)) }
-        }
-        spans.appendSpan(
-            trace: root.traceID, id: root.spanID, parent: trace.remoteParent, traceState: root.traceState,
-            name: "job chunk", kind: .internal, start: start
-        ) { span in
-            span.end = WallClock.nanoseconds()
-            if let parent = job.traceParent.flatMap({ TraceContext(traceparent: $0) }) {
-                span.link(trace: parent.traceID, span: parent.spanID, sampled: parent.sampled)
-            }
-            span.set("textgateway.task", job.task)
-            span.set("textgateway.caller.plan", job.plan)
-            switch question {
-            case .final: span.set("textgateway.job.step", "final")
-            case .step: span.set("textgateway.job.step", "combine")
-            }
-            switch result {
-            case .success(let answer):
+        let (recorded, attempts) = trace.take()
+        exporter.submit(spans: recorded.count + attempts.count + 1) { spans in
+            spans.append(contentsOf: recorded, spans: recorded.count)
+            trace.write(attempts, into: &spans) { span in
+                guard case .success(let answer) = result else { return }
                 span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
                 span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
-                if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
-            case .failure(let failure):
-                span.set("error.type", failure.code)
-                span.status = .error(failure.code)
+                let reasons = trace.answer.finishReasons
+                if !reasons.isEmpty { span.set("gen_ai.response.finish_reasons", .strings(reasons)) }
+            }
+            spans.appendSpan(
+                trace: root.traceID, id: root.spanID, parent: trace.remoteParent, traceState: root.traceState,
+                name: "job chunk", kind: .internal, start: start
+            ) { span in
+                span.end = WallClock.nanoseconds()
+                if let parent = job.traceParent.flatMap({ TraceContext(traceparent: $0) }) {
+                    span.link(trace: parent.traceID, span: parent.spanID, sampled: parent.sampled)
+                }
+                span.set("textgateway.task", job.task)
+                span.set("textgateway.caller.plan", job.plan)
+                switch question {
+                case .final: span.set("textgateway.job.step", "final")
+                case .step: span.set("textgateway.job.step", "combine")
+                }
+                switch result {
+                case .success(let answer):
+                    span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
+                    span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
+                    if let micros = answer.costMicros { span.set("textgateway.cost_micros", .int(micros)) }
+                case .failure(let failure):
+                    span.set("error.type", failure.code)
+                    span.status = .error(failure.code)
+                }
             }
         }
-        exporter.submit(spans)
     }
 
     /// `guest`, `device` (an App Attest or Android session), `jwt` (a sign-in JWT's subject) or
