@@ -31,9 +31,8 @@ enum PlainRequest {
         if !hasAccept { capacity += 13 }
         if sendsLength { capacity += 18 + 20 }
         capacity += body.count
-        var bytes = [UInt8](zeroes: capacity)
-        let count = bytes.withUnsafeMutableBufferPointer { buffer -> Int in
-            guard let start = buffer.baseAddress else { return 0 }
+        let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            guard let start = buffer.baseAddress else { return }
             var out = start
             func put(_ text: StaticString) {
                 out.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
@@ -74,9 +73,8 @@ enum PlainRequest {
                 out.update(from: base, count: bytes.count)
                 out += bytes.count
             }
-            return out - start
+            count = out - start
         }
-        bytes.removeLast(bytes.count - count)
         return (bytes, bodyApart)
     }
 
