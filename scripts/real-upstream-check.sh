@@ -39,10 +39,7 @@ stop_on_exit "$work" started_pid llama_pid
 # model's JSON summary with them.) Beside CI's other lanes on two cores (the tests, a release
 # build in a container) a 300-token answer still took 80-120 s against 4-6 s alone, so the
 # upstream timeouts are 300 s: this check is about what the gateway does with a real model
-# server, not how fast the machine is. The check's gateway caps answers at 200 tokens
-# (MAX_TOKENS, after the settings: the last one given wins): the longest answer it needs whole
-# is the JSON summary's 176, the others may be cut at the cap. The eval keeps 300, the setting
-# its figures were taken with.
+# server, not how fast the machine is.
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
@@ -66,7 +63,7 @@ gateway_settings=(
     STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=300 JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20 JOB_CONCURRENCY=1
     RATE_LIMITS=off LOG_LEVEL=warning
 )
-start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" "${gateway_settings[@]}" MAX_TOKENS=200 ||
+start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" "${gateway_settings[@]}" ||
     die "text-gateway did not start: $(tail -5 "$work/gateway.log")"
 gateway=http://127.0.0.1:$started_port
 say "real-upstream-check: text-gateway on $gateway"
