@@ -18,12 +18,6 @@ extension Array where Element == UInt8 {
             left -= step
         }
     }
-
-    /// `count` zero bytes, to be written over in place (see ``appendZeros(_:)``).
-    public init(zeroes count: Int) {
-        self = []
-        appendZeros(count)
-    }
 }
 
 /// A block of zero bytes that is never written, allocated once.

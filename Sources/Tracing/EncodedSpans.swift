@@ -24,11 +24,6 @@ package struct EncodedSpans: Sendable {
 
     package var byteCount: Int { storage.used }
 
-    /// Room for `bytes` more bytes (a request's spans take about 1 KB).
-    package mutating func reserveCapacity(_ bytes: Int) {
-        storage.reserve(bytes)
-    }
-
     /// Writes a span: its identity and start here, the rest (attributes, events, links, its
     /// end and status) by `body`, straight into these bytes.
     package mutating func appendSpan(

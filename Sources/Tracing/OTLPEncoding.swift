@@ -11,12 +11,12 @@ package enum OTLPEncoding {
     package static func exportRequest(
         resource: SpanAttributes, scope: (name: String, version: String), spans: [SpanRecord]
     ) -> [UInt8] {
-        exportRequest(resource: resource, scope: scope, encoded: [EncodedSpans(spans)])
+        exportRequest(resource: resource, scope: scope, encoded: EncodedSpans(spans))
     }
 
-    /// The same, of spans already encoded (each request's apart): their bytes are copied in whole.
+    /// The same, of spans already encoded: their bytes are copied in whole.
     package static func exportRequest(
-        resource: SpanAttributes, scope: (name: String, version: String), encoded spans: [EncodedSpans]
+        resource: SpanAttributes, scope: (name: String, version: String), encoded spans: EncodedSpans
     ) -> [UInt8] {
         typealias Size = ProtobufSize
         // Resource.attributes = 1
@@ -24,7 +24,7 @@ package enum OTLPEncoding {
         // InstrumentationScope.name = 1, .version = 2
         let scopeBody = Size.string(1, scope.name) + Size.string(2, scope.version)
         // ScopeSpans.scope = 1, .spans = 2 (each span's key and length are in its bytes)
-        let scopeSpansBody = spans.reduce(Size.field(1, scopeBody)) { $0 + $1.byteCount }
+        let scopeSpansBody = Size.field(1, scopeBody) + spans.byteCount
         // ResourceSpans.resource = 1, .scope_spans = 2
         let resourceSpansBody = Size.field(1, resourceBody) + Size.field(2, scopeSpansBody)
         // ExportTraceServiceRequest.resource_spans = 1
@@ -39,7 +39,7 @@ package enum OTLPEncoding {
             writer.header(1, scopeBody)
             writer.string(1, scope.name)
             writer.string(2, scope.version)
-            for part in spans { part.withBytes { writer.bytes($0) } }
+            spans.withBytes { writer.bytes($0) }
             count = writer.position - start
             // The sizes and the writing describe the same messages; a difference is a bug here.
             precondition(count == total, "OTLP encoding wrote \(count) bytes of \(total)")

@@ -41,11 +41,6 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
         storage.withBytes(body)
     }
 
-    /// Room for `bytes` bytes of attributes (a span's attributes take about 40 bytes each).
-    package mutating func reserveCapacity(_ bytes: Int) {
-        storage.reserve(bytes - storage.used)
-    }
-
     /// Adds an attribute whose key is a literal: its bytes are read where the literal lies.
     package mutating func append(_ key: StaticString, _ value: SpanAttribute.Value) {
         key.withUTF8Buffer { storage.attribute(Self.spanField, key: $0, value) }

@@ -224,7 +224,7 @@ package final class SpanExporter: Service {
     /// Posts one batch, retrying what may succeed later until the export timeout.
     private func export(_ batch: EncodedSpans) async {
         let spans = batch.count
-        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, encoded: [batch])
+        let body = OTLPEncoding.exportRequest(resource: resource, scope: scope, encoded: batch)
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/x-protobuf"), ("User-Agent", "\(scope.name)/\(scope.version)"),
         ]

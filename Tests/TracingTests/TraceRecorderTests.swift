@@ -33,7 +33,7 @@ struct TraceRecorderTests {
             TraceRecorder.Attempt(spanID: .random(), start: 1, end: 2, template: template, retry: 0, error: error)
         }
         func names(_ spans: EncodedSpans) -> [String]? {
-            otlpSpanNames(OTLPEncoding.exportRequest(resource: [], scope: (name: "t", version: ""), encoded: [spans]))
+            otlpSpanNames(OTLPEncoding.exportRequest(resource: [], scope: (name: "t", version: ""), encoded: spans))
         }
         recorder.record(spans[0])
         recorder.record(attempt("timeout"))
@@ -65,7 +65,7 @@ struct TraceRecorderTests {
         }
         var spans = EncodedSpans()
         recorder.write(recorder.take().attempts, into: &spans) { $0.set("gen_ai.response.model", "m-2024") }
-        let body = OTLPEncoding.exportRequest(resource: [], scope: (name: "t", version: ""), encoded: [spans])
+        let body = OTLPEncoding.exportRequest(resource: [], scope: (name: "t", version: ""), encoded: spans)
         let decoded = try OTLPPython.decodeRequest(body)
         #expect(decoded.canonical)
         let written = decoded.request.spans
