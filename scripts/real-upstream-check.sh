@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # TextGateway in front of a real model server: llama.cpp's llama-server with SmolLM2-135M-
 # Instruct (both from PyPI, built once by scripts/llama-server.sh into LLAMA_DIR, outside the
-# clone), a release text-gateway with a SQLite store in front of it, then
-# Tests/python/real_upstream_check.py (the four tasks, a stream, /v1 plain and streamed,
+# clone), a release text-gateway with a SQLite store in front of it (and a second one for the
+# hang-up, whose answers may be longer), then Tests/python/real_upstream_check.py (the four tasks, a stream, /v1 plain and streamed,
 # format: json, the context overflowing, a hang-up mid-stream, a job chunked to the window)
 # and `text-gateway eval` once against it (its figures are printed, not asserted).
 #
@@ -29,17 +29,13 @@ read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 if [ -n "${BIN:-}" ]; then bin=$(cd "$BIN" && pwd); else build_release text-gateway; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-real-upstream.XXXXXX")
-llama_pid= started_pid=
-stop_on_exit "$work" started_pid llama_pid
+llama_pid='' started_pid='' long_pid=''
+stop_on_exit "$work" started_pid long_pid llama_pid
 
 # The model's window: 2,048 tokens, one slot (so /metrics' requests_processing is that slot, and
 # a job asks one call at a time: JOB_CONCURRENCY=1), and a fixed seed: the same answers every run.
 # No polling (--poll 0): llama.cpp's threads otherwise wait for each other spinning. (One thread
-# avoids that too, but sums in another order: the fixed seed's answers change, and the 135M
-# model's JSON summary with them.) Beside CI's other lanes on two cores (the tests, a release
-# build in a container) a 300-token answer still took 80-120 s against 4-6 s alone, so the
-# upstream timeouts are 300 s: this check is about what the gateway does with a real model
-# server, not how fast the machine is.
+# avoids that too, but sums in another order: the fixed seed's answers change.)
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
@@ -57,19 +53,33 @@ say "real-upstream-check: llama-server on $llama (context $context tokens, $(bas
 # Chunks of 400 estimated tokens (2.5 characters a token) are about 1,000 characters: well
 # inside the window with the prompt and the answer, as an operator sizes them for a model.
 chunk_tokens=400
-gateway_settings=(
+# This small model often repeats itself until MAX_TOKENS, so the answers' cap is the check's
+# cost: beside CI's builds on two cores a token took up to 0.75 s (a 300-token answer 225 s,
+# 5 s alone). At 64 tokens a step takes seconds alone and under a minute there, and the upstream
+# timeout of 300 s is a margin, not a bound the machine's load decides. A second gateway with
+# 300 tokens serves the hang-up, whose stream must outlast the 2 s the slot has to come free.
+upstream_settings=(
     DARVAREH_BASE_URL="$llama/v1" DARVAREH_API_KEY=unused-by-llama-server DARVAREH_MODEL_ID=smollm2-135m-instruct
-    DATABASE_URL="sqlite:$work/gateway/textgateway.sqlite" MAX_TOKENS=300 UPSTREAM_TIMEOUT_SECONDS=300
-    STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=300 JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20 JOB_CONCURRENCY=1
-    RATE_LIMITS=off LOG_LEVEL=warning
+    UPSTREAM_TIMEOUT_SECONDS=300 STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=300 RATE_LIMITS=off LOG_LEVEL=warning
 )
+gateway_settings=(
+    "${upstream_settings[@]}" DATABASE_URL="sqlite:$work/gateway/textgateway.sqlite" MAX_TOKENS=64
+    JOB_CHUNK_TOKENS="$chunk_tokens" JOB_CHUNK_OVERLAP_TOKENS=20 JOB_CONCURRENCY=1
+)
+start_text_gateway "$bin" "$work/long" "$work/long.log" "${upstream_settings[@]}" \
+    DATABASE_URL="sqlite:$work/long/textgateway.sqlite" MAX_TOKENS=300 ||
+    die "text-gateway (300 tokens) did not start: $(tail -5 "$work/long.log")"
+# shellcheck disable=SC2034 # stop_on_exit stops it by this name
+long_pid=$started_pid
+long_gateway=http://127.0.0.1:$started_port
 start_text_gateway "$bin" "$work/gateway" "$work/gateway.log" "${gateway_settings[@]}" ||
     die "text-gateway did not start: $(tail -5 "$work/gateway.log")"
 gateway=http://127.0.0.1:$started_port
-say "real-upstream-check: text-gateway on $gateway"
+say "real-upstream-check: text-gateway on $gateway (MAX_TOKENS=64), $long_gateway (300)"
 
 status=0
-python3 Tests/python/real_upstream_check.py --gateway "$gateway" --llama "$llama" --chunk-tokens "$chunk_tokens" || status=$?
+python3 Tests/python/real_upstream_check.py --gateway "$gateway" --long-gateway "$long_gateway" --llama "$llama" \
+    --chunk-tokens "$chunk_tokens" || status=$?
 
 eval_tasks=${REAL_UPSTREAM_EVAL:-all}
 if [ "$eval_tasks" != 0 ]; then
@@ -81,9 +91,10 @@ if [ "$eval_tasks" != 0 ]; then
     echo
     echo "text-gateway eval ${task_flags[*]:-(every task)} against llama-server (SmolLM2-135M-Instruct), not asserted:"
     eval_started=$(now)
-    (cd "$work/gateway" && env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${gateway_settings[@]}" \
+    # The eval's answers are whole (300 tokens): it is about what the model writes.
+    (cd "$work/gateway" && env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${gateway_settings[@]}" MAX_TOKENS=300 \
         "$bin/text-gateway" eval --concurrency 1 --min-pass 0 ${task_flags[@]+"${task_flags[@]}"} --env production) || true
     echo "eval took $(since "$eval_started")"
 fi
-[ "$status" -eq 0 ] || { say "gateway log:"; tail -20 "$work/gateway.log" >&2; }
+[ "$status" -eq 0 ] || { say "gateway logs:"; tail -20 "$work/gateway.log" "$work/long.log" >&2; }
 exit "$status"
