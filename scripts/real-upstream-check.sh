@@ -57,7 +57,8 @@ chunk_tokens=400
 # cost: beside CI's builds on two cores a token took up to 0.75 s (a 300-token answer 225 s,
 # 5 s alone). At 64 tokens a step takes seconds alone and under a minute there, and the upstream
 # timeout of 300 s is a margin, not a bound the machine's load decides. A second gateway with
-# 300 tokens serves the hang-up, whose stream must outlast the 2 s the slot has to come free.
+# 300 tokens serves the hang-up: its stream is cut after four tokens, and the slot must stop
+# within 50 more.
 upstream_settings=(
     DARVAREH_BASE_URL="$llama/v1" DARVAREH_API_KEY=unused-by-llama-server DARVAREH_MODEL_ID=smollm2-135m-instruct
     UPSTREAM_TIMEOUT_SECONDS=300 STREAM_FIRST_TOKEN_TIMEOUT_SECONDS=300 RATE_LIMITS=off LOG_LEVEL=warning

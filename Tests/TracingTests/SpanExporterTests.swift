@@ -74,7 +74,9 @@ struct SpanExporterTests {
                     // Both cores busy for 5 ms: the exporter's timer task may start after its deadline.
                     await occupyThreadPool(for: .milliseconds(5))
                     harness.exporter.submit(makeSpans(1, "r\(round)"))
-                    let sent = await eventually("round \(round)", within: .seconds(3), onTimeout: .returnsFalse) {
+                    // A lost wake-up leaves the span queued for good; a loaded machine only
+                    // delays its post's answer (a CI run took over 3 s), so the wait is long.
+                    let sent = await eventually("round \(round)", within: .seconds(60), onTimeout: .returnsFalse) {
                         harness.spans("exported") == Double(round + 1)
                     }
                     guard sent else {
