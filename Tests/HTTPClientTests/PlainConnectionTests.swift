@@ -616,17 +616,20 @@ struct PlainConnectionTests {
                 var iterator = response.body.makeAsyncIterator()
                 var received = try await iterator.next() ?? []
                 // The consumer now reads nothing: the server writes until every buffer on the
-                // way is full, then its writes block.
-                var last = -1
+                // way is full, then its writes block. Settled once neither the writes nor the
+                // kernel's queues have moved for a second: a receiver's delayed ACK (late on a
+                // loaded machine) leaves bytes counted both unacknowledged and unread until it goes.
+                var last = (written: -1, unacknowledged: -1, unread: -1)
                 var since = MonotonicInstant.now()
                 await eventually("the server's writes stop growing", within: .seconds(60), every: .milliseconds(20)) {
-                    let now = server.written.load(ordering: .relaxed)
+                    let queues = kernelQueues(serverPort: server.port)
+                    let now = (server.written.load(ordering: .relaxed), queues.unacknowledged, queues.unread)
                     if now != last {
                         last = now
                         since = .now()
                         return false
                     }
-                    return since.nanoseconds(until: .now()) >= 500_000_000
+                    return since.nanoseconds(until: .now()) >= 1_000_000_000
                 }
                 let written = server.written.load(ordering: .relaxed)
                 let queues = kernelQueues(serverPort: server.port)
