@@ -178,48 +178,26 @@ package final class UpstreamPool: Sendable {
             let limit = min(tryTimeoutNanoseconds ?? remaining, remaining)
             tried.note(target)
             let span = AttemptSpan(member: member, model: model, retry: attempt)
+            let error: ChatError
             do {
                 let answer = try await call(member.endpoint, requestBody, .nanoseconds(Int64(clamping: limit)), target)
-                span?.end(error: nil)
-                member.metrics.succeeded(seconds: Self.seconds(since: now))
-                member.answers.add(1, ordering: .relaxed)
-                if probe || member.breaker.state != .closed { closeCircuit(member) }
+                answered(member, span: span, probe: probe, since: now)
                 return answer
-            } catch {
-                span?.end(error: UpstreamFailure(error)?.label ?? "cancelled")
-                guard let failure = UpstreamFailure(error) else {
-                    member.metrics.failed("cancelled", seconds: Self.seconds(since: now))
-                    if probe { member.breaker.probeAbandoned() }
-                    throw error
-                }
-                member.metrics.failed(failure.label, seconds: Self.seconds(since: now))
-                member.failures.add(1, ordering: .relaxed)
-                guard failure.retryable else {
-                    if failure.countsAgainstUpstream {
-                        noteFailure(member)
-                    } else if probe || member.breaker.state != .closed {
-                        // The upstream answered; the request was what it refused.
-                        closeCircuit(member)
-                    }
-                    throw error
-                }
-                noteFailure(member)
+            } catch let failed {
+                error = failed
+            }
+            switch afterFailure(
+                error, of: member, span: span, probe: probe, since: now, attempt: attempt, retries: retries,
+                isLast: isLast, end: end, requestID: requestID)
+            {
+            case .fail:
+                throw error
+            case .next:
+                lastError = error
+                return nil
+            case .retry(let wait):
                 lastError = error
                 attempt += 1
-                let left = MonotonicInstant.now().nanoseconds(until: end)
-                guard attempt <= retries, member.breaker.state == .closed,
-                    let wait = retryDelay(after: error, attempt: attempt), wait < left
-                else {
-                    if !isLast { member.metrics.fallbacks.increment() }
-                    return nil
-                }
-                logger.info(
-                    "upstream_retry",
-                    [
-                        ("request_id", .string(requestID)), ("upstream", .string(member.name)),
-                        ("kind", .string(failure.label)),
-                        ("attempt", .int(attempt + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
-                    ])
                 do {
                     if wait > 0 { try await sleep(.nanoseconds(Int64(clamping: wait))) }
                 } catch {
@@ -229,6 +207,68 @@ package final class UpstreamPool: Sendable {
                 member.metrics.retries.increment()
             }
         }
+    }
+
+    /// An attempt that answered, told to its span, its upstream's figures and circuit.
+    /// Synchronous and out of line, like `afterFailure`: what it needs takes no room in the
+    /// attempts' async frame, which a request in flight holds while it waits on the upstream.
+    @inline(never)
+    private func answered(_ member: Member, span: AttemptSpan?, probe: Bool, since now: MonotonicInstant) {
+        span?.end(error: nil)
+        member.metrics.succeeded(seconds: Self.seconds(since: now))
+        member.answers.add(1, ordering: .relaxed)
+        if probe || member.breaker.state != .closed { closeCircuit(member) }
+    }
+
+    private enum AfterFailure {
+        /// The failure ends the call.
+        case fail
+        /// On to the next upstream.
+        case next
+        /// The same upstream again after this many nanoseconds.
+        case retry(UInt64)
+    }
+
+    /// What follows a failed attempt, its span, figures, circuit and log told.
+    @inline(never)
+    private func afterFailure(
+        _ error: ChatError, of member: Member, span: AttemptSpan?, probe: Bool, since now: MonotonicInstant,
+        attempt: Int, retries: Int, isLast: Bool, end: MonotonicInstant, requestID: String
+    ) -> AfterFailure {
+        span?.end(error: UpstreamFailure(error)?.label ?? "cancelled")
+        guard let failure = UpstreamFailure(error) else {
+            member.metrics.failed("cancelled", seconds: Self.seconds(since: now))
+            if probe { member.breaker.probeAbandoned() }
+            return .fail
+        }
+        member.metrics.failed(failure.label, seconds: Self.seconds(since: now))
+        member.failures.add(1, ordering: .relaxed)
+        guard failure.retryable else {
+            if failure.countsAgainstUpstream {
+                noteFailure(member)
+            } else if probe || member.breaker.state != .closed {
+                // The upstream answered; the request was what it refused.
+                closeCircuit(member)
+            }
+            return .fail
+        }
+        noteFailure(member)
+        let next = attempt + 1
+        let left = MonotonicInstant.now().nanoseconds(until: end)
+        guard next <= retries, member.breaker.state == .closed,
+            let wait = retryDelay(after: error, attempt: next), wait < left
+        else {
+            if !isLast { member.metrics.fallbacks.increment() }
+            return .next
+        }
+        logger.info(
+            "upstream_retry",
+            [
+                ("request_id", .string(requestID)), ("upstream", .string(member.name)),
+                ("kind", .string(failure.label)),
+                ("attempt", .int(next + 1)), ("wait_ms", .int(Int(wait / 1_000_000))),
+            ])
+        return .retry(wait)
     }
 
     /// Each upstream as the operator's console shows it, in the pool's order.

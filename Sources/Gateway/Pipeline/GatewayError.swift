@@ -6,30 +6,85 @@ import Upstream
 /// message in Persian (default) and English. The one place errors become HTTP is
 /// ``ErrorRenderer``.
 package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
-    package let status: HTTPStatus
-    package let code: Code
-    let persian: String
-    let english: String
+    /// What the error says, behind one reference. Every function on a request's path throws
+    /// this type, and a typed throw's error travels through storage its caller keeps in its
+    /// async frame: boxed, each of those frames keeps a word for it, not the fields' 200-odd
+    /// bytes, and a request in flight holds those frames. Errors are the uncommon path, so a
+    /// change makes a new box.
+    private struct Fields: Sendable {
+        let status: HTTPStatus
+        let code: Code
+        let persian: String
+        let english: String
+        var headers = HTTPHeaders()
+        var openAI: OpenAIForm?
+        var upstreamKind: UpstreamFailureKind?
+        var refusal: RefusalReason?
+        var budgetScope: BudgetScope?
+        var upstreamElapsed: UInt64 = 0
+        var attestError: String?
+        var authFailure: String?
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+    private var fields: Fields {
+        get { box.fields }
+        set { box = Box(newValue) }
+    }
+
+    package var status: HTTPStatus { box.fields.status }
+    package var code: Code { box.fields.code }
+    var persian: String { box.fields.persian }
+    var english: String { box.fields.english }
     /// Extra response fields (`Allow`, `Retry-After`).
-    package var headers: HTTPHeaders = HTTPHeaders()
+    package var headers: HTTPHeaders {
+        get { box.fields.headers }
+        set { fields.headers = newValue }
+    }
     /// How OpenAI's API says the same thing, where it differs: `/v1` clients get this status,
     /// code and `param` (their SDKs branch on them).
-    var openAI: OpenAIForm?
+    var openAI: OpenAIForm? {
+        get { box.fields.openAI }
+        set { fields.openAI = newValue }
+    }
     /// The kind of upstream failure this error answers, when it is one.
-    var upstreamKind: UpstreamFailureKind?
+    var upstreamKind: UpstreamFailureKind? {
+        get { box.fields.upstreamKind }
+        set { fields.upstreamKind = newValue }
+    }
     /// Why a rate limit or quota refused the request, when this error answers a refusal.
-    var refusal: RefusalReason?
+    var refusal: RefusalReason? {
+        get { box.fields.refusal }
+        set { fields.refusal = newValue }
+    }
     /// The budget that refused the request (`caller`, `guests`, `devices`, `gateway`), sent as
     /// `scope`.
-    var budgetScope: BudgetScope?
+    var budgetScope: BudgetScope? {
+        get { box.fields.budgetScope }
+        set { fields.budgetScope = newValue }
+    }
     /// How long the failed upstream call took, in nanoseconds (0 when none was made).
-    var upstreamElapsed: UInt64 = 0
+    var upstreamElapsed: UInt64 {
+        get { box.fields.upstreamElapsed }
+        set { fields.upstreamElapsed = newValue }
+    }
     /// Why a device's registration or session was refused (the log's `attest_error`), sent
     /// as `attestError` so an app knows what to do: fetch a new challenge, register again, give up.
-    var attestError: String?
+    var attestError: String? {
+        get { box.fields.attestError }
+        set { fields.attestError = newValue }
+    }
     /// Why a presented credential was refused (a JWT's ``JWTFailure/reason``, an unknown
     /// token's kind), for the log's `auth_error` only: never sent.
-    var authFailure: String?
+    var authFailure: String? {
+        get { box.fields.authFailure }
+        set { fields.authFailure = newValue }
+    }
 
     struct OpenAIForm: Sendable, Equatable {
         var status: HTTPStatus
@@ -99,10 +154,7 @@ package struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     init(_ status: HTTPStatus, _ code: Code, _ persian: String, _ english: String) {
-        self.status = status
-        self.code = code
-        self.persian = persian
-        self.english = english
+        box = Box(Fields(status: status, code: code, persian: persian, english: english))
     }
 
     /// The message in the client's language.

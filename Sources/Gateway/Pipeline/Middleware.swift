@@ -255,6 +255,17 @@ struct RateLimitMiddleware: Middleware {
     func handle(
         _ request: HTTPRequest, context: RequestContext, report: inout RouteReport, next: @escaping RouteResponder
     ) async throws -> RouteAnswer {
+        try await admit(request, context: context, report: &report)
+        return await next(request, context, &report)
+    }
+
+    /// The limiter's admission, noted in `report`, or the error that refuses the request. In
+    /// a frame of its own that is gone before the route's frames are made: the plan, the key
+    /// and the decision take no room in the frame a request in flight holds.
+    @inline(never)
+    private func admit(_ request: HTTPRequest, context: RequestContext, report: inout RouteReport)
+        async throws(GatewayError)
+    {
         let caller = context.caller
         let plan: Plan
         let key: String
@@ -283,7 +294,6 @@ struct RateLimitMiddleware: Middleware {
             throw error
         case .allowed(let lease, let status):
             report.admission = Admission(lease: lease, plan: plan, limiter: limiter, status: status)
-            return await next(request, context, &report)
         }
     }
 
