@@ -218,15 +218,18 @@ wrk_run_lines() {
     done
 }
 
-# build_release PRODUCT...: `swift build -c release` of each product with the caller's
-# build_flags array (progress to stderr), then sets bin to the directory holding them.
-build_release() {
-    local product
+# build_products CONFIGURATION PRODUCT...: `swift build -c CONFIGURATION` (debug or release) of
+# each product with the caller's build_flags array (progress to stderr), then sets bin to the
+# directory holding them. build_release PRODUCT...: the same, release.
+build_products() {
+    local configuration=$1 product
+    shift
     for product in "$@"; do
-        swift build -c release --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
+        swift build -c "$configuration" --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
     done
-    bin=$(swift build -c release --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
+    bin=$(swift build -c "$configuration" --show-bin-path ${build_flags[@]+"${build_flags[@]}"})
 }
+build_release() { build_products release "$@"; }
 
 # stop_on_exit WORK_DIR PID_VARIABLE...: when the script exits (or gets INT/TERM), stops the
 # processes whose pids the named variables hold at that moment, in that order, and a Postgres
