@@ -145,7 +145,7 @@ package struct EncodedSpans: Sendable {
 
 /// The part of a span written after its identity: attributes, then events, then links (the
 /// order of their field numbers), straight into the span's bytes; its end and status.
-package struct SpanBody {
+package struct SpanBody: SpanAttributeSink {
     fileprivate var bytes: GrowingBytes
     /// Nanoseconds since the Unix epoch.
     package let start: UInt64

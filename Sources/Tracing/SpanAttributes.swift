@@ -1,7 +1,7 @@
 /// A span's attributes (or an event's, a link's, the resource's), kept as the protobuf bytes
 /// they are sent as: each one is written as a `KeyValue` when it is set. A span then holds one
 /// buffer, not a string and a value for each attribute, and its export copies the buffer.
-package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
+package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral, SpanAttributeSink {
     /// Each attribute as field 9 of a `Span`: its key byte, its length, its `KeyValue`. Every
     /// field that holds attributes has a number below 16, so a one-byte key: written elsewhere,
     /// only that byte changes (``ProtobufWriter/attributes(_:_:)``).
@@ -59,6 +59,16 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
         count += 1
     }
 
+    /// Adds a string attribute, when there is one.
+    package mutating func set(_ key: StaticString, _ text: String?) {
+        if let text { append(key, text) }
+    }
+
+    /// Adds an integer attribute, when there is one.
+    package mutating func set(_ key: StaticString, _ number: Int?) {
+        if let number { append(key, Int64(number)) }
+    }
+
     /// Adds the attributes of `other` after these (a block encoded once, e.g. an upstream's).
     package mutating func append(contentsOf other: SpanAttributes) {
         storage.append(other.storage)
@@ -108,4 +118,11 @@ package struct SpanAttributes: Sendable, Equatable, ExpressibleByArrayLiteral {
         default: return nil
         }
     }
+}
+
+/// Where attributes can be written one by one: a block encoded ahead (``SpanAttributes``) or a
+/// span being written (``SpanBody``), so a block made once holds what a span writes otherwise.
+package protocol SpanAttributeSink {
+    mutating func set(_ key: StaticString, _ text: String?)
+    mutating func set(_ key: StaticString, _ number: Int?)
 }

@@ -14,7 +14,7 @@ package final class TraceRecorder: Sendable {
         var spans = EncodedSpans()
         /// The upstream attempts ended, written when the work ends: the one that answered
         /// then gets what the answer said.
-        var attempts: [Attempt] = []
+        var attempts = Attempts()
         /// The upstream attempt under way: the span id its `traceparent` names.
         var attempt: SpanID?
         /// Why the answer's choices ended, as the upstream said.
@@ -95,9 +95,9 @@ package final class TraceRecorder: Sendable {
 
     /// The spans recorded so far and the attempts ended, given up: a second call gets only
     /// those recorded after.
-    package func take() -> (spans: EncodedSpans, attempts: [Attempt]) {
+    package func take() -> (spans: EncodedSpans, attempts: Attempts) {
         state.withLock { state in
-            var taken = (spans: EncodedSpans(), attempts: [Attempt]())
+            var taken = (spans: EncodedSpans(), attempts: Attempts())
             swap(&taken.spans, &state.spans)
             swap(&taken.attempts, &state.attempts)
             return taken
@@ -126,9 +126,30 @@ package final class TraceRecorder: Sendable {
         }
     }
 
+    /// The attempts of one piece of work: the first kept in place, so the common request (one
+    /// attempt) allocates no array for it; a retry's or a fallback's go after it.
+    package struct Attempts: Sendable, RandomAccessCollection {
+        private var first: Attempt?
+        private var more: [Attempt] = []
+
+        package init() {}
+
+        package var startIndex: Int { 0 }
+        package var endIndex: Int { first == nil ? 0 : 1 + more.count }
+
+        package subscript(index: Int) -> Attempt {
+            if index == 0, let first { return first }
+            return more[index - 1]
+        }
+
+        mutating func append(_ attempt: Attempt) {
+            if first == nil { first = attempt } else { more.append(attempt) }
+        }
+    }
+
     /// Writes `attempts` as client spans of this work's; the last one that answered also gets
     /// what `answered` writes (the answer's model, usage, finish reasons).
-    package func write(_ attempts: [Attempt], into spans: inout EncodedSpans, answered: (inout SpanBody) -> Void) {
+    package func write(_ attempts: Attempts, into spans: inout EncodedSpans, answered: (inout SpanBody) -> Void) {
         let answering = attempts.lastIndex { $0.error == nil }
         for (index, attempt) in attempts.enumerated() {
             spans.appendSpan(

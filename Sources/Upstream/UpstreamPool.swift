@@ -235,8 +235,9 @@ package final class UpstreamPool: Sendable {
         _ error: ChatError, of member: Member, span: AttemptSpan?, probe: Bool, since now: MonotonicInstant,
         attempt: Int, retries: Int, isLast: Bool, end: MonotonicInstant, requestID: String
     ) -> AfterFailure {
-        span?.end(error: UpstreamFailure(error)?.label ?? "cancelled")
-        guard let failure = UpstreamFailure(error) else {
+        let failure = UpstreamFailure(error)
+        span?.end(error: failure?.label ?? "cancelled")
+        guard let failure else {
             member.metrics.failed("cancelled", seconds: Self.seconds(since: now))
             if probe { member.breaker.probeAbandoned() }
             return .fail

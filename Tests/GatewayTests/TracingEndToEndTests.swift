@@ -64,9 +64,12 @@ struct TracingEndToEndTests {
             #expect(attempt.strings["gen_ai.operation.name"] == "chat")
             #expect(attempt.ints["gen_ai.usage.input_tokens"] ?? 0 > 0)
             #expect(attempt.strings["server.address"] == "127.0.0.1")
+            #expect(attempt.arrays["gen_ai.response.finish_reasons"] == ["stop"])
             #expect(server.ints["http.response.status_code"] == 200)
             #expect(server.strings["textgateway.request_id"] == response.head.header("X-Request-Id"))
+            #expect(server.strings["textgateway.outcome"] == "done")
             #expect(server.strings["textgateway.caller.kind"] == "guest")
+            #expect(server.strings["http.request.method"] == "POST" && server.strings["http.route"] == "/api/process")
             // The upstream saw the attempt's span as its parent.
             #expect(harness.mock.receivedTraceparents == ["00-\(server.traceID)-\(attempt.spanID)-01"])
             // The access line names the trace.
@@ -121,6 +124,20 @@ struct TracingEndToEndTests {
         }
     }
 
+    @Test("an answer of several choices: every choice's finish reason, in order, on the attempt that answered")
+    func severalFinishReasons() async throws {
+        try await Self.with { harness in
+            let body = #"{"model":"default","n":2,"messages":[{"role":"user","content":"سلام"}]}"#
+            let response = try await harness.client.send(
+                HTTPClientRequest(
+                    method: "POST", url: harness.base + "/v1/chat/completions",
+                    headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            #expect(response.status == 200)
+            let attempt = try #require(await Self.spans(harness, atLeast: 2).first { $0.kind == 3 })
+            #expect(attempt.arrays["gen_ai.response.finish_reasons"] == ["stop", "stop"])
+        }
+    }
+
     @Test("probes are not traced unless TRACE_PROBES; a refused request has its error and no attempt")
     func probesAndRefusals() async throws {
         try await Self.with { harness in
@@ -132,6 +149,9 @@ struct TracingEndToEndTests {
             let server = try #require(spans.first)
             #expect(server.strings["http.route"] == "/api/process")
             #expect(server.strings["error.type"] == (try Body(refused).code))
+            #expect(server.ints["http.response.status_code"] == 400)
+            #expect(server.strings["textgateway.outcome"] == "rejected")
+            #expect(server.strings["textgateway.caller.kind"] == "guest")
             // A refusal is the caller's: the gateway's span is not an error.
             #expect(server.statusCode == 0)
         }
@@ -178,6 +198,8 @@ struct DecodedSpan {
     var strings: [String: String] = [:]
     var ints: [String: Int] = [:]
     var everyString: String = ""
+    /// Attributes whose value is an array of strings.
+    var arrays: [String: [String]] = [:]
 
     /// The spans of an `ExportTraceServiceRequest`.
     static func all(_ body: [UInt8]) -> [DecodedSpan] {
@@ -212,6 +234,13 @@ struct DecodedSpan {
                         texts.append(text)
                     } else if kind == 3 {
                         ints[key] = Int(Int64(bitPattern: any.varint() ?? 0))
+                    } else if kind == 5 {
+                        // An ArrayValue: its values (field 1), each an AnyValue holding a string.
+                        let array = Self.fields(any.lengthDelimited() ?? [], 1).map { value in
+                            String(decoding: Self.fields(value, 1).first ?? [], as: UTF8.self)
+                        }
+                        arrays[key] = array
+                        texts.append(contentsOf: array)
                     }
                 }
                 texts.append(key)

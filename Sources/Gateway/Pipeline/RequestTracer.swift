@@ -23,6 +23,9 @@ final class RequestTracer: Sendable {
     private struct Fixed {
         let name: String
         let attributes: SpanAttributes
+        /// What a request answered 200 (`done`) holds besides, by its caller's kind: the same
+        /// attributes with its status, outcome and caller kind, one block to copy.
+        let answered: [SpanAttributes]
 
         init(_ method: HTTPMethod, _ route: RouteLabel) {
             var attributes = SpanAttributes()
@@ -34,7 +37,56 @@ final class RequestTracer: Sendable {
                 attributes.append("http.route", route.rawValue)
             }
             self.attributes = attributes
+            answered = CallerKind.allCases.map { kind in
+                var block = attributes
+                RequestTracer.outcome(&block, status: 200, outcome: .done, kind: kind)
+                return block
+            }
         }
+    }
+
+    /// Who called, as a server span says it (`textgateway.caller.kind`).
+    enum CallerKind: String, CaseIterable {
+        /// No credential.
+        case guest
+        /// An App Attest or Android session.
+        case device
+        /// A sign-in JWT's subject.
+        case jwt
+        /// A gateway token, from the settings or the store.
+        case token
+
+        init(_ caller: Caller?) {
+            if let caller {
+                if caller.userID.hasPrefix(BudgetMiddleware.devicePrefix) {
+                    self = .device
+                } else {
+                    self = caller.userID.hasPrefix(RequestTracer.jwtPrefix) ? .jwt : .token
+                }
+            } else {
+                self = .guest
+            }
+        }
+
+        /// Its place in `allCases`.
+        var index: Int {
+            switch self {
+            case .guest: 0
+            case .device: 1
+            case .jwt: 2
+            case .token: 3
+            }
+        }
+    }
+
+    /// A server span's status, outcome and caller kind, the same for a request's fixed block
+    /// and for one written attribute by attribute.
+    private static func outcome(
+        _ attributes: inout some SpanAttributeSink, status: Int, outcome: RequestOutcome, kind: CallerKind
+    ) {
+        attributes.set("http.response.status_code", status)
+        attributes.set("textgateway.outcome", outcome.label)
+        attributes.set("textgateway.caller.kind", kind.rawValue)
     }
 
     init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
@@ -96,12 +148,15 @@ final class RequestTracer: Sendable {
                 start: end &- nanoseconds
             ) { span in
                 span.end = end
-                span.append(contentsOf: fixed.attributes)
-                span.set("http.response.status_code", state.status)
-                span.set("textgateway.request_id", state.report.replayOf ?? context.id)
-                span.set("textgateway.outcome", outcome.label)
                 let caller = state.report.caller
-                span.set("textgateway.caller.kind", Self.kind(of: caller))
+                let kind = CallerKind(caller)
+                if state.status == 200, case .done = outcome {
+                    span.append(contentsOf: fixed.answered[kind.index])
+                } else {
+                    span.append(contentsOf: fixed.attributes)
+                    Self.outcome(&span, status: state.status, outcome: outcome, kind: kind)
+                }
+                span.set("textgateway.request_id", state.report.replayOf ?? context.id)
                 span.set("textgateway.caller.plan", caller?.plan)
                 if settings.userID { span.set("enduser.id", caller?.userID) }
                 span.set("textgateway.task", state.report.task)
@@ -130,9 +185,7 @@ final class RequestTracer: Sendable {
         span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
         span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
         let answer = trace.answer
-        if !answer.finishReasons.isEmpty {
-            span.set("gen_ai.response.finish_reasons", .strings(answer.finishReasons))
-        }
+        Self.finishReasons(&span, answer.finishReasons)
         if answer.firstToken != 0 {
             let firstToken = answer.firstToken
             let seconds = Double(firstToken &- min(firstToken, span.start)) / 1e9
@@ -170,8 +223,7 @@ final class RequestTracer: Sendable {
                 guard case .success(let answer) = result else { return }
                 span.set("gen_ai.usage.input_tokens", answer.usage?.promptTokens)
                 span.set("gen_ai.usage.output_tokens", answer.usage?.completionTokens)
-                let reasons = trace.answer.finishReasons
-                if !reasons.isEmpty { span.set("gen_ai.response.finish_reasons", .strings(reasons)) }
+                Self.finishReasons(&span, trace.answer.finishReasons)
             }
             spans.appendSpan(
                 trace: root.traceID, id: root.spanID, parent: trace.remoteParent, traceState: root.traceState,
@@ -200,13 +252,21 @@ final class RequestTracer: Sendable {
         }
     }
 
-    /// `guest`, `device` (an App Attest or Android session), `jwt` (a sign-in JWT's subject) or
-    /// `token` (a gateway token, from the settings or the store).
-    static func kind(of caller: Caller?) -> String {
-        guard let caller else { return "guest" }
-        if caller.userID.hasPrefix(BudgetMiddleware.devicePrefix) { return "device" }
-        return caller.userID.hasPrefix(Self.jwtPrefix) ? "jwt" : "token"
+    fileprivate static let jwtPrefix = Caller.userID(jwtSubject: "")
+
+    /// `gen_ai.response.finish_reasons`, when the answer gave any: a lone reason the API
+    /// defines (almost every answer's) copied as a block encoded once.
+    private static func finishReasons(_ span: inout SpanBody, _ reasons: [String]) {
+        guard !reasons.isEmpty else { return }
+        if reasons.count == 1, let block = lone.first(where: { $0.reason == reasons[0] }) {
+            span.append(contentsOf: block.attributes)
+        } else {
+            span.set("gen_ai.response.finish_reasons", .strings(reasons))
+        }
     }
 
-    private static let jwtPrefix = Caller.userID(jwtSubject: "")
+    private static let lone: [(reason: String, attributes: SpanAttributes)] =
+        ["stop", "length", "tool_calls", "content_filter"].map { reason in
+            (reason, [SpanAttribute("gen_ai.response.finish_reasons", .strings([reason]))])
+        }
 }
