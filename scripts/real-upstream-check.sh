@@ -34,12 +34,15 @@ stop_on_exit "$work" started_pid long_pid llama_pid
 
 # The model's window: 2,048 tokens, one slot (so /metrics' requests_processing is that slot, and
 # a job asks one call at a time: JOB_CONCURRENCY=1), and a fixed seed: the same answers every run.
-# No polling (--poll 0): llama.cpp's threads otherwise wait for each other spinning. (One thread
-# avoids that too, but sums in another order: the fixed seed's answers change.)
+# No polling (--poll 0): llama.cpp's threads otherwise wait for each other spinning between
+# tokens. Within a token they still do, at every operation, so on a busy machine a thread waits
+# on one the kernel has put aside: LLAMA_THREADS=1 (CI's) spends half the CPU there (the check
+# beside `stress-ng --cpu 2`: 121 s of CPU and 199 s with one thread, 277 s and 292 s with two),
+# and alone takes twice as long (118 s; about 60 with two, the default: one per core).
 context=2048
 llama_port=$(free_port)
 "$llama_dir/llama-server" -m "$llama_dir/model.gguf" --host 127.0.0.1 --port "$llama_port" \
-    -c "$context" -np 1 -t "$(nproc)" --poll 0 --seed 42 --metrics >"$work/llama.log" 2>&1 &
+    -c "$context" -np 1 -t "${LLAMA_THREADS:-$(nproc)}" --poll 0 --seed 42 --metrics >"$work/llama.log" 2>&1 &
 llama_pid=$!
 llama=http://127.0.0.1:$llama_port
 for _ in $(seq 600); do # up to 60 s to load
