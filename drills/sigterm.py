@@ -141,8 +141,9 @@ async def drill_sigterm(args) -> int:
         float(status_line[1]) - signal_epoch if status_line and len(status_line) == 2 else None)
 
     # The gateway stops accepting within the margin; until then a new connection is served
-    # (200), and one left in the listen backlog as the listener closes is reset: the last
-    # before the first refusal. After it, every new connection is refused (or 503).
+    # (200: one left in the listen backlog is taken and served as the listener closes). Only a
+    # connection completed in the instant between that and the close is reset: the last before
+    # the first refusal. After it, every new connection is refused (or 503).
     first_refused = next((at for at, key in probe_log if key.startswith("refused")), None)
     for index, (at, key) in enumerate(probe_log):
         if key.startswith("refused") or key == "answered 503":

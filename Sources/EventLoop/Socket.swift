@@ -76,6 +76,13 @@ package enum Socket {
         try syscall(blocking: false, "read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
+    /// Whether the peer has sent bytes not yet read: a look that neither waits nor takes them.
+    /// False at end of stream, on an error, and when nothing has come.
+    package static func hasInput(_ fd: CInt) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
     /// Writes as much of `bytes` as the socket takes, without raising `SIGPIPE`.
     @inline(__always)
     package static func write(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> IOResult<Int> {

@@ -166,10 +166,11 @@ final class ConnectionDistributor: Sendable {
     }
 
     /// Starts serving `fd` on `context`'s loop, which already counts it (``place(fd:peer:acceptedOn:)``
-    /// or ``handOffTarget(from:)``), as the server does.
-    static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext) {
-        if context.quiescing {
-            // Accepted or handed over just before shutdown began: refuse rather than serve.
+    /// or ``handOffTarget(from:)``), as the server does. `lastRequest`: taken from the backlog at
+    /// shutdown with its request come, which it serves before it closes.
+    static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext, lastRequest: Bool = false) {
+        if context.quiescing, !lastRequest {
+            // Accepted or handed over just before shutdown began, idle: refuse rather than serve.
             Socket.close(fd)
             context.giveBack()
             return
@@ -181,6 +182,8 @@ final class ConnectionDistributor: Sendable {
             // Never added to its loop, so closing it does not give back the counts.
             connection.close()
             context.giveBack()
+            return
         }
+        if lastRequest { connection.serveLastRequest() }
     }
 }

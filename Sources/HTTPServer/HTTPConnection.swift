@@ -396,6 +396,11 @@ final class HTTPConnection: Selectable {
         perform(machine.drain(parserAwaitingRequest: parser.isAwaitingRequest))
     }
 
+    /// Serves the request that has come (still in the socket) and closes after its answer.
+    func serveLastRequest() {
+        perform(machine.drain(parserAwaitingRequest: false))
+    }
+
     /// Moves the connection, idle between two requests with nothing buffered either way, to
     /// `target`'s loop: this loop stops watching it and forgets it, and `target` starts it
     /// afresh (a request already on its way waits in the socket until then).

@@ -161,7 +161,16 @@ public final class HTTPServer: Sendable {
                 for connection in Array(loopState.context.connections.values) { connection.quiesce() }
             }
         }
-        Socket.close(listenerFD)
+        // No loop accepts now: what the kernel completed meanwhile is taken, and the socket closed
+        // right after, so only a connection completed in that instant is reset by the close.
+        if let first = contexts.first {
+            await Self.onLoop(first.loop) {
+                first.value.listener.drainBacklog()
+                Socket.close(listenerFD)
+            }
+        } else {
+            Socket.close(listenerFD)
+        }
         let deadline = MonotonicInstant.now().advanced(by: gracePeriod)
         while counters.open.load(ordering: .relaxed) > 0 && MonotonicInstant.now() < deadline {
             try? await Task.sleep(for: .milliseconds(5))

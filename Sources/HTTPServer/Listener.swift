@@ -34,6 +34,26 @@ final class Listener: Selectable {
         }
     }
 
+    /// At shutdown, once every loop stopped accepting and before the socket is closed: takes
+    /// the connections the kernel completed meanwhile, which closing it would reset (a proxy
+    /// sees its request fail, and may not send it again). One whose request has come is served,
+    /// its answer the last on it; one that has sent nothing is closed, as an idle kept-alive
+    /// connection is.
+    func drainBacklog() {
+        while true {
+            guard let result = try? Socket.accept(fd), case .processed(let accepted) = result else { return }
+            context.counters.accepted.add(1, ordering: .relaxed)
+            guard Socket.hasInput(accepted.fd) else {
+                Socket.close(accepted.fd)
+                continue
+            }
+            context.counters.open.add(1, ordering: .relaxed)
+            context.occupancy.open.add(1, ordering: .relaxed)
+            Socket.setNoDelay(accepted.fd)
+            ConnectionDistributor.start(fd: accepted.fd, peer: accepted.peer, on: context, lastRequest: true)
+        }
+    }
+
     func selectorEvents(_ events: SelectorEvents) {
         // A bounded batch per wake-up, so accepting never starves the loop's connections.
         for _ in 0..<64 {
