@@ -389,38 +389,30 @@ struct ServerEndToEndTests {
 
     @Test("shutdown serves a request left in the listen backlog and closes a silent connection there, neither reset")
     func shutdownDrainsBacklog() async throws {
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.loopCount = 2
         // At the cap the listener stops accepting: what connects next stays in the kernel's backlog.
-        configuration.maxConnections = 1
-        var router = Router()
-        echoRoutes(&router)
-        let responder = router.buildResponder()
-        let server = try HTTPServer(configuration: configuration) { try await responder.respond(to: $0) }
-        let port = try await server.start().port
-        // `first` stays open until the shutdown, so the server stays at its cap.
-        let (first, waiting, silent) = try await onThread {
-            let first = try TestClient(port: port)
-            try first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(try first.readResponse().status == 200)
-            let waiting = try TestClient(port: port)
-            try waiting.send("GET /path?backlog HTTP/1.1\r\nHost: x\r\n\r\n")
-            return (first, waiting, try TestClient(port: port))
+        try await withServer(configure: { $0.maxConnections = 1 }, routes: echoRoutes) { server, port in
+            // `first` stays open until the shutdown, so the server stays at its cap.
+            let (first, waiting, silent) = try await onThread {
+                let first = try TestClient(port: port)
+                try first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try first.readResponse().status == 200)
+                let waiting = try TestClient(port: port)
+                try waiting.send("GET /path?backlog HTTP/1.1\r\nHost: x\r\n\r\n")
+                return (first, waiting, try TestClient(port: port))
+            }
+            #expect(server.acceptedConnectionCount == 1)
+            await server.shutdown(gracePeriod: .seconds(5))
+            try await onThread {
+                let response = try waiting.readResponse()
+                #expect(response.status == 200 && response.text == "/path?backlog")
+                #expect(response.header("Connection") == "close")
+                #expect(waiting.readsEndOfStream())
+                // Closed with a FIN: end of stream, not a reset.
+                #expect(silent.readsEndOfStream())
+                #expect(first.readsEndOfStream())
+            }
+            #expect(server.acceptedConnectionCount == 3 && server.openConnectionCount == 0)
         }
-        #expect(server.acceptedConnectionCount == 1)
-        await server.shutdown(gracePeriod: .seconds(5))
-        try await onThread {
-            let response = try waiting.readResponse()
-            #expect(response.status == 200 && response.text == "/path?backlog")
-            #expect(response.header("Connection") == "close")
-            #expect(waiting.readsEndOfStream())
-            // Closed with a FIN: end of stream, not a reset.
-            #expect(silent.readsEndOfStream())
-            #expect(first.readsEndOfStream())
-        }
-        #expect(server.acceptedConnectionCount == 3 && server.openConnectionCount == 0)
     }
 
     @Test("holds back a stream producer while the client does not read, then closes a stalled write")
