@@ -165,12 +165,13 @@ final class ConnectionDistributor: Sendable {
         return emptiest
     }
 
-    /// Starts serving `fd` on `context`'s loop, which already counts it (``place(fd:peer:acceptedOn:)``
-    /// or ``handOffTarget(from:)``), as the server does. `lastRequest`: taken from the backlog at
-    /// shutdown with its request come, which it serves before it closes.
-    static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext, lastRequest: Bool = false) {
-        if context.quiescing, !lastRequest {
-            // Accepted or handed over just before shutdown began, idle: refuse rather than serve.
+    /// Starts serving `fd` on `context`'s loop, which already counts it (``place(fd:peer:acceptedOn:)``,
+    /// ``handOffTarget(from:)`` or the listener's drain at shutdown), as the server does. On a loop
+    /// that is shutting down, a connection whose request has come is served, that answer its
+    /// last; one that has sent nothing is closed (a FIN: nothing unread for a reset).
+    static func start(fd: CInt, peer: SocketAddress?, on context: ServerLoopContext) {
+        let lastRequest = context.quiescing
+        if lastRequest, !Socket.hasInput(fd) {
             Socket.close(fd)
             context.giveBack()
             return

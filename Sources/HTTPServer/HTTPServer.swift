@@ -153,12 +153,17 @@ public final class HTTPServer: Sendable {
             return (state.contexts, fd)
         }
         guard listenerFD >= 0 else { return }
+        // Every loop stops accepting before any connection is closed: a loop still accepting
+        // would otherwise take a connection the cap held back, freed by another loop's closing.
         for bound in contexts {
             await Self.onLoop(bound.loop) {
-                let loopState = bound.value
-                loopState.listener.stop()
-                loopState.context.quiescing = true
-                for connection in Array(loopState.context.connections.values) { connection.quiesce() }
+                bound.value.listener.stop()
+                bound.value.context.quiescing = true
+            }
+        }
+        for bound in contexts {
+            await Self.onLoop(bound.loop) {
+                for connection in Array(bound.value.context.connections.values) { connection.quiesce() }
             }
         }
         // No loop accepts now: what the kernel completed meanwhile is taken, and the socket closed

@@ -36,21 +36,16 @@ final class Listener: Selectable {
 
     /// At shutdown, once every loop stopped accepting and before the socket is closed: takes
     /// the connections the kernel completed meanwhile, which closing it would reset (a proxy
-    /// sees its request fail, and may not send it again). One whose request has come is served,
-    /// its answer the last on it; one that has sent nothing is closed, as an idle kept-alive
-    /// connection is.
+    /// sees its request fail, and may not send it again), and starts them on this loop, which
+    /// is quiescing: one whose request has come is served, one that sent nothing is closed.
     func drainBacklog() {
         while true {
             guard let result = try? Socket.accept(fd), case .processed(let accepted) = result else { return }
-            context.counters.accepted.add(1, ordering: .relaxed)
-            guard Socket.hasInput(accepted.fd) else {
-                Socket.close(accepted.fd)
-                continue
-            }
             context.counters.open.add(1, ordering: .relaxed)
+            context.counters.accepted.add(1, ordering: .relaxed)
             context.occupancy.open.add(1, ordering: .relaxed)
             Socket.setNoDelay(accepted.fd)
-            ConnectionDistributor.start(fd: accepted.fd, peer: accepted.peer, on: context, lastRequest: true)
+            ConnectionDistributor.start(fd: accepted.fd, peer: accepted.peer, on: context)
         }
     }
 
