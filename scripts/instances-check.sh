@@ -22,7 +22,7 @@ for tool in nginx redis-server curl python3; do
 done
 
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
-if [ -n "${BIN:-}" ]; then bin=$BIN; else build_release mock-upstream text-gateway; fi
+build_release mock-upstream text-gateway
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-instances-check.XXXXXX")
 mock_pid= first_pid= second_pid= nginx_pid= silent_pid= started_pid= redis_pid= drill_pid=

@@ -220,10 +220,20 @@ wrk_run_lines() {
 
 # build_products CONFIGURATION PRODUCT...: `swift build -c CONFIGURATION` (debug or release) of
 # each product with the caller's build_flags array (progress to stderr), then sets bin to the
-# directory holding them. build_release PRODUCT...: the same, release.
+# directory holding them. build_release PRODUCT...: the same, release. With BIN set to a
+# directory that holds every product already (CI: the image's own text-gateway, copied out of
+# it), nothing is built and bin is that directory.
 build_products() {
     local configuration=$1 product
     shift
+    if [ -n "${BIN:-}" ]; then
+        for product in "$@"; do
+            [ -x "$BIN/$product" ] || die "BIN=$BIN has no executable $product"
+        done
+        bin=$(cd "$BIN" && pwd)
+        say "using $* from $bin (BIN; not built)"
+        return
+    fi
     for product in "$@"; do
         swift build -c "$configuration" --product "$product" ${build_flags[@]+"${build_flags[@]}"} >&2
     done

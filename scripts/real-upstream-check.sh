@@ -8,7 +8,7 @@
 #
 #   scripts/real-upstream-check.sh    (make real-upstream-check)
 #
-#   BIN=<dir>                     a release text-gateway already built there
+#   BIN=<dir>                     a release text-gateway already built there (not built then)
 #   SWIFT_BUILD_FLAGS=...         extra `swift build` flags, e.g. "--scratch-path /tmp/build"
 #   REAL_UPSTREAM_EVAL=all        eval's every task (the default; about 15 minutes on 2 cores),
 #                     summarize   the named tasks only (comma-separated), 0: none (CI: its figures assert
@@ -26,7 +26,7 @@ llama_dir=$(scripts/llama-server.sh | sed -n 's/ ready$//p' | tail -n 1)
 say "real-upstream-check: llama-server and model ready in $(since "$started")"
 
 read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
-if [ -n "${BIN:-}" ]; then bin=$(cd "$BIN" && pwd); else build_release text-gateway; fi
+build_release text-gateway
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/textgateway-real-upstream.XXXXXX")
 llama_pid='' started_pid='' long_pid=''
