@@ -171,7 +171,9 @@ package final class SpanExporter: Service {
                 guard state.queue.count > settings.maxBatchSize else {
                     // The whole queue is the batch: handed over, not copied, and the last
                     // batch's buffer, emptied, takes its place.
-                    var batch = state.spare ?? EncodedSpans()
+                    // With no spare (the last batch still being sent), the new queue starts
+                    // at this batch's size, rather than growing to it by reallocations.
+                    var batch = state.spare ?? EncodedSpans(capacity: state.queue.byteCount)
                     state.spare = nil
                     swap(&batch, &state.queue)
                     return (batch, state.stopping)

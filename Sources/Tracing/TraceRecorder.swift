@@ -151,7 +151,8 @@ package final class TraceRecorder: Sendable {
     /// what `answered` writes (the answer's model, usage, finish reasons).
     package func write(_ attempts: Attempts, into spans: inout EncodedSpans, answered: (inout SpanBody) -> Void) {
         let answering = attempts.lastIndex { $0.error == nil }
-        for (index, attempt) in attempts.enumerated() {
+        for index in attempts.indices {
+            let attempt = attempts[index]
             spans.appendSpan(
                 trace: context.traceID, id: attempt.spanID, parent: context.spanID, traceState: context.traceState,
                 name: attempt.template.name, kind: .client, start: attempt.start
@@ -171,8 +172,9 @@ package final class TraceRecorder: Sendable {
 }
 
 /// What every span of one kind holds, encoded once: its name and its fixed attributes (an
-/// upstream attempt's operation, model and upstream; a route's method and path).
-package struct SpanTemplate: Sendable {
+/// upstream attempt's operation, model and upstream; a route's method and path). A class: an
+/// attempt's record holds it with one reference, not one for each of its parts.
+package final class SpanTemplate: Sendable {
     package let name: String
     package let attributes: SpanAttributes
 

@@ -96,9 +96,12 @@ final class RequestTracer: Sendable {
         fixed = [HTTPMethod.GET, .POST].flatMap { method in RouteLabel.allCases.map { Fixed(method, $0) } }
     }
 
+    /// Every route, in `fixed`'s order: made once (`allCases` makes an array at each call).
+    private static let routes = RouteLabel.allCases
+
     /// The name and fixed attributes of a `method` request's span on `route`.
     private func fixed(_ method: HTTPMethod, _ route: RouteLabel) -> Fixed {
-        let routes = RouteLabel.allCases
+        let routes = Self.routes
         guard let index = routes.firstIndex(of: route) else { return Fixed(method, route) }
         if method == .POST { return fixed[routes.count + index] }
         if method == .GET { return fixed[index] }
