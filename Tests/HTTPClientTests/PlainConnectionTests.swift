@@ -617,11 +617,15 @@ struct PlainConnectionTests {
                 var received = try await iterator.next() ?? []
                 // The consumer now reads nothing: the server writes until every buffer on the
                 // way is full, then its writes block. Settled once neither the writes nor the
-                // kernel's queues have moved for a second: a receiver's delayed ACK (late on a
-                // loaded machine) leaves bytes counted both unacknowledged and unread until it goes.
+                // kernel's queues have moved for a second, and no byte is counted twice: a
+                // receiver's ACK not yet taken in by the sender (late on a loaded machine, by
+                // seconds in CI) leaves bytes counted both unacknowledged and unread until it is.
                 var last = (written: -1, unacknowledged: -1, unread: -1)
                 var since = MonotonicInstant.now()
-                await eventually("the server's writes stop growing", within: .seconds(60), every: .milliseconds(20)) {
+                await eventually(
+                    "the server's writes stop growing, every byte counted once", within: .seconds(60),
+                    every: .milliseconds(20)
+                ) {
                     let queues = kernelQueues(serverPort: server.port)
                     let now = (server.written.load(ordering: .relaxed), queues.unacknowledged, queues.unread)
                     if now != last {
@@ -629,7 +633,8 @@ struct PlainConnectionTests {
                         since = .now()
                         return false
                     }
-                    return since.nanoseconds(until: .now()) >= 1_000_000_000
+                    let countedOnce = now.0 - head.utf8.count - now.1 - now.2 - received.count >= 0
+                    return countedOnce && since.nanoseconds(until: .now()) >= 1_000_000_000
                 }
                 let written = server.written.load(ordering: .relaxed)
                 let queues = kernelQueues(serverPort: server.port)
