@@ -8,6 +8,10 @@ package import Telemetry
 /// them out in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, as soon as a batch is full or
 /// `OTEL_BSP_SCHEDULE_DELAY` after its first span, and posts them (OTLP/HTTP, protobuf).
 ///
+/// A request's spans come either written (``submit(spans:_:)``) or as what they say
+/// (``submit(_:)``, ``PendingSpans``), written into the batch by the export's task: the
+/// request's loop then only keeps a reference, and the encoding runs beside it.
+///
 /// What cannot be kept is counted, never waited for: a full queue drops the spans offered
 /// (`textgateway_trace_spans_total{outcome="dropped_queue_full"}`), a batch the collector
 /// still refuses after `OTEL_BSP_EXPORT_TIMEOUT` of retries (with backoff, `Retry-After`
@@ -40,6 +44,12 @@ package final class SpanExporter: Service {
         /// The spans waiting, as the bytes they are sent as: a request's are written straight
         /// in (under the lock: a few microseconds), so a request allocates no buffer of its own.
         var queue = EncodedSpans()
+        /// The spans waiting as what they say, written when a batch takes them.
+        var pending: [any PendingSpans] = []
+        /// How many spans ``pending`` writes.
+        var pendingSpans = 0
+        /// The last batch's list of pending spans, emptied, given back for the next.
+        var sparePending: [any PendingSpans] = []
         /// The last batch's buffer, given back once it was sent: the next batch's queue, so a
         /// buffer of hundreds of kilobytes is not allocated and freed for every batch.
         var spare: EncodedSpans?
@@ -50,6 +60,9 @@ package final class SpanExporter: Service {
         var stopping = false
         /// A failure is logged once, until an export succeeds again.
         var failing = false
+
+        /// Every span waiting, written or not.
+        var queued: Int { queue.count + pendingSpans }
     }
 
     private let state = Mutex(State())
@@ -86,7 +99,7 @@ package final class SpanExporter: Service {
             exportsOK: exports.labels("ok"), exportsRetried: exports.labels("retried"),
             exportsFailed: exports.labels("failed"))
         registry.gaugeFunction("textgateway_trace_queue_spans", help: "Spans waiting to be exported.") {
-            [weak self] in Double(self?.state.withLock { $0.queue.count } ?? 0)
+            [weak self] in Double(self?.state.withLock { $0.queued } ?? 0)
         }
     }
 
@@ -103,20 +116,41 @@ package final class SpanExporter: Service {
     package func submit(spans count: Int, _ write: (inout EncodedSpans) -> Void) {
         guard count > 0 else { return }
         let maxQueue = settings.maxQueueSize
-        let batch = settings.maxBatchSize
         let (dropped, waiter) = state.withLock { state -> (Int, CheckedContinuation<Void, Never>?) in
             let before = state.queue.count
-            guard before < maxQueue else { return (count, nil) }
+            let room = maxQueue - state.pendingSpans
+            guard before < room else { return (count, nil) }
             write(&state.queue)
             let written = state.queue.count - before
-            if state.queue.count > maxQueue { state.queue.truncate(toSpans: maxQueue) }
-            let dropped = written - (state.queue.count - before)
-            guard state.queue.count >= batch, let waiter = state.waiter else { return (dropped, nil) }
-            state.waiter = nil
-            return (dropped, waiter)
+            if state.queue.count > room { state.queue.truncate(toSpans: room) }
+            return (written - (state.queue.count - before), wakeIfBatch(&state))
         }
         if dropped > 0 { metrics.droppedQueueFull.increment(by: dropped) }
         waiter?.resume()
+    }
+
+    /// Queues `spans`, to be written by the export's task when a batch takes them; when they do
+    /// not all fit, they are dropped whole and counted (no trace loses only some of its spans).
+    /// Never waits: a lock and an append.
+    package func submit(_ spans: some PendingSpans) {
+        let count = spans.spanCount
+        guard count > 0 else { return }
+        let maxQueue = settings.maxQueueSize
+        let (kept, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard state.queued + count <= maxQueue else { return (false, nil) }
+            state.pending.append(spans)
+            state.pendingSpans += count
+            return (true, wakeIfBatch(&state))
+        }
+        if !kept { metrics.droppedQueueFull.increment(by: count) }
+        waiter?.resume()
+    }
+
+    /// The export's task, to be resumed when a whole batch now waits.
+    private func wakeIfBatch(_ state: inout State) -> CheckedContinuation<Void, Never>? {
+        guard state.queued >= settings.maxBatchSize, let waiter = state.waiter else { return nil }
+        state.waiter = nil
+        return waiter
     }
 
     package func start() async throws {
@@ -143,7 +177,11 @@ package final class SpanExporter: Service {
         }
         let left = state.withLock { state -> Int in
             defer { state.queue = EncodedSpans() }
-            return state.queue.count
+            defer {
+                state.pending = []
+                state.pendingSpans = 0
+            }
+            return state.queued
         }
         if left > 0 { metrics.droppedExportFailed.increment(by: left) }
     }
@@ -160,30 +198,49 @@ package final class SpanExporter: Service {
     /// began with at least one span; at stop, whatever is left (nil once nothing is).
     private func nextBatch() async -> EncodedSpans? {
         let deadline = MonotonicInstant.now().nanoseconds &+ settings.scheduleDelay.nanosecondsClamped
+        let maxBatch = settings.maxBatchSize
         while true {
             if Task.isCancelled { return nil }
             let now = MonotonicInstant.now().nanoseconds
-            let (batch, stopping) = state.withLock { state -> (EncodedSpans?, Bool) in
-                let ready =
-                    state.queue.count >= settings.maxBatchSize || state.stopping
-                    || (now >= deadline && !state.queue.isEmpty)
-                guard ready, !state.queue.isEmpty else { return (nil, state.stopping) }
-                guard state.queue.count > settings.maxBatchSize else {
-                    // The whole queue is the batch: handed over, not copied, and the last
-                    // batch's buffer, emptied, takes its place.
-                    // With no spare (the last batch still being sent), the new queue starts
-                    // at this batch's size, rather than growing to it by reallocations.
-                    var batch = state.spare ?? EncodedSpans(capacity: state.queue.byteCount)
-                    state.spare = nil
-                    swap(&batch, &state.queue)
-                    return (batch, state.stopping)
+            let (taken, stopping) = state.withLock {
+                state -> ((batch: EncodedSpans, pending: [any PendingSpans])?, Bool) in
+                let ready = state.queued >= maxBatch || state.stopping || (now >= deadline && state.queued > 0)
+                guard ready, state.queued > 0 else { return (nil, state.stopping) }
+                // The last batch's buffer, emptied, keeps its size: a batch is not grown anew.
+                var batch = state.spare ?? EncodedSpans(capacity: state.queue.byteCount)
+                state.spare = nil
+                let written = min(state.queue.count, maxBatch)
+                batch.append(contentsOf: state.queue, spans: written)
+                state.queue.removeFirst(written)
+                // Then the pending spans, in their order, while they fit (one alone always does).
+                var room = maxBatch - written
+                var count = 0
+                var spansTaken = 0
+                for spans in state.pending {
+                    let size = spans.spanCount
+                    guard size <= room || (count == 0 && written == 0) else { break }
+                    room -= min(size, room)
+                    count += 1
+                    spansTaken += size
                 }
-                var batch = EncodedSpans(capacity: state.queue.offset(ofSpan: settings.maxBatchSize))
-                batch.append(contentsOf: state.queue, spans: settings.maxBatchSize)
-                state.queue.removeFirst(settings.maxBatchSize)
-                return (batch, state.stopping)
+                var pending = state.sparePending
+                state.sparePending = []
+                if count == state.pending.count {
+                    swap(&pending, &state.pending)
+                } else {
+                    pending.append(contentsOf: state.pending[0..<count])
+                    state.pending.removeFirst(count)
+                }
+                state.pendingSpans -= spansTaken
+                return ((batch, pending), state.stopping)
             }
-            if let batch { return batch }
+            if var (batch, pending) = taken {
+                // Written here, on the export's task, not on the loops that answered the requests.
+                for spans in pending { spans.write(into: &batch) }
+                pending.removeAll(keepingCapacity: true)
+                state.withLock { $0.sparePending = pending }
+                return batch
+            }
             if stopping { return nil }
             await waitForBatch(until: now >= deadline ? now &+ settings.scheduleDelay.nanosecondsClamped : deadline)
         }
@@ -210,7 +267,7 @@ package final class SpanExporter: Service {
             let resumeNow = state.withLock { state -> Bool in
                 // Checked under the lock the timer takes too: a timer that fired before the
                 // wait began finds no waiter, and the wait then sees its deadline passed.
-                if state.stopping || state.queue.count >= settings.maxBatchSize
+                if state.stopping || state.queued >= settings.maxBatchSize
                     || MonotonicInstant.now().nanoseconds >= deadline
                 {
                     return true
@@ -325,4 +382,15 @@ enum ExportOutcome {
         case .retryable(let reason, _), .refused(let reason): reason
         }
     }
+}
+
+/// Spans handed to the exporter as what they say, written into the export's bytes by its
+/// task when a batch takes them: a request's loop keeps a reference instead of encoding.
+/// What they hold is fixed when they are made (the clock read, the answer noted); writing
+/// them reads no clock and no state that could still change.
+package protocol PendingSpans: Sendable {
+    /// How many spans ``write(into:)`` writes.
+    var spanCount: Int { get }
+    /// Writes the spans after those in `spans`.
+    func write(into spans: inout EncodedSpans)
 }

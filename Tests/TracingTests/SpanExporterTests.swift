@@ -147,6 +147,87 @@ struct SpanExporterTests {
         }
     }
 
+    // MARK: Spans handed over unwritten
+
+    @Test("pending spans are written by the export: after the written ones, a trace never split across batches")
+    func pendingSpansBatched() async throws {
+        try await withCollector { collector, endpoint in
+            try await withExporter(
+                endpoint: endpoint,
+                {
+                    $0.scheduleDelay = .seconds(3600)
+                    $0.requestTimeout = .seconds(120)
+                    $0.maxBatchSize = 5
+                }
+            ) { harness in
+                harness.exporter.submit(Pending(makeSpans(2, "a")))
+                harness.exporter.submit(Pending(makeSpans(2, "b")))
+                #expect(collector.posts.isEmpty, "4 spans are no batch of 5")
+                // The batch is full: it takes the two traces that fit whole, and the third waits.
+                harness.exporter.submit(Pending(makeSpans(2, "c")))
+                await eventually("the first batch", within: .seconds(120)) { collector.posts.count == 1 }
+                #expect(collector.posts[0].spanNames == ["a-0", "a-1", "b-0", "b-1"])
+                await eventually("four exported") { harness.spans("exported") == 4 }
+                #expect(harness.queued == 2)
+                harness.exporter.submit(makeSpans(1, "w"))
+                #expect(harness.queued == 3)
+                await harness.stop()
+                // What was written goes first, then what waits unwritten, in its order.
+                #expect(collector.posts.count == 2)
+                #expect(collector.posts.last?.spanNames == ["w-0", "c-0", "c-1"])
+                #expect(harness.spans("exported") == 7)
+                #expect(harness.spans("dropped_queue_full") ?? 0 == 0)
+            }
+        }
+    }
+
+    @Test("a pending trace larger than a batch goes out alone, whole")
+    func pendingLargerThanBatch() async throws {
+        try await withCollector { collector, endpoint in
+            try await withExporter(
+                endpoint: endpoint,
+                {
+                    $0.scheduleDelay = .seconds(3600)
+                    $0.requestTimeout = .seconds(120)
+                    $0.maxBatchSize = 2
+                }
+            ) { harness in
+                harness.exporter.submit(Pending(makeSpans(3, "big")))
+                await eventually("the batch", within: .seconds(120)) { collector.posts.count == 1 }
+                #expect(collector.posts[0].spanNames == ["big-0", "big-1", "big-2"])
+                await eventually("exported") { harness.spans("exported") == 3 }
+                #expect(harness.queued == 0)
+            }
+        }
+    }
+
+    @Test("a full queue drops a pending trace whole, and counts it; written and pending share the limit")
+    func pendingQueueFull() async throws {
+        try await withCollector { collector, endpoint in
+            try await withExporter(
+                endpoint: endpoint,
+                {
+                    $0.scheduleDelay = .seconds(60)
+                    $0.maxBatchSize = 100
+                    $0.maxQueueSize = 4
+                }
+            ) { harness in
+                harness.exporter.submit(Pending(makeSpans(3, "a")))
+                harness.exporter.submit(Pending(makeSpans(2, "b")))
+                #expect(harness.spans("dropped_queue_full") == 2, "b does not fit whole")
+                #expect(harness.queued == 3)
+                harness.exporter.submit(makeSpans(3, "w"))
+                #expect(harness.spans("dropped_queue_full") == 4, "one written span fits")
+                #expect(harness.queued == 4)
+                harness.exporter.submit(Pending(makeSpans(1, "c")))
+                #expect(harness.spans("dropped_queue_full") == 5)
+                await harness.stop()
+                #expect(collector.acceptedSpanNames == ["w-0", "a-0", "a-1", "a-2"])
+                #expect(harness.spans("exported") == 4)
+            }
+        }
+    }
+
     // MARK: Retries
 
     @Test("503 then 200: the batch is sent again after a backoff, and accepted once")
@@ -445,6 +526,19 @@ struct SpanExporterTests {
                 #expect(decoded.request.spans.map(\.name) == ["h-0", "h-1"])
             }
         }
+    }
+}
+
+/// Spans handed over unwritten, as a request's are.
+private struct Pending: PendingSpans {
+    let spans: [SpanRecord]
+
+    init(_ spans: [SpanRecord]) { self.spans = spans }
+
+    var spanCount: Int { spans.count }
+
+    func write(into encoded: inout EncodedSpans) {
+        for span in spans { encoded.append(span) }
     }
 }
 

@@ -20,7 +20,8 @@ final class RequestTracer: Sendable {
     /// and its method and route attributes), made once: GET's in route order, then POST's.
     private let fixed: [Fixed]
 
-    private struct Fixed {
+    /// A class: a request's pending spans hold it with one reference.
+    fileprivate final class Fixed: Sendable {
         let name: String
         let attributes: SpanAttributes
         /// What a request answered 200 (`done`) holds besides, by its caller's kind: the same
@@ -81,7 +82,7 @@ final class RequestTracer: Sendable {
 
     /// A server span's status, outcome and caller kind, the same for a request's fixed block
     /// and for one written attribute by attribute.
-    private static func outcome(
+    fileprivate static func outcome(
         _ attributes: inout some SpanAttributeSink, status: Int, outcome: RequestOutcome, kind: CallerKind
     ) {
         attributes.set("http.response.status_code", status)
@@ -100,7 +101,7 @@ final class RequestTracer: Sendable {
     private static let routes = RouteLabel.allCases
 
     /// The name and fixed attributes of a `method` request's span on `route`.
-    private func fixed(_ method: HTTPMethod, _ route: RouteLabel) -> Fixed {
+    fileprivate func fixed(_ method: HTTPMethod, _ route: RouteLabel) -> Fixed {
         let routes = Self.routes
         guard let index = routes.firstIndex(of: route) else { return Fixed(method, route) }
         if method == .POST { return fixed[routes.count + index] }
@@ -131,73 +132,18 @@ final class RequestTracer: Sendable {
         return TraceContext(traceparent: traceparent, tracestate: request.headers.combinedValue("tracestate"))
     }
 
-    /// Sends the request's server span and the spans recorded under it, written straight
-    /// into the bytes the export sends.
+    /// Sends the request's server span and the spans recorded under it. They are handed over
+    /// as what they say, and written by the exporter's task: the request's loop only keeps them.
     func end(
         _ trace: TraceRecorder, context: RequestContext, state: RequestSummary, outcome: RequestOutcome,
         cost: MoneySpent, nanoseconds: UInt64
     ) {
-        let end = WallClock.nanoseconds()
-        let root = trace.context
-        let fixed = fixed(context.method, context.route)
-        let (recorded, attempts) = trace.take()
-        // Written straight into the exporter's queue.
-        exporter.submit(spans: recorded.count + attempts.count + 1) { spans in
-            spans.append(contentsOf: recorded, spans: recorded.count)
-            trace.write(attempts, into: &spans) { body in annotateAnswer(&body, state: state, trace: trace) }
-            spans.appendSpan(
-                trace: root.traceID, id: root.spanID, parent: trace.remoteParent,
-                parentIsRemote: trace.remoteParent != nil, traceState: root.traceState, name: fixed.name, kind: .server,
-                start: end &- nanoseconds
-            ) { span in
-                span.end = end
-                let caller = state.report.caller
-                let kind = CallerKind(caller)
-                if state.status == 200, case .done = outcome {
-                    span.append(contentsOf: fixed.answered[kind.index])
-                } else {
-                    span.append(contentsOf: fixed.attributes)
-                    Self.outcome(&span, status: state.status, outcome: outcome, kind: kind)
-                }
-                span.set("textgateway.request_id", state.report.replayOf ?? context.id)
-                span.set("textgateway.caller.plan", caller?.plan)
-                if settings.userID { span.set("enduser.id", caller?.userID) }
-                span.set("textgateway.task", state.report.task)
-                // Said only when they say something: most requests are no cache hit, with one attempt.
-                if state.report.cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
-                span.set("textgateway.idempotency", state.report.idempotency?.rawValue)
-                if state.report.upstreamAttempts > 1 {
-                    span.set("textgateway.upstream_attempts", state.report.upstreamAttempts)
-                }
-                span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
-                span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
-                if let micros = cost.micros { span.set("textgateway.cost_micros", .int(micros)) }
-                if let error = state.error {
-                    span.set("error.type", error.code.rawValue)
-                    // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
-                    if state.status >= 500 { span.status = .error(error.code.rawValue) }
-                }
-            }
-        }
-    }
-
-    /// The attempt that answered (the last one recorded without an error) gets what the
-    /// answer said: its model, its usage, and the time to its first token for a stream.
-    private func annotateAnswer(_ span: inout SpanBody, state: RequestSummary, trace: TraceRecorder) {
-        span.set("gen_ai.response.model", state.report.model)
-        span.set("gen_ai.usage.input_tokens", state.usage?.promptTokens)
-        span.set("gen_ai.usage.output_tokens", state.usage?.completionTokens)
-        let answer = trace.answer
-        Self.finishReasons(&span, answer.finishReasons)
-        if answer.firstToken != 0 {
-            let firstToken = answer.firstToken
-            let seconds = Double(firstToken &- min(firstToken, span.start)) / 1e9
-            span.event(
-                "first_token", at: firstToken,
-                attributes: [SpanAttribute("gen_ai.server.time_to_first_token", .double(seconds))])
-            // A stream's span ends with its last token, not with the head that opened it.
-            span.end = max(span.end, WallClock.nanoseconds())
-        }
+        exporter.submit(
+            ServerSpans(
+                trace: trace, fixed: fixed(context.method, context.route), end: WallClock.nanoseconds(),
+                nanoseconds: nanoseconds, requestID: state.report.replayOf ?? context.id, state: state,
+                outcome: outcome,
+                costMicros: cost.micros, userID: settings.userID))
     }
 
     /// The recorder of one of `job`'s chunks: in the trace of the request that made the job
@@ -259,7 +205,7 @@ final class RequestTracer: Sendable {
 
     /// `gen_ai.response.finish_reasons`, when the answer gave any: a lone reason the API
     /// defines (almost every answer's) copied as a block encoded once.
-    private static func finishReasons(_ span: inout SpanBody, _ reasons: [String]) {
+    fileprivate static func finishReasons(_ span: inout SpanBody, _ reasons: [String]) {
         guard !reasons.isEmpty else { return }
         if reasons.count == 1, let block = lone.first(where: { $0.reason == reasons[0] }) {
             span.append(contentsOf: block.attributes)
@@ -272,4 +218,109 @@ final class RequestTracer: Sendable {
         ["stop", "length", "tool_calls", "content_filter"].map { reason in
             (reason, [SpanAttribute("gen_ai.response.finish_reasons", .strings([reason]))])
         }
+}
+
+/// A request's server span and the spans recorded under it, as what they say: made when the
+/// request ends (its clock read and its recorder's spans taken then), written into the
+/// export's bytes by the exporter's task.
+private final class ServerSpans: PendingSpans {
+    let trace: TraceRecorder
+    let recorded: EncodedSpans
+    let attempts: TraceRecorder.Attempts
+    let fixed: RequestTracer.Fixed
+    let start: UInt64
+    let end: UInt64
+    let requestID: String
+    let status: Int
+    let outcome: RequestOutcome
+    let caller: Caller?
+    let userID: Bool
+    let task: String?
+    let model: String?
+    let cacheHit: Bool
+    let idempotency: IdempotencyRole?
+    let upstreamAttempts: Int
+    let usage: Usage?
+    let costMicros: Int64?
+    let error: String?
+
+    init(
+        trace: TraceRecorder, fixed: RequestTracer.Fixed, end: UInt64, nanoseconds: UInt64, requestID: String,
+        state: RequestSummary, outcome: RequestOutcome, costMicros: Int64?, userID: Bool
+    ) {
+        self.trace = trace
+        (recorded, attempts) = trace.take()
+        self.fixed = fixed
+        self.end = end
+        start = end &- nanoseconds
+        self.requestID = requestID
+        status = state.status
+        self.outcome = outcome
+        caller = state.report.caller
+        self.userID = userID
+        task = state.report.task
+        model = state.report.model
+        cacheHit = state.report.cacheHit
+        idempotency = state.report.idempotency
+        upstreamAttempts = state.report.upstreamAttempts
+        usage = state.usage
+        self.costMicros = costMicros
+        error = state.error?.code.rawValue
+    }
+
+    var spanCount: Int { recorded.count + attempts.count + 1 }
+
+    func write(into spans: inout EncodedSpans) {
+        let root = trace.context
+        spans.append(contentsOf: recorded, spans: recorded.count)
+        trace.write(attempts, into: &spans) { body in annotateAnswer(&body) }
+        spans.appendSpan(
+            trace: root.traceID, id: root.spanID, parent: trace.remoteParent, parentIsRemote: trace.remoteParent != nil,
+            traceState: root.traceState, name: fixed.name, kind: .server, start: start
+        ) { span in
+            span.end = end
+            let kind = RequestTracer.CallerKind(caller)
+            if status == 200, case .done = outcome {
+                span.append(contentsOf: fixed.answered[kind.index])
+            } else {
+                span.append(contentsOf: fixed.attributes)
+                RequestTracer.outcome(&span, status: status, outcome: outcome, kind: kind)
+            }
+            span.set("textgateway.request_id", requestID)
+            span.set("textgateway.caller.plan", caller?.plan)
+            if userID { span.set("enduser.id", caller?.userID) }
+            span.set("textgateway.task", task)
+            // Said only when they say something: most requests are no cache hit, with one attempt.
+            if cacheHit { span.set("textgateway.cache_hit", .bool(true)) }
+            span.set("textgateway.idempotency", idempotency?.rawValue)
+            if upstreamAttempts > 1 { span.set("textgateway.upstream_attempts", upstreamAttempts) }
+            span.set("gen_ai.usage.input_tokens", usage?.promptTokens)
+            span.set("gen_ai.usage.output_tokens", usage?.completionTokens)
+            if let costMicros { span.set("textgateway.cost_micros", .int(costMicros)) }
+            if let error {
+                span.set("error.type", error)
+                // A server span is an error only when the gateway failed (5xx); a refusal is the caller's.
+                if status >= 500 { span.status = .error(error) }
+            }
+        }
+    }
+
+    /// The attempt that answered (the last one recorded without an error) gets what the
+    /// answer said: its model, its usage, and the time to its first token for a stream.
+    private func annotateAnswer(_ span: inout SpanBody) {
+        span.set("gen_ai.response.model", model)
+        span.set("gen_ai.usage.input_tokens", usage?.promptTokens)
+        span.set("gen_ai.usage.output_tokens", usage?.completionTokens)
+        let answer = trace.answer
+        RequestTracer.finishReasons(&span, answer.finishReasons)
+        if answer.firstToken != 0 {
+            let firstToken = answer.firstToken
+            let seconds = Double(firstToken &- min(firstToken, span.start)) / 1e9
+            span.event(
+                "first_token", at: firstToken,
+                attributes: [SpanAttribute("gen_ai.server.time_to_first_token", .double(seconds))])
+            // A stream's span ends with its last token (when the request ended), not with the head that opened it.
+            span.end = max(span.end, end)
+        }
+    }
 }
