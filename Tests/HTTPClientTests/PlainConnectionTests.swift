@@ -615,6 +615,10 @@ struct PlainConnectionTests {
                 #expect(response.status == 200)
                 var iterator = response.body.makeAsyncIterator()
                 var received = try await iterator.next() ?? []
+                // What the client took off its socket and holds, beyond the piece it handed out.
+                func heldBytes(written: Int, unacknowledged: Int, unread: Int) -> Int {
+                    written - head.utf8.count - unacknowledged - unread - received.count
+                }
                 // The consumer now reads nothing: the server writes until every buffer on the
                 // way is full, then its writes block. Settled once neither the writes nor the
                 // kernel's queues have moved for a second, and no byte is counted twice: a
@@ -633,13 +637,12 @@ struct PlainConnectionTests {
                         since = .now()
                         return false
                     }
-                    let countedOnce = now.0 - head.utf8.count - now.1 - now.2 - received.count >= 0
+                    let countedOnce = heldBytes(written: now.0, unacknowledged: now.1, unread: now.2) >= 0
                     return countedOnce && since.nanoseconds(until: .now()) >= 1_000_000_000
                 }
                 let written = server.written.load(ordering: .relaxed)
                 let queues = kernelQueues(serverPort: server.port)
-                // What the client took off its socket and holds, beyond the piece it handed out.
-                let held = written - head.utf8.count - queues.unacknowledged - queues.unread - received.count
+                let held = heldBytes(written: written, unacknowledged: queues.unacknowledged, unread: queues.unread)
                 let seen = "written \(written), in the kernel \(queues), handed out \(received.count), held \(held)"
                 #expect(written < total / 4, "\(seen)")
                 #expect(held <= highWatermark + 64 * 1024, "\(seen)")
