@@ -48,8 +48,12 @@ package final class SpanExporter: Service {
         var pending: [any PendingSpans] = []
         /// How many spans ``pending`` writes.
         var pendingSpans = 0
-        /// The last batch's list of pending spans, emptied, given back for the next.
-        var sparePending: [any PendingSpans] = []
+        /// Pending spans already written, released one at each ``submit(_:)`` by the request
+        /// that submits, on its own thread: `malloc` is quickest where the memory was taken,
+        /// and a request's loop takes it again at once.
+        var written: [any PendingSpans] = []
+        /// An empty list with room, for the next batch's pending spans.
+        var spareList: [any PendingSpans] = []
         /// The last batch's buffer, given back once it was sent: the next batch's queue, so a
         /// buffer of hundreds of kilobytes is not allocated and freed for every batch.
         var spare: EncodedSpans?
@@ -136,14 +140,17 @@ package final class SpanExporter: Service {
         let count = spans.spanCount
         guard count > 0 else { return }
         let maxQueue = settings.maxQueueSize
-        let (kept, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard state.queued + count <= maxQueue else { return (false, nil) }
+        let (kept, waiter, released) = state.withLock {
+            state -> (Bool, CheckedContinuation<Void, Never>?, (any PendingSpans)?) in
+            let released = state.written.popLast()
+            guard state.queued + count <= maxQueue else { return (false, nil, released) }
             state.pending.append(spans)
             state.pendingSpans += count
-            return (true, wakeIfBatch(&state))
+            return (true, wakeIfBatch(&state), released)
         }
         if !kept { metrics.droppedQueueFull.increment(by: count) }
         waiter?.resume()
+        withExtendedLifetime(released) {}
     }
 
     /// The export's task, to be resumed when a whole batch now waits.
@@ -180,6 +187,7 @@ package final class SpanExporter: Service {
             defer {
                 state.pending = []
                 state.pendingSpans = 0
+                state.written = []
             }
             return state.queued
         }
@@ -223,8 +231,8 @@ package final class SpanExporter: Service {
                     count += 1
                     spansTaken += size
                 }
-                var pending = state.sparePending
-                state.sparePending = []
+                var pending = state.spareList
+                state.spareList = []
                 if count == state.pending.count {
                     swap(&pending, &state.pending)
                 } else {
@@ -237,8 +245,15 @@ package final class SpanExporter: Service {
             if var (batch, pending) = taken {
                 // Written here, on the export's task, not on the loops that answered the requests.
                 for spans in pending { spans.write(into: &batch) }
-                pending.removeAll(keepingCapacity: true)
-                state.withLock { $0.sparePending = pending }
+                state.withLock { state in
+                    if state.written.isEmpty {
+                        swap(&state.written, &pending)
+                    } else {
+                        state.written.append(contentsOf: pending)
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    state.spareList = pending
+                }
                 return batch
             }
             if stopping { return nil }

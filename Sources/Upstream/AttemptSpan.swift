@@ -31,7 +31,7 @@ struct AttemptSpan {
         self.recorder = recorder
         spanID = recorder.beginAttempt()
         start = WallClock.nanoseconds()
-        template = member.spans[model] ?? Self.template(upstream: member.settings, model: model)
+        template = member.span(model)
         self.retry = retry
     }
 

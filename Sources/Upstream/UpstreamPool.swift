@@ -32,6 +32,8 @@ package final class UpstreamPool: Sendable {
         /// What the attempts' spans of each model this upstream is asked for always hold (their
         /// name, the model, this upstream's name and address), made once.
         let spans: [String: SpanTemplate]
+        /// The default model's, found without hashing the model's name (most attempts use it).
+        let defaultSpan: SpanTemplate?
 
         init(
             settings: UpstreamSettings, endpoint: any ChatUpstream, breaker: CircuitBreaker,
@@ -43,8 +45,16 @@ package final class UpstreamPool: Sendable {
             self.metrics = metrics
             let models = Set(
                 [settings.defaultModel].compactMap { $0 } + settings.taskModels.values + settings.aliasModels.values)
-            spans = Dictionary(
+            let spans = Dictionary(
                 uniqueKeysWithValues: models.map { ($0, AttemptSpan.template(upstream: settings, model: $0)) })
+            self.spans = spans
+            defaultSpan = settings.defaultModel.flatMap { spans[$0] }
+        }
+
+        /// What every attempt of `model` on this upstream holds.
+        func span(_ model: String) -> SpanTemplate {
+            if model == settings.defaultModel, let defaultSpan { return defaultSpan }
+            return spans[model] ?? AttemptSpan.template(upstream: settings, model: model)
         }
 
         var name: String { settings.name }

@@ -228,6 +228,46 @@ struct SpanExporterTests {
         }
     }
 
+    @Test("pending spans once written are let go by the next submits and at stop: none is kept for good")
+    func pendingReleased() async throws {
+        try await withCollector { collector, endpoint in
+            try await withExporter(
+                endpoint: endpoint,
+                {
+                    $0.scheduleDelay = .seconds(3600)
+                    $0.requestTimeout = .seconds(120)
+                    $0.maxBatchSize = 2
+                }
+            ) { harness in
+                weak var first: Tracked?
+                weak var second: Tracked?
+                do {
+                    let a = Tracked(makeSpans(1, "a"))
+                    let b = Tracked(makeSpans(1, "b"))
+                    first = a
+                    second = b
+                    harness.exporter.submit(a)
+                    harness.exporter.submit(b)
+                }
+                await eventually("the first batch", within: .seconds(120)) { harness.spans("exported") == 2 }
+                weak var third: Tracked?
+                weak var fourth: Tracked?
+                do {
+                    let c = Tracked(makeSpans(1, "c"))
+                    let d = Tracked(makeSpans(1, "d"))
+                    third = c
+                    fourth = d
+                    harness.exporter.submit(c)
+                    harness.exporter.submit(d)
+                }
+                #expect(first == nil && second == nil, "two submits let go of the two written before")
+                await harness.stop()
+                #expect(collector.acceptedSpanNames == ["a-0", "b-0", "c-0", "d-0"])
+                #expect(third == nil && fourth == nil, "stop lets go of the rest")
+            }
+        }
+    }
+
     // MARK: Retries
 
     @Test("503 then 200: the batch is sent again after a backoff, and accepted once")
@@ -531,6 +571,19 @@ struct SpanExporterTests {
 
 /// Spans handed over unwritten, as a request's are.
 private struct Pending: PendingSpans {
+    let spans: [SpanRecord]
+
+    init(_ spans: [SpanRecord]) { self.spans = spans }
+
+    var spanCount: Int { spans.count }
+
+    func write(into encoded: inout EncodedSpans) {
+        for span in spans { encoded.append(span) }
+    }
+}
+
+/// Pending spans whose release a test can see (through a weak reference).
+private final class Tracked: PendingSpans {
     let spans: [SpanRecord]
 
     init(_ spans: [SpanRecord]) { self.spans = spans }

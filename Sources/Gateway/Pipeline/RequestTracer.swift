@@ -90,10 +90,19 @@ final class RequestTracer: Sendable {
         attributes.set("textgateway.caller.kind", kind.rawValue)
     }
 
+    /// Whether a caller's `traceparent` can be joined at all: not when only trusted proxies'
+    /// are, and none is (the default), so the field is not even looked for.
+    private let joinsCallers: Bool
+
     init(settings: TracingSettings, exporter: SpanExporter, trustedProxies: TrustedProxies) {
         self.settings = settings
         self.exporter = exporter
         self.trustedProxies = trustedProxies
+        switch settings.contextSource {
+        case .none: joinsCallers = false
+        case .trusted: joinsCallers = !trustedProxies.ranges.isEmpty
+        case .any: joinsCallers = true
+        }
         fixed = [HTTPMethod.GET, .POST].flatMap { method in RouteLabel.allCases.map { Fixed(method, $0) } }
     }
 
@@ -124,7 +133,7 @@ final class RequestTracer: Sendable {
     /// The caller's trace context, when it sent one it may join the request to.
     private func incoming(_ request: HTTPRequest) -> TraceContext? {
         // The field first: most requests have none, and the peer's address is parsed only for one that does.
-        guard settings.contextSource != .none, let traceparent = request.headers["traceparent"] else { return nil }
+        guard joinsCallers, let traceparent = request.headers["traceparent"] else { return nil }
         if settings.contextSource == .trusted {
             guard let host = request.remoteAddress?.host, let peer = IPAddress(host), trustedProxies.isTrusted(peer)
             else { return nil }
