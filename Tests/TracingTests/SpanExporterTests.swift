@@ -239,22 +239,22 @@ struct SpanExporterTests {
                     $0.maxBatchSize = 2
                 }
             ) { harness in
-                weak var first: Tracked?
-                weak var second: Tracked?
+                weak var first: Pending?
+                weak var second: Pending?
                 do {
-                    let a = Tracked(makeSpans(1, "a"))
-                    let b = Tracked(makeSpans(1, "b"))
+                    let a = Pending(makeSpans(1, "a"))
+                    let b = Pending(makeSpans(1, "b"))
                     first = a
                     second = b
                     harness.exporter.submit(a)
                     harness.exporter.submit(b)
                 }
                 await eventually("the first batch", within: .seconds(120)) { harness.spans("exported") == 2 }
-                weak var third: Tracked?
-                weak var fourth: Tracked?
+                weak var third: Pending?
+                weak var fourth: Pending?
                 do {
-                    let c = Tracked(makeSpans(1, "c"))
-                    let d = Tracked(makeSpans(1, "d"))
+                    let c = Pending(makeSpans(1, "c"))
+                    let d = Pending(makeSpans(1, "d"))
                     third = c
                     fourth = d
                     harness.exporter.submit(c)
@@ -569,21 +569,8 @@ struct SpanExporterTests {
     }
 }
 
-/// Spans handed over unwritten, as a request's are.
-private struct Pending: PendingSpans {
-    let spans: [SpanRecord]
-
-    init(_ spans: [SpanRecord]) { self.spans = spans }
-
-    var spanCount: Int { spans.count }
-
-    func write(into encoded: inout EncodedSpans) {
-        for span in spans { encoded.append(span) }
-    }
-}
-
-/// Pending spans whose release a test can see (through a weak reference).
-private final class Tracked: PendingSpans {
+/// Spans handed over unwritten, as a request's are; a class, so a test can see it released.
+private final class Pending: PendingSpans {
     let spans: [SpanRecord]
 
     init(_ spans: [SpanRecord]) { self.spans = spans }
