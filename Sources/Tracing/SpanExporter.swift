@@ -41,8 +41,8 @@ package final class SpanExporter: Service {
     }
 
     private struct State {
-        /// The spans waiting, as the bytes they are sent as: a request's are written straight
-        /// in (under the lock: a few microseconds), so a request allocates no buffer of its own.
+        /// The spans waiting as the bytes they are sent as (a job chunk's, written straight in
+        /// under the lock).
         var queue = EncodedSpans()
         /// The spans waiting as what they say, written when a batch takes them.
         var pending: [any PendingSpans] = []
@@ -54,8 +54,8 @@ package final class SpanExporter: Service {
         var written: [any PendingSpans] = []
         /// An empty list with room, for the next batch's pending spans.
         var spareList: [any PendingSpans] = []
-        /// The last batch's buffer, given back once it was sent: the next batch's queue, so a
-        /// buffer of hundreds of kilobytes is not allocated and freed for every batch.
+        /// The last batch's buffer, given back once it was sent: the next batch's, so a buffer
+        /// of hundreds of kilobytes is not allocated and freed for every batch.
         var spare: EncodedSpans?
         /// The export task, waiting for a batch: resumed by a full batch, its timer, or at stop.
         var waiter: CheckedContinuation<Void, Never>?
@@ -183,8 +183,8 @@ package final class SpanExporter: Service {
             timer.cancel()
         }
         let left = state.withLock { state -> Int in
-            defer { state.queue = EncodedSpans() }
             defer {
+                state.queue = EncodedSpans()
                 state.pending = []
                 state.pendingSpans = 0
                 state.written = []

@@ -151,8 +151,7 @@ final class RequestTracer: Sendable {
             ServerSpans(
                 trace: trace, fixed: fixed(context.method, context.route), end: WallClock.nanoseconds(),
                 nanoseconds: nanoseconds, requestID: state.report.replayOf ?? context.id, state: state,
-                outcome: outcome,
-                costMicros: cost.micros, userID: settings.userID))
+                outcome: outcome, costMicros: cost.micros, userID: settings.userID))
     }
 
     /// The recorder of one of `job`'s chunks: in the trace of the request that made the job
