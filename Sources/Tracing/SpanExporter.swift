@@ -67,6 +67,36 @@ package final class SpanExporter: Service {
 
         /// Every span waiting, written or not.
         var queued: Int { queue.count + pendingSpans }
+
+        /// Takes a batch of at most `maxBatch` spans, if any wait: the written ones first, then
+        /// the pending ones in their order while they fit whole (one alone always does).
+        mutating func takeBatch(_ maxBatch: Int) -> (batch: EncodedSpans, pending: [any PendingSpans])? {
+            guard queued > 0 else { return nil }
+            // The last batch's buffer, emptied, keeps its size: a batch is not grown anew.
+            var batch = spare ?? EncodedSpans(capacity: queue.byteCount)
+            spare = nil
+            let written = min(queue.count, maxBatch)
+            batch.append(contentsOf: queue, spans: written)
+            queue.removeFirst(written)
+            var count = 0
+            var spans = 0
+            for next in pending {
+                let size = next.spanCount
+                guard written + spans + size <= maxBatch || (count == 0 && written == 0) else { break }
+                count += 1
+                spans += size
+            }
+            var taken = spareList
+            spareList = []
+            if count == pending.count {
+                swap(&taken, &pending)
+            } else {
+                taken.append(contentsOf: pending[0..<count])
+                pending.removeFirst(count)
+            }
+            pendingSpans -= spans
+            return (batch, taken)
+        }
     }
 
     private let state = Mutex(State())
@@ -210,37 +240,9 @@ package final class SpanExporter: Service {
         while true {
             if Task.isCancelled { return nil }
             let now = MonotonicInstant.now().nanoseconds
-            let (taken, stopping) = state.withLock {
-                state -> ((batch: EncodedSpans, pending: [any PendingSpans])?, Bool) in
+            let (taken, stopping) = state.withLock { state in
                 let ready = state.queued >= maxBatch || state.stopping || (now >= deadline && state.queued > 0)
-                guard ready, state.queued > 0 else { return (nil, state.stopping) }
-                // The last batch's buffer, emptied, keeps its size: a batch is not grown anew.
-                var batch = state.spare ?? EncodedSpans(capacity: state.queue.byteCount)
-                state.spare = nil
-                let written = min(state.queue.count, maxBatch)
-                batch.append(contentsOf: state.queue, spans: written)
-                state.queue.removeFirst(written)
-                // Then the pending spans, in their order, while they fit (one alone always does).
-                var room = maxBatch - written
-                var count = 0
-                var spansTaken = 0
-                for spans in state.pending {
-                    let size = spans.spanCount
-                    guard size <= room || (count == 0 && written == 0) else { break }
-                    room -= min(size, room)
-                    count += 1
-                    spansTaken += size
-                }
-                var pending = state.spareList
-                state.spareList = []
-                if count == state.pending.count {
-                    swap(&pending, &state.pending)
-                } else {
-                    pending.append(contentsOf: state.pending[0..<count])
-                    state.pending.removeFirst(count)
-                }
-                state.pendingSpans -= spansTaken
-                return ((batch, pending), state.stopping)
+                return (ready ? state.takeBatch(maxBatch) : nil, state.stopping)
             }
             if var (batch, pending) = taken {
                 // Written here, on the export's task, not on the loops that answered the requests.
